@@ -1,0 +1,161 @@
+"""The ``cuedrecall`` command: serve, demo, recall, import, export, embed-server."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Sequence
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from cuedrecall.config import Settings
+from cuedrecall.errors import CuedRecallError
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides: dict[str, Any] = {}
+    if getattr(args, "db", None):
+        overrides["db_path"] = args.db
+    if getattr(args, "embedding", None):
+        overrides["embedding_mode"] = args.embedding
+    return Settings.from_env(**overrides)
+
+
+def _memory(args: argparse.Namespace) -> Any:
+    from cuedrecall.api import Memory
+
+    return Memory(settings=_settings(args))
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import anyio
+
+    from cuedrecall.server import serve_http, serve_stdio
+
+    memory = _memory(args)
+    if args.http:
+        settings = memory.settings
+        serve_http(memory, args.host or settings.http_host, args.port or settings.http_port)
+    else:
+        anyio.run(serve_stdio, memory)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from cuedrecall.demo import run_demo
+
+    run_demo(args.embedding or Settings.from_env().embedding_mode)
+    return 0
+
+
+def cmd_recall(args: argparse.Namespace) -> int:
+    from cuedrecall.demo import rows_table
+
+    arguments: dict[str, Any] = {"agent_id": args.agent, "query": args.query, "limit": args.limit}
+    if args.cue:
+        arguments["time_cue"] = json.loads(args.cue)
+    if args.trace:
+        arguments["trace"] = True
+    with _memory(args) as memory:
+        answer = memory.recall(**arguments)
+    if args.json or answer.get("ok") is False:
+        print(json.dumps(answer, ensure_ascii=False, indent=2))
+        return 1 if answer.get("ok") is False else 0
+    Console().print(rows_table(f"recall {args.query!r}", answer["messages"]))
+    if args.trace:
+        from cuedrecall.trace_view import print_trace
+
+        print_trace(answer["trace"], Console())
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    with _memory(args) as memory:
+        result = memory.export_memories(agent_id=args.agent, output_path=args.path,
+                                        include_embeddings=args.embeddings)
+    print(json.dumps(result, ensure_ascii=False))
+    return 0 if result.get("ok") else 1
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    with _memory(args) as memory, _progress() as progress:
+        total = sum(1 for line in open(args.path, encoding="utf-8") if line.strip()) - 1
+        task = progress.add_task("importing", total=max(total, 0))
+        result = memory._import_memories(args.path, args.agent, args.dry_run,
+                                         progress=lambda n: progress.advance(task, n))
+    print(json.dumps(result, ensure_ascii=False))
+    return 0 if result.get("ok") else 1
+
+
+def cmd_embed_server(args: argparse.Namespace) -> int:
+    from cuedrecall.embed import make_embedder, serve_embeddings
+
+    settings = _settings(args)
+    embedder = make_embedder(settings.embedding_mode, url=settings.embedding_url,
+                             timeout_s=settings.embedding_timeout_secs)
+    serve_embeddings(embedder, host=args.host, port=args.port)
+    return 0
+
+
+def _progress() -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="cuedrecall", description="Long-term memory server for AI agents.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def add(name: str, handler: Any, help_text: str, db: bool = True) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.set_defaults(handler=handler)
+        if db:
+            p.add_argument("--db", help="database file (default: CPERSONA_DB_PATH or ~/.cuedrecall/memory.db)")
+        p.add_argument("--embedding", choices=["local", "http", "hash", "none"],
+                       help="embedder (default: CPERSONA_EMBEDDING_MODE or local)")
+        return p
+
+    p = add("serve", cmd_serve, "Run the MCP server (stdio by default).")
+    p.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp instead of stdio")
+    p.add_argument("--host", help="HTTP bind address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, help="HTTP port (default 8402)")
+
+    add("demo", cmd_demo, "Build a store from a bundled sample conversation and show recalls.", db=False)
+
+    p = add("recall", cmd_recall, "Recall from a database and print the answer.")
+    p.add_argument("query", help="what to look for (\"\" lists the newest memories)")
+    p.add_argument("--agent", default="default", help="agent id (default: default)")
+    p.add_argument("--limit", type=int, default=10, help="rows to return (default 10)")
+    p.add_argument("--trace", action="store_true", help="print the recall trace as tables")
+    p.add_argument("--cue", help='time cue as JSON, e.g. \'{"after": "2025-06-01", "before": "2025-06-30", '
+                   '"confidence": "likely"}\'')
+    p.add_argument("--json", action="store_true", help="print the raw JSON response")
+
+    p = add("export", cmd_export, "Export memories, episodes and profile to JSONL.")
+    p.add_argument("path", help="file to write")
+    p.add_argument("--agent", default="", help="agent id (default: every agent)")
+    p.add_argument("--embeddings", action="store_true", help="include vectors")
+
+    p = add("import", cmd_import, "Import a JSONL export (idempotent), with a progress bar.")
+    p.add_argument("path", help="file to read")
+    p.add_argument("--agent", default="", help="file every record under this agent")
+    p.add_argument("--dry-run", action="store_true", help="count without writing")
+
+    p = add("embed-server", cmd_embed_server, "Serve the configured embedder over POST /embed.", db=False)
+    p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8401, help="port (default 8401)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except CuedRecallError as exc:
+        print(f"cuedrecall: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""Settings: one typed object read once from ``CPERSONA_*`` environment variables.
+
+A malformed value is a startup error naming the variable and what it accepts;
+nothing falls back silently to a default.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from cuedrecall.errors import SettingsError
+
+PREFIX = "CPERSONA_"
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _parse_bool(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise SettingsError(f"{name}={raw!r} is not valid: expected one of true, false, 1, 0, yes, no, on, off")
+
+
+def _number(kind: type, low: float | None = None, high: float | None = None) -> Callable[[str, str], Any]:
+    """A parser for an int or float setting within [low, high]."""
+    word = "an integer" if kind is int else "a number"
+    bounds = ""
+    if low is not None and high is not None:
+        bounds = f" between {low:g} and {high:g}"
+    elif low is not None:
+        bounds = f" >= {low:g}"
+
+    def parse(name: str, raw: str) -> Any:
+        try:
+            value = kind(raw.strip())
+        except ValueError:
+            raise SettingsError(f"{name}={raw!r} is not valid: expected {word}{bounds}") from None
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise SettingsError(f"{name}={raw!r} is out of range: expected {word}{bounds}")
+        return value
+
+    return parse
+
+
+def _choice(*accepted: str) -> Callable[[str, str], str]:
+    def parse(name: str, raw: str) -> str:
+        value = raw.strip().lower()
+        if value not in accepted:
+            raise SettingsError(f"{name}={raw!r} is not valid: expected one of {', '.join(accepted)}")
+        return value
+
+    return parse
+
+
+def _text(name: str, raw: str) -> str:
+    return raw
+
+
+def _setting(default: Any, parse: Callable[[str, str], Any], doc: str) -> Any:
+    return field(default=default, metadata={"parse": parse, "doc": doc})
+
+
+def default_db_path() -> str:
+    return str(Path.home() / ".cuedrecall" / "memory.db")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting, its default and its meaning; the field name upper-cased is the variable."""
+
+    db_path: str = _setting("", _text, "SQLite database file (default ~/.cuedrecall/memory.db)")
+    embedding_mode: str = _setting("local", _choice("local", "http", "hash", "none"), "embedder")
+    embedding_url: str = _setting("", _text, "the /embed URL for embedding_mode=http")
+    embedding_timeout_secs: float = _setting(30.0, _number(float, 0.1, 600), "http embedder timeout")
+    embedding_cache_size: int = _setting(256, _number(int, 0), "query vectors kept in the LRU cache")
+    max_content_length: int = _setting(16000, _number(int, 1), "memory/episode text cap (chars)")
+    max_profile_length: int = _setting(2000, _number(int, 1), "profile text cap (chars)")
+    max_metadata_length: int = _setting(8000, _number(int, 1), "source/metadata JSON cap (refused)")
+    recall_preview_chars: int = _setting(500, _number(int, 0), "rows longer than this are cut (0 = off)")
+    recall_mode: str = _setting("rrf", _choice("rrf", "rsf"), "fusion of the arms")
+    rrf_k: int = _setting(60, _number(int, 1), "reciprocal rank constant")
+    rrf_threshold_factor: float = _setting(0.5, _number(float, 0, 1), "vector floor = threshold x factor")
+    vector_min_similarity: float = _setting(0.3, _number(float, -1, 1), "vector threshold before calibration")
+    max_memories: int = _setting(10000, _number(int, 1), "scan window: newest embedded rows searched")
+    vector_reach: int = _setting(0, _number(int, 0), "far vector list up to this scan position (0 = off)")
+    vector_far_limit: int = _setting(0, _number(int, 0), "far list length (0 = depth)")
+    prior_far_weight: float = _setting(1.0, _number(float, 0, 1), "far list vote weight (0 = off)")
+    prior_age_rate: float = _setting(0.0, _number(float, 0), "age weight rate per hour (0 = off)")
+    prior_age_floor: float = _setting(0.3, _number(float, 0, 1), "age weight floor")
+    prior_age_anchor: str = _setting("newest", _choice("newest", "now"), "age measured from")
+    recall_depth_floor: int = _setting(0, _number(int, 0), "per-arm depth = max(limit, floor)")
+    recall_library_max_limit: int = _setting(10000, _number(int, 1), "library clamp for limit and depth")
+    recall_cue_time_limit_ms: int = _setting(1000, _number(int, 0), "time limit for the cue revision")
+    fts_enabled: bool = _setting(True, _parse_bool, "lexical arms (FTS5 trigram)")
+    confidence_enabled: bool = _setting(False, _parse_bool, "display-only confidence per row")
+    episode_penalty_enabled: bool = _setting(False, _parse_bool, "episode boundary penalty")
+    episode_decay_rate: float = _setting(0.01, _number(float, 0), "penalty decay per hour")
+    episode_decay_floor: float = _setting(0.5, _number(float, 0, 1), "penalty floor")
+    fused_gate_enabled: bool = _setting(True, _parse_bool, "use calibrated thresholds in the gate")
+    autocut_enabled: bool = _setting(True, _parse_bool, "cut at the largest relative score gap")
+    autocut_min_gap_ratio: float = _setting(0.15, _number(float, 0, 1), "autocut gap ratio")
+    autocut_min_results: int = _setting(3, _number(int, 2), "autocut needs this many rows")
+    calibrate_on_model_change: bool = _setting(True, _parse_bool, "recalibrate at start when stale")
+    recall_precision: str = _setting("balanced", _choice("strict", "balanced", "lenient"), "gate beta")
+    auth_token: str = _setting("", _text, "bearer token for the HTTP transport")
+    allow_unauthenticated_http: bool = _setting(False, _parse_bool, "serve HTTP without a token")
+    http_host: str = _setting("127.0.0.1", _text, "HTTP bind address")
+    http_port: int = _setting(8402, _number(int, 1, 65535), "HTTP port")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> "Settings":
+        """Read every ``CPERSONA_*`` variable; keyword overrides win over the environment."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            name = PREFIX + f.name.upper()
+            if f.name in overrides:
+                values[f.name] = overrides[f.name]
+            elif name in env and env[name] != "":
+                values[f.name] = f.metadata["parse"](name, env[name])
+        settings = cls(**values)
+        if not settings.db_path:
+            settings = cls(**{**values, "db_path": default_db_path()})
+        return settings
+
+    @classmethod
+    def describe(cls) -> list[tuple[str, Any, str]]:
+        """(variable, default, meaning) for every setting: the README table."""
+        return [(PREFIX + f.name.upper(), f.default, f.metadata["doc"]) for f in fields(cls)]

@@ -1,0 +1,183 @@
+"""Export to and import from JSONL (``cuedrecall-export/1``): one header line, then one record a line."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+import numpy as np
+
+from cuedrecall.errors import ToolArgumentError
+from cuedrecall.recall.timecue import to_epoch
+from cuedrecall.store.base import EPISODE, MEMORY
+
+if TYPE_CHECKING:
+    from cuedrecall.api import Memory
+
+FORMAT = "cuedrecall-export/1"
+_MEMORY_KEYS = ("agent_id", "project_id", "channel", "msg_id", "content", "source", "timestamp", "metadata",
+                "locked", "created_at")
+_EPISODE_KEYS = ("agent_id", "project_id", "channel", "summary", "keywords", "start_time", "end_time", "resolved",
+                 "created_at")
+
+
+def _checked_path(path: str) -> Path:
+    if ".." in Path(path).parts:
+        raise ToolArgumentError(f"argument path {path!r} must not contain '..'")
+    return Path(path).expanduser()
+
+
+def _encode(vector: np.ndarray | None) -> dict[str, str]:
+    if vector is None:
+        return {}
+    return {"embedding_b64": base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")}
+
+
+def export_jsonl(memory: "Memory", agent_id: str, output_path: str, include_embeddings: bool) -> dict[str, Any]:
+    """Write one agent's (or every agent's) records; a temp file renamed into place, never half a file."""
+    path = _checked_path(output_path)
+    store = memory.store_
+    memories = list(store.export_rows(MEMORY, agent_id))
+    episodes = list(store.export_rows(EPISODE, agent_id))
+    profiles = store.profiles(agent_id)
+    header = {"_type": "header", "version": FORMAT, "agent_id": agent_id, "exported_at": memory.now_iso(),
+              "memory_count": len(memories), "episode_count": len(episodes), "profile_count": len(profiles)}
+    lines = [header]
+    for row in memories:
+        lines.append({"_type": "memory", "id": row["id"], **{k: row[k] for k in _MEMORY_KEYS},
+                      **(_encode(row["embedding"]) if include_embeddings else {})})
+    for row in episodes:
+        lines.append({"_type": "episode", "id": row["id"], **{k: row[k] for k in _EPISODE_KEYS},
+                      **(_encode(row["embedding"]) if include_embeddings else {})})
+    for agent, content, updated_at in profiles:
+        lines.append({"_type": "profile", "agent_id": agent, "content": content, "updated_at": updated_at})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        for line in lines:
+            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+    os.replace(tmp, path)
+    return {"ok": True, "path": str(path), "memories": len(memories), "episodes": len(episodes),
+            "profiles": len(profiles)}
+
+
+def _read_lines(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except ValueError:
+                raise ToolArgumentError(f"input_path line {number} is not JSON") from None
+            if not isinstance(item, dict) or item.get("_type") not in ("header", "memory", "episode", "profile"):
+                raise ToolArgumentError(f"input_path line {number} is not a {FORMAT} record")
+            yield item
+
+
+def import_jsonl(
+    memory: "Memory", input_path: str, target_agent_id: str, dry_run: bool,
+    progress: Callable[[int], None] | None = None, batch_size: int = 256,
+) -> dict[str, Any]:
+    """Load an export in one transaction; records already present are skipped, so a second run adds nothing."""
+    path = _checked_path(input_path)
+    if not path.is_file():
+        raise ToolArgumentError(f"argument 'input_path': {input_path!r} is not a readable file")
+    try:
+        items = list(_read_lines(path))
+    except UnicodeDecodeError:
+        raise ToolArgumentError(f"argument 'input_path': {input_path!r} is not UTF-8") from None
+    if not items or items[0]["_type"] != "header" or items[0].get("version") != FORMAT:
+        raise ToolArgumentError(f"argument 'input_path': the first line must be a {FORMAT} header")
+    _check_counts(items)
+    counts = {"imported_memories": 0, "skipped_memories": 0, "imported_episodes": 0, "skipped_episodes": 0,
+              "profile_updated": 0}
+    records = items[1:]
+    vectors = _vectors_for(memory, records, batch_size, progress)
+    try:
+        with memory.store_.write() as conn:
+            for item, vector in zip(records, vectors):
+                agent = target_agent_id or item.get("agent_id", "")
+                if not agent:
+                    raise ToolArgumentError("a record has no agent_id and no target_agent_id was given")
+                counts[_import_one(memory, conn, item, agent, vector)] += 1
+            if dry_run:
+                raise _DryRun()  # counted inside the transaction, then rolled back
+    except _DryRun:
+        pass
+    return {"ok": True, "dry_run": dry_run, **counts}
+
+
+class _DryRun(Exception):
+    """Raised inside the transaction to roll back a dry run."""
+
+
+def _check_counts(items: list[dict[str, Any]]) -> None:
+    header = items[0]
+    for kind, key in (("memory", "memory_count"), ("episode", "episode_count"), ("profile", "profile_count")):
+        present = sum(1 for item in items if item["_type"] == kind)
+        if key in header and header[key] != present:
+            raise ToolArgumentError(f"import refused: the header says {header[key]} {kind} records, the file has {present}")
+
+
+def _vectors_for(memory: "Memory", records: list[dict[str, Any]], batch: int,
+                 progress: Callable[[int], None] | None) -> list[np.ndarray | None]:
+    """The stored vector when the file carries one of the right width, else a fresh embedding (batched)."""
+    out: list[np.ndarray | None] = [None] * len(records)
+    todo: list[int] = []
+    for i, item in enumerate(records):
+        if item["_type"] not in ("memory", "episode"):
+            continue
+        if "embedding_b64" in item:
+            out[i] = np.frombuffer(base64.b64decode(item["embedding_b64"]), dtype="<f4")
+        else:
+            todo.append(i)
+    done = len(records) - len(todo)
+    if progress:
+        progress(done)
+    for start in range(0, len(todo), batch):
+        chunk = todo[start : start + batch]
+        texts = [records[i].get("content") or records[i].get("summary") or "" for i in chunk]
+        for i, vector in zip(chunk, memory.embed(texts)):
+            out[i] = vector
+        if progress:
+            progress(len(chunk))
+    return out
+
+
+def _import_one(memory: "Memory", conn: Any, item: dict[str, Any], agent: str, vector: Any) -> str:
+    store = memory.store_
+    model = memory.embedder.model if vector is not None else ""
+    if item["_type"] == "profile":
+        store.set_profile(conn, agent, str(item.get("content", "")), item.get("updated_at") or memory.now_iso())
+        return "profile_updated"
+    if item["_type"] == "memory":
+        project, channel = item.get("project_id", ""), item.get("channel", "")
+        content = str(item.get("content", ""))
+        msg_id = str(item.get("msg_id", ""))
+        if store.find_duplicate(agent, [project], [channel], msg_id, content) or not content.strip():
+            return "skipped_memories"
+        source = item.get("source") or {}
+        row = {"agent_id": agent, "project_id": project, "channel": channel, "msg_id": msg_id, "content": content,
+               "source": json.dumps(source, ensure_ascii=False), "source_id": str(source.get("id", "")),
+               "timestamp": item.get("timestamp") or memory.now_iso(), "metadata": json.dumps(item.get("metadata") or {}),
+               "locked": int(bool(item.get("locked"))), "created_at": item.get("created_at") or memory.now_iso(),
+               "embedding": vector, "embedding_model": model}
+        row["ts_epoch"] = to_epoch(row["timestamp"])
+        store.insert_memory(conn, row)
+        return "imported_memories"
+    project, channel = item.get("project_id", ""), item.get("channel", "")
+    summary = str(item.get("summary", ""))
+    if not summary.strip() or store.find_episode(agent, project, channel, summary) is not None:
+        return "skipped_episodes"
+    created = item.get("created_at") or memory.now_iso()
+    row = {"agent_id": agent, "project_id": project, "channel": channel, "summary": summary,
+           "keywords": item.get("keywords", ""), "start_time": item.get("start_time"), "end_time": item.get("end_time"),
+           "ts_epoch": to_epoch(item.get("start_time") or created), "resolved": int(bool(item.get("resolved"))),
+           "embedding": vector, "embedding_model": model, "created_at": created}
+    store.insert_episode(conn, row)
+    return "imported_episodes"

@@ -1,0 +1,258 @@
+"""The time cue: reading it (spec §2.1, §2.7) and turning it into a period (§2.7, §2.8)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta, timezone
+from typing import Literal
+
+from cuedrecall.errors import ToolArgumentError
+from cuedrecall.recall.cued_v0_3 import (
+    CONFIDENCES,
+    DAY,
+    MARGIN,
+    RECENT_ONLY,
+    UNIT_LENGTH,
+    Confidence,
+)
+
+UTC = timezone.utc
+LONG_AGO: Literal["long_ago"] = "long_ago"
+
+# Arithmetic that would leave the representable range is clipped to these, never raised.
+EARLIEST = datetime.min.replace(tzinfo=UTC)
+LATEST = datetime.max.replace(tzinfo=UTC)
+
+# An empty period still has to be a period: the smallest one a record time can fall in.
+_ONE_SECOND = timedelta(seconds=1)
+
+_FIELDS = frozenset({"after", "before", "ago", "confidence"})
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+Period = tuple[datetime, datetime]
+Span = tuple[datetime | None, datetime | None]
+
+
+class TimeCueError(ToolArgumentError, ValueError):
+    """A time cue that cannot be read; the message names the part, and the call is refused."""
+
+
+@dataclass(frozen=True)
+class Ago:
+    """A relative cue: value units before now."""
+
+    unit: str
+    value: int
+
+    @property
+    def length(self) -> timedelta:
+        """One unit; a month is 30 days."""
+        return UNIT_LENGTH[self.unit]
+
+
+@dataclass(frozen=True)
+class TimeCue:
+    """A parsed cue: aware UTC bounds (before already exclusive) or a relative ago."""
+
+    confidence: Confidence
+    after: datetime | None = None
+    before: datetime | None = None
+    ago: Ago | Literal["long_ago"] | None = None
+
+    def echo(self) -> dict[str, object]:
+        """The cue as the trace's request.time_cue records it."""
+        out: dict[str, object] = {"confidence": self.confidence}
+        if self.after is not None:
+            out["after"] = self.after.isoformat()
+        if self.before is not None:
+            out["before"] = self.before.isoformat()
+        if isinstance(self.ago, Ago):
+            out["ago"] = {"unit": self.ago.unit, "value": self.ago.value}
+        elif self.ago is not None:
+            out["ago"] = self.ago
+        return out
+
+
+# --- clipped arithmetic -------------------------------------------------------------
+
+
+def _later(moment: datetime, delta: timedelta) -> datetime:
+    """moment + delta (delta ≥ 0), clipped to LATEST."""
+    try:
+        return moment + delta
+    except OverflowError:
+        return LATEST
+
+
+def _earlier(moment: datetime, delta: timedelta) -> datetime:
+    """moment − delta (delta ≥ 0), clipped to EARLIEST."""
+    try:
+        return moment - delta
+    except OverflowError:
+        return EARLIEST
+
+
+def _times(delta: timedelta, factor: float) -> timedelta:
+    """delta × factor (both ≥ 0), clipped to the longest timedelta."""
+    try:
+        return delta * factor
+    except OverflowError:
+        return timedelta.max
+
+
+def _to_utc(moment: datetime) -> datetime:
+    """An aware UTC datetime; a naive one is taken to be UTC already."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:  # e.g. 0001-01-01T00:00+01:00 lies before the first instant
+        offset = moment.utcoffset() or timedelta(0)
+        return EARLIEST if offset > timedelta(0) else LATEST
+
+
+# --- instants ------------------------------------------------------------------------
+
+
+def parse_instant(text: object) -> datetime | None:
+    """A stored record time (ISO-8601, "Z", offset or none, or a date) as aware UTC, else None."""
+    if isinstance(text, datetime):
+        return _to_utc(text)
+    if not isinstance(text, str):
+        return None
+    try:
+        # Since 3.11 this reads "Z", "+09:00", "YYYY-MM-DD HH:MM:SS" and a bare date.
+        return _to_utc(datetime.fromisoformat(text.strip()))
+    except ValueError:
+        return None
+
+
+def to_epoch(text: object) -> float | None:
+    """A stored record time as UTC epoch seconds, the sortable form; None if unreadable."""
+    moment = parse_instant(text)
+    return None if moment is None else moment.timestamp()
+
+
+# --- parsing ---------------------------------------------------------------------------
+
+
+def _parse_bound(field: str, value: object) -> datetime:
+    """One absolute end; a date names the whole day, so before moves to the next midnight."""
+    if not isinstance(value, str) or not value.strip():
+        raise TimeCueError(
+            f"time_cue.{field} must be a date (YYYY-MM-DD) or an ISO-8601 timestamp"
+        )
+    text = value.strip()
+    unreadable = TimeCueError(f"time_cue.{field} is not a date or timestamp: '{value}'")
+    if _DATE.fullmatch(text):
+        try:
+            midnight = datetime.combine(date.fromisoformat(text), time(), UTC)
+        except ValueError:
+            raise unreadable from None
+        return _later(midnight, DAY) if field == "before" else midnight
+    moment = parse_instant(text)
+    if moment is None:
+        raise unreadable
+    return moment
+
+
+def _parse_ago(value: object) -> Ago | Literal["long_ago"]:
+    """The relative part: "long_ago" or exactly {unit, value}."""
+    if value == LONG_AGO:
+        return LONG_AGO
+    if not isinstance(value, Mapping) or set(value) != {"unit", "value"}:
+        raise TimeCueError('time_cue.ago must be {"unit": ..., "value": ...} or "long_ago"')
+    unit, count = value["unit"], value["value"]
+    if not isinstance(unit, str) or unit not in UNIT_LENGTH:
+        raise TimeCueError("time_cue.ago.unit must be one of days, weeks, months")
+    # bool is an int subclass, and True is not a number of days.
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise TimeCueError("time_cue.ago.value must be a whole number, 0 or more")
+    return Ago(unit, count)
+
+
+def _given(raw: Mapping[object, object], field: str) -> bool:
+    """Whether a field was given; JSON null counts as left out."""
+    return raw.get(field) is not None
+
+
+def parse_time_cue(raw: object) -> TimeCue | None:
+    """The caller's time_cue argument as a TimeCue; None or {} is no cue; TimeCueError otherwise."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise TimeCueError("time_cue must be an object")
+    if not raw:
+        return None
+    unknown = sorted(str(key) for key in raw if key not in _FIELDS)
+    if unknown:
+        raise TimeCueError(f"time_cue has unknown fields: {unknown}")
+    confidence = raw.get("confidence")
+    if not isinstance(confidence, str) or confidence not in CONFIDENCES:
+        raise TimeCueError("time_cue.confidence is required: one of sure, likely, vague")
+    absolute = _given(raw, "after") or _given(raw, "before")
+    if absolute == _given(raw, "ago"):
+        raise TimeCueError("time_cue needs either after/before or ago, not both and not neither")
+    if not absolute:
+        return TimeCue(confidence, ago=_parse_ago(raw["ago"]))  # type: ignore[arg-type]
+    after = _parse_bound("after", raw["after"]) if _given(raw, "after") else None
+    before = _parse_bound("before", raw["before"]) if _given(raw, "before") else None
+    if after is not None and before is not None and before <= after:
+        raise TimeCueError("time_cue.before must be later than time_cue.after")
+    return TimeCue(confidence, after=after, before=before)  # type: ignore[arg-type]
+
+
+# --- periods -----------------------------------------------------------------------------
+
+
+def _relative(ago: Ago, now: datetime) -> Period:
+    """One unit centred value units before now, ending no later than now."""
+    half = ago.length / 2
+    centre = _earlier(now, _times(ago.length, ago.value))
+    return _earlier(centre, half), min(_later(centre, half), now)
+
+
+def base_period(cue: TimeCue, now: datetime, span: Span | None) -> Period | None:
+    """The cue's own period [start, end), before any margin; None when it names none.
+
+    span is the scope's (oldest, newest) record time: it sizes long_ago and closes an
+    open after-less cue.
+    """
+    now = _to_utc(now)
+    oldest, newest = (None, None) if span is None else span
+    if cue.ago == LONG_AGO:
+        if oldest is None or newest is None:
+            return None
+        oldest, newest = _to_utc(oldest), _to_utc(newest)
+        start, end = oldest, oldest + (newest - oldest) / 3
+    elif isinstance(cue.ago, Ago):
+        start, end = _relative(cue.ago, now)
+    else:
+        first = cue.after if cue.after is not None else oldest
+        if first is None:
+            return None
+        start = _to_utc(first)
+        end = _to_utc(cue.before) if cue.before is not None else now
+    if end <= start:
+        end = _later(start, _ONE_SECOND)
+    return start, end
+
+
+def period(
+    cue: TimeCue, confidence: Confidence, now: datetime, span: Span | None
+) -> Period | None:
+    """The period searched at a confidence step: the base widened by its margin on both sides."""
+    base = base_period(cue, now, span)
+    if base is None:
+        return None
+    start, end = base
+    margin = _times(end - start, MARGIN[confidence])
+    return _earlier(start, margin), _later(end, margin)
+
+
+def is_recent_only(cue: TimeCue, now: datetime, span: Span | None) -> bool:
+    """Whether the cue's own period starts within 24 hours of now, so it is not used (§2.8)."""
+    base = base_period(cue, now, span)
+    return base is not None and base[0] >= _earlier(_to_utc(now), RECENT_ONLY)

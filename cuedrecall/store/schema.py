@@ -1,0 +1,163 @@
+"""The SQLite schema as forward-only migrations; ``schema_version`` records each step applied."""
+
+from __future__ import annotations
+
+import sqlite3
+
+# Each step runs once, in order, inside one transaction with its version stamp.
+MIGRATIONS: list[tuple[int, str]] = [
+    (
+        1,
+        """
+        CREATE TABLE memories (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            agent_id TEXT NOT NULL,
+            project_id TEXT NOT NULL DEFAULT '',
+            channel TEXT NOT NULL DEFAULT '',
+            msg_id TEXT NOT NULL DEFAULT '',
+            content TEXT NOT NULL,
+            source TEXT NOT NULL DEFAULT '{}',
+            source_id TEXT NOT NULL DEFAULT '',
+            timestamp TEXT NOT NULL,
+            ts_epoch REAL,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            embedding BLOB,
+            embedding_model TEXT NOT NULL DEFAULT '',
+            locked INTEGER NOT NULL DEFAULT 0,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX idx_memories_isolation ON memories(agent_id, project_id, channel, id);
+        CREATE INDEX idx_memories_msg_id ON memories(agent_id, msg_id) WHERE msg_id != '';
+        CREATE INDEX idx_memories_content ON memories(agent_id, content);
+        CREATE INDEX idx_memories_time ON memories(agent_id, ts_epoch);
+
+        CREATE TABLE episodes (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            agent_id TEXT NOT NULL,
+            project_id TEXT NOT NULL DEFAULT '',
+            channel TEXT NOT NULL DEFAULT '',
+            summary TEXT NOT NULL,
+            keywords TEXT NOT NULL DEFAULT '',
+            start_time TEXT,
+            end_time TEXT,
+            ts_epoch REAL,
+            resolved INTEGER NOT NULL DEFAULT 0,
+            embedding BLOB,
+            embedding_model TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX idx_episodes_isolation ON episodes(agent_id, project_id, channel, id);
+        CREATE INDEX idx_episodes_time ON episodes(agent_id, ts_epoch);
+
+        CREATE TABLE profiles (
+            agent_id TEXT NOT NULL,
+            user_id TEXT NOT NULL DEFAULT '',
+            content TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (agent_id, user_id)
+        );
+
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            content, content='memories', content_rowid='id', tokenize='trigram');
+        CREATE VIRTUAL TABLE episodes_fts USING fts5(
+            summary, keywords, content='episodes', content_rowid='id', tokenize='trigram');
+
+        CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_fts(rowid, content) VALUES (new.id, new.content);
+        END;
+        CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', old.id, old.content);
+        END;
+        CREATE TRIGGER memories_fts_update AFTER UPDATE OF content ON memories
+        WHEN old.content IS NOT new.content BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', old.id, old.content);
+            INSERT INTO memories_fts(rowid, content) VALUES (new.id, new.content);
+        END;
+        CREATE TRIGGER episodes_fts_insert AFTER INSERT ON episodes BEGIN
+            INSERT INTO episodes_fts(rowid, summary, keywords) VALUES (new.id, new.summary, new.keywords);
+        END;
+        CREATE TRIGGER episodes_fts_delete AFTER DELETE ON episodes BEGIN
+            INSERT INTO episodes_fts(episodes_fts, rowid, summary, keywords)
+            VALUES ('delete', old.id, old.summary, old.keywords);
+        END;
+        CREATE TRIGGER episodes_fts_update AFTER UPDATE OF summary, keywords ON episodes
+        WHEN old.summary IS NOT new.summary OR old.keywords IS NOT new.keywords BEGIN
+            INSERT INTO episodes_fts(episodes_fts, rowid, summary, keywords)
+            VALUES ('delete', old.id, old.summary, old.keywords);
+            INSERT INTO episodes_fts(rowid, summary, keywords) VALUES (new.id, new.summary, new.keywords);
+        END;
+
+        -- The change log lets every process's vector index catch up with writes
+        -- made by any connection, without rebuilding (DESIGN.md section 4).
+        CREATE TABLE change_log (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            kind TEXT NOT NULL,
+            row_id INTEGER NOT NULL
+        );
+        CREATE TRIGGER memories_log_insert AFTER INSERT ON memories BEGIN
+            INSERT INTO change_log(kind, row_id) VALUES ('mem', new.id);
+        END;
+        CREATE TRIGGER memories_log_delete AFTER DELETE ON memories BEGIN
+            INSERT INTO change_log(kind, row_id) VALUES ('mem', old.id);
+        END;
+        CREATE TRIGGER memories_log_update AFTER UPDATE OF
+            embedding, agent_id, project_id, channel, source_id, ts_epoch ON memories BEGIN
+            INSERT INTO change_log(kind, row_id) VALUES ('mem', new.id);
+        END;
+        CREATE TRIGGER episodes_log_insert AFTER INSERT ON episodes BEGIN
+            INSERT INTO change_log(kind, row_id) VALUES ('ep', new.id);
+        END;
+        CREATE TRIGGER episodes_log_delete AFTER DELETE ON episodes BEGIN
+            INSERT INTO change_log(kind, row_id) VALUES ('ep', old.id);
+        END;
+        CREATE TRIGGER episodes_log_update AFTER UPDATE OF
+            embedding, agent_id, project_id, channel, ts_epoch ON episodes BEGIN
+            INSERT INTO change_log(kind, row_id) VALUES ('ep', new.id);
+        END;
+        """,
+    ),
+]
+
+LATEST_VERSION = MIGRATIONS[-1][0]
+
+
+def current_version(conn: sqlite3.Connection) -> int:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_version ("
+        "version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL DEFAULT (datetime('now')))"
+    )
+    row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+    return row[0] or 0
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Apply every step newer than the database; returns the version reached."""
+    version = current_version(conn)
+    for step, script in MIGRATIONS:
+        if step <= version:
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _statements(script):
+                conn.execute(statement)
+            conn.execute("INSERT INTO schema_version(version) VALUES (?)", (step,))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        version = step
+    return version
+
+
+def _statements(script: str) -> list[str]:
+    """Split a script into complete statements (triggers contain inner semicolons)."""
+    out, buf = [], ""
+    for line in script.splitlines(keepends=True):
+        if line.strip().startswith("--"):
+            continue
+        buf += line
+        if sqlite3.complete_statement(buf):
+            if buf.strip():
+                out.append(buf.strip())
+            buf = ""
+    return out

@@ -1,0 +1,501 @@
+"""The embedded default store: one SQLite file in WAL mode plus the in-process vector index."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from cuedrecall.errors import StoreError
+from cuedrecall.store.base import EPISODE, MEMORY, Hit, Record, Scope, make_ref, split_ref
+from cuedrecall.store.schema import migrate
+from cuedrecall.store.vector_index import IndexRow, VectorIndex
+
+_MEMORY_COLUMNS = (
+    "id, agent_id, project_id, channel, content, timestamp, created_at, msg_id, source, locked"
+)
+_EPISODE_COLUMNS = (
+    "id, agent_id, project_id, channel, summary, COALESCE(NULLIF(start_time, ''), created_at), "
+    "created_at, keywords, resolved, start_time, end_time"
+)
+Period = tuple[float, float]
+
+
+def _blob(vector: np.ndarray | None) -> bytes | None:
+    return None if vector is None else np.asarray(vector, dtype="<f4").tobytes()
+
+
+def _vector(blob: bytes | None) -> np.ndarray | None:
+    return None if blob is None else np.frombuffer(blob, dtype="<f4")
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def scope_where(scope: Scope, alias: str, kind: str) -> tuple[str, list[Any]]:
+    """The isolation predicate of one table, applied inside every query."""
+    clauses, params = [f"{alias}.agent_id = ?"], [scope.agent_id]
+    if scope.project_id is not None:
+        if scope.project_id:
+            clauses.append(f"{alias}.project_id IN (?, '')")
+            params.append(scope.project_id)
+        else:
+            clauses.append(f"{alias}.project_id = ''")
+    if scope.channel:
+        clauses.append(f"{alias}.channel IN (?, '')")
+        params.append(scope.channel)
+    if scope.source_id and kind == MEMORY:
+        clauses.append(f"{alias}.source_id LIKE ? ESCAPE '\\'")
+        params.append(_like_escape(scope.source_id) + "%")
+    return " AND ".join(clauses), params
+
+
+def _period_where(alias: str, period: Period | None) -> tuple[str, list[Any]]:
+    if period is None:
+        return "", []
+    return f" AND {alias}.ts_epoch >= ? AND {alias}.ts_epoch < ?", [period[0], period[1]]
+
+
+class SqliteStore:
+    """All SQL of cuedrecall's embedded backend. One writer at a time; the index follows every commit."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute("PRAGMA busy_timeout=5000")
+        self.schema_version = migrate(self._conn)
+        self._indexes = {MEMORY: VectorIndex(), EPISODE: VectorIndex()}
+        self._watermark = 0
+        self._data_version = -1
+        self.generation = 0  # bumps on every change the index saw; keys caches of scope stats
+        self._stats_cache: dict[tuple[Any, ...], Any] = {}
+        self._rebuild_indexes()
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # -- transactions and the index ------------------------------------------------
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction under the writer lock; the index catches up after commit."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._catch_up(force=True)
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        with self._lock:
+            self._catch_up()
+            return self._conn.execute(sql, params).fetchall()
+
+    def _rebuild_indexes(self) -> None:
+        with self._lock:
+            self._watermark = self._conn.execute("SELECT COALESCE(MAX(seq), 0) FROM change_log").fetchone()[0]
+            self._data_version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+            for kind in (MEMORY, EPISODE):
+                index = VectorIndex()
+                for row in self._index_rows(kind, "embedding IS NOT NULL", ()):
+                    index.add(row)
+                self._indexes[kind] = index
+            self.generation += 1
+            self._stats_cache.clear()
+
+    def _index_rows(self, kind: str, where: str, params: Sequence[Any]) -> Iterator[IndexRow]:
+        table = "memories" if kind == MEMORY else "episodes"
+        source = "source_id" if kind == MEMORY else "''"
+        cursor = self._conn.execute(
+            f"SELECT id, embedding, agent_id, project_id, channel, {source}, ts_epoch FROM {table} "
+            f"WHERE {where} ORDER BY id",
+            params,
+        )
+        for row_id, blob, agent, project, channel, source_id, ts in cursor:
+            yield IndexRow(row_id, _vector(blob), agent, project, channel, source_id, np.nan if ts is None else ts)
+
+    def _catch_up(self, force: bool = False) -> None:
+        """Apply writes committed since the index's watermark, by this or any other connection."""
+        if self._conn.in_transaction:
+            return  # uncommitted rows may still roll back: the index only ever holds committed ones
+        version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+        if not force and version == self._data_version:
+            return
+        self._data_version = version
+        changes = self._conn.execute(
+            "SELECT seq, kind, row_id FROM change_log WHERE seq > ? ORDER BY seq", (self._watermark,)
+        ).fetchall()
+        if not changes:
+            return
+        self._watermark = changes[-1][0]
+        self.generation += 1
+        self._stats_cache.clear()
+        touched = {(kind, row_id) for _, kind, row_id in changes}
+        for kind in (MEMORY, EPISODE):
+            ids = sorted(row_id for k, row_id in touched if k == kind)
+            if ids and not self._apply_changes(kind, ids):
+                self._rebuild_indexes()
+                return
+
+    def _apply_changes(self, kind: str, ids: list[int]) -> bool:
+        """Update the index for changed ids; False when only a rebuild keeps id order."""
+        index = self._indexes[kind]
+        found = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in self._index_rows(kind, f"id IN ({marks}) AND embedding IS NOT NULL", chunk):
+                found[row.row_id] = row
+        for row_id in ids:
+            row = found.get(row_id)
+            if row is None:
+                index.remove(row_id)
+            elif not index.replace(row):
+                if len(index) and row_id < index.last_id():
+                    return False
+                index.add(row)
+        return True
+
+    # -- writes ---------------------------------------------------------------------
+
+    def insert_memory(self, conn: sqlite3.Connection, row: dict[str, Any]) -> int:
+        """Insert one memory inside an open write(); returns its id."""
+        row = {**row, "embedding": _blob(row.get("embedding"))}
+        columns = ", ".join(row)
+        cursor = conn.execute(
+            f"INSERT INTO memories ({columns}) VALUES ({', '.join('?' * len(row))})", list(row.values())
+        )
+        return int(cursor.lastrowid)
+
+    def insert_episode(self, conn: sqlite3.Connection, row: dict[str, Any]) -> int:
+        row = {**row, "embedding": _blob(row.get("embedding"))}
+        columns = ", ".join(row)
+        cursor = conn.execute(
+            f"INSERT INTO episodes ({columns}) VALUES ({', '.join('?' * len(row))})", list(row.values())
+        )
+        return int(cursor.lastrowid)
+
+    def update_memory(self, conn: sqlite3.Connection, memory_id: int, changes: dict[str, Any]) -> None:
+        if "embedding" in changes:
+            changes = {**changes, "embedding": _blob(changes["embedding"])}
+        sets = ", ".join(f"{column} = ?" for column in changes)
+        conn.execute(f"UPDATE memories SET {sets} WHERE id = ?", [*changes.values(), memory_id])
+
+    def delete(self, conn: sqlite3.Connection, ref: str) -> bool:
+        kind, row_id = split_ref(ref)
+        table = "memories" if kind == MEMORY else "episodes"
+        return conn.execute(f"DELETE FROM {table} WHERE id = ?", (row_id,)).rowcount > 0
+
+    def set_profile(self, conn: sqlite3.Connection, agent_id: str, content: str, updated_at: str) -> None:
+        conn.execute(
+            "INSERT INTO profiles(agent_id, user_id, content, updated_at) VALUES (?, '', ?, ?) "
+            "ON CONFLICT(agent_id, user_id) DO UPDATE SET content = excluded.content, "
+            "updated_at = excluded.updated_at",
+            (agent_id, content, updated_at),
+        )
+
+    # -- plain reads --------------------------------------------------------------------
+
+    def find_duplicate(
+        self, agent_id: str, projects: Sequence[str], channels: Sequence[str], msg_id: str, content: str
+    ) -> tuple[str, int] | None:
+        """(reason, existing id) when the memory is already stored in the write scope."""
+        pmarks = ",".join("?" * len(projects))
+        if msg_id:
+            rows = self._read(
+                f"SELECT id FROM memories WHERE agent_id = ? AND project_id IN ({pmarks}) AND msg_id = ? LIMIT 1",
+                [agent_id, *projects, msg_id],
+            )
+            if rows:
+                return "duplicate msg_id", rows[0][0]
+        cmarks = ",".join("?" * len(channels))
+        rows = self._read(
+            f"SELECT id FROM memories WHERE agent_id = ? AND project_id IN ({pmarks}) "
+            f"AND channel IN ({cmarks}) AND content = ? LIMIT 1",
+            [agent_id, *projects, *channels, content],
+        )
+        return ("duplicate content", rows[0][0]) if rows else None
+
+    def find_episode(self, agent_id: str, project_id: str, channel: str, summary: str) -> int | None:
+        rows = self._read(
+            "SELECT id FROM episodes WHERE agent_id = ? AND project_id = ? AND channel = ? AND summary = ? LIMIT 1",
+            (agent_id, project_id, channel, summary),
+        )
+        return rows[0][0] if rows else None
+
+    def memory_row(self, memory_id: int) -> dict[str, Any] | None:
+        """Every column of one memory, embedding as a vector."""
+        with self._lock:
+            self._catch_up()
+            cursor = self._conn.execute("SELECT * FROM memories WHERE id = ?", (memory_id,))
+            row = cursor.fetchone()
+            if row is None:
+                return None
+            out = dict(zip([d[0] for d in cursor.description], row))
+        out["embedding"] = _vector(out["embedding"])
+        return out
+
+    def records(self, refs: Sequence[str]) -> dict[str, Record]:
+        """Hydrate refs into records; unknown refs are absent from the result."""
+        out: dict[str, Record] = {}
+        by_kind: dict[str, list[int]] = {MEMORY: [], EPISODE: []}
+        for ref in refs:
+            kind, row_id = split_ref(ref)
+            by_kind[kind].append(row_id)
+        for kind, ids in by_kind.items():
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                for record in self._select_records(kind, f"t.id IN ({marks})", chunk, ""):
+                    out[record.ref] = record
+        return out
+
+    def _select_records(self, kind: str, where: str, params: Sequence[Any], tail: str) -> list[Record]:
+        if kind == MEMORY:
+            rows = self._read(f"SELECT {_MEMORY_COLUMNS} FROM memories t WHERE {where} {tail}", params)
+            return [_memory_record(row) for row in rows]
+        rows = self._read(f"SELECT {_EPISODE_COLUMNS} FROM episodes t WHERE {where} {tail}", params)
+        return [_episode_record(row) for row in rows]
+
+    def list_records(
+        self, kind: str, agent_id: str, project_id: str | None, limit: int, *, newest_first: bool = True
+    ) -> list[Record]:
+        """Browse one kind; agent_id "" means every agent."""
+        clauses, params = ["1 = 1"], []
+        if agent_id:
+            clauses.append("t.agent_id = ?")
+            params.append(agent_id)
+        if project_id is not None:
+            clauses.append("t.project_id IN (?, '')" if project_id else "t.project_id = ''")
+            params += [project_id] if project_id else []
+        order = "DESC" if newest_first else "ASC"
+        tail = f"ORDER BY t.id {order} LIMIT ?"
+        return self._select_records(kind, " AND ".join(clauses), [*params, limit], tail)
+
+    def profile(self, agent_id: str) -> tuple[str, str] | None:
+        rows = self._read("SELECT content, updated_at FROM profiles WHERE agent_id = ? AND user_id = ''", (agent_id,))
+        return rows[0] if rows else None
+
+    def profiles(self, agent_id: str) -> list[tuple[str, str, str]]:
+        """(agent_id, content, updated_at) of one agent's profile, or every agent's for ""."""
+        where, params = ("WHERE agent_id = ?", [agent_id]) if agent_id else ("", [])
+        return self._read(f"SELECT agent_id, content, updated_at FROM profiles {where} ORDER BY agent_id", params)
+
+    def export_rows(self, kind: str, agent_id: str) -> Iterator[dict[str, Any]]:
+        """Every column of every row of one kind (one agent, or all for ""), oldest first."""
+        table = "memories" if kind == MEMORY else "episodes"
+        where, params = ("WHERE agent_id = ?", (agent_id,)) if agent_id else ("", ())
+        with self._lock:
+            cursor = self._conn.execute(f"SELECT * FROM {table} {where} ORDER BY id", params)
+            names = [d[0] for d in cursor.description]
+            rows = cursor.fetchall()
+        for row in rows:
+            out = dict(zip(names, row))
+            out["embedding"] = _vector(out["embedding"])
+            yield out
+
+    # -- recall arms ---------------------------------------------------------------------
+
+    def vector_near(self, scope: Scope, query: np.ndarray, *, floor: float, depth: int, window: int) -> list[Hit]:
+        """Cosine over the newest ``window`` embedded rows of each kind in scope, best ``depth``."""
+        return self._vector_arm(scope, query, floor, depth, positions=(0, window))
+
+    def vector_far(
+        self, scope: Scope, query: np.ndarray, *, floor: float, limit: int, window: int, reach: int
+    ) -> list[Hit]:
+        """The same over scan positions [window, reach): what the near window cannot see."""
+        return self._vector_arm(scope, query, floor, limit, positions=(window, reach))
+
+    def vector_in_period(
+        self, scope: Scope, query: np.ndarray, *, floor: float, depth: int, period: Period
+    ) -> list[Hit]:
+        """Cosine over every embedded record of the scope whose time lies in the period."""
+        return self._vector_arm(scope, query, floor, depth, positions=(0, None), period=period)
+
+    def _vector_arm(
+        self,
+        scope: Scope,
+        query: np.ndarray,
+        floor: float,
+        depth: int,
+        *,
+        positions: tuple[int, int | None],
+        period: Period | None = None,
+    ) -> list[Hit]:
+        with self._lock:
+            self._catch_up()
+            kinds = (MEMORY, EPISODE) if scope.episodes_visible else (MEMORY,)
+            found = []
+            for order, kind in enumerate(kinds):
+                rows = self._indexes[kind].search(
+                    scope, query, floor=floor, depth=depth, positions=positions, period=period
+                )
+                found += [(-score, order, position, make_ref(kind, row_id), score) for row_id, score, position in rows]
+        # merged by score; ties: memories before episodes, then the earlier scan position
+        found.sort(key=lambda item: item[:3])
+        return [Hit(ref, rank, score) for rank, (*_, ref, score) in enumerate(found[:depth])]
+
+    def episode_fts(self, scope: Scope, expression: str, *, depth: int, period: Period | None = None) -> list[Hit]:
+        """FTS5 trigram over episode summary and keywords, best bm25 first."""
+        if not expression or depth <= 0 or not scope.episodes_visible:
+            return []
+        where, params = scope_where(scope, "e", EPISODE)
+        pwhere, pparams = _period_where("e", period)
+        rows = self._fts(
+            "SELECT e.id, bm25(episodes_fts) FROM episodes_fts JOIN episodes e ON e.id = episodes_fts.rowid "
+            f"WHERE episodes_fts MATCH ? AND {where}{pwhere} ORDER BY bm25(episodes_fts), e.id LIMIT ?",
+            [expression, *params, *pparams, depth],
+        )
+        return [Hit(make_ref(EPISODE, row_id), rank, score) for rank, (row_id, score) in enumerate(rows)]
+
+    def memory_keyword(
+        self, scope: Scope, expression: str, query: str, *, depth: int, period: Period | None = None
+    ) -> list[Hit]:
+        """FTS5 trigram over memory content; a LIKE scan only when FTS finds nothing."""
+        if depth <= 0:
+            return []
+        where, params = scope_where(scope, "m", MEMORY)
+        pwhere, pparams = _period_where("m", period)
+        rows = []
+        if expression:
+            rows = self._fts(
+                "SELECT m.id, bm25(memories_fts) FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid "
+                f"WHERE memories_fts MATCH ? AND {where}{pwhere} ORDER BY bm25(memories_fts), m.id LIMIT ?",
+                [expression, *params, *pparams, depth],
+            )
+        if not rows and query.strip():
+            rows = self._read(
+                f"SELECT m.id, NULL FROM memories m WHERE m.content LIKE ? ESCAPE '\\' AND {where}{pwhere} "
+                "ORDER BY m.id DESC LIMIT ?",
+                [f"%{_like_escape(query.strip())}%", *params, *pparams, depth],
+            )
+        return [Hit(make_ref(MEMORY, row_id), rank, score) for rank, (row_id, score) in enumerate(rows)]
+
+    def _fts(self, sql: str, params: list[Any]) -> list[tuple]:
+        try:
+            return self._read(sql, params)
+        except sqlite3.OperationalError:
+            return []  # an expression FTS5 cannot parse finds nothing; the LIKE path still runs
+
+    def newest(self, scope: Scope, kind: str, limit: int, period: Period | None = None) -> list[Hit]:
+        """The scope's newest rows of one kind (by insertion, or by record time inside a period)."""
+        if limit <= 0 or (kind == EPISODE and not scope.episodes_visible):
+            return []
+        alias = "t"
+        where, params = scope_where(scope, alias, kind)
+        pwhere, pparams = _period_where(alias, period)
+        order = "t.ts_epoch DESC, t.id DESC" if period else "t.id DESC"
+        table = "memories" if kind == MEMORY else "episodes"
+        rows = self._read(
+            f"SELECT t.id FROM {table} t WHERE {where}{pwhere} ORDER BY {order} LIMIT ?",
+            [*params, *pparams, limit],
+        )
+        return [Hit(make_ref(kind, row_id), rank, None) for rank, (row_id,) in enumerate(rows)]
+
+    # -- scope statistics -----------------------------------------------------------------
+
+    def pool_counts(self, scope: Scope) -> tuple[int, int]:
+        """(memories, episodes) in the scope: the gate's pool."""
+        return self._cached(("pool", scope), lambda: self._pool_counts(scope))
+
+    def _pool_counts(self, scope: Scope) -> tuple[int, int]:
+        mwhere, mparams = scope_where(scope, "t", MEMORY)
+        memories = self._read(f"SELECT COUNT(*) FROM memories t WHERE {mwhere}", mparams)[0][0]
+        episodes = 0
+        if scope.episodes_visible:
+            ewhere, eparams = scope_where(scope, "t", EPISODE)
+            episodes = self._read(f"SELECT COUNT(*) FROM episodes t WHERE {ewhere}", eparams)[0][0]
+        return memories, episodes
+
+    def span(self, scope: Scope) -> tuple[float, float] | None:
+        """(oldest, newest) memory time in the scope, epoch seconds; None when nothing is dated."""
+        def compute() -> tuple[float, float] | None:
+            where, params = scope_where(scope, "t", MEMORY)
+            low, high = self._read(f"SELECT MIN(t.ts_epoch), MAX(t.ts_epoch) FROM memories t WHERE {where}", params)[0]
+            return None if low is None else (low, high)
+
+        return self._cached(("span", scope), compute)
+
+    def newest_episode_time(self, scope: Scope) -> float | None:
+        """When the scope's newest episode was recorded: the episode penalty's boundary."""
+        if not scope.episodes_visible:
+            return None
+        where, params = scope_where(scope, "t", EPISODE)
+        rows = self._read(f"SELECT t.created_at FROM episodes t WHERE {where} ORDER BY t.id DESC LIMIT 1", params)
+        return rows[0][0] if rows else None
+
+    def record_times(self, refs: Sequence[str]) -> dict[str, float]:
+        """Record time (epoch seconds) of each ref that has one."""
+        out = {}
+        for kind, table in ((MEMORY, "memories"), (EPISODE, "episodes")):
+            ids = [split_ref(r)[1] for r in refs if r.startswith(kind + ":")]
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                for row_id, ts in self._read(f"SELECT id, ts_epoch FROM {table} WHERE id IN ({marks})", chunk):
+                    if ts is not None:
+                        out[make_ref(kind, row_id)] = ts
+        return out
+
+    def vectors(self, refs: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored vectors of indexed refs."""
+        with self._lock:
+            self._catch_up()
+            out = {}
+            for kind in (MEMORY, EPISODE):
+                ids = [split_ref(r)[1] for r in refs if r.startswith(kind + ":")]
+                for row_id, vec in self._indexes[kind].vectors_of(ids).items():
+                    out[make_ref(kind, row_id)] = vec
+            return out
+
+    def embedding_dim(self) -> int | None:
+        with self._lock:
+            self._catch_up()
+            return self._indexes[MEMORY].dim or self._indexes[EPISODE].dim
+
+    def _cached(self, key: tuple[Any, ...], compute: Any) -> Any:
+        with self._lock:
+            self._catch_up()
+            if key not in self._stats_cache:
+                self._stats_cache[key] = compute()
+            return self._stats_cache[key]
+
+
+def _memory_record(row: tuple) -> Record:
+    row_id, agent, project, channel, content, timestamp, created_at, msg_id, source, locked = row
+    try:
+        parsed = json.loads(source) if source else {}
+    except ValueError:
+        parsed = {}
+    return Record(
+        ref=make_ref(MEMORY, row_id), kind=MEMORY, id=row_id, agent_id=agent, project_id=project,
+        channel=channel, text=content, timestamp=timestamp, created_at=created_at, msg_id=msg_id,
+        source=parsed if isinstance(parsed, dict) else {}, locked=bool(locked),
+    )
+
+
+def _episode_record(row: tuple) -> Record:
+    row_id, agent, project, channel, summary, time, created_at, keywords, resolved, _start, _end = row
+    return Record(
+        ref=make_ref(EPISODE, row_id), kind=EPISODE, id=row_id, agent_id=agent, project_id=project,
+        channel=channel, text=summary, timestamp=time or "", created_at=created_at, keywords=keywords,
+        resolved=bool(resolved), source={"System": "episode"},
+    )
+
+
+__all__ = ["SqliteStore", "StoreError", "scope_where"]

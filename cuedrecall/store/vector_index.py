@@ -1,0 +1,178 @@
+"""The in-process vector index: contiguous numpy matrices, one per record kind.
+
+Rows are kept in id order (oldest first), so the scan order "newest first" is
+the reverse. Every vector arm is one masked matrix product over a slice of
+this index, never a loop over blobs. Capacity doubles as rows are added, so a
+write costs the same at 100k rows as at 1k.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cuedrecall.store.base import Scope
+
+
+class _Codes:
+    """Interns axis strings (agent, project, channel) to small integers."""
+
+    def __init__(self) -> None:
+        self._codes: dict[str, int] = {}
+
+    def code(self, value: str) -> int:
+        return self._codes.setdefault(value, len(self._codes))
+
+    def find(self, value: str) -> int:
+        return self._codes.get(value, -1)
+
+
+@dataclass(frozen=True)
+class IndexRow:
+    """What the index keeps of one embedded record."""
+
+    row_id: int
+    vector: np.ndarray
+    agent_id: str
+    project_id: str
+    channel: str
+    source_id: str
+    ts_epoch: float  # the record's time (NaN when unparseable)
+
+
+class VectorIndex:
+    """Vectors of one kind (memories or episodes) with their scope columns."""
+
+    def __init__(self, dim: int | None = None, capacity: int = 16) -> None:
+        self.dim = dim
+        self._n = 0
+        self._codes = _Codes()
+        self._ids = np.zeros(capacity, dtype=np.int64)
+        self._vecs = np.zeros((capacity, dim or 1), dtype=np.float32)
+        self._agent = np.zeros(capacity, dtype=np.int32)
+        self._project = np.zeros(capacity, dtype=np.int32)
+        self._channel = np.zeros(capacity, dtype=np.int32)
+        self._ts = np.zeros(capacity, dtype=np.float64)
+        self._source: list[str] = []
+
+    def _grow(self) -> None:
+        """Double the capacity, keeping the rows."""
+        for name in ("_ids", "_vecs", "_agent", "_project", "_channel", "_ts"):
+            old = getattr(self, name)
+            new = np.zeros((2 * old.shape[0],) + old.shape[1:], dtype=old.dtype)
+            new[: self._n] = old[: self._n]
+            setattr(self, name, new)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def add(self, row: IndexRow) -> None:
+        """Append a row; ids must arrive in increasing order (callers rebuild otherwise)."""
+        if self.dim is None:
+            self.dim = int(row.vector.shape[0])
+            self._vecs = np.zeros((len(self._ids), self.dim), dtype=np.float32)
+        if row.vector.shape[0] != self.dim:
+            return  # a vector of another width cannot be compared with the query: not indexed
+        if self._n == len(self._ids):
+            self._grow()
+        i = self._n
+        self._ids[i] = row.row_id
+        self._vecs[i] = row.vector
+        self._agent[i] = self._codes.code(row.agent_id)
+        self._project[i] = self._codes.code(row.project_id)
+        self._channel[i] = self._codes.code(row.channel)
+        self._ts[i] = row.ts_epoch
+        self._source.append(row.source_id)
+        self._n += 1
+
+    def last_id(self) -> int:
+        return int(self._ids[self._n - 1]) if self._n else 0
+
+    def position(self, row_id: int) -> int | None:
+        i = int(np.searchsorted(self._ids[: self._n], row_id))
+        return i if i < self._n and self._ids[i] == row_id else None
+
+    def remove(self, row_id: int) -> None:
+        i = self.position(row_id)
+        if i is None:
+            return
+        for arr in (self._ids, self._vecs, self._agent, self._project, self._channel, self._ts):
+            arr[i : self._n - 1] = arr[i + 1 : self._n]
+        del self._source[i]
+        self._n -= 1
+
+    def replace(self, row: IndexRow) -> bool:
+        """Overwrite a row in place; False when the id is not indexed."""
+        i = self.position(row.row_id)
+        if i is None or row.vector.shape[0] != self.dim:
+            return False
+        self._vecs[i] = row.vector
+        self._agent[i] = self._codes.code(row.agent_id)
+        self._project[i] = self._codes.code(row.project_id)
+        self._channel[i] = self._codes.code(row.channel)
+        self._ts[i] = row.ts_epoch
+        self._source[i] = row.source_id
+        return True
+
+    def scope_mask(self, scope: Scope) -> np.ndarray:
+        """Boolean mask of the rows inside the scope's isolation axes."""
+        n = self._n
+        mask = self._agent[:n] == self._codes.find(scope.agent_id)
+        if scope.project_id is not None:
+            allowed = [self._codes.find("")]
+            if scope.project_id:
+                allowed.append(self._codes.find(scope.project_id))
+            mask &= np.isin(self._project[:n], allowed)
+        if scope.channel:
+            mask &= np.isin(self._channel[:n], [self._codes.find(""), self._codes.find(scope.channel)])
+        if scope.source_id:
+            prefix = scope.source_id
+            mask &= np.fromiter((s.startswith(prefix) for s in self._source), dtype=bool, count=n)
+        return mask
+
+    def search(
+        self,
+        scope: Scope,
+        query: np.ndarray,
+        *,
+        floor: float,
+        depth: int,
+        positions: tuple[int, int | None] = (0, None),
+        period: tuple[float, float] | None = None,
+    ) -> list[tuple[int, float, int]]:
+        """Best ``depth`` rows by dot product >= floor, as (id, score, scan position).
+
+        ``positions`` slices the scope's scan order (newest first): (0, N) is the
+        near window, (N, R) the far list. ``period`` keeps rows whose time lies in
+        [start, end) epoch seconds. Ties go to the earlier scan position.
+        """
+        if self._n == 0 or depth <= 0 or query.shape[0] != self.dim:
+            return []
+        mask = self.scope_mask(scope)
+        if period is not None:
+            ts = self._ts[: self._n]
+            mask &= (ts >= period[0]) & (ts < period[1])
+        newest_first = np.flatnonzero(mask)[::-1]
+        start, stop = positions
+        rows = newest_first[start:stop]
+        if rows.size == 0:
+            return []
+        scores = self._vecs[rows] @ query.astype(np.float32, copy=False)
+        keep = np.flatnonzero(scores >= floor)
+        if keep.size > depth:
+            # partial selection first (a full sort of 10k scores would dominate the arm);
+            # everything tied with the depth-th score stays, so the position tie-break holds
+            kth = -np.partition(-scores[keep], depth - 1)[depth - 1]
+            keep = keep[scores[keep] >= kth]
+        order = keep[np.lexsort((keep, -scores[keep]))][:depth]
+        return [(int(self._ids[rows[i]]), float(scores[i]), int(start + i)) for i in order]
+
+    def vectors_of(self, row_ids: list[int]) -> dict[int, np.ndarray]:
+        """Stored vectors of the given ids that are indexed."""
+        out = {}
+        for row_id in row_ids:
+            i = self.position(row_id)
+            if i is not None:
+                out[row_id] = self._vecs[i]
+        return out

@@ -1,0 +1,50 @@
+"""The full-text query builder: a free-text question becomes an FTS5 OR expression."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+# Characters stripped from the edges of each whitespace token, so "(bug-183)," searches bug-183.
+_EDGE_PUNCTUATION = "\"'`.,;:!?()[]{}"
+
+# Hiragana, katakana, CJK extension A, the unified ideographs and half-width katakana:
+# text in these scripts has no spaces, so it is cut into trigrams rather than words.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f"
+_RUNS = re.compile(f"[{_CJK}]+|[^\\s{_CJK}]+")
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+
+# The FTS5 trigram tokenizer cannot match anything shorter than three characters.
+MIN_TERM = 3
+
+
+def _strip_edges(query: str) -> str:
+    """Strip edge punctuation from every whitespace token and re-join with single spaces."""
+    return " ".join(token.strip(_EDGE_PUNCTUATION) for token in query.split())
+
+
+def _trigrams(run: str) -> list[str]:
+    """All overlapping three-character substrings of a run (none when it is shorter)."""
+    return [run[i : i + MIN_TERM] for i in range(len(run) - MIN_TERM + 1)]
+
+
+def _terms(query: str) -> Iterable[str]:
+    """The bare search terms of a query, in order, duplicates included."""
+    for run in _RUNS.findall(_strip_edges(query)):
+        if _CJK_RUN.fullmatch(run):
+            yield from _trigrams(run)
+        elif len(run) >= MIN_TERM:
+            yield run  # kept whole: punctuation inside, as in bug-183, is part of the term
+
+
+def _quote(term: str) -> str:
+    """An FTS5 string literal: the term in double quotes, inner quotes doubled."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def build_fts_expression(query: str, extra_terms: Sequence[str] = ()) -> str:
+    """The FTS5 MATCH expression for a query plus extra phrases; "" when no term survives."""
+    extras = (term.strip() for term in extra_terms)
+    ordered = [*_terms(query), *(term for term in extras if len(term) >= MIN_TERM)]
+    # dict keeps the first occurrence of each term and its position.
+    return " OR ".join(_quote(term) for term in dict.fromkeys(ordered))
