@@ -18,6 +18,9 @@ from cuedrecall.clock import Clock, iso, system_clock
 from cuedrecall.config import Settings
 from cuedrecall.embed import EmbeddingError, QueryVectorCache, make_embedder
 from cuedrecall.errors import ToolArgumentError
+from cuedrecall.recall.calibrate import calibrate
+from cuedrecall.recall.calibration import PRECISION_BETA, Calibration, CalibrationError
+from cuedrecall.recall.scoring_version import fingerprint
 from cuedrecall.recall.timecue import to_epoch
 from cuedrecall.store.base import EPISODE, MEMORY, Scope, make_ref, split_ref
 from cuedrecall.store.sqlite import SqliteStore
@@ -82,6 +85,22 @@ class Memory:
         self.queries = QueryVectorCache(self.embedder, size=max(1, self.settings.embedding_cache_size))
         self.clock = clock
         self.store_ = SqliteStore(self.settings.db_path)
+        self.calibration = Calibration.load(
+            self.settings.db_path, self.embedder.model, fingerprint(self.settings.prior_far_weight)
+        )
+        if self.calibration.stale and self.settings.calibrate_on_model_change:
+            self._recalibrate_all()
+
+    def _recalibrate_all(self) -> None:
+        """The embedding model or the scoring version changed: thresholds made under the old one mean nothing."""
+        agents = list(self.calibration.agents)
+        self.calibration.agents, self.calibration.stale = {}, False
+        for agent in agents:
+            try:
+                calibrate(self, agent, 200, "separation", 0.95, 1.0)
+            except CalibrationError:
+                continue  # too little data now; the heuristic gate applies until the next calibration
+        self.calibration.save()
 
     def close(self) -> None:
         self.store_.close()
@@ -137,6 +156,15 @@ class Memory:
 
     def update_profile(self, **arguments: Any) -> dict[str, Any]:
         return self.call("update_profile", arguments)
+
+    def calibrate_threshold(self, **arguments: Any) -> dict[str, Any]:
+        return self.call("calibrate_threshold", arguments)
+
+    def set_recall_precision(self, **arguments: Any) -> dict[str, Any]:
+        return self.call("set_recall_precision", arguments)
+
+    def get_recall_precision(self, **arguments: Any) -> dict[str, Any]:
+        return self.call("get_recall_precision", arguments)
 
     def export_memories(self, **arguments: Any) -> dict[str, Any]:
         return self.call("export_memories", arguments)
@@ -336,6 +364,34 @@ class Memory:
         from cuedrecall.recall.request import run_recall
 
         return run_recall(self, **arguments)
+
+    # -- calibration ------------------------------------------------------------------------
+
+    def _calibrate_threshold(self, agent_id: str, sample_size: int, method: str, percentile: float,
+                             z_factor: float) -> dict[str, Any]:
+        try:
+            return calibrate(self, agent_id, sample_size, method, percentile, z_factor)
+        except CalibrationError as exc:
+            return {"ok": False, "error": str(exc), "agent_id": agent_id}
+
+    def _set_recall_precision(self, agent_id: str, precision: str) -> dict[str, Any]:
+        previous = self.calibration.betas.get(agent_id)
+        self.calibration.betas[agent_id] = PRECISION_BETA[precision]
+        result = self._calibrate_threshold(agent_id, 200, "separation", 0.95, 1.0)
+        if not result["ok"]:  # nothing changes when the new gate cannot be measured
+            if previous is None:
+                del self.calibration.betas[agent_id]
+            else:
+                self.calibration.betas[agent_id] = previous
+        return {"ok": result["ok"], "agent_id": agent_id, "precision": precision,
+                "beta": PRECISION_BETA[precision], "calibrate": result}
+
+    def _get_recall_precision(self, agent_id: str) -> dict[str, Any]:
+        beta = self.calibration.beta(agent_id, self.settings.recall_precision)
+        named = next((name for name, value in PRECISION_BETA.items() if value == beta), "custom")
+        return {"ok": True, "agent_id": agent_id, "precision": named, "beta": beta,
+                "overridden": agent_id in self.calibration.betas, "default_precision": self.settings.recall_precision,
+                "thresholds": self.calibration.thresholds(agent_id)}
 
     # -- portability ------------------------------------------------------------------------
 

@@ -81,12 +81,20 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     with _memory(args) as memory, _progress() as progress:
-        total = sum(1 for line in open(args.path, encoding="utf-8") if line.strip()) - 1
-        task = progress.add_task("importing", total=max(total, 0))
+        task = progress.add_task("importing", total=_record_count(args.path))
         result = memory._import_memories(args.path, args.agent, args.dry_run,
                                          progress=lambda n: progress.advance(task, n))
     print(json.dumps(result, ensure_ascii=False))
     return 0 if result.get("ok") else 1
+
+
+def _record_count(path: str) -> int:
+    """Records after the header, for the progress bar; 0 when unreadable (the import itself says why)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return max(sum(1 for line in handle if line.strip()) - 1, 0)
+    except (OSError, UnicodeDecodeError):
+        return 0
 
 
 def cmd_embed_server(args: argparse.Namespace) -> int:
@@ -100,7 +108,9 @@ def cmd_embed_server(args: argparse.Namespace) -> int:
 
 
 def _progress() -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    # on stderr: stdout carries only the JSON result, so scripts can parse it
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                    console=Console(stderr=True))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -25,10 +25,20 @@ _EPISODE_KEYS = ("agent_id", "project_id", "channel", "summary", "keywords", "st
                  "created_at")
 
 
-def _checked_path(path: str) -> Path:
+def _checked_path(name: str, path: str) -> Path:
     if ".." in Path(path).parts:
-        raise ToolArgumentError(f"argument path {path!r} must not contain '..'")
+        raise ToolArgumentError(f"argument '{name}': {path!r} must not contain '..'")
     return Path(path).expanduser()
+
+
+def _json_object(value: Any) -> dict[str, Any]:
+    """A stored JSON column (or a file's object, or its JSON text) as an object; {} for anything else."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip() else {}
+        except ValueError:
+            return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _encode(vector: np.ndarray | None) -> dict[str, str]:
@@ -39,7 +49,7 @@ def _encode(vector: np.ndarray | None) -> dict[str, str]:
 
 def export_jsonl(memory: "Memory", agent_id: str, output_path: str, include_embeddings: bool) -> dict[str, Any]:
     """Write one agent's (or every agent's) records; a temp file renamed into place, never half a file."""
-    path = _checked_path(output_path)
+    path = _checked_path("output_path", output_path)
     store = memory.store_
     memories = list(store.export_rows(MEMORY, agent_id))
     episodes = list(store.export_rows(EPISODE, agent_id))
@@ -48,7 +58,9 @@ def export_jsonl(memory: "Memory", agent_id: str, output_path: str, include_embe
               "memory_count": len(memories), "episode_count": len(episodes), "profile_count": len(profiles)}
     lines = [header]
     for row in memories:
-        lines.append({"_type": "memory", "id": row["id"], **{k: row[k] for k in _MEMORY_KEYS},
+        record = {k: row[k] for k in _MEMORY_KEYS}
+        record["source"], record["metadata"] = _json_object(row["source"]), _json_object(row["metadata"])
+        lines.append({"_type": "memory", "id": row["id"], **record,
                       **(_encode(row["embedding"]) if include_embeddings else {})})
     for row in episodes:
         lines.append({"_type": "episode", "id": row["id"], **{k: row[k] for k in _EPISODE_KEYS},
@@ -73,9 +85,9 @@ def _read_lines(path: Path) -> Iterator[dict[str, Any]]:
             try:
                 item = json.loads(line)
             except ValueError:
-                raise ToolArgumentError(f"input_path line {number} is not JSON") from None
+                raise ToolArgumentError(f"argument 'input_path': line {number} is not JSON") from None
             if not isinstance(item, dict) or item.get("_type") not in ("header", "memory", "episode", "profile"):
-                raise ToolArgumentError(f"input_path line {number} is not a {FORMAT} record")
+                raise ToolArgumentError(f"argument 'input_path': line {number} is not a {FORMAT} record")
             yield item
 
 
@@ -84,7 +96,7 @@ def import_jsonl(
     progress: Callable[[int], None] | None = None, batch_size: int = 256,
 ) -> dict[str, Any]:
     """Load an export in one transaction; records already present are skipped, so a second run adds nothing."""
-    path = _checked_path(input_path)
+    path = _checked_path("input_path", input_path)
     if not path.is_file():
         raise ToolArgumentError(f"argument 'input_path': {input_path!r} is not a readable file")
     try:
@@ -103,7 +115,8 @@ def import_jsonl(
             for item, vector in zip(records, vectors):
                 agent = target_agent_id or item.get("agent_id", "")
                 if not agent:
-                    raise ToolArgumentError("a record has no agent_id and no target_agent_id was given")
+                    raise ToolArgumentError(
+                        "argument 'target_agent_id' is required: a record of the file has no agent_id")
                 counts[_import_one(memory, conn, item, agent, vector)] += 1
             if dry_run:
                 raise _DryRun()  # counted inside the transaction, then rolled back
@@ -121,7 +134,8 @@ def _check_counts(items: list[dict[str, Any]]) -> None:
     for kind, key in (("memory", "memory_count"), ("episode", "episode_count"), ("profile", "profile_count")):
         present = sum(1 for item in items if item["_type"] == kind)
         if key in header and header[key] != present:
-            raise ToolArgumentError(f"import refused: the header says {header[key]} {kind} records, the file has {present}")
+            raise ToolArgumentError(f"argument 'input_path': import refused: the header says {header[key]} "
+                                    f"{kind} records, the file has {present}")
 
 
 def _vectors_for(memory: "Memory", records: list[dict[str, Any]], batch: int,
@@ -161,10 +175,11 @@ def _import_one(memory: "Memory", conn: Any, item: dict[str, Any], agent: str, v
         msg_id = str(item.get("msg_id", ""))
         if store.find_duplicate(agent, [project], [channel], msg_id, content) or not content.strip():
             return "skipped_memories"
-        source = item.get("source") or {}
+        source = _json_object(item.get("source"))
         row = {"agent_id": agent, "project_id": project, "channel": channel, "msg_id": msg_id, "content": content,
                "source": json.dumps(source, ensure_ascii=False), "source_id": str(source.get("id", "")),
-               "timestamp": item.get("timestamp") or memory.now_iso(), "metadata": json.dumps(item.get("metadata") or {}),
+               "timestamp": item.get("timestamp") or memory.now_iso(),
+               "metadata": json.dumps(_json_object(item.get("metadata")), ensure_ascii=False),
                "locked": int(bool(item.get("locked"))), "created_at": item.get("created_at") or memory.now_iso(),
                "embedding": vector, "embedding_model": model}
         row["ts_epoch"] = to_epoch(row["timestamp"])

@@ -263,6 +263,34 @@ TOOLS: dict[str, Tool] = {
             profile=Param("string", "the whole new profile", required=True),
         ),
         _tool(
+            "calibrate_threshold",
+            "Measure this agent's score distributions and set its quality gate, one threshold per signal "
+            "(cosine, and the fused score of rows only the word arms found). Run it after importing or "
+            "storing a few hundred memories, or when recalls return too much or too little.",
+            agent_id=Param("string", "the agent; \"\" calibrates the global cosine threshold", required=True,
+                           max_length=256),
+            sample_size=Param("integer", "memories to sample", default=200, minimum=10, maximum=5000),
+            method=Param("string", "how the threshold is chosen", default="separation",
+                         enum=("separation", "percentile", "zscore")),
+            percentile=Param("number", "quantile of unrelated pairs, for method percentile", default=0.95,
+                             minimum=0.01, maximum=1.0),
+            z_factor=Param("number", "standard deviations above the unrelated mean, for method zscore",
+                           default=1.0, minimum=-10, maximum=10),
+        ),
+        _tool(
+            "set_recall_precision",
+            "Make the agent's gate stricter (fewer, surer rows) or more lenient (more rows), then recalibrate.",
+            agent_id=AGENT,
+            precision=Param("string", "strict, balanced or lenient", required=True,
+                            enum=("strict", "balanced", "lenient")),
+        ),
+        _tool(
+            "get_recall_precision",
+            "Read the agent's gate precision and its calibrated thresholds.",
+            read_only=True,
+            agent_id=AGENT,
+        ),
+        _tool(
             "export_memories",
             "Write an agent's memories, episodes and profile to a JSONL file (a backup or a move).",
             destructive=True,

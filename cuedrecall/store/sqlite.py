@@ -322,10 +322,10 @@ class SqliteStore:
         return self._vector_arm(scope, query, floor, limit, positions=(window, reach))
 
     def vector_in_period(
-        self, scope: Scope, query: np.ndarray, *, floor: float, depth: int, period: Period
+        self, scope: Scope, kind: str, query: np.ndarray, *, floor: float, depth: int, period: Period
     ) -> list[Hit]:
-        """Cosine over every embedded record of the scope whose time lies in the period."""
-        return self._vector_arm(scope, query, floor, depth, positions=(0, None), period=period)
+        """Cosine over every embedded record of one kind in the scope whose time lies in the period."""
+        return self._vector_arm(scope, query, floor, depth, positions=(0, None), period=period, kinds=(kind,))
 
     def _vector_arm(
         self,
@@ -336,10 +336,12 @@ class SqliteStore:
         *,
         positions: tuple[int, int | None],
         period: Period | None = None,
+        kinds: tuple[str, ...] = (MEMORY, EPISODE),
     ) -> list[Hit]:
+        if not scope.episodes_visible:
+            kinds = tuple(kind for kind in kinds if kind != EPISODE)
         with self._lock:
             self._catch_up()
-            kinds = (MEMORY, EPISODE) if scope.episodes_visible else (MEMORY,)
             found = []
             for order, kind in enumerate(kinds):
                 rows = self._indexes[kind].search(
@@ -462,6 +464,12 @@ class SqliteStore:
                 for row_id, vec in self._indexes[kind].vectors_of(ids).items():
                     out[make_ref(kind, row_id)] = vec
             return out
+
+    def embedded_memories(self, agent_id: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ids, vectors, times) of the agent's embedded memories ("" = every agent), oldest first."""
+        with self._lock:
+            self._catch_up()
+            return self._indexes[MEMORY].agent_rows(agent_id)
 
     def embedding_dim(self) -> int | None:
         with self._lock:

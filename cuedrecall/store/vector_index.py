@@ -168,6 +168,12 @@ class VectorIndex:
         order = keep[np.lexsort((keep, -scores[keep]))][:depth]
         return [(int(self._ids[rows[i]]), float(scores[i]), int(start + i)) for i in order]
 
+    def agent_rows(self, agent_id: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ids, vectors, times) of one agent's rows, or every row for agent "", oldest first."""
+        n = self._n
+        mask = np.ones(n, dtype=bool) if not agent_id else self._agent[:n] == self._codes.find(agent_id)
+        return self._ids[:n][mask], self._vecs[:n][mask], self._ts[:n][mask]
+
     def vectors_of(self, row_ids: list[int]) -> dict[int, np.ndarray]:
         """Stored vectors of the given ids that are indexed."""
         out = {}

@@ -1,0 +1,36 @@
+"""Stage 5, autocut: cut at the largest relative gap, only on a list ordered by one homogeneous score.
+
+Fused scores are never cut on: under rrf, first and thirtieth place differ by a
+factor of about 1.5, so a "gap" there says nothing about relevance. A list is
+homogeneous when the vector arm alone ordered it (no lexical vote), so its order
+is its cosine order.
+"""
+
+from __future__ import annotations
+
+from cuedrecall.recall.candidates import LEXICAL_ARMS, Candidate
+from cuedrecall.recall.context import RecallContext
+
+
+def autocut(ctx: RecallContext, rows: list[Candidate]) -> list[Candidate]:
+    p = ctx.params
+    scored = [row for row in rows if not row.is_profile]
+    if not p.autocut_enabled or len(scored) < p.autocut_min or not _homogeneous(scored):
+        ctx.recorder.autocut(False, None, [])
+        return rows
+    scores = [row.cosine for row in scored]
+    gaps = [scores[i] - scores[i + 1] for i in range(len(scores) - 1)]
+    widest = max(range(len(gaps)), key=lambda i: (gaps[i], -i))
+    if scores[0] <= 0 or gaps[widest] / scores[0] < p.autocut_ratio:
+        ctx.recorder.autocut(False, None, [])
+        return rows
+    dropped = {row.ref for row in scored[widest + 1 :]}
+    ctx.recorder.autocut(True, widest + 1, [row.ref for row in scored[widest + 1 :]])
+    return [row for row in rows if row.ref not in dropped]
+
+
+def _homogeneous(rows: list[Candidate]) -> bool:
+    """Every row has a cosine, none a lexical vote, and the order is descending cosine."""
+    if any(row.cosine is None or any(arm in row.ranks for arm in LEXICAL_ARMS) for row in rows):
+        return False
+    return all(rows[i].cosine >= rows[i + 1].cosine for i in range(len(rows) - 1))

@@ -1,0 +1,45 @@
+"""The coverage ledger (spec §1.5): which parts of the question the returned records hold.
+
+Recorded only, after the answer is final; nothing in the recall reads it. Parts
+are spans of the normalised question, records are refs: the ledger holds no text.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from cuedrecall.text import NORMALIZATION, normalize, question_parts
+
+if TYPE_CHECKING:
+    from cuedrecall.recall.trace import Recorder
+    from cuedrecall.store.sqlite import SqliteStore
+
+
+def build_ledger(question: str, records: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    """The ledger of ``question`` over (ref, full stored text) pairs in response order."""
+    parsed = question_parts(question)
+    texts = [(ref, normalize(text)) for ref, text in records]
+    covered_by = [[ref for ref, text in texts if part.text(parsed.normalized) in text] for part in parsed.parts]
+    ledger: dict[str, Any] = {
+        "normalization": NORMALIZATION,
+        "parts": [{"span": [part.start, part.end], "kind": part.kind} for part in parsed.parts],
+        "covered_by": covered_by,
+        "uncovered": [i for i, refs in enumerate(covered_by) if not refs],
+        "records": len(texts),
+    }
+    if parsed.omitted:
+        ledger["parts_omitted"] = parsed.omitted
+    return ledger
+
+
+def coverage_ledger(store: "SqliteStore", question: str, refs: Sequence[str], recorder: "Recorder") -> dict[str, Any]:
+    """The ledger over the returned refs' full stored text; ``{"error": type}`` if it cannot be built."""
+    recorder.mark("order")
+    try:
+        unique = list(dict.fromkeys(refs))
+        found = store.records(unique)
+        ledger = build_ledger(question, [(ref, found[ref].text) for ref in unique if ref in found])
+    except Exception as exc:  # the ledger is an instrument: its failure must never fail the recall
+        ledger = {"error": type(exc).__name__}
+    recorder.mark("coverage")
+    return ledger

@@ -1,0 +1,52 @@
+"""The cue arm (cued-v0.3): the period's memories and episodes, by vector and keyword, to a depth of its own.
+
+It reuses the query vector the ordinary vector arm already embedded (no second
+embedding) and merges its lists by reciprocal rank. It only ever adds evidence
+for rows inside the period: nothing outside it is removed or re-scored.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from cuedrecall.recall.arms import exclude
+from cuedrecall.recall.context import RecallContext
+from cuedrecall.recall.cued_v0_3 import CUE_DEPTH, CUE_RANK_K
+from cuedrecall.store.base import EPISODE, MEMORY, Hit
+from cuedrecall.text import build_fts_expression
+
+
+def cue_lists(ctx: RecallContext, period: tuple[float, float]) -> dict[str, list[Hit]]:
+    """Each half's ranked list inside the period (epoch seconds, [start, end))."""
+    store, scope = ctx.store, ctx.scope
+    if ctx.blank:
+        return {kind: store.newest(scope, kind, CUE_DEPTH, period=period) for kind in (MEMORY, EPISODE)}
+    lists: dict[str, list[Hit]] = {}
+    if ctx.query_vector is not None:
+        for kind in (MEMORY, EPISODE):
+            lists[f"{kind}_vector"] = store.vector_in_period(
+                scope, kind, ctx.query_vector, floor=ctx.params.vector_floor, depth=CUE_DEPTH, period=period
+            )
+    if ctx.params.fts_enabled:
+        expression = build_fts_expression(ctx.query)
+        lists["mem_keyword"] = store.memory_keyword(scope, expression, ctx.query, depth=CUE_DEPTH, period=period)
+        lists["ep_fts"] = store.episode_fts(scope, expression, depth=CUE_DEPTH, period=period)
+    return lists
+
+
+def merge(lists: dict[str, list[Hit]]) -> list[Hit]:
+    """One list by reciprocal rank, 1/(61 + rank) a vote; ties keep first appearance; the best 50."""
+    totals: dict[str, float] = {}
+    for hits in lists.values():
+        for hit in hits:
+            totals[hit.ref] = totals.get(hit.ref, 0.0) + 1.0 / (CUE_RANK_K + hit.rank)
+    ordered = sorted(totals.items(), key=lambda item: -item[1])[:CUE_DEPTH]
+    return [Hit(ref, rank, total) for rank, (ref, total) in enumerate(ordered)]
+
+
+def search_period(ctx: RecallContext, period: tuple[datetime, datetime], arm_name: str) -> list[Hit]:
+    """Run the cue arm over one period and record it under ``arm_name`` (cue, cue_stage_1)."""
+    bounds = (period[0].timestamp(), period[1].timestamp())
+    found = merge(exclude(ctx, cue_lists(ctx, bounds)))
+    ctx.recorder.arms({arm_name: found})
+    return found

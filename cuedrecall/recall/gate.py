@@ -1,0 +1,85 @@
+"""Stage 4, the quality gate, judged per signal: each row on its own score, against that signal's threshold.
+
+A row a vector arm reached is judged on its cosine; a lexical-only row on its fused
+score; the profile row on the pool size. The threshold is the calibrated one for
+that signal where one exists, else the heuristic minimum on that signal's scale.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cuedrecall.recall.candidates import Candidate
+from cuedrecall.recall.context import RecallContext, heuristic_minimum
+from cuedrecall.text import identifier_like_parts, normalize
+
+PROFILE_MIN_POOL = 50
+UNSCORED_MIN_POOL = 100
+
+
+@dataclass(frozen=True)
+class Decision:
+    ref: str
+    signal: str | None
+    score: float | None
+    threshold: float | None
+    origin: str | None  # "calibrated" | "heuristic" | None (profile and unscored rows)
+    passed: bool
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class GateResult:
+    admitted: list[Candidate]
+    decisions: list[Decision]
+    fallback: bool
+
+
+def threshold_for(ctx: RecallContext, signal: str) -> tuple[float, str]:
+    """(threshold, origin) for a scored signal; ``deep`` halves either."""
+    p = ctx.params
+    scale = 0.5 if p.deep else 1.0
+    if signal in p.thresholds:
+        return p.thresholds[signal] * scale, "calibrated"
+    minimum = heuristic_minimum(ctx.pool()) * scale
+    if signal == "rrf":
+        minimum *= 3 / (p.rrf_k + 1)  # the rrf scale tops out at three first places
+    return minimum, "heuristic"
+
+
+def decide(ctx: RecallContext, row: Candidate) -> Decision:
+    signal = row.signal(ctx.params.mode)
+    if signal == "profile":
+        passed = ctx.pool() >= PROFILE_MIN_POOL
+        return Decision(row.ref, signal, None, PROFILE_MIN_POOL, None, passed, None if passed else "profile_small_pool")
+    if signal is None:
+        passed = ctx.blank or ctx.pool() >= UNSCORED_MIN_POOL
+        return Decision(row.ref, None, None, None, None, passed, None if passed else "unscored_volume")
+    score = row.score(ctx.params.mode)
+    threshold, origin = threshold_for(ctx, signal)
+    passed = score is not None and score >= threshold
+    return Decision(row.ref, signal, score, threshold, origin, passed, None if passed else "below_gate")
+
+
+def gate(ctx: RecallContext, rows: list[Candidate]) -> GateResult:
+    """Admit the rows that clear their own threshold; order is kept."""
+    decisions = [decide(ctx, row) for row in rows]
+    admitted = [row for row, d in zip(rows, decisions) if d.passed]
+    fallback = False
+    if not any(not row.is_profile for row in admitted):
+        rescued = _identifier_matches(ctx, rows)
+        if rescued:
+            admitted, fallback = rescued, True
+    ctx.recorder.gate(ctx, decisions, fallback)
+    return GateResult(admitted, decisions, fallback)
+
+
+def _identifier_matches(ctx: RecallContext, rows: list[Candidate]) -> list[Candidate]:
+    """When nothing passed: the lexical rows whose text holds an identifier of the query (bug-218, 2.5.5a1)."""
+    parts = identifier_like_parts(ctx.query)
+    lexical = [row for row in rows if not row.is_profile and ("memory_keyword" in row.ranks or "episode_fts" in row.ranks)]
+    if not parts or not lexical:
+        return []
+    records = ctx.store.records([row.ref for row in lexical])
+    texts = {ref: normalize(r.text + " " + r.keywords) for ref, r in records.items()}
+    return [row for row in lexical if any(part in texts.get(row.ref, "") for part in parts)]

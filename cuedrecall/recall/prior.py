@@ -1,0 +1,35 @@
+"""Stage 6, the prior: an age weight on the fused score that reorders admitted rows, never admits or removes one.
+
+Off by default (rate 0). Applied after the gate and autocut and before the count cut.
+"""
+
+from __future__ import annotations
+
+from cuedrecall.recall.candidates import Candidate
+from cuedrecall.recall.context import RecallContext
+
+
+def age_weight(age_hours: float, rate: float, floor: float) -> float:
+    return max(floor, 1.0 / (1.0 + max(0.0, age_hours) * rate))
+
+
+def apply_prior(ctx: RecallContext, rows: list[Candidate]) -> list[Candidate]:
+    p = ctx.params
+    scored = [row for row in rows if not row.is_profile]
+    if p.age_rate <= 0 or not scored or any(row.fused is None for row in scored):
+        return rows
+    span = ctx.store.span(ctx.scope)
+    if span is None:
+        return rows
+    oldest, newest = span
+    width_h = max(0.0, newest - oldest) / 3600.0
+    anchor = newest if p.age_anchor == "newest" else ctx.now.timestamp()
+    # an undated row is taken to be from the middle of the span
+    undated = width_h / 2 + (max(0.0, anchor - newest) / 3600.0 if p.age_anchor == "now" else 0.0)
+    times = ctx.store.record_times([row.ref for row in scored])
+    for row in scored:
+        when = times.get(row.ref)
+        age = undated if when is None else (anchor - when) / 3600.0
+        row.prior = age_weight(age, p.age_rate, p.age_floor)
+    ctx.recorder.scoring("prior", {row.ref: row.prior for row in scored})
+    return sorted(rows, key=lambda row: (row.is_profile, -(row.fused * row.prior) if row.prior is not None else 0.0))

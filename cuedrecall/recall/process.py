@@ -1,0 +1,138 @@
+"""The recall process, policy cued-v0.3: the single pass, then what a time cue may do after the count.
+
+Without a cue this is the single pass and nothing else. With one, the cue arm
+searches the period (widened once if it holds nothing), rows it found move up at
+most L places among those already returned, and up to L seats hold rows it found
+that the answer lacks. The rows the gate passes and the count returns are never
+changed (spec §2.6).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from cuedrecall.clock import iso
+from cuedrecall.recall.candidates import Candidate
+from cuedrecall.recall.context import RecallContext
+from cuedrecall.recall.cue_arm import search_period
+from cuedrecall.recall.cued_v0_3 import BOUND, CUE_RANK_K, MAX_CUE_STAGES, POLICY, SEATS, WIDER
+from cuedrecall.recall.pipeline import PassResult, single_pass
+from cuedrecall.recall.timecue import TimeCue, base_period, is_recent_only, period
+from cuedrecall.store.base import Hit
+
+
+@dataclass(frozen=True)
+class Outcome:
+    rows: list[Candidate]  # best first: the answer, then any held seats
+    gate_fallback: bool
+    time_cue: dict[str, Any] | None
+
+
+def recall_process(ctx: RecallContext, cue: TimeCue | None, time_limit_ms: int) -> Outcome:
+    result = single_pass(ctx)
+    if cue is None:
+        ctx.recorder.stage({"stage": 0, "searched": "all arms", "next": None})
+        return Outcome(result.answer, result.gate_fallback, None)
+    span = _span(ctx)
+    if is_recent_only(cue, ctx.now, span):
+        return _ignored(ctx, cue, span, result)
+    found, confidence, searched, revised = _search(ctx, cue, span, time_limit_ms)
+    bound = BOUND[confidence]
+    answer, moves = bounded_move(result.answer, found, bound)
+    seated = seats(found, answer, result, SEATS[confidence])
+    for row in seated:
+        ctx.recorder.reservation(row.ref, "cue")
+    ctx.recorder.set("cue", {"bound": bound, "confidence": confidence, "lifted": moves,
+                             "seated": [row.ref for row in seated]})
+    summary = {"policy": POLICY, "period": _iso_period(searched), "confidence": confidence, "revised": revised,
+               "moved": len(moves), "seated": len(seated)}
+    return Outcome(answer + seated, result.gate_fallback, summary)
+
+
+def _span(ctx: RecallContext) -> tuple[datetime | None, datetime | None] | None:
+    span = ctx.store.span(ctx.scope)
+    if span is None:
+        return None
+    return tuple(datetime.fromtimestamp(t, timezone.utc) for t in span)  # type: ignore[return-value]
+
+
+def _iso_period(p: tuple[datetime, datetime] | None) -> list[str] | None:
+    return None if p is None else [iso(p[0]), iso(p[1])]
+
+
+def _ignored(ctx: RecallContext, cue: TimeCue, span: Any, result: PassResult) -> Outcome:
+    """A cue for today or the future is not used (cued-v0.1): the rows are the uncued recall's."""
+    own = _iso_period(base_period(cue, ctx.now, span))
+    ctx.recorder.set("cue_ignored", {"reason": "recent_only", "period": own})
+    ctx.recorder.stage({"stage": 0, "searched": "all arms", "next": None})
+    return Outcome(result.answer, result.gate_fallback, {"policy": POLICY, "ignored": "recent_only", "period": own})
+
+
+def _search(
+    ctx: RecallContext, cue: TimeCue, span: Any, time_limit_ms: int
+) -> tuple[list[Hit], str, tuple[datetime, datetime] | None, bool]:
+    """Stage 0 at the cue's confidence; one revision, one step wider, when the period held nothing."""
+    confidence = cue.confidence
+    for stage in range(MAX_CUE_STAGES):
+        searched = period(cue, confidence, ctx.now, span)
+        found = search_period(ctx, searched, "cue" if stage == 0 else f"cue_stage_{stage}") if searched else []
+        entry = {"stage": stage, "searched": "all arms and the cue period" if stage == 0 else "the cue period only",
+                 "confidence": confidence, "period": _iso_period(searched), "found": len(found), "next": None}
+        ctx.recorder.stage(entry)
+        if found or stage + 1 >= MAX_CUE_STAGES:
+            return found, confidence, searched, stage > 0
+        wider = WIDER[confidence]
+        elapsed_ms = (time.perf_counter() - ctx.started) * 1000
+        if wider is None:
+            entry["next"] = "stop: no wider period (a vague cue widens to no period)"
+        elif elapsed_ms > time_limit_ms:
+            entry["next"] = "stop: time limit"
+        else:
+            entry["next"] = f"widen to the {wider} margin"
+        action = entry["next"] if entry["next"].startswith("stop") else f"widened to the {wider} margin"
+        ctx.recorder.suspect(stage, "CANDIDATE_MISS", "the cue period holds no candidate", action)
+        if wider is None or elapsed_ms > time_limit_ms:
+            return found, confidence, searched, stage > 0
+        confidence = wider
+    raise AssertionError("unreachable: the loop returns within MAX_CUE_STAGES")
+
+
+def bounded_move(
+    answer: list[Candidate], found: list[Hit], bound: int
+) -> tuple[list[Candidate], list[dict[str, Any]]]:
+    """Reorder the returned rows by ``p - L * 61 / (61 + c)``: no row rises more than L places.
+
+    A row the cue found wins a tie against one it did not; any other tie keeps the
+    original order.
+    """
+    cue_rank = {hit.ref: hit.rank for hit in found}
+
+    def key(item: tuple[int, Candidate]) -> tuple[float, int, int]:
+        position, row = item
+        c = cue_rank.get(row.ref)
+        if c is None:
+            return (position, 1, position)
+        return (position - bound * CUE_RANK_K / (CUE_RANK_K + c), 0, position)
+
+    for row in answer:
+        row.cue_rank = cue_rank.get(row.ref)
+    ordered = sorted(enumerate(answer), key=key)
+    moves = [{"ref": row.ref, "from": before, "to": after}
+             for after, (before, row) in enumerate(ordered) if before != after]
+    return [row for _, row in ordered], moves
+
+
+def seats(found: list[Hit], answer: list[Candidate], result: PassResult, count: int) -> list[Candidate]:
+    """Up to ``count`` cue rows the answer lacks that the gate and autocut did not refuse, in cue order."""
+    present = {row.ref for row in answer}
+    out = []
+    for hit in found:
+        if len(out) == count:
+            break
+        if hit.ref in present or (hit.ref in result.reached and hit.ref not in result.admitted):
+            continue
+        out.append(Candidate(hit.ref, cue_rank=hit.rank, seat="cue"))
+    return out

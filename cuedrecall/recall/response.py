@@ -1,0 +1,101 @@
+"""The last stage: rows become the response's messages, worst to best, so the last row is the best."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cuedrecall.recall.candidates import Candidate
+from cuedrecall.recall.context import RecallContext
+from cuedrecall.recall.timecue import to_epoch
+from cuedrecall.store.base import Record
+
+FULL_CONTENT_BUDGET = 200_000
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+def match_reason(row: Candidate, mode: str) -> dict[str, Any] | None:
+    """Why the row is here: the signal it was admitted on and its scores, or the seat that held it."""
+    if row.seat is not None:
+        return {"signal": row.seat, "admission": "reservation", "cue_rank": row.cue_rank}
+    signal = row.signal(mode)
+    if signal in (None, "profile"):
+        return None
+    reason: dict[str, Any] = {"signal": signal, "score": _round(row.score(mode))}
+    if row.cosine is not None:
+        reason["cosine"] = _round(row.cosine)
+    if row.fused is not None:
+        reason[mode] = _round(row.fused)
+    if row.prior is not None:
+        reason["prior"] = round(row.prior, 4)
+    if row.cue_rank is not None:
+        reason["cue_rank"] = row.cue_rank
+    return reason
+
+
+def confidence(ctx: RecallContext, row: Candidate, record: Record | None) -> dict[str, Any]:
+    """A display-only confidence: cosine normalised between 0.20 and 0.75, times a gentle age decay."""
+    age = None if record is None else to_epoch(record.timestamp)
+    out: dict[str, Any] = {}
+    decay = 1.0
+    if age is not None:
+        hours = max(0.0, (ctx.now.timestamp() - age) / 3600.0)
+        out["age_hours"] = round(hours, 1)
+        decay = 1.0 if ctx.params.deep else max(0.3, 1.0 / (1.0 + hours * 0.005))
+    else:
+        out["age_unknown"] = True
+    if record is not None and record.resolved:
+        out["resolved"] = True
+    if row.cosine is not None:
+        norm = min(1.0, max(0.0, (row.cosine - 0.20) / (0.75 - 0.20)))
+        out["cosine"] = round(row.cosine, 4)
+        out["score"] = round((norm * decay) ** 0.5, 4)
+    else:
+        out["score"] = round(decay**0.5, 4)
+    return out
+
+
+def build_messages(
+    ctx: RecallContext, rows: list[Candidate], profile_text: str | None, preview_chars: int, full_content: bool
+) -> list[dict[str, Any]]:
+    """Messages for the answer rows (best first in ``rows``), returned worst to best."""
+    records = ctx.store.records([row.ref for row in rows if not row.is_profile])
+    messages = []
+    for row in rows:
+        if row.is_profile:
+            messages.append({"content": f"[Profile] {profile_text}", "source": {"System": "profile"}, "timestamp": ""})
+            continue
+        record = records[row.ref]
+        message: dict[str, Any] = {"content": record.display_content, "ref": row.ref, "source": record.source}
+        if record.timestamp:
+            message["timestamp"] = record.timestamp
+        if record.msg_id:
+            message["id"] = record.msg_id
+        reason = match_reason(row, ctx.params.mode)
+        if reason is not None:
+            message["match_reason"] = reason
+        if ctx.params.confidence_enabled:
+            message["confidence"] = confidence(ctx, row, record)
+        messages.append(message)
+    messages.reverse()
+    _cut_previews(messages, preview_chars, full_content)
+    return messages
+
+
+def _cut_previews(messages: list[dict[str, Any]], preview_chars: int, full_content: bool) -> None:
+    """Long rows become previews; with full_content, rows stay whole until the budget is spent (best first)."""
+    if preview_chars <= 0:
+        return
+    budget = FULL_CONTENT_BUDGET if full_content else 0
+    spent = 0
+    for position, message in enumerate(reversed(messages)):
+        text = message["content"]
+        if full_content and (position == 0 or spent + len(text) <= budget):
+            spent += len(text)
+            continue
+        if "ref" in message and len(text) > preview_chars:
+            message["content"] = text[:preview_chars]
+            message["content_truncated"] = True
+            message["content_len"] = len(text)

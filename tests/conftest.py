@@ -1,0 +1,66 @@
+"""Shared fixtures: a Memory over a temporary database with the hash embedder and a pinned clock."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cuedrecall.api import Memory
+from cuedrecall.clock import fixed_clock
+from cuedrecall.config import Settings
+
+NOW = "2025-11-01T12:00:00+00:00"
+
+
+def make_settings(**overrides: Any) -> Settings:
+    """Settings from an empty environment (the developer's CPERSONA_* never leak in), hash embedder."""
+    return Settings.from_env({}, **{"embedding_mode": "hash", **overrides})
+
+
+def open_memory(path: Path | str, **kwargs: Any) -> Memory:
+    settings = kwargs.pop("settings", None) or make_settings()
+    return Memory(path, settings=settings, clock=kwargs.pop("clock", fixed_clock(NOW)), **kwargs)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "m.db"
+
+
+@pytest.fixture
+def memory(db_path: Path) -> Iterator[Memory]:
+    with open_memory(db_path) as m:
+        yield m
+
+
+def snapshot(memory: Memory, agents: tuple[str, ...] = ()) -> str:
+    """Everything a reader can see (every agent's memories and episodes, the named agents' profiles).
+
+    Two equal snapshots mean nothing was written, updated or deleted in between.
+    """
+    state = {
+        "memories": memory.list_memories(agent_id="", limit=500),
+        "episodes": memory.list_episodes(agent_id="", limit=200),
+        "profiles": {agent: memory.get_profile(agent_id=agent) for agent in agents},
+    }
+    return json.dumps(state, sort_keys=True)
+
+
+def counts(memory: Memory) -> tuple[int, int]:
+    """(memories, episodes) over every agent."""
+    return (memory.list_memories(agent_id="", limit=500)["count"],
+            memory.list_episodes(agent_id="", limit=200)["count"])
+
+
+def failed(result: dict[str, Any], argument: str) -> bool:
+    """True when the result is an ok:false failure whose error names the argument."""
+    return result.get("ok") is False and argument in str(result.get("error", ""))

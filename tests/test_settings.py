@@ -1,0 +1,116 @@
+"""Settings: CPERSONA_* variables read once; a malformed value stops startup naming the variable and what it takes."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+import pytest
+
+from cuedrecall.config import Settings, default_db_path
+from cuedrecall.errors import SettingsError
+
+
+def test_defaults_from_an_empty_environment_are_the_declared_defaults() -> None:
+    settings = Settings.from_env({})
+    for f in fields(Settings):
+        if f.name == "db_path":
+            continue
+        assert getattr(settings, f.name) == f.default, f.name
+    assert settings.db_path == default_db_path()
+    assert settings.max_content_length == 16000
+    assert settings.max_profile_length == 2000
+    assert settings.max_metadata_length == 8000
+    assert settings.auth_token == ""
+    assert settings.allow_unauthenticated_http is False
+    assert (settings.http_host, settings.http_port) == ("127.0.0.1", 8402)
+
+
+def test_every_setting_is_read_from_its_prefixed_upper_case_variable() -> None:
+    settings = Settings.from_env({
+        "CPERSONA_DB_PATH": "/tmp/x.db",
+        "CPERSONA_EMBEDDING_MODE": "HASH",
+        "CPERSONA_MAX_CONTENT_LENGTH": "123",
+        "CPERSONA_RRF_THRESHOLD_FACTOR": "0.25",
+        "CPERSONA_FTS_ENABLED": "off",
+        "CPERSONA_ALLOW_UNAUTHENTICATED_HTTP": "true",
+        "CPERSONA_AUTH_TOKEN": "tok",
+    })
+    assert settings.db_path == "/tmp/x.db"
+    assert settings.embedding_mode == "hash"
+    assert settings.max_content_length == 123
+    assert settings.rrf_threshold_factor == 0.25
+    assert settings.fts_enabled is False
+    assert settings.allow_unauthenticated_http is True
+    assert settings.auth_token == "tok"
+
+
+def test_variables_without_the_prefix_or_empty_are_ignored() -> None:
+    settings = Settings.from_env({"MAX_CONTENT_LENGTH": "5", "CPERSONA_MAX_PROFILE_LENGTH": ""})
+    assert settings.max_content_length == 16000
+    assert settings.max_profile_length == 2000
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "accepted"),
+    [
+        # integers: not a number, a fraction, below the minimum, above the maximum
+        ("CPERSONA_MAX_CONTENT_LENGTH", "lots", "an integer"),
+        ("CPERSONA_MAX_CONTENT_LENGTH", "1.5", "an integer"),
+        ("CPERSONA_MAX_CONTENT_LENGTH", "0", ">= 1"),
+        ("CPERSONA_HTTP_PORT", "70000", "between 1 and 65535"),
+        # floats
+        ("CPERSONA_EMBEDDING_TIMEOUT_SECS", "fast", "a number"),
+        ("CPERSONA_RRF_THRESHOLD_FACTOR", "1.5", "between 0 and 1"),
+        ("CPERSONA_VECTOR_MIN_SIMILARITY", "-2", "between -1 and 1"),
+        # booleans
+        ("CPERSONA_FTS_ENABLED", "maybe", "true, false"),
+        ("CPERSONA_ALLOW_UNAUTHENTICATED_HTTP", "2", "true, false"),
+        # choices
+        ("CPERSONA_EMBEDDING_MODE", "gpt", "local, http, hash, none"),
+        ("CPERSONA_RECALL_MODE", "sum", "rrf, rsf"),
+        ("CPERSONA_RECALL_PRECISION", "loose", "strict, balanced, lenient"),
+        ("CPERSONA_PRIOR_AGE_ANCHOR", "then", "newest, now"),
+    ],
+)
+def test_a_malformed_value_raises_settings_error_naming_the_variable_and_the_accepted_values(
+    variable: str, value: str, accepted: str
+) -> None:
+    with pytest.raises(SettingsError) as caught:
+        Settings.from_env({variable: value})
+    message = str(caught.value)
+    assert variable in message
+    assert accepted in message
+    assert repr(value) in message
+
+
+def test_every_typed_setting_refuses_garbage() -> None:
+    """No setting silently falls back to its default on an unreadable value."""
+    for f in fields(Settings):
+        if isinstance(f.default, str) and f.name not in ("embedding_mode", "recall_mode", "recall_precision",
+                                                        "prior_age_anchor"):
+            continue  # free text: db_path, urls, token, host
+        variable = "CPERSONA_" + f.name.upper()
+        with pytest.raises(SettingsError, match=variable):
+            Settings.from_env({variable: "not-a-valid-value"})
+
+
+def test_keyword_overrides_win_over_the_environment() -> None:
+    environ = {"CPERSONA_EMBEDDING_MODE": "local", "CPERSONA_MAX_CONTENT_LENGTH": "100", "CPERSONA_DB_PATH": "/a.db"}
+    settings = Settings.from_env(environ, embedding_mode="hash", max_content_length=7, db_path="/b.db")
+    assert settings.embedding_mode == "hash"
+    assert settings.max_content_length == 7
+    assert settings.db_path == "/b.db"
+
+
+def test_settings_are_read_from_os_environ_when_no_mapping_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CPERSONA_RECALL_PRECISION", "strict")
+    assert Settings.from_env().recall_precision == "strict"
+    monkeypatch.setenv("CPERSONA_RECALL_PRECISION", "nope")
+    with pytest.raises(SettingsError, match="CPERSONA_RECALL_PRECISION"):
+        Settings.from_env()
+
+
+def test_describe_lists_every_variable_once() -> None:
+    names = [name for name, _, _ in Settings.describe()]
+    assert len(names) == len(set(names)) == len(fields(Settings))
+    assert all(name.startswith("CPERSONA_") for name in names)
