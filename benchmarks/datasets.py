@@ -1199,7 +1199,6 @@ _MONTH_NAMES = (
     "August", "September", "October", "November", "December",
 )
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-_NUMBER_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
 
 
 def _ordinal(n: int) -> str:
@@ -1341,7 +1340,7 @@ def _relative_ok(kind: str, n: int, asked: datetime, first: datetime, last: date
     raise ValueError(kind)
 
 
-def _absolute_phrase(rng: random.Random, form: str, d: date) -> str:
+def _absolute_phrase(form: str, d: date) -> str:
     month = _MONTH_NAMES[d.month - 1]
     part = "early" if d.day <= 10 else ("mid" if d.day <= 20 else "late")
     if form == "month":
@@ -1520,7 +1519,7 @@ def generate_long_span(*, seed: int, size: str = "small") -> Conversation:
                     when, asked = made
             if kind == "absolute":
                 form = rng.choice(_ABSOLUTE_FORMS)
-                when = _absolute_phrase(rng, form, s.start.date())
+                when = _absolute_phrase(form, s.start.date())
                 asked = s.start + timedelta(days=rng.randint(3, 100), minutes=rng.randint(-120, 240))
                 asked = min(asked, horizon)
             questions.append(

@@ -84,7 +84,7 @@ class Memory:
         )
         self.queries = QueryVectorCache(self.embedder, size=max(1, self.settings.embedding_cache_size))
         self.clock = clock
-        self.store_ = SqliteStore(self.settings.db_path)
+        self.store_ = SqliteStore(self.settings.db_path, common_term_ratio=self.settings.keyword_common_ratio)
         self.calibration = Calibration.load(
             self.settings.db_path, self.embedder.model, fingerprint(self.settings.prior_far_weight)
         )

@@ -98,6 +98,9 @@ class Settings:
     recall_library_max_limit: int = _setting(10000, _number(int, 1), "library clamp for limit and depth")
     recall_cue_time_limit_ms: int = _setting(1000, _number(int, 0), "time limit for the cue revision")
     fts_enabled: bool = _setting(True, _parse_bool, "lexical arms (FTS5 trigram)")
+    keyword_common_ratio: float = _setting(
+        0.1, _number(float, 0.0, 1.0), "keyword arms rank first without terms in more than this share of rows (1 = never)"
+    )
     confidence_enabled: bool = _setting(False, _parse_bool, "display-only confidence per row")
     episode_penalty_enabled: bool = _setting(False, _parse_bool, "episode boundary penalty")
     episode_decay_rate: float = _setting(0.01, _number(float, 0), "penalty decay per hour")

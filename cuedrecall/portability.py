@@ -147,7 +147,12 @@ def _vectors_for(memory: "Memory", records: list[dict[str, Any]], batch: int,
         if item["_type"] not in ("memory", "episode"):
             continue
         if "embedding_b64" in item:
-            out[i] = np.frombuffer(base64.b64decode(item["embedding_b64"]), dtype="<f4")
+            try:
+                out[i] = np.frombuffer(base64.b64decode(item["embedding_b64"], validate=True), dtype="<f4")
+            except (TypeError, ValueError):  # not base64, or not a whole number of float32s
+                raise ToolArgumentError(
+                    f"argument 'input_path': record {i + 1} after the header has an unreadable embedding_b64"
+                ) from None
         else:
             todo.append(i)
     done = len(records) - len(todo)

@@ -24,6 +24,9 @@ def seeded(tmp_path: Path) -> Iterator[tuple[Memory, dict[str, dict[str, Any]]]]
         memory.store(agent_id=OTHER, message={"content": "the other agent's memory"})
         ep = memory.archive_episode(agent_id=AGENT, summary="a seeded session", keywords="seed")
         memory.update_profile(agent_id=AGENT, profile="likes tea")
+        for i, topic in enumerate(["garden", "taxes", "piano", "cycling", "bread", "chess", "rust", "birds",
+                                   "knitting", "sailing", "coffee", "maps"]):
+            memory.store(agent_id=AGENT, message={"content": f"note {i}: a thought about {topic}"})
         export = memory.export_memories(agent_id=AGENT, output_path=str(tmp_path / "seed.jsonl"))
         assert mem["result"] == "stored" and ep["ok"] and export["ok"]
         base: dict[str, dict[str, Any]] = {
@@ -46,13 +49,21 @@ def seeded(tmp_path: Path) -> Iterator[tuple[Memory, dict[str, dict[str, Any]]]]
             "export_memories": {"agent_id": AGENT, "output_path": str(tmp_path / "out.jsonl"),
                                 "include_embeddings": False},
             "import_memories": {"input_path": export["path"], "target_agent_id": "agent-c", "dry_run": False},
+            "calibrate_threshold": {"agent_id": AGENT, "sample_size": 50, "method": "separation",
+                                    "percentile": 0.95, "z_factor": 1.0},
+            "set_recall_precision": {"agent_id": AGENT, "precision": "strict"},
+            "get_recall_precision": {"agent_id": AGENT},
         }
         yield memory, base
 
 
-def _state(memory: Memory, tmp_path: Path) -> tuple[str, bool]:
-    """What a failed call must leave unchanged: every row and profile, and the export target's absence."""
-    return snapshot(memory, agents=(AGENT, OTHER, "agent-c")), (tmp_path / "out.jsonl").exists()
+def _state(memory: Memory, tmp_path: Path) -> tuple[str, bool, str, list[Any]]:
+    """What a failed call must leave unchanged: every row and profile, the export target's absence,
+    the calibration sidecar and the gate settings of every agent."""
+    sidecar = Path(memory.settings.db_path + ".calibration.json")
+    gates = [memory.get_recall_precision(agent_id=agent) for agent in (AGENT, OTHER)]
+    return (snapshot(memory, agents=(AGENT, OTHER, "agent-c")), (tmp_path / "out.jsonl").exists(),
+            sidecar.read_text() if sidecar.exists() else "", gates)
 
 
 # A value of the wrong JSON type for each declared type (None too, for parameters that do not take null).
@@ -79,9 +90,10 @@ def test_the_fixture_has_valid_arguments_for_every_tool(
     assert set(base) == set(TOOLS)
     for name in TOOLS:
         assert set(base[name]) <= set(TOOLS[name].params), name
-    for name in ("recall", "get_contents", "list_memories", "list_episodes", "get_profile", "store",
-                 "archive_episode", "update_memory", "update_profile", "export_memories", "import_memories",
-                 "delete_episode", "delete_memory"):  # delete_memory last: update_memory needs the row
+    order = ["recall", "get_contents", "list_memories", "list_episodes", "get_profile", "store", "archive_episode",
+             "update_memory", "update_profile", "export_memories", "import_memories", "delete_episode",
+             "delete_memory"]  # delete_memory after update_memory, which needs the row
+    for name in [*order, *(t for t in TOOLS if t not in order)]:
         result = memory.call(name, base[name])
         assert result.get("ok") is not False, (name, result)
 
@@ -145,13 +157,16 @@ def test_a_missing_required_argument_is_refused_naming_it_and_nothing_is_written
 
 
 # A required string may be empty only where the empty string means something documented.
-_EMPTY_MEANS_SOMETHING = {("recall", "query"), ("update_profile", "profile")}
+_EMPTY_MEANS_SOMETHING = {("recall", "query"), ("update_profile", "profile"), ("calibrate_threshold", "agent_id")}
 NON_EMPTY = [pair for pair in REQUIRED_STRINGS if pair not in _EMPTY_MEANS_SOMETHING]
 
 
 def test_every_required_string_must_be_non_empty_except_the_documented_ones() -> None:
+    """Refused when empty: declared non_empty, or limited to a list of words that "" is not one of."""
     for tool, param in REQUIRED_STRINGS:
-        assert TOOLS[tool].params[param].non_empty == ((tool, param) not in _EMPTY_MEANS_SOMETHING), (tool, param)
+        declared = TOOLS[tool].params[param]
+        refuses_empty = declared.non_empty or (bool(declared.enum) and "" not in declared.enum)
+        assert refuses_empty == ((tool, param) not in _EMPTY_MEANS_SOMETHING), (tool, param)
 
 
 @pytest.mark.parametrize(("tool", "param"), NON_EMPTY, ids=[f"{t}.{p}" for t, p in NON_EMPTY])
@@ -168,7 +183,7 @@ def test_an_empty_required_string_is_refused_naming_it_and_nothing_is_written(
 
 def test_an_empty_recall_query_lists_instead_of_failing(seeded: tuple[Memory, dict[str, dict[str, Any]]]) -> None:
     memory, base = seeded
-    result = memory.recall(**{**base["recall"], "query": ""})
+    result = memory.recall(**{**base["recall"], "query": "", "limit": 100})
     assert result.get("ok") is not False
     assert any(row["content"] == "the seed memory about tea" for row in result["messages"])
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from cuedrecall.recall.context import RecallContext
 from cuedrecall.store.base import MEMORY, Hit
-from cuedrecall.text import build_fts_expression, is_excluded
+from cuedrecall.text import is_excluded
+from cuedrecall.text.fts import fts_terms
 
 Arms = dict[str, list[Hit]]
 
@@ -25,9 +26,9 @@ def retrieve(ctx: RecallContext) -> Arms:
             near = {hit.ref for hit in arms["vector_near"]}
             arms["vector_far"] = [hit for hit in far if hit.ref not in near]
     if p.fts_enabled:
-        expression = build_fts_expression(ctx.query)
-        arms["episode_fts"] = ctx.store.episode_fts(ctx.scope, expression, depth=p.depth)
-        arms["memory_keyword"] = ctx.store.memory_keyword(ctx.scope, expression, ctx.query, depth=p.depth)
+        terms = fts_terms(ctx.query)
+        arms["episode_fts"] = ctx.store.episode_fts(ctx.scope, terms, depth=p.depth)
+        arms["memory_keyword"] = ctx.store.memory_keyword(ctx.scope, terms, ctx.query, depth=p.depth)
     ctx.recorder.arms(arms)
     return exclude(ctx, arms)
 

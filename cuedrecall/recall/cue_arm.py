@@ -13,7 +13,7 @@ from cuedrecall.recall.arms import exclude
 from cuedrecall.recall.context import RecallContext
 from cuedrecall.recall.cued_v0_3 import CUE_DEPTH, CUE_RANK_K
 from cuedrecall.store.base import EPISODE, MEMORY, Hit
-from cuedrecall.text import build_fts_expression
+from cuedrecall.text.fts import fts_terms
 
 
 def cue_lists(ctx: RecallContext, period: tuple[float, float]) -> dict[str, list[Hit]]:
@@ -28,9 +28,9 @@ def cue_lists(ctx: RecallContext, period: tuple[float, float]) -> dict[str, list
                 scope, kind, ctx.query_vector, floor=ctx.params.vector_floor, depth=CUE_DEPTH, period=period
             )
     if ctx.params.fts_enabled:
-        expression = build_fts_expression(ctx.query)
-        lists["mem_keyword"] = store.memory_keyword(scope, expression, ctx.query, depth=CUE_DEPTH, period=period)
-        lists["ep_fts"] = store.episode_fts(scope, expression, depth=CUE_DEPTH, period=period)
+        terms = fts_terms(ctx.query)
+        lists["mem_keyword"] = store.memory_keyword(scope, terms, ctx.query, depth=CUE_DEPTH, period=period)
+        lists["ep_fts"] = store.episode_fts(scope, terms, depth=CUE_DEPTH, period=period)
     return lists
 
 

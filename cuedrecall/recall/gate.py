@@ -68,8 +68,8 @@ def gate(ctx: RecallContext, rows: list[Candidate]) -> GateResult:
     fallback = False
     if not any(not row.is_profile for row in admitted):
         rescued = _identifier_matches(ctx, rows)
-        if rescued:
-            admitted, fallback = rescued, True
+        if rescued:  # a profile row that passed stays: the rescue adds rows, it never removes one
+            admitted, fallback = rescued + [row for row in admitted if row.is_profile], True
     ctx.recorder.gate(ctx, decisions, fallback)
     return GateResult(admitted, decisions, fallback)
 

@@ -76,8 +76,11 @@ class BearerAuth:
         self.token = token.encode("utf-8")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("method") == "OPTIONS":
+        if scope["type"] == "lifespan" or (scope["type"] == "http" and scope.get("method") == "OPTIONS"):
             await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":  # websockets (or anything else) never reach the app unauthenticated
+            await send({"type": "websocket.close", "code": 1008})
             return
         header = dict(scope.get("headers") or []).get(b"authorization", b"")
         scheme, _, given = header.partition(b" ")

@@ -118,6 +118,17 @@ MIGRATIONS: list[tuple[int, str]] = [
     ),
 ]
 
+MIGRATIONS.append(
+    (
+        2,
+        """
+        -- Per-term document counts, read to leave out terms FTS5's bm25 weighs at zero.
+        CREATE VIRTUAL TABLE memories_vocab USING fts5vocab(memories_fts, 'row');
+        CREATE VIRTUAL TABLE episodes_vocab USING fts5vocab(episodes_fts, 'row');
+        """,
+    )
+)
+
 LATEST_VERSION = MIGRATIONS[-1][0]
 
 

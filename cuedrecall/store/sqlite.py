@@ -15,6 +15,7 @@ from cuedrecall.errors import StoreError
 from cuedrecall.store.base import EPISODE, MEMORY, Hit, Record, Scope, make_ref, split_ref
 from cuedrecall.store.schema import migrate
 from cuedrecall.store.vector_index import IndexRow, VectorIndex
+from cuedrecall.text.fts import fts_expression
 
 _MEMORY_COLUMNS = (
     "id, agent_id, project_id, channel, content, timestamp, created_at, msg_id, source, locked"
@@ -51,8 +52,9 @@ def scope_where(scope: Scope, alias: str, kind: str) -> tuple[str, list[Any]]:
         clauses.append(f"{alias}.channel IN (?, '')")
         params.append(scope.channel)
     if scope.source_id and kind == MEMORY:
-        clauses.append(f"{alias}.source_id LIKE ? ESCAPE '\\'")
-        params.append(_like_escape(scope.source_id) + "%")
+        # a case-sensitive prefix, as the vector index applies it (LIKE would fold ASCII case and widen the read)
+        clauses.append(f"substr({alias}.source_id, 1, ?) = ?")
+        params += [len(scope.source_id), scope.source_id]
     return " AND ".join(clauses), params
 
 
@@ -65,7 +67,7 @@ def _period_where(alias: str, period: Period | None) -> tuple[str, list[Any]]:
 class SqliteStore:
     """All SQL of cuedrecall's embedded backend. One writer at a time; the index follows every commit."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, common_term_ratio: float = 0.1) -> None:
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -80,6 +82,7 @@ class SqliteStore:
         self._data_version = -1
         self.generation = 0  # bumps on every change the index saw; keys caches of scope stats
         self._stats_cache: dict[tuple[Any, ...], Any] = {}
+        self._vocab = TermCounts(self, common_term_ratio)
         self._rebuild_indexes()
 
     def close(self) -> None:
@@ -352,34 +355,34 @@ class SqliteStore:
         found.sort(key=lambda item: item[:3])
         return [Hit(ref, rank, score) for rank, (*_, ref, score) in enumerate(found[:depth])]
 
-    def episode_fts(self, scope: Scope, expression: str, *, depth: int, period: Period | None = None) -> list[Hit]:
+    def episode_fts(
+        self, scope: Scope, terms: Sequence[str], *, depth: int, period: Period | None = None
+    ) -> list[Hit]:
         """FTS5 trigram over episode summary and keywords, best bm25 first."""
-        if not expression or depth <= 0 or not scope.episodes_visible:
+        if not terms or depth <= 0 or not scope.episodes_visible:
             return []
         where, params = scope_where(scope, "e", EPISODE)
         pwhere, pparams = _period_where("e", period)
-        rows = self._fts(
+        sql = (
             "SELECT e.id, bm25(episodes_fts) FROM episodes_fts JOIN episodes e ON e.id = episodes_fts.rowid "
-            f"WHERE episodes_fts MATCH ? AND {where}{pwhere} ORDER BY bm25(episodes_fts), e.id LIMIT ?",
-            [expression, *params, *pparams, depth],
+            f"WHERE episodes_fts MATCH ? AND {where}{pwhere} ORDER BY bm25(episodes_fts), e.id LIMIT ?"
         )
+        rows = self._ranked_fts("episodes", sql, terms, [*params, *pparams, depth], depth)
         return [Hit(make_ref(EPISODE, row_id), rank, score) for rank, (row_id, score) in enumerate(rows)]
 
     def memory_keyword(
-        self, scope: Scope, expression: str, query: str, *, depth: int, period: Period | None = None
+        self, scope: Scope, terms: Sequence[str], query: str, *, depth: int, period: Period | None = None
     ) -> list[Hit]:
         """FTS5 trigram over memory content; a LIKE scan only when FTS finds nothing."""
         if depth <= 0:
             return []
         where, params = scope_where(scope, "m", MEMORY)
         pwhere, pparams = _period_where("m", period)
-        rows = []
-        if expression:
-            rows = self._fts(
-                "SELECT m.id, bm25(memories_fts) FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid "
-                f"WHERE memories_fts MATCH ? AND {where}{pwhere} ORDER BY bm25(memories_fts), m.id LIMIT ?",
-                [expression, *params, *pparams, depth],
-            )
+        sql = (
+            "SELECT m.id, bm25(memories_fts) FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid "
+            f"WHERE memories_fts MATCH ? AND {where}{pwhere} ORDER BY bm25(memories_fts), m.id LIMIT ?"
+        )
+        rows = self._ranked_fts("memories", sql, terms, [*params, *pparams, depth], depth) if terms else []
         if not rows and query.strip():
             rows = self._read(
                 f"SELECT m.id, NULL FROM memories m WHERE m.content LIKE ? ESCAPE '\\' AND {where}{pwhere} "
@@ -387,6 +390,21 @@ class SqliteStore:
                 [f"%{_like_escape(query.strip())}%", *params, *pparams, depth],
             )
         return [Hit(make_ref(MEMORY, row_id), rank, score) for rank, (row_id, score) in enumerate(rows)]
+
+    def _ranked_fts(self, table: str, sql: str, terms: Sequence[str], params: list[Any], depth: int) -> list[tuple]:
+        """Rank on the uncommon terms first; on every term when that finds fewer than ``depth`` rows.
+
+        bm25 must score every row a term matches, and a common word ("the", "was")
+        matches a large share of the store, for a small weight (low idf). Leaving
+        such words out keeps the keyword arm's cost proportional to what the rare
+        words match; the order can differ from full bm25 only by those small weights.
+        """
+        informative = [t for t in terms if not self._vocab.is_common(table, t)]
+        if informative and len(informative) < len(terms):
+            rows = self._fts(sql, [fts_expression(informative), *params])
+            if len(rows) >= depth:
+                return rows
+        return self._fts(sql, [fts_expression(terms), *params])
 
     def _fts(self, sql: str, params: list[Any]) -> list[tuple]:
         try:
@@ -432,6 +450,10 @@ class SqliteStore:
             return None if low is None else (low, high)
 
         return self._cached(("span", scope), compute)
+
+    def row_count(self, table: str) -> int:
+        """Rows in a table, across every agent (what FTS5's idf counts)."""
+        return self._cached(("rows", table), lambda: self._read(f"SELECT COUNT(*) FROM {table}")[0][0])
 
     def newest_episode_time(self, scope: Scope) -> float | None:
         """When the scope's newest episode was recorded: the episode penalty's boundary."""
@@ -482,6 +504,49 @@ class SqliteStore:
             if key not in self._stats_cache:
                 self._stats_cache[key] = compute()
             return self._stats_cache[key]
+
+
+class TermCounts:
+    """Which FTS terms are common: found in more than ``ratio`` of a table's rows.
+
+    Counts come from the fts5vocab table (a three-character term is one trigram,
+    counted exactly; a longer one is bounded by its rarest trigram and counted
+    only when that bound is over the line), cached until the table has grown or
+    shrunk by a tenth, so a warm store pays nothing for the check.
+    """
+
+    STALE_RATIO = 0.1
+    MIN_ROWS = 2000  # below this every query is cheap: rank on every term
+
+    def __init__(self, store: "SqliteStore", ratio: float) -> None:
+        self._store = store
+        self.ratio = ratio
+        self._counts: dict[tuple[str, str], tuple[int, int]] = {}
+
+    def is_common(self, table: str, term: str) -> bool:
+        total = self._store.row_count(table)
+        if total < self.MIN_ROWS or self.ratio >= 1.0:
+            return False
+        limit = self.ratio * total
+        if len(term) == 3:
+            return self._count(table, "gram", term.lower(), total) > limit
+        grams = {term[i : i + 3].lower() for i in range(len(term) - 2)}
+        if min(self._count(table, "gram", gram, total) for gram in grams) <= limit:
+            return False  # a phrase is no commoner than its rarest trigram
+        return self._count(table, "phrase", term, total) > limit
+
+    def _count(self, table: str, kind: str, text: str, total: int) -> int:
+        key = (table, kind, text)
+        cached = self._counts.get(key)
+        if cached is None or abs(total - cached[1]) > self.STALE_RATIO * cached[1]:
+            if kind == "gram":
+                rows = self._store._read(f"SELECT doc FROM {table}_vocab WHERE term = ?", (text,))
+            else:
+                rows = self._store._fts(f"SELECT COUNT(*) FROM {table}_fts WHERE {table}_fts MATCH ?",
+                                        [fts_expression([text])])
+            cached = (rows[0][0] if rows else 0, total)
+            self._counts[key] = cached
+        return cached[0]
 
 
 def _memory_record(row: tuple) -> Record:

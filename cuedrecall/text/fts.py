@@ -42,9 +42,18 @@ def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def build_fts_expression(query: str, extra_terms: Sequence[str] = ()) -> str:
-    """The FTS5 MATCH expression for a query plus extra phrases; "" when no term survives."""
+def fts_terms(query: str, extra_terms: Sequence[str] = ()) -> list[str]:
+    """The distinct search terms of a query plus extra phrases, in first-seen order."""
     extras = (term.strip() for term in extra_terms)
     ordered = [*_terms(query), *(term for term in extras if len(term) >= MIN_TERM)]
-    # dict keeps the first occurrence of each term and its position.
-    return " OR ".join(_quote(term) for term in dict.fromkeys(ordered))
+    return list(dict.fromkeys(ordered))
+
+
+def fts_expression(terms: Sequence[str]) -> str:
+    """Quoted terms joined with OR; "" for no terms."""
+    return " OR ".join(_quote(term) for term in terms)
+
+
+def build_fts_expression(query: str, extra_terms: Sequence[str] = ()) -> str:
+    """The FTS5 MATCH expression for a query plus extra phrases; "" when no term survives."""
+    return fts_expression(fts_terms(query, extra_terms))

@@ -1,0 +1,380 @@
+"""The invariants of a time cue (spec recall-process-v0 §2.6), checked on random stores, queries and cues.
+
+For every drawn store (memories and episodes over three agents, projects and channels across nine months),
+scope, query, limit and cue, the recall with the cue is compared with the same recall without it:
+
+1. the rows the gate passes are the same, and so are the rows the count returns (the rows that are not
+   seats, match_reason.admission != "reservation");
+2. the cue only reorders those rows and adds at most L seats (L = 3/2/1 for the confidence searched);
+3. no row moves up more than L places;
+4. isolation is never widened: no returned ref, and no ref on the cue arm, lies outside the scope.
+
+And without a cue the response is what it was: no time_cue key, the same as time_cue=None or {}.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, timezone
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cuedrecall.api import Memory
+from cuedrecall.clock import fixed_clock
+from cuedrecall.config import Settings
+from cuedrecall.recall.cued_v0_3 import BOUND, CONFIDENCES, POLICY, SEATS, SINGLE_PASS_POLICY
+from cuedrecall.store.base import EPISODE, MEMORY, Scope
+
+UTC = timezone.utc
+NOW = datetime(2025, 11, 1, 12, 0, tzinfo=UTC)
+FIRST = datetime(2025, 2, 1, tzinfo=UTC)  # the stores span about nine months before NOW
+
+AGENTS = ("a", "b", "c")
+MOSTLY_A = ("a", "a", "a", "b", "c")  # most records and reads in one agent, so periods hold something
+PROJECTS = ("", "p1", "p2")
+CHANNELS = ("", "c1", "c2")
+SOURCES = (None, "u1", "u2", "bot")
+TOPICS = (  # recurring topics, so a query taken from one text matches others across the months
+    ("bike", "shop", "chain", "brake", "pads", "wheel", "service", "tyres", "Sintra"),
+    ("garden", "basil", "tomato", "balcony", "ripening", "pot", "watering"),
+    ("checkout", "review", "coupon", "ticket", "PRJ-412", "design", "tokens", "contrast", "bug-218", "v2.4.1"),
+    ("Azores", "flight", "hike", "holiday", "booked", "Lisbon", "hotel"),
+    ("dentist", "appointment", "invoice", "insurance", "東京", "会議"),
+)
+FILLER = ("the", "was", "fixed", "ordered", "moved", "coffee", "meeting", "deadline", "again", "today")
+VOCAB = tuple(word for topic in TOPICS for word in topic) + FILLER
+
+
+@dataclass(frozen=True)
+class Row:
+    """What the test knows of a stored record, independently of the store."""
+
+    kind: str
+    agent_id: str
+    project_id: str
+    channel: str
+    source_id: str
+    epoch: float
+
+
+def visible(row: Row, scope: Scope) -> bool:
+    """The read scope, written out independently of the store (spec §2.6: isolation is the search space)."""
+    if row.agent_id != scope.agent_id:
+        return False
+    if scope.project_id is not None and row.project_id not in ({"", scope.project_id} if scope.project_id else {""}):
+        return False
+    if scope.channel and row.channel not in ("", scope.channel):
+        return False
+    if row.kind == EPISODE:
+        return not scope.source_id or bool(scope.channel)
+    return row.source_id.startswith(scope.source_id)
+
+
+# --- strategies ---------------------------------------------------------------------------------------
+
+topical = st.builds(lambda topic, filler: topic + filler,
+                    st.sampled_from(TOPICS).flatmap(lambda t: st.lists(st.sampled_from(t), min_size=2, max_size=5)),
+                    st.lists(st.sampled_from(FILLER), max_size=2))
+words = st.one_of(topical, topical, st.lists(st.sampled_from(VOCAB), min_size=2, max_size=9))
+# minutes after FIRST, spread over the nine months (small draws: hypothesis would crowd one wide range at 0)
+minutes = st.builds(lambda month, day, minute: (30 * month + day) * 1440 + minute,
+                    st.sampled_from(range(9)), st.integers(0, 29), st.integers(0, 1439))
+
+memory_spec = st.fixed_dictionaries({
+    "agent": st.sampled_from(MOSTLY_A), "project": st.sampled_from(PROJECTS), "channel": st.sampled_from(CHANNELS),
+    "source": st.sampled_from(SOURCES), "words": words, "at": minutes,
+})
+episode_spec = st.fixed_dictionaries({
+    "agent": st.sampled_from(AGENTS), "project": st.sampled_from(PROJECTS), "channel": st.sampled_from(CHANNELS),
+    "words": words, "keywords": st.lists(st.sampled_from(VOCAB), max_size=4),
+    # None: no history and no start time, so the episode's time is when it was recorded (NOW)
+    "at": st.one_of(st.none(), minutes), "turns": st.integers(1, 4),
+})
+store_spec = st.fixed_dictionaries({
+    "memories": st.integers(20, 80).flatmap(lambda n: st.lists(memory_spec, min_size=n, max_size=n)),
+    "episodes": st.lists(episode_spec, min_size=1, max_size=6),
+    "profile": st.booleans(),
+    # the single pass under different settings: the invariants hold whatever it decided
+    "settings": st.fixed_dictionaries({
+        "embedding_mode": st.sampled_from(("hash", "hash", "hash", "none")),
+        "recall_mode": st.sampled_from(("rrf", "rsf")),
+        "prior_age_rate": st.sampled_from((0.0, 0.0, 0.002)),
+        "max_memories": st.sampled_from((10000, 15)),  # 15: a small scan window, with the far list below
+        "vector_reach": st.sampled_from((0, 60)),
+        "episode_penalty_enabled": st.booleans(),
+        "autocut_enabled": st.booleans(),
+        "recall_depth_floor": st.sampled_from((0, 0, 20)),
+    }),
+})
+
+# a day from January to November 2025 (the stores hold February to October), drawn evenly
+day = st.sampled_from(range(334)).map(lambda n: date(2025, 1, 1) + timedelta(days=n))
+
+
+@st.composite
+def absolute_cue(draw: st.DrawFn) -> dict[str, Any]:
+    first = draw(day)
+    # mostly a few weeks, as "in March" names a month; sometimes most of the year
+    length = st.one_of(st.sampled_from(range(41)), st.sampled_from(range(41)), st.sampled_from(range(301)))
+    second = first + timedelta(days=draw(length))
+    as_stamp = draw(st.booleans())
+    if as_stamp:  # ISO timestamps: before must be strictly later
+        after = f"{first.isoformat()}T{draw(st.integers(0, 11)):02d}:00:00+00:00"
+        before = f"{second.isoformat()}T{draw(st.integers(12, 23)):02d}:30:00Z"
+    else:  # dates: a date names the whole day, so the same date twice is that day
+        after, before = first.isoformat(), second.isoformat()
+    ends = draw(st.sampled_from(("both", "both", "after", "before")))
+    cue: dict[str, Any] = {}
+    if ends in ("both", "after"):
+        cue["after"] = after
+    if ends in ("both", "before"):
+        cue["before"] = before
+    return cue
+
+
+relative_cue = st.one_of(
+    st.just({"ago": "long_ago"}),
+    st.builds(lambda unit, value: {"ago": {"unit": unit, "value": value}},
+              st.sampled_from(("days", "weeks", "months")), st.sampled_from(range(13))),
+    st.builds(lambda value: {"ago": {"unit": "days", "value": value}}, st.sampled_from(range(301))),
+)
+time_cue = st.builds(lambda where, confidence: {**where, "confidence": confidence},
+                     st.one_of(absolute_cue(), absolute_cue(), relative_cue), st.sampled_from(CONFIDENCES))
+
+request_spec = st.fixed_dictionaries({
+    "agent": st.sampled_from(MOSTLY_A),
+    "project": st.sampled_from((None, None, None, "", "p1")),
+    "channel": st.sampled_from(("", "", "c1")),
+    "source": st.sampled_from(("", "", "", "u1")),
+    # an empty query lists the newest memories (the cue arm then lists the period's newest records);
+    # "text": words taken from a stored text; "vocab": any words
+    "query": st.sampled_from(("text", "text", "text", "text", "text", "vocab", "vocab", "")),
+    "limit": st.sampled_from(range(1, 11)),
+    "deep": st.sampled_from((False, True, True)),  # a lower gate: longer answers, more rows to move
+    "exclude": st.booleans(),
+    "cue": time_cue,
+    # aim the cue at the time of the text the query was taken from, a few days either side
+    "aim": st.one_of(st.none(), st.tuples(st.sampled_from(range(21)), st.sampled_from(range(21)))),
+})
+
+
+# --- the store ----------------------------------------------------------------------------------------
+
+
+def build(spec: dict[str, Any]) -> tuple[Memory, dict[str, Row], dict[str, list[tuple[str, datetime]]]]:
+    settings_ = Settings.from_env({}, db_path=":memory:", **spec["settings"])
+    memory = Memory(settings=settings_, clock=fixed_clock(NOW))
+    rows: dict[str, Row] = {}
+    texts: dict[str, list[tuple[str, datetime]]] = {agent: [] for agent in AGENTS}  # (text, time) per agent
+    for m in spec["memories"]:
+        when = FIRST + timedelta(minutes=m["at"])
+        message: dict[str, Any] = {"content": " ".join(m["words"]), "timestamp": when.isoformat()}
+        if m["source"] is not None:
+            message["source"] = {"type": "User", "id": m["source"]}
+        out = memory.store(agent_id=m["agent"], message=message, channel=m["channel"], project_id=m["project"])
+        if out["result"] == "stored":
+            rows[out["ref"]] = Row(MEMORY, m["agent"], m["project"], m["channel"], m["source"] or "", when.timestamp())
+            texts[m["agent"]].append((message["content"], when))
+    for e in spec["episodes"]:
+        history: list[dict[str, Any]] = []
+        when = NOW
+        if e["at"] is not None:
+            when = FIRST + timedelta(minutes=e["at"])
+            history = [{"timestamp": (when + timedelta(minutes=5 * turn)).isoformat()} for turn in range(e["turns"])]
+        out = memory.archive_episode(agent_id=e["agent"], summary=" ".join(e["words"]), keywords=" ".join(e["keywords"]),
+                                     history=history, channel=e["channel"], project_id=e["project"])
+        assert out["ok"], out
+        rows[out["ref"]] = Row(EPISODE, e["agent"], e["project"], e["channel"], "", when.timestamp())
+    if spec["profile"]:
+        memory.update_profile(agent_id="a", profile="Mara rides a bike in Lisbon and grows basil.")
+    return memory, rows, texts
+
+
+# --- reading an answer --------------------------------------------------------------------------------
+
+
+def key(message: dict[str, Any]) -> str:
+    """A row's identity: its ref, or the profile's text (the profile row carries no ref)."""
+    return message.get("ref") or message["content"]
+
+
+def best_first(response: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(reversed(response["messages"]))  # the wire order is worst to best
+
+
+def is_seat(message: dict[str, Any]) -> bool:
+    return (message.get("match_reason") or {}).get("admission") == "reservation"
+
+
+def without_cue_rank(message: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(message)
+    if "match_reason" in out:
+        out["match_reason"].pop("cue_rank", None)
+    return out
+
+
+def passed_gate(trace: dict[str, Any]) -> list[str]:
+    return [d["ref"] for d in trace["gate"]["decisions"] if d["passed"]]
+
+
+def cue_arm(trace: dict[str, Any]) -> list[dict[str, Any]]:
+    """The cue arm of the last stage searched: cue_stage_1 after a revision, else cue."""
+    arms = trace["arms"]
+    return arms.get("cue_stage_1", arms.get("cue", []))
+
+
+def ordinary_refs(trace: dict[str, Any]) -> set[str]:
+    return {hit["ref"] for name, hits in trace["arms"].items() if not name.startswith("cue") for hit in hits}
+
+
+# --- the property -------------------------------------------------------------------------------------
+
+
+def check_no_cue_changes_nothing(memory: Memory, args: dict[str, Any]) -> dict[str, Any]:
+    """Without a cue: no time_cue key, the same answer for time_cue omitted, None or {}, traced or not."""
+    plain = memory.recall(**args)
+    assert plain.get("ok") is not False, plain
+    assert "time_cue" not in plain
+    assert memory.recall(**args, time_cue=None) == plain
+    assert memory.recall(**args, time_cue={}) == plain
+    traced = memory.recall(**args, trace=True)
+    assert traced["trace"]["policy"]["process"] == SINGLE_PASS_POLICY
+    assert "cue" not in traced["trace"]["arms"] and "cue_ignored" not in traced["trace"]
+    assert traced["trace"]["reservation"] == []
+    assert len(traced["trace"]["stages"]) == 1 and traced["trace"]["suspected"] == []
+    assert {k: v for k, v in traced.items() if k != "trace"} == plain  # the trace changes nothing
+    return traced
+
+
+def check_cue(memory: Memory, rows: dict[str, Row], scope: Scope, args: dict[str, Any],
+              cue: dict[str, Any], uncued: dict[str, Any]) -> None:
+    cued = memory.recall(**args, time_cue=cue, trace=True)
+    assert cued.get("ok") is not False, cued
+    summary, trace = cued["time_cue"], cued["trace"]
+    assert summary["policy"] == POLICY and trace["policy"]["process"] == POLICY
+
+    # (4) isolation: every returned ref and every ref on the cue arm lies inside the scope
+    for message in cued["messages"]:
+        if "ref" in message:
+            assert visible(rows[message["ref"]], scope), (message["ref"], rows[message["ref"]], scope)
+    for name, hits in trace["arms"].items():
+        for hit in hits:
+            assert visible(rows[hit["ref"]], scope), (name, hit, rows[hit["ref"]], scope)
+
+    # (1) the gate passed the same rows; nothing before the count moved
+    assert passed_gate(trace) == passed_gate(uncued["trace"])
+    for part in ("gate", "fusion", "scoring", "autocut", "order"):
+        assert trace[part] == uncued["trace"][part], part
+    assert cued.get("gate_fallback") == uncued.get("gate_fallback")
+
+    before = best_first(uncued)
+    after = best_first(cued)
+    if summary.get("ignored") == "recent_only":  # §2.8: exactly the rows of the uncued recall
+        assert cued["messages"] == uncued["messages"]
+        assert trace["cue_ignored"] == {"reason": "recent_only", "period": summary["period"]}
+        assert set(summary) == {"policy", "ignored", "period"}
+        return
+
+    confidence = summary["confidence"]
+    bound = BOUND[confidence]
+    assert trace["cue"]["bound"] == bound
+    answer = [m for m in after if not is_seat(m)]
+    seated = [m for m in after if is_seat(m)]
+
+    # (1) the count returned the same rows, with the same content and scores (cue_rank aside)
+    assert sorted(map(key, answer)) == sorted(map(key, before))
+    by_key = {key(m): m for m in before}
+    for message in answer:
+        assert without_cue_rank(message) == by_key[key(message)]
+
+    # (2) the cue reorders them and adds at most L seats, all after the answer
+    assert after[: len(answer)] == answer, "seats come after the rows the count returned"
+    assert len(seated) <= SEATS[confidence] == bound
+    assert summary["seated"] == len(seated) == len(trace["cue"]["seated"])
+    assert [m["ref"] for m in seated] == trace["cue"]["seated"]
+    assert [r["ref"] for r in trace["reservation"] if r["kind"] == "cue"] == trace["cue"]["seated"]
+
+    # (3) no row moves up more than L places; rows the cue did not find keep their order
+    was = {key(m): place for place, m in enumerate(before)}
+    moved = 0
+    for place, message in enumerate(answer):
+        assert was[key(message)] - place <= bound, (key(message), was[key(message)], place, bound)
+        moved += was[key(message)] != place
+    assert summary["moved"] == moved == len(trace["cue"]["lifted"])
+    arm = cue_arm(trace)
+    rank = {hit["ref"]: hit["rank"] for hit in arm}
+    unfound = [key(m) for m in answer if m.get("ref") not in rank]
+    assert unfound == [key(m) for m in before if key(m) in set(unfound)]
+
+    # cue ranks are the cue arm's (unscored rows, an empty query's listing, carry no match_reason at all),
+    # and the cue arm holds only records inside the period searched
+    for message in after:
+        reason = message.get("match_reason")
+        if "ref" in message and message["ref"] in rank and reason is not None:
+            assert reason["cue_rank"] == rank[message["ref"]]
+        else:
+            assert "cue_rank" not in (reason or {})
+    assert len(arm) <= 50
+    if summary["period"] is not None:
+        start, end = (datetime.fromisoformat(t).timestamp() for t in summary["period"])
+        for hit in arm:
+            assert start <= rows[hit["ref"]].epoch < end, (hit, summary["period"])
+    else:
+        assert arm == []
+
+    # seats: the cue arm's best records the answer lacks, never one the gate or autocut refused
+    admitted = set(trace["order"]["before_cut"])
+    reached = ordinary_refs(trace)
+    present = {m.get("ref") for m in answer}
+    eligible = [hit for hit in arm if hit["ref"] not in present and (hit["ref"] not in reached or hit["ref"] in admitted)]
+    assert [m["ref"] for m in seated] == [hit["ref"] for hit in eligible[:bound]]
+    for message in seated:
+        assert message["match_reason"] == {"signal": "cue", "admission": "reservation",
+                                           "cue_rank": rank[message["ref"]]}
+
+    # stages: one, or two after a revision that widened by one step
+    stages = trace["stages"]
+    assert summary["revised"] == (len(stages) == 2)
+    assert len(stages) in (1, 2)
+    if summary["revised"]:
+        assert stages[0]["found"] == 0 and stages[0]["next"] == f"widen to the {confidence} margin"
+        assert [s["code"] for s in trace["suspected"]] == ["CANDIDATE_MISS"]
+        assert confidence == {"sure": "likely", "likely": "vague"}[cue["confidence"]]
+    else:
+        assert confidence == cue["confidence"]
+    assert stages[-1]["found"] == len(arm)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(spec=store_spec, data=st.data())
+def test_a_cue_only_reorders_the_answer_within_L_and_adds_at_most_L_seats_inside_the_scope(spec, data):
+    memory, rows, texts = build(spec)
+    with memory:
+        for _ in range(data.draw(st.integers(2, 4), label="queries")):
+            request = data.draw(request_spec, label="request")
+            scope = Scope(request["agent"], request["project"], request["channel"], request["source"])
+            query, cue = "", request["cue"]
+            own = texts[scope.agent_id]
+            if request["query"] == "text" and own:
+                text, when = data.draw(st.sampled_from(own), label="text")
+                query = " ".join(data.draw(st.lists(st.sampled_from(text.split()), min_size=1, max_size=3),
+                                           label="words"))
+                if request["aim"] is not None:
+                    early, late = request["aim"]
+                    cue = {"after": (when - timedelta(days=early)).date().isoformat(),
+                           "before": (when + timedelta(days=late)).date().isoformat(),
+                           "confidence": cue["confidence"]}
+            elif request["query"]:
+                query = " ".join(data.draw(st.lists(st.sampled_from(VOCAB), min_size=1, max_size=4), label="words"))
+            args: dict[str, Any] = {
+                "agent_id": scope.agent_id, "query": query, "limit": request["limit"],
+                "deep": request["deep"], "channel": scope.channel, "source_id": scope.source_id,
+                "project_id": scope.project_id,
+            }
+            if request["exclude"] and own:
+                args["exclude_contents"] = [data.draw(st.sampled_from(own), label="excluded")[0]]
+            uncued = check_no_cue_changes_nothing(memory, args)
+            check_cue(memory, rows, scope, args, cue, uncued)

@@ -1,0 +1,216 @@
+"""Export to JSONL and import it back: a faithful round trip, idempotent, dry runs and bad files change nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from conftest import failed, open_memory, snapshot
+from cuedrecall.api import Memory
+
+A, B = "agent-a", "agent-b"
+
+
+def _fill(memory: Memory) -> None:
+    memory.store(agent_id=A, message={"content": "the boiler was serviced", "id": "m1",
+                                      "timestamp": "2025-02-03T04:05:06+01:00",
+                                      "source": {"type": "User", "id": "discord:42", "name": "Mara"},
+                                      "metadata": {"tags": ["house"], "mood": "relieved", "ünïcode": "ja"}},
+                 channel="c1", project_id="home")
+    memory.store(agent_id=A, message={"content": "café opens at nine", "source": "assistant"})
+    memory.store(agent_id=B, message={"content": "agent b remembers the harbour"}, project_id="sea")
+    memory.archive_episode(agent_id=A, summary="planned the kitchen renovation", keywords="kitchen plan",
+                           history=[{"timestamp": "2025-01-05T10:00:00Z"}, {"timestamp": "2025-01-05T11:30:00Z"}],
+                           resolved=True, channel="c1", project_id="home")
+    memory.archive_episode(agent_id=B, summary="a sailing weekend")
+    memory.update_profile(agent_id=A, profile="lives in Porto; likes quiet mornings")
+    memory.update_profile(agent_id=B, profile="sails on weekends")
+
+
+def _content_view(memory: Memory, agents: tuple[str, ...] = (A, B)) -> dict[str, Any]:
+    """What a round trip must reproduce: every field but ids (a fresh database numbers rows anew)."""
+    memories = [{k: v for k, v in m.items() if k not in ("id", "ref")}
+                for m in memory.list_memories(agent_id="", limit=500)["memories"]]
+    episodes = [{k: v for k, v in e.items() if k not in ("id", "ref")}
+                for e in memory.list_episodes(agent_id="", limit=200)["episodes"]]
+    rows = {row["content"]: (row["metadata"], row["msg_id"], row["source_id"])
+            for row in memory.store_.export_rows("mem", "")}
+    spans = {row["summary"]: (row["start_time"], row["end_time"], row["keywords"], row["resolved"])
+             for row in memory.store_.export_rows("ep", "")}
+    profiles = {agent: memory.get_profile(agent_id=agent)["profile"] for agent in agents}
+    return {"memories": memories, "episodes": episodes, "rows": rows, "spans": spans, "profiles": profiles}
+
+
+@pytest.fixture
+def filled(memory: Memory) -> Memory:
+    _fill(memory)
+    return memory
+
+
+@pytest.mark.parametrize("include_embeddings", [False, True])
+def test_export_then_import_into_a_fresh_database_reproduces_everything(
+    filled: Memory, tmp_path: Path, include_embeddings: bool
+) -> None:
+    path = tmp_path / "all.jsonl"
+    exported = filled.export_memories(agent_id="", output_path=str(path), include_embeddings=include_embeddings)
+    assert exported == {"ok": True, "path": str(path), "memories": 3, "episodes": 2, "profiles": 2}
+    with open_memory(tmp_path / "fresh.db") as fresh:
+        result = fresh.import_memories(input_path=str(path))
+        assert result == {"ok": True, "dry_run": False, "imported_memories": 3, "skipped_memories": 0,
+                          "imported_episodes": 2, "skipped_episodes": 0, "profile_updated": 2}
+        assert _content_view(fresh) == _content_view(filled)
+        # vectors arrive too (from the file, or embedded afresh): the imported rows are searchable
+        for row in fresh.store_.export_rows("mem", ""):
+            assert row["embedding"] is not None
+            assert np.allclose(row["embedding"], fresh.embedder.embed([row["content"]])[0])
+        answer = fresh.recall(agent_id=A, query="the boiler was serviced", limit=3)
+        assert answer["messages"][-1]["content"] == "the boiler was serviced"
+
+
+def test_the_export_file_is_a_header_then_one_record_a_line(filled: Memory, tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    filled.export_memories(agent_id=A, output_path=str(path))
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    header, records = lines[0], lines[1:]
+    assert header["_type"] == "header" and header["version"] == "cuedrecall-export/1" and header["agent_id"] == A
+    assert (header["memory_count"], header["episode_count"], header["profile_count"]) == (2, 1, 1)
+    assert [r["_type"] for r in records] == ["memory", "memory", "episode", "profile"]
+    assert all(r["agent_id"] == A for r in records)
+    first = records[0]
+    assert first["source"] == {"type": "User", "id": "discord:42", "name": "Mara"}  # objects, not JSON text
+    assert first["metadata"] == {"tags": ["house"], "mood": "relieved", "ünïcode": "ja"}
+    assert first["timestamp"] == "2025-02-03T04:05:06+01:00"
+    assert "embedding_b64" not in first
+    assert "ünïcode" in path.read_text(encoding="utf-8")  # non-ASCII left unescaped
+
+
+def test_importing_the_same_file_twice_imports_nothing_the_second_time(filled: Memory, tmp_path: Path) -> None:
+    path = tmp_path / "all.jsonl"
+    filled.export_memories(agent_id="", output_path=str(path))
+    with open_memory(tmp_path / "fresh.db") as fresh:
+        fresh.import_memories(input_path=str(path))
+        before = snapshot(fresh, agents=(A, B))
+        again = fresh.import_memories(input_path=str(path))
+        assert again["ok"] is True
+        assert (again["imported_memories"], again["imported_episodes"]) == (0, 0)
+        assert (again["skipped_memories"], again["skipped_episodes"]) == (3, 2)
+        assert snapshot(fresh, agents=(A, B)) == before
+
+
+def test_importing_an_export_into_its_own_database_changes_nothing(filled: Memory, tmp_path: Path) -> None:
+    path = tmp_path / "self.jsonl"
+    filled.export_memories(agent_id="", output_path=str(path))
+    before = snapshot(filled, agents=(A, B))
+    result = filled.import_memories(input_path=str(path))
+    assert (result["imported_memories"], result["imported_episodes"]) == (0, 0)
+    assert snapshot(filled, agents=(A, B)) == before
+
+
+def test_target_agent_id_files_every_record_under_one_agent(filled: Memory, tmp_path: Path) -> None:
+    path = tmp_path / "all.jsonl"
+    filled.export_memories(agent_id="", output_path=str(path))
+    with open_memory(tmp_path / "fresh.db") as fresh:
+        result = fresh.import_memories(input_path=str(path), target_agent_id="merged")
+        assert (result["imported_memories"], result["imported_episodes"]) == (3, 2)
+        assert fresh.list_memories(agent_id="merged")["count"] == 3
+        assert fresh.list_memories(agent_id=A)["count"] == 0
+        assert fresh.get_profile(agent_id="merged")["profile"] in ("lives in Porto; likes quiet mornings",
+                                                                   "sails on weekends")
+
+
+def test_a_dry_run_counts_and_writes_nothing(filled: Memory, tmp_path: Path) -> None:
+    path = tmp_path / "all.jsonl"
+    filled.export_memories(agent_id="", output_path=str(path))
+    with open_memory(tmp_path / "fresh.db") as fresh:
+        before = snapshot(fresh, agents=(A, B))
+        result = fresh.import_memories(input_path=str(path), dry_run=True)
+        assert result == {"ok": True, "dry_run": True, "imported_memories": 3, "skipped_memories": 0,
+                          "imported_episodes": 2, "skipped_episodes": 0, "profile_updated": 2}
+        assert snapshot(fresh, agents=(A, B)) == before
+        # ... and the real import afterwards still imports everything
+        assert fresh.import_memories(input_path=str(path))["imported_memories"] == 3
+
+
+@pytest.mark.parametrize("key", ["memory_count", "episode_count", "profile_count"])
+def test_a_header_count_mismatch_aborts_and_writes_nothing(filled: Memory, tmp_path: Path, key: str) -> None:
+    path = tmp_path / "all.jsonl"
+    filled.export_memories(agent_id="", output_path=str(path))
+    lines = path.read_text(encoding="utf-8").splitlines()
+    header = json.loads(lines[0])
+    header[key] += 1
+    path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n", encoding="utf-8")
+    with open_memory(tmp_path / "fresh.db") as fresh:
+        before = snapshot(fresh, agents=(A, B))
+        result = fresh.import_memories(input_path=str(path))
+        assert failed(result, "input_path") and "header" in result["error"]
+        assert snapshot(fresh, agents=(A, B)) == before
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "",  # empty file
+        '{"_type": "memory", "agent_id": "a", "content": "no header"}\n',
+        '{"_type": "header", "version": "someone-else/9"}\n',
+        '{"_type": "header", "version": "cuedrecall-export/1"}\nnot json\n',
+        '{"_type": "header", "version": "cuedrecall-export/1"}\n{"_type": "gossip"}\n',
+        '{"_type": "header", "version": "cuedrecall-export/1"}\n[1, 2]\n',
+    ],
+)
+def test_a_malformed_file_is_refused_naming_input_path_and_writes_nothing(
+    memory: Memory, tmp_path: Path, content: str
+) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(content, encoding="utf-8")
+    before = snapshot(memory)
+    assert failed(memory.import_memories(input_path=str(path)), "'input_path'")
+    assert snapshot(memory) == before
+
+
+def test_a_record_without_an_agent_aborts_the_whole_import(memory: Memory, tmp_path: Path) -> None:
+    path = tmp_path / "noagent.jsonl"
+    lines = [{"_type": "header", "version": "cuedrecall-export/1", "memory_count": 2},
+             {"_type": "memory", "agent_id": "a", "content": "has an agent"},
+             {"_type": "memory", "content": "has none"}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    before = snapshot(memory)
+    assert failed(memory.import_memories(input_path=str(path)), "'target_agent_id'")
+    assert snapshot(memory) == before  # the first record was rolled back with the rest
+    assert memory.import_memories(input_path=str(path), target_agent_id="z")["imported_memories"] == 2
+
+
+def test_a_non_utf8_file_is_refused(memory: Memory, tmp_path: Path) -> None:
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(b'{"_type": "header", "version": "cuedrecall-export/1"}\n{"content": "caf\xe9"}\n')
+    assert failed(memory.import_memories(input_path=str(path)), "'input_path'")
+
+
+@pytest.mark.parametrize("path", ["../outside.jsonl", "sub/../../outside.jsonl", ".."])
+def test_dot_dot_paths_are_refused(filled: Memory, path: str) -> None:
+    before = snapshot(filled, agents=(A, B))
+    assert failed(filled.export_memories(agent_id="", output_path=path), "'output_path'")
+    assert failed(filled.import_memories(input_path=path), "'input_path'")
+    assert snapshot(filled, agents=(A, B)) == before
+
+
+def test_export_writes_the_file_whole_or_not_at_all(filled: Memory, tmp_path: Path) -> None:
+    path = tmp_path / "nested" / "dir" / "out.jsonl"
+    filled.export_memories(agent_id=A, output_path=str(path))
+    assert path.exists()
+    assert [p.name for p in path.parent.iterdir()] == ["out.jsonl"]  # no temp file left behind
+
+
+@pytest.mark.parametrize("blob", ["not base64!", "AAAAAAA=", 12])
+def test_an_unreadable_embedding_is_refused_and_nothing_is_written(memory: Memory, tmp_path: Path, blob: Any) -> None:
+    path = tmp_path / "vec.jsonl"
+    lines = [{"_type": "header", "version": "cuedrecall-export/1", "memory_count": 2},
+             {"_type": "memory", "agent_id": "a", "content": "fine"},
+             {"_type": "memory", "agent_id": "a", "content": "broken vector", "embedding_b64": blob}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    before = snapshot(memory)
+    assert failed(memory.import_memories(input_path=str(path)), "'input_path'")
+    assert snapshot(memory) == before
