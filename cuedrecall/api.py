@@ -8,7 +8,6 @@ written.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any, Callable
 
@@ -24,6 +23,7 @@ from cuedrecall.recall.scoring_version import fingerprint
 from cuedrecall.recall.timecue import to_epoch
 from cuedrecall.store.base import EPISODE, MEMORY, Scope, make_ref, split_ref
 from cuedrecall.store.sqlite import SqliteStore
+from cuedrecall.text.sanitise import sanitise
 from cuedrecall.tools import TOOLS
 
 # Failures still carry the collection key the tool documents, so a caller can always read it.
@@ -35,16 +35,9 @@ _EMPTY_ON_FAILURE: dict[str, dict[str, Any]] = {
     "archive_episode": {"episode_id": None},
     "store": {"result": "rejected"},
 }
-_ANNOTATION = re.compile(r"\[Memory from [^\]]*\]\s*")
 _SOURCE_TYPES = {"user": "User", "agent": "Agent", "assistant": "Agent", "ai": "Agent", "system": "System",
                  "session": "System"}
 _MESSAGE_FIELDS = ("content", "id", "source", "timestamp", "metadata")
-
-
-def sanitise(text: str, cap: int) -> tuple[str, bool]:
-    """Drop ``[Memory from ...]`` annotations, trim, cut to the cap; also says whether it cut."""
-    clean = _ANNOTATION.sub("", text).strip()
-    return clean[:cap], len(clean) > cap
 
 
 def normalise_source(source: Any) -> dict[str, Any]:
@@ -352,7 +345,8 @@ class Memory:
     def _list_episodes(self, agent_id: str, limit: int, project_id: str | None) -> dict[str, Any]:
         records = self.store_.list_records(EPISODE, agent_id, project_id, limit)
         rows = [{"id": r.id, "ref": r.ref, "agent_id": r.agent_id, "project_id": r.project_id,
-                 "channel": r.channel, "summary": r.text, "keywords": r.keywords, "time": r.timestamp,
+                 "channel": r.channel, "summary": r.text, "keywords": r.keywords, "start_time": r.start_time,
+                 "end_time": r.end_time, "time": r.timestamp,
                  "created_at": r.created_at, "resolved": r.resolved} for r in records]
         return {"episodes": rows, "count": len(rows)}
 
@@ -415,7 +409,8 @@ def _history_span(history: list[dict[str, Any]]) -> tuple[str | None, str | None
     """The earliest and latest timestamps of the turns that carry a readable one (original strings)."""
     stamped = [(to_epoch(t["timestamp"]), t["timestamp"]) for t in history if isinstance(t.get("timestamp"), str)]
     stamped = [pair for pair in stamped if pair[0] is not None]
-    if not stamped:
-        return None, None
+    if not stamped:  # nothing parses: the strings' own order is the best guess left
+        texts = sorted(t["timestamp"] for t in history if isinstance(t.get("timestamp"), str) and t["timestamp"])
+        return (texts[0], texts[-1]) if texts else (None, None)
     stamped.sort()
     return stamped[0][1], stamped[-1][1]

@@ -14,9 +14,11 @@ import numpy as np
 from cuedrecall.errors import ToolArgumentError
 from cuedrecall.recall.timecue import to_epoch
 from cuedrecall.store.base import EPISODE, MEMORY
+from cuedrecall.text.sanitise import sanitise
 
 if TYPE_CHECKING:
     from cuedrecall.api import Memory
+
 
 FORMAT = "cuedrecall-export/1"
 _MEMORY_KEYS = ("agent_id", "project_id", "channel", "msg_id", "content", "source", "timestamp", "metadata",
@@ -41,10 +43,12 @@ def _json_object(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _encode(vector: np.ndarray | None) -> dict[str, str]:
+def _encode(vector: np.ndarray | None, model: str) -> dict[str, str]:
+    """The vector as base64 little-endian float32, with the label of the model that made it."""
     if vector is None:
         return {}
-    return {"embedding_b64": base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")}
+    encoded = base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
+    return {"embedding_b64": encoded, "embedding_model": model}
 
 
 def export_jsonl(memory: "Memory", agent_id: str, output_path: str, include_embeddings: bool) -> dict[str, Any]:
@@ -61,10 +65,10 @@ def export_jsonl(memory: "Memory", agent_id: str, output_path: str, include_embe
         record = {k: row[k] for k in _MEMORY_KEYS}
         record["source"], record["metadata"] = _json_object(row["source"]), _json_object(row["metadata"])
         lines.append({"_type": "memory", "id": row["id"], **record,
-                      **(_encode(row["embedding"]) if include_embeddings else {})})
+                      **(_encode(row["embedding"], row["embedding_model"]) if include_embeddings else {})})
     for row in episodes:
         lines.append({"_type": "episode", "id": row["id"], **{k: row[k] for k in _EPISODE_KEYS},
-                      **(_encode(row["embedding"]) if include_embeddings else {})})
+                      **(_encode(row["embedding"], row["embedding_model"]) if include_embeddings else {})})
     for agent, content, updated_at in profiles:
         lines.append({"_type": "profile", "agent_id": agent, "content": content, "updated_at": updated_at})
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -140,13 +144,14 @@ def _check_counts(items: list[dict[str, Any]]) -> None:
 
 def _vectors_for(memory: "Memory", records: list[dict[str, Any]], batch: int,
                  progress: Callable[[int], None] | None) -> list[np.ndarray | None]:
-    """The stored vector when the file carries one of the right width, else a fresh embedding (batched)."""
+    """The file's vector when our embedder made it, else a fresh embedding (batched)."""
     out: list[np.ndarray | None] = [None] * len(records)
     todo: list[int] = []
     for i, item in enumerate(records):
         if item["_type"] not in ("memory", "episode"):
             continue
-        if "embedding_b64" in item:
+        # a vector is only comparable with ours when the same model made it; anything else is re-embedded
+        if "embedding_b64" in item and item.get("embedding_model") == memory.embedder.model:
             try:
                 out[i] = np.frombuffer(base64.b64decode(item["embedding_b64"], validate=True), dtype="<f4")
             except (TypeError, ValueError):  # not base64, or not a whole number of float32s
@@ -176,7 +181,7 @@ def _import_one(memory: "Memory", conn: Any, item: dict[str, Any], agent: str, v
         return "profile_updated"
     if item["_type"] == "memory":
         project, channel = item.get("project_id", ""), item.get("channel", "")
-        content = str(item.get("content", ""))
+        content = sanitise(str(item.get("content", "")), memory.settings.max_content_length)[0]
         msg_id = str(item.get("msg_id", ""))
         if store.find_duplicate(agent, [project], [channel], msg_id, content) or not content.strip():
             return "skipped_memories"
@@ -191,7 +196,7 @@ def _import_one(memory: "Memory", conn: Any, item: dict[str, Any], agent: str, v
         store.insert_memory(conn, row)
         return "imported_memories"
     project, channel = item.get("project_id", ""), item.get("channel", "")
-    summary = str(item.get("summary", ""))
+    summary = sanitise(str(item.get("summary", "")), memory.settings.max_content_length)[0]
     if not summary.strip() or store.find_episode(agent, project, channel, summary) is not None:
         return "skipped_episodes"
     created = item.get("created_at") or memory.now_iso()

@@ -55,12 +55,6 @@ def snapshot(memory: Memory, agents: tuple[str, ...] = ()) -> str:
     return json.dumps(state, sort_keys=True)
 
 
-def counts(memory: Memory) -> tuple[int, int]:
-    """(memories, episodes) over every agent."""
-    return (memory.list_memories(agent_id="", limit=500)["count"],
-            memory.list_episodes(agent_id="", limit=200)["count"])
-
-
 def failed(result: dict[str, Any], argument: str) -> bool:
     """True when the result is an ok:false failure whose error names the argument."""
     return result.get("ok") is False and argument in str(result.get("error", ""))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -171,6 +172,18 @@ def test_a_malformed_file_is_refused_naming_input_path_and_writes_nothing(
     assert snapshot(memory) == before
 
 
+def test_a_vector_made_by_another_model_is_re_embedded(memory: Memory, tmp_path: Path) -> None:
+    path = tmp_path / "vec.jsonl"
+    foreign = base64.b64encode(np.ones(7, dtype="<f4").tobytes()).decode("ascii")
+    lines = [{"_type": "header", "version": "cuedrecall-export/1", "memory_count": 1},
+             {"_type": "memory", "agent_id": "a", "content": "a foreign vector", "embedding_b64": foreign,
+              "embedding_model": "some-other-model"}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    assert memory.import_memories(input_path=str(path))["imported_memories"] == 1
+    vector = next(memory.store_.export_rows("mem", "a"))["embedding"]
+    assert vector.shape == (384,) and np.allclose(vector, memory.embedder.embed(["a foreign vector"])[0])
+
+
 def test_a_record_without_an_agent_aborts_the_whole_import(memory: Memory, tmp_path: Path) -> None:
     path = tmp_path / "noagent.jsonl"
     lines = [{"_type": "header", "version": "cuedrecall-export/1", "memory_count": 2},
@@ -209,7 +222,8 @@ def test_an_unreadable_embedding_is_refused_and_nothing_is_written(memory: Memor
     path = tmp_path / "vec.jsonl"
     lines = [{"_type": "header", "version": "cuedrecall-export/1", "memory_count": 2},
              {"_type": "memory", "agent_id": "a", "content": "fine"},
-             {"_type": "memory", "agent_id": "a", "content": "broken vector", "embedding_b64": blob}]
+             {"_type": "memory", "agent_id": "a", "content": "broken vector", "embedding_b64": blob,
+              "embedding_model": memory.embedder.model}]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     before = snapshot(memory)
     assert failed(memory.import_memories(input_path=str(path)), "'input_path'")

@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Iterator
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import NOW, make_settings, open_memory
@@ -153,9 +153,29 @@ def returned(response: dict[str, Any]) -> list[str]:
     return [message.get("ref", "profile") for message in response["messages"]]
 
 
+DEFAULTS = {"recall_mode": "rrf", "episode_penalty_enabled": False, "fts_enabled": True, "recall_depth_floor": 0,
+            "max_memories": 10000, "vector_reach": 0, "prior_far_weight": 1.0}
+OPEN_GATE = {"cosine": 0.05, "rrf": 0.0, "rsf": 0.0}
+# Rows in every project/channel combination of agent a (and one of agent b), all matching "zephyr".
+EVERY_AXIS = [Row(kind, agent, project, channel, source, ("zephyr", "quartz"), 10 * i)
+              for i, (kind, agent, project, channel, source) in enumerate(
+                  [(k, "a", p, c, s) for k in ("mem", "ep") for p in PROJECTS for c in CHANNELS for s in ("u1", "U1")]
+                  + [("mem", "b", "", "", "u1"), ("ep", "b", "p", "c", "")])]
+
+
 @PROPERTY_SETTINGS
 @given(rows=rows_strategy, scope=scope_strategy, query=query_strategy, config=settings_strategy,
        gate=gate_strategy, limit=st.integers(0, 12), deep=st.booleans())
+# source ids differing only in case: a case-folding prefix match (SQL LIKE) once widened the keyword arm
+@example(rows=EVERY_AXIS, scope={"agent_id": "a", "project_id": None, "channel": "", "source_id": "u1"},
+         query="zephyr", config=DEFAULTS, gate=OPEN_GATE, limit=12, deep=False)
+@example(rows=EVERY_AXIS, scope={"agent_id": "a", "project_id": "p", "channel": "c", "source_id": "u"},
+         query="zephyr quartz", config={**DEFAULTS, "recall_depth_floor": 30}, gate=OPEN_GATE, limit=12, deep=True)
+@example(rows=EVERY_AXIS, scope={"agent_id": "a", "project_id": "", "channel": "d", "source_id": ""},
+         query="zephyr", config={**DEFAULTS, "max_memories": 4, "vector_reach": 12, "recall_mode": "rsf"},
+         gate=OPEN_GATE, limit=12, deep=False)
+@example(rows=EVERY_AXIS, scope={"agent_id": "b", "project_id": "q", "channel": "", "source_id": ""},
+         query="", config=DEFAULTS, gate=None, limit=12, deep=False)
 def test_isolation_is_never_widened_on_any_arm(rows: list[Row], scope: dict[str, Any], query: str,
                                                config: dict[str, Any], gate: dict[str, float] | None, limit: int,
                                                deep: bool) -> None:
@@ -208,6 +228,9 @@ def _non_increasing(scores: list[float], tolerance: float = 1e-5) -> bool:
 @PROPERTY_SETTINGS
 @given(rows=rows_strategy, scope=scope_strategy, query=query_strategy.filter(str.strip),
        config=settings_strategy, gate=gate_strategy, limit=st.integers(1, 12), deep=st.booleans())
+@example(rows=EVERY_AXIS, scope={"agent_id": "a", "project_id": None, "channel": "", "source_id": ""},
+         query="zephyr quartz", config={**DEFAULTS, "episode_penalty_enabled": True, "recall_depth_floor": 30},
+         gate=OPEN_GATE, limit=12, deep=False)
 def test_without_the_prior_rows_run_in_fused_score_order(rows: list[Row], scope: dict[str, Any], query: str,
                                                          config: dict[str, Any], gate: dict[str, float] | None,
                                                          limit: int, deep: bool) -> None:
@@ -228,6 +251,9 @@ def test_without_the_prior_rows_run_in_fused_score_order(rows: list[Row], scope:
 @given(rows=rows_strategy, scope=scope_strategy, query=query_strategy.filter(str.strip),
        config=settings_strategy, gate=gate_strategy, rate=st.sampled_from([0.001, 0.05, 1.0]),
        anchor=st.sampled_from(["newest", "now"]), deep=st.booleans())
+@example(rows=EVERY_AXIS, scope={"agent_id": "a", "project_id": None, "channel": "", "source_id": ""},
+         query="zephyr quartz", config={**DEFAULTS, "episode_penalty_enabled": True}, gate=OPEN_GATE, rate=0.05,
+         anchor="newest", deep=False)
 def test_the_prior_changes_the_order_never_the_set(rows: list[Row], scope: dict[str, Any], query: str,
                                                    config: dict[str, Any], gate: dict[str, float] | None,
                                                    rate: float, anchor: str, deep: bool) -> None:
@@ -262,3 +288,19 @@ def test_a_trace_adds_the_trace_key_and_changes_nothing_else(rows: list[Row], sc
         traced = recall(path, config, gate, scope["agent_id"], trace=True, **arguments)
     traced.pop("trace")
     assert json.dumps(traced, ensure_ascii=False) == json.dumps(plain, ensure_ascii=False)
+
+
+@PROPERTY_SETTINGS
+@given(rows=rows_strategy, scope=scope_strategy, query=query_strategy.filter(str.strip),
+       mode=st.sampled_from(["rrf", "rsf"]))
+@example(rows=EVERY_AXIS, scope={"agent_id": "a", "project_id": None, "channel": "c", "source_id": "u1"},
+         query="zephyr", mode="rrf")
+def test_the_vector_arm_sees_the_whole_scope_and_nothing_else(rows: list[Row], scope: dict[str, Any], query: str,
+                                                             mode: str) -> None:
+    """Isolation is not narrowed either: with no floor and depth enough, the near arm holds every row in scope."""
+    config = {**DEFAULTS, "recall_mode": mode, "recall_depth_floor": 100}
+    with populated(rows) as (path, stored):
+        response = recall(path, config, {"cosine": -4.0}, scope["agent_id"], query=query, limit=1, trace=True,
+                          project_id=scope["project_id"], channel=scope["channel"], source_id=scope["source_id"])
+    near = sorted(hit["ref"] for hit in response["trace"]["arms"]["vector_near"])
+    assert near == sorted(ref for ref, row in stored.items() if in_scope(row, scope))

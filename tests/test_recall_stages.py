@@ -392,6 +392,17 @@ def test_penalty_factor_is_exp_decay_floored(memory: Memory, db_path: Path) -> N
     assert [scores[ref] for ref in order] == sorted((scores[ref] for ref in order), reverse=True)
 
 
+def test_penalty_boundary_is_the_newest_episode_by_record_time(memory: Memory, db_path: Path) -> None:
+    recent = put(memory, EXACT, ts=at(-10))
+    episode(memory, "the newest session")  # recorded at NOW: the boundary
+    earlier = (datetime.fromisoformat(NOW) - timedelta(days=30)).isoformat()
+    with open_memory(db_path, clock=lambda: datetime.fromisoformat(earlier)) as importer:
+        episode(importer, "an older session, written later (an import)")  # a higher id, an older record time
+    with reopen(db_path, episode_penalty_enabled=True) as m:
+        _, trace = traced(m, QUERY)
+    assert trace["scoring"]["episode_penalty"][recent] == pytest.approx(math.exp(-0.1), abs=1e-6)
+
+
 def test_penalty_needs_an_episode_in_scope(memory: Memory, db_path: Path) -> None:
     put(memory, EXACT, ts=at(-48))
     episode(memory, "a session in another project", project="elsewhere")

@@ -47,4 +47,6 @@ def exclude(ctx: RecallContext, arms: Arms) -> Arms:
     refs = {hit.ref for hits in arms.values() for hit in hits}
     records = ctx.store.records(sorted(refs))
     excluded = {ref for ref, record in records.items() if is_excluded(record.display_content, ctx.params.exclusions)}
+    if excluded:
+        ctx.recorder.excluded(sorted(excluded))
     return {name: [hit for hit in hits if hit.ref not in excluded] for name, hits in arms.items()}

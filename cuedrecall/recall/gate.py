@@ -70,7 +70,7 @@ def gate(ctx: RecallContext, rows: list[Candidate]) -> GateResult:
         rescued = _identifier_matches(ctx, rows)
         if rescued:  # a profile row that passed stays: the rescue adds rows, it never removes one
             admitted, fallback = rescued + [row for row in admitted if row.is_profile], True
-    ctx.recorder.gate(ctx, decisions, fallback)
+    ctx.recorder.gate(ctx, decisions, [row.ref for row in admitted] if fallback else [])
     return GateResult(admitted, decisions, fallback)
 
 

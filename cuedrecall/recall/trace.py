@@ -30,9 +30,10 @@ class Recorder:
 
     def set(self, key: str, value: Any) -> None: ...
     def arms(self, arms: dict[str, list["Hit"]]) -> None: ...
+    def excluded(self, refs: list[str]) -> None: ...
     def fusion(self, rows: list["Candidate"]) -> None: ...
     def scoring(self, name: str, factors: dict[str, float]) -> None: ...
-    def gate(self, ctx: "RecallContext", decisions: list["Decision"], fallback: bool) -> None: ...
+    def gate(self, ctx: "RecallContext", decisions: list["Decision"], rescued: list[str]) -> None: ...
     def autocut(self, fired: bool, at: int | None, dropped: list[str]) -> None: ...
     def order(self, rows: list["Candidate"], limit: int, cut: list["Candidate"]) -> None: ...
     def reservation(self, ref: str, kind: str) -> None: ...
@@ -65,6 +66,11 @@ class TraceRecorder(Recorder):
         for name, hits in arms.items():
             self.data["arms"][name] = [{"ref": h.ref, "rank": h.rank, "raw": _r(h.raw)} for h in hits]
 
+    def excluded(self, refs: list[str]) -> None:
+        """Rows an arm found that exclude_contents removed (they kept their ranks)."""
+        known = self.data.setdefault("excluded", [])
+        known.extend(ref for ref in refs if ref not in known)
+
     def fusion(self, rows: list["Candidate"]) -> None:
         self.data["fusion"] = [
             {"ref": row.ref, "score": _r(row.fused), "votes": {arm: _r(v) for arm, v in row.votes.items()}}
@@ -74,7 +80,7 @@ class TraceRecorder(Recorder):
     def scoring(self, name: str, factors: dict[str, float]) -> None:
         self.data["scoring"][name] = {ref: _r(f) for ref, f in factors.items()}
 
-    def gate(self, ctx: "RecallContext", decisions: list["Decision"], fallback: bool) -> None:
+    def gate(self, ctx: "RecallContext", decisions: list["Decision"], rescued: list[str]) -> None:
         from cuedrecall.recall.context import heuristic_minimum
 
         out = []
@@ -89,8 +95,10 @@ class TraceRecorder(Recorder):
             "calibrated": dict(ctx.params.thresholds),
             "heuristic_min": heuristic_minimum(ctx.pool()) * (0.5 if ctx.params.deep else 1.0),
             "pool": ctx.pool(),
-            "gate_fallback": fallback,
+            "gate_fallback": bool(rescued),
         }
+        if rescued:
+            self.data["gate"]["fallback_admitted"] = rescued
 
     def autocut(self, fired: bool, at: int | None, dropped: list[str]) -> None:
         self.data["autocut"] = {"fired": fired, **({"at": at, "dropped": dropped} if fired else {})}

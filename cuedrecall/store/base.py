@@ -76,6 +76,8 @@ class Record:
     keywords: str = ""
     resolved: bool = False
     locked: bool = False
+    start_time: str | None = None  # episodes: as given, possibly absent
+    end_time: str | None = None
 
     @property
     def display_content(self) -> str:

@@ -347,8 +347,10 @@ class SqliteStore:
             self._catch_up()
             found = []
             for order, kind in enumerate(kinds):
+                # source_id filters memories only: a visible episode carries no source to match
+                kind_scope = scope if kind == MEMORY else Scope(scope.agent_id, scope.project_id, scope.channel)
                 rows = self._indexes[kind].search(
-                    scope, query, floor=floor, depth=depth, positions=positions, period=period
+                    kind_scope, query, floor=floor, depth=depth, positions=positions, period=period
                 )
                 found += [(-score, order, position, make_ref(kind, row_id), score) for row_id, score, position in rows]
         # merged by score; ties: memories before episodes, then the earlier scan position
@@ -460,7 +462,11 @@ class SqliteStore:
         if not scope.episodes_visible:
             return None
         where, params = scope_where(scope, "t", EPISODE)
-        rows = self._read(f"SELECT t.created_at FROM episodes t WHERE {where} ORDER BY t.id DESC LIMIT 1", params)
+        # by time, not id: an import can add an episode recorded long before the ones already here
+        rows = self._read(
+            f"SELECT t.created_at FROM episodes t WHERE {where} ORDER BY datetime(t.created_at) DESC, t.id DESC LIMIT 1",
+            params,
+        )
         return rows[0][0] if rows else None
 
     def record_times(self, refs: Sequence[str]) -> dict[str, float]:
@@ -563,11 +569,11 @@ def _memory_record(row: tuple) -> Record:
 
 
 def _episode_record(row: tuple) -> Record:
-    row_id, agent, project, channel, summary, time, created_at, keywords, resolved, _start, _end = row
+    row_id, agent, project, channel, summary, time, created_at, keywords, resolved, start, end = row
     return Record(
         ref=make_ref(EPISODE, row_id), kind=EPISODE, id=row_id, agent_id=agent, project_id=project,
         channel=channel, text=summary, timestamp=time or "", created_at=created_at, keywords=keywords,
-        resolved=bool(resolved), source={"System": "episode"},
+        resolved=bool(resolved), source={"System": "episode"}, start_time=start, end_time=end,
     )
 
 

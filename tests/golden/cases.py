@@ -164,15 +164,17 @@ def differences(expected: dict[str, Any], actual: dict[str, Any]) -> list[str]:
 
 
 def diff_text(expected: dict[str, Any], actual: dict[str, Any], names: list[str], *, first: int | None = 3,
-              context: int = 3) -> str:
+              context: int = 8) -> str:
     """A readable unified diff of the named cases (the first ``first`` of them; None for all)."""
     out = []
     shown = names if first is None else names[:first]
     for name in shown:
         if name not in expected:
-            out.append(f"--- case {name}: new (not in the golden)")
-        elif name not in actual:
-            out.append(f"--- case {name}: gone (in the golden, no longer a case)")
+            out.append(f"+++ case {name}: new, not in the golden ({len(actual[name]['response']['messages'])} rows)")
+            continue
+        if name not in actual:
+            out.append(f"--- case {name}: in the golden, no longer a case")
+            continue
         lines = difflib.unified_diff(
             dumps(expected.get(name)).splitlines(), dumps(actual.get(name)).splitlines(),
             f"golden/{name}", f"now/{name}", n=context, lineterm="",

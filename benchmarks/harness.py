@@ -1,0 +1,395 @@
+"""Shared loading and evaluation for ``benchmarks.retrieval`` and ``benchmarks.time_cue``.
+
+Loading: each conversation goes into a fresh store of its own (one agent per
+conversation). Every turn is stored with ``Memory.store`` exactly as a client
+would store it (its timestamp, its msg_id, the speaker as source), and every
+session summary with ``Memory.archive_episode`` over that session's time. The
+only shortcut is the embedding: the texts are embedded in batches first
+(``PrefetchEmbedder``) and ``store`` then finds their vectors ready, so a store
+built here holds what one-at-a-time ``store`` calls would have written.
+
+Evaluation: a recall's ``messages`` run worst to best (the last is the best), so
+the ranking read here is the reversed list of refs. Relevance is binary: a ref is
+relevant when it is the stored ref of one of the question's evidence turns.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.datasets import Conversation, Question, generate_long_span, load_locomo
+from cuedrecall.api import Memory, sanitise
+from cuedrecall.clock import fixed_clock
+from cuedrecall.config import Settings
+from cuedrecall.embed import make_embedder
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = Path(__file__).parent / "results"
+DEFAULT_LOCOMO = REPO.parent / "shared" / "data" / "locomo" / "locomo10-dev.json"
+LIMIT = 10
+LOCOMO_CATEGORIES = {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "single-hop", "5": "adversarial"}
+LOCOMO_EXCLUDED = frozenset({"5"})  # adversarial: left out of retrieval metrics
+
+
+# -- metrics over a best-first ranking of refs ------------------------------------------------
+
+
+def dcg(ranked: Sequence[str], gold: Iterable[str]) -> float:
+    """Discounted cumulative gain with binary relevance: sum of 1/log2(rank + 1) over relevant ranks."""
+    relevant = set(gold)
+    return sum(1.0 / math.log2(i + 2) for i, ref in enumerate(ranked) if ref in relevant)
+
+
+def ndcg(ranked: Sequence[str], gold: Iterable[str], k: int | None = None) -> float:
+    """NDCG of the first k refs (all of them when k is None).
+
+    The ideal ranking puts min(|gold|, length) relevant refs first, where length is
+    k, or the list's own length when k is None: "NDCG over the returned rows".
+    """
+    relevant = set(gold)
+    if not relevant:
+        return 0.0
+    top = list(ranked) if k is None else list(ranked)[:k]
+    length = len(top) if k is None else k
+    ideal = sum(1.0 / math.log2(i + 2) for i in range(min(len(relevant), length)))
+    return dcg(top, relevant) / ideal if ideal else 0.0
+
+
+def recall_any(ranked: Sequence[str], gold: Iterable[str], k: int) -> float:
+    """1.0 when any gold ref is among the first k, else 0.0."""
+    relevant = set(gold)
+    return float(any(ref in relevant for ref in list(ranked)[:k]))
+
+
+def recall_all(ranked: Sequence[str], gold: Iterable[str], k: int) -> float:
+    """1.0 when every gold ref is among the first k, else 0.0 (0.0 for an empty gold set)."""
+    relevant = set(gold)
+    return float(bool(relevant) and relevant <= set(list(ranked)[:k]))
+
+
+def best_rank(ranked: Sequence[str], gold: Iterable[str]) -> int | None:
+    """The 1-based rank of the first gold ref, or None when none is in the list."""
+    relevant = set(gold)
+    return next((i + 1 for i, ref in enumerate(ranked) if ref in relevant), None)
+
+
+def reciprocal_rank(ranked: Sequence[str], gold: Iterable[str]) -> float:
+    rank = best_rank(ranked, gold)
+    return 0.0 if rank is None else 1.0 / rank
+
+
+def retrieval_metrics(ranked: Sequence[str], gold: Sequence[str]) -> dict[str, float]:
+    """The retrieval table's metrics for one question."""
+    return {
+        "recall_any@5": recall_any(ranked, gold, 5),
+        "recall_any@10": recall_any(ranked, gold, 10),
+        "recall_all@10": recall_all(ranked, gold, 10),
+        "ndcg@10": ndcg(ranked, gold, 10),
+        "mrr": reciprocal_rank(ranked, gold),
+    }
+
+
+def mean(values: Iterable[float]) -> float:
+    items = list(values)
+    return sum(items) / len(items) if items else float("nan")
+
+
+# -- reading a recall response ------------------------------------------------------------------
+
+
+def best_first(response: dict[str, Any]) -> list[str]:
+    """The refs of the returned rows, best first (the response lists them worst first)."""
+    return [m["ref"] for m in reversed(response.get("messages") or []) if "ref" in m]
+
+
+def seat_refs(response: dict[str, Any]) -> list[str]:
+    """Refs of rows admitted by a held seat (match_reason.admission == "reservation"), best first."""
+    return [m["ref"] for m in reversed(response.get("messages") or [])
+            if "ref" in m and (m.get("match_reason") or {}).get("admission") == "reservation"]
+
+
+# -- embedding in batches -----------------------------------------------------------------------
+
+
+class PrefetchEmbedder:
+    """An embedder that hands out vectors computed ahead in batches, and embeds anything else itself.
+
+    It is shared by every store of a run, so each text (turn, summary, question) is
+    embedded once however many stores and fusion modes read it.
+    """
+
+    def __init__(self, base: Any, batch: int = 64) -> None:
+        self.base = base
+        self.batch = batch
+        self._vectors: dict[str, np.ndarray] = {}
+
+    @property
+    def mode(self) -> str:
+        return self.base.mode
+
+    @property
+    def model(self) -> str:
+        return self.base.model
+
+    @property
+    def available(self) -> bool:
+        return self.base.available
+
+    def prefetch(self, texts: Iterable[str], progress: Callable[[int], None] | None = None) -> None:
+        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        for start in range(0, len(missing), self.batch):
+            chunk = missing[start : start + self.batch]
+            for text, vector in zip(chunk, self.base.embed(chunk)):
+                self._vectors[text] = vector
+            if progress:
+                progress(len(chunk))
+
+    def pending(self, texts: Iterable[str]) -> int:
+        """How many distinct texts among these have no vector yet."""
+        return len({t for t in texts if t not in self._vectors})
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        items = list(texts)
+        self.prefetch(items)
+        return np.stack([self._vectors[t] for t in items]) if items else self.base.embed(items)
+
+
+def new_embedder(mode: str) -> PrefetchEmbedder:
+    return PrefetchEmbedder(make_embedder(mode))
+
+
+def settings_for(embedder: str, mode: str, path: Path | str) -> Settings:
+    """Default settings (the environment is not read, so a run does not depend on it)."""
+    return Settings.from_env({}, embedding_mode=embedder, recall_mode=mode, db_path=str(path))
+
+
+# -- loading a conversation ---------------------------------------------------------------------
+
+HISTORIES = ("asked", "all")
+# asked: the store holds what was stored before the question was asked (a replay in time order);
+# all:   the whole conversation is stored first, so a question may see records from after its asked_at.
+
+
+class ConversationStore:
+    """One conversation in a fresh database of its own, one agent, one fusion mode; filled in time order.
+
+    Turns are stored with ``Memory.store`` as a client would store them (timestamp,
+    msg_id, the speaker as source), and each session summary is archived with
+    ``Memory.archive_episode`` over the session's time once the session is over.
+    While a record is written the clock reads the record's own time, so
+    ``created_at`` is what a live store would have recorded.
+    """
+
+    def __init__(self, conversation: Conversation, embedder: PrefetchEmbedder, mode: str, workdir: Path) -> None:
+        self.conversation = conversation
+        self.agent_id = conversation.conv_id
+        self.path = workdir / f"{_safe(conversation.conv_id)}-{embedder.mode}-{mode}.db"
+        for stale in workdir.glob(self.path.name + "*"):
+            stale.unlink()
+        settings = settings_for(embedder.mode, mode, self.path)
+        embedder.prefetch(store_texts(conversation, settings.max_content_length))
+        self.memory = Memory(self.path, settings=settings, embedder=embedder)
+        self.refs: dict[str, str] = {}  # msg_id -> ref; a turn skipped as a duplicate maps to the row it repeats
+        self.episodes: dict[int, str] = {}  # session number -> episode ref
+        self.times: dict[str, datetime] = {}  # ref -> record time (an episode's start time)
+        self.duplicates = 0  # turns the store skipped as duplicate content
+        self._turns = sorted(conversation.turns, key=lambda t: datetime.fromisoformat(t.timestamp))
+        self._sessions = sorted(conversation.sessions, key=lambda s: datetime.fromisoformat(s.end_time))
+        self._next_turn = self._next_session = 0
+
+    def close(self) -> None:
+        self.memory.close()
+
+    def advance(self, until: str | None = None, progress: Callable[[int], None] | None = None) -> int:
+        """Store every turn timed at or before ``until`` (everything when None); returns how many records."""
+        limit = None if until is None else datetime.fromisoformat(until)
+        written = 0
+        while self._next_turn < len(self._turns) or self._next_session < len(self._sessions):
+            turn = self._turns[self._next_turn] if self._next_turn < len(self._turns) else None
+            session = self._sessions[self._next_session] if self._next_session < len(self._sessions) else None
+            turn_at = datetime.fromisoformat(turn.timestamp) if turn else None
+            session_at = datetime.fromisoformat(session.end_time) if session else None
+            if session_at is not None and (turn_at is None or session_at < turn_at):
+                if limit is not None and session_at > limit:
+                    break
+                self._archive(session)
+                self._next_session += 1
+            else:
+                if limit is not None and turn_at > limit:
+                    break
+                self._store(turn)
+                self._next_turn += 1
+            written += 1
+            if progress:
+                progress(1)
+        return written
+
+    def _store(self, turn: Any) -> None:
+        self.memory.clock = fixed_clock(turn.timestamp)
+        answer = self.memory.store(agent_id=self.agent_id, message={
+            "content": turn.content, "id": turn.msg_id, "timestamp": turn.timestamp,
+            "source": {"type": "User", "id": turn.speaker}})
+        if answer.get("result") == "stored":
+            self.refs[turn.msg_id] = answer["ref"]
+            self.times[answer["ref"]] = datetime.fromisoformat(turn.timestamp)
+        elif answer.get("result") == "skipped":
+            self.refs[turn.msg_id] = f"mem:{answer['id']}"
+            self.duplicates += 1
+        else:
+            raise RuntimeError(f"store refused {turn.msg_id}: {answer}")
+
+    def _archive(self, session: Any) -> None:
+        self.memory.clock = fixed_clock(session.end_time)
+        answer = self.memory.archive_episode(agent_id=self.agent_id, summary=session.summary,
+                                             keywords=session.keywords, start_time=session.start_time,
+                                             end_time=session.end_time)
+        if not answer.get("ok"):
+            raise RuntimeError(f"archive_episode refused session {session.session}: {answer}")
+        self.episodes[session.session] = answer["ref"]
+        self.times[answer["ref"]] = datetime.fromisoformat(session.start_time)
+
+    def gold(self, question: Question, *, with_episodes: bool = False) -> list[str]:
+        """The stored refs of the question's evidence turns, in evidence order, each once.
+
+        With ``with_episodes``, also the episode of each evidence turn's session (its
+        summary tells the same event): the secondary relevance of the time-cue study.
+        """
+        refs = [self.refs[m] for m in question.evidence if m in self.refs]
+        if with_episodes:
+            evidence = set(question.evidence)
+            sessions = {t.session for t in self.conversation.turns if t.msg_id in evidence}
+            refs += [self.episodes[s] for s in sorted(sessions) if s in self.episodes]
+        return list(dict.fromkeys(refs))
+
+    def memory_span(self) -> tuple[datetime, datetime] | None:
+        """(oldest, newest) stored memory time: the span the server sizes open and long-ago cues by."""
+        times = [t for ref, t in self.times.items() if ref.startswith("mem:")]
+        return (min(times), max(times)) if times else None
+
+    def ask(self, question: Question, *, limit: int = LIMIT, time_cue: dict[str, Any] | None = None,
+            trace: bool = False) -> dict[str, Any]:
+        """One recall with the question's asked_at as now; an ok:false answer is an error here."""
+        self.memory.clock = fixed_clock(question.asked_at)
+        arguments: dict[str, Any] = {"agent_id": self.agent_id, "query": question.text, "limit": limit}
+        if time_cue is not None:
+            arguments["time_cue"] = time_cue
+        if trace:
+            arguments["trace"] = True
+        response = self.memory.recall(**arguments)
+        if response.get("ok") is False:
+            raise RuntimeError(f"recall failed for {question.qid}: {response.get('error')}")
+        return response
+
+
+def store_texts(conversation: Conversation, cap: int) -> list[str]:
+    """The texts ``store`` and ``archive_episode`` will embed, as they will embed them (sanitised)."""
+    return ([sanitise(t.content, cap)[0] for t in conversation.turns]
+            + [sanitise(s.summary, cap)[0] for s in conversation.sessions])
+
+
+def in_time_order(questions: Iterable[Question]) -> list[Question]:
+    return sorted(questions, key=lambda q: (datetime.fromisoformat(q.asked_at), q.qid))
+
+
+def replay(store: ConversationStore, questions: Iterable[Question], history: str,
+           progress: Callable[[int], None] | None = None) -> Iterator[Question]:
+    """Yield the questions in time order with the store filled as ``history`` says."""
+    if history not in HISTORIES:
+        raise ValueError(f"history must be one of {HISTORIES}, not {history!r}")
+    if history == "all":
+        store.advance(None, progress)
+    for question in in_time_order(questions):
+        if history == "asked":
+            store.advance(question.asked_at, progress)
+        yield question
+
+
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)
+
+
+def workdir_for(path: Path | None) -> Path:
+    out = path or Path(tempfile.mkdtemp(prefix="cuedrecall-bench-"))
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+# -- datasets -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    conversations: list[Conversation]
+
+    def category_label(self, category: str) -> str:
+        if self.name == "locomo" and category in LOCOMO_CATEGORIES:
+            return f"{category} {LOCOMO_CATEGORIES[category]}"
+        return category
+
+    def scored(self, question: Question) -> bool:
+        """Whether a question counts in the retrieval metrics (LoCoMo category 5 does not)."""
+        return not (self.name == "locomo" and question.category in LOCOMO_EXCLUDED)
+
+
+def load_datasets(locomo: str | Path | None, limit_conversations: int | None,
+                  long_span: str | None, seed: int = 0) -> list[Dataset]:
+    """LoCoMo from a path (None or "none" skips it) and the long-span generator (size None or "none" skips it)."""
+    out: list[Dataset] = []
+    if locomo is not None and str(locomo) != "none":
+        out.append(Dataset("locomo", load_locomo(locomo, limit_conversations=limit_conversations)))
+    if long_span is not None and long_span != "none":
+        out.append(Dataset(f"long-span-{long_span}", [generate_long_span(seed=seed, size=long_span)]))
+    return out
+
+
+def count_questions(datasets: Sequence[Dataset], keep: Callable[[Dataset, Question], bool]) -> int:
+    return sum(1 for d in datasets for c in d.conversations for q in c.questions if keep(d, q))
+
+
+def dataset_texts(datasets: Sequence[Dataset]) -> list[str]:
+    """Every text a run over the datasets embeds: records as stored, and questions."""
+    texts: list[str] = []
+    for dataset in datasets:
+        for conversation in dataset.conversations:
+            texts += store_texts(conversation, Settings().max_content_length)
+            texts += [q.text for q in conversation.questions]
+    return list(dict.fromkeys(texts))
+
+
+# -- tables ------------------------------------------------------------------------------------
+
+
+def group_rows(rows: Iterable[dict[str, Any]], keys: Sequence[str]) -> dict[tuple, list[dict[str, Any]]]:
+    out: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        out[tuple(row[k] for k in keys)].append(row)
+    return dict(out)
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]], align: str | None = None) -> list[str]:
+    """A markdown table; align is one letter per column (l or r), right by default after the first."""
+    align = align or "l" + "r" * (len(header) - 1)
+    rule = ["---" if a == "l" else "---:" for a in align]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(rule) + " |"]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+    return lines
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return "n/a" if math.isnan(value) else f"{value:.3f}"
+    return str(value)
+
+
+def command_line(prog: str, argv: Sequence[str]) -> str:
+    return f"python -m {prog} {' '.join(argv)}".rstrip()

@@ -1,0 +1,344 @@
+"""Driving the peer, CPersona 2.6.14, and our own server the same way: over MCP stdio with the official client.
+
+What lives here:
+
+- ``ensure_peer()`` installs CPersona from PyPI into its own virtual environment
+  (``benchmarks/.peer/``, git-ignored) and reuses it when it is already there.
+- ``write_cpersona_export()`` writes records (texts, timestamps, vectors) as
+  ``cpersona-export/1.0`` JSONL, the format CPersona's ``import_memories`` reads,
+  with each vector as ``embedding_b64`` (little-endian float32).
+- ``ToolServer`` starts an MCP server as a subprocess, speaks to it with
+  ``mcp.client.stdio`` and times each tool call; it also reads the server's peak
+  resident memory (``VmHWM``) from ``/proc``.
+- ``EmbedServer`` runs ``cuedrecall embed-server`` so that both servers ask one
+  ``/embed`` endpoint for their query vectors.
+- ``PEER_SETTINGS`` are the CPersona settings the benchmark changes, each with why.
+
+Nothing here copies CPersona code: its installed source was read only to learn
+how it is launched (``python -m cpersona``) and what its settings are called.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+PEER_VENV = HERE / ".peer"
+PEER_PACKAGE = "cpersona"
+PEER_VERSION = "2.6.14"
+EXPORT_VERSION = "cpersona-export/1.0"
+# CPersona refuses an import file over 100 MiB (CPERSONA_MAX_IMPORT_BYTES); a record with a
+# 384-wide vector is about 2.3 kB, so 20,000 records a file stays well under the cap.
+RECORDS_PER_IMPORT_FILE = 20_000
+
+# The settings the benchmark gives CPersona beyond the embedding endpoint and the database path,
+# each with the reason. Everything else stays at its default.
+PEER_SETTINGS: dict[str, tuple[str, str]] = {
+    "CPERSONA_EMBEDDING_MODE": ("http", "query vectors come from the shared `cuedrecall embed-server`"),
+    "CPERSONA_UPDATE_CHECK": ("false", "no outbound request to the package index at start"),
+    "CPERSONA_CALIBRATE_ON_MODEL_CHANGE": (
+        "false", "a fresh database would otherwise start a background threshold calibration that embeds "
+        "hundreds of texts through /embed while the timed recalls run; our server has no calibration "
+        "either (fresh store), so both gate on the heuristic"),
+    "CPERSONA_BLOCK_BUILD_ENABLED": (
+        "false", "block construction would queue a backfill of the whole corpus (embedding calls in the "
+        "background during timing); retrieval follows it, so the block arm is off too, which can only make "
+        "CPersona's recall faster"),
+    "CPERSONA_TASK_QUEUE_ENABLED": ("false", "no background worker (nodes, blocks, index files) competing for "
+                                    "the 2 cores during timing"),
+    "CPERSONA_OPERATING_CONTEXT": ("off", "no operator sidecar read from the home directory"),
+}
+
+
+# -- the peer's virtual environment -------------------------------------------------------------
+
+def peer_python(venv: Path = PEER_VENV) -> Path:
+    return venv / "bin" / "python"
+
+
+def installed_peer_version(venv: Path = PEER_VENV) -> str | None:
+    """The CPersona version installed in the venv, or None when there is none."""
+    python = peer_python(venv)
+    if not python.exists():
+        return None
+    probe = subprocess.run(
+        [str(python), "-c", f"import importlib.metadata as m; print(m.version({PEER_PACKAGE!r}))"],
+        capture_output=True, text=True, timeout=60,
+    )
+    return probe.stdout.strip() if probe.returncode == 0 else None
+
+
+def ensure_peer(venv: Path = PEER_VENV, version: str = PEER_VERSION, log: Path | None = None) -> str:
+    """Install ``cpersona==version`` into ``venv`` unless it is already there; returns what happened."""
+    if installed_peer_version(venv) == version:
+        return f"reused {venv.relative_to(REPO) if venv.is_relative_to(REPO) else venv}"
+    if not peer_python(venv).exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    out = open(log, "w", encoding="utf-8") if log else subprocess.DEVNULL
+    try:
+        subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", f"{PEER_PACKAGE}=={version}"],
+                       check=True, timeout=900, stdout=out, stderr=subprocess.STDOUT)
+    finally:
+        if log:
+            out.close()
+    found = installed_peer_version(venv)
+    if found != version:
+        raise RuntimeError(f"installing {PEER_PACKAGE}=={version} into {venv} left version {found!r}")
+    return f"installed {PEER_PACKAGE}=={version} into {venv}"
+
+
+def peer_environment(db_path: Path, embed_url: str, home: Path) -> dict[str, str]:
+    """The environment CPersona runs under: its settings, its database, a private home directory."""
+    env = {name: value for name, (value, _why) in PEER_SETTINGS.items()}
+    env.update({"CPERSONA_EMBEDDING_URL": embed_url, "CPERSONA_DB_PATH": str(db_path), "HOME": str(home),
+                "CPERSONA_TRANSPORT": "stdio"})
+    return env
+
+
+# -- the cpersona-export/1.0 writer -----------------------------------------------------------
+
+@dataclass(frozen=True)
+class ExportRecord:
+    """One memory to hand CPersona: our id (kept as its msg_id), text, timestamp, vector."""
+
+    id: int
+    content: str
+    timestamp: str
+    vector: np.ndarray | None
+
+
+def embedding_b64(vector: np.ndarray) -> str:
+    """A vector as CPersona stores it: little-endian float32 bytes, base64."""
+    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
+
+
+def sql_datetime(stamp: str) -> str:
+    """``YYYY-MM-DD HH:MM:SS`` in UTC: how CPersona writes created_at (its newest-first scan order reads it)."""
+    moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def export_lines(records: Sequence[ExportRecord], agent_id: str, exported_at: str) -> Iterator[str]:
+    """The JSONL lines of one ``cpersona-export/1.0`` file: a header, then one memory a line, by id."""
+    header = {"_type": "header", "version": EXPORT_VERSION, "agent_id": agent_id, "exported_at": exported_at,
+              "memory_count": len(records), "episode_count": 0, "has_profile": False, "profile_count": 0}
+    yield json.dumps(header, ensure_ascii=False)
+    for record in records:
+        line: dict[str, Any] = {
+            "_type": "memory", "id": record.id, "agent_id": agent_id, "msg_id": f"mem:{record.id}",
+            "content": record.content, "source": {}, "timestamp": record.timestamp, "metadata": {},
+            "created_at": sql_datetime(record.timestamp), "project_id": "", "channel": "", "locked": 0,
+            "recall_count": 0, "last_recalled_at": None,
+        }
+        if record.vector is not None:
+            line["embedding_b64"] = embedding_b64(record.vector)
+        yield json.dumps(line, ensure_ascii=False)
+
+
+def write_cpersona_export(records: Iterable[ExportRecord], folder: Path, agent_id: str,
+                          per_file: int = RECORDS_PER_IMPORT_FILE) -> list[Path]:
+    """Write the records as one or more export files (each under CPersona's import size cap)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    exported_at = datetime.now(timezone.utc).isoformat()
+    paths: list[Path] = []
+    chunk: list[ExportRecord] = []
+
+    def flush() -> None:
+        path = folder / f"import-{len(paths):03d}.jsonl"
+        with open(path, "w", encoding="utf-8") as out:
+            for line in export_lines(chunk, agent_id, exported_at):
+                out.write(line + "\n")
+        paths.append(path)
+        chunk.clear()
+
+    for record in records:
+        chunk.append(record)
+        if len(chunk) == per_file:
+            flush()
+    if chunk or not paths:
+        flush()
+    return paths
+
+
+# -- an MCP server over stdio, timed ---------------------------------------------------------
+
+class ToolError(RuntimeError):
+    """A tool call that the server answered with an MCP error or with non-JSON."""
+
+
+def _children(parent: int) -> set[int]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # the command name is in parentheses and may hold spaces: the ppid is the 2nd field after it
+        if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
+            found.add(int(entry.name))
+    return found
+
+
+def peak_rss_kib(pid: int | None) -> int | None:
+    """VmHWM (peak resident set) of a live process in KiB, from /proc; None where unreadable."""
+    if pid is None:
+        return None
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+class ToolServer:
+    """An MCP server subprocess driven with ``mcp.client.stdio``; ``await server.call(tool, args)``."""
+
+    def __init__(self, name: str, command: str, args: list[str], env: dict[str, str], log_path: Path,
+                 cwd: Path | None = None, start_timeout: float = 300.0) -> None:
+        self.name = name
+        self.command, self.args, self.env, self.cwd = command, args, env, cwd
+        self.log_path = log_path
+        self.start_timeout = start_timeout
+        self.startup_s: float | None = None
+        self.pid: int | None = None
+        self._stack: AsyncExitStack | None = None
+        self.session: Any = None
+
+    async def __aenter__(self) -> "ToolServer":
+        from mcp import ClientSession
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        stack = AsyncExitStack()
+        await stack.__aenter__()
+        self._stack = stack
+        try:
+            log = stack.enter_context(open(self.log_path, "a", encoding="utf-8"))
+            before = _children(os.getpid())
+            params = StdioServerParameters(command=self.command, args=self.args, env=self.env,
+                                           cwd=str(self.cwd) if self.cwd else None)
+            start = time.perf_counter()
+            read, write = await stack.enter_async_context(stdio_client(params, errlog=log))
+            self.session = await stack.enter_async_context(ClientSession(read, write))
+            with anyio.fail_after(self.start_timeout):
+                await self.session.initialize()
+            self.startup_s = time.perf_counter() - start
+            new = sorted(_children(os.getpid()) - before)
+            self.pid = new[-1] if new else None
+        except BaseException:
+            await stack.aclose()
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._stack is not None:
+            await self._stack.aclose()
+
+    async def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> tuple[dict[str, Any], float]:
+        """(the tool's JSON answer, milliseconds the call took seen from the client)."""
+        start = time.perf_counter()
+        with anyio.fail_after(timeout):
+            result = await self.session.call_tool(tool, arguments)
+        elapsed = (time.perf_counter() - start) * 1000
+        text = "".join(getattr(part, "text", "") for part in result.content)
+        if result.isError:
+            raise ToolError(f"{self.name} {tool}: {text[:300]}")
+        try:
+            return json.loads(text), elapsed
+        except ValueError as exc:
+            raise ToolError(f"{self.name} {tool}: answer is not JSON: {text[:300]!r}") from exc
+
+    def peak_rss_kib(self) -> int | None:
+        return peak_rss_kib(self.pid)
+
+
+def our_server(db_path: Path, embed_url: str, log_path: Path) -> ToolServer:
+    """``cuedrecall serve --db ... --embedding http`` with the shared /embed endpoint."""
+    env = {"CPERSONA_EMBEDDING_URL": embed_url, "CPERSONA_DB_PATH": str(db_path)}
+    return ToolServer("cuedrecall", sys.executable,
+                      ["-m", "cuedrecall.cli", "serve", "--db", str(db_path), "--embedding", "http"],
+                      env, log_path, cwd=REPO)
+
+
+def peer_server(db_path: Path, embed_url: str, log_path: Path, start_timeout: float = 300.0) -> ToolServer:
+    """CPersona's console entry point, ``python -m cpersona`` in its own virtual environment."""
+    home = db_path.parent / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    return ToolServer("cpersona", str(peer_python()), ["-m", PEER_PACKAGE],
+                      peer_environment(db_path, embed_url, home), log_path, cwd=db_path.parent,
+                      start_timeout=start_timeout)
+
+
+# -- the shared /embed endpoint ---------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class EmbedServer:
+    """``cuedrecall embed-server`` on a free local port, for as long as the ``with`` block lasts."""
+
+    def __init__(self, mode: str, log_path: Path, timeout: float = 60.0) -> None:
+        self.mode, self.log_path, self.timeout = mode, log_path, timeout
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/embed"
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: Any = None
+
+    def __enter__(self) -> "EmbedServer":
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_path, "ab")
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "cuedrecall.cli", "embed-server", "--port", str(self.port),
+             "--embedding", self.mode], stdout=self._log, stderr=subprocess.STDOUT, cwd=REPO,
+        )
+        deadline = time.monotonic() + self.timeout
+        health = self.url.rsplit("/", 1)[0] + "/health"
+        while True:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"embed-server exited with {self._process.returncode}; see {self.log_path}")
+            try:
+                if httpx.get(health, timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                self.__exit__()
+                raise TimeoutError(f"embed-server did not answer within {self.timeout:.0f} s")
+            time.sleep(0.2)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        if self._log is not None:
+            self._log.close()

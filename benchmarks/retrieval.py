@@ -1,0 +1,274 @@
+"""Retrieval quality on LoCoMo and the long-span generator: recall_any@k, recall_all@k, NDCG@10, MRR.
+
+    python -m benchmarks.retrieval --embedders local hash --modes rrf rsf --long-span large
+
+Each conversation gets a store of its own; every question is recalled with limit 10
+and no time cue, and its evidence turns' refs are the relevant rows. LoCoMo
+category 5 (adversarial) is left out. Writes benchmarks/results/retrieval.md (the
+command at the top) and a PNG chart next to it; ``--dump-traces`` writes one
+``{id, gold, trace}`` line per recall for ``benchmarks.recall_trace_confirm``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from benchmarks import harness as h
+
+try:  # the confirmation tool, when present: why the evidence was missed
+    from benchmarks.recall_trace_confirm import (
+        CANDIDATE_MISS, FILTER_DROP, RANKING_MISS, RETURNED, UNATTRIBUTED, confirm,
+    )
+    CODES: tuple[str, ...] = (CANDIDATE_MISS, FILTER_DROP, RANKING_MISS, UNATTRIBUTED)  # the recall-stage codes
+except ImportError:  # pragma: no cover - the tool ships with the project
+    confirm = None
+    CODES, RETURNED = (), "returned"
+
+PROG = "benchmarks.retrieval"
+METRICS = ("recall_any@5", "recall_any@10", "recall_all@10", "ndcg@10", "mrr")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=f"python -m {PROG}", description=__doc__.splitlines()[0])
+    parser.add_argument("--locomo", default=str(h.DEFAULT_LOCOMO),
+                        help="LoCoMo JSON file, or 'none' to skip it (default: %(default)s)")
+    parser.add_argument("--long-span", choices=["small", "large", "none"], default="large",
+                        help="size of the generated long-span history, or none (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="long-span generator seed (default: %(default)s)")
+    parser.add_argument("--embedders", nargs="+", choices=["local", "hash"], default=["local", "hash"])
+    parser.add_argument("--modes", nargs="+", choices=["rrf", "rsf"], default=["rrf", "rsf"])
+    parser.add_argument("--limit-conversations", type=int, default=None, help="only the first N LoCoMo conversations")
+    parser.add_argument("--limit", type=int, default=h.LIMIT, help="recall limit (default: %(default)s)")
+    parser.add_argument("--history", choices=h.HISTORIES, default="asked",
+                        help="asked: the store holds only what was stored before the question was asked; "
+                             "all: the whole history first (default: %(default)s)")
+    parser.add_argument("--workdir", type=Path, help="keep the databases here (default: a temporary folder)")
+    parser.add_argument("--out", type=Path, default=h.RESULTS / "retrieval.md",
+                        help="markdown file; the PNG goes next to it (default: %(default)s)")
+    parser.add_argument("--dump-traces", type=Path, metavar="PATH.jsonl",
+                        help="write one {id, gold, trace} line per recall")
+    return parser
+
+
+# -- running ----------------------------------------------------------------------------------
+
+
+def failure_code(trace: dict[str, Any], gold: Sequence[str]) -> str:
+    """The confirmed code of one recall ("returned" when evidence came back), or "n/a" without the tool."""
+    if confirm is None:
+        return "n/a"
+    return confirm(trace, gold) or RETURNED
+
+
+def evaluate_conversation(dataset: h.Dataset, conversation: Any, embedder: h.PrefetchEmbedder, mode: str,
+                          args: argparse.Namespace, workdir: Path, dump: IO[str] | None,
+                          advance: Any) -> list[dict[str, Any]]:
+    """One row per scored question of one conversation, under one embedder and fusion mode."""
+    store = h.ConversationStore(conversation, embedder, mode, workdir)
+    rows = []
+    try:
+        scored = [q for q in conversation.questions if dataset.scored(q)]
+        for question in h.replay(store, scored, args.history):
+            gold = store.gold(question)
+            response = store.ask(question, limit=args.limit, trace=True)
+            ranked = h.best_first(response)
+            row = {"dataset": dataset.name, "embedder": embedder.mode, "mode": mode,
+                   "conversation": conversation.conv_id, "qid": question.qid,
+                   "category": dataset.category_label(question.category), "gold": len(gold),
+                   **h.retrieval_metrics(ranked, gold), "code": failure_code(response["trace"], gold)}
+            rows.append(row)
+            if dump is not None:
+                item = {"id": f"{dataset.name}/{embedder.mode}/{mode}/{question.qid}", "gold": gold,
+                        "trace": response["trace"]}
+                dump.write(json.dumps(item) + "\n")
+            advance()
+    finally:
+        store.close()
+    return rows
+
+
+def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], list[dict[str, Any]], dict]:
+    datasets = h.load_datasets(args.locomo, args.limit_conversations, args.long_span, args.seed)
+    workdir = h.workdir_for(args.workdir)
+    if args.dump_traces:
+        args.dump_traces.parent.mkdir(parents=True, exist_ok=True)
+    dump = args.dump_traces.open("w", encoding="utf-8") if args.dump_traces else None
+    rows: list[dict[str, Any]] = []
+    facts: dict[str, Any] = {}
+    total = h.count_questions(datasets, lambda d, q: d.scored(q)) * len(args.embedders) * len(args.modes)
+    try:
+        with Progress(console=console, transient=False) as progress:
+            asked = progress.add_task("recalls", total=total)
+            for name in args.embedders:
+                embedder = h.new_embedder(name)
+                texts = h.dataset_texts(datasets)
+                task = progress.add_task(f"embedding ({name})", total=embedder.pending(texts))
+                embedder.prefetch(texts, lambda n: progress.advance(task, n))
+                for dataset in datasets:
+                    for conversation in dataset.conversations:
+                        for mode in args.modes:
+                            rows += evaluate_conversation(dataset, conversation, embedder, mode, args, workdir,
+                                                          dump, lambda: progress.advance(asked))
+                facts[name] = embedder.model
+    finally:
+        if dump is not None:
+            dump.close()
+    return datasets, rows, facts
+
+
+# -- reporting ----------------------------------------------------------------------------------
+
+
+def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+    out = {m: h.mean(r[m] for r in rows) for m in METRICS}
+    out["n"] = len(rows)
+    return out
+
+
+def metric_rows(rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
+    """Per dataset, embedder, mode: one line for all questions, then one per category."""
+    out = []
+    for (dataset, embedder, mode), group in h.group_rows(rows, ("dataset", "embedder", "mode")).items():
+        s = summarise(group)
+        out.append([dataset, embedder, mode, "**all**", *(s[m] for m in METRICS), s["n"]])
+        for (category,), part in sorted(h.group_rows(group, ("category",)).items()):
+            s = summarise(part)
+            out.append([dataset, embedder, mode, category, *(s[m] for m in METRICS), s["n"]])
+    return out
+
+
+def code_rows(rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
+    codes = [*CODES, RETURNED]
+    out = []
+    for (dataset, embedder, mode), group in h.group_rows(rows, ("dataset", "embedder", "mode")).items():
+        counts = Counter(r["code"] for r in group)
+        out.append([dataset, embedder, mode, *(counts.get(c, 0) for c in codes), len(group)])
+    return out
+
+
+def store_facts(datasets: Sequence[h.Dataset]) -> list[str]:
+    lines = []
+    for d in datasets:
+        turns = sum(len(c.turns) for c in d.conversations)
+        sessions = sum(len(c.sessions) for c in d.conversations)
+        scored = sum(1 for c in d.conversations for q in c.questions if d.scored(q))
+        total = sum(len(c.questions) for c in d.conversations)
+        lines.append(f"- {d.name}: {len(d.conversations)} conversation(s), {turns:,} turns, {sessions} session "
+                     f"summaries; {scored} of {total} questions scored.")
+    return lines
+
+
+def render(argv: Sequence[str], args: argparse.Namespace, datasets: Sequence[h.Dataset],
+           rows: Sequence[dict[str, Any]], models: dict[str, str], png: Path) -> str:
+    header = ["dataset", "embedder", "mode", "category", *METRICS, "n"]
+    lines = [
+        "# Retrieval quality", "",
+        f"Command: `{h.command_line(PROG, argv)}`", "",
+        "## Setup", "",
+        "- One store per conversation (one agent), default settings (the environment is not read), "
+        "no calibration (the heuristic gate), no time cue.",
+        "- Every turn is stored with `Memory.store` (its session's time plus its index in seconds for LoCoMo, "
+        "its msg_id, the speaker as source); every session summary is archived with `Memory.archive_episode` "
+        "over the session's time. The store skips a turn whose exact text is already stored; such a turn's "
+        "ref is the row it repeats.",
+        f"- History: `{args.history}` "
+        + ("(each question sees only what was stored before its asked_at: the turns are replayed in time "
+           "order and the questions asked in between; for LoCoMo every question comes after the last "
+           "session, so this is the whole conversation)." if args.history == "asked" else
+           "(the whole conversation is stored first; a long-span question may see records from after its "
+           "asked_at, and relative times are read from its asked_at)."),
+        f"- Recall: limit {args.limit}, the question's text as query, its asked_at as now. Relevant rows: the "
+        "stored refs of the evidence turns (binary). Ranking: the returned rows best first (the reversed "
+        "`messages`), held seats included.",
+        "- recall_any@k: any evidence in the first k; recall_all@10: all of it in the first 10; NDCG@10 with "
+        "the ideal of min(|evidence|, 10) relevant rows first; MRR: 1 / rank of the first evidence "
+        "(0 when none is returned).",
+        "- LoCoMo category 5 (adversarial) is left out. Categories: 1 multi-hop, 2 temporal, 3 open-domain, "
+        "4 single-hop.",
+        "- Embedders: " + ", ".join(f"`{k}` ({v})" for k, v in models.items()) + ".",
+        *store_facts(datasets), "",
+        "## Results", "",
+        *h.markdown_table(header, metric_rows(rows), "llll" + "r" * (len(METRICS) + 1)), "",
+    ]
+    if confirm is not None:
+        codes = [*CODES, RETURNED]
+        lines += [
+            "## Why the evidence was missed", "",
+            "Confirmed failure codes from each recall's trace (`benchmarks.recall_trace_confirm.confirm`): "
+            "CANDIDATE_MISS, no arm reached any evidence; FILTER_DROP, the gate or autocut removed it; "
+            "RANKING_MISS, admitted but below the count cut (or on a seat arm with no seat held); returned, "
+            "some evidence came back. (The reader codes do not apply to a recall.)", "",
+            *h.markdown_table(["dataset", "embedder", "mode", *codes, "n"], code_rows(rows),
+                              "lll" + "r" * (len(codes) + 1)), "",
+        ]
+    lines += [f"![recall_any@10 and NDCG@10]({png.name})", ""]
+    return "\n".join(lines)
+
+
+def plot(rows: Sequence[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    by_dataset = h.group_rows(rows, ("dataset",))
+    fig, axes = plt.subplots(1, len(by_dataset), figsize=(5.5 * len(by_dataset), 4.2), squeeze=False)
+    for ax, ((dataset,), group) in zip(axes[0], by_dataset.items()):
+        configs = h.group_rows(group, ("embedder", "mode"))
+        labels = [f"{e}\n{m}" for e, m in configs]
+        width = 0.38
+        for i, metric in enumerate(("recall_any@10", "ndcg@10")):
+            values = [h.mean(r[metric] for r in part) for part in configs.values()]
+            xs = [x + (i - 0.5) * width for x in range(len(labels))]
+            bars = ax.bar(xs, values, width, label=metric)
+            ax.bar_label(bars, fmt="%.2f", fontsize=8)
+        ax.set_xticks(range(len(labels)), labels)
+        ax.set_ylim(0, 1)
+        n = len(next(iter(configs.values())))
+        ax.set_title(f"{dataset} ({n} questions)")
+        ax.legend(loc="upper right", fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def print_summary(rows: Sequence[dict[str, Any]], console: Console) -> None:
+    table = Table(title="retrieval (all scored questions)")
+    for column in ("dataset", "embedder", "mode", *METRICS, "n"):
+        table.add_column(column, justify="left" if column in ("dataset", "embedder", "mode") else "right")
+    for (dataset, embedder, mode), group in h.group_rows(rows, ("dataset", "embedder", "mode")).items():
+        s = summarise(group)
+        table.add_row(dataset, embedder, mode, *(f"{s[m]:.3f}" for m in METRICS), str(s["n"]))
+    console.print(table)
+
+
+def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    console = console or Console(stderr=True)
+    datasets, rows, models = run(args, console)
+    if not rows:
+        console.print("no questions to evaluate")
+        return 1
+    png = args.out.with_suffix(".png")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    plot(rows, png)
+    args.out.write_text(render(argv, args, datasets, rows, models, png), encoding="utf-8")
+    print_summary(rows, console)
+    console.print(f"wrote {args.out} and {png}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1006 @@
+"""Speed: recall p50/p95, ingest rate and peak memory against store size, side by side with CPersona 2.6.14.
+
+    python -m benchmarks.speed                       # sizes 1k 10k 100k, 100 queries, the peer included
+    python -m benchmarks.speed --sizes 1000 --no-peer
+
+What it measures, per store size (a seeded synthetic store from benchmarks/synthetic.py):
+
+1. Ours in process (``Memory.recall``), hash embedder, query vectors embedded before
+   timing: the recall pipeline alone, with trace off/on and time cue off/on,
+   interleaved query by query.
+2. Ours in process with the local embedder (all-MiniLM-L6-v2 int8), each query a
+   new text so that its embedding is part of the time. Local stores take long to
+   embed (about 250 sentences/s on 2 idle cores), so this runs for ``--local-sizes``.
+3. Side by side over MCP stdio (the official ``mcp`` client): ``cuedrecall serve
+   --embedding http`` and CPersona 2.6.14 (installed into benchmarks/.peer/), both
+   asking one ``cuedrecall embed-server`` (hash) for query vectors, so both pay one
+   HTTP embedding per query. CPersona gets the same records and the same vectors
+   through its ``import_memories`` (cpersona-export/1.0 with embedding_b64). Queries
+   are interleaved, alternating which server goes first; each condition uses its own
+   query texts so no query vector comes from a cache.
+4. Agreement: Jaccard similarity of the two servers' returned ref sets per query
+   (CPersona's rows mapped to ours through msg_id), with examples of disagreement and
+   the reason read from each side's trace.
+5. Ingest: memories/s storing one at a time (``Memory.store`` in process, and the
+   ``store`` tool over MCP for both servers, interleaved) into an empty store and into
+   a copy of each size's store.
+6. Peak memory: ru_maxrss of a child process that opens the store and recalls, and
+   VmHWM of each MCP server process.
+
+Writes the markdown report (``--out``, the command at the top) and a PNG plot beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import shlex
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from benchmarks import peer as peer_mod
+from benchmarks.synthetic import AGENT, bulk_load, queries, records
+from cuedrecall.api import Memory
+from cuedrecall.clock import fixed_clock
+from cuedrecall.config import Settings
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+RESULTS = HERE / "results"
+CACHE = HERE / ".cache" / "speed"
+NOW = "2026-01-02T00:00:00+00:00"  # the in-process clock: just after the synthetic year
+LIMIT = 10
+WARMUP = 5
+# query seeds: one set per condition, so that no condition reuses another's query vectors
+SEED_WARMUP, SEED_INPROC, SEED_MCP = 901, 11, 300
+MCP_CONDITIONS = ("plain", "cue", "trace")
+INPROC_CONDITIONS = ("plain", "trace", "cue", "trace+cue")
+
+
+# -- small helpers (unit-tested) -----------------------------------------------------------------
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-quantile (0..1) by linear interpolation between order statistics (numpy's default)."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    position = q * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def jaccard(a: set[str] | Sequence[str], b: set[str] | Sequence[str]) -> float:
+    """|a & b| / |a | b|; two empty answers agree completely."""
+    a, b = set(a), set(b)
+    return 1.0 if not a and not b else len(a & b) / len(a | b)
+
+
+def month_cue(i: int, confidence: str = "likely") -> dict[str, str]:
+    """A one-month cue inside the synthetic year (2025), a different month for successive queries."""
+    month = 1 + (i * 5) % 12
+    after = f"2025-{month:02d}-01"
+    before = f"2026-01-01" if month == 12 else f"2025-{month + 1:02d}-01"
+    return {"after": after, "before": before, "confidence": confidence}
+
+
+def recall_arguments(condition: str, text: str, i: int) -> dict[str, Any]:
+    """The recall tool's arguments for one query under a condition (plain, trace, cue, trace+cue)."""
+    arguments: dict[str, Any] = {"agent_id": AGENT, "query": text, "limit": LIMIT}
+    if "trace" in condition:
+        arguments["trace"] = True
+    if "cue" in condition:
+        arguments["time_cue"] = month_cue(i)
+    return arguments
+
+
+def returned_refs(answer: dict[str, Any], by_msg_id: bool = False) -> list[str]:
+    """The refs a recall answer returned, in its order; by_msg_id reads the caller's id (CPersona's rows)."""
+    out = []
+    for row in answer.get("messages", []):
+        ref = row.get("id") if by_msg_id else row.get("ref")
+        if by_msg_id and not ref:
+            ref = row.get("ref")
+        if isinstance(ref, str) and ref:
+            out.append(ref)
+    return out
+
+
+def _ref_list(items: Any) -> list[str]:
+    out = []
+    for item in items or []:
+        ref = item.get("ref") if isinstance(item, dict) else item
+        if isinstance(ref, str):
+            out.append(ref)
+    return out
+
+
+def fate(trace: dict[str, Any] | None, ref: str) -> str:
+    """Why a recall did not return ``ref``, as far as its trace says."""
+    if not trace:
+        return "no trace"
+    arms = [name for name, rows in (trace.get("arms") or {}).items() if ref in _ref_list(rows)]
+    if not arms:
+        return "not retrieved by any arm"
+    found = "found by " + "+".join(arms)
+    for decision in (trace.get("gate") or {}).get("decisions", []):
+        if decision.get("ref") == ref and decision.get("passed") is False:
+            score, threshold = decision.get("score"), decision.get("threshold")
+            numbers = f" {decision.get('signal')} {score:.3f} < {threshold:.3f}" if isinstance(
+                score, (int, float)) and isinstance(threshold, (int, float)) else ""
+            return f"{found}; gated out ({decision.get('reason', 'below_gate')}{numbers})"
+    if ref in _ref_list((trace.get("autocut") or {}).get("dropped")):
+        return f"{found}; dropped by autocut"
+    order = trace.get("order") or {}
+    if ref in _ref_list(order.get("cut_by_count")):
+        before = _ref_list(order.get("before_cut"))
+        place = before.index(ref) + 1 if ref in before else "?"
+        return f"{found}; cut by the limit (place {place} of {len(before)})"
+    return f"{found}; not in the final order"
+
+
+# -- stores ---------------------------------------------------------------------------------------
+
+def settings_for(mode: str, db_path: Path, **extra: Any) -> Settings:
+    """Settings from an empty environment (no developer CPERSONA_* leaks in)."""
+    return Settings.from_env({}, embedding_mode=mode, db_path=str(db_path), **extra)
+
+
+def open_memory(db_path: Path, mode: str, cache: int = 256) -> Memory:
+    return Memory(settings=settings_for(mode, db_path, embedding_cache_size=cache), clock=fixed_clock(NOW))
+
+
+def _remove_db(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", ".calibration.json"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    for sidecar in path.parent.glob(path.name + ".*"):
+        if sidecar.is_file():
+            sidecar.unlink()
+
+
+def build_store(workdir: Path, size: int, mode: str, fresh: bool,
+                advance: Callable[[int], None] | None = None) -> tuple[Path, float, bool]:
+    """A synthetic store of ``size`` memories (hash or local vectors): (path, build seconds, reused?).
+
+    Built once per (size, embedder) under the work folder and reused while its marker is present.
+    """
+    path = workdir / f"ours-{mode}-{size}.db"
+    marker = workdir / f"ours-{mode}-{size}.json"
+    if marker.exists() and path.exists() and not fresh:
+        return path, float(json.loads(marker.read_text())["build_s"]), True
+    marker.unlink(missing_ok=True)
+    _remove_db(path)
+    start = time.perf_counter()
+    with open_memory(path, mode) as memory:
+        bulk_load(memory, size, progress=advance)
+    seconds = time.perf_counter() - start
+    marker.write_text(json.dumps({"size": size, "mode": mode, "build_s": seconds}))
+    return path, seconds, False
+
+
+def copy_db(source: Path, target: Path) -> None:
+    """A consistent copy of an SQLite database (the backup API: WAL content included)."""
+    _remove_db(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(source) as src, sqlite3.connect(target) as dst:
+        src.backup(dst)
+    src.close()
+    dst.close()
+
+
+def export_records(db_path: Path) -> list[peer_mod.ExportRecord]:
+    """Our stored rows (id, text, timestamp, vector) in id order, for CPersona's import."""
+    conn = sqlite3.connect(db_path)
+    try:
+        rows = conn.execute("SELECT id, content, timestamp, embedding FROM memories WHERE agent_id = ? ORDER BY id",
+                            (AGENT,)).fetchall()
+    finally:
+        conn.close()
+    return [peer_mod.ExportRecord(i, text, stamp, None if blob is None else np.frombuffer(blob, dtype="<f4"))
+            for i, text, stamp, blob in rows]
+
+
+# -- measurements in process ---------------------------------------------------------------------
+
+def time_in_process(memory: Memory, conditions: dict[str, list[str]], embed_first: bool,
+                    advance: Callable[[int], None] | None = None) -> dict[str, list[float]]:
+    """Milliseconds per recall per condition, interleaved query by query with a rotating order.
+
+    ``conditions`` maps a condition to its query texts (all the same length). With ``embed_first``
+    every query vector is computed (and cached) before timing, so the time is the pipeline's alone.
+    """
+    names = list(conditions)
+    count = len(next(iter(conditions.values())))
+    if embed_first:
+        for texts in conditions.values():
+            for text in texts:
+                memory.queries.embed_query(text)
+    for text in queries(WARMUP, seed=SEED_WARMUP):
+        memory.recall(agent_id=AGENT, query=text, limit=LIMIT)
+    out: dict[str, list[float]] = {name: [] for name in names}
+    for i in range(count):
+        for k in range(len(names)):
+            name = names[(i + k) % len(names)]
+            arguments = recall_arguments(name, conditions[name][i], i)
+            start = time.perf_counter()
+            answer = memory.recall(**arguments)
+            out[name].append((time.perf_counter() - start) * 1000)
+            if answer.get("ok") is False:
+                raise RuntimeError(f"recall failed: {answer}")
+        if advance:
+            advance(1)
+    return out
+
+
+def time_ingest(memory: Memory, count: int, seed: int) -> dict[str, float]:
+    """Store ``count`` new memories one by one through ``Memory.store``: rate and per-call percentiles."""
+    fresh = list(records(count, seed=seed))
+    ms = []
+    start = time.perf_counter()
+    for text, stamp in fresh:
+        t0 = time.perf_counter()
+        result = memory.store(agent_id=AGENT, message={"content": text, "timestamp": stamp})
+        ms.append((time.perf_counter() - t0) * 1000)
+        if not result.get("ok"):
+            raise RuntimeError(f"store failed: {result}")
+    seconds = time.perf_counter() - start
+    return {"rate": count / seconds, "p50": percentile(ms, 0.5), "p95": percentile(ms, 0.95)}
+
+
+def peak_child(db_path: str, mode: str, count: int) -> dict[str, Any]:
+    """Run in a child process: open the store, recall every condition, report ru_maxrss (KiB on Linux)."""
+    import resource
+
+    baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
+    memory = open_memory(Path(db_path), mode)
+    opened = time.perf_counter() - start
+    texts = queries(count, seed=SEED_INPROC)
+    for i, text in enumerate(texts):
+        for condition in INPROC_CONDITIONS:
+            memory.recall(**recall_arguments(condition, text, i))
+    memory.close()
+    return {"baseline_kib": baseline, "peak_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+            "open_s": opened}
+
+
+def measure_peak(db_path: Path, mode: str, count: int, timeout: float = 1200) -> dict[str, Any]:
+    code = ("import json, sys; from benchmarks.speed import peak_child; "
+            f"print(json.dumps(peak_child({str(db_path)!r}, {mode!r}, {count})))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=timeout)
+    if done.returncode != 0:
+        raise RuntimeError(f"peak-memory child failed: {done.stderr[-500:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# -- measurements over MCP -------------------------------------------------------------------------
+
+@dataclass
+class SideBySide:
+    """What one size's MCP run measured for both servers."""
+
+    ms: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # system -> condition -> ms
+    refs: dict[str, dict[str, list[list[str]]]] = field(default_factory=dict)  # system -> condition -> refs
+    texts: dict[str, list[str]] = field(default_factory=dict)
+    startup_s: dict[str, float] = field(default_factory=dict)
+    peak_kib: dict[str, int | None] = field(default_factory=dict)
+    examples: list[dict[str, Any]] = field(default_factory=list)
+    inproc_agreement: float | None = None  # ours over MCP vs ours in process (sanity: should be 1)
+
+
+@dataclass
+class PeerStore:
+    path: Path
+    import_s: float
+    imported: int
+    skipped: int
+    probe: str
+    reused: bool
+
+
+async def prepare_peer_store(size: int, ours_db: Path, workdir: Path, embed_url: str, fresh: bool,
+                             timeout: float, deadline: float) -> PeerStore:
+    """CPersona's database for ``size``: import our records and vectors, then check the vectors are used."""
+    folder = workdir / f"peer-{size}"
+    db = folder / "cpersona.db"
+    marker = folder / "ready.json"
+    if marker.exists() and db.exists() and not fresh:
+        info = json.loads(marker.read_text())
+        return PeerStore(db, info["import_s"], info["imported"], info["skipped"], info["probe"], True)
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    rows = export_records(ours_db)
+    files = peer_mod.write_cpersona_export(rows, folder / "export", AGENT)
+    imported = skipped = 0
+    async with peer_mod.peer_server(db, embed_url, workdir / "logs" / f"peer-{size}-import.log") as server:
+        start = time.perf_counter()
+        for path in files:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"CPersona import of {size:,} did not finish within the budget")
+            answer, _ms = await server.call("import_memories", {"input_path": str(path)}, min(timeout * 10, left))
+            if not answer.get("ok"):
+                raise RuntimeError(f"CPersona import failed: {json.dumps(answer)[:400]}")
+            imported += int(answer.get("imported_memories", 0))
+            skipped += int(answer.get("skipped_memories", 0))
+            if answer.get("errors"):
+                raise RuntimeError(f"CPersona import reported errors: {answer['errors'][:3]}")
+        seconds = time.perf_counter() - start
+        probe = await vector_probe(server, rows, timeout)
+    shutil.rmtree(folder / "export", ignore_errors=True)
+    marker.write_text(json.dumps({"import_s": seconds, "imported": imported, "skipped": skipped, "probe": probe}))
+    return PeerStore(db, seconds, imported, skipped, probe, False)
+
+
+async def vector_probe(server: peer_mod.ToolServer, rows: list[peer_mod.ExportRecord], timeout: float) -> str:
+    """Recall a stored text verbatim: its row must come back by the vector arm with cosine 1 (vectors kept)."""
+    target = rows[len(rows) // 2]
+    answer, _ = await server.call("recall", {"agent_id": AGENT, "query": target.content, "limit": LIMIT,
+                                             "trace": True}, timeout)
+    near = {row["ref"]: row.get("raw") for row in (answer.get("trace") or {}).get("arms", {}).get("vector_near", [])}
+    hit = [row for row in answer.get("messages", []) if row.get("id") == f"mem:{target.id}"]
+    cosine = (hit[0].get("match_reason") or {}).get("cosine") if hit else None
+    if not near or not hit or cosine is None or cosine < 0.999:
+        raise RuntimeError(f"CPersona's import did not keep the vectors: vector arm {len(near)} rows, "
+                           f"target returned {bool(hit)}, cosine {cosine}")
+    return f"a stored text recalled verbatim comes back from the vector arm with cosine {cosine:.4f}"
+
+
+def mcp_texts(count: int) -> dict[str, list[str]]:
+    """The MCP conditions' query texts: a set of its own for each, so no query vector is ever cached."""
+    return {name: queries(count, seed=SEED_MCP + k) for k, name in enumerate(MCP_CONDITIONS)}
+
+
+async def run_side_by_side(size: int, ours_db: Path, peer_db: Path | None, workdir: Path, embed_url: str,
+                           count: int, timeout: float, budget: float, inproc_plain: list[list[str]] | None,
+                           advance: Callable[[int], None]) -> SideBySide:
+    """Both servers at once (ours alone without a peer database); every query asked of both, alternating."""
+    result = SideBySide()
+    logs = workdir / "logs"
+    conditions = mcp_texts(count)
+    result.texts = conditions
+    deadline = time.monotonic() + budget
+    async with AsyncExitStack() as stack:
+        servers = {"ours": await stack.enter_async_context(
+            peer_mod.our_server(ours_db, embed_url, logs / f"ours-{size}.log"))}
+        if peer_db is not None:
+            servers["cpersona"] = await stack.enter_async_context(
+                peer_mod.peer_server(peer_db, embed_url, logs / f"peer-{size}.log"))
+        for name, server in servers.items():
+            result.startup_s[name] = server.startup_s or math.nan
+            result.ms[name] = {c: [] for c in conditions}
+            result.refs[name] = {c: [] for c in conditions}
+            for text in queries(WARMUP, seed=SEED_WARMUP):  # first calls list tools and fill caches
+                await server.call("recall", {"agent_id": AGENT, "query": text, "limit": LIMIT}, timeout)
+        for i in range(count):
+            for c, condition in enumerate(conditions):
+                arguments = recall_arguments(condition, conditions[condition][i], i)
+                order = list(servers) if (i + c) % 2 == 0 else list(servers)[::-1]
+                for name in order:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"the side-by-side queries at {size:,} ran past the time budget "
+                                           f"({budget:.0f} s), at query {i + 1} of {count}")
+                    answer, ms = await servers[name].call("recall", arguments, timeout)
+                    if answer.get("ok") is False or "error" in answer:
+                        raise RuntimeError(f"{name} recall failed: {json.dumps(answer)[:300]}")
+                    result.ms[name][condition].append(ms)
+                    result.refs[name][condition].append(returned_refs(answer, by_msg_id=name == "cpersona"))
+            advance(1)
+        if "cpersona" in servers:
+            result.examples = await disagreement_examples(servers, conditions, result.refs, timeout)
+        for name, server in servers.items():
+            result.peak_kib[name] = server.peak_rss_kib()
+    if inproc_plain is not None:
+        pairs = zip(result.refs["ours"]["plain"], inproc_plain)
+        result.inproc_agreement = float(np.mean([jaccard(a, b) for a, b in pairs]))
+    return result
+
+
+async def disagreement_examples(servers: dict[str, peer_mod.ToolServer], conditions: dict[str, list[str]],
+                                refs: dict[str, dict[str, list[list[str]]]], timeout: float,
+                                wanted: int = 3) -> list[dict[str, Any]]:
+    """The plain and cue queries where the two disagree most, re-asked with a trace to read why."""
+    scored = []
+    for condition in ("plain", "cue"):
+        for i, (a, b) in enumerate(zip(refs["ours"][condition], refs["cpersona"][condition])):
+            if set(a) != set(b):
+                scored.append((jaccard(a, b), condition, i))
+    scored.sort()
+    picked = scored[: wanted - 1]
+    picked += [s for s in scored if s[1] == "cue" and s not in picked][:1]
+    examples = []
+    for score, condition, i in picked:
+        text = conditions[condition][i]
+        arguments = recall_arguments(condition + "+trace", text, i)
+        answers = {name: (await server.call("recall", arguments, timeout))[0] for name, server in servers.items()}
+        ours_refs = returned_refs(answers["ours"])
+        theirs_refs = returned_refs(answers["cpersona"], by_msg_id=True)
+        # CPersona's trace names its own row ids; the import kept our ids (checked through msg_id below)
+        rows: list[dict[str, str]] = []
+        for ref in [r for r in ours_refs if r not in theirs_refs][:3]:
+            rows.append({"ref": ref, "returned_by": "ours", "other_side": fate(answers["cpersona"].get("trace"), ref),
+                         "why_returned": _reason(answers["ours"], ref, False)})
+        for ref in [r for r in theirs_refs if r not in ours_refs][:3]:
+            rows.append({"ref": ref, "returned_by": "cpersona", "other_side": fate(answers["ours"].get("trace"), ref),
+                         "why_returned": _reason(answers["cpersona"], ref, True)})
+        examples.append({"condition": condition, "query": text, "jaccard": score,
+                         "cue": arguments.get("time_cue"), "ours": len(ours_refs), "cpersona": len(theirs_refs),
+                         "rows": rows, "ids_match": _ids_match(answers["cpersona"])})
+    return examples
+
+
+def _reason(answer: dict[str, Any], ref: str, by_msg_id: bool) -> str:
+    for row in answer.get("messages", []):
+        if (row.get("id") if by_msg_id else row.get("ref")) == ref:
+            reason = row.get("match_reason") or {}
+            score = reason.get("score", reason.get("cosine"))
+            extra = f" {score:.3f}" if isinstance(score, (int, float)) else ""
+            return f"{reason.get('signal', '?')}{extra}" + (f" ({reason['admission']})" if "admission" in reason else "")
+    return "?"
+
+
+def _ids_match(answer: dict[str, Any]) -> bool:
+    """Whether CPersona's own row refs equal the msg_ids we gave (so its trace refs name our rows)."""
+    return all(row.get("ref") == row.get("id") for row in answer.get("messages", []) if row.get("id"))
+
+
+async def run_ingest_mcp(size: int, ours_src: Path | None, peer_src: Path | None, workdir: Path, embed_url: str,
+                         count: int, timeout: float, with_peer: bool) -> dict[str, dict[str, float]]:
+    """Store ``count`` new memories one by one through each server's ``store`` tool, interleaved, on copies."""
+    scratch = workdir / "ingest"
+    shutil.rmtree(scratch, ignore_errors=True)
+    (scratch / "peer").mkdir(parents=True)
+    ours_db, peer_db = scratch / "ours.db", scratch / "peer" / "cpersona.db"
+    if ours_src is not None:
+        copy_db(ours_src, ours_db)
+    if with_peer and peer_src is not None:
+        copy_db(peer_src, peer_db)
+    fresh = list(records(count, seed=5000 + size % 997))
+    ms: dict[str, list[float]] = {"ours": [], "cpersona": []}
+    logs = workdir / "logs"
+    try:
+        async with AsyncExitStack() as stack:
+            servers = {"ours": await stack.enter_async_context(
+                peer_mod.our_server(ours_db, embed_url, logs / f"ours-ingest-{size}.log"))}
+            if with_peer:
+                servers["cpersona"] = await stack.enter_async_context(
+                    peer_mod.peer_server(peer_db, embed_url, logs / f"peer-ingest-{size}.log"))
+            for name, server in servers.items():  # the first call lists the tools and learns the vector width
+                text, stamp = next(iter(records(1, seed=4999)))
+                await server.call("store", {"agent_id": AGENT, "message": {"content": f"{text} warm {name}",
+                                                                           "timestamp": stamp}}, timeout)
+            for i, (text, stamp) in enumerate(fresh):
+                for name in (list(servers) if i % 2 == 0 else list(servers)[::-1]):
+                    answer, took = await servers[name].call(
+                        "store", {"agent_id": AGENT, "message": {"content": text, "timestamp": stamp}}, timeout)
+                    if answer.get("result") != "stored":
+                        raise RuntimeError(f"{name} store did not store: {json.dumps(answer)[:300]}")
+                    ms[name].append(took)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return {name: {"rate": 1000 * len(v) / sum(v), "p50": percentile(v, 0.5), "p95": percentile(v, 0.95)}
+            for name, v in ms.items() if v}
+
+
+# -- the run ----------------------------------------------------------------------------------------
+
+@dataclass
+class Report:
+    args: argparse.Namespace
+    command: str
+    started: str
+    load_before: tuple[float, float, float]
+    notes: list[str] = field(default_factory=list)
+    build: dict[tuple[str, int], tuple[float, bool]] = field(default_factory=dict)
+    inproc: dict[int, dict[str, list[float]]] = field(default_factory=dict)
+    local: dict[int, dict[str, list[float]]] = field(default_factory=dict)
+    peer_stores: dict[int, PeerStore] = field(default_factory=dict)
+    sbs: dict[int, SideBySide] = field(default_factory=dict)
+    peer_errors: dict[int, str] = field(default_factory=dict)
+    ingest: dict[int, dict[str, float]] = field(default_factory=dict)
+    ingest_mcp: dict[int, dict[str, dict[str, float]]] = field(default_factory=dict)
+    peak: dict[int, dict[str, Any]] = field(default_factory=dict)
+    peer_install: str = ""
+    load_after: tuple[float, float, float] | None = None
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.speed", description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Stores are built once and kept in --workdir (reused on the next run unless --fresh).")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000], help="store sizes")
+    parser.add_argument("--queries", type=int, default=100, help="timed queries per condition (default 100)")
+    parser.add_argument("--local-sizes", type=int, nargs="*", default=[1000, 10000],
+                        help="sizes timed with the local embedder, query embedding included (default 1000 10000; "
+                             "none to skip)")
+    parser.add_argument("--ingest-count", type=int, default=300,
+                        help="memories stored one by one per ingest measurement (default 300)")
+    parser.add_argument("--no-peer", action="store_true", help="leave CPersona out (no install, no MCP run)")
+    parser.add_argument("--no-mcp", action="store_true", help="skip the MCP side-by-side entirely")
+    parser.add_argument("--peer-timeout", type=float, default=120.0, help="seconds any one tool call may take")
+    parser.add_argument("--peer-budget", type=float, default=900.0,
+                        help="seconds CPersona may spend per size on import and the timed queries (default 900)")
+    parser.add_argument("--workdir", type=Path, default=CACHE, help=f"stores and logs (default {CACHE.relative_to(REPO)})")
+    parser.add_argument("--fresh", action="store_true", help="rebuild the stores even when present")
+    parser.add_argument("--out", type=Path, default=RESULTS / "speed.md", help="markdown report (PNG beside it)")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    shown = list(sys.argv[1:] if argv is None else argv)
+    report = Report(args=args, command="python -m benchmarks.speed" + ("" if not shown else " " + shlex.join(shown)),
+                    started=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), load_before=os.getloadavg())
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    console = Console(stderr=True)
+    sizes = sorted(set(args.sizes))
+    local_sizes = sorted(set(args.local_sizes))
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=False) as progress:
+        run_in_process(report, sizes, local_sizes, progress)
+        if not args.no_mcp:
+            run_mcp(report, sizes, progress)
+    report.load_after = os.getloadavg()
+    text = render(report)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text, encoding="utf-8")
+    png = plot(report, args.out.with_suffix(".png"))
+    if png is None:
+        report.notes.append("matplotlib is not installed: no plot was drawn")
+        args.out.write_text(render(report), encoding="utf-8")
+    print_summary(report, Console())
+    return 0
+
+
+def _task(progress: Progress, label: str, total: int) -> Callable[[int], None]:
+    task = progress.add_task(label, total=total)
+    return lambda n=1: progress.advance(task, n)
+
+
+def run_in_process(report: Report, sizes: list[int], local_sizes: list[int], progress: Progress) -> None:
+    args = report.args
+    workdir = args.workdir
+    cache = max(256, 4 * args.queries + 2 * WARMUP)
+    advance = _task(progress, "ingest into an empty store (in process)", args.ingest_count)
+    with tempfile.TemporaryDirectory() as tmp, open_memory(Path(tmp) / "empty.db", "hash") as memory:
+        report.ingest[0] = time_ingest(memory, args.ingest_count, seed=4000)
+    advance(args.ingest_count)
+    for size in sizes:
+        path, seconds, reused = build_store(workdir, size, "hash", args.fresh,
+                                            _task(progress, f"build {size:,} (hash)", size))
+        report.build[("hash", size)] = (seconds, reused)
+        texts = {c: queries(args.queries, seed=SEED_INPROC) for c in INPROC_CONDITIONS}
+        with open_memory(path, "hash", cache) as memory:
+            report.inproc[size] = time_in_process(memory, texts, True,
+                                                  _task(progress, f"recall {size:,} in process (hash)", args.queries))
+        report.peak[size] = measure_peak(path, "hash", args.queries)
+        scratch = workdir / "ingest-inproc.db"
+        copy_db(path, scratch)
+        with open_memory(scratch, "hash") as memory:
+            report.ingest[size] = time_ingest(memory, args.ingest_count, seed=4000 + size % 997)
+        _remove_db(scratch)
+        _task(progress, f"ingest after {size:,} (in process)", 1)(1)
+    for size in local_sizes:
+        try:
+            path, seconds, reused = build_store(workdir, size, "local", args.fresh,
+                                                _task(progress, f"build {size:,} (local embedder)", size))
+        except Exception as exc:  # the local model is an optional install in some environments
+            report.notes.append(f"local embedder at {size:,}: {type(exc).__name__}: {exc}")
+            continue
+        report.build[("local", size)] = (seconds, reused)
+        texts = {c: queries(args.queries, seed=SEED_INPROC + 50 + k) for k, c in enumerate(INPROC_CONDITIONS)}
+        with open_memory(path, "local", cache) as memory:
+            memory.recall(agent_id=AGENT, query="load the model", limit=1)
+            report.local[size] = time_in_process(memory, texts, False,
+                                                 _task(progress, f"recall {size:,} in process (local)", args.queries))
+
+
+def run_mcp(report: Report, sizes: list[int], progress: Progress) -> None:
+    import anyio
+
+    args = report.args
+    workdir = args.workdir
+    with_peer = not args.no_peer
+    if with_peer:
+        try:
+            report.peer_install = peer_mod.ensure_peer(log=workdir / "logs" / "peer-install.log")
+        except Exception as exc:
+            report.notes.append(f"CPersona could not be installed ({type(exc).__name__}: {exc}); ours alone over MCP")
+            with_peer = False
+    with peer_mod.EmbedServer("hash", workdir / "logs" / "embed-server.log") as embed:
+        report.ingest_mcp[0] = anyio.run(run_ingest_mcp, 0, None, None, workdir, embed.url, args.ingest_count,
+                                         args.peer_timeout, with_peer)
+        _task(progress, "ingest into empty stores (MCP)", 1)(1)
+        for size in sizes:
+            ours_db = workdir / f"ours-hash-{size}.db"
+            store = None
+            if with_peer and any(s < size and "time budget" in e for s, e in report.peer_errors.items()):
+                report.peer_errors[size] = "not tried: a smaller size already ran past the time budget"
+            elif with_peer:
+                try:
+                    store = anyio.run(prepare_peer_store, size, ours_db, workdir, embed.url, args.fresh,
+                                      args.peer_timeout, time.monotonic() + args.peer_budget)
+                    report.peer_stores[size] = store
+                    _task(progress, f"CPersona import {size:,}", 1)(1)
+                except Exception as exc:
+                    report.peer_errors[size] = _failure(exc, "import")
+            peer_db = store.path if store else None
+            inproc = _inproc_refs(ours_db, mcp_texts(args.queries)["plain"])
+            try:
+                report.sbs[size] = anyio.run(
+                    run_side_by_side, size, ours_db, peer_db, workdir, embed.url, args.queries, args.peer_timeout,
+                    args.peer_budget, inproc, _task(progress, f"recall {size:,} over MCP", args.queries))
+            except Exception as exc:
+                if peer_db is None:
+                    raise
+                report.peer_errors[size] = _failure(exc, "side by side")
+                peer_db = None  # ours alone, so that its MCP figures are still there
+                report.sbs[size] = anyio.run(
+                    run_side_by_side, size, ours_db, None, workdir, embed.url, args.queries, args.peer_timeout,
+                    args.peer_budget, inproc, _task(progress, f"recall {size:,} over MCP (ours alone)", args.queries))
+            try:
+                report.ingest_mcp[size] = anyio.run(run_ingest_mcp, size, ours_db, peer_db, workdir, embed.url,
+                                                    args.ingest_count, args.peer_timeout, peer_db is not None)
+                _task(progress, f"ingest after {size:,} (MCP)", 1)(1)
+            except Exception as exc:
+                report.peer_errors[size] = _failure(exc, "ingest over MCP")
+
+
+def _failure(exc: BaseException, stage: str) -> str:
+    kind = "time budget" if isinstance(exc, TimeoutError) else type(exc).__name__
+    detail = str(exc) or "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return f"{stage}: {kind}: {detail}"[:400]
+
+
+def _inproc_refs(db_path: Path, texts: list[str]) -> list[list[str]]:
+    """Our in-process answers to the MCP plain queries (hash vectors, same store): the over-MCP sanity check."""
+    with open_memory(db_path, "hash") as memory:
+        return [returned_refs(memory.recall(agent_id=AGENT, query=t, limit=LIMIT)) for t in texts]
+
+
+# -- the report ------------------------------------------------------------------------------------
+
+def _f(value: float | None, digits: int = 1) -> str:
+    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:,.{digits}f}"
+
+
+def _mib(kib: int | None) -> str:
+    return "n/a" if kib is None else f"{kib / 1024:,.0f}"
+
+
+def side_by_side_rows(report: Report) -> list[dict[str, Any]]:
+    """Per size and MCP condition: ours p50/p95, and CPersona's with the ratios and agreement where it ran."""
+    rows = []
+    for size, sbs in sorted(report.sbs.items()):
+        for condition in MCP_CONDITIONS:
+            ours = sbs.ms["ours"][condition]
+            theirs = sbs.ms.get("cpersona", {}).get(condition, [])
+            row: dict[str, Any] = {"size": size, "condition": condition, "ours_p50": percentile(ours, 0.5),
+                                   "ours_p95": percentile(ours, 0.95), "peer": bool(theirs)}
+            if theirs:
+                agreement = [jaccard(a, b) for a, b in zip(sbs.refs["ours"][condition],
+                                                          sbs.refs["cpersona"][condition])]
+                row.update(peer_p50=percentile(theirs, 0.5), peer_p95=percentile(theirs, 0.95),
+                           jaccard=float(np.mean(agreement)), identical=sum(a == 1.0 for a in agreement),
+                           n=len(agreement))
+                row.update(ratio_p50=row["ours_p50"] / row["peer_p50"], ratio_p95=row["ours_p95"] / row["peer_p95"])
+            rows.append(row)
+    return rows
+
+
+def render(report: Report) -> str:
+    args = report.args
+    lines = [f"Command: `{report.command}`", "", "# Speed: recall, ingest and memory against store size", ""]
+    cpus = os.cpu_count()
+    lines += [f"Run {report.started} on {platform.python_implementation()} {platform.python_version()}, "
+              f"{platform.system()} {platform.machine()}, {cpus} CPUs; load average "
+              f"{report.load_before[0]:.2f} at the start, "
+              f"{_f(report.load_after[0] if report.load_after else None, 2)} at the end (the machine is shared: "
+              "figures carry its noise). Synthetic store: `benchmarks/synthetic.py` (seed 7), dated English "
+              "sentences spread over 2025, one agent; 384-wide vectors; limit 10; rrf; "
+              f"{args.queries} timed queries per condition after {WARMUP} warm-up queries. "
+              "p50/p95: linear interpolation between order statistics.", ""]
+    lines += _render_inproc(report) + _render_local(report) + _render_mcp(report) + _render_agreement(report)
+    lines += _render_ingest(report) + _render_peak(report) + _render_builds(report) + _render_peer_settings(report)
+    if report.notes:
+        lines += ["## Notes", ""] + [f"- {note}" for note in report.notes] + [""]
+    png = args.out.with_suffix(".png").name
+    lines += [f"![recall p50/p95, ingest and peak memory against store size]({png})", ""]
+    return "\n".join(lines)
+
+
+def _render_inproc(report: Report) -> list[str]:
+    lines = ["## Ours in process: the recall pipeline alone", "",
+             "`Memory.recall` called directly; hash embedder, every query vector computed before timing (query "
+             "embedding excluded). The four conditions are interleaved query by query. Cue: a one-month "
+             "`{after, before, confidence: likely}` inside 2025, a different month per query.", "",
+             "| memories | " + " | ".join(f"{c} p50 ms | {c} p95 ms" for c in INPROC_CONDITIONS) + " |",
+             "| ---: |" + " ---: | ---: |" * len(INPROC_CONDITIONS)]
+    for size, ms in sorted(report.inproc.items()):
+        cells = [f"{_f(percentile(ms[c], 0.5))} | {_f(percentile(ms[c], 0.95))}" for c in INPROC_CONDITIONS]
+        lines.append(f"| {size:,} | " + " | ".join(cells) + " |")
+    lines += ["", "Trace cost (p50 traced / p50 untraced): " + ", ".join(
+        f"{size:,}: {percentile(ms['trace'], 0.5) / percentile(ms['plain'], 0.5):.2f}"
+        for size, ms in sorted(report.inproc.items())) + ".", ""]
+    return lines
+
+
+def _render_local(report: Report) -> list[str]:
+    if not report.local:
+        return ["## Ours in process with the local embedder", "",
+                "Not run (`--local-sizes` was empty or the local model is unavailable).", ""]
+    sizes = ", ".join(f"{s:,}" for s in sorted(report.local))
+    lines = ["## Ours in process with the local embedder: query embedding included", "",
+             f"all-MiniLM-L6-v2 int8 ONNX in process; every timed query is a new text, so each recall embeds it. "
+             f"Run at {sizes} only (`--local-sizes`): a local store has to embed every memory at about 250 "
+             "sentences/s on 2 idle cores, so a 100k local store would take some 7 minutes more to build; the "
+             "pipeline's cost at 100k is the hash table above, and the embedding adds the same per query at "
+             "any size.", "",
+             "| memories | " + " | ".join(f"{c} p50 ms | {c} p95 ms" for c in INPROC_CONDITIONS) + " |",
+             "| ---: |" + " ---: | ---: |" * len(INPROC_CONDITIONS)]
+    for size, ms in sorted(report.local.items()):
+        cells = [f"{_f(percentile(ms[c], 0.5))} | {_f(percentile(ms[c], 0.95))}" for c in INPROC_CONDITIONS]
+        lines.append(f"| {size:,} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def _render_mcp(report: Report) -> list[str]:
+    args = report.args
+    lines = ["## Side by side over MCP stdio: ours and CPersona 2.6.14", ""]
+    if args.no_mcp:
+        return lines + ["Not run (`--no-mcp`).", ""]
+    lines += ["Both servers run at once, each a subprocess spoken to with the official `mcp` client "
+              "(`mcp.client.stdio`, mcp 1.26.0): `cuedrecall serve --embedding http` and CPersona (`python -m "
+              "cpersona` in `benchmarks/.peer/`). Both take their query vectors from one `cuedrecall embed-server "
+              "--embedding hash`, the same vectors as the stores hold, so each recall pays one HTTP embedding on "
+              "both sides; each condition has its own query texts, so no query vector comes from a cache. "
+              "Every query is asked of both in turn, alternating which goes first. Times are seen from the "
+              "client (JSON-RPC over pipes included). Ratio = ours / CPersona (below 1: ours is faster).", ""]
+    if args.no_peer:
+        lines += ["CPersona left out (`--no-peer`).", ""]
+    rows = side_by_side_rows(report)
+    if rows:
+        lines += ["| memories | condition | ours p50 ms | CPersona p50 ms | ratio p50 | ours p95 ms | "
+                  "CPersona p95 ms | ratio p95 | ours in process p50 ms (hash) |",
+                  "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for row in rows:
+            inproc = report.inproc.get(row["size"], {}).get(row["condition"])
+            peer = row["peer"]
+            lines.append(
+                "| " + " | ".join([
+                    f"{row['size']:,}", row["condition"], _f(row["ours_p50"]),
+                    _f(row["peer_p50"]) if peer else "n/a", f"{row['ratio_p50']:.3f}" if peer else "n/a",
+                    _f(row["ours_p95"]), _f(row["peer_p95"]) if peer else "n/a",
+                    f"{row['ratio_p95']:.3f}" if peer else "n/a", _f(percentile(inproc, 0.5)) if inproc else "n/a",
+                ]) + " |")
+        lines.append("")
+        starts = "; ".join(", ".join(f"{'ours' if n == 'ours' else 'CPersona'} {t:.1f} s" for n, t in
+                                     sbs.startup_s.items()) + f" at {s:,}" for s, sbs in sorted(report.sbs.items()))
+        lines += [f"Server start to MCP `initialize` answered: {starts}.", ""]
+        bar = [r for r in rows if r["condition"] == "plain" and r["peer"]]
+        if bar:
+            biggest = bar[-1]
+            verdict = "meets" if biggest["ratio_p50"] <= 0.2 else "does not meet"
+            lines += [f"DESIGN.md §9 bar (recall p50 at 100k at most a fifth of CPersona's): at {biggest['size']:,} "
+                      f"the plain p50 ratio over MCP is {biggest['ratio_p50']:.3f}, which {verdict} it (query "
+                      "embedding included on both sides, one HTTP call each).", ""]
+    for size, error in sorted(report.peer_errors.items()):
+        lines.append(f"- CPersona at {size:,}: {error}")
+    if report.peer_errors:
+        done = sorted(report.sbs)
+        lines += ["", f"Largest size CPersona completed: {done[-1]:,}." if done else
+                  "CPersona completed no size.", ""]
+    return lines
+
+
+def _render_agreement(report: Report) -> list[str]:
+    rows = [row for row in side_by_side_rows(report) if row["peer"]]
+    if not rows:
+        return []
+    lines = ["## Agreement", "",
+             "Jaccard similarity of the ref sets the two servers returned for the same query (CPersona's rows "
+             "mapped to ours through the msg_id each record was imported with), mean over the queries; "
+             "'identical' counts queries with the same set.", "",
+             "| memories | condition | mean Jaccard | identical sets |", "| ---: | --- | ---: | ---: |"]
+    for row in rows:
+        lines.append(f"| {row['size']:,} | {row['condition']} | {row['jaccard']:.3f} | {row['identical']}/{row['n']} |")
+    sanity = [f"{s:,}: {sbs.inproc_agreement:.3f}" for s, sbs in sorted(report.sbs.items())
+              if sbs.inproc_agreement is not None]
+    if sanity:
+        lines += ["", "Sanity check, ours over MCP (vectors from the embed server) against ours in process (hash "
+                  "embedder) on the plain queries, mean Jaccard: " + ", ".join(sanity) + "."]
+    lines += ["", "### Examples of disagreement", "",
+              "The queries where the two differ most, asked again of both with `trace: true`; for each row "
+              "only one side returned, what the other side's trace says happened to it.", ""]
+    for size, sbs in sorted(report.sbs.items()):
+        for ex in sbs.examples:
+            cue = f", cue {ex['cue']['after']}..{ex['cue']['before']}" if ex.get("cue") else ""
+            lines.append(f"- {size:,} memories, {ex['condition']}{cue}: \"{ex['query']}\" — Jaccard "
+                         f"{ex['jaccard']:.2f}; ours returned {ex['ours']}, CPersona {ex['cpersona']}.")
+            for row in ex["rows"]:
+                other = "CPersona" if row["returned_by"] == "ours" else "ours"
+                by = "ours" if row["returned_by"] == "ours" else "CPersona"
+                lines.append(f"  - `{row['ref']}` returned by {by} ({row['why_returned']}); {other}: "
+                             f"{row['other_side']}")
+    return lines + [""]
+
+
+def _render_ingest(report: Report) -> list[str]:
+    args = report.args
+    lines = ["## Ingest: storing one memory at a time", "",
+             f"{args.ingest_count} new memories stored one by one, into an empty store and into a copy of each "
+             "size's store. In process: `Memory.store` (hash embedder, embedding included). Over MCP: the `store` "
+             "tool of each server, interleaved, each call embedding through the shared embed-server. "
+             "DESIGN.md §9 bar: storing stays as fast at 100k as at 1k.", "",
+             "| memories before | ours in process /s | per call p50 ms | p95 ms | ours MCP /s | CPersona MCP /s | "
+             "ours MCP p50 ms | CPersona MCP p50 ms |",
+             "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for size in sorted(set(report.ingest) | set(report.ingest_mcp)):
+        own = report.ingest.get(size, {})
+        mcp = report.ingest_mcp.get(size, {})
+        ours, theirs = mcp.get("ours", {}), mcp.get("cpersona", {})
+        lines.append(f"| {size:,} | {_f(own.get('rate'), 0)} | {_f(own.get('p50'), 2)} | {_f(own.get('p95'), 2)} | "
+                     f"{_f(ours.get('rate'), 0)} | {_f(theirs.get('rate'), 0)} | {_f(ours.get('p50'), 2)} | "
+                     f"{_f(theirs.get('p50'), 2)} |")
+    return lines + [""]
+
+
+def _render_peak(report: Report) -> list[str]:
+    lines = ["## Peak memory", "",
+             "In process: `resource.getrusage(RUSAGE_SELF).ru_maxrss` of a child process that imports cuedrecall, "
+             "opens the store (hash) and runs every in-process query condition once (peak resident set, MiB). "
+             "Servers: `VmHWM` (peak resident set) of each MCP server process from `/proc/<pid>/status`, read "
+             "after its timed queries.", "",
+             "| memories | in process peak MiB | of which the interpreter and imports | store open s | ours MCP server "
+             "MiB | CPersona MCP server MiB |", "| ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for size in sorted(report.peak):
+        peak = report.peak[size]
+        sbs = report.sbs.get(size)
+        lines.append(f"| {size:,} | {_mib(peak['peak_kib'])} | {_mib(peak['baseline_kib'])} | {peak['open_s']:.2f} | "
+                     f"{_mib(sbs.peak_kib.get('ours')) if sbs else 'n/a'} | "
+                     f"{_mib(sbs.peak_kib.get('cpersona')) if sbs else 'n/a'} |")
+    return lines + [""]
+
+
+def _render_builds(report: Report) -> list[str]:
+    lines = ["## Building the stores", ""]
+    for (mode, size), (seconds, reused) in sorted(report.build.items()):
+        state = "reused from an earlier run, built in" if reused else "built in"
+        lines.append(f"- ours, {mode} vectors, {size:,} memories: {state} {seconds:.1f} s (`bulk_load`: batched "
+                     f"embedding, large transactions).")
+    for size, store in sorted(report.peer_stores.items()):
+        state = "reused from an earlier run, imported in" if store.reused else "imported in"
+        lines.append(f"- CPersona, {size:,} memories: {state} {store.import_s:.1f} s through `import_memories` "
+                     f"({store.imported:,} imported, {store.skipped:,} skipped as duplicates); vectors kept: "
+                     f"{store.probe}.")
+    return lines + [""]
+
+
+def _render_peer_settings(report: Report) -> list[str]:
+    if report.args.no_peer or report.args.no_mcp:
+        return []
+    lines = ["## CPersona set-up", "",
+             f"CPersona {peer_mod.PEER_VERSION} from PyPI in its own virtual environment (`benchmarks/.peer/`; "
+             f"{report.peer_install or 'not installed'}), launched as `python -m cpersona` (its console script "
+             "`cpersona` runs the same `cpersona.server:run`) with a clean environment: the mcp client passes only "
+             "HOME/PATH/USER and the variables below. HOME is a folder beside its database, so it reads and "
+             "writes nothing in the real home directory. Records go in as `cpersona-export/1.0` JSONL "
+             f"({peer_mod.RECORDS_PER_IMPORT_FILE:,} records a file, under its 100 MiB import cap) with our ids "
+             "as msg_id, our timestamps, created_at = the timestamp (its newest-first scan order reads created_at, "
+             "ours reads the id, so both scan the same rows in the same order), and `embedding_b64` = our vectors "
+             "as little-endian float32. Settings changed from its defaults:", "",
+             "| variable | value | why |", "| --- | --- | --- |"]
+    for name, (value, why) in peer_mod.PEER_SETTINGS.items():
+        lines.append(f"| `{name}` | `{value}` | {why} |")
+    lines += ["| `CPERSONA_EMBEDDING_URL` | `http://127.0.0.1:<port>/embed` | the shared embed-server |",
+              "| `CPERSONA_DB_PATH` | a file under the work folder | its own database per size |", "",
+              "Left at their defaults: the scan window (`CPERSONA_MAX_MEMORIES` 10000, the same as ours), "
+              "rrf fusion, autocut, the keyword arm, the coarse cue index (auto: not built, so not read), no "
+              "contiguous vector index file (an operator builds it with `python -m cpersona.vector_index build`; "
+              "not built here, as a default install has none).", ""]
+    return lines
+
+
+def print_summary(report: Report, console: Console) -> None:
+    table = Table(title="recall p50 ms (in process, hash; query embedding excluded)")
+    table.add_column("memories", justify="right")
+    for c in INPROC_CONDITIONS:
+        table.add_column(c, justify="right")
+    for size, ms in sorted(report.inproc.items()):
+        table.add_row(f"{size:,}", *[_f(percentile(ms[c], 0.5)) for c in INPROC_CONDITIONS])
+    console.print(table)
+    rows = side_by_side_rows(report)
+    if rows:
+        side = Table(title="over MCP: ours vs CPersona 2.6.14 (p50/p95 ms)")
+        for column in ("memories", "condition", "ours p50", "CPersona p50", "ratio p50", "ratio p95", "Jaccard"):
+            side.add_column(column, justify="right")
+        for row in rows:
+            peer = row["peer"]
+            side.add_row(f"{row['size']:,}", row["condition"], _f(row["ours_p50"]),
+                         _f(row["peer_p50"]) if peer else "n/a", f"{row['ratio_p50']:.3f}" if peer else "n/a",
+                         f"{row['ratio_p95']:.3f}" if peer else "n/a", f"{row['jaccard']:.3f}" if peer else "n/a")
+        console.print(side)
+    console.print(f"report: {report.args.out}")
+
+
+def plot(report: Report, path: Path) -> Path | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
+    ax = axes[0]
+    sizes = sorted(report.inproc)
+    for condition, style in (("plain", "o-"), ("trace+cue", "s-")):
+        if sizes:
+            ax.plot(sizes, [percentile(report.inproc[s][condition], 0.5) for s in sizes], style,
+                    label=f"ours in process, {condition} p50")
+    side = side_by_side_rows(report)
+    plain = [r for r in side if r["condition"] == "plain"]
+    if plain:
+        xs = [r["size"] for r in plain]
+        ax.plot(xs, [r["ours_p50"] for r in plain], "o-", color="tab:green", label="ours over MCP p50")
+        ax.plot(xs, [r["ours_p95"] for r in plain], "o--", color="tab:green", alpha=0.6, label="ours over MCP p95")
+        peer = [r for r in plain if r["peer"]]
+        if peer:
+            xs = [r["size"] for r in peer]
+            ax.plot(xs, [r["peer_p50"] for r in peer], "^-", color="tab:red", label="CPersona over MCP p50")
+            ax.plot(xs, [r["peer_p95"] for r in peer], "^--", color="tab:red", alpha=0.6,
+                    label="CPersona over MCP p95")
+    ax.set(xscale="log", yscale="log", xlabel="memories", ylabel="ms per recall", title="recall latency")
+    ax.legend(fontsize=7)
+    ax = axes[1]
+    ing = sorted(report.ingest)
+    ax.plot([max(s, 1) for s in ing], [report.ingest[s]["rate"] for s in ing], "o-", label="ours in process")
+    mcp = sorted(report.ingest_mcp)
+    for name, style, color in (("ours", "o-", "tab:green"), ("cpersona", "^-", "tab:red")):
+        xs = [s for s in mcp if name in report.ingest_mcp[s]]
+        if xs:
+            ax.plot([max(s, 1) for s in xs], [report.ingest_mcp[s][name]["rate"] for s in xs], style, color=color,
+                    label=f"{'ours' if name == 'ours' else 'CPersona'} over MCP")
+    ax.set(xscale="symlog", yscale="log", xlabel="memories already stored (0 = empty)", ylabel="memories/s",
+           title="storing one at a time")
+    ax.legend(fontsize=7)
+    ax = axes[2]
+    peak = sorted(report.peak)
+    if peak:
+        ax.plot(peak, [report.peak[s]["peak_kib"] / 1024 for s in peak], "o-", label="ours in process (ru_maxrss)")
+    for name, style, color in (("ours", "o-", "tab:green"), ("cpersona", "^-", "tab:red")):
+        xs = [s for s in sorted(report.sbs) if report.sbs[s].peak_kib.get(name)]
+        if xs:
+            ax.plot(xs, [report.sbs[s].peak_kib[name] / 1024 for s in xs], style, color=color,
+                    label=f"{'ours' if name == 'ours' else 'CPersona'} MCP server (VmHWM)")
+    ax.set(xscale="log", xlabel="memories", ylabel="MiB", title="peak resident memory")
+    ax.legend(fontsize=7)
+    fig.suptitle(f"cuedrecall speed ({report.started})", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+if __name__ == "__main__":
+    sys.exit(main())
