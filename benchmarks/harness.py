@@ -296,6 +296,32 @@ def store_texts(conversation: Conversation, cap: int) -> list[str]:
             + [sanitise(s.summary, cap)[0] for s in conversation.sessions])
 
 
+def repeated_turns(conversation: Conversation) -> int:
+    """Turns whose text (as stored) repeats an earlier turn's: the store skips them as duplicates."""
+    cap = Settings().max_content_length
+    seen: set[str] = set()
+    repeats = 0
+    for turn in sorted(conversation.turns, key=lambda t: datetime.fromisoformat(t.timestamp)):
+        text = sanitise(turn.content, cap)[0]
+        repeats += text in seen
+        seen.add(text)
+    return repeats
+
+
+def dataset_facts(datasets: Sequence["Dataset"]) -> list[str]:
+    """One markdown bullet per dataset: its size, and how many turns the store skips as repeats."""
+    lines = []
+    for d in datasets:
+        turns = sum(len(c.turns) for c in d.conversations)
+        repeats = sum(repeated_turns(c) for c in d.conversations)
+        sessions = sum(len(c.sessions) for c in d.conversations)
+        questions = sum(len(c.questions) for c in d.conversations)
+        lines.append(f"- {d.name}: {len(d.conversations)} conversation(s), {turns:,} turns ({repeats:,} repeat an "
+                     f"earlier turn's exact text, so the store keeps {turns - repeats:,} memories), {sessions} "
+                     f"session summaries, {questions} questions.")
+    return lines
+
+
 def in_time_order(questions: Iterable[Question]) -> list[Question]:
     return sorted(questions, key=lambda q: (datetime.fromisoformat(q.asked_at), q.qid))
 

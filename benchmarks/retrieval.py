@@ -157,14 +157,11 @@ def code_rows(rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
 
 
 def store_facts(datasets: Sequence[h.Dataset]) -> list[str]:
-    lines = []
+    lines = h.dataset_facts(datasets)
     for d in datasets:
-        turns = sum(len(c.turns) for c in d.conversations)
-        sessions = sum(len(c.sessions) for c in d.conversations)
         scored = sum(1 for c in d.conversations for q in c.questions if d.scored(q))
         total = sum(len(c.questions) for c in d.conversations)
-        lines.append(f"- {d.name}: {len(d.conversations)} conversation(s), {turns:,} turns, {sessions} session "
-                     f"summaries; {scored} of {total} questions scored.")
+        lines.append(f"- {d.name}: {scored} of {total} questions scored.")
     return lines
 
 

@@ -24,8 +24,8 @@ What it measures, per store size (a seeded synthetic store from benchmarks/synth
 5. Ingest: memories/s storing one at a time (``Memory.store`` in process, and the
    ``store`` tool over MCP for both servers, interleaved) into an empty store and into
    a copy of each size's store.
-6. Peak memory: ru_maxrss of a child process that opens the store and recalls, and
-   VmHWM of each MCP server process.
+6. Peak memory: the peak resident set (VmHWM) of a child process that opens the store
+   and recalls, and of each MCP server process.
 
 Writes the markdown report (``--out``, the command at the top) and a PNG plot beside it.
 """
@@ -74,6 +74,7 @@ WARMUP = 5
 SEED_WARMUP, SEED_INPROC, SEED_MCP = 901, 11, 300
 MCP_CONDITIONS = ("plain", "cue", "trace")
 INPROC_CONDITIONS = ("plain", "trace", "cue", "trace+cue")
+PEAK_QUERIES = 20  # queries per condition in the peak-memory child (the peak comes from the store, not the count)
 
 
 # -- small helpers (unit-tested) -----------------------------------------------------------------
@@ -267,20 +268,32 @@ def time_ingest(memory: Memory, count: int, seed: int) -> dict[str, float]:
 
 
 def peak_child(db_path: str, mode: str, count: int) -> dict[str, Any]:
-    """Run in a child process: open the store, recall every condition, report ru_maxrss (KiB on Linux)."""
-    import resource
+    """Run in a child process: open the store, recall every condition, report the peak resident set (KiB).
 
-    baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    The peak is the child's own VmHWM from /proc/self/status. Not ru_maxrss: Linux carries the
+    high-water mark of the process image an exec replaced into ru_maxrss, so a child forked from
+    this (large) benchmark process would report the parent's size. ru_maxrss is the fallback where
+    /proc is missing.
+    """
+    baseline = _own_peak_kib()
     start = time.perf_counter()
     memory = open_memory(Path(db_path), mode)
     opened = time.perf_counter() - start
-    texts = queries(count, seed=SEED_INPROC)
+    texts = queries(min(count, PEAK_QUERIES), seed=SEED_INPROC)
     for i, text in enumerate(texts):
         for condition in INPROC_CONDITIONS:
             memory.recall(**recall_arguments(condition, text, i))
     memory.close()
-    return {"baseline_kib": baseline, "peak_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-            "open_s": opened}
+    return {"baseline_kib": baseline, "peak_kib": _own_peak_kib(), "open_s": opened}
+
+
+def _own_peak_kib() -> int:
+    found = peer_mod.peak_rss_kib(os.getpid())
+    if found is not None:
+        return found
+    import resource
+
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
 def measure_peak(db_path: Path, mode: str, count: int, timeout: float = 1200) -> dict[str, Any]:
@@ -303,6 +316,7 @@ class SideBySide:
     texts: dict[str, list[str]] = field(default_factory=dict)
     startup_s: dict[str, float] = field(default_factory=dict)
     peak_kib: dict[str, int | None] = field(default_factory=dict)
+    server_ms: dict[str, list[float]] = field(default_factory=dict)  # system -> trace timing_ms.total
     examples: list[dict[str, Any]] = field(default_factory=list)
     inproc_agreement: float | None = None  # ours over MCP vs ours in process (sanity: should be 1)
 
@@ -389,6 +403,7 @@ async def run_side_by_side(size: int, ours_db: Path, peer_db: Path | None, workd
             result.startup_s[name] = server.startup_s or math.nan
             result.ms[name] = {c: [] for c in conditions}
             result.refs[name] = {c: [] for c in conditions}
+            result.server_ms[name] = []
             for text in queries(WARMUP, seed=SEED_WARMUP):  # first calls list tools and fill caches
                 await server.call("recall", {"agent_id": AGENT, "query": text, "limit": LIMIT}, timeout)
         for i in range(count):
@@ -404,6 +419,9 @@ async def run_side_by_side(size: int, ours_db: Path, peer_db: Path | None, workd
                         raise RuntimeError(f"{name} recall failed: {json.dumps(answer)[:300]}")
                     result.ms[name][condition].append(ms)
                     result.refs[name][condition].append(returned_refs(answer, by_msg_id=name == "cpersona"))
+                    total = ((answer.get("trace") or {}).get("timing_ms") or {}).get("total")
+                    if isinstance(total, (int, float)):
+                        result.server_ms[name].append(float(total))
             advance(1)
         if "cpersona" in servers:
             result.examples = await disagreement_examples(servers, conditions, result.refs, timeout)
@@ -520,6 +538,7 @@ class Report:
     ingest_mcp: dict[int, dict[str, dict[str, float]]] = field(default_factory=dict)
     peak: dict[int, dict[str, Any]] = field(default_factory=dict)
     peer_install: str = ""
+    embed_rtt_ms: list[float] = field(default_factory=list)
     load_after: tuple[float, float, float] | None = None
 
 
@@ -628,6 +647,7 @@ def run_mcp(report: Report, sizes: list[int], progress: Progress) -> None:
             report.notes.append(f"CPersona could not be installed ({type(exc).__name__}: {exc}); ours alone over MCP")
             with_peer = False
     with peer_mod.EmbedServer("hash", workdir / "logs" / "embed-server.log") as embed:
+        report.embed_rtt_ms = embed_round_trips(embed.url, queries(50, seed=SEED_WARMUP + 1))
         report.ingest_mcp[0] = anyio.run(run_ingest_mcp, 0, None, None, workdir, embed.url, args.ingest_count,
                                          args.peer_timeout, with_peer)
         _task(progress, "ingest into empty stores (MCP)", 1)(1)
@@ -664,6 +684,20 @@ def run_mcp(report: Report, sizes: list[int], progress: Progress) -> None:
                 _task(progress, f"ingest after {size:,} (MCP)", 1)(1)
             except Exception as exc:
                 report.peer_errors[size] = _failure(exc, "ingest over MCP")
+
+
+def embed_round_trips(url: str, texts: list[str]) -> list[float]:
+    """Milliseconds of one POST /embed of one short text, as each server's query embedding costs it."""
+    import httpx
+
+    out = []
+    with httpx.Client(timeout=30) as client:
+        client.post(url, json={"texts": ["warm up"]}).raise_for_status()
+        for text in texts:
+            start = time.perf_counter()
+            client.post(url, json={"texts": [text]}).raise_for_status()
+            out.append((time.perf_counter() - start) * 1000)
+    return out
 
 
 def _failure(exc: BaseException, stage: str) -> str:
@@ -794,6 +828,22 @@ def _render_mcp(report: Report) -> list[str]:
                     f"{row['ratio_p95']:.3f}" if peer else "n/a", _f(percentile(inproc, 0.5)) if inproc else "n/a",
                 ]) + " |")
         lines.append("")
+        server = [(size, sbs) for size, sbs in sorted(report.sbs.items()) if sbs.server_ms.get("ours")]
+        if server:
+            lines += ["Inside the servers: `timing_ms.total` of each side's recall trace in the trace condition, "
+                      "from the start of the recall to its answer (the query's HTTP embedding included on both sides, "
+                      "the MCP transport left out). One `POST /embed` of one query text costs "
+                      f"{_f(percentile(report.embed_rtt_ms, 0.5), 2)} ms p50 seen from a client.", "",
+                      "| memories | ours p50 ms | CPersona p50 ms | ratio p50 | ours p95 ms | CPersona p95 ms | ratio p95 |",
+                      "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+            for size, sbs in server:
+                o, t = sbs.server_ms["ours"], sbs.server_ms.get("cpersona") or []
+                o50, o95 = percentile(o, 0.5), percentile(o, 0.95)
+                t50, t95 = (percentile(t, 0.5), percentile(t, 0.95)) if t else (math.nan, math.nan)
+                ratio = (lambda a, b: f"{a / b:.3f}" if t else "n/a")
+                lines.append(f"| {size:,} | {_f(o50)} | {_f(t50)} | {ratio(o50, t50)} | {_f(o95)} | {_f(t95)} | "
+                             f"{ratio(o95, t95)} |")
+            lines.append("")
         starts = "; ".join(", ".join(f"{'ours' if n == 'ours' else 'CPersona'} {t:.1f} s" for n, t in
                                      sbs.startup_s.items()) + f" at {s:,}" for s, sbs in sorted(report.sbs.items()))
         lines += [f"Server start to MCP `initialize` answered: {starts}.", ""]
@@ -832,6 +882,8 @@ def _render_agreement(report: Report) -> list[str]:
     lines += ["", "### Examples of disagreement", "",
               "The queries where the two differ most, asked again of both with `trace: true`; for each row "
               "only one side returned, what the other side's trace says happened to it.", ""]
+    if not any(sbs.examples for sbs in report.sbs.values()):
+        lines.append("None: the two returned the same ref set for every query at every size.")
     for size, sbs in sorted(report.sbs.items()):
         for ex in sbs.examples:
             cue = f", cue {ex['cue']['after']}..{ex['cue']['before']}" if ex.get("cue") else ""
@@ -867,8 +919,10 @@ def _render_ingest(report: Report) -> list[str]:
 
 def _render_peak(report: Report) -> list[str]:
     lines = ["## Peak memory", "",
-             "In process: `resource.getrusage(RUSAGE_SELF).ru_maxrss` of a child process that imports cuedrecall, "
-             "opens the store (hash) and runs every in-process query condition once (peak resident set, MiB). "
+             "In process: the peak resident set (`VmHWM` from `/proc/self/status`) of a child process that imports "
+             f"cuedrecall, opens the store (hash) and runs {PEAK_QUERIES} queries under each in-process condition. "
+             "Not `ru_maxrss`: on Linux it keeps the high-water mark of the image that exec replaced, so a child of "
+             "this benchmark process would report the benchmark's own size. "
              "Servers: `VmHWM` (peak resident set) of each MCP server process from `/proc/<pid>/status`, read "
              "after its timed queries.", "",
              "| memories | in process peak MiB | of which the interpreter and imports | store open s | ours MCP server "
@@ -973,21 +1027,23 @@ def plot(report: Report, path: Path) -> Path | None:
     ax.set(xscale="log", yscale="log", xlabel="memories", ylabel="ms per recall", title="recall latency")
     ax.legend(fontsize=7)
     ax = axes[1]
-    ing = sorted(report.ingest)
-    ax.plot([max(s, 1) for s in ing], [report.ingest[s]["rate"] for s in ing], "o-", label="ours in process")
-    mcp = sorted(report.ingest_mcp)
+    points = sorted(set(report.ingest) | set(report.ingest_mcp))
+    where = {size: i for i, size in enumerate(points)}
+    series = [("ours in process", "o-", "tab:blue", {s: v for s, v in report.ingest.items()})]
     for name, style, color in (("ours", "o-", "tab:green"), ("cpersona", "^-", "tab:red")):
-        xs = [s for s in mcp if name in report.ingest_mcp[s]]
+        series.append((f"{'ours' if name == 'ours' else 'CPersona'} over MCP", style, color,
+                       {s: v[name] for s, v in report.ingest_mcp.items() if name in v}))
+    for label, style, color, values in series:
+        xs = sorted(values)
         if xs:
-            ax.plot([max(s, 1) for s in xs], [report.ingest_mcp[s][name]["rate"] for s in xs], style, color=color,
-                    label=f"{'ours' if name == 'ours' else 'CPersona'} over MCP")
-    ax.set(xscale="symlog", yscale="log", xlabel="memories already stored (0 = empty)", ylabel="memories/s",
-           title="storing one at a time")
+            ax.plot([where[s] for s in xs], [values[s]["rate"] for s in xs], style, color=color, label=label)
+    ax.set_xticks(range(len(points)), ["empty" if s == 0 else f"{s:,}" for s in points])
+    ax.set(yscale="log", xlabel="memories already stored", ylabel="memories/s", title="storing one at a time")
     ax.legend(fontsize=7)
     ax = axes[2]
     peak = sorted(report.peak)
     if peak:
-        ax.plot(peak, [report.peak[s]["peak_kib"] / 1024 for s in peak], "o-", label="ours in process (ru_maxrss)")
+        ax.plot(peak, [report.peak[s]["peak_kib"] / 1024 for s in peak], "o-", label="ours in process (VmHWM)")
     for name, style, color in (("ours", "o-", "tab:green"), ("cpersona", "^-", "tab:red")):
         xs = [s for s in sorted(report.sbs) if report.sbs[s].peak_kib.get(name)]
         if xs:

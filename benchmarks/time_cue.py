@@ -26,7 +26,7 @@ from rich.table import Table
 
 from benchmarks import harness as h
 from benchmarks.cues import explain_cue
-from cuedrecall.recall.cued_v0_3 import BOUND
+from cuedrecall.recall.cued_v0_3 import BOUND, WIDER
 from cuedrecall.recall.timecue import base_period, is_recent_only, parse_time_cue, period
 
 PROG = "benchmarks.time_cue"
@@ -78,10 +78,10 @@ def wrong_cue(cue: dict[str, Any], now: datetime, span: tuple[datetime, datetime
     """A cue of the same confidence whose period is the correct cue's, moved so it holds no evidence.
 
     Returns (cue, shift in days) for the first shift in ``SHIFTS`` whose period, as
-    the server widens it, holds no evidence time, whose own period ends no later than
-    now and is not ignored as recent-only (§2.8), and which holds at least one stored
-    memory from before now (so the server searches it and does not widen it); None
-    when no shift qualifies.
+    the server widens it for the confidence and for the one wider step it searches
+    when the first finds nothing (§2.5), holds no evidence time; whose own period ends
+    no later than now and is not ignored as recent-only (§2.8); and which holds at
+    least one stored memory from before now. None when no shift qualifies.
     """
     parsed = parse_time_cue(cue)
     base = base_period(parsed, now, span)
@@ -97,7 +97,8 @@ def wrong_cue(cue: dict[str, Any], now: datetime, span: tuple[datetime, datetime
         own = base_period(moved, now, span)
         if own is None or own[1] > now or is_recent_only(moved, now, span):
             continue
-        if holds(period(moved, moved.confidence, now, span), evidence_times):
+        steps = [moved.confidence, WIDER[moved.confidence]]
+        if any(holds(period(moved, step, now, span), evidence_times) for step in steps if step is not None):
             continue
         if not holds(own, before_now):
             continue
@@ -277,9 +278,9 @@ RULE = """## The rule (fixed before any number below)
    the arms search as deep as the limit, so (c) may also reorder (a)'s rows; (d) adds the rows without
    reordering any.
 7. **Wrong cues.** For each cued question, the cue's own period (as the server reads it) is moved by the
-   first of {shifts} days whose period, widened by the same confidence's margin, holds no evidence turn and
-   no evidence session's episode, ends no later than now, is not a recent-only cue (§2.8), and holds at
-   least one stored memory from before now. The moved cue is absolute, day-aligned, with the same confidence.
+   first of {shifts} days whose period, widened by the same confidence's margin and by the next wider one
+   (the one revision, §2.5), holds no evidence turn and no evidence session's episode, ends no later than
+   now, is not a recent-only cue (§2.8), and holds at least one stored memory from before now. The moved cue is absolute, day-aligned, with the same confidence.
    Questions where no shift qualifies have no wrong cue. Reported against (a): mean score change, questions
    where the evidence fell, the most places any evidence row fell in the returned list, against the bound
    L of the confidence searched (a row rises at most L places, so the evidence can fall at most L places,
@@ -287,7 +288,7 @@ RULE = """## The rule (fixed before any number below)
 """
 
 
-def setup_lines(args: argparse.Namespace, models: dict[str, str]) -> list[str]:
+def setup_lines(args: argparse.Namespace, models: dict[str, str], datasets: Sequence[h.Dataset]) -> list[str]:
     history = ("`asked`: each question sees only what was stored before its asked_at (the turns are replayed "
                "in time order and the questions asked in between; LoCoMo's questions all come after the last "
                "session)" if args.history == "asked" else
@@ -300,7 +301,8 @@ def setup_lines(args: argparse.Namespace, models: dict[str, str]) -> list[str]:
         "- One store per conversation; turns stored with `Memory.store`, session summaries archived as episodes "
         "over the session's time (see `benchmarks/harness.py`).",
         f"- History: {history}.",
-        "- Embedders: " + ", ".join(f"`{k}` ({v})" for k, v in models.items()) + ".", "",
+        "- Embedders: " + ", ".join(f"`{k}` ({v})" for k, v in models.items()) + ".",
+        *h.dataset_facts(datasets), "",
     ]
 
 
@@ -373,14 +375,14 @@ def wrong_table(rows: Sequence[dict[str, Any]]) -> list[str]:
     return h.markdown_table(header, out, "llll" + "r" * 9)
 
 
-def render(argv: Sequence[str], args: argparse.Namespace, rows: Sequence[dict[str, Any]],
-           models: dict[str, str], png: Path) -> str:
+def render(argv: Sequence[str], args: argparse.Namespace, datasets: Sequence[h.Dataset],
+           rows: Sequence[dict[str, Any]], models: dict[str, str], png: Path) -> str:
     rule = RULE.format(limit=args.limit, alpha=ALPHA, shifts=", ".join(f"{s:+d}" for s in SHIFTS))
     b_changed = sum(1 for r in rows if not r["same_rows_b"])
     lines = [
         "# The time-cue study", "",
         f"Command: `{h.command_line(PROG, argv)}`", "",
-        rule, *setup_lines(args, models),
+        rule, *setup_lines(args, models, datasets),
         "## Verdict", "",
         *verdict_table(rows), "",
         f"Invariant check (§2.6): in {b_changed} of {len(rows)} cued recalls the rows of (b), its cue seats "
@@ -426,6 +428,7 @@ def plot(rows: Sequence[dict[str, Any]], path: Path) -> None:
             counts = [sum(1 for r in made if r["fell_w"] == k) for k in range(top + 1)]
             right.bar(range(top + 1), counts, color="tab:red")
             right.axvline(max(r["bound_w"] for r in made) + 0.5, color="black", linestyle="--", label="max L")
+            right.set_xticks(range(top + 1))
             right.set_xlabel("most places any evidence fell (wrong cue vs no cue)")
             right.set_ylabel("questions")
             right.legend(fontsize=8)
@@ -459,7 +462,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def run(args: argparse.Namespace, console: Console) -> tuple[list[dict[str, Any]], dict[str, str]]:
+def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], list[dict[str, Any]], dict[str, str]]:
     datasets = h.load_datasets(args.locomo, args.limit_conversations, args.long_span, args.seed)
     workdir = h.workdir_for(args.workdir)
     cued = h.count_questions(datasets, lambda d, q: explain_cue(q.text, q.asked_at) is not None)
@@ -476,7 +479,7 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[dict[str, Any]
                 for mode in args.modes:
                     rows += run_dataset(dataset, embedder, mode, args, workdir, lambda: progress.advance(asked))
             models[name] = embedder.model
-    return rows, models
+    return datasets, rows, models
 
 
 def print_summary(rows: Sequence[dict[str, Any]], console: Console) -> None:
@@ -494,14 +497,14 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     console = console or Console(stderr=True)
-    rows, models = run(args, console)
+    datasets, rows, models = run(args, console)
     if not rows:
         console.print("no cued questions")
         return 1
     png = args.out.with_suffix(".png")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     plot(rows, png)
-    args.out.write_text(render(argv, args, rows, models, png), encoding="utf-8")
+    args.out.write_text(render(argv, args, datasets, rows, models, png), encoding="utf-8")
     print_summary(rows, console)
     console.print(f"wrote {args.out} and {png}")
     return 0

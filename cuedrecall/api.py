@@ -81,7 +81,7 @@ class Memory:
         self.calibration = Calibration.load(
             self.settings.db_path, self.embedder.model, fingerprint(self.settings.prior_far_weight)
         )
-        if self.calibration.stale and self.settings.calibrate_on_model_change:
+        if self.calibration.stale and self.settings.calibrate_on_model_change and self.embedder.available:
             self._recalibrate_all()
 
     def _recalibrate_all(self) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -501,7 +501,8 @@ def test_deep_halves_the_threshold(memory: Memory) -> None:
             if d["signal"] in ("cosine", "rrf"):
                 assert decisions(deep)[ref]["threshold"] == pytest.approx(d["threshold"] / 2, abs=1e-6)
                 assert decisions(deep)[ref]["origin"] == d["origin"]
-        assert sum(d["passed"] for d in deep["gate"]["decisions"]) > sum(d["passed"] for d in shallow["gate"]["decisions"])
+        passed = [sum(d["passed"] for d in t["gate"]["decisions"]) for t in (shallow, deep)]
+        assert passed[1] > passed[0]
 
 
 def _fill(memory: Memory, count: int) -> None:
@@ -555,6 +556,20 @@ def test_gate_fallback_returns_identifier_matches_when_nothing_passes(memory: Me
     response, trace = traced(memory, "cache eviction race")
     assert response["messages"] == [] and "gate_fallback" not in response
     assert trace["gate"]["gate_fallback"] is False
+
+
+def test_gate_fallback_needs_the_whole_identifier(memory: Memory) -> None:
+    bug = put(memory, "bug-218 is the cache eviction race, fixed in v2.4.1.")
+    path = put(memory, "the entry point is /work/src/app.py and nothing else")
+    for signal, value in (("cosine", 0.99), ("rrf", 0.9)):
+        memory.calibration.set(A, signal, value)
+    for query in ("what about bug-21", "anything on v2.4", "is #21 done"):
+        response, trace = traced(memory, query)
+        assert bug in arm(trace, "memory_keyword") or query == "is #21 done"  # the keyword arm found it ...
+        assert response["messages"] == [] and "gate_fallback" not in response  # ... but not the identifier
+    for query, expected in (("what about bug-218?", bug), ("fixed in v2.4.1", bug), ("where is src/app.py", path)):
+        response = memory.recall(agent_id=A, query=query)
+        assert response.get("gate_fallback") is True and refs(response) == [expected], query
 
 
 def test_gate_fallback_keeps_a_profile_that_passed(memory: Memory) -> None:
@@ -695,6 +710,23 @@ def test_last_row_is_the_best(memory: Memory) -> None:
     assert refs(response) == list(reversed(before_cut(trace)))
 
 
+def test_a_row_deleted_during_the_recall_is_left_out_not_a_crash(memory: Memory,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import cuedrecall.recall.request as request
+
+    gone, kept = put(memory, EXACT), put(memory, REPORT)
+    open_gate(memory)
+    original = request.recall_process
+
+    def delete_then_answer(*args: Any, **kwargs: Any) -> Any:
+        outcome = original(*args, **kwargs)
+        memory.delete_memory(memory_id=int(gone.split(":")[1]))  # another writer, between the pass and the answer
+        return outcome
+
+    monkeypatch.setattr(request, "recall_process", delete_then_answer)
+    assert refs(memory.recall(agent_id=A, query=QUERY)) == [kept]
+
+
 # -- previews and full content ----------------------------------------------------------------------
 
 
@@ -752,7 +784,8 @@ def _calibration_corpus(memory: Memory, agent: str = A, clusters: int = 12, seed
         topic = rng.sample(VOCAB, 3)
         for j in range(4):
             words = rng.sample(topic, 2) + rng.sample(VOCAB, 3)
-            put(memory, " ".join(words) + f" entry {c}-{j}", agent=agent, ts=f"2025-09-{1 + c * 2:02d}T09:{j * 8:02d}:00+00:00")
+            ts = f"2025-09-{1 + c * 2:02d}T09:{j * 8:02d}:00+00:00"
+            put(memory, " ".join(words) + f" entry {c}-{j}", agent=agent, ts=ts)
 
 
 def _sidecar(db_path: Path) -> Path:
@@ -835,3 +868,13 @@ def test_a_sidecar_from_another_embedding_model_is_stale_and_recalibrated_at_sta
         assert memory.calibration.thresholds("agent-small") == {}  # dropped: the heuristic applies
     data = json.loads(_sidecar(db_path).read_text())
     assert data["embedding_model"] == "hash-384" and data["agents"] == {A: fresh}
+
+
+def test_a_stale_sidecar_opened_without_an_embedder_does_not_fail_the_start(db_path: Path) -> None:
+    with open_memory(db_path) as memory:
+        _calibration_corpus(memory)
+        assert memory.calibrate_threshold(agent_id=A)["ok"] is True
+    scoring = json.loads(_sidecar(db_path).read_text())["scoring_version"]
+    _write_sidecar(db_path, "other-model", {A: {"cosine": 0.97}}, scoring)
+    with reopen(db_path, embedding_mode="none") as memory:
+        assert memory.recall(agent_id=A, query=VOCAB[0])["advisory"]["degraded"] is True

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cuedrecall.embed import EmbeddingError
 from cuedrecall.recall.arms import retrieve
 from cuedrecall.recall.calibration import (
     COSINE_FLOOR, MIN_SAMPLES, TEMPORAL_WINDOW_S, CalibrationError, cosine_samples, separation, threshold_from,
@@ -69,8 +70,11 @@ def _lexical_threshold(memory: "Memory", agent_id: str, ids: np.ndarray, times: 
             ref = f"mem:{int(ids[i])}"
             text = memory.store_.records([ref])[ref].text
             params = recall_params(memory, agent_id, text, PSEUDO_DEPTH, False, [])
-            ctx = RecallContext(memory.store_, Scope(agent_id), text, memory.queries.embed_query(text), params,
-                                memory.clock(), Recorder())
+            try:
+                vector = memory.queries.embed_query(text)
+            except EmbeddingError:
+                vector = None  # the lexical-only rows this measures do not need it
+            ctx = RecallContext(memory.store_, Scope(agent_id), text, vector, params, memory.clock(), Recorder())
             rows = [row for row in fuse(ctx, retrieve(ctx)) if row.lexical_only and row.ref != ref]
             when = memory.store_.record_times([row.ref for row in rows])
             for row in rows:

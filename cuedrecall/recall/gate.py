@@ -7,6 +7,7 @@ that signal where one exists, else the heuristic minimum on that signal's scale.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from cuedrecall.recall.candidates import Candidate
@@ -69,7 +70,8 @@ def gate(ctx: RecallContext, rows: list[Candidate]) -> GateResult:
     if not any(not row.is_profile for row in admitted):
         rescued = _identifier_matches(ctx, rows)
         if rescued:  # a profile row that passed stays: the rescue adds rows, it never removes one
-            admitted, fallback = rescued + [row for row in admitted if row.is_profile], True
+            admitted = rescued + [row for row in admitted if row.is_profile]
+            fallback = True
     ctx.recorder.gate(ctx, decisions, [row.ref for row in admitted] if fallback else [])
     return GateResult(admitted, decisions, fallback)
 
@@ -82,4 +84,11 @@ def _identifier_matches(ctx: RecallContext, rows: list[Candidate]) -> list[Candi
         return []
     records = ctx.store.records([row.ref for row in lexical])
     texts = {ref: normalize(r.text + " " + r.keywords) for ref, r in records.items()}
-    return [row for row in lexical if any(part in texts.get(row.ref, "") for part in parts)]
+    exact = [_whole(part) for part in parts]
+    return [row for row in lexical if any(p.search(texts.get(row.ref, "")) for p in exact)]
+
+
+def _whole(part: str) -> re.Pattern[str]:
+    """The part as a whole identifier: bug-21 is not in bug-218, nor v2.4 in v2.4.1; a path may sit under another
+    path (src/app.py in /work/src/app.py) and a sentence may end right after it."""
+    return re.compile(rf"(?<![0-9a-z._#-]){re.escape(part)}(?![0-9a-z_#-]|\.[0-9a-z])")

@@ -67,7 +67,9 @@ def build_messages(
         if row.is_profile:
             messages.append({"content": f"[Profile] {profile_text}", "source": {"System": "profile"}, "timestamp": ""})
             continue
-        record = records[row.ref]
+        record = records.get(row.ref)
+        if record is None:
+            continue  # deleted by another writer since the arms read it: nothing left to show
         message: dict[str, Any] = {"content": record.display_content, "ref": row.ref, "source": record.source}
         if record.timestamp:
             message["timestamp"] = record.timestamp

@@ -464,7 +464,8 @@ class SqliteStore:
         where, params = scope_where(scope, "t", EPISODE)
         # by time, not id: an import can add an episode recorded long before the ones already here
         rows = self._read(
-            f"SELECT t.created_at FROM episodes t WHERE {where} ORDER BY datetime(t.created_at) DESC, t.id DESC LIMIT 1",
+            f"SELECT t.created_at FROM episodes t WHERE {where} "
+            "ORDER BY datetime(t.created_at) DESC, t.id DESC LIMIT 1",
             params,
         )
         return rows[0][0] if rows else None

@@ -1,0 +1,121 @@
+"""benchmarks/time_cue.py: the sign test, the wrong-cue construction, and a tiny run end to end."""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from benchmarks import harness as h
+from benchmarks import time_cue as tc
+from benchmarks.cues import extract_cue
+from benchmarks.datasets import generate_long_span
+
+UTC = timezone.utc
+
+
+def test_sign_test_on_known_cases() -> None:
+    assert tc.sign_test(0, 0) == 1.0
+    assert tc.sign_test(5, 0) == 1 / 32
+    assert tc.sign_test(3, 0) == 0.125
+    assert tc.sign_test(0, 4) == 1.0
+    assert tc.sign_test(1, 1) == 0.75
+    assert tc.sign_test(10, 2) == pytest.approx(79 / 4096)
+    assert tc.sign_test(8, 5) == pytest.approx(2380 / 8192)
+    # P(X >= 7) + P(X >= 7 of the other side) + P(X = 6) = 1 for n = 13
+    assert tc.sign_test(7, 6) + tc.sign_test(7, 6) == pytest.approx(1.0)
+    assert tc.sign_test(6, 7) == pytest.approx(tc.sign_test(7, 6) + math.comb(13, 6) / 2 ** 13)
+    assert tc.sign_test(1029, 0) == 2.0 ** -1029
+    with pytest.raises(ValueError):
+        tc.sign_test(-1, 2)
+
+
+def test_rose_fell_and_rank_scores() -> None:
+    assert tc.rose_fell([0.5, 0.2, 0.3], [0.4, 0.2, 0.6]) == (1, 1, 1)
+    assert tc.rank_score(None) < tc.rank_score(10) < tc.rank_score(1)
+
+
+def test_places_fell_and_appended_rows() -> None:
+    before = ["a", "g", "b", "c"]
+    assert tc.places_fell(before, ["a", "b", "c", "g"], ["g"]) == 2
+    assert tc.places_fell(before, ["g", "a", "b", "c"], ["g"]) == 0
+    assert tc.places_fell(before, before, ["zz"]) == 0
+    assert tc.appended(["a", "b"], ["b", "x", "a", "y", "z"], 2) == ["a", "b", "x", "y"]
+    assert tc.appended(["a"], ["a", "x"], 0) == ["a"]
+
+
+def _daily(start: str, days: int) -> list[datetime]:
+    first = datetime.fromisoformat(start)
+    return [first + timedelta(days=i, hours=12) for i in range(days)]
+
+
+def test_a_wrong_cue_moves_the_period_off_the_evidence() -> None:
+    cue = {"after": "2025-03-01", "before": "2025-03-31", "confidence": "likely"}
+    now = datetime(2025, 9, 1, tzinfo=UTC)
+    records = _daily("2025-01-01T00:00:00+00:00", 240)
+    span = (records[0], records[-1])
+    evidence = [datetime(2025, 3, 10, 15, tzinfo=UTC)]
+    made = tc.wrong_cue(cue, now, span, evidence, records)
+    assert made is not None
+    wrong, shift = made
+    assert shift == 120  # -120 days holds no record, +120 is the first that qualifies
+    assert wrong["confidence"] == "likely"
+    searched = tc.searched_period(wrong, now, span)
+    assert not tc.holds(searched, evidence)
+    assert tc.holds(searched, records)
+    assert searched[1] <= now + timedelta(days=40)  # its own period ends before now; the margin may pass it
+
+
+def test_no_wrong_cue_when_every_move_still_holds_the_evidence() -> None:
+    cue = {"after": "2025-01-01", "before": "2025-12-31", "confidence": "vague"}
+    now = datetime(2026, 1, 5, tzinfo=UTC)
+    records = _daily("2025-01-01T00:00:00+00:00", 360)
+    assert tc.wrong_cue(cue, now, (records[0], records[-1]), [datetime(2025, 6, 1, tzinfo=UTC)], records) is None
+
+
+def test_wrong_cues_on_a_generated_store_hold_no_evidence_in_the_period_searched(tmp_path: Path) -> None:
+    conversation = generate_long_span(seed=0, size="small")
+    store = h.ConversationStore(conversation, h.new_embedder("hash"), "rrf", tmp_path)
+    made = 0
+    try:
+        cued = [q for q in conversation.questions if extract_cue(q.text, q.asked_at)]
+        for question in h.replay(store, cued, "asked"):
+            cue = extract_cue(question.text, question.asked_at)
+            now = datetime.fromisoformat(question.asked_at)
+            gold = store.gold(question, with_episodes=True)
+            evidence = [store.times[r] for r in gold]
+            mems = [t for ref, t in store.times.items() if ref.startswith("mem:")]
+            found = tc.wrong_cue(cue, now, store.memory_span(), evidence, mems)
+            if found is None:
+                continue
+            made += 1
+            response = store.ask(question, time_cue=found[0])
+            summary = response["time_cue"]
+            start, end = (datetime.fromisoformat(t) for t in summary["period"])
+            assert not any(start <= t < end for t in evidence)  # the server searched a period without evidence
+            assert "ignored" not in summary
+    finally:
+        store.close()
+    assert made >= len(cued) // 2
+
+
+def test_main_runs_end_to_end_on_tiny_data(tmp_path: Path) -> None:
+    out = tmp_path / "results" / "time_cue.md"
+    locomo = h.DEFAULT_LOCOMO if h.DEFAULT_LOCOMO.exists() else "none"
+    argv = ["--locomo", str(locomo), "--limit-conversations", "1", "--long-span", "small", "--embedders", "hash",
+            "--out", str(out), "--workdir", str(tmp_path / "db")]
+    assert tc.main(argv) == 0
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("# The time-cue study\n\nCommand: `python -m benchmarks.time_cue --locomo")
+    rule, setup, verdict = text.index("## The rule"), text.index("## Setup"), text.index("## Verdict")
+    assert rule < setup < verdict  # the rule comes first, before any number
+    assert not any(line.startswith("|") for line in text[rule:verdict].splitlines())
+    assert set(re.findall(r"(?<!§)\b\d+\.\d+", text[rule:setup])) == {"0.05"}  # section marks aside
+    assert out.with_suffix(".png").stat().st_size > 0
+    line = next(l for l in text.splitlines() if l.startswith("| long-span-small | hash | rrf | 32 |"))
+    assert line.rstrip().endswith(("**pass** |", "**no claim** |"))
+    assert re.search(r"in 0 of \d+ cued recalls", text)  # §2.6: the cue never changes the returned rows
+    assert "## Wrong cues" in text
