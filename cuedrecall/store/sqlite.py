@@ -15,6 +15,7 @@ from cuedrecall.errors import StoreError
 from cuedrecall.store.base import EPISODE, MEMORY, Hit, Record, Scope, make_ref, split_ref
 from cuedrecall.store.schema import migrate
 from cuedrecall.store.vector_index import IndexRow, VectorIndex
+from cuedrecall.store.term_counts import TermCounts
 from cuedrecall.text.fts import fts_expression
 
 _MEMORY_COLUMNS = (
@@ -104,7 +105,7 @@ class SqliteStore:
                 raise
             self._catch_up(force=True)
 
-    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         with self._lock:
             self._catch_up()
             return self._conn.execute(sql, params).fetchall()
@@ -220,14 +221,14 @@ class SqliteStore:
         """(reason, existing id) when the memory is already stored in the write scope."""
         pmarks = ",".join("?" * len(projects))
         if msg_id:
-            rows = self._read(
+            rows = self.read(
                 f"SELECT id FROM memories WHERE agent_id = ? AND project_id IN ({pmarks}) AND msg_id = ? LIMIT 1",
                 [agent_id, *projects, msg_id],
             )
             if rows:
                 return "duplicate msg_id", rows[0][0]
         cmarks = ",".join("?" * len(channels))
-        rows = self._read(
+        rows = self.read(
             f"SELECT id FROM memories WHERE agent_id = ? AND project_id IN ({pmarks}) "
             f"AND channel IN ({cmarks}) AND content = ? LIMIT 1",
             [agent_id, *projects, *channels, content],
@@ -235,7 +236,7 @@ class SqliteStore:
         return ("duplicate content", rows[0][0]) if rows else None
 
     def find_episode(self, agent_id: str, project_id: str, channel: str, summary: str) -> int | None:
-        rows = self._read(
+        rows = self.read(
             "SELECT id FROM episodes WHERE agent_id = ? AND project_id = ? AND channel = ? AND summary = ? LIMIT 1",
             (agent_id, project_id, channel, summary),
         )
@@ -270,9 +271,9 @@ class SqliteStore:
 
     def _select_records(self, kind: str, where: str, params: Sequence[Any], tail: str) -> list[Record]:
         if kind == MEMORY:
-            rows = self._read(f"SELECT {_MEMORY_COLUMNS} FROM memories t WHERE {where} {tail}", params)
+            rows = self.read(f"SELECT {_MEMORY_COLUMNS} FROM memories t WHERE {where} {tail}", params)
             return [_memory_record(row) for row in rows]
-        rows = self._read(f"SELECT {_EPISODE_COLUMNS} FROM episodes t WHERE {where} {tail}", params)
+        rows = self.read(f"SELECT {_EPISODE_COLUMNS} FROM episodes t WHERE {where} {tail}", params)
         return [_episode_record(row) for row in rows]
 
     def list_records(
@@ -291,13 +292,13 @@ class SqliteStore:
         return self._select_records(kind, " AND ".join(clauses), [*params, limit], tail)
 
     def profile(self, agent_id: str) -> tuple[str, str] | None:
-        rows = self._read("SELECT content, updated_at FROM profiles WHERE agent_id = ? AND user_id = ''", (agent_id,))
+        rows = self.read("SELECT content, updated_at FROM profiles WHERE agent_id = ? AND user_id = ''", (agent_id,))
         return rows[0] if rows else None
 
     def profiles(self, agent_id: str) -> list[tuple[str, str, str]]:
         """(agent_id, content, updated_at) of one agent's profile, or every agent's for ""."""
         where, params = ("WHERE agent_id = ?", [agent_id]) if agent_id else ("", [])
-        return self._read(f"SELECT agent_id, content, updated_at FROM profiles {where} ORDER BY agent_id", params)
+        return self.read(f"SELECT agent_id, content, updated_at FROM profiles {where} ORDER BY agent_id", params)
 
     def export_rows(self, kind: str, agent_id: str) -> Iterator[dict[str, Any]]:
         """Every column of every row of one kind (one agent, or all for ""), oldest first."""
@@ -386,7 +387,7 @@ class SqliteStore:
         )
         rows = self._ranked_fts("memories", sql, terms, [*params, *pparams, depth], depth) if terms else []
         if not rows and query.strip():
-            rows = self._read(
+            rows = self.read(
                 f"SELECT m.id, NULL FROM memories m WHERE m.content LIKE ? ESCAPE '\\' AND {where}{pwhere} "
                 "ORDER BY m.id DESC LIMIT ?",
                 [f"%{_like_escape(query.strip())}%", *params, *pparams, depth],
@@ -403,14 +404,14 @@ class SqliteStore:
         """
         informative = [t for t in terms if not self._vocab.is_common(table, t)]
         if informative and len(informative) < len(terms):
-            rows = self._fts(sql, [fts_expression(informative), *params])
+            rows = self.read_fts(sql, [fts_expression(informative), *params])
             if len(rows) >= depth:
                 return rows
-        return self._fts(sql, [fts_expression(terms), *params])
+        return self.read_fts(sql, [fts_expression(terms), *params])
 
-    def _fts(self, sql: str, params: list[Any]) -> list[tuple]:
+    def read_fts(self, sql: str, params: list[Any]) -> list[tuple]:
         try:
-            return self._read(sql, params)
+            return self.read(sql, params)
         except sqlite3.OperationalError:
             return []  # an expression FTS5 cannot parse finds nothing; the LIKE path still runs
 
@@ -423,7 +424,7 @@ class SqliteStore:
         pwhere, pparams = _period_where(alias, period)
         order = "t.ts_epoch DESC, t.id DESC" if period else "t.id DESC"
         table = "memories" if kind == MEMORY else "episodes"
-        rows = self._read(
+        rows = self.read(
             f"SELECT t.id FROM {table} t WHERE {where}{pwhere} ORDER BY {order} LIMIT ?",
             [*params, *pparams, limit],
         )
@@ -437,25 +438,25 @@ class SqliteStore:
 
     def _pool_counts(self, scope: Scope) -> tuple[int, int]:
         mwhere, mparams = scope_where(scope, "t", MEMORY)
-        memories = self._read(f"SELECT COUNT(*) FROM memories t WHERE {mwhere}", mparams)[0][0]
+        memories = self.read(f"SELECT COUNT(*) FROM memories t WHERE {mwhere}", mparams)[0][0]
         episodes = 0
         if scope.episodes_visible:
             ewhere, eparams = scope_where(scope, "t", EPISODE)
-            episodes = self._read(f"SELECT COUNT(*) FROM episodes t WHERE {ewhere}", eparams)[0][0]
+            episodes = self.read(f"SELECT COUNT(*) FROM episodes t WHERE {ewhere}", eparams)[0][0]
         return memories, episodes
 
     def span(self, scope: Scope) -> tuple[float, float] | None:
         """(oldest, newest) memory time in the scope, epoch seconds; None when nothing is dated."""
         def compute() -> tuple[float, float] | None:
             where, params = scope_where(scope, "t", MEMORY)
-            low, high = self._read(f"SELECT MIN(t.ts_epoch), MAX(t.ts_epoch) FROM memories t WHERE {where}", params)[0]
+            low, high = self.read(f"SELECT MIN(t.ts_epoch), MAX(t.ts_epoch) FROM memories t WHERE {where}", params)[0]
             return None if low is None else (low, high)
 
         return self._cached(("span", scope), compute)
 
     def row_count(self, table: str) -> int:
         """Rows in a table, across every agent (what FTS5's idf counts)."""
-        return self._cached(("rows", table), lambda: self._read(f"SELECT COUNT(*) FROM {table}")[0][0])
+        return self._cached(("rows", table), lambda: self.read(f"SELECT COUNT(*) FROM {table}")[0][0])
 
     def newest_episode_time(self, scope: Scope) -> float | None:
         """When the scope's newest episode was recorded: the episode penalty's boundary."""
@@ -463,7 +464,7 @@ class SqliteStore:
             return None
         where, params = scope_where(scope, "t", EPISODE)
         # by time, not id: an import can add an episode recorded long before the ones already here
-        rows = self._read(
+        rows = self.read(
             f"SELECT t.created_at FROM episodes t WHERE {where} "
             "ORDER BY datetime(t.created_at) DESC, t.id DESC LIMIT 1",
             params,
@@ -478,7 +479,7 @@ class SqliteStore:
             for start in range(0, len(ids), 500):
                 chunk = ids[start : start + 500]
                 marks = ",".join("?" * len(chunk))
-                for row_id, ts in self._read(f"SELECT id, ts_epoch FROM {table} WHERE id IN ({marks})", chunk):
+                for row_id, ts in self.read(f"SELECT id, ts_epoch FROM {table} WHERE id IN ({marks})", chunk):
                     if ts is not None:
                         out[make_ref(kind, row_id)] = ts
         return out
@@ -511,49 +512,6 @@ class SqliteStore:
             if key not in self._stats_cache:
                 self._stats_cache[key] = compute()
             return self._stats_cache[key]
-
-
-class TermCounts:
-    """Which FTS terms are common: found in more than ``ratio`` of a table's rows.
-
-    Counts come from the fts5vocab table (a three-character term is one trigram,
-    counted exactly; a longer one is bounded by its rarest trigram and counted
-    only when that bound is over the line), cached until the table has grown or
-    shrunk by a tenth, so a warm store pays nothing for the check.
-    """
-
-    STALE_RATIO = 0.1
-    MIN_ROWS = 2000  # below this every query is cheap: rank on every term
-
-    def __init__(self, store: "SqliteStore", ratio: float) -> None:
-        self._store = store
-        self.ratio = ratio
-        self._counts: dict[tuple[str, str], tuple[int, int]] = {}
-
-    def is_common(self, table: str, term: str) -> bool:
-        total = self._store.row_count(table)
-        if total < self.MIN_ROWS or self.ratio >= 1.0:
-            return False
-        limit = self.ratio * total
-        if len(term) == 3:
-            return self._count(table, "gram", term.lower(), total) > limit
-        grams = {term[i : i + 3].lower() for i in range(len(term) - 2)}
-        if min(self._count(table, "gram", gram, total) for gram in grams) <= limit:
-            return False  # a phrase is no commoner than its rarest trigram
-        return self._count(table, "phrase", term, total) > limit
-
-    def _count(self, table: str, kind: str, text: str, total: int) -> int:
-        key = (table, kind, text)
-        cached = self._counts.get(key)
-        if cached is None or abs(total - cached[1]) > self.STALE_RATIO * cached[1]:
-            if kind == "gram":
-                rows = self._store._read(f"SELECT doc FROM {table}_vocab WHERE term = ?", (text,))
-            else:
-                rows = self._store._fts(f"SELECT COUNT(*) FROM {table}_fts WHERE {table}_fts MATCH ?",
-                                        [fts_expression([text])])
-            cached = (rows[0][0] if rows else 0, total)
-            self._counts[key] = cached
-        return cached[0]
 
 
 def _memory_record(row: tuple) -> Record:
