@@ -116,7 +116,7 @@ def peer_environment(db_path: Path, embed_url: str, home: Path) -> dict[str, str
 
 @dataclass(frozen=True)
 class ExportRecord:
-    """One memory to hand CPersona: our id (kept as its msg_id), text, timestamp, vector."""
+    """One memory to hand CPersona: our id (the export's record id), text, timestamp, vector."""
 
     id: int
     content: str
@@ -144,7 +144,10 @@ def export_lines(records: Sequence[ExportRecord], agent_id: str, exported_at: st
     yield json.dumps(header, ensure_ascii=False)
     for record in records:
         line: dict[str, Any] = {
-            "_type": "memory", "id": record.id, "agent_id": agent_id, "msg_id": f"mem:{record.id}",
+            # msg_id stays empty: CPersona's import probes a non-empty msg_id with a query SQLite plans on
+            # its isolation index (agent_id, project_id, created_at), a scan of the agent's rows per record,
+            # which makes a 100k import take hours; rows are matched to ours by content instead
+            "_type": "memory", "id": record.id, "agent_id": agent_id, "msg_id": "",
             "content": record.content, "source": {}, "timestamp": record.timestamp, "metadata": {},
             "created_at": sql_datetime(record.timestamp), "project_id": "", "channel": "", "locked": 0,
             "recall_count": 0, "last_recalled_at": None,
@@ -342,3 +345,38 @@ class EmbedServer:
                 self._process.wait()
         if self._log is not None:
             self._log.close()
+
+
+def peer_ref_map(peer_db: Path, ours_db: Path, agent_id: str) -> dict[str, str]:
+    """CPersona's ``mem:<its id>`` -> our ``mem:<our id>``, joined on the stored text (unique in the stores)."""
+    import sqlite3
+
+    def rows(path: Path) -> list[tuple[int, str]]:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            return conn.execute("SELECT id, content FROM memories WHERE agent_id = ? ORDER BY id",
+                                (agent_id,)).fetchall()
+        finally:
+            conn.close()
+
+    ours = {content: row_id for row_id, content in rows(ours_db)}
+    return {f"mem:{row_id}": f"mem:{ours[content]}" for row_id, content in rows(peer_db) if content in ours}
+
+
+# CPersona's import probe for a record's msg_id (memory import, 2.6.14), as written in its admin handlers.
+MSG_ID_PROBE = "SELECT id FROM memories WHERE agent_id = ? AND project_id = ? AND msg_id = ? LIMIT 1"
+
+
+def msg_id_probe(peer_db: Path, agent_id: str, repeat: int = 20) -> tuple[str, float]:
+    """(SQLite's plan for CPersona's msg_id import probe, milliseconds per probe) on its database."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{peer_db}?mode=ro", uri=True)
+    try:
+        plan = "; ".join(row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + MSG_ID_PROBE, (agent_id, "", "x")))
+        start = time.perf_counter()
+        for i in range(repeat):
+            conn.execute(MSG_ID_PROBE, (agent_id, "", f"no such id {i}")).fetchall()
+        return plan, (time.perf_counter() - start) * 1000 / repeat
+    finally:
+        conn.close()

@@ -19,7 +19,7 @@ What it measures, per store size (a seeded synthetic store from benchmarks/synth
    are interleaved, alternating which server goes first; each condition uses its own
    query texts so no query vector comes from a cache.
 4. Agreement: Jaccard similarity of the two servers' returned ref sets per query
-   (CPersona's rows mapped to ours through msg_id), with examples of disagreement and
+   (CPersona's rows mapped to ours through the stored text), with examples of disagreement and
    the reason read from each side's trace.
 5. Ingest: memories/s storing one at a time (``Memory.store`` in process, and the
    ``store`` tool over MCP for both servers, interleaved) into an empty store and into
@@ -71,7 +71,7 @@ NOW = "2026-01-02T00:00:00+00:00"  # the in-process clock: just after the synthe
 LIMIT = 10
 WARMUP = 5
 # query seeds: one set per condition, so that no condition reuses another's query vectors
-SEED_WARMUP, SEED_INPROC, SEED_MCP = 901, 11, 300
+SEED_WARMUP, SEED_INPROC, SEED_MCP = 901, 300, 300  # in process: the MCP plain texts
 MCP_CONDITIONS = ("plain", "cue", "trace")
 INPROC_CONDITIONS = ("plain", "trace", "cue", "trace+cue")
 PEAK_QUERIES = 20  # queries per condition in the peak-memory child (the peak comes from the store, not the count)
@@ -114,15 +114,16 @@ def recall_arguments(condition: str, text: str, i: int) -> dict[str, Any]:
     return arguments
 
 
-def returned_refs(answer: dict[str, Any], by_msg_id: bool = False) -> list[str]:
-    """The refs a recall answer returned, in its order; by_msg_id reads the caller's id (CPersona's rows)."""
+def returned_refs(answer: dict[str, Any], mapping: dict[str, str] | None = None) -> list[str]:
+    """The refs a recall answer returned, in its order, translated through ``mapping`` (CPersona's ids to ours).
+
+    A ref the mapping does not know stays visibly foreign (``peer:<ref>``), so it counts as a disagreement.
+    """
     out = []
     for row in answer.get("messages", []):
-        ref = row.get("id") if by_msg_id else row.get("ref")
-        if by_msg_id and not ref:
-            ref = row.get("ref")
+        ref = row.get("ref")
         if isinstance(ref, str) and ref:
-            out.append(ref)
+            out.append(ref if mapping is None else mapping.get(ref, f"peer:{ref}"))
     return out
 
 
@@ -314,6 +315,8 @@ class SideBySide:
     ms: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # system -> condition -> ms
     refs: dict[str, dict[str, list[list[str]]]] = field(default_factory=dict)  # system -> condition -> refs
     texts: dict[str, list[str]] = field(default_factory=dict)
+    ids_equal: bool | None = None  # whether CPersona's row ids came out equal to ours
+    msg_id_probe: tuple[str, float] | None = None  # CPersona's msg_id import probe: plan, ms
     startup_s: dict[str, float] = field(default_factory=dict)
     peak_kib: dict[str, int | None] = field(default_factory=dict)
     server_ms: dict[str, list[float]] = field(default_factory=dict)  # system -> trace timing_ms.total
@@ -366,12 +369,15 @@ async def prepare_peer_store(size: int, ours_db: Path, workdir: Path, embed_url:
 
 
 async def vector_probe(server: peer_mod.ToolServer, rows: list[peer_mod.ExportRecord], timeout: float) -> str:
-    """Recall a stored text verbatim: its row must come back by the vector arm with cosine 1 (vectors kept)."""
-    target = rows[len(rows) // 2]
+    """Recall a stored text verbatim: its row must come back by the vector arm with cosine 1 (vectors kept).
+
+    The text is one of the newest: the vector arm scans the newest 10,000 rows only (the default window).
+    """
+    target = rows[max(0, len(rows) - 7)]
     answer, _ = await server.call("recall", {"agent_id": AGENT, "query": target.content, "limit": LIMIT,
                                              "trace": True}, timeout)
     near = {row["ref"]: row.get("raw") for row in (answer.get("trace") or {}).get("arms", {}).get("vector_near", [])}
-    hit = [row for row in answer.get("messages", []) if row.get("id") == f"mem:{target.id}"]
+    hit = [row for row in answer.get("messages", []) if row.get("content") == target.content]
     cosine = (hit[0].get("match_reason") or {}).get("cosine") if hit else None
     if not near or not hit or cosine is None or cosine < 0.999:
         raise RuntimeError(f"CPersona's import did not keep the vectors: vector arm {len(near)} rows, "
@@ -389,6 +395,10 @@ async def run_side_by_side(size: int, ours_db: Path, peer_db: Path | None, workd
                            advance: Callable[[int], None]) -> SideBySide:
     """Both servers at once (ours alone without a peer database); every query asked of both, alternating."""
     result = SideBySide()
+    mapping = peer_mod.peer_ref_map(peer_db, ours_db, AGENT) if peer_db is not None else {}
+    result.ids_equal = all(a == b for a, b in mapping.items()) if mapping else None
+    result.msg_id_probe = peer_mod.msg_id_probe(peer_db, AGENT) if peer_db is not None else None
+    maps = {"ours": None, "cpersona": mapping}
     logs = workdir / "logs"
     conditions = mcp_texts(count)
     result.texts = conditions
@@ -418,13 +428,13 @@ async def run_side_by_side(size: int, ours_db: Path, peer_db: Path | None, workd
                     if answer.get("ok") is False or "error" in answer:
                         raise RuntimeError(f"{name} recall failed: {json.dumps(answer)[:300]}")
                     result.ms[name][condition].append(ms)
-                    result.refs[name][condition].append(returned_refs(answer, by_msg_id=name == "cpersona"))
+                    result.refs[name][condition].append(returned_refs(answer, maps[name]))
                     total = ((answer.get("trace") or {}).get("timing_ms") or {}).get("total")
                     if isinstance(total, (int, float)):
                         result.server_ms[name].append(float(total))
             advance(1)
         if "cpersona" in servers:
-            result.examples = await disagreement_examples(servers, conditions, result.refs, timeout)
+            result.examples = await disagreement_examples(servers, conditions, result.refs, mapping, timeout)
         for name, server in servers.items():
             result.peak_kib[name] = server.peak_rss_kib()
     if inproc_plain is not None:
@@ -434,8 +444,8 @@ async def run_side_by_side(size: int, ours_db: Path, peer_db: Path | None, workd
 
 
 async def disagreement_examples(servers: dict[str, peer_mod.ToolServer], conditions: dict[str, list[str]],
-                                refs: dict[str, dict[str, list[list[str]]]], timeout: float,
-                                wanted: int = 3) -> list[dict[str, Any]]:
+                                refs: dict[str, dict[str, list[list[str]]]], mapping: dict[str, str],
+                                timeout: float, wanted: int = 3) -> list[dict[str, Any]]:
     """The plain and cue queries where the two disagree most, re-asked with a trace to read why."""
     scored = []
     for condition in ("plain", "cue"):
@@ -445,40 +455,35 @@ async def disagreement_examples(servers: dict[str, peer_mod.ToolServer], conditi
     scored.sort()
     picked = scored[: wanted - 1]
     picked += [s for s in scored if s[1] == "cue" and s not in picked][:1]
+    back = {ours: theirs for theirs, ours in mapping.items()}  # our ref -> CPersona's, to read its trace
     examples = []
     for score, condition, i in picked:
         text = conditions[condition][i]
         arguments = recall_arguments(condition + "+trace", text, i)
         answers = {name: (await server.call("recall", arguments, timeout))[0] for name, server in servers.items()}
         ours_refs = returned_refs(answers["ours"])
-        theirs_refs = returned_refs(answers["cpersona"], by_msg_id=True)
-        # CPersona's trace names its own row ids; the import kept our ids (checked through msg_id below)
+        theirs_refs = returned_refs(answers["cpersona"], mapping)
         rows: list[dict[str, str]] = []
         for ref in [r for r in ours_refs if r not in theirs_refs][:3]:
-            rows.append({"ref": ref, "returned_by": "ours", "other_side": fate(answers["cpersona"].get("trace"), ref),
-                         "why_returned": _reason(answers["ours"], ref, False)})
+            rows.append({"ref": ref, "returned_by": "ours", "why_returned": _reason(answers["ours"], ref),
+                         "other_side": fate(answers["cpersona"].get("trace"), back.get(ref, ref))})
         for ref in [r for r in theirs_refs if r not in ours_refs][:3]:
             rows.append({"ref": ref, "returned_by": "cpersona", "other_side": fate(answers["ours"].get("trace"), ref),
-                         "why_returned": _reason(answers["cpersona"], ref, True)})
-        examples.append({"condition": condition, "query": text, "jaccard": score,
-                         "cue": arguments.get("time_cue"), "ours": len(ours_refs), "cpersona": len(theirs_refs),
-                         "rows": rows, "ids_match": _ids_match(answers["cpersona"])})
+                         "why_returned": _reason(answers["cpersona"], back.get(ref, ref))})
+        examples.append({"condition": condition, "query": text, "jaccard": score, "cue": arguments.get("time_cue"),
+                         "ours": len(ours_refs), "cpersona": len(theirs_refs), "rows": rows})
     return examples
 
 
-def _reason(answer: dict[str, Any], ref: str, by_msg_id: bool) -> str:
+def _reason(answer: dict[str, Any], ref: str) -> str:
+    """How a returned row says it got in (its match_reason)."""
     for row in answer.get("messages", []):
-        if (row.get("id") if by_msg_id else row.get("ref")) == ref:
+        if row.get("ref") == ref:
             reason = row.get("match_reason") or {}
             score = reason.get("score", reason.get("cosine"))
             extra = f" {score:.3f}" if isinstance(score, (int, float)) else ""
             return f"{reason.get('signal', '?')}{extra}" + (f" ({reason['admission']})" if "admission" in reason else "")
     return "?"
-
-
-def _ids_match(answer: dict[str, Any]) -> bool:
-    """Whether CPersona's own row refs equal the msg_ids we gave (so its trace refs name our rows)."""
-    return all(row.get("ref") == row.get("id") for row in answer.get("messages", []) if row.get("id"))
 
 
 async def run_ingest_mcp(size: int, ours_src: Path | None, peer_src: Path | None, workdir: Path, embed_url: str,
@@ -869,13 +874,18 @@ def _render_agreement(report: Report) -> list[str]:
         return []
     lines = ["## Agreement", "",
              "Jaccard similarity of the ref sets the two servers returned for the same query (CPersona's rows "
-             "mapped to ours through the msg_id each record was imported with), mean over the queries; "
+             "mapped to ours through the stored text, unique in these stores), mean over the queries; "
              "'identical' counts queries with the same set.", "",
              "| memories | condition | mean Jaccard | identical sets |", "| ---: | --- | ---: | ---: |"]
     for row in rows:
         lines.append(f"| {row['size']:,} | {row['condition']} | {row['jaccard']:.3f} | {row['identical']}/{row['n']} |")
     sanity = [f"{s:,}: {sbs.inproc_agreement:.3f}" for s, sbs in sorted(report.sbs.items())
               if sbs.inproc_agreement is not None]
+    equal = [f"{s:,}: {'yes' if sbs.ids_equal else 'no'}" for s, sbs in sorted(report.sbs.items())
+             if sbs.ids_equal is not None]
+    if equal:
+        lines += ["", "CPersona's row ids equal ours after the import (so both traces name the same rows): "
+                  + ", ".join(equal) + "."]
     if sanity:
         lines += ["", "Sanity check, ours over MCP (vectors from the embed server) against ours in process (hash "
                   "embedder) on the plain queries, mean Jaccard: " + ", ".join(sanity) + "."]
@@ -960,18 +970,27 @@ def _render_peer_settings(report: Report) -> list[str]:
              "HOME/PATH/USER and the variables below. HOME is a folder beside its database, so it reads and "
              "writes nothing in the real home directory. Records go in as `cpersona-export/1.0` JSONL "
              f"({peer_mod.RECORDS_PER_IMPORT_FILE:,} records a file, under its 100 MiB import cap) with our ids "
-             "as msg_id, our timestamps, created_at = the timestamp (its newest-first scan order reads created_at, "
+             "as record ids and no msg_id (see the notes), our timestamps, created_at = the timestamp (its newest-first scan order reads created_at, "
              "ours reads the id, so both scan the same rows in the same order), and `embedding_b64` = our vectors "
              "as little-endian float32. Settings changed from its defaults:", "",
              "| variable | value | why |", "| --- | --- | --- |"]
     for name, (value, why) in peer_mod.PEER_SETTINGS.items():
         lines.append(f"| `{name}` | `{value}` | {why} |")
+    probes = [f"{s:,}: {sbs.msg_id_probe[1]:.2f} ms ({sbs.msg_id_probe[0]})" for s, sbs in sorted(report.sbs.items())
+              if sbs.msg_id_probe]
     lines += ["| `CPERSONA_EMBEDDING_URL` | `http://127.0.0.1:<port>/embed` | the shared embed-server |",
               "| `CPERSONA_DB_PATH` | a file under the work folder | its own database per size |", "",
               "Left at their defaults: the scan window (`CPERSONA_MAX_MEMORIES` 10000, the same as ours), "
               "rrf fusion, autocut, the keyword arm, the coarse cue index (auto: not built, so not read), no "
               "contiguous vector index file (an operator builds it with `python -m cpersona.vector_index build`; "
-              "not built here, as a default install has none).", ""]
+              "not built here, as a default install has none).", "",
+              "Why no msg_id: a first attempt imported every record with our id as msg_id. CPersona's import "
+              "probes each non-empty msg_id for a duplicate with `" + peer_mod.MSG_ID_PROBE + "`, and SQLite plans "
+              "it on `idx_memories_isolation (agent_id, project_id, created_at)` rather than a msg_id index, so "
+              "every record scans the agent's rows: the 100k import went at about 90 records/s for the first "
+              "20,000 and slowed from there (hours in all). Without msg_id that probe is skipped; the content "
+              "probe uses its unique index. The same probe timed on the finished databases (plan; no match): "
+              + (", ".join(probes) if probes else "n/a") + ".", ""]
     return lines
 
 

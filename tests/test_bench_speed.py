@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.peer import EXPORT_VERSION, ExportRecord, export_lines, sql_datetime, write_cpersona_export
+from benchmarks.peer import (EXPORT_VERSION, ExportRecord, export_lines, peer_ref_map, sql_datetime,
+                             write_cpersona_export)
 from benchmarks.speed import fate, jaccard, main, month_cue, percentile, recall_arguments, returned_refs
 
 
@@ -62,7 +63,7 @@ def test_the_export_writer_gives_valid_lines_with_float32_vectors(tmp_path: Path
     assert header["memory_count"] == len(memories) == 6 and header["episode_count"] == 0
     for record, line in zip(records, memories):
         assert line["_type"] == "memory" and line["agent_id"] == "bench" and line["id"] == record.id
-        assert line["msg_id"] == f"mem:{record.id}" and line["content"] == record.content
+        assert line["msg_id"] == "" and line["content"] == record.content
         assert line["timestamp"] == record.timestamp and line["created_at"] == sql_datetime(record.timestamp)
         assert line["project_id"] == "" and line["channel"] == "" and isinstance(line["source"], dict)
         if record.vector is None:
@@ -92,10 +93,21 @@ def test_cues_stay_inside_the_synthetic_year() -> None:
     assert "trace" not in recall_arguments("plain", "what", 0)
 
 
-def test_returned_refs_reads_the_peer_through_msg_id() -> None:
-    answer = {"messages": [{"ref": "mem:9", "id": "mem:4"}, {"content": "[Profile] x"}, {"ref": "mem:5"}]}
+def test_returned_refs_translates_the_peer_ids() -> None:
+    answer = {"messages": [{"ref": "mem:9"}, {"content": "[Profile] x"}, {"ref": "mem:5"}]}
     assert returned_refs(answer) == ["mem:9", "mem:5"]
-    assert returned_refs(answer, by_msg_id=True) == ["mem:4", "mem:5"]
+    assert returned_refs(answer, {"mem:9": "mem:4"}) == ["mem:4", "peer:mem:5"]
+
+
+def test_peer_rows_map_to_ours_by_content(tmp_path: Path) -> None:
+    import sqlite3
+
+    for name, rows in (("ours.db", [(3, "a"), (4, "b"), (5, "c")]), ("peer.db", [(1, "b"), (2, "a"), (3, "z")])):
+        with sqlite3.connect(tmp_path / name) as conn:
+            conn.execute("CREATE TABLE memories (id INTEGER PRIMARY KEY, agent_id TEXT, content TEXT)")
+            conn.executemany("INSERT INTO memories VALUES (?, 'bench', ?)", rows)
+        conn.close()
+    assert peer_ref_map(tmp_path / "peer.db", tmp_path / "ours.db", "bench") == {"mem:1": "mem:4", "mem:2": "mem:3"}
 
 
 def test_fate_reads_the_trace() -> None:

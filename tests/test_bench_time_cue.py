@@ -115,7 +115,8 @@ def test_main_runs_end_to_end_on_tiny_data(tmp_path: Path) -> None:
     assert not any(line.startswith("|") for line in text[rule:verdict].splitlines())
     assert set(re.findall(r"(?<!§)\b\d+\.\d+", text[rule:setup])) == {"0.05"}  # section marks aside
     assert out.with_suffix(".png").stat().st_size > 0
-    line = next(l for l in text.splitlines() if l.startswith("| long-span-small | hash | rrf | 32 |"))
+    questions = len(generate_long_span(seed=0, size="small").questions)
+    line = next(l for l in text.splitlines() if l.startswith(f"| long-span-small | hash | rrf | {questions} |"))
     assert line.rstrip().endswith(("**pass** |", "**no claim** |"))
     assert re.search(r"in 0 of \d+ cued recalls", text)  # §2.6: the cue never changes the returned rows
     assert "## Wrong cues" in text

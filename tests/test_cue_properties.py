@@ -46,6 +46,7 @@ TOPICS = (  # recurring topics, so a query taken from one text matches others ac
 )
 FILLER = ("the", "was", "fixed", "ordered", "moved", "coffee", "meeting", "deadline", "again", "today")
 VOCAB = tuple(word for topic in TOPICS for word in topic) + FILLER
+WHOLE_SPAN = {"after": "2025-01-01", "before": "2025-10-31"}
 
 
 @dataclass(frozen=True)
@@ -88,14 +89,14 @@ memory_spec = st.fixed_dictionaries({
     "source": st.sampled_from(SOURCES), "words": words, "at": minutes,
 })
 episode_spec = st.fixed_dictionaries({
-    "agent": st.sampled_from(AGENTS), "project": st.sampled_from(PROJECTS), "channel": st.sampled_from(CHANNELS),
+    "agent": st.sampled_from(MOSTLY_A), "project": st.sampled_from(PROJECTS), "channel": st.sampled_from(CHANNELS),
     "words": words, "keywords": st.lists(st.sampled_from(VOCAB), max_size=4),
     # None: no history and no start time, so the episode's time is when it was recorded (NOW)
     "at": st.one_of(st.none(), minutes), "turns": st.integers(1, 4),
 })
 store_spec = st.fixed_dictionaries({
     "memories": st.integers(20, 80).flatmap(lambda n: st.lists(memory_spec, min_size=n, max_size=n)),
-    "episodes": st.lists(episode_spec, min_size=1, max_size=6),
+    "episodes": st.sampled_from(range(2, 11)).flatmap(lambda n: st.lists(episode_spec, min_size=n, max_size=n)),
     "profile": st.booleans(),
     # the single pass under different settings: the invariants hold whatever it decided
     "settings": st.fixed_dictionaries({
@@ -146,9 +147,9 @@ time_cue = st.builds(lambda where, confidence: {**where, "confidence": confidenc
 
 request_spec = st.fixed_dictionaries({
     "agent": st.sampled_from(MOSTLY_A),
-    "project": st.sampled_from((None, None, None, "", "p1")),
-    "channel": st.sampled_from(("", "", "c1")),
-    "source": st.sampled_from(("", "", "", "u1")),
+    "project": st.sampled_from((None, None, "", "p1")),
+    "channel": st.sampled_from(("", "c1", "c2")),
+    "source": st.sampled_from(("", "", "u1", "bot")),
     # an empty query lists the newest memories (the cue arm then lists the period's newest records);
     # "text": words taken from a stored text; "vocab": any words
     "query": st.sampled_from(("text", "text", "text", "text", "text", "vocab", "vocab", "")),
@@ -378,3 +379,5 @@ def test_a_cue_only_reorders_the_answer_within_L_and_adds_at_most_L_seats_inside
                 args["exclude_contents"] = [data.draw(st.sampled_from(own), label="excluded")[0]]
             uncued = check_no_cue_changes_nothing(memory, args)
             check_cue(memory, rows, scope, args, cue, uncued)
+            # and a cue over the whole store, whose arm lists every match in the scope: nothing from outside
+            check_cue(memory, rows, scope, args, {**WHOLE_SPAN, "confidence": cue["confidence"]}, uncued)
