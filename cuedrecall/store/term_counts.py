@@ -20,7 +20,7 @@ class TermCounts:
     """
 
     STALE_RATIO = 0.1
-    MIN_ROWS = 2000  # below this every query is cheap: rank on every term
+    MIN_ROWS = 200  # in a smaller store a tenth of the rows is too few to call a word common
 
     def __init__(self, store: "SqliteStore", ratio: float) -> None:
         self._store = store
