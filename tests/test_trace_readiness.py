@@ -15,11 +15,12 @@ Every store is built in the test with the hash embedder and a pinned clock.
 from __future__ import annotations
 
 import json
-import sys
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+
+import cuedrecall.recall.coverage as coverage_module
 
 from benchmarks.recall_trace_confirm import (
     CANDIDATE_MISS,
@@ -462,14 +463,11 @@ def test_coverage_of_an_empty_answer() -> None:
 def test_coverage_error_when_the_ledger_cannot_be_built(monkeypatch: pytest.MonkeyPatch) -> None:
     memory, _ = coverage_store()
     plain = memory.recall(agent_id=AGENT, query=QUESTION, limit=5)
-    original = memory.store_.records
 
-    def records(refs: Any) -> Any:
-        if sys._getframe(1).f_code.co_name == "coverage_ledger":
-            raise RuntimeError("store unavailable")
-        return original(refs)
+    def broken(question: Any) -> Any:
+        raise RuntimeError("cannot cut the question")
 
-    monkeypatch.setattr(memory.store_, "records", records)
+    monkeypatch.setattr(coverage_module, "question_parts", broken)
     traced = memory.recall(agent_id=AGENT, query=QUESTION, limit=5, trace=True)
     assert traced["trace"]["coverage"] == {"error": "RuntimeError"}
     assert "coverage" in traced["trace"]["timing_ms"]

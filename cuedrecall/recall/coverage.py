@@ -12,7 +12,6 @@ from cuedrecall.text import NORMALIZATION, normalize, question_parts
 
 if TYPE_CHECKING:
     from cuedrecall.recall.trace import Recorder
-    from cuedrecall.store.sqlite import SqliteStore
 
 
 def build_ledger(question: str, records: Sequence[tuple[str, str]]) -> dict[str, Any]:
@@ -32,13 +31,11 @@ def build_ledger(question: str, records: Sequence[tuple[str, str]]) -> dict[str,
     return ledger
 
 
-def coverage_ledger(store: "SqliteStore", question: str, refs: Sequence[str], recorder: "Recorder") -> dict[str, Any]:
-    """The ledger over the returned refs' full stored text; ``{"error": type}`` if it cannot be built."""
+def coverage_ledger(question: str, returned: Sequence[tuple[str, str]], recorder: "Recorder") -> dict[str, Any]:
+    """The ledger over the returned records (ref, full stored text); ``{"error": type}`` if it cannot be built."""
     recorder.mark("order")
     try:
-        unique = list(dict.fromkeys(refs))
-        found = store.records(unique)
-        ledger = build_ledger(question, [(ref, found[ref].text) for ref in unique if ref in found])
+        ledger = build_ledger(question, list(dict(returned).items()))
     except Exception as exc:  # the ledger is an instrument: its failure must never fail the recall
         ledger = {"error": type(exc).__name__}
     recorder.mark("coverage")

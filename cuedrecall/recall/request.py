@@ -62,7 +62,8 @@ def run_recall(
         _trace_header(memory, ctx, cue, limit, full_content)
     outcome = recall_process(ctx, cue, memory.settings.recall_cue_time_limit_ms)
     profile = memory.store_.profile(agent_id)
-    messages = build_messages(ctx, outcome.rows, profile[0] if profile else None,
+    records = memory.store_.records([row.ref for row in outcome.rows if not row.is_profile])
+    messages = build_messages(ctx, outcome.rows, records, profile[0] if profile else None,
                               memory.settings.recall_preview_chars, full_content)
     response: dict[str, Any] = {"messages": messages}
     if params.depth != params.limit:
@@ -76,8 +77,8 @@ def run_recall(
     if full_content:
         response["full_content_budget_chars"] = 200_000
     if recorder.enabled:
-        recorder.set("coverage", coverage_ledger(memory.store_, query, [m["ref"] for m in messages if "ref" in m],
-                                                 recorder))
+        returned = [(m["ref"], records[m["ref"]].text) for m in messages if "ref" in m]
+        recorder.set("coverage", coverage_ledger(query, returned, recorder))
         response["trace"] = recorder.result()
     return response
 

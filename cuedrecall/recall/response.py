@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.context import RecallContext
@@ -58,10 +58,10 @@ def confidence(ctx: RecallContext, row: Candidate, record: Record | None) -> dic
 
 
 def build_messages(
-    ctx: RecallContext, rows: list[Candidate], profile_text: str | None, preview_chars: int, full_content: bool
+    ctx: RecallContext, rows: list[Candidate], records: Mapping[str, Record], profile_text: str | None,
+    preview_chars: int, full_content: bool,
 ) -> list[dict[str, Any]]:
-    """Messages for the answer rows (best first in ``rows``), returned worst to best."""
-    records = ctx.store.records([row.ref for row in rows if not row.is_profile])
+    """Messages for the answer rows (best first in ``rows``, hydrated in ``records``), returned worst to best."""
     messages = []
     for row in rows:
         if row.is_profile:
