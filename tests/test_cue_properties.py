@@ -59,6 +59,7 @@ class Row:
     channel: str
     source_id: str
     epoch: float
+    text: str  # as recall shows it (an episode with its label)
 
 
 def visible(row: Row, scope: Scope) -> bool:
@@ -177,7 +178,8 @@ def build(spec: dict[str, Any]) -> tuple[Memory, dict[str, Row], dict[str, list[
             message["source"] = {"type": "User", "id": m["source"]}
         out = memory.store(agent_id=m["agent"], message=message, channel=m["channel"], project_id=m["project"])
         if out["result"] == "stored":
-            rows[out["ref"]] = Row(MEMORY, m["agent"], m["project"], m["channel"], m["source"] or "", when.timestamp())
+            rows[out["ref"]] = Row(MEMORY, m["agent"], m["project"], m["channel"], m["source"] or "", when.timestamp(),
+                                   message["content"])
             texts[m["agent"]].append((message["content"], when))
     for e in spec["episodes"]:
         history: list[dict[str, Any]] = []
@@ -185,10 +187,12 @@ def build(spec: dict[str, Any]) -> tuple[Memory, dict[str, Row], dict[str, list[
         if e["at"] is not None:
             when = FIRST + timedelta(minutes=e["at"])
             history = [{"timestamp": (when + timedelta(minutes=5 * turn)).isoformat()} for turn in range(e["turns"])]
-        out = memory.archive_episode(agent_id=e["agent"], summary=" ".join(e["words"]), keywords=" ".join(e["keywords"]),
-                                     history=history, channel=e["channel"], project_id=e["project"])
+        out = memory.archive_episode(agent_id=e["agent"], summary=" ".join(e["words"]),
+                                     keywords=" ".join(e["keywords"]), history=history, channel=e["channel"],
+                                     project_id=e["project"])
         assert out["ok"], out
-        rows[out["ref"]] = Row(EPISODE, e["agent"], e["project"], e["channel"], "", when.timestamp())
+        rows[out["ref"]] = Row(EPISODE, e["agent"], e["project"], e["channel"], "", when.timestamp(),
+                               "[Episode] " + " ".join(e["words"]))
     if spec["profile"]:
         memory.update_profile(agent_id="a", profile="Mara rides a bike in Lisbon and grows basil.")
     return memory, rows, texts
@@ -214,6 +218,8 @@ def without_cue_rank(message: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(message)
     if "match_reason" in out:
         out["match_reason"].pop("cue_rank", None)
+        if not out["match_reason"]:  # an unscored row's reason holds only its cue rank
+            del out["match_reason"]
     return out
 
 
@@ -264,6 +270,12 @@ def check_cue(memory: Memory, rows: dict[str, Row], scope: Scope, args: dict[str
     for name, hits in trace["arms"].items():
         for hit in hits:
             assert visible(rows[hit["ref"]], scope), (name, hit, rows[hit["ref"]], scope)
+
+    # the caller's exclude_contents hold for the cue arm too: a text the caller holds never comes back
+    excluded = set(args.get("exclude_contents", []))
+    assert not excluded & {rows[m["ref"]].text for m in cued["messages"] if "ref" in m}
+    cue_hits = trace["arms"].get("cue", []) + trace["arms"].get("cue_stage_1", [])
+    assert not excluded & {rows[hit["ref"]].text for hit in cue_hits}
 
     # (1) the gate passed the same rows; nothing before the count moved
     assert passed_gate(trace) == passed_gate(uncued["trace"])
@@ -330,7 +342,8 @@ def check_cue(memory: Memory, rows: dict[str, Row], scope: Scope, args: dict[str
     admitted = set(trace["order"]["before_cut"])
     reached = ordinary_refs(trace)
     present = {m.get("ref") for m in answer}
-    eligible = [hit for hit in arm if hit["ref"] not in present and (hit["ref"] not in reached or hit["ref"] in admitted)]
+    eligible = [hit for hit in arm
+                if hit["ref"] not in present and (hit["ref"] not in reached or hit["ref"] in admitted)]
     assert [m["ref"] for m in seated] == [hit["ref"] for hit in eligible[:bound]]
     for message in seated:
         assert message["match_reason"] == {"signal": "cue", "admission": "reservation",

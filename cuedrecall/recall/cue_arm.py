@@ -31,7 +31,10 @@ def cue_lists(ctx: RecallContext, period: tuple[float, float]) -> dict[str, list
         terms = fts_terms(ctx.query)
         lists["mem_keyword"] = store.memory_keyword(scope, terms, ctx.query, depth=CUE_DEPTH, period=period)
         lists["ep_fts"] = store.episode_fts(scope, terms, depth=CUE_DEPTH, period=period)
-    return lists
+    # The merge breaks ties by first appearance, so the lists go memories first (reference §5.4: memory
+    # vector, memory keyword, then episode vector and episode full text).
+    return {name: lists[name] for name in (f"{MEMORY}_vector", "mem_keyword", f"{EPISODE}_vector", "ep_fts")
+            if name in lists}
 
 
 def merge(lists: dict[str, list[Hit]]) -> list[Hit]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from cuedrecall import __version__
@@ -53,11 +54,13 @@ def run_recall(
     memory: "Memory", *, agent_id: str, query: str, limit: int, deep: bool, channel: str, project_id: str | None,
     source_id: str, exclude_contents: list[str], full_content: bool, trace: bool, time_cue: Any,
 ) -> dict[str, Any]:
+    started = time.perf_counter()  # the cue's time limit counts from here, the query's embedding included
     cue = parse_time_cue(time_cue)  # an unreadable cue is refused here, before anything runs
     params = recall_params(memory, agent_id, query, limit, deep, exclude_contents)
     recorder = TraceRecorder() if trace else Recorder()
     scope = memory.scope(agent_id, project_id, channel, source_id)
-    ctx = RecallContext(memory.store_, scope, query, _query_vector(memory, query), params, memory.clock(), recorder)
+    ctx = RecallContext(memory.store_, scope, query, _query_vector(memory, query), params, memory.clock(), recorder,
+                        started=started)
     if recorder.enabled:
         _trace_header(memory, ctx, cue, limit, full_content)
     outcome = recall_process(ctx, cue, memory.settings.recall_cue_time_limit_ms)

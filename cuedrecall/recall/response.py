@@ -22,7 +22,8 @@ def match_reason(row: Candidate, mode: str) -> dict[str, Any] | None:
         return {"signal": row.seat, "admission": "reservation", "cue_rank": row.cue_rank}
     signal = row.signal(mode)
     if signal in (None, "profile"):
-        return None
+        # an unscored row (a blank query's listing) says nothing, unless the cue arm ranked it
+        return None if row.cue_rank is None else {"cue_rank": row.cue_rank}
     reason: dict[str, Any] = {"signal": signal, "score": _round(row.score(mode))}
     if row.cosine is not None:
         reason["cosine"] = _round(row.cosine)
