@@ -179,19 +179,16 @@ class SqliteStore:
 
     def insert_memory(self, conn: sqlite3.Connection, row: dict[str, Any]) -> int:
         """Insert one memory inside an open write(); returns its id."""
-        row = {**row, "embedding": _blob(row.get("embedding"))}
-        columns = ", ".join(row)
-        cursor = conn.execute(
-            f"INSERT INTO memories ({columns}) VALUES ({', '.join('?' * len(row))})", list(row.values())
-        )
-        return int(cursor.lastrowid)
+        return self._insert(conn, "memories", row)
 
     def insert_episode(self, conn: sqlite3.Connection, row: dict[str, Any]) -> int:
+        """Insert one episode inside an open write(); returns its id."""
+        return self._insert(conn, "episodes", row)
+
+    def _insert(self, conn: sqlite3.Connection, table: str, row: dict[str, Any]) -> int:
         row = {**row, "embedding": _blob(row.get("embedding"))}
-        columns = ", ".join(row)
-        cursor = conn.execute(
-            f"INSERT INTO episodes ({columns}) VALUES ({', '.join('?' * len(row))})", list(row.values())
-        )
+        marks = ", ".join("?" * len(row))
+        cursor = conn.execute(f"INSERT INTO {table} ({', '.join(row)}) VALUES ({marks})", list(row.values()))
         return int(cursor.lastrowid)
 
     def update_memory(self, conn: sqlite3.Connection, memory_id: int, changes: dict[str, Any]) -> None:
