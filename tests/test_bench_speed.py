@@ -112,7 +112,8 @@ def test_peer_rows_map_to_ours_by_content(tmp_path: Path) -> None:
 
 def test_fate_reads_the_trace() -> None:
     trace = {
-        "arms": {"vector_near": [{"ref": "mem:1"}, {"ref": "mem:2"}, {"ref": "mem:3"}], "memory_keyword": [{"ref": "mem:4"}]},
+        "arms": {"vector_near": [{"ref": "mem:1"}, {"ref": "mem:2"}, {"ref": "mem:3"}],
+                 "memory_keyword": [{"ref": "mem:4"}]},
         "gate": {"decisions": [{"ref": "mem:2", "signal": "cosine", "score": 0.1, "threshold": 0.2, "passed": False,
                                 "reason": "below_gate"}]},
         "autocut": {"fired": True, "dropped": ["mem:3"]},

@@ -219,16 +219,20 @@ class SqliteStore:
         pmarks = ",".join("?" * len(projects))
         if msg_id:
             rows = self.read(
-                f"SELECT id FROM memories WHERE agent_id = ? AND project_id IN ({pmarks}) AND msg_id = ? LIMIT 1",
-                [agent_id, *projects, msg_id],
+                # msg_id != '' lets the planner use the partial msg_id index
+                f"SELECT id FROM memories WHERE agent_id = ? AND msg_id = ? AND msg_id != '' "
+                f"AND project_id IN ({pmarks}) LIMIT 1",
+                [agent_id, msg_id, *projects],
             )
             if rows:
                 return "duplicate msg_id", rows[0][0]
         cmarks = ",".join("?" * len(channels))
         rows = self.read(
-            f"SELECT id FROM memories WHERE agent_id = ? AND project_id IN ({pmarks}) "
-            f"AND channel IN ({cmarks}) AND content = ? LIMIT 1",
-            [agent_id, *projects, *channels, content],
+            # without the hint SQLite picks the isolation index and scans the agent's rows: a store
+            # would cost more with every row already stored
+            f"SELECT id FROM memories INDEXED BY idx_memories_content WHERE agent_id = ? AND content = ? "
+            f"AND project_id IN ({pmarks}) AND channel IN ({cmarks}) LIMIT 1",
+            [agent_id, content, *projects, *channels],
         )
         return ("duplicate content", rows[0][0]) if rows else None
 
