@@ -100,7 +100,7 @@ def month_cue(i: int, confidence: str = "likely") -> dict[str, str]:
     """A one-month cue inside the synthetic year (2025), a different month for successive queries."""
     month = 1 + (i * 5) % 12
     after = f"2025-{month:02d}-01"
-    before = f"2026-01-01" if month == 12 else f"2025-{month + 1:02d}-01"
+    before = "2026-01-01" if month == 12 else f"2025-{month + 1:02d}-01"
     return {"after": after, "before": before, "confidence": confidence}
 
 

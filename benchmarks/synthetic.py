@@ -52,19 +52,37 @@ def queries(count: int, seed: int = 11) -> list[str]:
     return [sentence(rng, rng.randint(4, 9)).rstrip(".") for _ in range(count)]
 
 
-def bulk_load(memory: Memory, count: int, *, batch: int = 512, seed: int = 7,
-              progress: Callable[[int], None] | None = None) -> None:
-    """Embed in batches and insert in large transactions: the store as an import would build it."""
+def bulk_load(memory: Memory, count: int, *, batch: int = 512, seed: int = 7, episode_every: int = 0,
+              progress: Callable[[int], None] | None = None) -> int:
+    """Embed in batches and insert in large transactions: the store as an import would build it.
+
+    With ``episode_every`` > 0 an episode (a summary of the last few records) follows every that many
+    memories. Returns the number of episodes written.
+    """
     pending = list(records(count, seed))
+    model = memory.embedder.model
+    episodes = 0
     for start in range(0, len(pending), batch):
         chunk = pending[start : start + batch]
         vectors = memory.embed([text for text, _ in chunk])
+        closing = [i for i in range(start, start + len(chunk)) if episode_every and (i + 1) % episode_every == 0]
+        summaries = [" ".join(text for text, _ in pending[i + 1 - min(3, episode_every) : i + 1]) for i in closing]
+        summary_vectors = memory.embed(summaries)
         with memory.store_.write() as conn:
             for (text, stamp), vector in zip(chunk, vectors):
                 memory.store_.insert_memory(conn, {
                     "agent_id": AGENT, "content": text, "timestamp": stamp,
                     "ts_epoch": datetime.fromisoformat(stamp).timestamp(), "created_at": stamp,
-                    "embedding": vector, "embedding_model": memory.embedder.model,
+                    "embedding": vector, "embedding_model": model,
                 })
+            for i, summary, vector in zip(closing, summaries, summary_vectors):
+                stamp = pending[i][1]
+                memory.store_.insert_episode(conn, {
+                    "agent_id": AGENT, "summary": summary, "start_time": stamp, "end_time": stamp,
+                    "ts_epoch": datetime.fromisoformat(stamp).timestamp(), "created_at": stamp,
+                    "embedding": vector, "embedding_model": model,
+                })
+                episodes += 1
         if progress:
             progress(len(chunk))
+    return episodes

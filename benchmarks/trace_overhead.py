@@ -1,6 +1,6 @@
 """What a requested recall trace costs (spec recall-process-v0 §1.4: target, at most a fifth of the recall).
 
-For each store size, a store of generated English sentences is bulk-loaded (hash
+For each store size, a store of ``benchmarks.synthetic`` sentences is bulk-loaded (hash
 embedder, vectors computed in batches, rows written straight through the store
 in large transactions rather than one ``store()`` call each), then the same
 queries are recalled with and without ``trace: true``. The two are interleaved
@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import gc
 import platform
-import random
 import shlex
 import statistics
 import sys
@@ -25,7 +24,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,132 +32,17 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from benchmarks.synthetic import AGENT, START, bulk_load
+from benchmarks.synthetic import queries as synthetic_queries
 from cuedrecall.api import Memory
-from cuedrecall.clock import fixed_clock, iso
+from cuedrecall.clock import fixed_clock
 from cuedrecall.config import Settings
 
-AGENT = "bench"
-START = datetime(2023, 1, 1, tzinfo=timezone.utc)
-SPAN = timedelta(days=730)  # the generated history covers two years
+SPAN = timedelta(days=365)  # benchmarks.synthetic spreads its records over a year from START
 EPISODE_EVERY = 50  # one episode per this many memories
-CHUNK = 2000
-
-NAMES = ["Mara", "Joao", "Ines", "Tomas", "Rita", "Bruno", "Clara", "Diogo", "Helena", "Nuno", "Sofia", "Pedro",
-         "Lucia", "Miguel", "Ana", "Rui", "Beatriz", "Filipe", "Marta", "Hugo"]
-VERBS = ["fixed", "bought", "sold", "lost", "found", "painted", "cleaned", "borrowed", "returned", "ordered",
-         "cooked", "planned", "cancelled", "booked", "repaired", "measured", "packed", "shipped", "tested", "tuned",
-         "rebuilt", "replaced", "photographed", "recorded", "reviewed", "signed", "renewed", "installed",
-         "upgraded", "sketched"]
-ADJECTIVES = ["old", "new", "blue", "broken", "shiny", "heavy", "small", "wooden", "electric", "vintage",
-              "cheap", "borrowed", "spare", "rusty", "folding", "quiet", "noisy", "leather", "cracked", "red",
-              "green", "tiny", "huge", "second-hand", "handmade", "waterproof", "digital", "ceramic", "steel",
-              "striped"]
-OBJECTS = ["bike", "laptop", "guitar", "kettle", "camera", "tent", "stove", "lamp", "chair", "table", "boat",
-           "printer", "phone", "watch", "jacket", "backpack", "helmet", "ladder", "drill", "piano", "oven",
-           "fridge", "scooter", "car", "router", "monitor", "keyboard", "speaker", "microphone", "telescope",
-           "sofa", "bookshelf", "mirror", "clock", "radio", "fan", "heater", "vacuum", "blender", "toaster",
-           "suitcase", "umbrella", "wallet", "passport", "ticket", "contract", "invoice", "recipe", "garden",
-           "roof", "window", "door", "fence", "boiler", "tyre", "saddle", "chain", "battery", "charger", "lens"]
-PLACES = ["Lisbon", "Porto", "Braga", "Faro", "Sintra", "Cascais", "Coimbra", "Evora", "Aveiro", "Madeira",
-          "the market", "the workshop", "the office", "the harbour", "the station", "the library", "the garage",
-          "the beach", "the park", "the bakery", "the museum", "the airport", "the hospital", "the school",
-          "the cafe", "the hardware store", "the repair shop", "the post office", "the bank", "the gym",
-          "the hotel", "the farm", "the studio", "the warehouse", "the clinic", "the bridge", "the square",
-          "the campsite", "the ferry", "the stadium"]
-TIMES = ["on Monday", "on a rainy Tuesday", "last weekend", "before lunch", "after work", "in the morning",
-         "late at night", "during the holidays", "at the end of the month", "before the trip", "after the meeting",
-         "on Sunday evening", "in early spring", "in the summer", "before the deadline", "on the way home",
-         "during the storm", "at dawn", "over the long weekend", "right after the call"]
-REASONS = ["because it kept failing", "for the upcoming trip", "as a birthday present", "to save money",
-           "after reading a review", "since the warranty ran out", "for the new flat", "on a friend's advice",
-           "to replace the broken one", "before the guests arrived", "because the price dropped",
-           "for the photography course", "to sell it later", "for the club race", "after the inspection"]
-TEMPLATES = [
-    "{name} {verb} the {adj} {obj} at {place} {time}.",
-    "{time}, {name} {verb} a {adj} {obj} {reason}.",
-    "At {place}, {name} {verb} the {obj} {reason}.",
-    "{name} said the {adj} {obj} from {place} was {verb} {time}.",
-    "We {verb} {name}'s {obj} at {place} {reason}.",
-    "{name} and {name2} {verb} the {adj} {obj} {time} at {place}.",
-    "The {adj} {obj} was {verb} by {name} {reason}.",
-    "{name} wants the {obj} {verb} before going to {place} {time}.",
-]
-QUERY_TEMPLATES = [
-    "what did {name} do with the {obj}",
-    "{adj} {obj} {place}",
-    "when was the {obj} {verb}",
-    "{name} {obj} {reason_word}",
-    "who {verb} the {adj} {obj} at {place}",
-    "{obj} {time}",
-]
-
-
-class SentenceGenerator:
-    """Random-ish English sentences from a fixed seed: the same seed gives the same store."""
-
-    def __init__(self, seed: int) -> None:
-        self.rng = random.Random(seed)
-
-    def _fill(self, template: str) -> str:
-        r = self.rng
-        name, name2 = r.sample(NAMES, 2)
-        reason = r.choice(REASONS)
-        return template.format(name=name, name2=name2, verb=r.choice(VERBS), adj=r.choice(ADJECTIVES),
-                               obj=r.choice(OBJECTS), place=r.choice(PLACES), time=r.choice(TIMES), reason=reason,
-                               reason_word=reason.split()[-1])
-
-    def sentence(self) -> str:
-        text = self._fill(self.rng.choice(TEMPLATES))
-        if self.rng.random() < 0.3:  # some longer records
-            text += " " + self._fill(self.rng.choice(TEMPLATES))
-        if self.rng.random() < 0.05:  # and a few identifiers, as real notes carry
-            text += f" Ref {self.rng.choice(['INV', 'bug', 'PR', 'TKT'])}-{self.rng.randrange(1000, 99999)}."
-        return text
-
-    def query(self) -> str:
-        return self._fill(self.rng.choice(QUERY_TEMPLATES))
-
 
 def _settings(db_path: str, **overrides: Any) -> Settings:
     return Settings.from_env({}, **{"embedding_mode": "hash", "db_path": db_path, **overrides})
-
-
-def bulk_load(memory: Memory, size: int, seed: int, progress: Progress | None = None) -> dict[str, float]:
-    """Write ``size`` memories (and one episode per EPISODE_EVERY) in transactions of CHUNK rows."""
-    generator = SentenceGenerator(seed)
-    model = memory.embedder.model
-    step = SPAN.total_seconds() / max(1, size)
-    task = progress.add_task(f"loading {size:,}", total=size) if progress else None
-    started = time.perf_counter()
-    episodes = 0
-    for first in range(0, size, CHUNK):
-        count = min(CHUNK, size - first)
-        texts = [generator.sentence() for _ in range(count)]
-        vectors = memory.embedder.embed(texts)
-        summaries = [f"Session notes: {generator.sentence()} {generator.sentence()}"
-                     for i in range(first, first + count) if (i + 1) % EPISODE_EVERY == 0]
-        episode_vectors = memory.embedder.embed(summaries) if summaries else []
-        with memory.store_.write() as conn:
-            for offset, (text, vector) in enumerate(zip(texts, vectors)):
-                epoch = START.timestamp() + (first + offset) * step
-                stamp = iso(datetime.fromtimestamp(epoch, timezone.utc))
-                memory.store_.insert_memory(conn, {
-                    "agent_id": AGENT, "project_id": "", "channel": "", "msg_id": "", "content": text,
-                    "source": "{}", "source_id": "", "timestamp": stamp, "ts_epoch": epoch, "metadata": "{}",
-                    "created_at": stamp, "embedding": vector, "embedding_model": model,
-                })
-            for summary, vector in zip(summaries, episode_vectors):
-                episodes += 1
-                epoch = START.timestamp() + episodes * EPISODE_EVERY * step
-                stamp = iso(datetime.fromtimestamp(epoch, timezone.utc))
-                memory.store_.insert_episode(conn, {
-                    "agent_id": AGENT, "project_id": "", "channel": "", "summary": summary, "keywords": "",
-                    "start_time": stamp, "end_time": stamp, "ts_epoch": epoch, "resolved": 0, "embedding": vector,
-                    "embedding_model": model, "created_at": stamp,
-                })
-        if progress is not None and task is not None:
-            progress.advance(task, count)
-    return {"load_s": time.perf_counter() - started, "episodes": episodes}
 
 
 @dataclass
@@ -224,9 +108,12 @@ def measure(size: int, queries: int, limit: int, seed: int, workdir: Path,
     db = workdir / f"overhead-{size}.db"
     clock = fixed_clock(START + SPAN + timedelta(days=1))
     with Memory(settings=_settings(str(db)), clock=clock) as memory:
-        loaded = bulk_load(memory, size, seed, progress)
-        generator = SentenceGenerator(seed + 1)
-        asked = [generator.query() for _ in range(queries)]
+        task = progress.add_task(f"loading {size:,}", total=size) if progress else None
+        started = time.perf_counter()
+        episodes = bulk_load(memory, size, seed=seed, episode_every=EPISODE_EVERY,
+                             progress=(lambda n: progress.advance(task, n)) if progress else None)
+        loaded = {"load_s": time.perf_counter() - started, "episodes": episodes}
+        asked = synthetic_queries(queries, seed + 1)
         gc.collect()
         plain, traced, totals, coverage, mismatches = time_recalls(memory, asked, limit, progress, f"{size:,}")
     return Timing(size, int(loaded["episodes"]), queries, plain, traced, totals, coverage, mismatches,

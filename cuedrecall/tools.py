@@ -6,7 +6,7 @@ publishes them, so the two can never disagree.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from cuedrecall.errors import ToolArgumentError

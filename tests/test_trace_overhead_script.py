@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.trace_overhead import AGENT, SentenceGenerator, bulk_load, main
+from benchmarks.synthetic import AGENT, bulk_load, queries, records
+from benchmarks.trace_overhead import EPISODE_EVERY, main
 from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock
 from tests.conftest import NOW, make_settings
@@ -29,20 +30,16 @@ def test_a_tiny_run_writes_the_markdown_table(tmp_path: Path, capsys: pytest.Cap
     assert "ratio p50" in capsys.readouterr().out
 
 
-def test_the_generator_is_seeded() -> None:
-    a, b = SentenceGenerator(3), SentenceGenerator(3)
-    assert [a.sentence() for _ in range(20)] == [b.sentence() for _ in range(20)]
-    c, d = SentenceGenerator(4), SentenceGenerator(3)
-    assert [c.sentence() for _ in range(20)] != [d.sentence() for _ in range(20)]
-    queries = SentenceGenerator(5)
-    assert len({queries.query() for _ in range(20)}) > 10
+def test_the_synthetic_store_is_seeded() -> None:
+    assert list(records(20, seed=3)) == list(records(20, seed=3))
+    assert list(records(20, seed=4)) != list(records(20, seed=3))
+    assert len(set(queries(20, seed=5))) > 10
 
 
-def test_bulk_load_writes_searchable_rows() -> None:
+def test_bulk_load_writes_searchable_rows_and_an_episode_every_so_often() -> None:
     memory = Memory(":memory:", settings=make_settings(), clock=fixed_clock(NOW))
-    loaded = bulk_load(memory, 250, seed=1)
-    assert loaded["episodes"] == 5
-    assert memory.store_.pool_counts(memory.scope(AGENT, None, "", "")) == (250, 5)
+    assert bulk_load(memory, 250, seed=1, episode_every=EPISODE_EVERY) == 250 // EPISODE_EVERY
+    assert memory.store_.pool_counts(memory.scope(AGENT, None, "", "")) == (250, 250 // EPISODE_EVERY)
     assert len(memory.store_.embedded_memories(AGENT)[0]) == 250
     first = memory.list_memories(agent_id=AGENT, limit=1)["memories"][0]["content"]
     word = max(first.rstrip(".").split(), key=len)
