@@ -1,4 +1,4 @@
-"""The ``cuedrecall`` command: serve, demo, recall, import, export, embed-server."""
+"""The ``cuedrecall`` command: serve, demo, recall, import, export, calibrate, embed-server."""
 
 from __future__ import annotations
 
@@ -97,6 +97,16 @@ def _record_count(path: str) -> int:
         return 0
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    with _memory(args) as memory:
+        if args.precision:
+            result = memory.set_recall_precision(agent_id=args.agent, precision=args.precision)
+        else:
+            result = memory.calibrate_threshold(agent_id=args.agent, method=args.method)
+    print(json.dumps(result, ensure_ascii=False, indent=2))
+    return 0 if result.get("ok") else 1
+
+
 def cmd_embed_server(args: argparse.Namespace) -> int:
     from cuedrecall.embed import make_embedder, serve_embeddings
 
@@ -151,6 +161,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", help="file to read")
     p.add_argument("--agent", default="", help="file every record under this agent")
     p.add_argument("--dry-run", action="store_true", help="count without writing")
+
+    p = add("calibrate", cmd_calibrate, "Calibrate an agent's quality gate from its own memories.")
+    p.add_argument("--agent", required=True, help="agent id (\"\" = the global cosine threshold)")
+    p.add_argument("--method", default="separation", choices=["separation", "percentile", "zscore"])
+    p.add_argument("--precision", choices=["strict", "balanced", "lenient"],
+                   help="set the agent's precision first, then calibrate")
 
     p = add("embed-server", cmd_embed_server, "Serve the configured embedder over POST /embed.", db=False)
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")

@@ -1,4 +1,4 @@
-"""The ``cuedrecall`` command: help for every subcommand, the demo, recall, export and import."""
+"""The ``cuedrecall`` command: help for every subcommand, the demo, recall, export, import and calibrate."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from conftest import open_memory
 from cuedrecall.cli import build_parser, main
 
 REPO = Path(__file__).resolve().parents[1]
-SUBCOMMANDS = ["serve", "demo", "recall", "export", "import", "embed-server"]
+SUBCOMMANDS = ["serve", "demo", "recall", "export", "import", "calibrate", "embed-server"]
 
 
 def _subcommands() -> set[str]:
@@ -158,3 +158,25 @@ def test_a_malformed_setting_fails_naming_the_variable(
     assert main(["recall", "x", "--db", str(tmp_path / "s.db"), "--embedding", "hash"]) == 1
     err = capsys.readouterr().err
     assert "CPERSONA_RECALL_MODE" in err and "rrf, rsf" in err
+
+
+def test_calibrate_sets_the_agents_gate_and_prints_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "m.db"
+    with open_memory(db) as memory:
+        for day in range(1, 29):
+            for minute in (0, 10):
+                memory.store(agent_id="a", message={"content": f"note {day} {minute} about topic {day % 5}",
+                                                    "timestamp": f"2025-03-{day:02d}T10:{minute:02d}:00+00:00"})
+    assert main(["calibrate", "--db", str(db), "--embedding", "hash", "--agent", "a"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] is True and "cosine" in report["new_thresholds"]
+    assert Path(str(db) + ".calibration.json").exists()
+
+
+def test_calibrate_without_enough_memories_fails_with_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["calibrate", "--db", str(tmp_path / "empty.db"), "--embedding", "hash", "--agent", "a"]) == 1
+    assert "Need at least 10" in json.loads(capsys.readouterr().out)["error"]
