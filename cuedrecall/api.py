@@ -8,6 +8,7 @@ written.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -70,7 +71,7 @@ class Memory:
     ) -> None:
         self.settings = settings or Settings.from_env()
         if path is not None:
-            self.settings = Settings(**{**self.settings.__dict__, "db_path": str(path)})
+            self.settings = replace(self.settings, db_path=str(path))
         self.embedder = embedder or make_embedder(
             self.settings.embedding_mode, url=self.settings.embedding_url,
             timeout_s=self.settings.embedding_timeout_secs,
