@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import tempfile
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -167,9 +167,12 @@ def new_embedder(mode: str) -> PrefetchEmbedder:
     return PrefetchEmbedder(make_embedder(mode))
 
 
-def settings_for(embedder: str, mode: str, path: Path | str) -> Settings:
-    """Default settings (the environment is not read, so a run does not depend on it)."""
-    return Settings.from_env({}, embedding_mode=embedder, recall_mode=mode, db_path=str(path))
+def settings_for(embedder: str, mode: str, path: Path | str, environ: Mapping[str, str] | None = None) -> Settings:
+    """Default settings (the environment is not read, so a run does not depend on it).
+
+    ``environ``: ``CPERSONA_*`` values a run sets on purpose (a variant), read as the environment would be.
+    """
+    return Settings.from_env(dict(environ or {}), embedding_mode=embedder, recall_mode=mode, db_path=str(path))
 
 
 # -- loading a conversation ---------------------------------------------------------------------
@@ -189,13 +192,14 @@ class ConversationStore:
     ``created_at`` is what a live store would have recorded.
     """
 
-    def __init__(self, conversation: Conversation, embedder: PrefetchEmbedder, mode: str, workdir: Path) -> None:
+    def __init__(self, conversation: Conversation, embedder: PrefetchEmbedder, mode: str, workdir: Path,
+                 environ: Mapping[str, str] | None = None) -> None:
         self.conversation = conversation
         self.agent_id = conversation.conv_id
         self.path = workdir / f"{_safe(conversation.conv_id)}-{embedder.mode}-{mode}.db"
         for stale in workdir.glob(self.path.name + "*"):
             stale.unlink()
-        settings = settings_for(embedder.mode, mode, self.path)
+        settings = settings_for(embedder.mode, mode, self.path, environ)
         embedder.prefetch(store_texts(conversation, settings.max_content_length))
         self.memory = Memory(self.path, settings=settings, embedder=embedder)
         self.refs: dict[str, str] = {}  # msg_id -> ref; a turn skipped as a duplicate maps to the row it repeats

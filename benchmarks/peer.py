@@ -116,11 +116,29 @@ def peer_environment(db_path: Path, embed_url: str, home: Path) -> dict[str, str
 
 @dataclass(frozen=True)
 class ExportRecord:
-    """One memory to hand CPersona: our id (the export's record id), text, timestamp, vector."""
+    """One memory to hand CPersona: our id (the export's record id), text, timestamp, vector.
+
+    ``msg_id`` and ``source`` are optional: the speed benchmark leaves the msg_id empty (see
+    ``export_lines``), the retrieval comparison passes the turn's msg_id and speaker.
+    """
 
     id: int
     content: str
     timestamp: str
+    vector: np.ndarray | None
+    msg_id: str = ""
+    source: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ExportEpisode:
+    """One session summary to hand CPersona as an episode, with its time span and vector."""
+
+    id: int
+    summary: str
+    keywords: str
+    start_time: str
+    end_time: str
     vector: np.ndarray | None
 
 
@@ -137,38 +155,55 @@ def sql_datetime(stamp: str) -> str:
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def export_lines(records: Sequence[ExportRecord], agent_id: str, exported_at: str) -> Iterator[str]:
-    """The JSONL lines of one ``cpersona-export/1.0`` file: a header, then one memory a line, by id."""
+def export_lines(records: Sequence[ExportRecord], agent_id: str, exported_at: str,
+                 episodes: Sequence[ExportEpisode] = ()) -> Iterator[str]:
+    """The JSONL lines of one ``cpersona-export/1.0`` file: a header, one memory a line by id, then episodes."""
     header = {"_type": "header", "version": EXPORT_VERSION, "agent_id": agent_id, "exported_at": exported_at,
-              "memory_count": len(records), "episode_count": 0, "has_profile": False, "profile_count": 0}
+              "memory_count": len(records), "episode_count": len(episodes), "has_profile": False,
+              "profile_count": 0}
     yield json.dumps(header, ensure_ascii=False)
     for record in records:
         line: dict[str, Any] = {
-            # msg_id stays empty: CPersona's import probes a non-empty msg_id with a query SQLite plans on
-            # its isolation index (agent_id, project_id, created_at), a scan of the agent's rows per record,
-            # which makes a 100k import take hours; rows are matched to ours by content instead
-            "_type": "memory", "id": record.id, "agent_id": agent_id, "msg_id": "",
-            "content": record.content, "source": {}, "timestamp": record.timestamp, "metadata": {},
-            "created_at": sql_datetime(record.timestamp), "project_id": "", "channel": "", "locked": 0,
-            "recall_count": 0, "last_recalled_at": None,
+            # the speed benchmark leaves msg_id empty: CPersona's import probes a non-empty msg_id with a
+            # query SQLite plans on its isolation index (agent_id, project_id, created_at), a scan of the
+            # agent's rows per record, which makes a 100k import take hours; its rows are matched to ours by
+            # content instead. A few hundred records (a LoCoMo conversation) import quickly with msg_ids.
+            "_type": "memory", "id": record.id, "agent_id": agent_id, "msg_id": record.msg_id,
+            "content": record.content, "source": record.source or {}, "timestamp": record.timestamp,
+            "metadata": {}, "created_at": sql_datetime(record.timestamp), "project_id": "", "channel": "",
+            "locked": 0, "recall_count": 0, "last_recalled_at": None,
         }
         if record.vector is not None:
             line["embedding_b64"] = embedding_b64(record.vector)
         yield json.dumps(line, ensure_ascii=False)
+    for episode in episodes:
+        # created_at is the session's end: when our harness archives it (its clock reads end_time)
+        item: dict[str, Any] = {
+            "_type": "episode", "id": episode.id, "agent_id": agent_id, "summary": episode.summary,
+            "keywords": episode.keywords, "start_time": episode.start_time, "end_time": episode.end_time,
+            "created_at": sql_datetime(episode.end_time), "resolved": False, "project_id": "", "channel": "",
+        }
+        if episode.vector is not None:
+            item["embedding_b64"] = embedding_b64(episode.vector)
+        yield json.dumps(item, ensure_ascii=False)
 
 
 def write_cpersona_export(records: Iterable[ExportRecord], folder: Path, agent_id: str,
-                          per_file: int = RECORDS_PER_IMPORT_FILE) -> list[Path]:
-    """Write the records as one or more export files (each under CPersona's import size cap)."""
+                          per_file: int = RECORDS_PER_IMPORT_FILE,
+                          episodes: Sequence[ExportEpisode] = ()) -> list[Path]:
+    """Write the records as one or more export files (each under CPersona's import size cap).
+
+    Episodes, if any, go into the last file, after its memories.
+    """
     folder.mkdir(parents=True, exist_ok=True)
     exported_at = datetime.now(timezone.utc).isoformat()
     paths: list[Path] = []
     chunk: list[ExportRecord] = []
 
-    def flush() -> None:
+    def flush(with_episodes: Sequence[ExportEpisode] = ()) -> None:
         path = folder / f"import-{len(paths):03d}.jsonl"
         with open(path, "w", encoding="utf-8") as out:
-            for line in export_lines(chunk, agent_id, exported_at):
+            for line in export_lines(chunk, agent_id, exported_at, with_episodes):
                 out.write(line + "\n")
         paths.append(path)
         chunk.clear()
@@ -177,8 +212,8 @@ def write_cpersona_export(records: Iterable[ExportRecord], folder: Path, agent_i
         chunk.append(record)
         if len(chunk) == per_file:
             flush()
-    if chunk or not paths:
-        flush()
+    if chunk or not paths or episodes:
+        flush(episodes)
     return paths
 
 
@@ -361,6 +396,21 @@ def peer_ref_map(peer_db: Path, ours_db: Path, agent_id: str) -> dict[str, str]:
 
     ours = {content: row_id for row_id, content in rows(ours_db)}
     return {f"mem:{row_id}": f"mem:{ours[content]}" for row_id, content in rows(peer_db) if content in ours}
+
+
+def peer_record_keys(peer_db: Path, agent_id: str) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
+    """From CPersona's database: the agent's memories as (id, msg_id) and episodes as (id, summary), by id."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{peer_db}?mode=ro", uri=True)
+    try:
+        memories = conn.execute("SELECT id, msg_id FROM memories WHERE agent_id = ? ORDER BY id",
+                                (agent_id,)).fetchall()
+        episodes = conn.execute("SELECT id, summary FROM episodes WHERE agent_id = ? ORDER BY id",
+                                (agent_id,)).fetchall()
+        return [(int(i), str(m)) for i, m in memories], [(int(i), str(t)) for i, t in episodes]
+    finally:
+        conn.close()
 
 
 # CPersona's import probe for a record's msg_id (memory import, 2.6.14), as written in its admin handlers.

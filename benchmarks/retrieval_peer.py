@@ -1,0 +1,559 @@
+"""Retrieval quality on LoCoMo, ours against CPersona 2.6.14, on the same records, vectors and questions.
+
+    python -m benchmarks.retrieval_peer --embedders local hash
+
+For each embedder and each LoCoMo conversation:
+
+- ours: the conversation is loaded and asked exactly as ``benchmarks.retrieval`` does
+  it (``harness.ConversationStore``: one fresh store, one agent, every turn stored
+  with its timestamp, msg_id and speaker, every session summary archived as an
+  episode over its session's time; the questions replayed in time order), in process,
+  with rrf and default settings.
+- CPersona: a fresh database of its own (so its FTS statistics cover the one
+  conversation, as ours do), filled through its ``import_memories`` tool with a
+  ``cpersona-export/1.0`` file holding the same texts (as our store keeps them),
+  timestamps, msg_ids, speakers, session summaries with keywords and start/end times
+  as episodes, and the very vectors our store holds (``embedding_b64``); it is then
+  asked every question over MCP stdio with ``limit`` 10 and otherwise default
+  arguments (its default fusion is rrf), its query vectors coming from
+  ``cuedrecall embed-server`` running the same embedder (see ``benchmarks.peer``).
+- CPersona's refs are mapped to ours through the msg_id for memories and through the
+  summary text for episodes (read from its database), and both rankings are scored
+  with the metrics of ``benchmarks.retrieval`` against the same evidence refs.
+
+Writes benchmarks/results/retrieval_peer.md (the command at the top).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import numpy as np
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from benchmarks import harness as h
+from benchmarks import peer as peer_mod
+from benchmarks.retrieval import METRICS
+from benchmarks.speed import jaccard, returned_refs
+from cuedrecall.api import sanitise
+from cuedrecall.config import Settings
+
+PROG = "benchmarks.retrieval_peer"
+OURS, PEER = "ours", "cpersona"
+MODE = "rrf"
+ALL = "**all**"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=f"python -m {PROG}", description=__doc__.splitlines()[0])
+    parser.add_argument("--locomo", default=str(h.DEFAULT_LOCOMO), help="LoCoMo JSON file (default: %(default)s)")
+    parser.add_argument("--embedders", nargs="+", choices=["local", "hash"], default=["local", "hash"])
+    parser.add_argument("--limit-conversations", type=int, default=None, help="only the first N conversations")
+    parser.add_argument("--limit", type=int, default=h.LIMIT, help="recall limit (default: %(default)s)")
+    parser.add_argument("--timeout", type=float, default=120.0,
+                        help="seconds one CPersona tool call may take (an import: ten times that) "
+                             "(default: %(default)s)")
+    parser.add_argument("--start-timeout", type=float, default=300.0,
+                        help="seconds CPersona may take to start (default: %(default)s)")
+    parser.add_argument("--workdir", type=Path, help="keep the databases and logs here (default: a temporary folder)")
+    parser.add_argument("--out", type=Path, default=h.RESULTS / "retrieval_peer.md",
+                        help="markdown file (default: %(default)s)")
+    parser.add_argument("--ours-variant", action="append", default=[], metavar="CPERSONA_NAME=VALUE",
+                        help="also run ours with this one setting changed, as system 'ours NAME=VALUE' "
+                             "(repeatable; e.g. CPERSONA_KEYWORD_COMMON_RATIO=1)")
+    parser.add_argument("--dump-rows", type=Path, metavar="PATH.jsonl",
+                        help="write one line per question and system: its metrics and returned refs, best first")
+    return parser
+
+
+def parse_variant(text: str) -> tuple[str, dict[str, str]]:
+    """``CPERSONA_NAME=VALUE`` -> (the system's label, the environment our settings read it from)."""
+    name, sep, value = text.partition("=")
+    name = name.strip().upper()
+    known = {variable for variable, _default, _doc in Settings.describe()}
+    if not sep or name not in known:
+        raise ValueError(f"--ours-variant wants CPERSONA_NAME=VALUE with a known setting, not {text!r}")
+    environ = {name: value.strip()}
+    try:  # a value the setting refuses fails here, before any store is built
+        Settings.from_env(environ)
+    except Exception as exc:
+        raise ValueError(f"--ours-variant {text!r}: {exc}") from exc
+    return f"{OURS} {name.removeprefix('CPERSONA_').lower()}={value.strip()}", environ
+
+
+def systems_in(rows: Iterable[dict[str, Any]]) -> list[str]:
+    """The systems the rows hold, ours first, CPersona last, variants between in order of appearance."""
+    seen = list(dict.fromkeys(r["system"] for r in rows))
+    middle = [x for x in seen if x not in (OURS, PEER)]
+    return [x for x in (OURS, *middle, PEER) if x in seen]
+
+
+# -- what CPersona is given, and how its answers are read ---------------------------------------
+
+
+def export_items(conversation: Any, embedder: Any, cap: int) -> tuple[list[peer_mod.ExportRecord],
+                                                                     list[peer_mod.ExportEpisode]]:
+    """The conversation as CPersona import records: turns and session summaries in time order.
+
+    The texts are sanitised as our store sanitises them (so they are the texts it keeps),
+    each turn carries its msg_id and its speaker as a User source, and every vector is the
+    one our store holds (the shared embedder hands out the same prefetched vector).
+    """
+    turns = sorted(conversation.turns, key=lambda t: datetime.fromisoformat(t.timestamp))
+    sessions = sorted(conversation.sessions, key=lambda s: datetime.fromisoformat(s.end_time))
+    texts = [sanitise(t.content, cap)[0] for t in turns]
+    summaries = [sanitise(s.summary, cap)[0] for s in sessions]
+    vectors = embedder.embed(texts) if texts else []
+    summary_vectors = embedder.embed(summaries) if summaries else []
+    records = [peer_mod.ExportRecord(i + 1, text, turn.timestamp, np.asarray(vector), msg_id=turn.msg_id,
+                                     source={"type": "User", "id": turn.speaker})
+               for i, (turn, text, vector) in enumerate(zip(turns, texts, vectors))]
+    episodes = [peer_mod.ExportEpisode(i + 1, summary, session.keywords, session.start_time, session.end_time,
+                                       np.asarray(vector))
+                for i, (session, summary, vector) in enumerate(zip(sessions, summaries, summary_vectors))]
+    return records, episodes
+
+
+def our_episode_refs(conversation: Any, episodes: Mapping[int, str], cap: int) -> dict[str, str]:
+    """Our episode refs by their summary text as stored (session number -> ref, read through the summary)."""
+    out: dict[str, str] = {}
+    for session in conversation.sessions:
+        if session.session in episodes:
+            out.setdefault(sanitise(session.summary, cap)[0].strip(), episodes[session.session])
+    return out
+
+
+def peer_ref_table(memories: Iterable[tuple[int, str]], episodes: Iterable[tuple[int, str]],
+                   our_refs: Mapping[str, str], our_episodes: Mapping[str, str]) -> dict[str, str]:
+    """CPersona's ``mem:<id>``/``ep:<id>`` -> our ref: memories through their msg_id, episodes through their summary.
+
+    ``memories`` are CPersona's (id, msg_id), ``episodes`` its (id, summary); ``our_refs`` maps
+    a msg_id to our ref (a repeated turn to the row it repeats), ``our_episodes`` a summary
+    text to our episode ref. A row found in neither stays out of the table.
+    """
+    table = {}
+    for row_id, msg_id in memories:
+        if msg_id and msg_id in our_refs:
+            table[f"mem:{row_id}"] = our_refs[msg_id]
+    for row_id, summary in episodes:
+        key = summary.strip()
+        if key in our_episodes:
+            table[f"ep:{row_id}"] = our_episodes[key]
+    return table
+
+
+def ranking(response: dict[str, Any], table: Mapping[str, str] | None = None) -> list[str]:
+    """The returned refs best first (the response lists them worst first), translated through ``table``.
+
+    A CPersona ref the table does not know becomes ``peer:<ref>``: never relevant, never shared.
+    """
+    return list(reversed(returned_refs(response, dict(table) if table is not None else None)))
+
+
+def held_count(response: dict[str, Any]) -> int:
+    """Rows admitted by a held place (a seat) rather than by the ranking: ``match_reason.admission``."""
+    return len(h.seat_refs(response))
+
+
+def question_row(embedder: str, system: str, conversation: str, question: Any, category: str,
+                 gold: Sequence[str], ranked: Sequence[str], held: int) -> dict[str, Any]:
+    return {"embedder": embedder, "system": system, "conversation": conversation, "qid": question.qid,
+            "category": category, "gold": len(gold), **h.retrieval_metrics(ranked, gold),
+            "returned": len(ranked), "held": held, "refs": list(ranked)}
+
+
+# -- running ----------------------------------------------------------------------------------
+
+
+def evaluate_ours(dataset: h.Dataset, conversation: Any, embedder: h.PrefetchEmbedder, limit: int,
+                  workdir: Path, advance: Callable[[], None], system: str = OURS,
+                  environ: Mapping[str, str] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Our rows for one conversation, and what CPersona's answers are read against (gold refs, ref maps)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    store = h.ConversationStore(conversation, embedder, MODE, workdir, environ)
+    rows, gold = [], {}
+    try:
+        scored = [q for q in conversation.questions if dataset.scored(q)]
+        for question in h.replay(store, scored, "asked"):
+            gold[question.qid] = store.gold(question)
+            response = store.ask(question, limit=limit)
+            rows.append(question_row(embedder.mode, system, conversation.conv_id, question,
+                                     dataset.category_label(question.category), gold[question.qid],
+                                     h.best_first(response), held_count(response)))
+            advance()
+        cap = store.memory.settings.max_content_length
+        info = {"gold": gold, "refs": dict(store.refs), "duplicates": store.duplicates,
+                "episodes": our_episode_refs(conversation, store.episodes, cap),
+                "memories": len(set(store.refs.values())), "episode_count": len(store.episodes)}
+    finally:
+        store.close()
+    return rows, info
+
+
+async def ask_peer(conversation: Any, questions: Sequence[Any], records: Sequence[peer_mod.ExportRecord],
+                   episodes: Sequence[peer_mod.ExportEpisode], embed_url: str, folder: Path, limit: int,
+                   timeout: float, start_timeout: float,
+                   advance: Callable[[], None]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """Import the conversation into a fresh CPersona database, then ask every question; (import answer, answers)."""
+    agent = conversation.conv_id
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    files = peer_mod.write_cpersona_export(records, folder / "export", agent, episodes=episodes)
+    totals: dict[str, Any] = {"imported_memories": 0, "skipped_memories": 0, "imported_episodes": 0,
+                              "skipped_episodes": 0}
+    answers: dict[str, dict[str, Any]] = {}
+    async with peer_mod.peer_server(folder / "cpersona.db", embed_url, folder / "cpersona.log",
+                                    start_timeout=start_timeout) as server:
+        totals["startup_s"] = server.startup_s
+        for path in files:
+            answer, _ms = await server.call("import_memories", {"input_path": str(path), "target_agent_id": agent},
+                                            timeout * 10)
+            if not answer.get("ok") or answer.get("errors"):
+                raise RuntimeError(f"CPersona import of {agent} failed: {str(answer)[:400]}")
+            for key in ("imported_memories", "skipped_memories", "imported_episodes", "skipped_episodes"):
+                totals[key] += int(answer.get(key, 0))
+        for question in h.in_time_order(questions):
+            answer, _ms = await server.call("recall", {"agent_id": agent, "query": question.text, "limit": limit},
+                                            timeout)
+            if "error" in answer or answer.get("ok") is False:
+                raise RuntimeError(f"CPersona recall failed for {question.qid}: {str(answer)[:300]}")
+            answers[question.qid] = answer
+            advance()
+    return totals, answers
+
+
+def evaluate_peer(dataset: h.Dataset, conversation: Any, embedder: h.PrefetchEmbedder, ours: dict[str, Any],
+                  args: argparse.Namespace, embed_url: str, workdir: Path,
+                  advance: Callable[[], None]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """CPersona's rows for one conversation, scored against our gold refs; and the import's counts."""
+    cap = Settings().max_content_length
+    records, episodes = export_items(conversation, embedder, cap)
+    scored = [q for q in conversation.questions if dataset.scored(q)]
+    folder = workdir / f"cpersona-{h._safe(conversation.conv_id)}-{embedder.mode}"
+    totals, answers = anyio.run(ask_peer, conversation, scored, records, episodes, embed_url, folder, args.limit,
+                                args.timeout, args.start_timeout, advance)
+    memories, peer_episodes = peer_mod.peer_record_keys(folder / "cpersona.db", conversation.conv_id)
+    table = peer_ref_table(memories, peer_episodes, ours["refs"], ours["episodes"])
+    totals.update(rows=len(memories) + len(peer_episodes), mapped=len(table))
+    rows = []
+    for question in scored:
+        answer = answers[question.qid]
+        rows.append(question_row(embedder.mode, PEER, conversation.conv_id, question,
+                                 dataset.category_label(question.category), ours["gold"][question.qid],
+                                 ranking(answer, table), held_count(answer)))
+    return rows, totals
+
+
+def query_vector_gap(url: str, embedder: h.PrefetchEmbedder, texts: Sequence[str]) -> dict[str, float]:
+    """How far the embed-server's vectors (CPersona's queries) are from our in-process ones, on these texts."""
+    texts = list(dict.fromkeys(texts))
+    served = []
+    for start in range(0, len(texts), 32):
+        answer = httpx.post(url, json={"texts": texts[start:start + 32]}, timeout=120)
+        answer.raise_for_status()
+        served += answer.json()["embeddings"]
+    theirs = np.asarray(served, dtype=np.float32)
+    ours = np.asarray(embedder.embed(texts), dtype=np.float32)
+    cosines = np.sum(theirs * ours, axis=1) / (np.linalg.norm(theirs, axis=1) * np.linalg.norm(ours, axis=1))
+    return {"texts": len(texts), "max_abs": float(np.max(np.abs(theirs - ours))), "min_cosine": float(np.min(cosines))}
+
+
+def late_questions(conversation: Any, questions: Iterable[Any]) -> int:
+    """Questions asked before the conversation's last record: there CPersona (whole history) sees more than ours."""
+    stamps = [t.timestamp for t in conversation.turns] + [s.end_time for s in conversation.sessions]
+    last = max(datetime.fromisoformat(s) for s in stamps)
+    return sum(1 for q in questions if datetime.fromisoformat(q.asked_at) < last)
+
+
+def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], list[dict[str, Any]], dict[str, Any]]:
+    datasets = h.load_datasets(args.locomo, args.limit_conversations, "none")
+    variants = [parse_variant(v) for v in args.ours_variant]
+    workdir = h.workdir_for(args.workdir)
+    facts: dict[str, Any] = {"install": peer_mod.ensure_peer(log=workdir / "peer-install.log"), "models": {},
+                             "variants": [label for label, _environ in variants],
+                             "vectors": {}, "imports": [], "ours": [], "late": 0, "workdir": str(workdir)}
+    rows: list[dict[str, Any]] = []
+    scored_total = h.count_questions(datasets, lambda d, q: d.scored(q))
+    for dataset in datasets:
+        for conversation in dataset.conversations:
+            facts["late"] += late_questions(conversation, [q for q in conversation.questions if dataset.scored(q)])
+    with Progress(console=console, transient=False) as progress:
+        asked = progress.add_task("recalls", total=scored_total * len(args.embedders) * (2 + len(variants)))
+        for name in args.embedders:
+            embedder = h.new_embedder(name)
+            texts = h.dataset_texts(datasets)
+            task = progress.add_task(f"embedding ({name})", total=embedder.pending(texts))
+            embedder.prefetch(texts, lambda n: progress.advance(task, n))
+            facts["models"][name] = embedder.model
+            with peer_mod.EmbedServer(name, workdir / f"embed-server-{name}.log", timeout=300) as served:
+                sample = [q.text for d in datasets for c in d.conversations for q in c.questions if d.scored(q)]
+                facts["vectors"][name] = query_vector_gap(served.url, embedder, sample[:64])
+                for dataset in datasets:
+                    for conversation in dataset.conversations:
+                        ours_rows, ours = evaluate_ours(dataset, conversation, embedder, args.limit, workdir,
+                                                        lambda: progress.advance(asked))
+                        for i, (label, environ) in enumerate(variants):
+                            rows += evaluate_ours(dataset, conversation, embedder, args.limit,
+                                                  workdir / f"variant-{i + 1}", lambda: progress.advance(asked),
+                                                  label, environ)[0]
+                        peer_rows, totals = evaluate_peer(dataset, conversation, embedder, ours, args, served.url,
+                                                          workdir, lambda: progress.advance(asked))
+                        rows += ours_rows + peer_rows
+                        facts["ours"].append({"embedder": name, "conversation": conversation.conv_id,
+                                              "memories": ours["memories"], "episodes": ours["episode_count"],
+                                              "duplicates": ours["duplicates"]})
+                        facts["imports"].append({"embedder": name, "conversation": conversation.conv_id, **totals})
+    return datasets, rows, facts
+
+
+# -- reporting ----------------------------------------------------------------------------------
+
+
+def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+    out = {m: h.mean(r[m] for r in rows) for m in METRICS}
+    out["returned"] = h.mean(r["returned"] for r in rows)
+    out["held"] = h.mean(r["held"] for r in rows)
+    out["n"] = len(rows)
+    return out
+
+
+def _by_category(rows: Sequence[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """(ALL, every row), then (category, its rows) in category order."""
+    parts = sorted(h.group_rows(rows, ("category",)).items())
+    return [(ALL, list(rows))] + [(category, part) for (category,), part in parts]
+
+
+def metric_rows(rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
+    """Per embedder and category (all first): one line per system, ours first and CPersona last."""
+    out = []
+    systems = systems_in(rows)
+    for (embedder,), group in h.group_rows(rows, ("embedder",)).items():
+        for category, part in _by_category(group):
+            for system in systems:
+                mine = [r for r in part if r["system"] == system]
+                if not mine:
+                    continue
+                s = summarise(mine)
+                out.append([embedder, category, system, *(s[m] for m in METRICS), s["returned"], s["n"]])
+    return out
+
+
+def pairs(rows: Sequence[dict[str, Any]], system: str = OURS) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(ours, CPersona) rows of the same question under the same embedder (``system``: which of ours)."""
+    peer = {(r["embedder"], r["conversation"], r["qid"]): r for r in rows if r["system"] == PEER}
+    return [(r, peer[(r["embedder"], r["conversation"], r["qid"])]) for r in rows
+            if r["system"] == system and (r["embedder"], r["conversation"], r["qid"]) in peer]
+
+
+def agreement(pair_list: Sequence[tuple[dict[str, Any], dict[str, Any]]], k: int | None = None) -> float:
+    """Mean Jaccard of the two systems' returned ref sets (the first k of each when k is given)."""
+    return h.mean(jaccard(a["refs"][:k], b["refs"][:k]) for a, b in pair_list)
+
+
+def identical(pair_list: Sequence[tuple[dict[str, Any], dict[str, Any]]]) -> float:
+    """Share of questions where both returned the same refs in the same order."""
+    return h.mean(float(a["refs"] == b["refs"]) for a, b in pair_list)
+
+
+def agreement_rows(rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
+    """Per embedder, category and system of ours against CPersona: mean Jaccard of all returned refs and of the
+    first 10, the share of identical rankings, and n."""
+    out = []
+    ours = [x for x in systems_in(rows) if x != PEER]
+    for (embedder,), group in h.group_rows(rows, ("embedder",)).items():
+        for category, part in _by_category(group):
+            for system in ours:
+                matched = pairs(part, system)
+                if matched:
+                    out.append([embedder, category, system, agreement(matched), agreement(matched, 10),
+                                identical(matched), len(matched)])
+    return out
+
+
+def headline_rows(rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
+    """Per embedder, all questions: recall_any@10 and NDCG@10 for each system, and the agreement."""
+    out = []
+    for (embedder,), group in h.group_rows(rows, ("embedder",)).items():
+        s = {system: summarise([r for r in group if r["system"] == system]) for system in (OURS, PEER)}
+        matched = pairs(group)
+        out.append([embedder, s[OURS]["recall_any@10"], s[PEER]["recall_any@10"], s[OURS]["ndcg@10"],
+                    s[PEER]["ndcg@10"], agreement(matched), identical(matched), s[OURS]["n"]])
+    return out
+
+
+def setup_lines(args: argparse.Namespace, datasets: Sequence[h.Dataset], facts: dict[str, Any]) -> list[str]:
+    models = ", ".join(f"`{k}` ({v})" for k, v in facts.get("models", {}).items())
+    lines = [
+        "- Data: LoCoMo, category 5 (adversarial) left out; categories 1 multi-hop, 2 temporal, 3 open-domain, "
+        "4 single-hop. " + " ".join(line.removeprefix("- ") for line in h.dataset_facts(datasets)),
+        "- Ours: exactly as `benchmarks.retrieval` (`harness.ConversationStore`, in process): one fresh store per "
+        "conversation (one agent), default settings, no calibration (the heuristic gate), fusion rrf; every turn "
+        "stored with `Memory.store` (its timestamp, msg_id, the speaker as source), every session summary "
+        "archived with `Memory.archive_episode` (keywords, start/end time); questions replayed in time order "
+        "with limit " + f"{args.limit}, asked_at as now, no time cue.",
+        f"- CPersona {peer_mod.PEER_VERSION} ({facts.get('install', 'installed')}): one fresh database per "
+        "conversation and embedder (its FTS5 statistics are per table, so a shared database would change its "
+        "keyword ranking), started over MCP stdio as `python -m cpersona`, filled with `import_memories` from a "
+        "`cpersona-export/1.0` file: the same turn texts (as our store keeps them), timestamps, msg_ids, "
+        "speakers, and the session summaries as episodes with their keywords and start/end times, every record "
+        "with the vector our store holds (`embedding_b64`); then `recall` with the question's text, the "
+        f"conversation's agent_id and limit {args.limit}, every other argument at its default (default "
+        "fusion `rrf`).",
+        "- Query vectors: ours from the in-process embedder, CPersona's from `cuedrecall embed-server` running "
+        "the same embedder (CPERSONA_EMBEDDING_MODE=http). Embedders: " + models + ".",
+        "- CPersona settings changed from its defaults (`benchmarks.peer.PEER_SETTINGS`): " + "; ".join(
+            f"`{k}={v}` ({why})" for k, (v, why) in peer_mod.PEER_SETTINGS.items()) + ".",
+        "- Relevance: the evidence turns' refs in our store (binary), the same for both. CPersona's refs are "
+        "mapped to ours through the msg_id (memories) and the summary text (episodes), read from its database; "
+        "a row that maps to nothing counts as irrelevant.",
+        "- Ranking: the returned rows best first (the reversed `messages`), held seats included on both sides "
+        "(they come after the ranked rows). recall_any@k: any evidence in the first k; recall_all@10: all of it "
+        "in the first 10; NDCG@10 with the ideal of min(|evidence|, 10) relevant rows first; MRR: 1 / rank of "
+        "the first evidence over every returned row (0 when none is returned). `rows`: mean rows returned.",
+        "- Agreement: per question, the Jaccard similarity of the two systems' returned ref sets (CPersona's "
+        "mapped to ours); `jaccard@10` uses the first 10 of each; `identical`: the share of questions where "
+        "both returned the same rows in the same order.",
+    ]
+    for label in facts.get("variants", []):
+        lines.append(f"- Variant `{label}`: ours as above with that one setting changed.")
+    return lines
+
+
+def check_lines(facts: dict[str, Any]) -> list[str]:
+    lines = []
+    for name, gap in facts.get("vectors", {}).items():
+        lines.append(f"- Query vectors, `{name}`: on {gap['texts']} question texts the embed-server's vectors "
+                     f"differ from ours by at most {gap['max_abs']:.2e} per component (lowest cosine "
+                     f"{gap['min_cosine']:.6f}).")
+    imports = facts.get("imports", [])
+    ours = {(o["embedder"], o["conversation"]): o for o in facts.get("ours", [])}
+    for name in dict.fromkeys(i["embedder"] for i in imports):
+        mine = [i for i in imports if i["embedder"] == name]
+        held = [ours.get((name, i["conversation"]), {}) for i in mine]
+        lines.append(
+            f"- Loading, `{name}`: CPersona imported {sum(i['imported_memories'] for i in mine):,} memories "
+            f"({sum(i['skipped_memories'] for i in mine):,} skipped as duplicates) and "
+            f"{sum(i['imported_episodes'] for i in mine):,} episodes "
+            f"({sum(i['skipped_episodes'] for i in mine):,} skipped); our stores hold "
+            f"{sum(o.get('memories', 0) for o in held):,} memories ({sum(o.get('duplicates', 0) for o in held):,} "
+            f"turns skipped as repeats) and {sum(o.get('episodes', 0) for o in held):,} episodes; "
+            f"{sum(i['mapped'] for i in mine):,} of CPersona's {sum(i['rows'] for i in mine):,} rows map to ours.")
+    if "late" in facts:
+        lines.append(f"- Questions asked before their conversation's last record: {facts['late']} (CPersona is "
+                     "loaded with the whole conversation, ours replays up to asked_at; with 0 both see the same "
+                     "records).")
+    return lines
+
+
+def short_window_lines(rows: Sequence[dict[str, Any]], limit: int) -> list[str]:
+    """Per embedder and system: answers whose ranked rows (held seats aside) number fewer than the limit.
+
+    Only there can a held seat land inside the first 10, so only there could CPersona's block arm
+    (off in this run, see the settings) have changed its @10 figures.
+    """
+    lines = []
+    order = {system: i for i, system in enumerate(systems_in(rows))}
+    embedders = {e: i for i, e in enumerate(dict.fromkeys(r["embedder"] for r in rows))}
+    groups = h.group_rows(rows, ("embedder", "system")).items()
+    for (embedder, system), group in sorted(groups, key=lambda item: (embedders[item[0][0]], order[item[0][1]])):
+        short = sum(1 for r in group if r["returned"] - r["held"] < limit)
+        held = sum(1 for r in group if r["held"])
+        lines.append(f"- `{embedder}`, {system}: {short} of {len(group)} answers hold fewer than {limit} ranked rows; "
+                     f"{held} carry held seats (mean {h.mean(r['held'] for r in group):.2f} a question).")
+    return lines
+
+
+def identity_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Per system of ours: on how many questions it returned CPersona's rows in CPersona's order, per embedder."""
+    lines = []
+    for system in [x for x in systems_in(rows) if x != PEER]:
+        parts = []
+        for (embedder,), group in h.group_rows(rows, ("embedder",)).items():
+            matched = pairs(group, system)
+            same = sum(1 for a, b in matched if a["refs"] == b["refs"])
+            parts.append(f"{same} of {len(matched)} questions (`{embedder}`)")
+        lines.append(f"- `{system}` returned exactly CPersona's rows in CPersona's order on " + ", ".join(parts) + ".")
+    for (embedder,), group in h.group_rows(rows, ("embedder",)).items():
+        matched = pairs(group)
+        won = sum(1 for a, b in matched if a["recall_any@10"] > b["recall_any@10"])
+        lost = sum(1 for a, b in matched if a["recall_any@10"] < b["recall_any@10"])
+        lines.append(f"- `{embedder}`, recall_any@10 question by question: ours finds evidence in its first 10 where "
+                     f"CPersona finds none on {won} questions, the reverse on {lost}.")
+    return lines
+
+
+def render(argv: Sequence[str], args: argparse.Namespace, datasets: Sequence[h.Dataset],
+           rows: Sequence[dict[str, Any]], facts: dict[str, Any]) -> str:
+    header = ["embedder", "category", "system", *METRICS, "rows", "n"]
+    lines = [
+        "# Retrieval quality: ours against CPersona 2.6.14", "",
+        f"Command: `{h.command_line(PROG, argv)}`", "",
+        "## Headline (LoCoMo, all scored questions)", "",
+        *h.markdown_table(["embedder", "recall_any@10 ours", "recall_any@10 CPersona", "NDCG@10 ours",
+                           "NDCG@10 CPersona", "agreement (Jaccard)", "identical rankings", "n"],
+                          headline_rows(rows), "lrrrrrrr"), "",
+        *identity_lines(rows), "",
+        "## Setup", "",
+        *setup_lines(args, datasets, facts), "",
+        "## Checks", "",
+        *check_lines(facts), *short_window_lines(rows, args.limit), "",
+        "## Results", "",
+        *h.markdown_table(header, metric_rows(rows), "lll" + "r" * (len(METRICS) + 2)), "",
+        "## Agreement", "",
+        *h.markdown_table(["embedder", "category", "system", "jaccard", "jaccard@10", "identical", "n"],
+                          agreement_rows(rows), "lllrrrr"), "",
+    ]
+    return "\n".join(lines)
+
+
+def print_summary(rows: Sequence[dict[str, Any]], console: Console) -> None:
+    table = Table(title="retrieval on LoCoMo, ours vs CPersona (all scored questions)")
+    for column in ("embedder", "system", *METRICS, "rows", "n"):
+        table.add_column(column, justify="left" if column in ("embedder", "system") else "right")
+    for line in metric_rows(rows):
+        if line[1] == ALL:
+            table.add_row(line[0], line[2], *(f"{v:.3f}" for v in line[3:-1]), str(line[-1]))
+    console.print(table)
+    for line in headline_rows(rows):
+        console.print(f"{line[0]}: agreement (mean Jaccard) {line[5]:.3f}, identical rankings {line[6]:.3f}")
+
+
+def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    for variant in args.ours_variant:
+        try:
+            parse_variant(variant)
+        except ValueError as exc:
+            parser.error(str(exc))
+    console = console or Console(stderr=True)
+    datasets, rows, facts = run(args, console)
+    if not rows:
+        console.print("no questions to evaluate")
+        return 1
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(render(argv, args, datasets, rows, facts), encoding="utf-8")
+    if args.dump_rows:
+        args.dump_rows.parent.mkdir(parents=True, exist_ok=True)
+        with args.dump_rows.open("w", encoding="utf-8") as out:
+            for row in rows:
+                out.write(json.dumps(row) + "\n")
+    print_summary(rows, console)
+    console.print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
