@@ -190,6 +190,8 @@ def test_seat_never_holds_a_row_the_gate_refused(memory):
     for word, day in (("chain", "2025-03-04"), ("tyres", "2025-09-29"), ("cable", "2025-10-02")):
         put(memory, f"bike shop repair {word}", day)
     weak = put(memory, "the bike helmet and a coffee with the dentist after the meeting", "2025-06-12")
+    memory.calibration.set("a", "rrf", 1.0)  # no lexical-only row can pass: the weak match is refused
+    memory.calibration.set("a", "cosine", 0.99)
     cued = recall(memory, time_cue=cue("sure", **JUNE))
     refused = {d["ref"] for d in cued["trace"]["gate"]["decisions"] if not d["passed"]}
     assert weak in refused and cue_arm(cued) == [weak]

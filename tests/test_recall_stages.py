@@ -440,11 +440,24 @@ def test_lexical_only_row_is_gated_on_its_own_signal(memory: Memory, db_path: Pa
             _, trace = traced(m, QUERY)
         assert lexical in arm(trace, "memory_keyword") and lexical not in arm(trace, "vector_near")
         d, pool = decisions(trace)[lexical], trace["gate"]["pool"]
-        scale = 3 / 61 if mode == "rrf" else 1.0  # the heuristic on the rrf scale tops out at three first places
+        # the heuristic on the scale a lexical-only row can reach: first place on its one lexical arm
+        active = sum(1 for name in ("vector_near", "vector_far", "episode_fts", "memory_keyword") if arm(trace, name))
+        scale = 1 / 61 if mode == "rrf" else 1 / active
         assert (d["signal"], d["origin"]) == (mode, "heuristic")
         assert d["score"] == fusion(trace)[lexical]["score"]
         assert d["threshold"] == pytest.approx(heuristic_minimum(pool) * scale, abs=1e-6)
         assert decisions(trace)["mem:1"]["signal"] == "cosine"
+
+
+def test_an_exact_keyword_match_passes_the_heuristic_gate_in_a_small_store(db_path: Path) -> None:
+    with reopen(db_path, embedding_mode="none") as m:
+        for text in [LEXICAL_ONLY, *UNRELATED]:
+            put(m, text)
+        for mode in ("rrf", "rsf"):
+            with reopen(db_path, recall_mode=mode, embedding_mode="none") as again:
+                response, trace = traced(again, QUERY)
+                assert "mem:1" in [message.get("ref") for message in response["messages"]], mode
+                assert decisions(trace)["mem:1"]["passed"] is True
 
 
 def test_calibrated_threshold_applies_with_origin_calibrated(memory: Memory) -> None:

@@ -91,8 +91,8 @@ def test_disabling_the_keyword_arm_is_a_candidate_miss(fts_enabled: bool) -> Non
     if fts_enabled:
         assert gold in returned(response)
         assert [hit["ref"] for hit in trace["arms"]["memory_keyword"]] == [gold]
-        # one lexical vote is under the rrf gate; the identifier rescue admits it, and the trace says so
-        assert trace["gate"]["gate_fallback"] is True
+        # first place on the keyword arm clears the gate on its own signal: no rescue needed
+        assert trace["gate"]["gate_fallback"] is False
         assert confirm(trace, [gold]) is None
     else:
         assert gold not in returned(response)

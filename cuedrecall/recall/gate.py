@@ -42,10 +42,22 @@ def threshold_for(ctx: RecallContext, signal: str) -> tuple[float, str]:
     scale = 0.5 if p.deep else 1.0
     if signal in p.thresholds:
         return p.thresholds[signal] * scale, "calibrated"
-    minimum = heuristic_minimum(ctx.pool()) * scale
+    return heuristic_minimum(ctx.pool()) * scale * best_possible(ctx, signal), "heuristic"
+
+
+def best_possible(ctx: RecallContext, signal: str) -> float:
+    """The highest score a row judged on this signal can reach: the heuristic's scale.
+
+    A row judged on a fused score is lexical-only, and a memory or an episode sits on
+    one lexical arm at most: first place there is its ceiling (1/(k+1) under rrf; one
+    normalised arm of the active ones under rsf). Measured against three first places,
+    an exact keyword match could never pass in a small store.
+    """
     if signal == "rrf":
-        minimum *= 3 / (p.rrf_k + 1)  # the rrf scale tops out at three first places
-    return minimum, "heuristic"
+        return 1 / (ctx.params.rrf_k + 1)
+    if signal == "rsf":
+        return 1 / ctx.active_arms
+    return 1.0
 
 
 def decide(ctx: RecallContext, row: Candidate) -> Decision:
