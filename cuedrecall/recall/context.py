@@ -75,6 +75,12 @@ class RecallContext:
             self.cache["pool"] = sum(self.store.pool_counts(self.scope))
         return self.cache["pool"]
 
+    def minimum(self) -> float:
+        """The heuristic gate minimum for this pool, ``deep`` halving it (read once per recall)."""
+        if "minimum" not in self.cache:
+            self.cache["minimum"] = heuristic_minimum(self.pool()) * (0.5 if self.params.deep else 1.0)
+        return self.cache["minimum"]
+
 
 def heuristic_minimum(pool: int) -> float:
     """0.5 for a tiny pool, falling to 0.2 from about 500 rows: bigger pools hold more near-misses."""

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from cuedrecall.recall.candidates import Candidate
-from cuedrecall.recall.context import RecallContext, heuristic_minimum
+from cuedrecall.recall.context import RecallContext
 from cuedrecall.text import identifier_like_parts, normalize
 
 PROFILE_MIN_POOL = 50
@@ -39,10 +39,9 @@ class GateResult:
 def threshold_for(ctx: RecallContext, signal: str) -> tuple[float, str]:
     """(threshold, origin) for a scored signal; ``deep`` halves either."""
     p = ctx.params
-    scale = 0.5 if p.deep else 1.0
     if signal in p.thresholds:
-        return p.thresholds[signal] * scale, "calibrated"
-    return heuristic_minimum(ctx.pool()) * scale * best_possible(ctx, signal), "heuristic"
+        return p.thresholds[signal] * (0.5 if p.deep else 1.0), "calibrated"
+    return ctx.minimum() * best_possible(ctx, signal), "heuristic"
 
 
 def best_possible(ctx: RecallContext, signal: str) -> float:

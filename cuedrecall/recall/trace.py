@@ -2,7 +2,8 @@
 
 ``Recorder`` does nothing, so a recall without a trace runs the same code and
 pays for a method call per stage. ``TraceRecorder`` keeps refs, ranks, scores and
-reasons, never stored text.
+reasons, never stored text; scores as computed, unrounded, so any comparison can
+be redone from the record.
 """
 
 from __future__ import annotations
@@ -17,10 +18,6 @@ if TYPE_CHECKING:
     from cuedrecall.store.base import Hit
 
 TRACE_VERSION = 1
-
-
-def _r(value: float | None) -> float | None:
-    return None if value is None else round(float(value), 6)
 
 
 class Recorder:
@@ -64,7 +61,7 @@ class TraceRecorder(Recorder):
 
     def arms(self, arms: dict[str, list["Hit"]]) -> None:
         for name, hits in arms.items():
-            self.data["arms"][name] = [{"ref": h.ref, "rank": h.rank, "raw": _r(h.raw)} for h in hits]
+            self.data["arms"][name] = [{"ref": h.ref, "rank": h.rank, "raw": h.raw} for h in hits]
 
     def excluded(self, refs: list[str]) -> None:
         """Rows an arm found that exclude_contents removed (they kept their ranks)."""
@@ -73,19 +70,17 @@ class TraceRecorder(Recorder):
 
     def fusion(self, rows: list["Candidate"]) -> None:
         self.data["fusion"] = [
-            {"ref": row.ref, "score": _r(row.fused), "votes": {arm: _r(v) for arm, v in row.votes.items()}}
+            {"ref": row.ref, "score": row.fused, "votes": dict(row.votes)}
             for row in rows
         ]
 
     def scoring(self, name: str, factors: dict[str, float]) -> None:
-        self.data["scoring"][name] = {ref: _r(f) for ref, f in factors.items()}
+        self.data["scoring"][name] = dict(factors)
 
     def gate(self, ctx: "RecallContext", decisions: list["Decision"], rescued: list[str]) -> None:
-        from cuedrecall.recall.context import heuristic_minimum
-
         out = []
         for d in decisions:
-            item = {"ref": d.ref, "signal": d.signal, "score": _r(d.score), "threshold": _r(d.threshold),
+            item = {"ref": d.ref, "signal": d.signal, "score": d.score, "threshold": d.threshold,
                     "origin": d.origin, "passed": d.passed}
             if d.reason:
                 item["reason"] = d.reason
@@ -93,7 +88,7 @@ class TraceRecorder(Recorder):
         self.data["gate"] = {
             "decisions": out,
             "calibrated": dict(ctx.params.thresholds),
-            "heuristic_min": heuristic_minimum(ctx.pool()) * (0.5 if ctx.params.deep else 1.0),
+            "heuristic_min": ctx.minimum(),
             "pool": ctx.pool(),
             "gate_fallback": bool(rescued),
         }
