@@ -440,9 +440,8 @@ def test_lexical_only_row_is_gated_on_its_own_signal(memory: Memory, db_path: Pa
             _, trace = traced(m, QUERY)
         assert lexical in arm(trace, "memory_keyword") and lexical not in arm(trace, "vector_near")
         d, pool = decisions(trace)[lexical], trace["gate"]["pool"]
-        # the heuristic on the scale a lexical-only row can reach: first place on its one lexical arm
-        active = sum(1 for name in ("vector_near", "vector_far", "episode_fts", "memory_keyword") if arm(trace, name))
-        scale = 1 / 61 if mode == "rrf" else 1 / active
+        # under rrf the heuristic's scale is first place on one lexical arm; rsf keeps 0..1
+        scale = 1 / 61 if mode == "rrf" else 1.0
         assert (d["signal"], d["origin"]) == (mode, "heuristic")
         assert d["score"] == fusion(trace)[lexical]["score"]
         assert d["threshold"] == pytest.approx(heuristic_minimum(pool) * scale, abs=1e-6)

@@ -62,7 +62,6 @@ class RecallContext:
     now: datetime
     recorder: "Recorder"
     started: float = field(default_factory=time.perf_counter)
-    active_arms: int = 1  # arms that returned rows, set by fusion (rsf divides by it)
     cache: dict[str, Any] = field(default_factory=dict)
 
     @property

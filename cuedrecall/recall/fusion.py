@@ -27,7 +27,7 @@ def fuse(ctx: RecallContext, arms: Arms) -> list[Candidate]:
                 row.cosine = hit.raw
     rows = list(candidates.values())
     if p.mode == "rsf":
-        active = ctx.active_arms = max(1, sum(1 for arm in ORDINARY_ARMS if arms.get(arm)))
+        active = max(1, sum(1 for arm in ORDINARY_ARMS if arms.get(arm)))
         for row in rows:
             row.votes = {arm: vote / active for arm, vote in row.votes.items()}
     for row in rows:
