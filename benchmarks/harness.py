@@ -15,6 +15,10 @@ relevant when it is the stored ref of one of the question's evidence turns.
 
 from __future__ import annotations
 
+import sys
+
+import argparse
+
 import math
 import tempfile
 from collections import defaultdict
@@ -423,3 +427,52 @@ def _cell(value: Any) -> str:
 
 def command_line(prog: str, argv: Sequence[str]) -> str:
     return f"python -m {prog} {' '.join(argv)}".rstrip()
+
+
+# -- the command line both studies share ------------------------------------------------------
+
+
+def study_parser(prog: str, description: str, out_name: str, embedders: list[str],
+                 modes: list[str]) -> argparse.ArgumentParser:
+    """The options of a study over LoCoMo and the long-span history (retrieval, time cue)."""
+    parser = argparse.ArgumentParser(prog=f"python -m {prog}", description=description)
+    parser.add_argument("--locomo", default=str(DEFAULT_LOCOMO),
+                        help="LoCoMo JSON file, or 'none' to skip it (default: %(default)s)")
+    parser.add_argument("--long-span", choices=["small", "large", "none"], default="large",
+                        help="size of the generated long-span history, or none (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="long-span generator seed (default: %(default)s)")
+    parser.add_argument("--embedders", nargs="+", choices=["local", "hash"], default=embedders)
+    parser.add_argument("--modes", nargs="+", choices=["rrf", "rsf"], default=modes)
+    parser.add_argument("--limit-conversations", type=int, default=None, help="only the first N LoCoMo conversations")
+    parser.add_argument("--limit", type=int, default=LIMIT, help="recall limit (default: %(default)s)")
+    parser.add_argument("--history", choices=HISTORIES, default="asked",
+                        help="asked: the store holds only what was stored before the question was asked; "
+                             "all: the whole history first (default: %(default)s)")
+    parser.add_argument("--workdir", type=Path, help="keep the databases here (default: a temporary folder)")
+    parser.add_argument("--out", type=Path, default=RESULTS / out_name,
+                        help="markdown file; the PNG goes next to it (default: %(default)s)")
+    return parser
+
+
+def run_study(argv: Sequence[str] | None, parser: argparse.ArgumentParser, study: Any, console: Any,
+              nothing: str) -> int:
+    """Parse, run, plot, write the report and print the summary: the flow of every study script.
+
+    ``study`` is the script's module: it provides run, plot, render and print_summary.
+    """
+    from rich.console import Console
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(argv)
+    console = console or Console(stderr=True)
+    datasets, rows, models = study.run(args, console)
+    if not rows:
+        console.print(nothing)
+        return 1
+    png = args.out.with_suffix(".png")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    study.plot(rows, png)
+    args.out.write_text(study.render(argv, args, datasets, rows, models, png), encoding="utf-8")
+    study.print_summary(rows, console)
+    console.print(f"wrote {args.out} and {png}")
+    return 0

@@ -39,22 +39,7 @@ METRICS = ("recall_any@5", "recall_any@10", "recall_all@10", "ndcg@10", "mrr")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=f"python -m {PROG}", description=__doc__.splitlines()[0])
-    parser.add_argument("--locomo", default=str(h.DEFAULT_LOCOMO),
-                        help="LoCoMo JSON file, or 'none' to skip it (default: %(default)s)")
-    parser.add_argument("--long-span", choices=["small", "large", "none"], default="large",
-                        help="size of the generated long-span history, or none (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="long-span generator seed (default: %(default)s)")
-    parser.add_argument("--embedders", nargs="+", choices=["local", "hash"], default=["local", "hash"])
-    parser.add_argument("--modes", nargs="+", choices=["rrf", "rsf"], default=["rrf", "rsf"])
-    parser.add_argument("--limit-conversations", type=int, default=None, help="only the first N LoCoMo conversations")
-    parser.add_argument("--limit", type=int, default=h.LIMIT, help="recall limit (default: %(default)s)")
-    parser.add_argument("--history", choices=h.HISTORIES, default="asked",
-                        help="asked: the store holds only what was stored before the question was asked; "
-                             "all: the whole history first (default: %(default)s)")
-    parser.add_argument("--workdir", type=Path, help="keep the databases here (default: a temporary folder)")
-    parser.add_argument("--out", type=Path, default=h.RESULTS / "retrieval.md",
-                        help="markdown file; the PNG goes next to it (default: %(default)s)")
+    parser = h.study_parser(PROG, __doc__.splitlines()[0], "retrieval.md", ["local", "hash"], ["rrf", "rsf"])
     parser.add_argument("--dump-traces", type=Path, metavar="PATH.jsonl",
                         help="write one {id, gold, trace} line per recall")
     return parser
@@ -251,20 +236,7 @@ def print_summary(rows: Sequence[dict[str, Any]], console: Console) -> None:
 
 
 def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
-    console = console or Console(stderr=True)
-    datasets, rows, models = run(args, console)
-    if not rows:
-        console.print("no questions to evaluate")
-        return 1
-    png = args.out.with_suffix(".png")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    plot(rows, png)
-    args.out.write_text(render(argv, args, datasets, rows, models, png), encoding="utf-8")
-    print_summary(rows, console)
-    console.print(f"wrote {args.out} and {png}")
-    return 0
+    return h.run_study(argv, build_parser(), sys.modules[__name__], console, "no questions to evaluate")
 
 
 if __name__ == "__main__":

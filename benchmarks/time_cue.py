@@ -443,22 +443,7 @@ def plot(rows: Sequence[dict[str, Any]], path: Path) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=f"python -m {PROG}", description=__doc__.splitlines()[0])
-    parser.add_argument("--locomo", default=str(h.DEFAULT_LOCOMO),
-                        help="LoCoMo JSON file, or 'none' to skip it (default: %(default)s)")
-    parser.add_argument("--long-span", choices=["small", "large", "none"], default="large",
-                        help="size of the generated long-span history, or none (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="long-span generator seed (default: %(default)s)")
-    parser.add_argument("--embedders", nargs="+", choices=["local", "hash"], default=["local"])
-    parser.add_argument("--modes", nargs="+", choices=["rrf", "rsf"], default=["rrf"])
-    parser.add_argument("--limit-conversations", type=int, default=None, help="only the first N LoCoMo conversations")
-    parser.add_argument("--limit", type=int, default=h.LIMIT, help="recall limit (default: %(default)s)")
-    parser.add_argument("--history", choices=h.HISTORIES, default="asked",
-                        help="asked: the store holds only what was stored before the question was asked; "
-                             "all: the whole history first (default: %(default)s)")
-    parser.add_argument("--workdir", type=Path, help="keep the databases here (default: a temporary folder)")
-    parser.add_argument("--out", type=Path, default=h.RESULTS / "time_cue.md",
-                        help="markdown file; the PNG goes next to it (default: %(default)s)")
+    parser = h.study_parser(PROG, __doc__.splitlines()[0], "time_cue.md", ["local"], ["rrf"])
     return parser
 
 
@@ -494,20 +479,7 @@ def print_summary(rows: Sequence[dict[str, Any]], console: Console) -> None:
 
 
 def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
-    console = console or Console(stderr=True)
-    datasets, rows, models = run(args, console)
-    if not rows:
-        console.print("no cued questions")
-        return 1
-    png = args.out.with_suffix(".png")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    plot(rows, png)
-    args.out.write_text(render(argv, args, datasets, rows, models, png), encoding="utf-8")
-    print_summary(rows, console)
-    console.print(f"wrote {args.out} and {png}")
-    return 0
+    return h.run_study(argv, build_parser(), sys.modules[__name__], console, "no cued questions")
 
 
 if __name__ == "__main__":

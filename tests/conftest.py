@@ -12,6 +12,7 @@ import pytest
 from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock
 from cuedrecall.config import Settings
+from cuedrecall.store.base import EPISODE, Scope
 
 NOW = "2025-11-01T12:00:00+00:00"
 
@@ -58,3 +59,17 @@ def snapshot(memory: Memory, agents: tuple[str, ...] = ()) -> str:
 def failed(result: dict[str, Any], argument: str) -> bool:
     """True when the result is an ok:false failure whose error names the argument."""
     return result.get("ok") is False and argument in str(result.get("error", ""))
+
+
+def visible(row: Any, scope: Scope) -> bool:
+    """The read semantics, written out independently of the store: ``row`` has agent_id,
+    project_id, channel, kind and source_id (spec §2.6: isolation is the search space)."""
+    if row.agent_id != scope.agent_id:
+        return False
+    if scope.project_id is not None and row.project_id not in ({"", scope.project_id} if scope.project_id else {""}):
+        return False
+    if scope.channel and row.channel not in ("", scope.channel):
+        return False
+    if row.kind == EPISODE:
+        return not scope.source_id or bool(scope.channel)
+    return row.source_id.startswith(scope.source_id)

@@ -27,6 +27,7 @@ from cuedrecall.clock import fixed_clock
 from cuedrecall.config import Settings
 from cuedrecall.recall.cued_v0_3 import BOUND, CONFIDENCES, POLICY, SEATS, SINGLE_PASS_POLICY
 from cuedrecall.store.base import EPISODE, MEMORY, Scope
+from conftest import visible
 
 UTC = timezone.utc
 NOW = datetime(2025, 11, 1, 12, 0, tzinfo=UTC)
@@ -62,17 +63,6 @@ class Row:
     text: str  # as recall shows it (an episode with its label)
 
 
-def visible(row: Row, scope: Scope) -> bool:
-    """The read scope, written out independently of the store (spec §2.6: isolation is the search space)."""
-    if row.agent_id != scope.agent_id:
-        return False
-    if scope.project_id is not None and row.project_id not in ({"", scope.project_id} if scope.project_id else {""}):
-        return False
-    if scope.channel and row.channel not in ("", scope.channel):
-        return False
-    if row.kind == EPISODE:
-        return not scope.source_id or bool(scope.channel)
-    return row.source_id.startswith(scope.source_id)
 
 
 # --- strategies ---------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import open_memory
+from conftest import open_memory, visible
 from cuedrecall.api import Memory
 from cuedrecall.store.base import EPISODE, MEMORY, Scope
 from cuedrecall.text.fts import fts_terms
@@ -40,17 +40,6 @@ class Row:
     text: str
 
 
-def visible(row: Row, scope: Scope) -> bool:
-    """The read semantics, written out independently of the store."""
-    if row.agent_id != scope.agent_id:
-        return False
-    if scope.project_id is not None and row.project_id not in ({"", scope.project_id} if scope.project_id else {""}):
-        return False
-    if scope.channel and row.channel not in ("", scope.channel):
-        return False
-    if row.kind == EPISODE:
-        return not scope.source_id or bool(scope.channel)
-    return row.source_id.startswith(scope.source_id)
 
 
 @pytest.fixture(scope="module")
