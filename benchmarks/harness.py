@@ -171,6 +171,15 @@ def new_embedder(mode: str) -> PrefetchEmbedder:
     return PrefetchEmbedder(make_embedder(mode))
 
 
+def prefetched_embedder(mode: str, datasets: Sequence["Dataset"], progress: Any) -> PrefetchEmbedder:
+    """An embedder that has already embedded every text of the datasets, with a progress bar."""
+    embedder = new_embedder(mode)
+    texts = dataset_texts(datasets)
+    task = progress.add_task(f"embedding ({mode})", total=embedder.pending(texts))
+    embedder.prefetch(texts, lambda n: progress.advance(task, n))
+    return embedder
+
+
 def settings_for(embedder: str, mode: str, path: Path | str, environ: Mapping[str, str] | None = None) -> Settings:
     """Default settings (the environment is not read, so a run does not depend on it).
 

@@ -95,10 +95,7 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], li
         with Progress(console=console, transient=False) as progress:
             asked = progress.add_task("recalls", total=total)
             for name in args.embedders:
-                embedder = h.new_embedder(name)
-                texts = h.dataset_texts(datasets)
-                task = progress.add_task(f"embedding ({name})", total=embedder.pending(texts))
-                embedder.prefetch(texts, lambda n: progress.advance(task, n))
+                embedder = h.prefetched_embedder(name, datasets, progress)
                 for dataset in datasets:
                     for conversation in dataset.conversations:
                         for mode in args.modes:

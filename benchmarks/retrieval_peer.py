@@ -291,10 +291,7 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], li
     with Progress(console=console, transient=False) as progress:
         asked = progress.add_task("recalls", total=scored_total * len(args.embedders) * (2 + len(variants)))
         for name in args.embedders:
-            embedder = h.new_embedder(name)
-            texts = h.dataset_texts(datasets)
-            task = progress.add_task(f"embedding ({name})", total=embedder.pending(texts))
-            embedder.prefetch(texts, lambda n: progress.advance(task, n))
+            embedder = h.prefetched_embedder(name, datasets, progress)
             facts["models"][name] = embedder.model
             with peer_mod.EmbedServer(name, workdir / f"embed-server-{name}.log", timeout=300) as served:
                 sample = [q.text for d in datasets for c in d.conversations for q in c.questions if d.scored(q)]

@@ -74,6 +74,13 @@ class RecallContext:
             self.cache["pool"] = sum(self.store.pool_counts(self.scope))
         return self.cache["pool"]
 
+    def profile(self) -> str | None:
+        """The agent's profile text, or None without one (read once per recall)."""
+        if "profile" not in self.cache:
+            found = self.store.profile(self.scope.agent_id)
+            self.cache["profile"] = found[0] if found else None
+        return self.cache["profile"]
+
     def minimum(self) -> float:
         """The heuristic gate minimum for this pool, ``deep`` halving it (read once per recall)."""
         if "minimum" not in self.cache:

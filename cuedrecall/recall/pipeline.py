@@ -50,6 +50,6 @@ def single_pass(ctx: RecallContext) -> PassResult:
 
 def _with_profile(ctx: RecallContext, rows: list[Candidate]) -> list[Candidate]:
     """The agent's profile rides along as the last row; the gate admits it only in a pool of 50 or more."""
-    if ctx.store.profile(ctx.scope.agent_id) is None:
+    if ctx.profile() is None:
         return rows
     return [*rows, Candidate(PROFILE_REF)]

@@ -64,9 +64,8 @@ def run_recall(
     if recorder.enabled:
         _trace_header(memory, ctx, cue, limit, full_content)
     outcome = recall_process(ctx, cue, memory.settings.recall_cue_time_limit_ms)
-    profile = memory.store_.profile(agent_id)
     records = memory.store_.records([row.ref for row in outcome.rows if not row.is_profile])
-    messages = build_messages(ctx, outcome.rows, records, profile[0] if profile else None,
+    messages = build_messages(ctx, outcome.rows, records, ctx.profile(),
                               memory.settings.recall_preview_chars, full_content)
     response: dict[str, Any] = {"messages": messages}
     if params.depth != params.limit:
