@@ -2,17 +2,21 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+# Every install takes the exact versions of constraints.txt (pyproject.toml only declares ranges), and a
+# changed constraints.txt reinstalls.
+CONSTRAINTS := constraints.txt
+PIP_INSTALL := $(PY) -m pip install --quiet -c $(CONSTRAINTS)
 
 .PHONY: demo test install install-test bench clean
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e .
+	$(PIP_INSTALL) --upgrade pip
+	$(PIP_INSTALL) -e .
 	touch $@
 
-$(VENV)/.test-installed: $(VENV)/.installed
-	$(PY) -m pip install --quiet -e '.[test]'
+$(VENV)/.test-installed: $(VENV)/.installed pyproject.toml $(CONSTRAINTS)
+	$(PIP_INSTALL) -e '.[test]'
 	touch $@
 
 install: $(VENV)/.installed

@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks.datasets import Conversation, Question, generate_long_span, load_locomo
-from cuedrecall.api import Memory, sanitise
+from cuedrecall.api import Memory
+from cuedrecall.text.sanitise import sanitise
 from cuedrecall.clock import fixed_clock
 from cuedrecall.config import Settings
 from cuedrecall.embed import make_embedder

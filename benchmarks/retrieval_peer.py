@@ -46,7 +46,7 @@ from benchmarks import harness as h
 from benchmarks import peer as peer_mod
 from benchmarks.retrieval import METRICS
 from benchmarks.speed import jaccard, returned_refs
-from cuedrecall.api import sanitise
+from cuedrecall.text.sanitise import sanitise
 from cuedrecall.config import Settings
 
 PROG = "benchmarks.retrieval_peer"

@@ -75,17 +75,24 @@ def cmd_export(args: argparse.Namespace) -> int:
     with _memory(args) as memory:
         result = memory.export_memories(agent_id=args.agent, output_path=args.path,
                                         include_embeddings=args.embeddings)
-    print(json.dumps(result, ensure_ascii=False))
-    return 0 if result.get("ok") else 1
+    return _finish(result)
 
 
 def cmd_import(args: argparse.Namespace) -> int:
     with _memory(args) as memory, _progress() as progress:
         task = progress.add_task("importing", total=_record_count(args.path))
-        result = memory._import_memories(args.path, args.agent, args.dry_run,
-                                         progress=lambda n: progress.advance(task, n))
-    print(json.dumps(result, ensure_ascii=False))
-    return 0 if result.get("ok") else 1
+        result = memory.import_memories(input_path=args.path, target_agent_id=args.agent, dry_run=args.dry_run,
+                                        progress=lambda n: progress.advance(task, n))
+    return _finish(result)
+
+
+def _finish(result: dict[str, Any], indent: int | None = None) -> int:
+    """Print a tool's result as JSON; a failure also says why on stderr and exits 1."""
+    print(json.dumps(result, ensure_ascii=False, indent=indent))
+    if result.get("ok"):
+        return 0
+    print(f"cuedrecall: {result.get('error', 'failed')}", file=sys.stderr)
+    return 1
 
 
 def _record_count(path: str) -> int:
@@ -103,8 +110,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             result = memory.set_recall_precision(agent_id=args.agent, precision=args.precision)
         else:
             result = memory.calibrate_threshold(agent_id=args.agent, method=args.method)
-    print(json.dumps(result, ensure_ascii=False, indent=2))
-    return 0 if result.get("ok") else 1
+    return _finish(result, indent=2)
 
 
 def cmd_embed_server(args: argparse.Namespace) -> int:

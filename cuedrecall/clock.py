@@ -5,10 +5,15 @@ Tests pin it and benchmarks replay a history against a fixed "now".
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Callable
 
 Clock = Callable[[], datetime]
+UTC = timezone.utc
+
+# Arithmetic that would leave the representable range is clipped to these, never raised.
+EARLIEST = datetime.min.replace(tzinfo=UTC)
+LATEST = datetime.max.replace(tzinfo=UTC)
 
 
 def system_clock() -> datetime:
@@ -26,3 +31,36 @@ def fixed_clock(at: datetime | str) -> Clock:
 def iso(moment: datetime) -> str:
     """The one spelling of an instant this package writes: ISO-8601 in UTC with offset."""
     return moment.astimezone(timezone.utc).isoformat()
+
+
+def to_utc(moment: datetime) -> datetime:
+    """An aware UTC datetime; a naive one is taken to be UTC already."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:  # e.g. 0001-01-01T00:00+01:00 lies before the first instant
+        offset = moment.utcoffset() or timedelta(0)
+        return EARLIEST if offset > timedelta(0) else LATEST
+
+
+# --- instants ------------------------------------------------------------------------
+
+
+def parse_instant(text: object) -> datetime | None:
+    """A stored record time (ISO-8601, "Z", offset or none, or a date) as aware UTC, else None."""
+    if isinstance(text, datetime):
+        return to_utc(text)
+    if not isinstance(text, str):
+        return None
+    try:
+        # Since 3.11 this reads "Z", "+09:00", "YYYY-MM-DD HH:MM:SS" and a bare date.
+        return to_utc(datetime.fromisoformat(text.strip()))
+    except ValueError:
+        return None
+
+
+def to_epoch(text: object) -> float | None:
+    """A stored record time as UTC epoch seconds, the sortable form; None if unreadable."""
+    moment = parse_instant(text)
+    return None if moment is None else moment.timestamp()

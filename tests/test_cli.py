@@ -172,7 +172,8 @@ def test_calibrate_sets_the_agents_gate_and_prints_the_report(
     assert main(["calibrate", "--db", str(db), "--embedding", "hash", "--agent", "a"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["ok"] is True and "cosine" in report["new_thresholds"]
-    assert Path(str(db) + ".calibration.json").exists()
+    with open_memory(db) as memory:  # kept in the database, where the next process reads it
+        assert memory.calibration.thresholds("a") == report["new_thresholds"]
 
 
 def test_calibrate_without_enough_memories_fails_with_the_reason(

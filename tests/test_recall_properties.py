@@ -28,6 +28,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import NOW, make_settings, open_memory
+from golden.corpus import replace_gate
 from cuedrecall.api import Memory
 
 AGENTS = ["a", "b"]
@@ -138,8 +139,7 @@ def in_scope(row: Row, scope: dict[str, Any]) -> bool:
 def recall(path: Path, config: dict[str, Any], gate: dict[str, float] | None, agent: str,
            **arguments: Any) -> dict[str, Any]:
     with open_memory(path, settings=make_settings(**config)) as memory:
-        for signal, value in (gate or {}).items():
-            memory.calibration.set(agent, signal, value)
+        replace_gate(memory, [(agent, signal, value) for signal, value in (gate or {}).items()])
         return _call(memory, agent_id=agent, **arguments)
 
 

@@ -20,10 +20,10 @@ import pytest
 
 from conftest import NOW, make_settings, open_memory
 from cuedrecall.api import Memory
-from cuedrecall.recall.context import heuristic_minimum
+from cuedrecall.recall.gate import heuristic_minimum
 from cuedrecall.recall.fusion import fuse
 from cuedrecall.recall.trace import Recorder
-from cuedrecall.store.base import Hit
+from cuedrecall.store.base import Hit, Threshold
 
 A = "agent-a"
 QUERY = "zephyr quartz nebula"
@@ -722,20 +722,24 @@ def test_last_row_is_the_best(memory: Memory) -> None:
     assert refs(response) == list(reversed(before_cut(trace)))
 
 
-def test_a_row_deleted_during_the_recall_is_left_out_not_a_crash(memory: Memory,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    import cuedrecall.recall.request as request
+def test_a_recall_reads_one_snapshot_and_the_next_recall_sees_a_delete(memory: Memory, db_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A delete committed by another connection mid-recall does not tear the answer; the next recall has it."""
+    import cuedrecall.handlers.recall as handler
 
     gone, kept = put(memory, EXACT), put(memory, REPORT)
     open_gate(memory)
-    original = request.recall_process
+    original = handler.recall_process
 
     def delete_then_answer(*args: Any, **kwargs: Any) -> Any:
         outcome = original(*args, **kwargs)
-        memory.delete_memory(memory_id=int(gone.split(":")[1]))  # another writer, between the pass and the answer
+        with open_memory(db_path) as other:  # another writer, between the pass and the answer
+            assert other.delete_memory(memory_id=int(gone.split(":")[1]))["ok"] is True
         return outcome
 
-    monkeypatch.setattr(request, "recall_process", delete_then_answer)
+    monkeypatch.setattr(handler, "recall_process", delete_then_answer)
+    assert sorted(refs(memory.recall(agent_id=A, query=QUERY))) == sorted([gone, kept])
+    monkeypatch.undo()
     assert refs(memory.recall(agent_id=A, query=QUERY)) == [kept]
 
 
@@ -800,11 +804,7 @@ def _calibration_corpus(memory: Memory, agent: str = A, clusters: int = 12, seed
             put(memory, " ".join(words) + f" entry {c}-{j}", agent=agent, ts=ts)
 
 
-def _sidecar(db_path: Path) -> Path:
-    return Path(str(db_path) + ".calibration.json")
-
-
-def test_calibrate_threshold_writes_the_sidecar_with_a_threshold_per_signal(memory: Memory, db_path: Path) -> None:
+def test_calibrate_threshold_writes_a_threshold_per_signal_with_the_data(memory: Memory, db_path: Path) -> None:
     _calibration_corpus(memory)
     report = memory.calibrate_threshold(agent_id=A)
     assert report["ok"] is True and report["sidecar_persisted"] is True
@@ -812,15 +812,48 @@ def test_calibrate_threshold_writes_the_sidecar_with_a_threshold_per_signal(memo
     new = report["new_thresholds"]
     assert set(new) == {"cosine", "rrf"}  # this corpus has enough lexical-only rows for a fused threshold
     assert new["cosine"] >= 0.05 and new["rrf"] == report["lexical"]["threshold"]
-    data = json.loads(_sidecar(db_path).read_text())
-    assert data["embedding_model"] == "hash-384" and data["agents"][A] == new
+    stored = {(t.agent_id, t.signal): t for t in memory.store_.thresholds()}
+    assert {signal: stored[A, signal].value for signal in new} == new
+    assert {stored[A, signal].embedding_model for signal in new} == {"hash-384"}
+    assert not Path(str(db_path) + ".calibration.json").exists()  # no sidecar: the database holds it
     assert memory.get_recall_precision(agent_id=A)["thresholds"] == new
     _, trace = traced(memory, " ".join(VOCAB[:4]))
     for d in trace["gate"]["decisions"]:
         assert (d["threshold"], d["origin"]) == (new[d["signal"]], "calibrated")
-    with open_memory(db_path) as again:  # the sidecar is read back at start
+    with open_memory(db_path) as again:  # read back by the next process
         assert again.calibration.thresholds(A) == new
         assert again.calibrate_threshold(agent_id=A)["new_thresholds"] == new  # seeded: the same answer
+
+
+def test_two_processes_calibrating_two_agents_keep_both(db_path: Path) -> None:
+    """Each write is a row of its own in a transaction: neither process's settings overwrite the other's."""
+    with open_memory(db_path) as first:
+        _calibration_corpus(first)
+        _calibration_corpus(first, agent="bob")
+        with open_memory(db_path) as second:
+            strict = first.set_recall_precision(agent_id=A, precision="strict")
+            lenient = second.set_recall_precision(agent_id="bob", precision="lenient")
+            assert strict["ok"] is True and lenient["ok"] is True
+            for memory in (first, second):  # each process sees the other's write at once
+                assert memory.get_recall_precision(agent_id=A)["precision"] == "strict"
+                assert memory.get_recall_precision(agent_id="bob")["precision"] == "lenient"
+    with open_memory(db_path) as fresh:
+        assert fresh.get_recall_precision(agent_id=A)["thresholds"] == strict["calibrate"]["new_thresholds"]
+        assert fresh.get_recall_precision(agent_id="bob")["thresholds"] == lenient["calibrate"]["new_thresholds"]
+
+
+def test_calibration_travels_with_an_export_free_copy_of_the_file(memory: Memory, db_path: Path,
+                                                                 tmp_path: Path) -> None:
+    _calibration_corpus(memory)
+    new = memory.calibrate_threshold(agent_id=A)["new_thresholds"]
+    memory.close()
+    copy = tmp_path / "copy.db"
+    import sqlite3
+
+    with sqlite3.connect(db_path) as source, sqlite3.connect(copy) as target:
+        source.backup(target)
+    with open_memory(copy) as moved:
+        assert moved.calibration.thresholds(A) == new
 
 
 def test_calibrate_threshold_refuses_without_enough_data(memory: Memory, db_path: Path) -> None:
@@ -829,7 +862,7 @@ def test_calibrate_threshold_refuses_without_enough_data(memory: Memory, db_path
     result = memory.calibrate_threshold(agent_id=A)
     assert result["ok"] is False and result["agent_id"] == A
     assert "Need at least 10 embedded memories" in result["error"] and "found 5" in result["error"]
-    assert not _sidecar(db_path).exists()
+    assert memory.store_.thresholds() == []
     assert memory.calibration.thresholds(A) == {}
     _, trace = traced(memory, VOCAB[0])
     assert {d["origin"] for d in trace["gate"]["decisions"] if d["signal"]} <= {"heuristic"}
@@ -859,18 +892,22 @@ def test_set_recall_precision_without_enough_data_changes_nothing(memory: Memory
     assert memory.get_recall_precision(agent_id=A) == before
 
 
-def _write_sidecar(db_path: Path, model: str, thresholds: dict[str, dict[str, float]], scoring: str) -> None:
-    _sidecar(db_path).write_text(json.dumps({"embedding_model": model, "scoring_version": scoring,
-                                             "agents": thresholds, "betas": {}}))
+def _stamp_with_another_model(db_path: Path, thresholds: dict[str, dict[str, float]]) -> None:
+    """Thresholds as a server with another embedding model would have left them."""
+    with open_memory(db_path) as memory:
+        with memory.store_.write() as conn:
+            memory.store_.drop_thresholds(conn, [t.agent_id for t in memory.store_.thresholds()])
+            memory.store_.set_thresholds(conn, [
+                Threshold(agent, signal, value, "other-model", memory.calibration.scoring)
+                for agent, signals in thresholds.items() for signal, value in signals.items()])
 
 
-def test_a_sidecar_from_another_embedding_model_is_stale_and_recalibrated_at_start(db_path: Path) -> None:
+def test_thresholds_from_another_embedding_model_are_stale_and_recalibrated_at_start(db_path: Path) -> None:
     with open_memory(db_path) as memory:
         _calibration_corpus(memory)
         _calibration_corpus(memory, agent="agent-small", clusters=1)  # 4 memories: too few to calibrate
         fresh = memory.calibrate_threshold(agent_id=A)["new_thresholds"]
-        scoring = json.loads(_sidecar(db_path).read_text())["scoring_version"]
-    _write_sidecar(db_path, "other-model", {A: {"cosine": 0.97, "rrf": 0.5}, "agent-small": {"cosine": 0.9}}, scoring)
+    _stamp_with_another_model(db_path, {A: {"cosine": 0.97, "rrf": 0.5}, "agent-small": {"cosine": 0.9}})
     with open_memory(db_path, settings=make_settings(calibrate_on_model_change=False)) as memory:
         assert memory.calibration.stale is True
         assert memory.calibration.thresholds(A) == {}  # stale thresholds are never applied
@@ -878,15 +915,13 @@ def test_a_sidecar_from_another_embedding_model_is_stale_and_recalibrated_at_sta
         assert memory.calibration.stale is False
         assert memory.calibration.thresholds(A) == fresh
         assert memory.calibration.thresholds("agent-small") == {}  # dropped: the heuristic applies
-    data = json.loads(_sidecar(db_path).read_text())
-    assert data["embedding_model"] == "hash-384" and data["agents"] == {A: fresh}
+        assert {(t.agent_id, t.embedding_model) for t in memory.store_.thresholds()} == {(A, "hash-384")}
 
 
-def test_a_stale_sidecar_opened_without_an_embedder_does_not_fail_the_start(db_path: Path) -> None:
+def test_stale_thresholds_opened_without_an_embedder_do_not_fail_the_start(db_path: Path) -> None:
     with open_memory(db_path) as memory:
         _calibration_corpus(memory)
         assert memory.calibrate_threshold(agent_id=A)["ok"] is True
-    scoring = json.loads(_sidecar(db_path).read_text())["scoring_version"]
-    _write_sidecar(db_path, "other-model", {A: {"cosine": 0.97}}, scoring)
+    _stamp_with_another_model(db_path, {A: {"cosine": 0.97}})
     with reopen(db_path, embedding_mode="none") as memory:
         assert memory.recall(agent_id=A, query=VOCAB[0])["advisory"]["degraded"] is True

@@ -10,18 +10,15 @@ from hypothesis import strategies as st
 
 from cuedrecall.errors import ToolArgumentError
 from cuedrecall.recall.cued_v0_3 import CONFIDENCES, DAY, MONTH, WEEK
+from cuedrecall.clock import EARLIEST, LATEST, parse_instant, to_epoch
 from cuedrecall.recall.timecue import (
-    EARLIEST,
-    LATEST,
     Ago,
     TimeCue,
     TimeCueError,
     base_period,
     is_recent_only,
-    parse_instant,
     parse_time_cue,
     period,
-    to_epoch,
 )
 
 UTC = timezone.utc

@@ -59,11 +59,11 @@ def seeded(tmp_path: Path) -> Iterator[tuple[Memory, dict[str, dict[str, Any]]]]
 
 def _state(memory: Memory, tmp_path: Path) -> tuple[str, bool, str, list[Any]]:
     """What a failed call must leave unchanged: every row and profile, the export target's absence,
-    the calibration sidecar and the gate settings of every agent."""
-    sidecar = Path(memory.settings.db_path + ".calibration.json")
+    every calibrated threshold and precision override, and the gate settings of every agent."""
+    calibration = repr((memory.store_.thresholds(), memory.store_.betas()))
     gates = [memory.get_recall_precision(agent_id=agent) for agent in (AGENT, OTHER)]
     return (snapshot(memory, agents=(AGENT, OTHER, "agent-c")), (tmp_path / "out.jsonl").exists(),
-            sidecar.read_text() if sidecar.exists() else "", gates)
+            calibration, gates)
 
 
 # A value of the wrong JSON type for each declared type (None too, for parameters that do not take null).

@@ -24,9 +24,10 @@ def autocut(ctx: RecallContext, rows: list[Candidate]) -> list[Candidate]:
     if scores[0] <= 0 or gaps[widest] / scores[0] < p.autocut_ratio:
         ctx.recorder.autocut(False, None, [])
         return rows
-    dropped = {row.ref for row in scored[widest + 1 :]}
-    ctx.recorder.autocut(True, widest + 1, [row.ref for row in scored[widest + 1 :]])
-    return [row for row in rows if row.ref not in dropped]
+    dropped = scored[widest + 1 :]
+    ctx.recorder.autocut(True, widest + 1, dropped)
+    gone = {row.ref for row in dropped}
+    return [row for row in rows if row.ref not in gone]
 
 
 def _homogeneous(rows: list[Candidate]) -> bool:

@@ -1,4 +1,4 @@
-"""Calibrated gate thresholds, one per signal, kept in the sidecar ``<db>.calibration.json``.
+"""Calibrated gate thresholds, one per signal, kept by the store beside the data.
 
 Labels come from time alone: two records written within 30 minutes of each other
 are taken to belong together (a positive), any other pair is null. The threshold
@@ -8,14 +8,9 @@ quantile (``percentile``) or mean + z sd (``zscore``) of the null scores.
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
-import threading
-from dataclasses import dataclass, field
-from pathlib import Path
-
 import numpy as np
+
+from cuedrecall.store.base import Store, Threshold
 
 PRECISION_BETA = {"strict": 2.0, "balanced": 1.0, "lenient": 0.5}
 METHODS = ("separation", "percentile", "zscore")
@@ -64,56 +59,53 @@ def cosine_samples(vectors: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, 
     return positives, nulls
 
 
-@dataclass
 class Calibration:
-    """Thresholds per agent and signal, the betas, and the fingerprint they were made under."""
+    """The calibrated gate as the store holds it, read under one fingerprint (embedding model, scoring version).
 
-    path: Path | None
-    embedding_model: str
-    scoring: str
-    agents: dict[str, dict[str, float]] = field(default_factory=dict)
-    betas: dict[str, float] = field(default_factory=dict)
-    stale: bool = False
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    A threshold measured under another fingerprint is stale: it is never applied,
+    and the server recalibrates at start when allowed. Reads are cached by the store
+    until any connection changes the calibration.
+    """
 
-    @classmethod
-    def load(cls, db_path: str, embedding_model: str, scoring: str) -> "Calibration":
-        """Read the sidecar; one made under another model or scoring version is marked stale."""
-        path = None if db_path == ":memory:" else Path(db_path + ".calibration.json")
-        found = cls(path, embedding_model, scoring)
-        if path is None or not path.exists():
-            return found
-        data = json.loads(path.read_text(encoding="utf-8"))
-        found.agents = {a: dict(t) for a, t in data.get("agents", {}).items()}
-        found.betas = dict(data.get("betas", {}))
-        found.stale = data.get("embedding_model") != embedding_model or data.get("scoring_version") != scoring
-        return found
+    def __init__(self, store: Store, embedding_model: str, scoring: str) -> None:
+        self.store = store
+        self.embedding_model = embedding_model
+        self.scoring = scoring
 
-    def save(self) -> bool:
-        """Write the sidecar atomically (temp file renamed into place); False for an in-memory store."""
-        if self.path is None:
-            return False
-        data = {"embedding_model": self.embedding_model, "scoring_version": self.scoring,
-                "agents": self.agents, "betas": self.betas}
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=self.path.name, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(data, out, indent=1, sort_keys=True)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, self.path)
-        return True
+    def _current(self, row: Threshold) -> bool:
+        return (row.embedding_model, row.scoring_version) == (self.embedding_model, self.scoring)
+
+    @property
+    def stale(self) -> bool:
+        return any(not self._current(row) for row in self.store.thresholds())
+
+    def stale_agents(self) -> list[str]:
+        return sorted({row.agent_id for row in self.store.thresholds() if not self._current(row)})
+
+    def agents(self) -> dict[str, dict[str, float]]:
+        """agent -> signal -> threshold, current fingerprint only."""
+        out: dict[str, dict[str, float]] = {}
+        for row in self.store.thresholds():
+            if self._current(row):
+                out.setdefault(row.agent_id, {})[row.signal] = row.value
+        return out
 
     def thresholds(self, agent_id: str) -> dict[str, float]:
         """Calibrated gate thresholds for the agent (its own, else the global ones made with agent "")."""
-        if self.stale:
-            return {}
-        return dict(self.agents.get(agent_id) or self.agents.get("", {}))
-
-    def vector_threshold(self, agent_id: str, default: float) -> float:
-        return self.thresholds(agent_id).get("cosine", default)
+        agents = self.agents()
+        return dict(agents.get(agent_id) or agents.get("", {}))
 
     def beta(self, agent_id: str, default_precision: str) -> float:
-        return self.betas.get(agent_id, PRECISION_BETA[default_precision])
+        return self.store.betas().get(agent_id, PRECISION_BETA[default_precision])
+
+    def overridden(self, agent_id: str) -> bool:
+        return agent_id in self.store.betas()
+
+    def threshold(self, agent_id: str, signal: str, value: float) -> Threshold:
+        """A threshold stamped with this fingerprint, ready to write."""
+        return Threshold(agent_id, signal, value, self.embedding_model, self.scoring)
 
     def set(self, agent_id: str, signal: str, value: float) -> None:
-        with self._lock:
-            self.agents.setdefault(agent_id, {})[signal] = value
+        """Write one threshold in a transaction of its own."""
+        with self.store.write() as conn:
+            self.store.set_thresholds(conn, [self.threshold(agent_id, signal, value)])

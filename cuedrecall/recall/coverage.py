@@ -31,12 +31,12 @@ def build_ledger(question: str, records: Sequence[tuple[str, str]]) -> dict[str,
     return ledger
 
 
-def coverage_ledger(question: str, returned: Sequence[tuple[str, str]], recorder: "Recorder") -> dict[str, Any]:
-    """The ledger over the returned records (ref, full stored text); ``{"error": type}`` if it cannot be built."""
+def record_coverage(question: str, returned: Sequence[tuple[str, str]], recorder: "Recorder") -> None:
+    """Record the ledger over the returned records (ref, full stored text); ``{"error": type}`` if it fails."""
     recorder.mark("order")
     try:
         ledger = build_ledger(question, list(dict(returned).items()))
     except Exception as exc:  # the ledger is an instrument: its failure must never fail the recall
         ledger = {"error": type(exc).__name__}
+    recorder.coverage(ledger)
     recorder.mark("coverage")
-    return ledger

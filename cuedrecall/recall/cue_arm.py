@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from cuedrecall.recall.arms import exclude
+from cuedrecall.recall.arms import facts
 from cuedrecall.recall.context import RecallContext
 from cuedrecall.recall.cued_v0_3 import CUE_DEPTH, CUE_RANK_K
 from cuedrecall.store.base import EPISODE, MEMORY, Hit
-from cuedrecall.text.fts import fts_terms
 
 
 def cue_lists(ctx: RecallContext, period: tuple[float, float]) -> dict[str, list[Hit]]:
@@ -28,9 +27,8 @@ def cue_lists(ctx: RecallContext, period: tuple[float, float]) -> dict[str, list
                 scope, kind, ctx.query_vector, floor=ctx.params.vector_floor, depth=CUE_DEPTH, period=period
             )
     if ctx.params.fts_enabled:
-        terms = fts_terms(ctx.query)
-        lists["mem_keyword"] = store.memory_keyword(scope, terms, ctx.query, depth=CUE_DEPTH, period=period)
-        lists["ep_fts"] = store.episode_fts(scope, terms, depth=CUE_DEPTH, period=period)
+        lists["mem_keyword"] = store.memory_keyword(scope, ctx.terms, ctx.query, depth=CUE_DEPTH, period=period)
+        lists["ep_fts"] = store.episode_fts(scope, ctx.terms, depth=CUE_DEPTH, period=period)
     # The merge breaks ties by first appearance, so the lists go memories first (reference §5.4: memory
     # vector, memory keyword, then episode vector and episode full text).
     return {name: lists[name] for name in (f"{MEMORY}_vector", "mem_keyword", f"{EPISODE}_vector", "ep_fts")
@@ -50,6 +48,6 @@ def merge(lists: dict[str, list[Hit]]) -> list[Hit]:
 def search_period(ctx: RecallContext, period: tuple[datetime, datetime], arm_name: str) -> list[Hit]:
     """Run the cue arm over one period and record it under ``arm_name`` (cue, cue_stage_1)."""
     bounds = (period[0].timestamp(), period[1].timestamp())
-    found = merge(exclude(ctx, cue_lists(ctx, bounds)))
+    found = merge(facts(ctx, cue_lists(ctx, bounds)))
     ctx.recorder.arms({arm_name: found})
     return found

@@ -7,41 +7,36 @@ that signal where one exists, else the heuristic minimum on that signal's scale.
 
 from __future__ import annotations
 
+import math
 import re
-from dataclasses import dataclass
 
 from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.context import RecallContext
+from cuedrecall.recall.verdicts import Decision, GateResult
 from cuedrecall.text import identifier_like_parts, normalize
 
 PROFILE_MIN_POOL = 50
 UNSCORED_MIN_POOL = 100
 
 
-@dataclass(frozen=True)
-class Decision:
-    ref: str
-    signal: str | None
-    score: float | None
-    threshold: float | None
-    origin: str | None  # "calibrated" | "heuristic" | None (profile and unscored rows)
-    passed: bool
-    reason: str | None = None
+def heuristic_minimum(pool: int) -> float:
+    """0.5 for a tiny pool, falling to 0.2 from about 500 rows: bigger pools hold more near-misses."""
+    if pool <= 0:
+        return 0.5
+    return round(0.5 - 0.3 * min(1.0, math.log(pool + 1) / math.log(500)), 4)
 
 
-@dataclass(frozen=True)
-class GateResult:
-    admitted: list[Candidate]
-    decisions: list[Decision]
-    fallback: bool
+def minimum(ctx: RecallContext) -> float:
+    """The heuristic minimum of this recall's pool, ``deep`` halving it."""
+    return heuristic_minimum(ctx.pool()) * (0.5 if ctx.params.deep else 1.0)
 
 
-def threshold_for(ctx: RecallContext, signal: str) -> tuple[float, str]:
+def threshold_for(ctx: RecallContext, signal: str, heuristic: float) -> tuple[float, str]:
     """(threshold, origin) for a scored signal; ``deep`` halves either."""
     p = ctx.params
     if signal in p.thresholds:
         return p.thresholds[signal] * (0.5 if p.deep else 1.0), "calibrated"
-    return ctx.minimum() * best_possible(ctx, signal), "heuristic"
+    return heuristic * best_possible(ctx, signal), "heuristic"
 
 
 def best_possible(ctx: RecallContext, signal: str) -> float:
@@ -57,7 +52,7 @@ def best_possible(ctx: RecallContext, signal: str) -> float:
     return 1 / (ctx.params.rrf_k + 1) if signal == "rrf" else 1.0
 
 
-def decide(ctx: RecallContext, row: Candidate) -> Decision:
+def decide(ctx: RecallContext, row: Candidate, heuristic: float) -> Decision:
     signal = row.signal(ctx.params.mode)
     if signal == "profile":
         passed = ctx.pool() >= PROFILE_MIN_POOL
@@ -66,14 +61,15 @@ def decide(ctx: RecallContext, row: Candidate) -> Decision:
         passed = ctx.blank or ctx.pool() >= UNSCORED_MIN_POOL
         return Decision(row.ref, None, None, None, None, passed, None if passed else "unscored_volume")
     score = row.score(ctx.params.mode)
-    threshold, origin = threshold_for(ctx, signal)
+    threshold, origin = threshold_for(ctx, signal, heuristic)
     passed = score is not None and score >= threshold
     return Decision(row.ref, signal, score, threshold, origin, passed, None if passed else "below_gate")
 
 
 def gate(ctx: RecallContext, rows: list[Candidate]) -> GateResult:
     """Admit the rows that clear their own threshold; order is kept."""
-    decisions = [decide(ctx, row) for row in rows]
+    heuristic = minimum(ctx)
+    decisions = [decide(ctx, row, heuristic) for row in rows]
     admitted = [row for row, d in zip(rows, decisions) if d.passed]
     fallback = False
     if not any(not row.is_profile for row in admitted):
@@ -81,8 +77,10 @@ def gate(ctx: RecallContext, rows: list[Candidate]) -> GateResult:
         if rescued:  # a profile row that passed stays: the rescue adds rows, it never removes one
             admitted = rescued + [row for row in admitted if row.is_profile]
             fallback = True
-    ctx.recorder.gate(ctx, decisions, [row.ref for row in admitted] if fallback else [])
-    return GateResult(admitted, decisions, fallback)
+    rescued = [row.ref for row in admitted] if fallback else []
+    result = GateResult(admitted, decisions, fallback, rescued, ctx.params.thresholds, heuristic, ctx.pool())
+    ctx.recorder.gate(result)
+    return result
 
 
 def _identifier_matches(ctx: RecallContext, rows: list[Candidate]) -> list[Candidate]:
@@ -91,10 +89,13 @@ def _identifier_matches(ctx: RecallContext, rows: list[Candidate]) -> list[Candi
     lexical = [row for row in rows if not row.is_profile and ("memory_keyword" in row.ranks or "episode_fts" in row.ranks)]
     if not parts or not lexical:
         return []
-    records = ctx.store.records([row.ref for row in lexical])
-    texts = {ref: normalize(r.text + " " + r.keywords) for ref, r in records.items()}
     exact = [_whole(part) for part in parts]
-    return [row for row in lexical if any(p.search(texts.get(row.ref, "")) for p in exact)]
+    return [row for row in lexical if any(p.search(_text(ctx, row.ref)) for p in exact)]
+
+
+def _text(ctx: RecallContext, ref: str) -> str:
+    record = ctx.facts.get(ref)
+    return "" if record is None else normalize(record.text + " " + record.keywords)
 
 
 def _whole(part: str) -> re.Pattern[str]:

@@ -18,7 +18,7 @@ def apply_prior(ctx: RecallContext, rows: list[Candidate]) -> list[Candidate]:
     scored = [row for row in rows if not row.is_profile]
     if p.age_rate <= 0 or not scored or any(row.fused is None for row in scored):
         return rows
-    span = ctx.store.span(ctx.scope)
+    span = ctx.span()
     if span is None:
         return rows
     oldest, newest = span
@@ -26,10 +26,9 @@ def apply_prior(ctx: RecallContext, rows: list[Candidate]) -> list[Candidate]:
     anchor = newest if p.age_anchor == "newest" else ctx.now.timestamp()
     # an undated row is taken to be from the middle of the span
     undated = width_h / 2 + (max(0.0, anchor - newest) / 3600.0 if p.age_anchor == "now" else 0.0)
-    times = ctx.store.record_times([row.ref for row in scored])
     for row in scored:
-        when = times.get(row.ref)
+        when = ctx.facts.time(row.ref)
         age = undated if when is None else (anchor - when) / 3600.0
         row.prior = age_weight(age, p.age_rate, p.age_floor)
-    ctx.recorder.scoring("prior", {row.ref: row.prior for row in scored})
+    ctx.recorder.scoring("prior", scored, "prior")
     return sorted(rows, key=lambda row: (row.is_profile, -(row.fused * row.prior) if row.prior is not None else 0.0))

@@ -31,7 +31,7 @@ class Outcome:
     time_cue: dict[str, Any] | None
 
 
-def recall_process(ctx: RecallContext, cue: TimeCue | None, time_limit_ms: int) -> Outcome:
+def recall_process(ctx: RecallContext, cue: TimeCue | None) -> Outcome:
     result = single_pass(ctx)
     if cue is None:
         ctx.recorder.stage({"stage": 0, "searched": "all arms", "next": None})
@@ -39,21 +39,22 @@ def recall_process(ctx: RecallContext, cue: TimeCue | None, time_limit_ms: int) 
     span = _span(ctx)
     if is_recent_only(cue, ctx.now, span):
         return _ignored(ctx, cue, span, result)
-    found, confidence, searched, revised = _search(ctx, cue, span, time_limit_ms)
+    found, confidence, searched, revised = _search(ctx, cue, span, ctx.params.cue_time_limit_ms)
     bound = BOUND[confidence]
     answer, moves = bounded_move(result.answer, found, bound)
     seated = seats(found, answer, result, SEATS[confidence])
     for row in seated:
         ctx.recorder.reservation(row.ref, "cue")
-    ctx.recorder.set("cue", {"bound": bound, "confidence": confidence, "lifted": moves,
-                             "seated": [row.ref for row in seated]})
+    if ctx.recorder.enabled:
+        ctx.recorder.cue({"bound": bound, "confidence": confidence, "lifted": moves,
+                          "seated": [row.ref for row in seated]})
     summary = {"policy": POLICY, "period": _iso_period(searched), "confidence": confidence, "revised": revised,
                "moved": len(moves), "seated": len(seated)}
     return Outcome(answer + seated, result.gate_fallback, summary)
 
 
 def _span(ctx: RecallContext) -> tuple[datetime | None, datetime | None] | None:
-    span = ctx.store.span(ctx.scope)
+    span = ctx.span()
     if span is None:
         return None
     return tuple(datetime.fromtimestamp(t, timezone.utc) for t in span)  # type: ignore[return-value]
@@ -66,7 +67,7 @@ def _iso_period(p: tuple[datetime, datetime] | None) -> list[str] | None:
 def _ignored(ctx: RecallContext, cue: TimeCue, span: Any, result: PassResult) -> Outcome:
     """A cue for today or the future is not used (cued-v0.1): the rows are the uncued recall's."""
     own = _iso_period(base_period(cue, ctx.now, span))
-    ctx.recorder.set("cue_ignored", {"reason": "recent_only", "period": own})
+    ctx.recorder.cue_ignored({"reason": "recent_only", "period": own})
     ctx.recorder.stage({"stage": 0, "searched": "all arms", "next": None})
     return Outcome(result.answer, result.gate_fallback, {"policy": POLICY, "ignored": "recent_only", "period": own})
 
@@ -79,25 +80,31 @@ def _search(
     for stage in range(MAX_CUE_STAGES):
         searched = period(cue, confidence, ctx.now, span)
         found = search_period(ctx, searched, "cue" if stage == 0 else f"cue_stage_{stage}") if searched else []
-        entry = {"stage": stage, "searched": "all arms and the cue period" if stage == 0 else "the cue period only",
-                 "confidence": confidence, "period": _iso_period(searched), "found": len(found), "next": None}
-        ctx.recorder.stage(entry)
-        if found or stage + 1 >= MAX_CUE_STAGES:
+        last = bool(found) or stage + 1 >= MAX_CUE_STAGES
+        wider = None if last else WIDER[confidence]
+        over_time = not last and (time.perf_counter() - ctx.started) * 1000 > time_limit_ms
+        step = None if last else _next_step(wider, over_time)
+        if ctx.recorder.enabled:
+            ctx.recorder.stage({
+                "stage": stage, "searched": "all arms and the cue period" if stage == 0 else "the cue period only",
+                "confidence": confidence, "period": _iso_period(searched), "found": len(found), "next": step})
+        if last:
             return found, confidence, searched, stage > 0
-        wider = WIDER[confidence]
-        elapsed_ms = (time.perf_counter() - ctx.started) * 1000
-        if wider is None:
-            entry["next"] = "stop: no wider period (a vague cue widens to no period)"
-        elif elapsed_ms > time_limit_ms:
-            entry["next"] = "stop: time limit"
-        else:
-            entry["next"] = f"widen to the {wider} margin"
-        action = entry["next"] if entry["next"].startswith("stop") else f"widened to the {wider} margin"
+        action = step if wider is None or over_time else f"widened to the {wider} margin"
         ctx.recorder.suspect(stage, "CANDIDATE_MISS", "the cue period holds no candidate", action)
-        if wider is None or elapsed_ms > time_limit_ms:
+        if wider is None or over_time:
             return found, confidence, searched, stage > 0
         confidence = wider
     raise AssertionError("unreachable: the loop returns within MAX_CUE_STAGES")
+
+
+def _next_step(wider: str | None, over_time: bool) -> str:
+    """What the process does after a stage that found nothing, as the trace's ``next`` says it."""
+    if wider is None:
+        return "stop: no wider period (a vague cue widens to no period)"
+    if over_time:
+        return "stop: time limit"
+    return f"widen to the {wider} margin"
 
 
 def bounded_move(

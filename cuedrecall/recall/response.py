@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
 from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.context import RecallContext
-from cuedrecall.recall.timecue import to_epoch
+from cuedrecall.clock import to_epoch
 from cuedrecall.store.base import Record
 
 FULL_CONTENT_BUDGET = 200_000
@@ -58,17 +58,15 @@ def confidence(ctx: RecallContext, row: Candidate, record: Record | None) -> dic
     return out
 
 
-def build_messages(
-    ctx: RecallContext, rows: list[Candidate], records: Mapping[str, Record], profile_text: str | None,
-    preview_chars: int, full_content: bool,
-) -> list[dict[str, Any]]:
-    """Messages for the answer rows (best first in ``rows``, hydrated in ``records``), returned worst to best."""
+def build_messages(ctx: RecallContext, rows: list[Candidate], full_content: bool) -> list[dict[str, Any]]:
+    """Messages for the answer rows (best first in ``rows``, hydrated by the facts step), returned worst to best."""
     messages = []
     for row in rows:
         if row.is_profile:
-            messages.append({"content": f"[Profile] {profile_text}", "source": {"System": "profile"}, "timestamp": ""})
+            messages.append({"content": f"[Profile] {ctx.profile()}", "source": {"System": "profile"},
+                             "timestamp": ""})
             continue
-        record = records.get(row.ref)
+        record = ctx.facts.get(row.ref)
         if record is None:
             continue  # deleted by another writer since the arms read it: nothing left to show
         message: dict[str, Any] = {"content": record.display_content, "ref": row.ref, "source": record.source}
@@ -83,7 +81,7 @@ def build_messages(
             message["confidence"] = confidence(ctx, row, record)
         messages.append(message)
     messages.reverse()
-    _cut_previews(messages, preview_chars, full_content)
+    _cut_previews(messages, ctx.params.preview_chars, full_content)
     return messages
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import date, datetime, time, timedelta
 from typing import Literal
 
+from cuedrecall.clock import EARLIEST, LATEST, UTC, parse_instant, to_utc
 from cuedrecall.errors import ToolArgumentError
 from cuedrecall.recall.cued_v0_3 import (
     CONFIDENCES,
@@ -18,12 +19,8 @@ from cuedrecall.recall.cued_v0_3 import (
     Confidence,
 )
 
-UTC = timezone.utc
 LONG_AGO: Literal["long_ago"] = "long_ago"
 
-# Arithmetic that would leave the representable range is clipped to these, never raised.
-EARLIEST = datetime.min.replace(tzinfo=UTC)
-LATEST = datetime.max.replace(tzinfo=UTC)
 
 # An empty period still has to be a period: the smallest one a record time can fall in.
 _ONE_SECOND = timedelta(seconds=1)
@@ -100,39 +97,6 @@ def _times(delta: timedelta, factor: float) -> timedelta:
         return delta * factor
     except OverflowError:
         return timedelta.max
-
-
-def _to_utc(moment: datetime) -> datetime:
-    """An aware UTC datetime; a naive one is taken to be UTC already."""
-    if moment.tzinfo is None:
-        return moment.replace(tzinfo=UTC)
-    try:
-        return moment.astimezone(UTC)
-    except OverflowError:  # e.g. 0001-01-01T00:00+01:00 lies before the first instant
-        offset = moment.utcoffset() or timedelta(0)
-        return EARLIEST if offset > timedelta(0) else LATEST
-
-
-# --- instants ------------------------------------------------------------------------
-
-
-def parse_instant(text: object) -> datetime | None:
-    """A stored record time (ISO-8601, "Z", offset or none, or a date) as aware UTC, else None."""
-    if isinstance(text, datetime):
-        return _to_utc(text)
-    if not isinstance(text, str):
-        return None
-    try:
-        # Since 3.11 this reads "Z", "+09:00", "YYYY-MM-DD HH:MM:SS" and a bare date.
-        return _to_utc(datetime.fromisoformat(text.strip()))
-    except ValueError:
-        return None
-
-
-def to_epoch(text: object) -> float | None:
-    """A stored record time as UTC epoch seconds, the sortable form; None if unreadable."""
-    moment = parse_instant(text)
-    return None if moment is None else moment.timestamp()
 
 
 # --- parsing ---------------------------------------------------------------------------
@@ -220,12 +184,12 @@ def base_period(cue: TimeCue, now: datetime, span: Span | None) -> Period | None
     span is the scope's (oldest, newest) record time: it sizes long_ago and closes an
     open after-less cue.
     """
-    now = _to_utc(now)
+    now = to_utc(now)
     oldest, newest = (None, None) if span is None else span
     if cue.ago == LONG_AGO:
         if oldest is None or newest is None:
             return None
-        oldest, newest = _to_utc(oldest), _to_utc(newest)
+        oldest, newest = to_utc(oldest), to_utc(newest)
         start, end = oldest, oldest + (newest - oldest) / 3
     elif isinstance(cue.ago, Ago):
         start, end = _relative(cue.ago, now)
@@ -233,8 +197,8 @@ def base_period(cue: TimeCue, now: datetime, span: Span | None) -> Period | None
         first = cue.after if cue.after is not None else oldest
         if first is None:
             return None
-        start = _to_utc(first)
-        end = _to_utc(cue.before) if cue.before is not None else now
+        start = to_utc(first)
+        end = to_utc(cue.before) if cue.before is not None else now
     if end <= start:
         end = _later(start, _ONE_SECOND)
     return start, end
@@ -255,4 +219,4 @@ def period(
 def is_recent_only(cue: TimeCue, now: datetime, span: Span | None) -> bool:
     """Whether the cue's own period starts within 24 hours of now, so it is not used (§2.8)."""
     base = base_period(cue, now, span)
-    return base is not None and base[0] >= _earlier(_to_utc(now), RECENT_ONLY)
+    return base is not None and base[0] >= _earlier(to_utc(now), RECENT_ONLY)

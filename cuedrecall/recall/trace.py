@@ -1,9 +1,10 @@
-"""The recall trace (trace_version 1): a recorder handed to every stage.
+"""The recall trace recorder, handed to every stage; the sections' shapes are in ``trace_schema``.
 
 ``Recorder`` does nothing, so a recall without a trace runs the same code and
-pays for a method call per stage. ``TraceRecorder`` keeps refs, ranks, scores and
-reasons, never stored text; scores as computed, unrounded, so any comparison can
-be redone from the record.
+pays for a method call per stage: stages hand it the results they computed anyway,
+and only ``TraceRecorder`` turns them into trace sections. It keeps refs, ranks,
+scores and reasons, never stored text; scores as computed, unrounded, so any
+comparison can be redone from the record.
 """
 
 from __future__ import annotations
@@ -11,13 +12,14 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from cuedrecall.recall.trace_schema import (
+    TRACE_VERSION, CueIgnored, CueSection, GateDecision, GateSection, Policy, Stage, Trace,
+)
+
 if TYPE_CHECKING:
     from cuedrecall.recall.candidates import Candidate
-    from cuedrecall.recall.context import RecallContext
-    from cuedrecall.recall.gate import Decision
+    from cuedrecall.recall.verdicts import GateResult
     from cuedrecall.store.base import Hit
-
-TRACE_VERSION = 1
 
 
 class Recorder:
@@ -25,39 +27,45 @@ class Recorder:
 
     enabled = False
 
-    def set(self, key: str, value: Any) -> None: ...
+    def header(self, policy: Policy, server_version: str, scope: dict[str, Any], request: dict[str, Any],
+               config: dict[str, Any]) -> None: ...
     def arms(self, arms: dict[str, list["Hit"]]) -> None: ...
     def excluded(self, refs: list[str]) -> None: ...
     def fusion(self, rows: list["Candidate"]) -> None: ...
-    def scoring(self, name: str, factors: dict[str, float]) -> None: ...
-    def gate(self, ctx: "RecallContext", decisions: list["Decision"], rescued: list[str]) -> None: ...
-    def autocut(self, fired: bool, at: int | None, dropped: list[str]) -> None: ...
+    def scoring(self, name: str, rows: list["Candidate"], factor: str) -> None: ...
+    def gate(self, result: "GateResult") -> None: ...
+    def autocut(self, fired: bool, at: int | None, dropped: list["Candidate"]) -> None: ...
     def order(self, rows: list["Candidate"], limit: int, cut: list["Candidate"]) -> None: ...
     def reservation(self, ref: str, kind: str) -> None: ...
-    def stage(self, entry: dict[str, Any]) -> None: ...
+    def stage(self, entry: Stage) -> None: ...
     def suspect(self, stage: int, code: str, reason: str, action: str) -> None: ...
+    def cue(self, section: CueSection) -> None: ...
+    def cue_ignored(self, section: CueIgnored) -> None: ...
+    def coverage(self, ledger: dict[str, Any]) -> None: ...
     def mark(self, stage: str) -> None: ...
 
-    def result(self) -> dict[str, Any] | None:
+    def result(self) -> Trace | None:
         return None
 
 
 class TraceRecorder(Recorder):
-    """Builds the trace dict as the stages run."""
+    """Builds the trace as the stages run."""
 
     enabled = True
 
     def __init__(self) -> None:
         self._last = self._start = time.perf_counter()
-        self.data: dict[str, Any] = {
-            "trace_version": TRACE_VERSION, "policy": {}, "server_version": None, "scope": {}, "request": {},
-            "config": {}, "arms": {}, "fusion": [], "scoring": {}, "gate": {"decisions": []},
-            "autocut": {"fired": False}, "order": {}, "reservation": [], "stages": [], "suspected": [],
-            "timing_ms": {},
+        self.data: Trace = {
+            "trace_version": TRACE_VERSION, "policy": {"scoring": "", "process": ""}, "server_version": None,
+            "scope": {}, "request": {}, "config": {}, "arms": {}, "fusion": [], "scoring": {},
+            "gate": {"decisions": [], "calibrated": {}, "heuristic_min": 0.0, "pool": 0, "gate_fallback": False},
+            "autocut": {"fired": False}, "order": {"before_cut": [], "limit": 0, "cut_by_count": []},
+            "reservation": [], "stages": [], "suspected": [], "timing_ms": {},
         }
 
-    def set(self, key: str, value: Any) -> None:
-        self.data[key] = value
+    def header(self, policy: Policy, server_version: str, scope: dict[str, Any], request: dict[str, Any],
+               config: dict[str, Any]) -> None:
+        self.data.update(policy=policy, server_version=server_version, scope=scope, request=request, config=config)
 
     def arms(self, arms: dict[str, list["Hit"]]) -> None:
         for name, hits in arms.items():
@@ -69,56 +77,62 @@ class TraceRecorder(Recorder):
         known.extend(ref for ref in refs if ref not in known)
 
     def fusion(self, rows: list["Candidate"]) -> None:
-        self.data["fusion"] = [
-            {"ref": row.ref, "score": row.fused, "votes": dict(row.votes)}
-            for row in rows
-        ]
+        self.data["fusion"] = [{"ref": row.ref, "score": row.fused, "votes": dict(row.votes)} for row in rows]
 
-    def scoring(self, name: str, factors: dict[str, float]) -> None:
-        self.data["scoring"][name] = dict(factors)
+    def scoring(self, name: str, rows: list["Candidate"], factor: str) -> None:
+        """One scoring factor (``penalty``, ``prior``) of each row, under the step's name."""
+        self.data["scoring"][name] = {row.ref: getattr(row, factor) for row in rows}
 
-    def gate(self, ctx: "RecallContext", decisions: list["Decision"], rescued: list[str]) -> None:
-        out = []
-        for d in decisions:
-            item = {"ref": d.ref, "signal": d.signal, "score": d.score, "threshold": d.threshold,
-                    "origin": d.origin, "passed": d.passed}
+    def gate(self, result: "GateResult") -> None:
+        decisions: list[GateDecision] = []
+        for d in result.decisions:
+            item: GateDecision = {"ref": d.ref, "signal": d.signal, "score": d.score, "threshold": d.threshold,
+                                  "origin": d.origin, "passed": d.passed}
             if d.reason:
                 item["reason"] = d.reason
-            out.append(item)
-        self.data["gate"] = {
-            "decisions": out,
-            "calibrated": dict(ctx.params.thresholds),
-            "heuristic_min": ctx.minimum(),
-            "pool": ctx.pool(),
-            "gate_fallback": bool(rescued),
+            decisions.append(item)
+        section: GateSection = {
+            "decisions": decisions, "calibrated": dict(result.calibrated), "heuristic_min": result.heuristic_min,
+            "pool": result.pool, "gate_fallback": bool(result.rescued),
         }
-        if rescued:
-            self.data["gate"]["fallback_admitted"] = rescued
+        if result.rescued:
+            section["fallback_admitted"] = list(result.rescued)
+        self.data["gate"] = section
 
-    def autocut(self, fired: bool, at: int | None, dropped: list[str]) -> None:
-        self.data["autocut"] = {"fired": fired, **({"at": at, "dropped": dropped} if fired else {})}
+    def autocut(self, fired: bool, at: int | None, dropped: list["Candidate"]) -> None:
+        if fired and at is not None:
+            self.data["autocut"] = {"fired": True, "at": at, "dropped": [row.ref for row in dropped]}
+        else:
+            self.data["autocut"] = {"fired": False}
 
     def order(self, rows: list["Candidate"], limit: int, cut: list["Candidate"]) -> None:
         self.data["order"] = {
-            "before_cut": [row.ref for row in rows],
-            "limit": limit,
-            "cut_by_count": [row.ref for row in cut],
+            "before_cut": [row.ref for row in rows], "limit": limit, "cut_by_count": [row.ref for row in cut],
         }
 
     def reservation(self, ref: str, kind: str) -> None:
         self.data["reservation"].append({"ref": ref, "kind": kind})
 
-    def stage(self, entry: dict[str, Any]) -> None:
+    def stage(self, entry: Stage) -> None:
         self.data["stages"].append(entry)
 
     def suspect(self, stage: int, code: str, reason: str, action: str) -> None:
         self.data["suspected"].append({"stage": stage, "code": code, "reason": reason, "action": action})
+
+    def cue(self, section: CueSection) -> None:
+        self.data["cue"] = section
+
+    def cue_ignored(self, section: CueIgnored) -> None:
+        self.data["cue_ignored"] = section
+
+    def coverage(self, ledger: dict[str, Any]) -> None:
+        self.data["coverage"] = ledger
 
     def mark(self, stage: str) -> None:
         now = time.perf_counter()
         self.data["timing_ms"][stage] = round((now - self._last) * 1000, 3)
         self._last = now
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> Trace:
         self.data["timing_ms"]["total"] = round((time.perf_counter() - self._start) * 1000, 3)
         return self.data

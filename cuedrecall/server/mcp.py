@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Mount
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from cuedrecall import __version__
+from cuedrecall.version import __version__
 from cuedrecall.api import Memory
 from cuedrecall.errors import SettingsError
 from cuedrecall.tools import TOOLS

@@ -129,6 +129,48 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        3,
+        """
+        -- Calibrated gate thresholds and precision overrides live with the data: they are
+        -- written in the data's transactions and travel with the file. Each threshold keeps
+        -- the fingerprint (embedding model, scoring version) it was measured under.
+        CREATE TABLE calibration (
+            agent_id TEXT NOT NULL,
+            signal TEXT NOT NULL,
+            value REAL NOT NULL,
+            embedding_model TEXT NOT NULL,
+            scoring_version TEXT NOT NULL,
+            PRIMARY KEY (agent_id, signal)
+        );
+        CREATE TABLE recall_precision (
+            agent_id TEXT PRIMARY KEY,
+            beta REAL NOT NULL
+        );
+        -- Every process's cached copy follows a change made by any of them, as the index does.
+        CREATE TRIGGER calibration_log_insert AFTER INSERT ON calibration BEGIN
+            INSERT INTO change_log(kind, row_id) VALUES ('cal', 0);
+        END;
+        CREATE TRIGGER calibration_log_update AFTER UPDATE ON calibration BEGIN
+            INSERT INTO change_log(kind, row_id) VALUES ('cal', 0);
+        END;
+        CREATE TRIGGER calibration_log_delete AFTER DELETE ON calibration BEGIN
+            INSERT INTO change_log(kind, row_id) VALUES ('cal', 0);
+        END;
+        CREATE TRIGGER precision_log_insert AFTER INSERT ON recall_precision BEGIN
+            INSERT INTO change_log(kind, row_id) VALUES ('cal', 0);
+        END;
+        CREATE TRIGGER precision_log_update AFTER UPDATE ON recall_precision BEGIN
+            INSERT INTO change_log(kind, row_id) VALUES ('cal', 0);
+        END;
+        CREATE TRIGGER precision_log_delete AFTER DELETE ON recall_precision BEGIN
+            INSERT INTO change_log(kind, row_id) VALUES ('cal', 0);
+        END;
+        """,
+    )
+)
+
 LATEST_VERSION = MIGRATIONS[-1][0]
 
 

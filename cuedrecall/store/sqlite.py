@@ -12,20 +12,21 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from cuedrecall.errors import StoreError
-from cuedrecall.store.base import EPISODE, MEMORY, Hit, Record, Scope, make_ref, split_ref
+from cuedrecall.store.base import EPISODE, MEMORY, Hit, Period, Record, Scope, Threshold, make_ref, split_ref
 from cuedrecall.store.schema import migrate
-from cuedrecall.store.vector_index import IndexRow, VectorIndex
 from cuedrecall.store.term_counts import TermCounts
+from cuedrecall.store.vector_index import IndexRow, VectorIndex
 from cuedrecall.text.fts import fts_expression
 
 _MEMORY_COLUMNS = (
-    "id, agent_id, project_id, channel, content, timestamp, created_at, msg_id, source, locked"
+    "id, agent_id, project_id, channel, content, timestamp, created_at, msg_id, source, locked, ts_epoch"
 )
 _EPISODE_COLUMNS = (
     "id, agent_id, project_id, channel, summary, COALESCE(NULLIF(start_time, ''), created_at), "
-    "created_at, keywords, resolved, start_time, end_time"
+    "created_at, keywords, resolved, start_time, end_time, ts_epoch"
 )
-Period = tuple[float, float]
+# kind -> (table, alias, its FTS5 table): the two full-text arms differ only in these names
+_FTS_TABLES = {MEMORY: ("memories", "m", "memories_fts"), EPISODE: ("episodes", "e", "episodes_fts")}
 
 
 def _blob(vector: np.ndarray | None) -> bytes | None:
@@ -65,6 +66,22 @@ def _period_where(alias: str, period: Period | None) -> tuple[str, list[Any]]:
     return f" AND {alias}.ts_epoch >= ? AND {alias}.ts_epoch < ?", [period[0], period[1]]
 
 
+def fts_arm_sql(kind: str, scope: Scope, period: Period | None) -> tuple[str, list[Any]]:
+    """The one query both full-text arms run: MATCH, isolation, period, best bm25 first.
+
+    The statement takes the MATCH expression as its first parameter and the depth as
+    its last; the parameters returned are those in between.
+    """
+    table, alias, fts = _FTS_TABLES[kind]
+    where, params = scope_where(scope, alias, kind)
+    pwhere, pparams = _period_where(alias, period)
+    sql = (
+        f"SELECT {alias}.id, bm25({fts}) FROM {fts} JOIN {table} {alias} ON {alias}.id = {fts}.rowid "
+        f"WHERE {fts} MATCH ? AND {where}{pwhere} ORDER BY bm25({fts}), {alias}.id LIMIT ?"
+    )
+    return sql, [*params, *pparams]
+
+
 class SqliteStore:
     """All SQL of cuedrecall's embedded backend. One writer at a time; the index follows every commit."""
 
@@ -93,6 +110,25 @@ class SqliteStore:
     # -- transactions and the index ------------------------------------------------
 
     @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A consistent read: one read transaction, caught up once at its start.
+
+        Inside it every read sees the same committed state, the index included, and
+        none pays a freshness check of its own. Writers of other connections go on
+        (WAL); this connection's writers wait for the lock.
+        """
+        with self._lock:
+            if self._conn.in_transaction:  # nested, or inside a write: already consistent
+                yield
+                return
+            self._conn.execute("BEGIN")
+            try:
+                self._apply_log()  # its first read fixes the snapshot, so the index matches what SQL sees
+                yield
+            finally:
+                self._conn.execute("COMMIT")
+
+    @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction under the writer lock; the index catches up after commit."""
         with self._lock:
@@ -105,7 +141,7 @@ class SqliteStore:
                 raise
             self._catch_up(force=True)
 
-    def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         with self._lock:
             self._catch_up()
             return self._conn.execute(sql, params).fetchall()
@@ -134,13 +170,21 @@ class SqliteStore:
             yield IndexRow(row_id, _vector(blob), agent, project, channel, source_id, np.nan if ts is None else ts)
 
     def _catch_up(self, force: bool = False) -> None:
-        """Apply writes committed since the index's watermark, by this or any other connection."""
+        """Apply writes committed since the index's watermark, by this or any other connection.
+
+        Inside a transaction it does nothing: a write's uncommitted rows may still roll
+        back, and a snapshot caught up once when it began.
+        """
         if self._conn.in_transaction:
-            return  # uncommitted rows may still roll back: the index only ever holds committed ones
+            return
         version = self._conn.execute("PRAGMA data_version").fetchone()[0]
         if not force and version == self._data_version:
             return
         self._data_version = version
+        self._apply_log()
+
+    def _apply_log(self) -> None:
+        """Read the change log past the watermark; the index follows rows, every cache is dropped."""
         changes = self._conn.execute(
             "SELECT seq, kind, row_id FROM change_log WHERE seq > ? ORDER BY seq", (self._watermark,)
         ).fetchall()
@@ -197,6 +241,25 @@ class SqliteStore:
         sets = ", ".join(f"{column} = ?" for column in changes)
         conn.execute(f"UPDATE memories SET {sets} WHERE id = ?", [*changes.values(), memory_id])
 
+    def set_thresholds(self, conn: sqlite3.Connection, thresholds: Sequence[Threshold]) -> None:
+        conn.executemany(
+            "INSERT INTO calibration(agent_id, signal, value, embedding_model, scoring_version) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT(agent_id, signal) DO UPDATE SET value = excluded.value, "
+            "embedding_model = excluded.embedding_model, scoring_version = excluded.scoring_version",
+            [(t.agent_id, t.signal, t.value, t.embedding_model, t.scoring_version) for t in thresholds],
+        )
+
+    def drop_thresholds(self, conn: sqlite3.Connection, agent_ids: Sequence[str]) -> None:
+        conn.executemany("DELETE FROM calibration WHERE agent_id = ?", [(agent,) for agent in agent_ids])
+
+    def set_beta(self, conn: sqlite3.Connection, agent_id: str, beta: float | None) -> None:
+        """The agent's precision override; None removes it."""
+        if beta is None:
+            conn.execute("DELETE FROM recall_precision WHERE agent_id = ?", (agent_id,))
+            return
+        conn.execute("INSERT INTO recall_precision(agent_id, beta) VALUES (?, ?) "
+                     "ON CONFLICT(agent_id) DO UPDATE SET beta = excluded.beta", (agent_id, beta))
+
     def delete(self, conn: sqlite3.Connection, ref: str) -> bool:
         kind, row_id = split_ref(ref)
         table = "memories" if kind == MEMORY else "episodes"
@@ -218,7 +281,7 @@ class SqliteStore:
         """(reason, existing id) when the memory is already stored in the write scope."""
         pmarks = ",".join("?" * len(projects))
         if msg_id:
-            rows = self.read(
+            rows = self._read(
                 # msg_id != '' lets the planner use the partial msg_id index
                 f"SELECT id FROM memories WHERE agent_id = ? AND msg_id = ? AND msg_id != '' "
                 f"AND project_id IN ({pmarks}) LIMIT 1",
@@ -227,7 +290,7 @@ class SqliteStore:
             if rows:
                 return "duplicate msg_id", rows[0][0]
         cmarks = ",".join("?" * len(channels))
-        rows = self.read(
+        rows = self._read(
             # without the hint SQLite picks the isolation index and scans the agent's rows: a store
             # would cost more with every row already stored
             f"SELECT id FROM memories INDEXED BY idx_memories_content WHERE agent_id = ? AND content = ? "
@@ -237,7 +300,7 @@ class SqliteStore:
         return ("duplicate content", rows[0][0]) if rows else None
 
     def find_episode(self, agent_id: str, project_id: str, channel: str, summary: str) -> int | None:
-        rows = self.read(
+        rows = self._read(
             "SELECT id FROM episodes WHERE agent_id = ? AND project_id = ? AND channel = ? AND summary = ? LIMIT 1",
             (agent_id, project_id, channel, summary),
         )
@@ -272,9 +335,9 @@ class SqliteStore:
 
     def _select_records(self, kind: str, where: str, params: Sequence[Any], tail: str) -> list[Record]:
         if kind == MEMORY:
-            rows = self.read(f"SELECT {_MEMORY_COLUMNS} FROM memories t WHERE {where} {tail}", params)
+            rows = self._read(f"SELECT {_MEMORY_COLUMNS} FROM memories t WHERE {where} {tail}", params)
             return [_memory_record(row) for row in rows]
-        rows = self.read(f"SELECT {_EPISODE_COLUMNS} FROM episodes t WHERE {where} {tail}", params)
+        rows = self._read(f"SELECT {_EPISODE_COLUMNS} FROM episodes t WHERE {where} {tail}", params)
         return [_episode_record(row) for row in rows]
 
     def list_records(
@@ -293,13 +356,23 @@ class SqliteStore:
         return self._select_records(kind, " AND ".join(clauses), [*params, limit], tail)
 
     def profile(self, agent_id: str) -> tuple[str, str] | None:
-        rows = self.read("SELECT content, updated_at FROM profiles WHERE agent_id = ? AND user_id = ''", (agent_id,))
+        rows = self._read("SELECT content, updated_at FROM profiles WHERE agent_id = ? AND user_id = ''", (agent_id,))
         return rows[0] if rows else None
 
     def profiles(self, agent_id: str) -> list[tuple[str, str, str]]:
         """(agent_id, content, updated_at) of one agent's profile, or every agent's for ""."""
         where, params = ("WHERE agent_id = ?", [agent_id]) if agent_id else ("", [])
-        return self.read(f"SELECT agent_id, content, updated_at FROM profiles {where} ORDER BY agent_id", params)
+        return self._read(f"SELECT agent_id, content, updated_at FROM profiles {where} ORDER BY agent_id", params)
+
+    def thresholds(self) -> list[Threshold]:
+        """Every calibrated threshold, with the fingerprint it was measured under."""
+        return self._cached(("thresholds",), lambda: [Threshold(*row) for row in self._read(
+            "SELECT agent_id, signal, value, embedding_model, scoring_version FROM calibration "
+            "ORDER BY agent_id, signal")])
+
+    def betas(self) -> dict[str, float]:
+        """The agents' precision overrides."""
+        return self._cached(("betas",), lambda: dict(self._read("SELECT agent_id, beta FROM recall_precision")))
 
     def export_rows(self, kind: str, agent_id: str) -> Iterator[dict[str, Any]]:
         """Every column of every row of one kind (one agent, or all for ""), oldest first."""
@@ -365,14 +438,7 @@ class SqliteStore:
         """FTS5 trigram over episode summary and keywords, best bm25 first."""
         if not terms or depth <= 0 or not scope.episodes_visible:
             return []
-        where, params = scope_where(scope, "e", EPISODE)
-        pwhere, pparams = _period_where("e", period)
-        sql = (
-            "SELECT e.id, bm25(episodes_fts) FROM episodes_fts JOIN episodes e ON e.id = episodes_fts.rowid "
-            f"WHERE episodes_fts MATCH ? AND {where}{pwhere} ORDER BY bm25(episodes_fts), e.id LIMIT ?"
-        )
-        rows = self._ranked_fts("episodes", sql, terms, [*params, *pparams, depth], depth)
-        return [Hit(make_ref(EPISODE, row_id), rank, score) for rank, (row_id, score) in enumerate(rows)]
+        return self._fts_arm(EPISODE, scope, terms, depth, period)
 
     def memory_keyword(
         self, scope: Scope, terms: Sequence[str], query: str, *, depth: int, period: Period | None = None
@@ -380,20 +446,22 @@ class SqliteStore:
         """FTS5 trigram over memory content; a LIKE scan only when FTS finds nothing."""
         if depth <= 0:
             return []
+        hits = self._fts_arm(MEMORY, scope, terms, depth, period) if terms else []
+        if hits or not query.strip():
+            return hits
         where, params = scope_where(scope, "m", MEMORY)
         pwhere, pparams = _period_where("m", period)
-        sql = (
-            "SELECT m.id, bm25(memories_fts) FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid "
-            f"WHERE memories_fts MATCH ? AND {where}{pwhere} ORDER BY bm25(memories_fts), m.id LIMIT ?"
+        rows = self._read(
+            f"SELECT m.id, NULL FROM memories m WHERE m.content LIKE ? ESCAPE '\\' AND {where}{pwhere} "
+            "ORDER BY m.id DESC LIMIT ?",
+            [f"%{_like_escape(query.strip())}%", *params, *pparams, depth],
         )
-        rows = self._ranked_fts("memories", sql, terms, [*params, *pparams, depth], depth) if terms else []
-        if not rows and query.strip():
-            rows = self.read(
-                f"SELECT m.id, NULL FROM memories m WHERE m.content LIKE ? ESCAPE '\\' AND {where}{pwhere} "
-                "ORDER BY m.id DESC LIMIT ?",
-                [f"%{_like_escape(query.strip())}%", *params, *pparams, depth],
-            )
         return [Hit(make_ref(MEMORY, row_id), rank, score) for rank, (row_id, score) in enumerate(rows)]
+
+    def _fts_arm(self, kind: str, scope: Scope, terms: Sequence[str], depth: int, period: Period | None) -> list[Hit]:
+        sql, params = fts_arm_sql(kind, scope, period)
+        rows = self._ranked_fts(_FTS_TABLES[kind][0], sql, terms, [*params, depth], depth)
+        return [Hit(make_ref(kind, row_id), rank, score) for rank, (row_id, score) in enumerate(rows)]
 
     def _ranked_fts(self, table: str, sql: str, terms: Sequence[str], params: list[Any], depth: int) -> list[tuple]:
         """Rank on the uncommon terms first; on every term when that finds fewer than ``depth`` rows.
@@ -405,14 +473,14 @@ class SqliteStore:
         """
         informative = [t for t in terms if not self._vocab.is_common(table, t)]
         if informative and len(informative) < len(terms):
-            rows = self.read_fts(sql, [fts_expression(informative), *params])
+            rows = self._read_fts(sql, [fts_expression(informative), *params])
             if len(rows) >= depth:
                 return rows
-        return self.read_fts(sql, [fts_expression(terms), *params])
+        return self._read_fts(sql, [fts_expression(terms), *params])
 
-    def read_fts(self, sql: str, params: list[Any]) -> list[tuple]:
+    def _read_fts(self, sql: str, params: list[Any]) -> list[tuple]:
         try:
-            return self.read(sql, params)
+            return self._read(sql, params)
         except sqlite3.OperationalError:
             return []  # an expression FTS5 cannot parse finds nothing; the LIKE path still runs
 
@@ -425,7 +493,7 @@ class SqliteStore:
         pwhere, pparams = _period_where(alias, period)
         order = "t.ts_epoch DESC, t.id DESC" if period else "t.id DESC"
         table = "memories" if kind == MEMORY else "episodes"
-        rows = self.read(
+        rows = self._read(
             f"SELECT t.id FROM {table} t WHERE {where}{pwhere} ORDER BY {order} LIMIT ?",
             [*params, *pparams, limit],
         )
@@ -439,25 +507,37 @@ class SqliteStore:
 
     def _pool_counts(self, scope: Scope) -> tuple[int, int]:
         mwhere, mparams = scope_where(scope, "t", MEMORY)
-        memories = self.read(f"SELECT COUNT(*) FROM memories t WHERE {mwhere}", mparams)[0][0]
+        memories = self._read(f"SELECT COUNT(*) FROM memories t WHERE {mwhere}", mparams)[0][0]
         episodes = 0
         if scope.episodes_visible:
             ewhere, eparams = scope_where(scope, "t", EPISODE)
-            episodes = self.read(f"SELECT COUNT(*) FROM episodes t WHERE {ewhere}", eparams)[0][0]
+            episodes = self._read(f"SELECT COUNT(*) FROM episodes t WHERE {ewhere}", eparams)[0][0]
         return memories, episodes
 
     def span(self, scope: Scope) -> tuple[float, float] | None:
         """(oldest, newest) memory time in the scope, epoch seconds; None when nothing is dated."""
         def compute() -> tuple[float, float] | None:
             where, params = scope_where(scope, "t", MEMORY)
-            low, high = self.read(f"SELECT MIN(t.ts_epoch), MAX(t.ts_epoch) FROM memories t WHERE {where}", params)[0]
+            low, high = self._read(f"SELECT MIN(t.ts_epoch), MAX(t.ts_epoch) FROM memories t WHERE {where}", params)[0]
             return None if low is None else (low, high)
 
         return self._cached(("span", scope), compute)
 
+    # -- term counts (store.term_counts.TermSource) ------------------------------------------
+
     def row_count(self, table: str) -> int:
         """Rows in a table, across every agent (what FTS5's idf counts)."""
-        return self._cached(("rows", table), lambda: self.read(f"SELECT COUNT(*) FROM {table}")[0][0])
+        return self._cached(("rows", table), lambda: self._read(f"SELECT COUNT(*) FROM {table}")[0][0])
+
+    def gram_count(self, table: str, gram: str) -> int:
+        """Rows holding one trigram, from the fts5vocab table."""
+        rows = self._read(f"SELECT doc FROM {table}_vocab WHERE term = ?", (gram,))
+        return rows[0][0] if rows else 0
+
+    def phrase_count(self, table: str, phrase: str) -> int:
+        """Rows matching one phrase."""
+        rows = self._read_fts(f"SELECT COUNT(*) FROM {table}_fts WHERE {table}_fts MATCH ?", [fts_expression([phrase])])
+        return rows[0][0] if rows else 0
 
     def newest_episode_time(self, scope: Scope) -> float | None:
         """When the scope's newest episode was recorded: the episode penalty's boundary."""
@@ -465,25 +545,12 @@ class SqliteStore:
             return None
         where, params = scope_where(scope, "t", EPISODE)
         # by time, not id: an import can add an episode recorded long before the ones already here
-        rows = self.read(
+        rows = self._read(
             f"SELECT t.created_at FROM episodes t WHERE {where} "
             "ORDER BY datetime(t.created_at) DESC, t.id DESC LIMIT 1",
             params,
         )
         return rows[0][0] if rows else None
-
-    def record_times(self, refs: Sequence[str]) -> dict[str, float]:
-        """Record time (epoch seconds) of each ref that has one."""
-        out = {}
-        for kind, table in ((MEMORY, "memories"), (EPISODE, "episodes")):
-            ids = [split_ref(r)[1] for r in refs if r.startswith(kind + ":")]
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                for row_id, ts in self.read(f"SELECT id, ts_epoch FROM {table} WHERE id IN ({marks})", chunk):
-                    if ts is not None:
-                        out[make_ref(kind, row_id)] = ts
-        return out
 
     def vectors(self, refs: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors of indexed refs."""
@@ -516,7 +583,7 @@ class SqliteStore:
 
 
 def _memory_record(row: tuple) -> Record:
-    row_id, agent, project, channel, content, timestamp, created_at, msg_id, source, locked = row
+    row_id, agent, project, channel, content, timestamp, created_at, msg_id, source, locked, ts = row
     try:
         parsed = json.loads(source) if source else {}
     except ValueError:
@@ -524,16 +591,16 @@ def _memory_record(row: tuple) -> Record:
     return Record(
         ref=make_ref(MEMORY, row_id), kind=MEMORY, id=row_id, agent_id=agent, project_id=project,
         channel=channel, text=content, timestamp=timestamp, created_at=created_at, msg_id=msg_id,
-        source=parsed if isinstance(parsed, dict) else {}, locked=bool(locked),
+        source=parsed if isinstance(parsed, dict) else {}, locked=bool(locked), ts_epoch=ts,
     )
 
 
 def _episode_record(row: tuple) -> Record:
-    row_id, agent, project, channel, summary, time, created_at, keywords, resolved, start, end = row
+    row_id, agent, project, channel, summary, time, created_at, keywords, resolved, start, end, ts = row
     return Record(
         ref=make_ref(EPISODE, row_id), kind=EPISODE, id=row_id, agent_id=agent, project_id=project,
         channel=channel, text=summary, timestamp=time or "", created_at=created_at, keywords=keywords,
-        resolved=bool(resolved), source={"System": "episode"}, start_time=start, end_time=end,
+        resolved=bool(resolved), source={"System": "episode"}, start_time=start, end_time=end, ts_epoch=ts,
     )
 
 

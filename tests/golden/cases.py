@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .corpus import ATLAS, BOREALIS, CYGNUS, LONG_NOTE, build, open_memory
+from .corpus import ATLAS, BOREALIS, CYGNUS, LONG_NOTE, build, open_memory, replace_gate
 
 GOLDEN_FILE = Path(__file__).with_name("recall_golden.json")
 
@@ -129,8 +129,7 @@ CASES: list[dict[str, Any]] = [
 def run_case(db_path: Path | str, case: dict[str, Any], *, trace: bool = False) -> dict[str, Any]:
     """The recall response of one case over the corpus at ``db_path``."""
     with open_memory(db_path, **case["settings"]) as memory:
-        for agent, signal, value in case["thresholds"]:
-            memory.calibration.set(agent, signal, value)
+        replace_gate(memory, case["thresholds"])
         return memory.recall(**case["arguments"], trace=trace)
 
 

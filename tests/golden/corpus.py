@@ -7,6 +7,7 @@ changes the golden: regenerate it in the same commit and say why.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,18 @@ def settings(**overrides: Any) -> Settings:
 
 def open_memory(path: Path | str, **overrides: Any) -> Memory:
     return Memory(path, settings=settings(**overrides), clock=fixed_clock(NOW))
+
+
+def replace_gate(memory: Memory, thresholds: Iterable[tuple[str, str, float]]) -> None:
+    """Make these the only calibrated thresholds in the store, in one transaction.
+
+    Thresholds live in the database, so a case that calibrates would otherwise
+    leave its gate to every case after it.
+    """
+    store = memory.store_
+    with store.write() as conn:
+        store.drop_thresholds(conn, sorted({t.agent_id for t in store.thresholds()}))
+        store.set_thresholds(conn, [memory.calibration.threshold(*t) for t in thresholds])
 
 
 def build(path: Path | str) -> None:

@@ -7,18 +7,15 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from cuedrecall.errors import ToolArgumentError
-from cuedrecall.recall.timecue import to_epoch
+from cuedrecall.handlers.rows import episode_row, memory_row
+from cuedrecall.runtime import Runtime
 from cuedrecall.store.base import EPISODE, MEMORY
 from cuedrecall.text.sanitise import sanitise
-
-if TYPE_CHECKING:
-    from cuedrecall.api import Memory
-
 
 FORMAT = "cuedrecall-export/1"
 _MEMORY_KEYS = ("agent_id", "project_id", "channel", "msg_id", "content", "source", "timestamp", "metadata",
@@ -51,14 +48,14 @@ def _encode(vector: np.ndarray | None, model: str) -> dict[str, str]:
     return {"embedding_b64": encoded, "embedding_model": model}
 
 
-def export_jsonl(memory: "Memory", agent_id: str, output_path: str, include_embeddings: bool) -> dict[str, Any]:
+def export_jsonl(rt: Runtime, agent_id: str, output_path: str, include_embeddings: bool) -> dict[str, Any]:
     """Write one agent's (or every agent's) records; a temp file renamed into place, never half a file."""
     path = _checked_path("output_path", output_path)
-    store = memory.store_
+    store = rt.store
     memories = list(store.export_rows(MEMORY, agent_id))
     episodes = list(store.export_rows(EPISODE, agent_id))
     profiles = store.profiles(agent_id)
-    header = {"_type": "header", "version": FORMAT, "agent_id": agent_id, "exported_at": memory.now_iso(),
+    header = {"_type": "header", "version": FORMAT, "agent_id": agent_id, "exported_at": rt.now_iso(),
               "memory_count": len(memories), "episode_count": len(episodes), "profile_count": len(profiles)}
     lines = [header]
     for row in memories:
@@ -96,7 +93,7 @@ def _read_lines(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def import_jsonl(
-    memory: "Memory", input_path: str, target_agent_id: str, dry_run: bool,
+    rt: Runtime, input_path: str, target_agent_id: str, dry_run: bool,
     progress: Callable[[int], None] | None = None, batch_size: int = 256,
 ) -> dict[str, Any]:
     """Load an export in one transaction; records already present are skipped, so a second run adds nothing."""
@@ -113,15 +110,15 @@ def import_jsonl(
     counts = {"imported_memories": 0, "skipped_memories": 0, "imported_episodes": 0, "skipped_episodes": 0,
               "profile_updated": 0}
     records = items[1:]
-    vectors = _vectors_for(memory, records, batch_size, progress)
+    vectors = _vectors_for(rt, records, batch_size, progress)
     try:
-        with memory.store_.write() as conn:
+        with rt.store.write() as conn:
             for item, vector in zip(records, vectors):
                 agent = target_agent_id or item.get("agent_id", "")
                 if not agent:
                     raise ToolArgumentError(
                         "argument 'target_agent_id' is required: a record of the file has no agent_id")
-                counts[_import_one(memory, conn, item, agent, vector)] += 1
+                counts[_import_one(rt, conn, item, agent, vector)] += 1
             if dry_run:
                 raise _DryRun()  # counted inside the transaction, then rolled back
     except _DryRun:
@@ -142,7 +139,7 @@ def _check_counts(items: list[dict[str, Any]]) -> None:
                                     f"{kind} records, the file has {present}")
 
 
-def _vectors_for(memory: "Memory", records: list[dict[str, Any]], batch: int,
+def _vectors_for(rt: Runtime, records: list[dict[str, Any]], batch: int,
                  progress: Callable[[int], None] | None) -> list[np.ndarray | None]:
     """The file's vector when our embedder made it, else a fresh embedding (batched)."""
     out: list[np.ndarray | None] = [None] * len(records)
@@ -151,7 +148,7 @@ def _vectors_for(memory: "Memory", records: list[dict[str, Any]], batch: int,
         if item["_type"] not in ("memory", "episode"):
             continue
         # a vector is only comparable with ours when the same model made it; anything else is re-embedded
-        if "embedding_b64" in item and item.get("embedding_model") == memory.embedder.model:
+        if "embedding_b64" in item and item.get("embedding_model") == rt.embedder.model:
             try:
                 out[i] = np.frombuffer(base64.b64decode(item["embedding_b64"], validate=True), dtype="<f4")
             except (TypeError, ValueError):  # not base64, or not a whole number of float32s
@@ -166,43 +163,35 @@ def _vectors_for(memory: "Memory", records: list[dict[str, Any]], batch: int,
     for start in range(0, len(todo), batch):
         chunk = todo[start : start + batch]
         texts = [records[i].get("content") or records[i].get("summary") or "" for i in chunk]
-        for i, vector in zip(chunk, memory.embed(texts)):
+        for i, vector in zip(chunk, rt.embed(texts)):
             out[i] = vector
         if progress:
             progress(len(chunk))
     return out
 
 
-def _import_one(memory: "Memory", conn: Any, item: dict[str, Any], agent: str, vector: Any) -> str:
-    store = memory.store_
-    model = memory.embedder.model if vector is not None else ""
+def _import_one(rt: Runtime, conn: Any, item: dict[str, Any], agent: str, vector: Any) -> str:
+    store, model, now = rt.store, rt.embedder.model, rt.now_iso()
+    project, channel = item.get("project_id", ""), item.get("channel", "")
     if item["_type"] == "profile":
-        store.set_profile(conn, agent, str(item.get("content", "")), item.get("updated_at") or memory.now_iso())
+        store.set_profile(conn, agent, str(item.get("content", "")), item.get("updated_at") or now)
         return "profile_updated"
     if item["_type"] == "memory":
-        project, channel = item.get("project_id", ""), item.get("channel", "")
-        content = sanitise(str(item.get("content", "")), memory.settings.max_content_length)[0]
+        content = sanitise(str(item.get("content", "")), rt.settings.max_content_length)[0]
         msg_id = str(item.get("msg_id", ""))
         if store.find_duplicate(agent, [project], [channel], msg_id, content) or not content.strip():
             return "skipped_memories"
-        source = _json_object(item.get("source"))
-        row = {"agent_id": agent, "project_id": project, "channel": channel, "msg_id": msg_id, "content": content,
-               "source": json.dumps(source, ensure_ascii=False), "source_id": str(source.get("id", "")),
-               "timestamp": item.get("timestamp") or memory.now_iso(),
-               "metadata": json.dumps(_json_object(item.get("metadata")), ensure_ascii=False),
-               "locked": int(bool(item.get("locked"))), "created_at": item.get("created_at") or memory.now_iso(),
-               "embedding": vector, "embedding_model": model}
-        row["ts_epoch"] = to_epoch(row["timestamp"])
-        store.insert_memory(conn, row)
+        store.insert_memory(conn, memory_row(
+            agent_id=agent, project_id=project, channel=channel, msg_id=msg_id, content=content,
+            source=_json_object(item.get("source")), timestamp=item.get("timestamp") or now,
+            metadata=_json_object(item.get("metadata")), created_at=item.get("created_at") or now,
+            vector=vector, model=model, locked=bool(item.get("locked"))))
         return "imported_memories"
-    project, channel = item.get("project_id", ""), item.get("channel", "")
-    summary = sanitise(str(item.get("summary", "")), memory.settings.max_content_length)[0]
+    summary = sanitise(str(item.get("summary", "")), rt.settings.max_content_length)[0]
     if not summary.strip() or store.find_episode(agent, project, channel, summary) is not None:
         return "skipped_episodes"
-    created = item.get("created_at") or memory.now_iso()
-    row = {"agent_id": agent, "project_id": project, "channel": channel, "summary": summary,
-           "keywords": item.get("keywords", ""), "start_time": item.get("start_time"), "end_time": item.get("end_time"),
-           "ts_epoch": to_epoch(item.get("start_time") or created), "resolved": int(bool(item.get("resolved"))),
-           "embedding": vector, "embedding_model": model, "created_at": created}
-    store.insert_episode(conn, row)
+    store.insert_episode(conn, episode_row(
+        agent_id=agent, project_id=project, channel=channel, summary=summary, keywords=item.get("keywords", ""),
+        start_time=item.get("start_time"), end_time=item.get("end_time"), resolved=bool(item.get("resolved")),
+        created_at=item.get("created_at") or now, vector=vector, model=model))
     return "imported_episodes"

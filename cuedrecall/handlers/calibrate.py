@@ -1,0 +1,139 @@
+"""The calibration tools: measure an agent's score distributions and set its gate, per signal.
+
+A calibration is measured first and written after, thresholds and precision
+together in one transaction: a measurement that fails changes nothing.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+
+from cuedrecall.recall.arms import retrieve
+from cuedrecall.recall.calibration import (
+    COSINE_FLOOR, MIN_SAMPLES, PRECISION_BETA, TEMPORAL_WINDOW_S, CalibrationError, cosine_samples, separation,
+    threshold_from,
+)
+from cuedrecall.recall.context import RecallContext
+from cuedrecall.recall.fusion import fuse
+from cuedrecall.recall.params import resolve_params
+from cuedrecall.runtime import Runtime
+from cuedrecall.store.base import MEMORY, Scope, Threshold, make_ref
+
+PSEUDO_QUERIES = 40
+PSEUDO_DEPTH = 20
+DRAWS = 3
+MIN_LEXICAL_POSITIVES = 5
+
+
+def measure(rt: Runtime, agent_id: str, beta: float, sample_size: int = 200, method: str = "separation",
+            percentile: float = 0.95, z_factor: float = 1.0, seed: int = 0) -> tuple[dict[str, Any], list[Threshold]]:
+    """The report and the thresholds it found; nothing is written. CalibrationError when data is lacking."""
+    ids, vectors, times = rt.store.embedded_memories(agent_id)
+    if len(ids) < MIN_SAMPLES:
+        raise CalibrationError(f"Need at least {MIN_SAMPLES} embedded memories to calibrate, found {len(ids)}")
+    rng = random.Random(seed)
+    pick = sorted(rng.sample(range(len(ids)), min(sample_size, len(ids))))
+    positives, nulls = cosine_samples(vectors[pick], times[pick])
+    cosine = threshold_from(method, positives, nulls, beta, percentile, z_factor, COSINE_FLOOR)
+    found = [rt.calibration.threshold(agent_id, "cosine", cosine)]
+    report: dict[str, Any] = {
+        "ok": True, "agent_id": agent_id, "scope": "per_agent" if agent_id else "global", "method": method,
+        "beta": beta, "sampled_embeddings": len(pick), "num_pairs": int(nulls.size),
+        "embedding_dim": int(vectors.shape[1]), "embedding_model": rt.embedder.model,
+        "distribution": {"null_mean": round(float(nulls.mean()), 4), "null_std": round(float(nulls.std()), 4),
+                         "positive_mean": round(float(positives.mean()), 4)},
+        "null_admit_rate": round(float((nulls >= cosine).mean()), 4),
+        "old_thresholds": rt.calibration.thresholds(agent_id), "new_thresholds": {"cosine": cosine},
+    }
+    if agent_id:
+        # the pseudo-recalls run under the new cosine threshold, as the gate will
+        calibrated = {**rt.calibration.agents().get(agent_id, {}), "cosine": cosine}
+        lexical = _lexical_threshold(rt, agent_id, calibrated, ids, times, beta, rng)
+        report["lexical"] = lexical
+        if "threshold" in lexical:
+            mode = rt.settings.recall_mode
+            found.append(rt.calibration.threshold(agent_id, mode, lexical["threshold"]))
+            report["new_thresholds"][mode] = lexical["threshold"]
+    return report, found
+
+
+def calibrate_threshold(rt: Runtime, agent_id: str, sample_size: int, method: str, percentile: float,
+                        z_factor: float) -> dict[str, Any]:
+    """The tool: measure with the agent's precision, then write the thresholds."""
+    beta = rt.calibration.beta(agent_id, rt.settings.recall_precision)
+    try:
+        report, found = measure(rt, agent_id, beta, sample_size, method, percentile, z_factor)
+    except CalibrationError as exc:
+        return {"ok": False, "error": str(exc), "agent_id": agent_id}
+    with rt.store.write() as conn:
+        rt.store.set_thresholds(conn, found)
+    return {**report, "sidecar_persisted": True}  # CPersona's name: persisted, in the database with the data
+
+
+def set_recall_precision(rt: Runtime, agent_id: str, precision: str) -> dict[str, Any]:
+    """Recalibrate at the named precision; the precision and its thresholds are written together, or neither."""
+    beta = PRECISION_BETA[precision]
+    try:
+        report, found = measure(rt, agent_id, beta)
+    except CalibrationError as exc:  # nothing changes when the new gate cannot be measured
+        result: dict[str, Any] = {"ok": False, "error": str(exc), "agent_id": agent_id}
+    else:
+        with rt.store.write() as conn:
+            rt.store.set_beta(conn, agent_id, beta)
+            rt.store.set_thresholds(conn, found)
+        result = {**report, "sidecar_persisted": True}
+    return {"ok": result["ok"], "agent_id": agent_id, "precision": precision, "beta": beta, "calibrate": result}
+
+
+def get_recall_precision(rt: Runtime, agent_id: str) -> dict[str, Any]:
+    beta = rt.calibration.beta(agent_id, rt.settings.recall_precision)
+    named = next((name for name, value in PRECISION_BETA.items() if value == beta), "custom")
+    return {"ok": True, "agent_id": agent_id, "precision": named, "beta": beta,
+            "overridden": rt.calibration.overridden(agent_id), "default_precision": rt.settings.recall_precision,
+            "thresholds": rt.calibration.thresholds(agent_id)}
+
+
+def recalibrate_stale(rt: Runtime) -> None:
+    """Thresholds made under another model or scoring version mean nothing: measure anew, else drop them."""
+    fresh: list[Threshold] = []
+    agents = rt.calibration.stale_agents()
+    for agent in agents:
+        try:
+            fresh += measure(rt, agent, rt.calibration.beta(agent, rt.settings.recall_precision))[1]
+        except CalibrationError:
+            continue  # too little data now; the heuristic gate applies until the next calibration
+    with rt.store.write() as conn:
+        rt.store.drop_thresholds(conn, agents)
+        rt.store.set_thresholds(conn, fresh)
+
+
+def _lexical_threshold(rt: Runtime, agent_id: str, calibrated: dict[str, float], ids: np.ndarray,
+                       times: np.ndarray, beta: float, rng: random.Random) -> dict[str, Any]:
+    """The fused-score threshold for lexical-only rows: pseudo-queries drawn from the agent's own memories."""
+    draws = []
+    for _ in range(DRAWS):
+        positives, nulls = [], []
+        picks = rng.sample(range(len(ids)), min(PSEUDO_QUERIES, len(ids)))
+        with rt.store.snapshot():
+            texts = rt.store.records([make_ref(MEMORY, int(ids[i])) for i in picks])
+            for i in picks:
+                ref = make_ref(MEMORY, int(ids[i]))
+                ctx = _pseudo_recall(rt, agent_id, calibrated, texts[ref].text)
+                for row in fuse(ctx, retrieve(ctx)):
+                    when = ctx.facts.time(row.ref)
+                    if row.lexical_only and row.ref != ref and when is not None:
+                        close = abs(when - times[i]) <= TEMPORAL_WINDOW_S
+                        (positives if close else nulls).append(row.fused)
+        if len(nulls) >= MIN_SAMPLES and len(positives) >= MIN_LEXICAL_POSITIVES:
+            draws.append(separation(np.array(positives), np.array(nulls), beta, 0.0))
+    if not draws:
+        return {"skipped": "too few lexical-only rows with time labels (need 10 null and 5 positive)"}
+    return {"threshold": sorted(draws)[len(draws) // 2], "draws": draws}
+
+
+def _pseudo_recall(rt: Runtime, agent_id: str, calibrated: dict[str, float], text: str) -> RecallContext:
+    params = resolve_params(rt.settings, calibrated, query=text, limit=PSEUDO_DEPTH)
+    return RecallContext(rt.store, Scope(agent_id), text, rt.query_vector(text), params, rt.clock())

@@ -1,0 +1,84 @@
+"""The recall tool: validated arguments in, the response out (messages worst to best, the last is best).
+
+The query is embedded first (outside the store's lock); the process then runs on
+one snapshot of the store, and the response is built from the records its facts
+step hydrated.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from cuedrecall.recall.context import RecallContext
+from cuedrecall.recall.coverage import record_coverage
+from cuedrecall.recall.cued_v0_3 import POLICY, SINGLE_PASS_POLICY
+from cuedrecall.recall.params import resolve_params
+from cuedrecall.recall.process import Outcome, recall_process
+from cuedrecall.recall.response import FULL_CONTENT_BUDGET, build_messages
+from cuedrecall.recall.scoring_version import SCORING_VERSION
+from cuedrecall.recall.timecue import TimeCue, parse_time_cue
+from cuedrecall.recall.trace import Recorder, TraceRecorder
+from cuedrecall.runtime import Runtime
+from cuedrecall.store.base import Scope
+from cuedrecall.version import __version__
+
+
+def run_recall(
+    rt: Runtime, *, agent_id: str, query: str, limit: int, deep: bool, channel: str, project_id: str | None,
+    source_id: str, exclude_contents: list[str], full_content: bool, trace: bool, time_cue: Any,
+) -> dict[str, Any]:
+    started = time.perf_counter()  # the cue's time limit counts from here, the query's embedding included
+    cue = parse_time_cue(time_cue)  # an unreadable cue is refused here, before anything runs
+    vector = rt.query_vector(query)
+    recorder = TraceRecorder() if trace else Recorder()
+    with rt.store.snapshot():
+        params = resolve_params(rt.settings, rt.calibration.thresholds(agent_id), query=query, limit=limit,
+                                deep=deep, exclude_contents=exclude_contents)
+        ctx = RecallContext(rt.store, Scope(agent_id, project_id, channel, source_id), query, vector, params,
+                            rt.clock(), recorder, started=started)
+        if recorder.enabled:
+            _trace_header(rt, ctx, cue, limit, full_content)
+        outcome = recall_process(ctx, cue)
+        return _response(rt, ctx, outcome, full_content)
+
+
+def _response(rt: Runtime, ctx: RecallContext, outcome: Outcome, full_content: bool) -> dict[str, Any]:
+    messages = build_messages(ctx, outcome.rows, full_content)
+    response: dict[str, Any] = {"messages": messages}
+    if ctx.params.depth != ctx.params.limit:
+        response["depth"] = ctx.params.depth
+    if outcome.gate_fallback:
+        response["gate_fallback"] = True
+    if outcome.time_cue is not None:
+        response["time_cue"] = outcome.time_cue
+    if not rt.embedder.available and not ctx.blank:
+        response["advisory"] = {"degraded": True, "reason": "embedding mode is none: vector arms are off"}
+    if full_content:
+        response["full_content_budget_chars"] = FULL_CONTENT_BUDGET
+    if ctx.recorder.enabled:
+        returned = [(m["ref"], record.text) for m in messages
+                    if "ref" in m and (record := ctx.facts.get(m["ref"])) is not None]
+        record_coverage(ctx.query, returned, ctx.recorder)
+        response["trace"] = ctx.recorder.result()
+    return response
+
+
+def _trace_header(rt: Runtime, ctx: RecallContext, cue: TimeCue | None, limit: int, full_content: bool) -> None:
+    p = ctx.params
+    request: dict[str, Any] = {
+        "limit": limit, "depth": p.depth, "deep": p.deep, "mode": p.mode,
+        "confidence_enabled": p.confidence_enabled, "confidence_ordering": "fusion",
+        "prior": {"far_weight": p.far_weight, "age_rate": p.age_rate, "age_floor": p.age_floor,
+                  "age_anchor": p.age_anchor},
+        "episode_penalty": p.episode_penalty, "full_content": full_content,
+    }
+    if cue is not None:
+        request["time_cue"] = cue.echo()
+    config = {
+        "embedding_mode": rt.embedder.mode, "embedding_model": rt.embedder.model, "scan_window": p.window,
+        "vector_reach": p.reach, "vector_far_limit": p.far_limit, "fused_gate_enabled": p.fused_gate_enabled,
+        "autocut_enabled": p.autocut_enabled,
+    }
+    ctx.recorder.header({"scoring": SCORING_VERSION, "process": POLICY if cue is not None else SINGLE_PASS_POLICY},
+                        __version__, ctx.scope.as_dict(), request, config)

@@ -1,0 +1,67 @@
+"""Every knob of one recall, resolved once from the settings, the agent's calibration and the arguments.
+
+No stage reads the settings: what a recall may vary lives here, fixed before the
+first stage runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cuedrecall.config import Settings
+from cuedrecall.text import normalise_exclusions
+
+
+@dataclass(frozen=True)
+class RecallParams:
+    limit: int
+    depth: int
+    deep: bool
+    mode: str  # "rrf" | "rsf"
+    rrf_k: int
+    vector_floor: float
+    window: int
+    reach: int
+    far_limit: int
+    far_weight: float
+    fts_enabled: bool
+    episode_penalty: bool
+    episode_decay_rate: float
+    episode_decay_floor: float
+    age_rate: float
+    age_floor: float
+    age_anchor: str
+    autocut_enabled: bool
+    autocut_ratio: float
+    autocut_min: int
+    thresholds: dict[str, float]  # calibrated gate threshold per signal, for this agent
+    exclusions: tuple[str, ...] = ()
+    confidence_enabled: bool = False
+    fused_gate_enabled: bool = True
+    preview_chars: int = 500
+    cue_time_limit_ms: int = 1000
+
+    @property
+    def far_enabled(self) -> bool:
+        return self.reach > self.window and self.far_weight > 0
+
+
+def resolve_params(s: Settings, calibrated: dict[str, float], *, query: str, limit: int, deep: bool = False,
+                   exclude_contents: list[str] | None = None) -> RecallParams:
+    """The recall's parameters; ``calibrated`` is the agent's thresholds per signal (cosine sets the floor)."""
+    limit = min(limit, s.recall_library_max_limit)
+    blank = not query.strip()
+    depth = limit if blank else min(max(limit, s.recall_depth_floor), s.recall_library_max_limit)
+    vector_threshold = calibrated.get("cosine", s.vector_min_similarity)
+    return RecallParams(
+        limit=limit, depth=depth, deep=deep, mode=s.recall_mode, rrf_k=s.rrf_k,
+        vector_floor=vector_threshold * s.rrf_threshold_factor, window=s.max_memories, reach=s.vector_reach,
+        far_limit=s.vector_far_limit, far_weight=s.prior_far_weight, fts_enabled=s.fts_enabled,
+        episode_penalty=s.episode_penalty_enabled, episode_decay_rate=s.episode_decay_rate,
+        episode_decay_floor=s.episode_decay_floor, age_rate=s.prior_age_rate, age_floor=s.prior_age_floor,
+        age_anchor=s.prior_age_anchor, autocut_enabled=s.autocut_enabled, autocut_ratio=s.autocut_min_gap_ratio,
+        autocut_min=s.autocut_min_results, thresholds=calibrated if s.fused_gate_enabled else {},
+        exclusions=normalise_exclusions(exclude_contents or []), confidence_enabled=s.confidence_enabled,
+        fused_gate_enabled=s.fused_gate_enabled, preview_chars=s.recall_preview_chars,
+        cue_time_limit_ms=s.recall_cue_time_limit_ms,
+    )

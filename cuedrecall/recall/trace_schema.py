@@ -1,0 +1,126 @@
+"""The recall trace (trace_version 1), declared once: every section's shape as the recorder writes it.
+
+The recorder builds these, ``trace_view`` prints them and
+``benchmarks/recall_trace_confirm.py`` reads them. The trace holds refs, ranks,
+scores and reasons, never stored text. Readers of traces from elsewhere (another
+version, CPersona) still read defensively: ``Trace`` is ``total=False``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, TypedDict
+
+TRACE_VERSION = 1
+
+
+class ArmHit(TypedDict):
+    ref: str
+    rank: int  # 0-based, counted before exclude_contents removed any row
+    raw: Optional[float]  # cosine, bm25, or None (LIKE fallback, listings)
+
+
+class FusionRow(TypedDict):
+    ref: str
+    score: Optional[float]
+    votes: dict[str, float]  # arm -> its contribution to the fused score
+
+
+class _GateDecisionBase(TypedDict):
+    ref: str
+    signal: Optional[str]  # "cosine", "rrf", "rsf", "profile", or None for an unscored row
+    score: Optional[float]
+    threshold: Optional[float]
+    origin: Optional[str]  # "calibrated" | "heuristic" | None
+    passed: bool
+
+
+class GateDecision(_GateDecisionBase, total=False):
+    reason: str  # below_gate, profile_small_pool, unscored_volume
+
+
+class _GateBase(TypedDict):
+    decisions: list[GateDecision]
+    calibrated: dict[str, float]
+    heuristic_min: float
+    pool: int
+    gate_fallback: bool
+
+
+class GateSection(_GateBase, total=False):
+    fallback_admitted: list[str]
+
+
+class AutocutSection(TypedDict, total=False):
+    fired: bool
+    at: int
+    dropped: list[str]
+
+
+class OrderSection(TypedDict):
+    before_cut: list[str]
+    limit: int
+    cut_by_count: list[str]
+
+
+class Reservation(TypedDict):
+    ref: str
+    kind: str  # "cue" (the block seats come later)
+
+
+class Stage(TypedDict, total=False):
+    stage: int
+    searched: str
+    confidence: str
+    period: Optional[list[str]]
+    found: int
+    next: Optional[str]
+
+
+class Suspect(TypedDict):
+    stage: int
+    code: str  # CANDIDATE_MISS, ...
+    reason: str
+    action: str
+
+
+class CueSection(TypedDict):
+    bound: int
+    confidence: str
+    lifted: list[dict[str, Any]]  # {"ref", "from", "to"}: "from" is a keyword, hence a plain dict
+    seated: list[str]
+
+
+class CueIgnored(TypedDict):
+    reason: str  # "recent_only"
+    period: Optional[list[str]]
+
+
+class Policy(TypedDict):
+    scoring: str
+    process: str  # "single-pass-v0" | "cued-v0.3"
+
+
+class Trace(TypedDict, total=False):
+    trace_version: int
+    policy: Policy
+    server_version: Optional[str]
+    scope: dict[str, Any]
+    request: dict[str, Any]
+    config: dict[str, Any]
+    arms: dict[str, list[ArmHit]]
+    excluded: list[str]
+    fusion: list[FusionRow]
+    scoring: dict[str, dict[str, float]]  # "episode_penalty" | "prior" -> ref -> factor
+    gate: GateSection
+    autocut: AutocutSection
+    order: OrderSection
+    reservation: list[Reservation]
+    stages: list[Stage]
+    suspected: list[Suspect]
+    cue: CueSection
+    cue_ignored: CueIgnored
+    coverage: dict[str, Any]  # recall/coverage.py's ledger
+    timing_ms: dict[str, float]
+
+
+SECTIONS: tuple[str, ...] = tuple(Trace.__annotations__)

@@ -1,0 +1,31 @@
+"""What the gate decided: one decision per row, and the result the later stages and the trace read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cuedrecall.recall.candidates import Candidate
+
+
+@dataclass(frozen=True)
+class Decision:
+    ref: str
+    signal: str | None
+    score: float | None
+    threshold: float | None
+    origin: str | None  # "calibrated" | "heuristic" | None (profile and unscored rows)
+    passed: bool
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """The rows admitted, every decision, and the gate's inputs as it read them (for the trace)."""
+
+    admitted: list[Candidate]
+    decisions: list[Decision]
+    fallback: bool
+    rescued: list[str]  # refs the identifier fallback admitted; empty unless ``fallback``
+    calibrated: dict[str, float]
+    heuristic_min: float
+    pool: int

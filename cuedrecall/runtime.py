@@ -1,0 +1,62 @@
+"""The runtime: what every tool handler works with, built once per open store.
+
+Handlers receive this small value (settings, store, embedder, query cache,
+calibration, clock), never the ``Memory`` object that dispatches to them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from cuedrecall.clock import Clock, iso, system_clock
+from cuedrecall.config import Settings
+from cuedrecall.embed import Embedder, EmbeddingError, QueryVectorCache, make_embedder
+from cuedrecall.recall.calibration import Calibration
+from cuedrecall.recall.scoring_version import fingerprint
+from cuedrecall.store.base import Store
+from cuedrecall.store.sqlite import SqliteStore
+
+
+@dataclass(frozen=True)
+class Runtime:
+    settings: Settings
+    store: Store
+    embedder: Embedder
+    queries: QueryVectorCache
+    calibration: Calibration
+    clock: Clock
+
+    def now_iso(self) -> str:
+        return iso(self.clock())
+
+    def embed(self, texts: Sequence[str]) -> list[np.ndarray | None]:
+        """Vectors for texts; None for each when embedding is off or fails (the row is still stored)."""
+        if not self.embedder.available or not texts:
+            return [None] * len(texts)
+        try:
+            return list(self.embedder.embed(list(texts)))
+        except EmbeddingError:
+            return [None] * len(texts)
+
+    def query_vector(self, query: str) -> np.ndarray | None:
+        """The query's vector from the cache; None for a blank query or when embedding is off or fails."""
+        if not query.strip() or not self.embedder.available:
+            return None
+        try:
+            return self.queries.embed_query(query)
+        except EmbeddingError:
+            return None  # the lexical arms still answer; the vector arms stay empty
+
+
+def open_runtime(settings: Settings, embedder: Embedder | None = None, clock: Clock = system_clock) -> Runtime:
+    """Open the configured store and embedder (the local model loads on first use, not here)."""
+    embedder = embedder or make_embedder(
+        settings.embedding_mode, url=settings.embedding_url, timeout_s=settings.embedding_timeout_secs,
+    )
+    store = SqliteStore(settings.db_path, common_term_ratio=settings.keyword_common_ratio)
+    calibration = Calibration(store, embedder.model, fingerprint(settings.prior_far_weight))
+    queries = QueryVectorCache(embedder, size=max(1, settings.embedding_cache_size))
+    return Runtime(settings, store, embedder, queries, calibration, clock)
