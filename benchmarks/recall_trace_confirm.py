@@ -48,6 +48,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from cuedrecall.recall.trace_schema import ArmHit, GateDecision, Trace
+
 CANDIDATE_MISS = "CANDIDATE_MISS"
 FILTER_DROP = "FILTER_DROP"
 RANKING_MISS = "RANKING_MISS"
@@ -69,7 +71,7 @@ def is_seat_arm(name: str) -> bool:
     return name in SEAT_ARMS or name.startswith(SEAT_ARM_PREFIX)
 
 
-def unwrap(obj: Any) -> dict[str, Any]:
+def unwrap(obj: Any) -> Trace:
     """The trace itself, whether given bare or inside a recall response (``{"messages": ..., "trace": ...}``)."""
     if isinstance(obj, dict) and "trace_version" not in obj and isinstance(obj.get("trace"), dict):
         return obj["trace"]
@@ -83,38 +85,38 @@ def _ref(item: Any) -> str:
     return item.get("ref") if isinstance(item, dict) else item
 
 
-def _arms(trace: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+def _arms(trace: Trace) -> dict[str, list[ArmHit]]:
     return {name: list(hits or []) for name, hits in (trace.get("arms") or {}).items()}
 
 
-def _before_cut(trace: dict[str, Any]) -> list[str]:
+def _before_cut(trace: Trace) -> list[str]:
     return [_ref(item) for item in (trace.get("order") or {}).get("before_cut") or []]
 
 
-def _limit(trace: dict[str, Any]) -> int | None:
+def _limit(trace: Trace) -> int | None:
     return (trace.get("order") or {}).get("limit")
 
 
-def kept_refs(trace: dict[str, Any]) -> list[str]:
+def kept_refs(trace: Trace) -> list[str]:
     """The rows the count returned: the first ``order.limit`` of ``order.before_cut`` (all when null)."""
     before, limit = _before_cut(trace), _limit(trace)
     return before if limit is None else before[:limit]
 
 
-def reserved_refs(trace: dict[str, Any]) -> dict[str, str]:
+def reserved_refs(trace: Trace) -> dict[str, str]:
     """ref -> kind of every row a held seat admitted."""
     return {item["ref"]: item.get("kind", "") for item in trace.get("reservation") or [] if "ref" in item}
 
 
-def _decisions(trace: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _decisions(trace: Trace) -> dict[str, GateDecision]:
     return {d["ref"]: d for d in (trace.get("gate") or {}).get("decisions") or [] if "ref" in d}
 
 
-def _autocut_dropped(trace: dict[str, Any]) -> list[str]:
+def _autocut_dropped(trace: Trace) -> list[str]:
     return list((trace.get("autocut") or {}).get("dropped") or [])
 
 
-def _cut_by_count(trace: dict[str, Any]) -> list[str]:
+def _cut_by_count(trace: Trace) -> list[str]:
     return [_ref(item) for item in (trace.get("order") or {}).get("cut_by_count") or []]
 
 
@@ -134,7 +136,7 @@ def _gold(gold_refs: Iterable[str] | str | None) -> list[str]:
 
 
 def confirm(
-    trace: dict[str, Any],
+    trace: Trace,
     gold_refs: Iterable[str],
     *,
     shown_text: str | None = None,
@@ -161,7 +163,7 @@ def confirm(
     return UNATTRIBUTED if correct is False else None
 
 
-def _lost(trace: dict[str, Any], gold: list[str]) -> str:
+def _lost(trace: Trace, gold: list[str]) -> str:
     """Step 3: the evidence was on an arm but not returned; which stage removed it."""
     decisions = _decisions(trace)
     judged = [ref for ref in gold if ref in decisions]
@@ -179,7 +181,7 @@ def _lost(trace: dict[str, Any], gold: list[str]) -> str:
     return UNATTRIBUTED
 
 
-def attribute(trace: dict[str, Any], gold_refs: Iterable[str]) -> dict[str, dict[str, Any]]:
+def attribute(trace: Trace, gold_refs: Iterable[str]) -> dict[str, dict[str, Any]]:
     """Per gold ref: the stage that lost it (or returned it), the code that stage means, and the record of why.
 
     Each value holds ``code`` (None when returned), ``stage`` (``arms``, ``gate``,

@@ -72,6 +72,7 @@ class Memory:
             settings = replace(settings, db_path=str(path))
         self.runtime: Runtime = open_runtime(settings, embedder, clock)
         rt = self.runtime
+        calibrate.adopt_sidecar(rt)
         if rt.calibration.stale and settings.calibrate_on_model_change and rt.embedder.available:
             calibrate.recalibrate_stale(rt)
 

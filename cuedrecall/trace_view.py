@@ -13,11 +13,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-_SHOWN = {
-    "trace_version", "policy", "server_version", "scope", "request", "config", "arms", "fusion", "scoring",
-    "gate", "autocut", "order", "reservation", "stages", "suspected", "coverage", "timing_ms", "cue",
-    "cue_ignored",
-}
+from cuedrecall.recall.trace_schema import SECTIONS, Trace
+
+_SHOWN = frozenset(SECTIONS)  # every section the trace declares; anything else prints as extra
 
 
 def _num(value: Any, digits: int = 4) -> str:
@@ -34,7 +32,7 @@ def _compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
-def print_trace(trace: dict[str, Any], console: Console) -> None:
+def print_trace(trace: Trace, console: Console) -> None:
     """Print every part of a recall trace as rich tables (arms side by side, fusion, gate, cuts, ...)."""
     if not isinstance(trace, dict):
         console.print(f"[red]no trace to show[/] ({type(trace).__name__})")
@@ -51,7 +49,7 @@ def print_trace(trace: dict[str, Any], console: Console) -> None:
     _other(trace, console)
 
 
-def _header(trace: dict[str, Any], console: Console) -> None:
+def _header(trace: Trace, console: Console) -> None:
     table = Table(title="policy, scope, request, config", show_header=False)
     table.add_column("field", style="bold")
     table.add_column("value", overflow="fold")
@@ -64,7 +62,7 @@ def _header(trace: dict[str, Any], console: Console) -> None:
     console.print(table)
 
 
-def _arms(trace: dict[str, Any], console: Console) -> None:
+def _arms(trace: Trace, console: Console) -> None:
     arms = {name: list(hits or []) for name, hits in (trace.get("arms") or {}).items()}
     if not arms:
         console.print("[dim]arms: none recorded[/]")
@@ -86,7 +84,7 @@ def _arms(trace: dict[str, Any], console: Console) -> None:
     console.print(table)
 
 
-def _fusion(trace: dict[str, Any], console: Console) -> None:
+def _fusion(trace: Trace, console: Console) -> None:
     rows = trace.get("fusion") or []
     if not rows:
         console.print("[dim]fusion: none (blank query or no candidates)[/]")
@@ -115,7 +113,7 @@ def _fusion(trace: dict[str, Any], console: Console) -> None:
     console.print(table)
 
 
-def _gate(trace: dict[str, Any], console: Console) -> None:
+def _gate(trace: Trace, console: Console) -> None:
     gate = trace.get("gate") or {}
     decisions = gate.get("decisions") or []
     caption = (f"pool {gate.get('pool', '-')}, heuristic minimum {_num(gate.get('heuristic_min'))}, "
@@ -132,7 +130,7 @@ def _gate(trace: dict[str, Any], console: Console) -> None:
     console.print(table)
 
 
-def _cuts(trace: dict[str, Any], console: Console) -> None:
+def _cuts(trace: Trace, console: Console) -> None:
     """What autocut and the count cut dropped, and why; then the final order."""
     autocut = trace.get("autocut") or {}
     order = trace.get("order") or {}
@@ -161,7 +159,7 @@ def _cuts(trace: dict[str, Any], console: Console) -> None:
                   f"count cut: limit {limit}, {len(cut)} cut")
 
 
-def _loop(trace: dict[str, Any], console: Console) -> None:
+def _loop(trace: Trace, console: Console) -> None:
     stages = trace.get("stages") or []
     table = Table(title="stages of the loop")
     for column in ("stage", "searched", "confidence", "period", "found", "next"):
@@ -192,7 +190,7 @@ def _loop(trace: dict[str, Any], console: Console) -> None:
         console.print("suspected: nothing")
 
 
-def _coverage(trace: dict[str, Any], console: Console) -> None:
+def _coverage(trace: Trace, console: Console) -> None:
     coverage = trace.get("coverage")
     if coverage is None:
         console.print("[dim]coverage: not recorded[/]")
@@ -217,7 +215,7 @@ def _coverage(trace: dict[str, Any], console: Console) -> None:
     console.print(table)
 
 
-def _timing(trace: dict[str, Any], console: Console) -> None:
+def _timing(trace: Trace, console: Console) -> None:
     timing = trace.get("timing_ms") or {}
     table = Table(title="timing (ms)")
     for stage in timing:
@@ -226,7 +224,7 @@ def _timing(trace: dict[str, Any], console: Console) -> None:
     console.print(table)
 
 
-def _other(trace: dict[str, Any], console: Console) -> None:
+def _other(trace: Trace, console: Console) -> None:
     """Fields this view does not know (a newer trace adds fields without a version bump)."""
     extra = {key: value for key, value in trace.items() if key not in _SHOWN}
     for key, value in extra.items():

@@ -925,3 +925,19 @@ def test_stale_thresholds_opened_without_an_embedder_do_not_fail_the_start(db_pa
     _stamp_with_another_model(db_path, {A: {"cosine": 0.97}})
     with reopen(db_path, embedding_mode="none") as memory:
         assert memory.recall(agent_id=A, query=VOCAB[0])["advisory"]["degraded"] is True
+
+
+def test_a_sidecar_from_an_earlier_version_moves_into_the_database_once(db_path: Path) -> None:
+    with open_memory(db_path) as memory:
+        scoring = memory.calibration.scoring
+    sidecar = Path(str(db_path) + ".calibration.json")
+    sidecar.write_text(json.dumps({"embedding_model": "hash-384", "scoring_version": scoring,
+                                   "agents": {A: {"cosine": 0.31, "rrf": 0.02}}, "betas": {A: 2.0}}))
+    with open_memory(db_path) as memory:
+        assert memory.calibration.thresholds(A) == {"cosine": 0.31, "rrf": 0.02}
+        assert memory.get_recall_precision(agent_id=A)["precision"] == "strict"
+    assert not sidecar.exists() and Path(str(sidecar) + ".imported").exists()
+    sidecar.write_text(json.dumps({"embedding_model": "hash-384", "scoring_version": scoring,
+                                   "agents": {A: {"cosine": 0.9}}, "betas": {}}))
+    with open_memory(db_path) as memory:  # the database already holds a calibration: the file is not read
+        assert memory.calibration.thresholds(A) == {"cosine": 0.31, "rrf": 0.02}

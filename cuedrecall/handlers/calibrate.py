@@ -6,7 +6,9 @@ together in one transaction: a measurement that fails changes nothing.
 
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -137,3 +139,29 @@ def _lexical_threshold(rt: Runtime, agent_id: str, calibrated: dict[str, float],
 def _pseudo_recall(rt: Runtime, agent_id: str, calibrated: dict[str, float], text: str) -> RecallContext:
     params = resolve_params(rt.settings, calibrated, query=text, limit=PSEUDO_DEPTH)
     return RecallContext(rt.store, Scope(agent_id), text, rt.query_vector(text), params, rt.clock())
+
+
+def adopt_sidecar(rt: Runtime) -> bool:
+    """Move a calibration sidecar left by an earlier version (``<db>.calibration.json``) into the database.
+
+    Only into a database that holds no calibration yet; the file is renamed
+    ``.imported`` so it is read once. Its thresholds keep the fingerprint they were
+    made under, so the usual staleness rule applies to them.
+    """
+    path = Path(rt.settings.db_path + ".calibration.json")
+    if rt.settings.db_path == ":memory:" or not path.is_file() or rt.store.thresholds() or rt.store.betas():
+        return False
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        model, scoring = str(data.get("embedding_model", "")), str(data.get("scoring_version", ""))
+        rows = [Threshold(str(agent), str(signal), float(value), model, scoring)
+                for agent, signals in data.get("agents", {}).items() for signal, value in signals.items()]
+        betas = {str(agent): float(beta) for agent, beta in data.get("betas", {}).items()}
+    except (ValueError, TypeError, AttributeError):
+        return False  # unreadable: left where it is; the heuristic gate applies until a calibration
+    with rt.store.write() as conn:
+        rt.store.set_thresholds(conn, rows)
+        for agent, beta in betas.items():
+            rt.store.set_beta(conn, agent, beta)
+    path.rename(path.with_name(path.name + ".imported"))
+    return True
