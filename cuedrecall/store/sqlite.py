@@ -211,8 +211,8 @@ class SqliteStore:
                 found[row.row_id] = row
         for row_id in ids:
             row = found.get(row_id)
-            if row is None:
-                index.remove(row_id)
+            if row is None or not index.fits(row):
+                index.remove(row_id)  # deleted, unembedded, or of another width: no longer comparable
             elif not index.replace(row):
                 if len(index) and row_id < index.last_id():
                     return False
@@ -539,7 +539,7 @@ class SqliteStore:
         rows = self._read_fts(f"SELECT COUNT(*) FROM {table}_fts WHERE {table}_fts MATCH ?", [fts_expression([phrase])])
         return rows[0][0] if rows else 0
 
-    def newest_episode_time(self, scope: Scope) -> float | None:
+    def newest_episode_time(self, scope: Scope) -> str | None:
         """When the scope's newest episode was recorded: the episode penalty's boundary."""
         if not scope.episodes_visible:
             return None

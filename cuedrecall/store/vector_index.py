@@ -86,6 +86,10 @@ class VectorIndex:
         self._source.append(row.source_id)
         self._n += 1
 
+    def fits(self, row: IndexRow) -> bool:
+        """Whether the row's vector has the index's width (any width fits an index that holds none)."""
+        return self.dim is None or row.vector.shape[0] == self.dim
+
     def last_id(self) -> int:
         return int(self._ids[self._n - 1]) if self._n else 0
 
@@ -101,6 +105,8 @@ class VectorIndex:
             arr[i : self._n - 1] = arr[i + 1 : self._n]
         del self._source[i]
         self._n -= 1
+        if self._n == 0:
+            self.dim = None  # an empty index takes the width of the next vector it is given
 
     def replace(self, row: IndexRow) -> bool:
         """Overwrite a row in place; False when the id is not indexed."""

@@ -1,0 +1,702 @@
+"""The Store contract: what every backend behind ``cuedrecall.store.base.Store`` must do, one suite for all.
+
+Every test talks to the store through the ``Store`` protocol only (no private attributes, no SQL), so
+the same tests run against every backend listed in ``BACKENDS``.
+
+Adding a backend (e.g. PostgreSQL) is one parameter:
+
+    def make_postgres(tmp_path: Path) -> Store:
+        '''A fresh, empty store per test: a new database or schema; pytest.skip(...) when no server is set up.'''
+        ...
+
+    BACKENDS.append(pytest.param(make_postgres, id="postgres"))
+
+A factory takes pytest's ``tmp_path`` and returns an open, empty Store; the ``store`` fixture closes it
+after the test (``close()`` is where a backend drops what the test created, if it must).
+
+Read semantics checked on the arms: agent_id exact; project_id None = every project, "" = the global pool
+only, "X" = X and the global pool; channel "" = every channel, "C" = C and channel ""; source_id a
+case-sensitive prefix of the stored source's id (memories); episodes are hidden when source_id is set
+unless channel is set too. Hits of every arm are ranked 0..n-1.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from cuedrecall.clock import to_epoch
+from cuedrecall.embed.hashing import DIMENSIONS, hash_vector
+from cuedrecall.handlers.rows import embedding, episode_row, memory_row
+from cuedrecall.store.base import EPISODE, MEMORY, Hit, Record, Scope, Store, Threshold, make_ref
+from cuedrecall.store.sqlite import SqliteStore
+from cuedrecall.text.fts import fts_terms
+
+BACKENDS: list[Any] = [
+    pytest.param(lambda tmp_path: SqliteStore(tmp_path / "contract.db"), id="sqlite-file"),
+    pytest.param(lambda tmp_path: SqliteStore(":memory:"), id="sqlite-memory"),
+]
+
+A, B = "agent-a", "agent-b"
+NOBODY = "agent-nobody"
+NOW = "2025-11-01T12:00:00+00:00"
+MODEL = "hash-384"
+EVERYTHING = (0.0, 1e11)
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    factory: Callable[[Path], Store] = request.param
+    backend = factory(tmp_path)
+    try:
+        yield backend
+    finally:
+        backend.close()
+
+
+# -- writing rows through the protocol ------------------------------------------------------------
+
+
+def add_memory(
+    store: Store, content: str, *, agent: str = A, project: str = "", channel: str = "", source: dict | None = None,
+    msg_id: str = "", timestamp: str = "2025-01-01T00:00:00+00:00", embedded: bool = True, locked: bool = False,
+) -> str:
+    row = memory_row(agent_id=agent, project_id=project, channel=channel, msg_id=msg_id, content=content,
+                     source=source or {}, timestamp=timestamp, metadata={}, created_at=NOW,
+                     vector=hash_vector(content) if embedded else None, model=MODEL, locked=locked)
+    with store.write() as conn:
+        return make_ref(MEMORY, store.insert_memory(conn, row))
+
+
+def add_episode(
+    store: Store, summary: str, *, agent: str = A, project: str = "", channel: str = "", keywords: str = "",
+    start_time: str | None = None, end_time: str | None = None, created_at: str = NOW, resolved: bool = False,
+) -> str:
+    row = episode_row(agent_id=agent, project_id=project, channel=channel, summary=summary, keywords=keywords,
+                      start_time=start_time, end_time=end_time, resolved=resolved, created_at=created_at,
+                      vector=hash_vector(summary), model=MODEL)
+    with store.write() as conn:
+        return make_ref(EPISODE, store.insert_episode(conn, row))
+
+
+def number(ref: str) -> int:
+    return int(ref.split(":")[1])
+
+
+def ranked(hits: list[Hit]) -> list[str]:
+    """The refs of an arm's hits, after checking the ranks run 0..n-1 with no ref twice."""
+    assert [h.rank for h in hits] == list(range(len(hits)))
+    refs = [h.ref for h in hits]
+    assert len(refs) == len(set(refs))
+    return refs
+
+
+def scored(hits: list[Hit]) -> list[str]:
+    """As ``ranked``, for a vector arm: the raw scores never rise down the ranking."""
+    raws = [h.raw for h in hits]
+    assert all(isinstance(r, float) for r in raws)
+    assert all(a >= b - 1e-6 for a, b in zip(raws, raws[1:]))
+    return ranked(hits)
+
+
+@pytest.fixture
+def world(store: Store) -> dict[str, str]:
+    """A small store: agent A's memories and episodes across projects and channels, agent B's look-alikes.
+
+    Memories are inserted in id order harbour, violin, glacier, late (late has the oldest time);
+    episodes ep_harbour, ep_glacier, ep_old (ep_old is inserted last but recorded first).
+    """
+    refs = {
+        "harbour": add_memory(store, "the harbour lantern glows at dusk", source={"type": "User", "id": "discord:1"},
+                              timestamp="2025-01-10T10:00:00+00:00"),
+        "violin": add_memory(store, "a violin lesson in the orchard", project="p1", channel="c1",
+                             source={"id": "slack:2"}, timestamp="2025-02-10T10:00:00+00:00"),
+        "glacier": add_memory(store, "the glacier trip was cold", project="p2", channel="c2",
+                              source={"id": "discord:3"}, timestamp="2025-03-10T10:00:00+00:00"),
+        "late": add_memory(store, "a comet sighting over the quarry", timestamp="2024-06-01T10:00:00+00:00"),
+        "other": add_memory(store, "the harbour lantern glows at dusk", agent=B, source={"id": "discord:1"},
+                            timestamp="2025-01-10T10:00:00+00:00"),
+        "ep_harbour": add_episode(store, "talk about the harbour lantern", keywords="harbour",
+                                  start_time="2025-01-15T09:00:00+00:00", created_at="2025-01-16T09:00:00+00:00"),
+        "ep_glacier": add_episode(store, "planning the glacier trip", keywords="glacier", project="p2", channel="c2",
+                                  start_time="2025-03-15T09:00:00+00:00", created_at="2025-03-16T09:00:00+00:00"),
+        "ep_other": add_episode(store, "talk about the harbour lantern", keywords="harbour", agent=B,
+                                start_time="2025-01-15T09:00:00+00:00", created_at="2025-01-16T09:00:00+00:00"),
+        "ep_old": add_episode(store, "an old chat about kites", project="p1", channel="c1",
+                              created_at="2024-05-01T09:00:00+00:00"),
+    }
+    return refs
+
+
+# -- records ----------------------------------------------------------------------------------------
+
+
+def test_schema_version_is_a_positive_int(store: Store) -> None:
+    assert isinstance(store.schema_version, int) and store.schema_version >= 1
+
+
+def test_an_inserted_memory_reads_back_as_a_record_with_every_field(store: Store) -> None:
+    source = {"type": "User", "id": "discord:1", "name": "Al"}
+    ref = add_memory(store, "the kettle is in the left cupboard", agent=A, project="p1", channel="c1",
+                     source=source, msg_id="m-1", timestamp="2025-03-04T05:06:07.123+09:00", locked=True)
+    assert store.records([ref]) == {ref: Record(
+        ref=ref, kind=MEMORY, id=number(ref), agent_id=A, project_id="p1", channel="c1",
+        text="the kettle is in the left cupboard", timestamp="2025-03-04T05:06:07.123+09:00", created_at=NOW,
+        msg_id="m-1", source=source, keywords="", resolved=False, locked=True, start_time=None, end_time=None,
+        ts_epoch=to_epoch("2025-03-04T05:06:07.123+09:00"),
+    )}
+    assert store.records([ref])[ref].display_content == "the kettle is in the left cupboard"
+
+
+def test_an_inserted_episode_reads_back_with_its_start_as_its_time_and_a_labelled_display(store: Store) -> None:
+    ref = add_episode(store, "planning the trip to Porto", agent=A, project="p2", channel="c2", keywords="porto trip",
+                      start_time="2025-05-01T08:00:00Z", end_time="2025-05-01T09:30:00Z",
+                      created_at="2025-05-02T10:00:00+00:00", resolved=True)
+    record = store.records([ref])[ref]
+    assert record == Record(
+        ref=ref, kind=EPISODE, id=number(ref), agent_id=A, project_id="p2", channel="c2",
+        text="planning the trip to Porto", timestamp="2025-05-01T08:00:00Z", created_at="2025-05-02T10:00:00+00:00",
+        msg_id="", source={"System": "episode"}, keywords="porto trip", resolved=True, locked=False,
+        start_time="2025-05-01T08:00:00Z", end_time="2025-05-01T09:30:00Z", ts_epoch=to_epoch("2025-05-01T08:00:00Z"),
+    )
+    assert record.display_content == "[Episode] planning the trip to Porto"
+
+
+def test_an_episode_without_a_start_takes_its_recording_time(store: Store) -> None:
+    ref = add_episode(store, "a chat with no start", created_at="2025-06-01T10:00:00+00:00")
+    record = store.records([ref])[ref]
+    assert (record.timestamp, record.start_time, record.end_time) == ("2025-06-01T10:00:00+00:00", None, None)
+    assert record.ts_epoch == to_epoch("2025-06-01T10:00:00+00:00")
+
+
+def test_a_memory_with_an_unreadable_time_has_no_epoch(store: Store) -> None:
+    ref = add_memory(store, "some time or other", timestamp="sometime last spring")
+    record = store.records([ref])[ref]
+    assert record.timestamp == "sometime last spring" and record.ts_epoch is None
+
+
+def test_unknown_refs_are_absent_from_records(store: Store) -> None:
+    memory, episode = add_memory(store, "a known memory"), add_episode(store, "a known episode")
+    found = store.records([memory, "mem:9999", episode, "ep:9999", make_ref(EPISODE, number(memory) + 100)])
+    assert set(found) == {memory, episode}
+    assert store.records([]) == {}
+
+
+def test_memory_row_holds_every_column_with_the_vector(store: Store) -> None:
+    ref = add_memory(store, "row level detail", source={"id": "discord:7"}, msg_id="x-7")
+    row = store.memory_row(number(ref))
+    assert row is not None
+    assert (row["id"], row["agent_id"], row["content"], row["msg_id"], row["source_id"]) == (
+        number(ref), A, "row level detail", "x-7", "discord:7")
+    assert np.allclose(row["embedding"], hash_vector("row level detail"))
+    assert store.memory_row(9999) is None
+
+
+def test_export_rows_yields_one_agents_rows_oldest_first_or_every_agents_for_empty(store: Store) -> None:
+    first, second = add_memory(store, "first of a"), add_memory(store, "second of a")
+    of_b = add_memory(store, "one of b", agent=B)
+    assert [r["id"] for r in store.export_rows(MEMORY, A)] == [number(first), number(second)]
+    rows = list(store.export_rows(MEMORY, ""))
+    assert [r["id"] for r in rows] == [number(first), number(second), number(of_b)]
+    assert np.allclose(rows[0]["embedding"], hash_vector("first of a"))
+    episode = add_episode(store, "an episode of b", agent=B)
+    assert [r["id"] for r in store.export_rows(EPISODE, B)] == [number(episode)]
+    assert list(store.export_rows(EPISODE, A)) == []
+
+
+# -- transactions -------------------------------------------------------------------------------------
+
+
+def test_a_write_block_that_raises_leaves_nothing_behind_the_index_and_calibration_included(store: Store) -> None:
+    kept = add_memory(store, "kept memory of agent b", agent=B)
+    lost_text = "the lost harbour memo"
+    with pytest.raises(RuntimeError, match="abort"):
+        with store.write() as conn:
+            lost = make_ref(MEMORY, store.insert_memory(conn, memory_row(
+                agent_id=A, project_id="", channel="", msg_id="lost-1", content=lost_text, source={},
+                timestamp=NOW, metadata={}, created_at=NOW, vector=hash_vector(lost_text), model=MODEL)))
+            lost_episode = make_ref(EPISODE, store.insert_episode(conn, episode_row(
+                agent_id=A, project_id="", channel="", summary="a lost episode", keywords="", start_time=None,
+                end_time=None, resolved=False, created_at=NOW, vector=hash_vector("a lost episode"), model=MODEL)))
+            assert store.delete(conn, kept) is True
+            store.set_profile(conn, A, "a lost profile", NOW)
+            store.set_thresholds(conn, [Threshold(A, "near", 0.4, MODEL, "v1")])
+            store.set_beta(conn, A, 2.0)
+            raise RuntimeError("abort")
+    assert set(store.records([kept, lost, lost_episode])) == {kept}
+    assert store.vector_near(Scope(A), hash_vector(lost_text), floor=-2.0, depth=100, window=100) == []
+    assert store.vectors([lost, lost_episode]) == {}
+    assert store.newest(Scope(A), MEMORY, 10) == [] and store.newest(Scope(A), EPISODE, 10) == []
+    assert store.memory_keyword(Scope(A), fts_terms("harbour"), "harbour", depth=10) == []
+    assert store.pool_counts(Scope(A)) == (0, 0) and store.pool_counts(Scope(B)) == (1, 0)
+    assert store.find_duplicate(A, [""], [""], "lost-1", lost_text) is None
+    assert store.profile(A) is None
+    assert store.thresholds() == [] and store.betas() == {}
+
+
+def test_the_store_writes_normally_after_a_rolled_back_block_and_the_new_row_gets_its_own_vector(store: Store) -> None:
+    with pytest.raises(ValueError):
+        with store.write() as conn:
+            store.insert_memory(conn, memory_row(
+                agent_id=A, project_id="", channel="", msg_id="", content="rolled back", source={}, timestamp=NOW,
+                metadata={}, created_at=NOW, vector=hash_vector("rolled back"), model=MODEL))
+            raise ValueError
+    ref = add_memory(store, "committed afterwards")
+    assert [r.text for r in store.records([ref]).values()] == ["committed afterwards"]
+    assert np.allclose(store.vectors([ref])[ref], hash_vector("committed afterwards"))
+    hits = store.vector_near(Scope(A), hash_vector("rolled back"), floor=-2.0, depth=100, window=100)
+    assert ranked(hits) == [ref]
+
+
+def test_reads_inside_a_snapshot_see_one_state_while_another_thread_writes(store: Store) -> None:
+    first = add_memory(store, "written before the snapshot")
+    scope = Scope(A)
+    query = hash_vector("written during the snapshot")
+    written: list[str] = []
+
+    def state() -> tuple[Any, ...]:
+        return (
+            store.pool_counts(scope),
+            ranked(store.newest(scope, MEMORY, 10)),
+            sorted(ranked(store.vector_near(scope, query, floor=-2.0, depth=10, window=10))),
+            sorted(store.records([first, make_ref(MEMORY, number(first) + 1)])),
+            store.embedded_memories(A)[0].tolist(),
+        )
+
+    with store.snapshot():
+        before = state()
+        assert before[0] == (1, 0)
+        writer = threading.Thread(target=lambda: written.append(add_memory(store, "written during the snapshot")))
+        writer.start()
+        writer.join(timeout=0.3)  # a backend may hold the writer until the snapshot ends, or let it commit
+        assert state() == before
+    writer.join(timeout=10)
+    assert not writer.is_alive() and len(written) == 1
+    assert store.pool_counts(scope) == (2, 0)
+    assert ranked(store.newest(scope, MEMORY, 10)) == [written[0], first]
+    assert written[0] in ranked(store.vector_near(scope, query, floor=-2.0, depth=10, window=10))
+
+
+def test_snapshots_nest_and_the_store_is_writable_after_the_outer_one(store: Store) -> None:
+    first = add_memory(store, "seen in every snapshot")
+    with store.snapshot():
+        with store.snapshot():
+            assert set(store.records([first])) == {first}
+        assert store.pool_counts(Scope(A)) == (1, 0)  # the outer snapshot still reads after the inner one ends
+        with store.snapshot():
+            assert ranked(store.newest(Scope(A), MEMORY, 10)) == [first]
+    second = add_memory(store, "written after the snapshots")
+    assert ranked(store.newest(Scope(A), MEMORY, 10)) == [second, first]
+
+
+def test_a_snapshot_left_by_an_exception_leaves_the_store_usable(store: Store) -> None:
+    with pytest.raises(KeyError):
+        with store.snapshot():
+            store.pool_counts(Scope(A))
+            raise KeyError("reader failed")
+    ref = add_memory(store, "written after a failed read")
+    assert set(store.records([ref])) == {ref}
+
+
+# -- writes ---------------------------------------------------------------------------------------------
+
+
+def test_delete_removes_the_row_from_records_every_arm_and_vectors(store: Store) -> None:
+    keep = add_memory(store, "keep the red umbrella by the door")
+    gone = add_memory(store, "the old alarm code was 1234")
+    episode = add_episode(store, "a talk about the alarm code", keywords="alarm")
+    with store.write() as conn:
+        assert store.delete(conn, gone) is True
+        assert store.delete(conn, episode) is True
+    with store.write() as conn:
+        assert store.delete(conn, gone) is False
+        assert store.delete(conn, "mem:9999") is False
+        assert store.delete(conn, "ep:9999") is False
+    assert set(store.records([keep, gone, episode])) == {keep}
+    assert store.vectors([keep, gone, episode]).keys() == {keep}
+    query = hash_vector("the old alarm code was 1234")
+    assert ranked(store.vector_near(Scope(A), query, floor=-2.0, depth=100, window=100)) == [keep]
+    assert ranked(store.vector_in_period(Scope(A), MEMORY, query, floor=-2.0, depth=100, period=EVERYTHING)) == [keep]
+    assert store.vector_in_period(Scope(A), EPISODE, query, floor=-2.0, depth=100, period=EVERYTHING) == []
+    assert store.memory_keyword(Scope(A), fts_terms("alarm"), "alarm", depth=10) == []
+    assert store.episode_fts(Scope(A), fts_terms("alarm"), depth=10) == []
+    assert ranked(store.newest(Scope(A), MEMORY, 10)) == [keep]
+    assert store.newest(Scope(A), EPISODE, 10) == []
+    assert store.pool_counts(Scope(A)) == (1, 0)
+    assert store.embedded_memories(A)[0].tolist() == [number(keep)]
+
+
+def test_update_memory_changes_content_and_vector_and_the_full_text_follows(store: Store) -> None:
+    ref = add_memory(store, "dinner with Ana on friday")
+    other = add_memory(store, "a note about the garden")
+    new = "lunch with Bruno moved to sunday"
+    with store.write() as conn:
+        store.update_memory(conn, number(ref), {"content": new, **embedding(hash_vector(new), MODEL)})
+    assert store.records([ref])[ref].text == new
+    assert ranked(store.memory_keyword(Scope(A), fts_terms("Bruno"), "Bruno", depth=10)) == [ref]
+    assert store.memory_keyword(Scope(A), fts_terms("friday"), "friday", depth=10) == []
+    assert np.allclose(store.vectors([ref])[ref], hash_vector(new))
+    hits = store.vector_near(Scope(A), hash_vector(new), floor=-2.0, depth=10, window=10)
+    assert scored(hits)[0] == ref and hits[0].raw == pytest.approx(1.0, abs=1e-5)
+    assert set(scored(hits)) == {ref, other}
+    row = store.memory_row(number(ref))
+    assert row is not None and row["content"] == new
+
+
+def test_update_memory_moves_a_memory_between_scopes_on_every_arm(store: Store) -> None:
+    ref = add_memory(store, "a movable note", project="p1", channel="c1", source={"id": "discord:1"})
+    with store.write() as conn:
+        store.update_memory(conn, number(ref), {"project_id": "p2", "channel": "c2", "source_id": "slack:9"})
+    query = hash_vector("a movable note")
+    cases = ((Scope(A, "p1"), False), (Scope(A, "p2", "c2"), True), (Scope(A, source_id="discord:"), False),
+             (Scope(A, source_id="slack:"), True))
+    for scope, visible in cases:
+        expected = [ref] if visible else []
+        assert ranked(store.vector_near(scope, query, floor=-2.0, depth=10, window=10)) == expected, scope
+        assert ranked(store.newest(scope, MEMORY, 10)) == expected, scope
+        assert store.pool_counts(scope) == (len(expected), 0), scope
+
+
+def test_find_duplicate_by_msg_id_in_the_write_projects_on_any_channel(store: Store) -> None:
+    ref = add_memory(store, "first version", project="p1", channel="c1", msg_id="msg-1")
+    assert store.find_duplicate(A, ["p1", ""], ["c2", ""], "msg-1", "other words") == ("duplicate msg_id", number(ref))
+    assert store.find_duplicate(A, ["p2", ""], ["c1", ""], "msg-1", "other words") is None
+    assert store.find_duplicate(B, ["p1", ""], ["c1", ""], "msg-1", "other words") is None
+    assert store.find_duplicate(A, ["p1", ""], ["c1", ""], "msg-2", "other words") is None
+
+
+def test_find_duplicate_by_content_in_the_write_projects_and_channels(store: Store) -> None:
+    ref = add_memory(store, "the door code is 4711", project="p1", channel="c1")
+    shared = add_memory(store, "a shared fact")  # global pool, shared channel
+    assert store.find_duplicate(A, ["p1", ""], ["c1", ""], "", "the door code is 4711") == (
+        "duplicate content", number(ref))
+    assert store.find_duplicate(A, ["p1", ""], ["c2", ""], "", "the door code is 4711") is None
+    assert store.find_duplicate(A, ["p2", ""], ["c1", ""], "", "the door code is 4711") is None
+    assert store.find_duplicate(A, [""], [""], "", "the door code is 4711") is None
+    assert store.find_duplicate(B, ["p1", ""], ["c1", ""], "", "the door code is 4711") is None
+    assert store.find_duplicate(A, ["p9", ""], ["c9", ""], "", "a shared fact") == ("duplicate content", number(shared))
+    assert store.find_duplicate(A, ["p1", ""], ["c1", ""], "", "the door code") is None  # exact, not a prefix
+
+
+def test_an_empty_msg_id_never_matches_by_msg_id(store: Store) -> None:
+    add_memory(store, "no message id here")
+    assert store.find_duplicate(A, [""], [""], "", "different words") is None
+
+
+def test_find_episode_matches_agent_project_channel_and_summary_exactly(store: Store) -> None:
+    ref = add_episode(store, "a talk about kites", project="p1", channel="c1")
+    assert store.find_episode(A, "p1", "c1", "a talk about kites") == number(ref)
+    assert store.find_episode(A, "p1", "", "a talk about kites") is None
+    assert store.find_episode(A, "", "c1", "a talk about kites") is None
+    assert store.find_episode(B, "p1", "c1", "a talk about kites") is None
+    assert store.find_episode(A, "p1", "c1", "a talk about kite") is None
+
+
+@pytest.mark.parametrize("kind", [MEMORY, EPISODE])
+def test_list_records_is_newest_first_with_the_project_rule_and_the_limit(store: Store, kind: str) -> None:
+    def add(text: str, **kw: Any) -> str:
+        return add_memory(store, text, **kw) if kind == MEMORY else add_episode(store, text, **kw)
+
+    glob, p1, p2 = add("global one"), add("in p1", project="p1"), add("in p2", project="p2")
+    of_b = add("b in p1", agent=B, project="p1")
+
+    def listed(agent: str, project: str | None, limit: int = 100) -> list[str]:
+        records = store.list_records(kind, agent, project, limit)
+        assert all(r.kind == kind for r in records)
+        return [r.ref for r in records]
+
+    assert listed(A, None) == [p2, p1, glob]
+    assert listed(A, "") == [glob]
+    assert listed(A, "p1") == [p1, glob]
+    assert listed(A, "p9") == [glob]
+    assert listed("", None) == [of_b, p2, p1, glob]
+    assert listed("", "p1") == [of_b, p1, glob]
+    assert listed(A, None, limit=2) == [p2, p1]
+    assert listed(NOBODY, None) == []
+
+
+def test_profiles_are_set_overwritten_and_read_per_agent(store: Store) -> None:
+    assert store.profile(A) is None and list(store.profiles("")) == []
+    with store.write() as conn:
+        store.set_profile(conn, A, "likes tea", "2025-01-01T00:00:00+00:00")
+        store.set_profile(conn, B, "likes rain", "2025-01-02T00:00:00+00:00")
+    assert tuple(store.profile(A)) == ("likes tea", "2025-01-01T00:00:00+00:00")
+    with store.write() as conn:
+        store.set_profile(conn, A, "likes coffee now", "2025-02-01T00:00:00+00:00")
+    assert tuple(store.profile(A)) == ("likes coffee now", "2025-02-01T00:00:00+00:00")
+    assert [tuple(p) for p in store.profiles(A)] == [(A, "likes coffee now", "2025-02-01T00:00:00+00:00")]
+    assert [tuple(p) for p in store.profiles("")] == [
+        (A, "likes coffee now", "2025-02-01T00:00:00+00:00"), (B, "likes rain", "2025-01-02T00:00:00+00:00")]
+    assert store.profile(NOBODY) is None and list(store.profiles(NOBODY)) == []
+
+
+def test_set_thresholds_upserts_per_agent_and_signal_and_drop_thresholds_removes_agents(store: Store) -> None:
+    assert store.thresholds() == []
+    with store.write() as conn:
+        store.set_thresholds(conn, [Threshold(A, "near", 0.3, MODEL, "v1"), Threshold(A, "far", 0.5, MODEL, "v1"),
+                                    Threshold(B, "near", 0.2, MODEL, "v1")])
+    with store.write() as conn:
+        store.set_thresholds(conn, [Threshold(A, "near", 0.35, "other-model", "v2")])
+    assert sorted(store.thresholds(), key=lambda t: (t.agent_id, t.signal)) == [
+        Threshold(A, "far", 0.5, MODEL, "v1"), Threshold(A, "near", 0.35, "other-model", "v2"),
+        Threshold(B, "near", 0.2, MODEL, "v1")]
+    with store.write() as conn:
+        store.drop_thresholds(conn, [A, NOBODY])
+    assert store.thresholds() == [Threshold(B, "near", 0.2, MODEL, "v1")]
+    with store.write() as conn:
+        store.drop_thresholds(conn, [])
+    assert store.thresholds() == [Threshold(B, "near", 0.2, MODEL, "v1")]
+
+
+def test_set_beta_sets_overwrites_and_none_removes(store: Store) -> None:
+    assert store.betas() == {}
+    with store.write() as conn:
+        store.set_beta(conn, A, 2.0)
+        store.set_beta(conn, B, 0.5)
+    assert store.betas() == {A: 2.0, B: 0.5}
+    with store.write() as conn:
+        store.set_beta(conn, A, 3.0)
+    assert store.betas() == {A: 3.0, B: 0.5}
+    with store.write() as conn:
+        store.set_beta(conn, A, None)
+        store.set_beta(conn, NOBODY, None)  # removing what is not there is no error
+    assert store.betas() == {B: 0.5}
+
+
+# -- recall arms ---------------------------------------------------------------------------------------------
+
+
+def test_vector_near_ranks_the_scope_best_first(store: Store, world: dict[str, str]) -> None:
+    scope = Scope(A, "p1", "c1")
+    hits = store.vector_near(scope, hash_vector("the harbour lantern glows at dusk"), floor=-2.0, depth=100,
+                             window=100)
+    refs = scored(hits)
+    assert set(refs) == {world["harbour"], world["violin"], world["late"], world["ep_harbour"], world["ep_old"]}
+    assert refs[0] == world["harbour"] and hits[0].raw == pytest.approx(1.0, abs=1e-5)
+    assert len(store.vector_near(scope, hash_vector("harbour"), floor=-2.0, depth=2, window=100)) == 2
+    above = scored(store.vector_near(scope, hash_vector("the harbour lantern glows at dusk"), floor=0.99, depth=100,
+                                     window=100))
+    assert above == [world["harbour"]]  # B's identical memory is another agent's
+
+
+def test_vector_near_sees_only_the_newest_window_of_each_kind(store: Store, world: dict[str, str]) -> None:
+    scope = Scope(A, "p1", "c1")
+    hits = store.vector_near(scope, hash_vector("harbour"), floor=-2.0, depth=100, window=1)
+    assert set(scored(hits)) == {world["late"], world["ep_old"]}
+
+
+def test_vector_near_leaves_episodes_out_of_a_source_read_without_a_channel(
+    store: Store, world: dict[str, str]
+) -> None:
+    query = hash_vector("harbour lantern")
+    hidden = scored(store.vector_near(Scope(A, source_id="discord:"), query, floor=-2.0, depth=100, window=100))
+    assert set(hidden) == {world["harbour"], world["glacier"]}
+    shown = scored(store.vector_near(Scope(A, None, "c2", "discord:"), query, floor=-2.0, depth=100, window=100))
+    assert set(shown) == {world["harbour"], world["glacier"], world["ep_harbour"], world["ep_glacier"]}
+
+
+def test_vector_far_covers_the_scope_beyond_the_window_up_to_the_reach(store: Store, world: dict[str, str]) -> None:
+    scope = Scope(A, "p1", "c1")
+    query = hash_vector("harbour")
+    far = scored(store.vector_far(scope, query, floor=-2.0, limit=100, window=1, reach=100))
+    assert set(far) == {world["violin"], world["harbour"], world["ep_harbour"]}
+    near = scored(store.vector_near(scope, query, floor=-2.0, depth=100, window=1))
+    assert not set(far) & set(near)
+    # scan position 1 only (newest first per kind): the second-newest memory and episode
+    assert set(scored(store.vector_far(scope, query, floor=-2.0, limit=100, window=1, reach=2))) == {
+        world["violin"], world["ep_harbour"]}
+    assert len(store.vector_far(scope, query, floor=-2.0, limit=1, window=1, reach=100)) == 1
+    assert store.vector_far(scope, query, floor=-2.0, limit=100, window=100, reach=200) == []
+
+
+def test_vector_in_period_keeps_one_kind_inside_the_scope_and_the_period(store: Store, world: dict[str, str]) -> None:
+    period = (to_epoch("2025-01-01T00:00:00Z"), to_epoch("2025-02-28T00:00:00Z"))
+    query = hash_vector("harbour")
+    memories = scored(store.vector_in_period(Scope(A), MEMORY, query, floor=-2.0, depth=100, period=period))
+    assert set(memories) == {world["harbour"], world["violin"]}
+    episodes = scored(store.vector_in_period(Scope(A), EPISODE, query, floor=-2.0, depth=100, period=period))
+    assert episodes == [world["ep_harbour"]]
+    assert scored(store.vector_in_period(Scope(A, ""), MEMORY, query, floor=-2.0, depth=100, period=period)) == [
+        world["harbour"]]
+    # the period is half-open: [start, end)
+    start = to_epoch("2025-01-10T10:00:00+00:00")
+    assert scored(store.vector_in_period(Scope(A), MEMORY, query, floor=-2.0, depth=100,
+                                         period=(start, start + 1))) == [world["harbour"]]
+    assert store.vector_in_period(Scope(A), MEMORY, query, floor=-2.0, depth=100, period=(start - 1, start)) == []
+
+
+def test_episode_fts_finds_the_scopes_episodes_by_term(store: Store, world: dict[str, str]) -> None:
+    assert ranked(store.episode_fts(Scope(A), fts_terms("harbour"), depth=10)) == [world["ep_harbour"]]
+    assert ranked(store.episode_fts(Scope(A, "p2", "c2"), fts_terms("glacier trip"), depth=10)) == [
+        world["ep_glacier"]]
+    assert store.episode_fts(Scope(A, ""), fts_terms("glacier"), depth=10) == []
+    assert store.episode_fts(Scope(A, None, "c1"), fts_terms("glacier"), depth=10) == []
+    assert store.episode_fts(Scope(A, source_id="discord:"), fts_terms("harbour"), depth=10) == []
+    assert ranked(store.episode_fts(Scope(A, None, "c1", "discord:"), fts_terms("harbour"), depth=10)) == [
+        world["ep_harbour"]]
+    assert store.episode_fts(Scope(A), [], depth=10) == []
+    assert store.episode_fts(Scope(A), fts_terms("harbour"), depth=0) == []
+    assert len(store.episode_fts(Scope(A), fts_terms("the harbour glacier kites"), depth=2)) == 2
+    assert set(ranked(store.episode_fts(Scope(A), fts_terms("the harbour glacier kites"), depth=10))) == {
+        world["ep_harbour"], world["ep_glacier"], world["ep_old"]}
+
+
+def test_episode_fts_keeps_the_period(store: Store, world: dict[str, str]) -> None:
+    march = (to_epoch("2025-03-01T00:00:00Z"), to_epoch("2025-04-01T00:00:00Z"))
+    terms = fts_terms("harbour glacier")
+    assert ranked(store.episode_fts(Scope(A), terms, depth=10, period=march)) == [world["ep_glacier"]]
+
+
+def test_memory_keyword_finds_the_scopes_memories_by_term(store: Store, world: dict[str, str]) -> None:
+    assert ranked(store.memory_keyword(Scope(A), fts_terms("lantern"), "lantern", depth=10)) == [world["harbour"]]
+    assert ranked(store.memory_keyword(Scope(B), fts_terms("lantern"), "lantern", depth=10)) == [world["other"]]
+    assert store.memory_keyword(Scope(A, "p1", "c1"), fts_terms("glacier"), "glacier", depth=10) == []
+    assert set(ranked(store.memory_keyword(Scope(A, source_id="discord:"), fts_terms("the"), "the", depth=10))) == {
+        world["glacier"], world["harbour"]}
+    assert store.memory_keyword(Scope(A), fts_terms("lantern"), "lantern", depth=0) == []
+    found = ranked(store.memory_keyword(Scope(A), fts_terms("violin glacier comet"), "violin glacier comet", depth=2))
+    assert len(found) == 2 and set(found) <= {world["violin"], world["glacier"], world["late"]}
+
+
+def test_memory_keyword_keeps_the_period(store: Store, world: dict[str, str]) -> None:
+    january = (to_epoch("2025-01-01T00:00:00Z"), to_epoch("2025-02-01T00:00:00Z"))
+    terms = fts_terms("harbour violin")
+    assert ranked(store.memory_keyword(Scope(A), terms, "harbour violin", depth=10, period=january)) == [
+        world["harbour"]]
+
+
+def test_memory_keyword_falls_back_to_a_substring_scan_when_no_term_is_searchable(
+    store: Store, world: dict[str, str]
+) -> None:
+    assert fts_terms("sk") == []  # shorter than a trigram: full text cannot search it
+    assert ranked(store.memory_keyword(Scope(A), [], "sk", depth=10)) == [world["harbour"]]  # "dusk", agent A only
+    assert store.memory_keyword(Scope(A, "p1", "c1", "slack:"), [], "sk", depth=10) == []
+    assert store.memory_keyword(Scope(A), [], "", depth=10) == []
+    assert store.memory_keyword(Scope(A), [], "   ", depth=10) == []
+    assert store.memory_keyword(Scope(A), [], "%", depth=10) == []  # LIKE wildcards are literal
+
+
+def test_newest_lists_by_insertion_or_by_record_time_inside_a_period(store: Store, world: dict[str, str]) -> None:
+    assert ranked(store.newest(Scope(A), MEMORY, 10)) == [world["late"], world["glacier"], world["violin"],
+                                                          world["harbour"]]
+    assert ranked(store.newest(Scope(A), MEMORY, 10, period=EVERYTHING)) == [
+        world["glacier"], world["violin"], world["harbour"], world["late"]]
+    assert ranked(store.newest(Scope(A), MEMORY, 2)) == [world["late"], world["glacier"]]
+    assert ranked(store.newest(Scope(A), EPISODE, 10)) == [world["ep_old"], world["ep_glacier"], world["ep_harbour"]]
+    assert ranked(store.newest(Scope(A), EPISODE, 10, period=EVERYTHING)) == [
+        world["ep_glacier"], world["ep_harbour"], world["ep_old"]]
+    before_2025 = (0.0, to_epoch("2025-01-01T00:00:00Z"))
+    assert ranked(store.newest(Scope(A), MEMORY, 10, period=before_2025)) == [world["late"]]
+    assert store.newest(Scope(A), MEMORY, 0) == []
+
+
+def test_newest_applies_the_scope(store: Store, world: dict[str, str]) -> None:
+    assert ranked(store.newest(Scope(A, "p1", "c1"), MEMORY, 10)) == [world["late"], world["violin"],
+                                                                       world["harbour"]]
+    assert ranked(store.newest(Scope(A, source_id="discord:"), MEMORY, 10)) == [world["glacier"], world["harbour"]]
+    assert ranked(store.newest(Scope(A, source_id="Discord:"), MEMORY, 10)) == []  # case-sensitive prefix
+    assert store.newest(Scope(A, source_id="discord:"), EPISODE, 10) == []
+    assert ranked(store.newest(Scope(A, "", "c2", "discord:"), EPISODE, 10)) == [world["ep_harbour"]]
+    assert ranked(store.newest(Scope(B), MEMORY, 10)) == [world["other"]]
+    assert store.newest(Scope(NOBODY), MEMORY, 10) == [] and store.newest(Scope(NOBODY), EPISODE, 10) == []
+
+
+# -- scope statistics and vectors -------------------------------------------------------------------------------
+
+
+def test_pool_counts_counts_the_scopes_memories_and_visible_episodes(store: Store, world: dict[str, str]) -> None:
+    assert store.pool_counts(Scope(A)) == (4, 3)
+    assert store.pool_counts(Scope(A, "p1", "c1")) == (3, 2)
+    assert store.pool_counts(Scope(A, "")) == (2, 1)
+    assert store.pool_counts(Scope(A, source_id="discord:")) == (2, 0)
+    assert store.pool_counts(Scope(A, None, "c2", "discord:")) == (2, 2)
+    assert store.pool_counts(Scope(B)) == (1, 1)
+    assert store.pool_counts(Scope(NOBODY)) == (0, 0)
+    add_memory(store, "one more in p1", project="p1")
+    assert store.pool_counts(Scope(A, "p1", "c1")) == (4, 2)  # the count follows a write
+
+
+def test_span_is_the_oldest_and_newest_memory_time_in_the_scope(store: Store, world: dict[str, str]) -> None:
+    assert store.span(Scope(A)) == (to_epoch("2024-06-01T10:00:00+00:00"), to_epoch("2025-03-10T10:00:00+00:00"))
+    assert store.span(Scope(A, "p1", "c1")) == (to_epoch("2024-06-01T10:00:00+00:00"),
+                                                 to_epoch("2025-02-10T10:00:00+00:00"))
+    assert store.span(Scope(A, source_id="slack:")) == (to_epoch("2025-02-10T10:00:00+00:00"),) * 2
+    assert store.span(Scope(NOBODY)) is None
+
+
+def test_span_ignores_undated_memories(store: Store) -> None:
+    add_memory(store, "undated", timestamp="not a time")
+    assert store.span(Scope(A)) is None
+    add_memory(store, "dated", timestamp="2025-01-01T00:00:00Z")
+    assert store.span(Scope(A)) == (to_epoch("2025-01-01T00:00:00Z"),) * 2
+
+
+def test_newest_episode_time_is_the_latest_recording_time_not_the_highest_id(
+    store: Store, world: dict[str, str]
+) -> None:
+    assert store.newest_episode_time(Scope(A)) == "2025-03-16T09:00:00+00:00"
+    assert store.newest_episode_time(Scope(A, "p1", "c1")) == "2025-01-16T09:00:00+00:00"  # not ep_old's, inserted last
+    assert store.newest_episode_time(Scope(A, "p1", "c1", "discord:")) == "2025-01-16T09:00:00+00:00"
+    assert store.newest_episode_time(Scope(A, source_id="discord:")) is None  # episodes hidden
+    assert store.newest_episode_time(Scope(NOBODY)) is None
+
+
+def test_embedded_memories_are_one_agents_or_everyones_oldest_first_unembedded_left_out(store: Store) -> None:
+    assert store.embedding_dim() is None
+    one = add_memory(store, "one", timestamp="2025-01-01T00:00:00Z")
+    add_memory(store, "two without a vector", embedded=False)
+    three = add_memory(store, "three of b", agent=B, timestamp="2025-01-03T00:00:00Z")
+    four = add_memory(store, "four", timestamp="not a time")
+    ids, vectors, times = store.embedded_memories(A)
+    assert ids.tolist() == [number(one), number(four)]
+    assert vectors.shape == (2, DIMENSIONS)
+    assert np.allclose(vectors[0], hash_vector("one")) and np.allclose(vectors[1], hash_vector("four"))
+    assert times[0] == to_epoch("2025-01-01T00:00:00Z") and np.isnan(times[1])
+    ids, vectors, times = store.embedded_memories("")
+    assert ids.tolist() == [number(one), number(three), number(four)]
+    assert store.embedded_memories(NOBODY)[0].tolist() == []
+    assert store.embedding_dim() == DIMENSIONS
+
+
+def test_vectors_returns_the_stored_vectors_of_embedded_refs_only(store: Store) -> None:
+    memory = add_memory(store, "a memory with a vector")
+    bare = add_memory(store, "a memory without one", embedded=False)
+    episode = add_episode(store, "an episode with a vector")
+    found = store.vectors([memory, bare, episode, "mem:9999", "ep:9999"])
+    assert found.keys() == {memory, episode}
+    assert np.allclose(found[memory], hash_vector("a memory with a vector"))
+    assert np.allclose(found[episode], hash_vector("an episode with a vector"))
+    assert store.vectors([]) == {}
+
+
+def test_an_unembedded_memory_is_in_the_pool_but_on_no_vector_arm(store: Store) -> None:
+    bare = add_memory(store, "plain text only", embedded=False)
+    assert store.pool_counts(Scope(A)) == (1, 0)
+    assert ranked(store.newest(Scope(A), MEMORY, 10)) == [bare]
+    assert ranked(store.memory_keyword(Scope(A), fts_terms("plain"), "plain", depth=10)) == [bare]
+    assert store.vector_near(Scope(A), hash_vector("plain text only"), floor=-2.0, depth=10, window=10) == []
+
+
+def test_a_vector_of_another_width_leaves_the_vector_arms_at_once(store: Store) -> None:
+    """An update that gives the newest memory a vector the index cannot compare drops its old one everywhere."""
+    first = add_memory(store, "the harbour lantern glows")
+    newest = add_memory(store, "the violin lesson in the orchard")
+    with store.write() as conn:
+        store.update_memory(conn, number(newest), embedding(np.ones(8, dtype=np.float32) / np.sqrt(8), MODEL))
+    assert set(store.vectors([first, newest])) == {first}
+    near = store.vector_near(Scope(A), hash_vector("the violin lesson in the orchard"), floor=0.99, depth=10,
+                             window=100)
+    assert ranked(near) == []
+
+
+def test_the_embedding_width_is_forgotten_when_the_last_vector_goes(store: Store) -> None:
+    ref = add_memory(store, "a lone note")
+    assert store.embedding_dim() == DIMENSIONS
+    with store.write() as conn:
+        store.delete(conn, ref)
+    assert store.embedding_dim() is None
