@@ -102,11 +102,7 @@ def _render_inproc(report: Report) -> list[str]:
              "`Memory.recall` called directly; hash embedder, every query vector computed before timing (query "
              "embedding excluded). The four conditions are interleaved query by query. Cue: a one-month "
              "`{after, before, confidence: likely}` inside 2025, a different month per query.", "",
-             "| memories | " + " | ".join(f"{c} p50 ms | {c} p95 ms" for c in report.inproc_conditions) + " |",
-             "| ---: |" + " ---: | ---: |" * len(report.inproc_conditions)]
-    for size, ms in sorted(report.inproc.items()):
-        cells = [f"{_f(percentile(ms[c], 0.5))} | {_f(percentile(ms[c], 0.95))}" for c in report.inproc_conditions]
-        lines.append(f"| {size:,} | " + " | ".join(cells) + " |")
+             *_condition_table(report, report.inproc)]
     lines += ["", "Trace cost (p50 traced / p50 untraced): " + ", ".join(
         f"{size:,}: {percentile(ms['trace'], 0.5) / percentile(ms['plain'], 0.5):.2f}"
         for size, ms in sorted(report.inproc.items())) + ".", ""]
@@ -126,12 +122,18 @@ def _render_local(report: Report) -> list[str]:
              f"when this one was built (about 250/s on 2 idle cores), so a 100k local store would take "
              f"{100_000 / rate / 60:,.0f} minutes more to build; the pipeline's cost at 100k is the hash table "
              "above, and the embedding adds about the same per query at any size.", "",
-             "| memories | " + " | ".join(f"{c} p50 ms | {c} p95 ms" for c in report.inproc_conditions) + " |",
+             *_condition_table(report, report.local)]
+    return lines + [""]
+
+
+def _condition_table(report: Report, timings: dict[int, dict[str, list[float]]]) -> list[str]:
+    """A markdown table: one row per store size, p50 and p95 of each in-process condition."""
+    lines = ["| memories | " + " | ".join(f"{c} p50 ms | {c} p95 ms" for c in report.inproc_conditions) + " |",
              "| ---: |" + " ---: | ---: |" * len(report.inproc_conditions)]
-    for size, ms in sorted(report.local.items()):
+    for size, ms in sorted(timings.items()):
         cells = [f"{_f(percentile(ms[c], 0.5))} | {_f(percentile(ms[c], 0.95))}" for c in report.inproc_conditions]
         lines.append(f"| {size:,} | " + " | ".join(cells) + " |")
-    return lines + [""]
+    return lines
 
 
 def _render_mcp(report: Report) -> list[str]:
