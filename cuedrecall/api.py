@@ -8,53 +8,26 @@ written. ``Memory`` validates, dispatches and shapes failures; the handlers in
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
+from cuedrecall.access import LOCAL, WRITE, Principal, denied
 from cuedrecall.clock import Clock, system_clock
 from cuedrecall.config import Settings
 from cuedrecall.embed import Embedder, QueryVectorCache
 from cuedrecall.errors import ToolArgumentError
-from cuedrecall.handlers import calibrate, portability, read, write
-from cuedrecall.handlers.recall import run_recall
+from cuedrecall.handlers import calibrate
+from cuedrecall.handlers.session import paused_answer
 from cuedrecall.recall.calibration import Calibration
 from cuedrecall.runtime import Runtime, open_runtime
 from cuedrecall.store.base import Scope, Store
-from cuedrecall.tools import TOOLS
+from cuedrecall.tools import TOOLS, Tool
 
-# Failures still carry the collection key the tool documents, so a caller can always read it.
-_EMPTY_ON_FAILURE: dict[str, dict[str, Any]] = {
-    "recall": {"messages": []},
-    "get_contents": {"items": []},
-    "list_memories": {"memories": [], "count": 0},
-    "list_episodes": {"episodes": [], "count": 0},
-    "archive_episode": {"episode_id": None},
-    "store": {"result": "rejected"},
-}
-
-# tool name -> handler(runtime, **validated arguments)
-HANDLERS: dict[str, Callable[..., dict[str, Any]]] = {
-    "store": write.store,
-    "archive_episode": write.archive_episode,
-    "update_memory": write.update_memory,
-    "delete_memory": write.delete_memory,
-    "delete_episode": write.delete_episode,
-    "update_profile": write.update_profile,
-    "recall": run_recall,
-    "get_contents": read.get_contents,
-    "list_memories": read.list_memories,
-    "list_episodes": read.list_episodes,
-    "get_profile": read.get_profile,
-    "calibrate_threshold": calibrate.calibrate_threshold,
-    "set_recall_precision": calibrate.set_recall_precision,
-    "get_recall_precision": calibrate.get_recall_precision,
-    "export_memories": portability.export_jsonl,
-    "import_memories": portability.import_jsonl,
-}
-
+log = logging.getLogger("cuedrecall")
 
 class Memory:
     """A memory server over one database: ``Memory(path)`` then ``memory.store(...)``, ``memory.recall(...)``."""
@@ -111,63 +84,46 @@ class Memory:
 
     # -- dispatch ----------------------------------------------------------------------
 
-    def call(self, tool: str, arguments: Any = None, **library: Any) -> dict[str, Any]:
-        """Run one tool by name with JSON arguments; bad input becomes ok:false, never an exception.
+    def call(self, tool: str, arguments: Any = None, *, principal: Principal = LOCAL,
+             **library: Any) -> dict[str, Any]:
+        """Run one tool by name with JSON arguments, as ``principal``; never raises.
 
-        ``library`` passes what only a Python caller can give (a progress callback) to the handler as is.
+        Bad input, a missing grant or a failure inside becomes ``ok: false`` naming what
+        was wrong, with the collection keys the tool documents. ``library`` passes what
+        only a Python caller can give (a progress callback) to the handler as is.
         """
         spec = TOOLS.get(tool)
         if spec is None:
-            return {"ok": False, "error": f"unknown tool {tool!r} (tools: {', '.join(TOOLS)})"}
+            return {"ok": False, "error": f"unknown tool {str(tool)[:80]!r} (tools: {', '.join(TOOLS)})"}
         try:
-            return HANDLERS[tool](self.runtime, **spec.bind(arguments), **library)
+            return self._dispatch(spec, arguments, principal, library)
         except ToolArgumentError as exc:
-            return {"ok": False, "error": str(exc), **_EMPTY_ON_FAILURE.get(tool, {})}
+            return {"ok": False, "error": str(exc), **spec.failure}
+        except Exception as exc:  # nothing a caller sends may crash the server; the log keeps the detail
+            log.exception("tool %s failed", tool)
+            return {"ok": False, "error": f"{tool} failed inside the server ({type(exc).__name__}); nothing was "
+                                          "written by the failed step", **spec.failure}
 
-    def store(self, **arguments: Any) -> dict[str, Any]:
-        return self.call("store", arguments)
+    def _dispatch(self, spec: Tool, arguments: Any, principal: Principal, library: dict[str, Any]) -> dict[str, Any]:
+        rt = self.runtime
+        bound = spec.bind(arguments)
+        session_key = bound.pop("session_key", "")
+        if spec.omit_agent and not bound.get("agent_id"):
+            bound["agent_id"] = _sole_agent(principal)
+        for demand in spec.demands(bound):
+            if not principal.allows(demand):
+                return {**denied(spec.name, demand, principal), **spec.failure}
+        if spec.paused is not None and rt.pauses.remaining(session_key, rt.clock()) > 0:
+            return paused_answer(rt, session_key, spec.paused)
+        if spec.takes_session:
+            bound["session_key"] = session_key
+        return spec.handler(rt, **bound, **library)
 
-    def recall(self, **arguments: Any) -> dict[str, Any]:
-        return self.call("recall", arguments)
-
-    def get_contents(self, **arguments: Any) -> dict[str, Any]:
-        return self.call("get_contents", arguments)
-
-    def archive_episode(self, **arguments: Any) -> dict[str, Any]:
-        return self.call("archive_episode", arguments)
-
-    def update_memory(self, **arguments: Any) -> dict[str, Any]:
-        return self.call("update_memory", arguments)
-
-    def delete_memory(self, **arguments: Any) -> dict[str, Any]:
-        return self.call("delete_memory", arguments)
-
-    def delete_episode(self, **arguments: Any) -> dict[str, Any]:
-        return self.call("delete_episode", arguments)
-
-    def list_memories(self, **arguments: Any) -> dict[str, Any]:
-        return self.call("list_memories", arguments)
-
-    def list_episodes(self, **arguments: Any) -> dict[str, Any]:
-        return self.call("list_episodes", arguments)
-
-    def get_profile(self, **arguments: Any) -> dict[str, Any]:
-        return self.call("get_profile", arguments)
-
-    def update_profile(self, **arguments: Any) -> dict[str, Any]:
-        return self.call("update_profile", arguments)
-
-    def calibrate_threshold(self, **arguments: Any) -> dict[str, Any]:
-        return self.call("calibrate_threshold", arguments)
-
-    def set_recall_precision(self, **arguments: Any) -> dict[str, Any]:
-        return self.call("set_recall_precision", arguments)
-
-    def get_recall_precision(self, **arguments: Any) -> dict[str, Any]:
-        return self.call("get_recall_precision", arguments)
-
-    def export_memories(self, **arguments: Any) -> dict[str, Any]:
-        return self.call("export_memories", arguments)
+    def __getattr__(self, name: str) -> Callable[..., dict[str, Any]]:
+        """Every tool is also a method: ``memory.recall(agent_id="me", query="...")`` is ``call("recall", ...)``."""
+        if name in TOOLS:
+            return lambda **arguments: self.call(name, arguments)
+        raise AttributeError(f"{type(self).__name__!r} has no attribute {name!r}")
 
     def import_memories(self, progress: Callable[[int], None] | None = None, **arguments: Any) -> dict[str, Any]:
         """Import a file; ``progress`` (not a tool argument) is told how many records each step read."""
@@ -183,3 +139,12 @@ class Memory:
 
     def scope(self, agent_id: str, project_id: str | None, channel: str, source_id: str) -> Scope:
         return Scope(agent_id, project_id, channel, source_id)
+
+
+def _sole_agent(principal: Principal) -> str:
+    """The agent an omitted agent_id stands for: the one agent the caller may write, if there is exactly one."""
+    agent = principal.sole_agent(WRITE)
+    if agent is None:
+        raise ToolArgumentError("argument 'agent_id' is required (it may be omitted only when your access names "
+                                "exactly one agent you can write)")
+    return agent

@@ -115,6 +115,10 @@ class Settings:
     allow_unauthenticated_http: bool = _setting(False, _parse_bool, "serve HTTP without a token")
     http_host: str = _setting("127.0.0.1", _text, "HTTP bind address")
     http_port: int = _setting(8402, _number(int, 1, 65535), "HTTP port")
+    export_dir: str = _setting("", _text, "the only folder export/import read and write (default: exports/ beside "
+                               "the database)")
+    max_import_bytes: int = _setting(100 * 1024 * 1024, _number(int, 1), "largest file import_memories reads")
+    acl_file: str = _setting("", _text, "JSON file of HTTP clients and their grants per agent (deny by default)")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> "Settings":

@@ -16,6 +16,7 @@ from cuedrecall.config import Settings
 from cuedrecall.embed import Embedder, EmbeddingError, QueryVectorCache, make_embedder
 from cuedrecall.recall.calibration import Calibration
 from cuedrecall.recall.scoring_version import fingerprint
+from cuedrecall.sessions import Pauses
 from cuedrecall.store.base import Store
 from cuedrecall.store.sqlite import SqliteStore
 
@@ -28,6 +29,7 @@ class Runtime:
     queries: QueryVectorCache
     calibration: Calibration
     clock: Clock
+    pauses: Pauses  # this process's session pauses
 
     def now_iso(self) -> str:
         return iso(self.clock())
@@ -59,4 +61,4 @@ def open_runtime(settings: Settings, embedder: Embedder | None = None, clock: Cl
     store = SqliteStore(settings.db_path, common_term_ratio=settings.keyword_common_ratio)
     calibration = Calibration(store, embedder.model, fingerprint(settings.prior_far_weight))
     queries = QueryVectorCache(embedder, size=max(1, settings.embedding_cache_size))
-    return Runtime(settings, store, embedder, queries, calibration, clock)
+    return Runtime(settings, store, embedder, queries, calibration, clock, Pauses())

@@ -72,4 +72,8 @@ def visible(row: Any, scope: Scope) -> bool:
         return False
     if row.kind == EPISODE:
         return not scope.source_id or bool(scope.channel)
-    return row.source_id.startswith(scope.source_id)
+    if not scope.source_id:
+        return True
+    if scope.source_id[-1:].isalnum():  # ends in a letter or a digit: names one source, matched exactly
+        return row.source_id == scope.source_id
+    return row.source_id.startswith(scope.source_id)  # ends otherwise: a case-sensitive namespace prefix

@@ -1,8 +1,9 @@
 """Isolation is never widened: every ref recall or any store arm returns lies inside the read scope.
 
 Read semantics: agent_id exact; project_id None = every project, "" = the global pool only, "X" = X and the
-global pool; channel "" = every channel, "C" = C and channel ""; source_id a prefix of the stored source's
-id (memories); episodes are left out when source_id is set unless channel is set too.
+global pool; channel "" = every channel, "C" = C and channel ""; source_id (memories) ending in a letter or a
+digit names one source and matches exactly, any other is a case-sensitive prefix of the stored source's id;
+episodes are left out when source_id is set unless channel is set too.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from cuedrecall.text.fts import fts_terms
 AGENTS = ("agent-1", "agent-2", "agent-3")
 PROJECTS = ("", "p1", "p2")
 CHANNELS = ("", "c1", "c2")
-SOURCES = (None, "discord:alice", "discord:bob", "slack:alice", "slack:al_ice%", "Discord:carol", "tëlegram:zoë")
+SOURCES = (None, "discord:alice", "discord:alice2", "discord:bob", "slack:alice", "slack:al_ice%", "Discord:carol",
+           "tëlegram:zoë")
 WORDS = ("harbour", "ledger", "violin", "orchard", "comet", "lantern", "glacier", "pepper", "saddle", "quartz")
 
 
@@ -80,7 +82,8 @@ scopes = st.builds(
     project_id=st.sampled_from((None, "", "p1", "p2", "p-unknown")),
     channel=st.sampled_from(("", "c1", "c2", "c-unknown")),
     source_id=st.sampled_from(("", "discord:", "Discord:", "discord:alice", "slack", "slack:al_", "slack:al%", "d",
-                               "D", "x", "%", "tëlegram:", "tëlegram:zo", "tëlegram:zoë")),
+                               "D", "x", "%", "tëlegram:", "tëlegram:zo", "tëlegram:zoë", "discord:alice2",
+                               "discord:ali")),
 )
 queries = st.one_of(
     st.just(""),
@@ -254,3 +257,33 @@ def test_source_id_prefix_match_is_the_same_on_every_arm(tmp_path: Path) -> None
         assert by_vector == by_listing == by_keyword == {lower["ref"]}
         assert upper["ref"] not in {m["ref"] for m in memory.recall(agent_id="a", query="", source_id="discord:")[
             "messages"] if "ref" in m}
+
+
+def test_a_source_id_ending_in_a_letter_or_digit_names_one_source_and_a_namespace_prefix_ends_otherwise(
+    tmp_path: Path,
+) -> None:
+    """"discord:1" is one source (not discord:12345 too); "discord:" is the discord namespace; on every arm."""
+    with open_memory(tmp_path / "rule.db") as memory:
+        by_source: dict[str, set[str]] = {}
+        for n, source in enumerate(("discord:1", "discord:12345", "discord:abc", "slack:1") * 2):
+            stored = memory.store(agent_id="a", message={"content": f"harbour lantern note {n}",
+                                                         "source": {"type": "User", "id": source}})
+            assert stored["result"] == "stored", stored
+            by_source.setdefault(source, set()).add(stored["ref"])
+        discord = by_source["discord:1"] | by_source["discord:12345"] | by_source["discord:abc"]
+        vector = memory.embedder.embed(["harbour lantern"])[0]
+        for source_id, expected in (("discord:1", by_source["discord:1"]), ("discord:", discord),
+                                    ("discord:12345", by_source["discord:12345"]), ("slack:1", by_source["slack:1"]),
+                                    ("discord", set()), ("discord:1234", set())):
+            scope = Scope("a", None, "", source_id)
+            by_vector = {h.ref for h in memory.store_.vector_near(scope, vector, floor=-2.0, depth=100, window=100)}
+            by_keyword = {h.ref for h in memory.store_.memory_keyword(scope, fts_terms("harbour lantern"),
+                                                                      "harbour lantern", depth=100)}
+            assert by_vector == by_keyword == expected, source_id
+            answer = memory.recall(agent_id="a", query="harbour lantern", limit=100, source_id=source_id, trace=True)
+            returned = {m["ref"] for m in answer["messages"] if "ref" in m}
+            assert returned == expected, source_id
+            for arm in ("vector_near", "memory_keyword"):
+                assert {hit["ref"] for hit in answer["trace"]["arms"][arm]} == expected, (source_id, arm)
+            listed = memory.recall(agent_id="a", query="", limit=100, source_id=source_id)
+            assert {m["ref"] for m in listed["messages"] if "ref" in m} == expected, source_id

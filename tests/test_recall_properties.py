@@ -3,7 +3,8 @@
 - Isolation is never widened on any arm: every returned ref, and every ref on every
   arm of the trace, lies in the read scope (agent exact; project None = all, "" = the
   global pool only, "X" = X and the global pool; channel "" = all, "C" = C and "";
-  source_id a case-sensitive prefix of a memory's source id, episodes hidden by a
+  source_id ending in a letter or a digit names one memory source, matched exactly,
+  any other a case-sensitive prefix of a memory's source id; episodes hidden by a
   source filter unless a channel is given).
 - The response never holds more than ``limit`` rows (no cue; the profile counts).
 - With the prior off the returned rows run in fused-score order (the penalised
@@ -34,7 +35,7 @@ from cuedrecall.api import Memory
 AGENTS = ["a", "b"]
 PROJECTS = ["", "p", "q"]
 CHANNELS = ["", "c", "d"]
-SOURCES = ["", "u1", "u2", "U1", "u10"]
+SOURCES = ["", "u1", "u2", "U1", "u10", "u-1", "u-10"]
 WORDS = ["zephyr", "quartz", "nebula", "amber", "basil", "cedar", "bug-218", "v2.4.1", "src/app.py", "#354",
          "データベース移行", "会議室の予約", "qa", "ok"]
 
@@ -72,7 +73,7 @@ scope_strategy = st.fixed_dictionaries({
     "agent_id": st.sampled_from([*AGENTS, "z"]),
     "project_id": st.sampled_from([None, "", "p", "q", "x"]),
     "channel": st.sampled_from(["", "c", "d", "x"]),
-    "source_id": st.sampled_from(["", "", "u1", "u", "U", "u2"]),
+    "source_id": st.sampled_from(["", "", "u1", "u", "U", "u2", "u-", "u-1"]),
 })
 query_strategy = st.one_of(
     st.just(""),
@@ -132,7 +133,9 @@ def in_scope(row: Row, scope: dict[str, Any]) -> bool:
     if scope["source_id"]:
         if row.kind == "ep":
             return bool(scope["channel"])
-        return row.source.startswith(scope["source_id"])
+        if scope["source_id"][-1:].isalnum():  # one source, matched exactly
+            return row.source == scope["source_id"]
+        return row.source.startswith(scope["source_id"])  # a namespace prefix
     return True
 
 

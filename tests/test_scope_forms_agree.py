@@ -3,8 +3,10 @@
 ``scope_where`` (SQL) filters the full-text, listing and statistics arms; ``VectorIndex.scope_mask`` (numpy)
 filters the vector arms. Both must equal the rule stated once in plain Python here: agent_id exact;
 project_id None = every project, "" = the global pool only, "X" = X and the global pool; channel "" =
-every channel, "C" = C and the shared channel ""; source_id a case-sensitive prefix of the stored
-source's id (memories only; the episode forms take no source filter).
+every channel, "C" = C and the shared channel ""; source_id (memories only; the episode forms take no
+source filter) names one source when its last character is a letter or a digit (``str.isalnum``, Unicode
+included: "discord:1", "zoë") and then matches exactly, and is otherwise ("discord:", "slack:al_", "user-",
+"docs/") a case-sensitive namespace prefix of the stored source's id.
 
 This file reaches into the store (its connection and its indexes) on purpose: the point is to compare
 the two forms directly, not through the arms.
@@ -29,7 +31,11 @@ NOW = "2025-11-01T12:00:00+00:00"
 AGENTS = ("agent-a", "agent-b", "c1")
 PROJECTS = ("", "p1", "p2")
 CHANNELS = ("", "c1", "c2")
-SOURCES = ("", "discord:1", "discord:12", "Discord:1", "slack:al_", "slack:alice", "tëlegram:zoë", "%")
+# ids that tell the exact rule from the prefix rule: "discord:1" is a prefix of "discord:12", "zoë" of
+# "zoë2", "user-7" of "user-77"; namespaces end in ":" "_" "-" "/"; "%" and "_" are LIKE wildcards
+SOURCES = ("", "discord:1", "discord:12", "discord:12345", "discord:abc", "Discord:1", "slack:al_", "slack:al_x",
+           "slack:alice", "tëlegram:zoë", "tëlegram:zoë2", "zoë", "user-7", "user-77", "docs/", "docs/a.md", "%",
+           "7")
 WORDS = ("harbour", "ledger", "violin", "orchard", "comet", "lantern")
 
 
@@ -51,7 +57,11 @@ def admitted(row: Row, scope: Scope, *, by_source: bool) -> bool:
             return False
     if scope.channel and row.channel not in ("", scope.channel):
         return False
-    return not by_source or row.source_id.startswith(scope.source_id)
+    if not by_source or not scope.source_id:
+        return True
+    if scope.source_id[-1:].isalnum():  # ends in a letter or a digit: one source, matched exactly
+        return row.source_id == scope.source_id
+    return row.source_id.startswith(scope.source_id)  # anything else ends a namespace prefix
 
 
 rows = st.builds(Row, st.sampled_from(AGENTS), st.sampled_from(PROJECTS), st.sampled_from(CHANNELS),
@@ -62,7 +72,8 @@ scopes = st.builds(
     project_id=st.sampled_from((None, "", "p1", "p3")),
     channel=st.sampled_from(("", "c1", "c3")),
     source_id=st.sampled_from(("", "discord", "discord:", "discord:1", "discord:12", "Discord:", "slack:al_",
-                               "slack:al", "slack:alice", "tëlegram:", "%", "_", "x")),
+                               "slack:al", "slack:alice", "tëlegram:", "tëlegram:zoë", "zoë", "zo", "user-",
+                               "user-7", "docs/", "docs", "7", "%", "_", "x")),
 )
 # after the first write: delete some memories and move some to another scope, so the index is checked
 # after it followed changes, not only after it was built
@@ -138,5 +149,43 @@ def test_sql_and_numpy_scope_forms_admit_the_rows_the_rule_admits(
             assert sql_ids(store, EPISODE, scope) == expected, scope
             episode_scope = Scope(scope.agent_id, scope.project_id, scope.channel)
             assert mask_ids(store, EPISODE, episode_scope) == expected, scope
+    finally:
+        store.close()
+
+
+# (scope source_id, the stored source ids it admits) over SOURCES: the cases that tell the rules apart,
+# checked on every run rather than left to the sampler
+SOURCE_CASES = (
+    ("discord:1", {"discord:1"}),
+    ("discord:12", {"discord:12"}),
+    ("discord:", {"discord:1", "discord:12", "discord:12345", "discord:abc"}),
+    ("discord", set()),
+    ("slack:al_", {"slack:al_", "slack:al_x"}),
+    ("slack:al", set()),
+    ("tëlegram:zoë", {"tëlegram:zoë"}),
+    ("tëlegram:", {"tëlegram:zoë", "tëlegram:zoë2"}),
+    ("zoë", {"zoë"}),
+    ("user-7", {"user-7"}),
+    ("user-", {"user-7", "user-77"}),
+    ("docs/", {"docs/", "docs/a.md"}),
+    ("7", {"7"}),
+    ("%", {"%"}),
+    ("_", set()),
+    ("", set(SOURCES)),
+)
+
+
+def test_a_source_id_ending_in_a_letter_or_digit_matches_exactly_and_any_other_is_a_prefix() -> None:
+    store = SqliteStore(":memory:")
+    try:
+        with store.write() as conn:
+            by_id = {store.insert_memory(conn, _memory(Row("agent-a", "", "", source), n)): source
+                     for n, source in enumerate(SOURCES)}
+        for source_id, wanted in SOURCE_CASES:
+            scope = Scope("agent-a", source_id=source_id)
+            oracle = {by_id[i] for i in by_id if admitted(Row("agent-a", "", "", by_id[i]), scope, by_source=True)}
+            assert oracle == wanted, source_id
+            assert {by_id[i] for i in sql_ids(store, MEMORY, scope)} == wanted, source_id
+            assert {by_id[i] for i in mask_ids(store, MEMORY, scope)} == wanted, source_id
     finally:
         store.close()

@@ -15,8 +15,9 @@ A factory takes pytest's ``tmp_path`` and returns an open, empty Store; the ``st
 after the test (``close()`` is where a backend drops what the test created, if it must).
 
 Read semantics checked on the arms: agent_id exact; project_id None = every project, "" = the global pool
-only, "X" = X and the global pool; channel "" = every channel, "C" = C and channel ""; source_id a
-case-sensitive prefix of the stored source's id (memories); episodes are hidden when source_id is set
+only, "X" = X and the global pool; channel "" = every channel, "C" = C and channel ""; source_id
+(memories) names one source and matches exactly when it ends in a letter or a digit, and is otherwise a
+case-sensitive prefix of the stored source's id; episodes are hidden when source_id is set
 unless channel is set too. Hits of every arm are ranked 0..n-1.
 """
 

@@ -64,7 +64,15 @@ def measure(rt: Runtime, agent_id: str, beta: float, sample_size: int = 200, met
 
 def calibrate_threshold(rt: Runtime, agent_id: str, sample_size: int, method: str, percentile: float,
                         z_factor: float) -> dict[str, Any]:
-    """The tool: measure with the agent's precision, then write the thresholds."""
+    """The tool: measure with the agent's precision, then write the thresholds.
+
+    As CPersona reads them: 0 means the default (200 samples, the 0.95 quantile, 1.0
+    deviations), a percentile above 1 is a percent, and a sample under 10 is 10.
+    """
+    sample_size = max(MIN_SAMPLES, sample_size or 200)
+    percentile = percentile or 0.95
+    percentile = percentile / 100 if percentile > 1 else percentile
+    z_factor = z_factor or 1.0
     beta = rt.calibration.beta(agent_id, rt.settings.recall_precision)
     try:
         report, found = measure(rt, agent_id, beta, sample_size, method, percentile, z_factor)
@@ -75,25 +83,32 @@ def calibrate_threshold(rt: Runtime, agent_id: str, sample_size: int, method: st
     return {**report, "sidecar_persisted": True}  # CPersona's name: persisted, in the database with the data
 
 
-def set_recall_precision(rt: Runtime, agent_id: str, precision: str) -> dict[str, Any]:
-    """Recalibrate at the named precision; the precision and its thresholds are written together, or neither."""
-    beta = PRECISION_BETA[precision]
+def set_recall_precision(rt: Runtime, agent_id: str, precision: str, beta: float) -> dict[str, Any]:
+    """Recalibrate at a precision: a positive ``beta`` of the caller's own, else the named one; neither clears the
+    override. The precision and its thresholds are written together, or neither."""
+    cleared = beta <= 0 and not precision
+    override = None if cleared else (beta if beta > 0 else PRECISION_BETA[precision])
+    effective = PRECISION_BETA[rt.settings.recall_precision] if override is None else override
     try:
-        report, found = measure(rt, agent_id, beta)
+        report, found = measure(rt, agent_id, effective)
     except CalibrationError as exc:  # nothing changes when the new gate cannot be measured
         result: dict[str, Any] = {"ok": False, "error": str(exc), "agent_id": agent_id}
     else:
         with rt.store.write() as conn:
-            rt.store.set_beta(conn, agent_id, beta)
+            rt.store.set_beta(conn, agent_id, override)
             rt.store.set_thresholds(conn, found)
         result = {**report, "sidecar_persisted": True}
-    return {"ok": result["ok"], "agent_id": agent_id, "precision": precision, "beta": beta, "calibrate": result}
+    return {"ok": result["ok"], "agent_id": agent_id, "precision": _named(effective), "beta": effective,
+            "cleared": cleared, "calibrate": result}
+
+
+def _named(beta: float) -> str:
+    return next((name for name, value in PRECISION_BETA.items() if value == beta), "custom")
 
 
 def get_recall_precision(rt: Runtime, agent_id: str) -> dict[str, Any]:
     beta = rt.calibration.beta(agent_id, rt.settings.recall_precision)
-    named = next((name for name, value in PRECISION_BETA.items() if value == beta), "custom")
-    return {"ok": True, "agent_id": agent_id, "precision": named, "beta": beta,
+    return {"ok": True, "agent_id": agent_id, "precision": _named(beta), "beta": beta,
             "overridden": rt.calibration.overridden(agent_id), "default_precision": rt.settings.recall_precision,
             "thresholds": rt.calibration.thresholds(agent_id)}
 

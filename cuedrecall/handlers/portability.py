@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from cuedrecall.errors import ToolArgumentError
-from cuedrecall.handlers.rows import episode_row, memory_row
+from cuedrecall.handlers.rows import episode_row, json_object, memory_row
 from cuedrecall.runtime import Runtime
 from cuedrecall.store.base import EPISODE, MEMORY
 from cuedrecall.text.sanitise import sanitise
@@ -28,16 +28,6 @@ def _checked_path(name: str, path: str) -> Path:
     if ".." in Path(path).parts:
         raise ToolArgumentError(f"argument '{name}': {path!r} must not contain '..'")
     return Path(path).expanduser()
-
-
-def _json_object(value: Any) -> dict[str, Any]:
-    """A stored JSON column (or a file's object, or its JSON text) as an object; {} for anything else."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value) if value.strip() else {}
-        except ValueError:
-            return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _encode(vector: np.ndarray | None, model: str) -> dict[str, str]:
@@ -60,7 +50,7 @@ def export_jsonl(rt: Runtime, agent_id: str, output_path: str, include_embedding
     lines = [header]
     for row in memories:
         record = {k: row[k] for k in _MEMORY_KEYS}
-        record["source"], record["metadata"] = _json_object(row["source"]), _json_object(row["metadata"])
+        record["source"], record["metadata"] = json_object(row["source"]), json_object(row["metadata"])
         lines.append({"_type": "memory", "id": row["id"], **record,
                       **(_encode(row["embedding"], row["embedding_model"]) if include_embeddings else {})})
     for row in episodes:
@@ -183,8 +173,8 @@ def _import_one(rt: Runtime, conn: Any, item: dict[str, Any], agent: str, vector
             return "skipped_memories"
         store.insert_memory(conn, memory_row(
             agent_id=agent, project_id=project, channel=channel, msg_id=msg_id, content=content,
-            source=_json_object(item.get("source")), timestamp=item.get("timestamp") or now,
-            metadata=_json_object(item.get("metadata")), created_at=item.get("created_at") or now,
+            source=json_object(item.get("source")), timestamp=item.get("timestamp") or now,
+            metadata=json_object(item.get("metadata")), created_at=item.get("created_at") or now,
             vector=vector, model=model, locked=bool(item.get("locked"))))
         return "imported_memories"
     summary = sanitise(str(item.get("summary", "")), rt.settings.max_content_length)[0]

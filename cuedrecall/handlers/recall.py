@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from cuedrecall.clock import to_epoch
 from cuedrecall.recall.context import RecallContext
 from cuedrecall.recall.coverage import record_coverage
 from cuedrecall.recall.cued_v0_3 import POLICY, SINGLE_PASS_POLICY
@@ -82,3 +83,64 @@ def _trace_header(rt: Runtime, ctx: RecallContext, cue: TimeCue | None, limit: i
     }
     ctx.recorder.header({"scoring": SCORING_VERSION, "process": POLICY if cue is not None else SINGLE_PASS_POLICY},
                         __version__, ctx.scope.as_dict(), request, config)
+
+
+_CONTEXT_FIELDS = ("role", "content", "name", "user_id", "timestamp")
+_MERGED_ROLES = ("user", "assistant")
+
+
+def recall_with_context(
+    rt: Runtime, *, agent_id: str, query: str, external_context: list[dict[str, Any]], limit: int, deep: bool,
+    channel: str, project_id: str | None, source_id: str, full_content: bool,
+) -> dict[str, Any]:
+    """A recall that leaves out what the conversation already holds, merged with that conversation in time order.
+
+    Every context entry's text is an exclusion; user and assistant entries also join
+    the messages, and the whole list is ordered by time, undated entries first.
+    """
+    entries, issues = _context_entries(external_context)
+    response = run_recall(rt, agent_id=agent_id, query=query, limit=limit, deep=deep, channel=channel,
+                          project_id=project_id, source_id=source_id, full_content=full_content, trace=False,
+                          time_cue=None, exclude_contents=[e["content"] for e in entries if e.get("content")])
+    merged = response["messages"] + [_context_message(e) for e in entries
+                                     if e.get("role") in _MERGED_ROLES and e.get("content")]
+    out = {**response, "messages": sorted(merged, key=_chronological)}
+    others = sorted({e["role"] for e in entries if e.get("role") and e["role"] not in _MERGED_ROLES})
+    if others:
+        out["context_filter_only"] = {"roles": others, "note": "entries of these roles only kept their text out "
+                                                               "of the recall; they are not in messages"}
+    if issues:
+        out["context_field_issues"] = issues
+    return out
+
+
+def _context_entries(external: list[dict[str, Any]]) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
+    """Each entry's string fields; a field that is not a string is read as absent and reported."""
+    entries, issues = [], []
+    for index, entry in enumerate(external):
+        kept = {}
+        for name in _CONTEXT_FIELDS:
+            value = entry.get(name)
+            if value is None:
+                continue
+            if isinstance(value, str):
+                kept[name] = value
+            else:
+                issues.append({"index": index, "field": name, "reason": "not a string: read as absent"})
+        entries.append(kept)
+    return entries, issues
+
+
+def _context_message(entry: dict[str, str]) -> dict[str, Any]:
+    if entry["role"] == "user":
+        name = entry.get("name", "User")
+        source = {"type": "User", "id": f"discord:{entry.get('user_id') or name}", "name": name}
+    else:
+        source = {"type": "Agent", "id": "self"}
+    return {"content": entry["content"], "source": source, "timestamp": entry.get("timestamp", ""),
+            "context_type": "conversation"}
+
+
+def _chronological(message: dict[str, Any]) -> tuple[int, float]:
+    moment = to_epoch(message.get("timestamp"))
+    return (0, 0.0) if moment is None else (1, moment)

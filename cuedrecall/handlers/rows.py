@@ -48,3 +48,13 @@ def embedding(vector: np.ndarray | None, model: str) -> dict[str, Any]:
 
 def json_text(value: dict[str, Any]) -> str:
     return json.dumps(value, ensure_ascii=False)
+
+
+def json_object(value: Any) -> dict[str, Any]:
+    """A stored JSON column (or a file's object, or its JSON text) as an object; {} for anything else."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip() else {}
+        except ValueError:
+            return {}
+    return value if isinstance(value, dict) else {}

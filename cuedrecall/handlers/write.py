@@ -47,8 +47,12 @@ def with_truncated(out: dict[str, Any], truncated: bool) -> dict[str, Any]:
     return {**out, "truncated": True} if truncated else out
 
 
-def store(rt: Runtime, agent_id: str, message: dict[str, Any], channel: str, project_id: str) -> dict[str, Any]:
-    checked = _checked_message(rt, message)
+def store(rt: Runtime, agent_id: str, message: dict[str, Any] | None, channel: str, project_id: str,
+          content: str | None = None, id: str | None = None, source: Any = None, timestamp: str | None = None,
+          metadata: dict[str, Any] | None = None, lock: bool = False) -> dict[str, Any]:
+    """Store one memory, given at the top level (content, id, ...) or in the older ``message`` object."""
+    top = {"content": content, "id": id, "source": source, "timestamp": timestamp, "metadata": metadata}
+    checked = _checked_message(rt, _one_message(message, {k: v for k, v in top.items() if v is not None}))
     if "reason" in checked:
         return {"ok": False, "result": "rejected", "reason": checked["reason"], "error": checked["reason"]}
     projects = [project_id, ""] if project_id else [""]
@@ -59,11 +63,25 @@ def store(rt: Runtime, agent_id: str, message: dict[str, Any], channel: str, pro
     vector = rt.embed([checked["content"]])[0]
     row = memory_row(agent_id=agent_id, project_id=project_id, channel=channel, msg_id=checked["msg_id"],
                      content=checked["content"], source=checked["source"], timestamp=checked["timestamp"],
-                     metadata=checked["metadata"], created_at=rt.now_iso(), vector=vector, model=rt.embedder.model)
+                     metadata=checked["metadata"], created_at=rt.now_iso(), vector=vector, model=rt.embedder.model,
+                     locked=lock)
     with rt.store.write() as conn:
         new_id = rt.store.insert_memory(conn, row)
     out = {"ok": True, "result": "stored", "id": new_id, "ref": make_ref(MEMORY, new_id), "embedded": vector is not None}
     return with_truncated(out, checked["truncated"])
+
+
+def _one_message(message: dict[str, Any] | None, top: dict[str, Any]) -> dict[str, Any]:
+    """The message's fields from whichever form the caller used; a field given both ways must agree."""
+    if message is None:
+        if "content" not in top:
+            raise ToolArgumentError("argument 'content' is required (or the older form, 'message.content')")
+        return top
+    clashes = sorted(name for name, value in top.items() if name in message and message[name] != value)
+    if clashes:
+        raise ToolArgumentError(f"argument(s) {', '.join(clashes)} given both at the top level and in 'message' "
+                                "with different values: give each once")
+    return {**message, **top}
 
 
 def _checked_message(rt: Runtime, message: dict[str, Any]) -> dict[str, Any]:
@@ -128,13 +146,41 @@ def update_memory(rt: Runtime, memory_id: int, content: str, agent_id: str) -> d
     return with_truncated({"ok": True, "updated_id": memory_id, "embedded": vector is not None}, truncated)
 
 
-def _owned_memory(rt: Runtime, memory_id: int, agent_id: str) -> dict[str, Any]:
+def _owned_memory(rt: Runtime, memory_id: int, agent_id: str, unlocked: bool = True) -> dict[str, Any]:
+    """The memory's row when it exists, belongs to ``agent_id`` (when given) and, if asked, is not locked."""
     row = rt.store.memory_row(memory_id)
     if row is None or (agent_id and row["agent_id"] != agent_id):
         raise ToolArgumentError(f"argument 'memory_id': memory {memory_id} not found or not owned by agent")
-    if row["locked"]:
+    if unlocked and row["locked"]:
         raise ToolArgumentError(f"argument 'memory_id': memory {memory_id} is locked")
     return row
+
+
+def lock_memory(rt: Runtime, memory_id: int, agent_id: str) -> dict[str, Any]:
+    """Protect a memory from update and delete (no effect on ranking)."""
+    return _set_lock(rt, memory_id, agent_id, True)
+
+
+def unlock_memory(rt: Runtime, memory_id: int, agent_id: str) -> dict[str, Any]:
+    return _set_lock(rt, memory_id, agent_id, False)
+
+
+def _set_lock(rt: Runtime, memory_id: int, agent_id: str, locked: bool) -> dict[str, Any]:
+    _owned_memory(rt, memory_id, agent_id, unlocked=False)
+    with rt.store.write() as conn:
+        rt.store.update_memory(conn, memory_id, {"locked": int(locked)})
+    return {"ok": True, ("locked_id" if locked else "unlocked_id"): memory_id}
+
+
+def delete_agent_data(rt: Runtime, agent_id: str) -> dict[str, Any]:
+    """Every memory, episode and profile of one agent, and its calibration, in one transaction."""
+    with rt.store.write() as conn:
+        counts = rt.store.delete_agent(conn, agent_id)
+        rt.store.drop_thresholds(conn, [agent_id])
+        rt.store.set_beta(conn, agent_id, None)
+    return {"ok": True, "agent_id": agent_id, "deleted_memories": counts["memories"],
+            "deleted_profiles": counts["profiles"], "deleted_episodes": counts["episodes"],
+            "deleted_pending_tasks": 0}
 
 
 def delete_memory(rt: Runtime, memory_id: int, agent_id: str) -> dict[str, Any]:

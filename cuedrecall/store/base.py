@@ -34,13 +34,29 @@ class Scope:
 
     agent_id is exact. project_id None = every project, "" = the global pool only,
     "X" = X and the global pool. channel "" = every channel, "C" = C and the shared
-    channel "". source_id is a prefix of the stored source's id (memories only).
+    channel "". source_id (memories only; "" = no filter) names one source when its
+    last character is a letter or a digit (``str.isalnum``: "discord:1", "zoë") and
+    then matches exactly; a value ending in anything else ("discord:", "docs/",
+    "user-") is a case-sensitive namespace prefix of the stored source's id. The
+    rule lives in ``source_exact``; every form of the scope (SQL, vector index)
+    applies it from there.
     """
 
     agent_id: str
     project_id: str | None = None
     channel: str = ""
     source_id: str = ""
+
+    @property
+    def source_exact(self) -> bool:
+        """True when source_id names one source (it ends in a letter or digit), False for a namespace prefix."""
+        return self.source_id[-1:].isalnum()
+
+    def source_matches(self, stored: str) -> bool:
+        """Whether a stored memory's source id passes this scope's source_id (the rule, in plain Python)."""
+        if not self.source_id:
+            return True
+        return stored == self.source_id if self.source_exact else stored.startswith(self.source_id)
 
     @property
     def episodes_visible(self) -> bool:
@@ -125,6 +141,7 @@ class Store(Protocol):
     def insert_episode(self, conn: Any, row: dict[str, Any]) -> int: ...
     def update_memory(self, conn: Any, memory_id: int, changes: dict[str, Any]) -> None: ...
     def delete(self, conn: Any, ref: str) -> bool: ...
+    def delete_agent(self, conn: Any, agent_id: str) -> dict[str, int]: ...
     def set_profile(self, conn: Any, agent_id: str, content: str, updated_at: str) -> None: ...
     def set_thresholds(self, conn: Any, thresholds: Sequence[Threshold]) -> None: ...
     def drop_thresholds(self, conn: Any, agent_ids: Sequence[str]) -> None: ...

@@ -54,9 +54,13 @@ def scope_where(scope: Scope, alias: str, kind: str) -> tuple[str, list[Any]]:
         clauses.append(f"{alias}.channel IN (?, '')")
         params.append(scope.channel)
     if scope.source_id and kind == MEMORY:
-        # a case-sensitive prefix, as the vector index applies it (LIKE would fold ASCII case and widen the read)
-        clauses.append(f"substr({alias}.source_id, 1, ?) = ?")
-        params += [len(scope.source_id), scope.source_id]
+        if scope.source_exact:
+            clauses.append(f"{alias}.source_id = ?")
+            params.append(scope.source_id)
+        else:
+            # a case-sensitive prefix, as the vector index applies it (LIKE would fold ASCII case and widen the read)
+            clauses.append(f"substr({alias}.source_id, 1, ?) = ?")
+            params += [len(scope.source_id), scope.source_id]
     return " AND ".join(clauses), params
 
 
@@ -264,6 +268,13 @@ class SqliteStore:
         kind, row_id = split_ref(ref)
         table = "memories" if kind == MEMORY else "episodes"
         return conn.execute(f"DELETE FROM {table} WHERE id = ?", (row_id,)).rowcount > 0
+
+    def delete_agent(self, conn: sqlite3.Connection, agent_id: str) -> dict[str, int]:
+        """Delete every memory, episode and profile of one agent; the count of each."""
+        counts = {}
+        for table in ("memories", "episodes", "profiles"):
+            counts[table] = conn.execute(f"DELETE FROM {table} WHERE agent_id = ?", (agent_id,)).rowcount
+        return counts
 
     def set_profile(self, conn: sqlite3.Connection, agent_id: str, content: str, updated_at: str) -> None:
         conn.execute(

@@ -133,8 +133,7 @@ class VectorIndex:
         if scope.channel:
             mask &= np.isin(self._channel[:n], [self._codes.find(""), self._codes.find(scope.channel)])
         if scope.source_id:
-            prefix = scope.source_id
-            mask &= np.fromiter((s.startswith(prefix) for s in self._source), dtype=bool, count=n)
+            mask &= np.fromiter((scope.source_matches(s) for s in self._source), dtype=bool, count=n)
         return mask
 
     def search(

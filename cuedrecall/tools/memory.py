@@ -1,0 +1,171 @@
+"""The everyday tools: store, recall, read, correct, protect and delete memories, episodes and the profile."""
+
+from __future__ import annotations
+
+from cuedrecall.access import READ, WRITE
+from cuedrecall.handlers import read, write
+from cuedrecall.handlers.recall import recall_with_context, run_recall
+from cuedrecall.tools.common import (
+    AGENT, AGENT_OMITTABLE, AGENT_OR_ALL, AGENT_OWNER, CHANNEL_READ, CHANNEL_WRITE, EPISODE_ID, MEMORY_ID,
+    PROJECT_READ, PROJECT_WRITE, SESSION_KEY, SOURCE_ID, TIME_CUE,
+)
+from cuedrecall.tools.spec import Param, Tool, on_agent
+
+_SOURCE_FORMS = {"description": "who said it: {type: User|Agent|System, id, name}, or a word (user, assistant)",
+                 "type": ["object", "string", "null"]}
+_MESSAGE_FIELDS = {
+    "content": {"type": "string", "description": "the text to remember"},
+    "id": {"type": "string", "maxLength": 256, "description": "your message id: the same id again is skipped"},
+    "source": _SOURCE_FORMS,
+    "timestamp": {"type": "string", "maxLength": 64, "description": "ISO-8601 time of the event; default now"},
+    "metadata": {"type": "object", "description": "free-form JSON, at most 8000 characters"},
+}
+_LIMIT = Param("integer", "rows to return", default=10, minimum=0, maximum=100)
+_EXCLUDE = Param("array", "texts already in context: rows equal to (or, from 32 chars, starting with) one of "
+                 "them are left out", default=[], items="string")
+_FULL = Param("boolean", "return whole rows instead of 500-character previews", default=False)
+_DEEP = Param("boolean", "halve the quality gate to find weaker matches", default=False)
+_CONTEXT_ENTRY = {"type": "object", "properties": {
+    "role": {"type": "string", "description": "user or assistant join the answer; any other role only filters"},
+    "content": {"type": "string"}, "name": {"type": "string"}, "user_id": {"type": "string"},
+    "timestamp": {"type": "string", "description": "ISO-8601; orders the merged answer (undated first)"}}}
+
+TOOLS = [
+    Tool(
+        "store",
+        "Save one message to long-term memory: a fact, decision, preference or conversation turn worth recalling "
+        "later. The same id or the same text again is skipped, never duplicated.",
+        {
+            "agent_id": AGENT_OMITTABLE,
+            "content": Param("string", "the text to remember", max_length=1_000_000),
+            "id": Param("string", "your message id: the same id again is skipped", max_length=256),
+            "source": Param("object", "who said it: {type: User|Agent|System, id, name} (a word such as \"user\" "
+                            "is read too)", also=("string", "null")),
+            "timestamp": Param("string", "ISO-8601 time of the event; default now", max_length=64),
+            "metadata": Param("object", "free-form JSON, at most 8000 characters"),
+            "lock": Param("boolean", "also protect it from update and delete", default=False),
+            "message": Param("object", "the older form of content, id, source, timestamp and metadata",
+                             properties=_MESSAGE_FIELDS),
+            "channel": CHANNEL_WRITE, "project_id": PROJECT_WRITE, "session_key": SESSION_KEY,
+        },
+        write.store, on_agent(WRITE), idempotent=True, omit_agent=True,
+        paused={"result": "skipped", "id": "no-persist", "embedded": False}, failure={"result": "rejected"},
+    ),
+    Tool(
+        "recall",
+        "Search long-term memory for what is relevant to a query (hybrid: meaning, words and identifiers). "
+        "Call it before answering anything that may depend on earlier sessions. The answer's rows run "
+        "from worst to best: the LAST row is the best match. An empty query lists the newest memories. "
+        "Pass time_cue only when the request itself names a time (\"in March\", \"two weeks ago\"); never "
+        "fill it with today's date. A cue moves rows found in that period up by a few places at most and "
+        "may add up to 3 rows; it never removes one.",
+        {
+            "agent_id": AGENT,
+            "query": Param("string", "what to look for; \"\" lists the newest memories", required=True,
+                           max_length=16000),
+            "limit": _LIMIT, "deep": _DEEP, "channel": CHANNEL_READ, "project_id": PROJECT_READ,
+            "source_id": SOURCE_ID, "exclude_contents": _EXCLUDE, "full_content": _FULL,
+            "trace": Param("boolean", "also return what every stage kept, dropped and why (refs and scores, never "
+                           "text)", default=False),
+            "time_cue": TIME_CUE, "session_key": SESSION_KEY,
+        },
+        run_recall, on_agent(READ), read_only=True, failure={"messages": []},
+    ),
+    Tool(
+        "recall_with_context",
+        "recall, leaving out what the conversation already holds, merged with that conversation in time order.",
+        {
+            "agent_id": AGENT,
+            "query": Param("string", "what to look for", required=True, max_length=16000),
+            "external_context": Param("array", "the conversation so far: [{role, content, name?, user_id?, "
+                                      "timestamp?}]", default=[], items=_CONTEXT_ENTRY),
+            "limit": _LIMIT, "deep": _DEEP, "channel": CHANNEL_READ, "project_id": PROJECT_READ,
+            "source_id": SOURCE_ID, "full_content": _FULL, "session_key": SESSION_KEY,
+        },
+        recall_with_context, on_agent(READ), read_only=True, failure={"messages": []},
+    ),
+    Tool(
+        "get_contents",
+        "Read the whole text of records a recall returned as previews, by their refs (mem:<id>, ep:<id>).",
+        {"agent_id": AGENT, "refs": Param("array", "up to 20 refs such as \"mem:12\" or \"ep:3\"", required=True,
+                                          items="string")},
+        read.get_contents, on_agent(READ), read_only=True, failure={"items": []},
+    ),
+    Tool(
+        "archive_episode",
+        "Save your summary of a finished session or task as an episode, so later recalls find the whole episode. "
+        "history (the turns, with timestamps) only sets its start and end time.",
+        {
+            "agent_id": AGENT,
+            "summary": Param("string", "your summary of the episode", required=True, non_empty=True,
+                             max_length=1_000_000),
+            "keywords": Param("string", "space-separated keywords", default=""),
+            "history": Param("array", "the turns [{timestamp, ...}], for the start and end time", default=[],
+                             items="object"),
+            "start_time": Param("string", "ISO-8601 start (overrides history)", nullable=True, max_length=64),
+            "end_time": Param("string", "ISO-8601 end (overrides history)", nullable=True, max_length=64),
+            "resolved": Param("boolean", "whether the episode's matter is settled", default=False, nullable=True),
+            "channel": CHANNEL_WRITE, "project_id": PROJECT_WRITE, "session_key": SESSION_KEY,
+        },
+        write.archive_episode, on_agent(WRITE), paused={"episode_id": None, "id": "no-persist"},
+        failure={"episode_id": None},
+    ),
+    Tool(
+        "update_memory",
+        "Correct the text of one stored memory (it is embedded again). Locked memories refuse.",
+        {"memory_id": MEMORY_ID,
+         "content": Param("string", "the new text", required=True, non_empty=True, max_length=1_000_000),
+         "agent_id": AGENT_OWNER, "session_key": SESSION_KEY},
+        write.update_memory, on_agent(WRITE), idempotent=True, paused={"updated_id": None},
+    ),
+    Tool(
+        "lock_memory", "Protect one memory from update and delete (ranking is unchanged).",
+        {"memory_id": MEMORY_ID, "agent_id": AGENT_OWNER, "session_key": SESSION_KEY},
+        write.lock_memory, on_agent(WRITE), idempotent=True, paused={"locked_id": None},
+    ),
+    Tool(
+        "unlock_memory", "Lift lock_memory's protection.",
+        {"memory_id": MEMORY_ID, "agent_id": AGENT_OWNER, "session_key": SESSION_KEY},
+        write.unlock_memory, on_agent(WRITE), idempotent=True, paused={"unlocked_id": None},
+    ),
+    Tool(
+        "delete_memory", "Delete one memory for good (locked memories refuse). Use it when asked to forget.",
+        {"memory_id": MEMORY_ID, "agent_id": AGENT_OWNER, "session_key": SESSION_KEY},
+        write.delete_memory, on_agent(WRITE), destructive=True, idempotent=True, paused={"deleted_id": None},
+    ),
+    Tool(
+        "delete_episode", "Delete one episode for good.",
+        {"episode_id": EPISODE_ID, "agent_id": AGENT_OWNER, "session_key": SESSION_KEY},
+        write.delete_episode, on_agent(WRITE), destructive=True, idempotent=True, paused={"deleted_id": None},
+    ),
+    Tool(
+        "delete_agent_data", "Delete every memory, episode and profile of one agent, and its calibration.",
+        {"agent_id": AGENT, "session_key": SESSION_KEY},
+        write.delete_agent_data, on_agent(WRITE), destructive=True, idempotent=True,
+        paused={"deleted_memories": 0, "deleted_profiles": 0, "deleted_episodes": 0},
+    ),
+    Tool(
+        "list_memories", "Browse stored memories, newest first (no search; use recall to search).",
+        {"agent_id": AGENT_OR_ALL,
+         "limit": Param("integer", "rows to return (at most 500)", default=100, minimum=0, maximum=500, clamp=True),
+         "project_id": PROJECT_READ},
+        read.list_memories, on_agent(READ), read_only=True, failure={"memories": [], "count": 0},
+    ),
+    Tool(
+        "list_episodes", "Browse stored episodes, newest first.",
+        {"agent_id": AGENT_OR_ALL,
+         "limit": Param("integer", "rows to return (at most 200)", default=50, minimum=0, maximum=200, clamp=True),
+         "project_id": PROJECT_READ},
+        read.list_episodes, on_agent(READ), read_only=True, failure={"episodes": [], "count": 0},
+    ),
+    Tool(
+        "get_profile", "Read the agent's profile: standing facts about the user and the agent.",
+        {"agent_id": AGENT}, read.get_profile, on_agent(READ), read_only=True,
+    ),
+    Tool(
+        "update_profile", "Replace the agent's profile (at most 2000 characters). Keep it to standing facts.",
+        {"agent_id": AGENT, "profile": Param("string", "the whole new profile", required=True, max_length=1_000_000),
+         "session_key": SESSION_KEY},
+        write.update_profile, on_agent(WRITE), idempotent=True, paused={"profiles_updated": 0},
+    ),
+]

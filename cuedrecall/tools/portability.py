@@ -1,0 +1,56 @@
+"""Moving memory: export to a file, import from one (ours or CPersona's), merge one agent into another."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cuedrecall.access import READ, WRITE, Demand
+from cuedrecall.handlers import portability
+from cuedrecall.handlers.merge import merge_memories
+from cuedrecall.tools.common import AGENT_OR_ALL, NAME_MAX, SESSION_KEY
+from cuedrecall.tools.spec import Param, Tool, on_agent
+
+
+def _merge_demands(bound: dict[str, Any]) -> list[Demand]:
+    """A copy reads the source; a move also deletes there."""
+    source_need = WRITE if bound["mode"] == "move" else READ
+    return [Demand(bound["source_agent_id"], source_need), Demand(bound["target_agent_id"], WRITE)]
+
+
+_AGENT_ARG = Param("string", "an agent id", required=True, non_empty=True, max_length=NAME_MAX)
+
+TOOLS = [
+    Tool(
+        "export_memories",
+        "Write an agent's memories, episodes and profile to a JSONL file in the export folder (a backup or a move).",
+        {"agent_id": AGENT_OR_ALL,
+         "output_path": Param("string", "file name inside the server's export folder", required=True,
+                              non_empty=True, max_length=1024),
+         "include_embeddings": Param("boolean", "also write the vectors", default=False)},
+        portability.export_jsonl, on_agent(READ), destructive=True,
+    ),
+    Tool(
+        "import_memories",
+        "Load a JSONL export (cuedrecall's, or CPersona's cpersona-export/1.x) from the export folder. Importing "
+        "the same file twice changes nothing.",
+        {"input_path": Param("string", "file name inside the server's export folder", required=True,
+                             non_empty=True, max_length=1024),
+         "target_agent_id": Param("string", "file every record under this agent (\"\" keeps each record's)",
+                                  default="", max_length=NAME_MAX),
+         "dry_run": Param("boolean", "count what would be imported without writing", default=False),
+         "session_key": SESSION_KEY},
+        portability.import_jsonl, on_agent(WRITE, "target_agent_id"),
+        paused={"imported_memories": 0, "imported_episodes": 0},
+    ),
+    Tool(
+        "merge_memories",
+        "Copy (or move) one agent's memories, episodes and profile under another agent; duplicates are skipped.",
+        {"source_agent_id": _AGENT_ARG, "target_agent_id": _AGENT_ARG,
+         "strategy": Param("string", "skip: what the target already holds is left as it is", default="skip",
+                           enum=("skip",)),
+         "mode": Param("string", "copy keeps the source; move deletes what was copied", default="copy",
+                       enum=("copy", "move")),
+         "dry_run": Param("boolean", "count without writing", default=False), "session_key": SESSION_KEY},
+        merge_memories, _merge_demands, paused={"merged_memories": 0, "merged_episodes": 0},
+    ),
+]

@@ -1,0 +1,210 @@
+"""How a tool is declared: its arguments (types, bounds, defaults), its schema, its handler and its demands.
+
+The dispatcher validates every call against these declarations and the MCP server
+publishes them, so the two can never disagree.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from cuedrecall.access import EVERY_AGENT, READ, WRITE, Demand
+from cuedrecall.errors import ToolArgumentError
+
+_JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "object": dict,
+                               "array": list, "null": type(None)}
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class Param:
+    """One argument: its JSON type, whether it is required, its default and bounds."""
+
+    type: str
+    doc: str
+    required: bool = False
+    default: Any = None
+    minimum: float | None = None
+    maximum: float | None = None
+    enum: tuple[str, ...] = ()
+    max_length: int | None = None
+    non_empty: bool = False  # a required string that must hold more than whitespace
+    nullable: bool = False
+    items: str | dict[str, Any] | None = None  # JSON type (or schema) of array items
+    clamp: bool = False  # a number outside [minimum, maximum] is moved to the bound, not refused
+    properties: dict[str, Any] | None = None  # an object's fields, published in the schema
+    extra: dict[str, Any] = field(default_factory=dict)  # further schema keywords, published as they are
+    ref: str | None = None  # an integer id that may also come as its ref ("mem:12" for ref "mem")
+    also: tuple[str, ...] = ()  # other JSON types accepted as they are (a source given as a word)
+
+    def schema(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self._published_type(), "description": self.doc}
+        bounds = () if self.clamp else (("minimum", self.minimum), ("maximum", self.maximum))
+        for key, value in (*bounds, ("maxLength", self.max_length)):
+            if value is not None:
+                out[key] = value
+        if self.enum:
+            out["enum"] = list(self.enum)
+        if self.items:
+            out["items"] = {"type": self.items} if isinstance(self.items, str) else self.items
+        if self.properties is not None:
+            out["properties"] = self.properties
+        if self.default is not None:
+            out["default"] = self.default
+        return {**out, **self.extra}
+
+    def _published_type(self) -> str | list[str]:
+        # An object stays exactly "object" even when null is accepted: some clients (the MCP Inspector)
+        # parse an argument as JSON only when its schema type is exactly "object".
+        if self.ref or self.also:
+            return [self.type, *(self.also or ("string",))]
+        return [self.type, "null"] if self.nullable and self.type != "object" else self.type
+
+    def check(self, name: str, value: Any) -> Any:
+        """The value when it is acceptable, else ToolArgumentError naming the argument."""
+        if value is None and self.nullable:
+            return None
+        value = self._decoded(value)
+        if any(isinstance(value, _JSON_TYPES[kind]) for kind in self.also):
+            return value
+        expected = _JSON_TYPES[self.type]
+        if isinstance(value, bool) and self.type in ("integer", "number"):
+            raise ToolArgumentError(f"argument '{name}' must be {self._kind()}, got a boolean")
+        if not isinstance(value, expected):
+            raise ToolArgumentError(f"argument '{name}' must be {self._kind()}, got {_json_type(value)}")
+        if self.type == "number" and value != value:
+            raise ToolArgumentError(f"argument '{name}' must be {self._kind()}, got NaN")
+        if self.non_empty and isinstance(value, str) and not value.strip():
+            raise ToolArgumentError(f"argument '{name}' must not be empty")
+        value = self._bounded(name, value)
+        if self.enum and value not in self.enum:
+            raise ToolArgumentError(f"argument '{name}' must be one of {', '.join(self.enum)}, got {_shown(value)}")
+        if self.max_length is not None and len(value) > self.max_length:
+            raise ToolArgumentError(f"argument '{name}' is too long ({len(value)}, at most {self.max_length})")
+        item_type = self.items if isinstance(self.items, str) else (self.items or {}).get("type")
+        if item_type and any(not isinstance(v, _JSON_TYPES[item_type]) or isinstance(v, bool) != (item_type == "boolean")
+                             for v in value):
+            raise ToolArgumentError(f"argument '{name}' must be an array of {item_type}s")
+        return value
+
+    def _decoded(self, value: Any) -> Any:
+        """An object or array sent as JSON text (some clients can only send strings) is read as JSON; a ref
+        ("mem:12") where its integer id is declared is read as that id."""
+        if self.ref and isinstance(value, str):
+            kind, _, number = value.partition(":")
+            return int(number) if kind == self.ref and number.isdigit() and number.isascii() else value
+        if self.type in ("object", "array") and isinstance(value, str):
+            try:
+                return json.loads(value)
+            except ValueError:
+                return value  # refused below, as the wrong type
+        return value
+
+    def _bounded(self, name: str, value: Any) -> Any:
+        if self.type not in ("integer", "number"):
+            return value
+        low, high = self.minimum, self.maximum
+        if self.clamp:
+            value = value if low is None else max(low, value)
+            return value if high is None else min(high, value)
+        if low is not None and value < low or high is not None and value > high:
+            raise ToolArgumentError(f"argument '{name}' must be {self._kind()}, got {value}")
+        return value
+
+    def _kind(self) -> str:
+        word = {"integer": "an integer", "number": "a number", "object": "an object", "array": "an array"}
+        kind = word.get(self.type, f"a {self.type}")
+        if self.minimum is not None and self.maximum is not None:
+            kind += f" from {self.minimum:g} to {self.maximum:g}"
+        elif self.minimum is not None:
+            kind += f" of at least {self.minimum:g}"
+        if self.ref:
+            kind += f" (or its ref, {self.ref}:<id>)"
+        return kind
+
+
+def _shown(value: Any, limit: int = 80) -> str:
+    """A caller's value in an error message, cut so that a huge value is never echoed whole."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
+
+
+def _json_type(value: Any) -> str:
+    for name, kind in (("null", type(None)), ("a boolean", bool), ("an integer", int), ("a number", float),
+                       ("a string", str), ("an object", dict), ("an array", list)):
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__
+
+
+Demands = Callable[[dict[str, Any]], list[Demand]]
+
+
+def on_agent(need: str, argument: str = "agent_id") -> Demands:
+    """The demand of most tools: ``need`` on the agent the argument names ("" = every agent)."""
+    return lambda bound: [Demand(bound.get(argument) or EVERY_AGENT, need)]
+
+
+def on_every_agent(need: str) -> Demands:
+    """A demand across every agent (a pause of the whole process, a sweep of the database)."""
+    return lambda bound: [Demand(EVERY_AGENT, need)]
+
+
+def no_demand(bound: dict[str, Any]) -> list[Demand]:
+    return []
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    params: dict[str, Param]
+    handler: Callable[..., dict[str, Any]]
+    demands: Demands
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+    paused: dict[str, Any] | None = None  # a write tool's answer while the session is paused (None: not a write)
+    failure: dict[str, Any] = field(default_factory=dict)  # the collection keys a failure still carries
+    omit_agent: bool = False  # agent_id may be omitted when the caller can act on exactly one agent
+    takes_session: bool = False  # the handler is given the session_key (the session controls)
+
+    def input_schema(self) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {name: p.schema() for name, p in self.params.items()},
+            "required": [name for name, p in self.params.items() if p.required],
+            "additionalProperties": False,
+        }
+
+    def bind(self, arguments: Any) -> dict[str, Any]:
+        """Validated arguments with defaults filled in; the first problem raises ToolArgumentError."""
+        if arguments is None:
+            arguments = {}
+        if isinstance(arguments, str):
+            arguments = Param("object", "").check("arguments", arguments)
+        if not isinstance(arguments, dict):
+            raise ToolArgumentError(f"arguments of '{self.name}' must be an object, got {_json_type(arguments)}")
+        unknown = sorted(set(arguments) - set(self.params))
+        if unknown:
+            shown = ", ".join(_shown(name, 40) for name in unknown[:5])
+            raise ToolArgumentError(
+                f"unknown argument(s) for '{self.name}': {shown} (accepted: {', '.join(self.params)})"
+            )
+        bound = {}
+        for name, param in self.params.items():
+            value = arguments.get(name, _MISSING)
+            if value is _MISSING:
+                if param.required:
+                    raise ToolArgumentError(f"argument '{name}' is required: {param.doc}")
+                # a fresh copy: a handler may extend the list or object it was given
+                bound[name] = json.loads(json.dumps(param.default)) if isinstance(param.default, (list, dict)) \
+                    else param.default
+            else:
+                bound[name] = param.check(name, value)
+        return bound
+
+
+__all__ = ["READ", "WRITE", "Demand", "Demands", "Param", "Tool", "no_demand", "on_agent", "on_every_agent"]
