@@ -49,8 +49,23 @@ def with_truncated(out: dict[str, Any], truncated: bool) -> dict[str, Any]:
 
 def store(rt: Runtime, agent_id: str, message: dict[str, Any] | None, channel: str, project_id: str,
           content: str | None = None, id: str | None = None, source: Any = None, timestamp: str | None = None,
-          metadata: dict[str, Any] | None = None, lock: bool = False) -> dict[str, Any]:
-    """Store one memory, given at the top level (content, id, ...) or in the older ``message`` object."""
+          metadata: dict[str, Any] | None = None, lock: bool = False,
+          associations: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Store one memory, given at the top level (content, id, ...) or in the older ``message`` object.
+
+    An ``associations`` rider never fails the store: until the associative layer exists
+    the answer's ``associations`` says it was not declared.
+    """
+    answer = _store(rt, agent_id, message, channel, project_id, content, id, source, timestamp, metadata, lock)
+    if associations is not None and answer.get("ok"):
+        answer["associations"] = {"ok": False, "error": "associations are not available in this version yet: "
+                                                        "nothing was declared"}
+    return answer
+
+
+def _store(rt: Runtime, agent_id: str, message: dict[str, Any] | None, channel: str, project_id: str,
+           content: str | None, id: str | None, source: Any, timestamp: str | None,
+           metadata: dict[str, Any] | None, lock: bool) -> dict[str, Any]:
     top = {"content": content, "id": id, "source": source, "timestamp": timestamp, "metadata": metadata}
     checked = _checked_message(rt, _one_message(message, {k: v for k, v in top.items() if v is not None}))
     if "reason" in checked:

@@ -47,6 +47,8 @@ TOOLS = [
             "message": Param("object", "the older form of content, id, source, timestamp and metadata",
                              properties=_MESSAGE_FIELDS),
             "channel": CHANNEL_WRITE, "project_id": PROJECT_WRITE, "session_key": SESSION_KEY,
+            "associations": Param("object", "entities and relations to declare with this memory (not yet "
+                                  "available: the memory is stored and the answer's associations says so)"),
         },
         write.store, on_agent(WRITE), idempotent=True, omit_agent=True,
         paused={"result": "skipped", "id": "no-persist", "embedded": False}, failure={"result": "rejected"},
