@@ -1,7 +1,10 @@
-"""Settings: one typed object read once from ``CPERSONA_*`` environment variables.
+"""Settings: one typed object read once from ``CUEDRECALL_*`` (or ``CPERSONA_*``) environment variables.
 
-A malformed value is a startup error naming the variable and what it accepts;
-nothing falls back silently to a default.
+Every setting has our name, ``CUEDRECALL_<NAME>``, and CPersona's, ``CPERSONA_<NAME>``,
+so a configuration written for CPersona works as it is. Both may be set to the
+same value; different values are a startup error naming both. A malformed value is
+a startup error naming the variable and what it accepts; nothing falls back
+silently to a default.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from typing import Any, Callable, Mapping
 
 from cuedrecall.errors import SettingsError
 
-PREFIX = "CPERSONA_"
+PREFIX = "CUEDRECALL_"
+CPERSONA_PREFIX = "CPERSONA_"  # CPersona's names, read too
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
@@ -72,7 +76,8 @@ def default_db_path() -> str:
 
 @dataclass(frozen=True)
 class Settings:
-    """Every setting, its default and its meaning; the field name upper-cased is the variable."""
+    """Every setting, its default and its meaning; CUEDRECALL_ (or CPERSONA_) + the field name upper-cased is the
+    variable."""
 
     db_path: str = _setting("", _text, "SQLite database file (default ~/.cuedrecall/memory.db)")
     embedding_mode: str = _setting("local", _choice("local", "http", "hash", "none"), "embedder")
@@ -122,15 +127,20 @@ class Settings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> "Settings":
-        """Read every ``CPERSONA_*`` variable; keyword overrides win over the environment."""
+        """Read every ``CUEDRECALL_*`` / ``CPERSONA_*`` variable; keyword overrides win over the environment."""
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}
         for f in fields(cls):
-            name = PREFIX + f.name.upper()
             if f.name in overrides:
                 values[f.name] = overrides[f.name]
-            elif name in env and env[name] != "":
-                values[f.name] = f.metadata["parse"](name, env[name])
+                continue
+            read = [(name, f.metadata["parse"](name, env[name])) for name in variables(f.name)
+                    if env.get(name, "") != ""]
+            if len(read) == 2 and read[0][1] != read[1][1]:
+                raise SettingsError(f"{read[0][0]} and {read[1][0]} are both set, to different values: they name "
+                                    "the same setting, so set one (or both to the same value)")
+            if read:
+                values[f.name] = read[0][1]
         settings = cls(**values)
         if not settings.db_path:
             settings = cls(**{**values, "db_path": default_db_path()})
@@ -138,5 +148,15 @@ class Settings:
 
     @classmethod
     def describe(cls) -> list[tuple[str, Any, str]]:
-        """(variable, default, meaning) for every setting: the README table."""
-        return [(PREFIX + f.name.upper(), f.default, f.metadata["doc"]) for f in fields(cls)]
+        """(variable, default, meaning) for every variable read: each setting's ``CUEDRECALL_*`` name, then its
+        ``CPERSONA_*`` name (the same setting). The README table lists the first of each pair."""
+        rows: list[tuple[str, Any, str]] = []
+        for f in fields(cls):
+            ours, theirs = variables(f.name)
+            rows += [(ours, f.default, f.metadata["doc"]), (theirs, f.default, f"the same as {ours}")]
+        return rows
+
+
+def variables(setting: str) -> tuple[str, str]:
+    """The two variables a setting is read from: ours first, then CPersona's."""
+    return PREFIX + setting.upper(), CPERSONA_PREFIX + setting.upper()

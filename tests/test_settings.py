@@ -1,4 +1,5 @@
-"""Settings: CPERSONA_* variables read once; a malformed value stops startup naming the variable and what it takes."""
+"""Settings: CUEDRECALL_* (or CPERSONA_*) variables read once; a malformed value stops startup naming the variable
+and what it takes; the two names of one setting set to different values stop it naming both."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from dataclasses import fields
 
 import pytest
 
-from cuedrecall.config import Settings, default_db_path
+from cuedrecall.config import Settings, default_db_path, variables
 from cuedrecall.errors import SettingsError
 
 
@@ -110,7 +111,89 @@ def test_settings_are_read_from_os_environ_when_no_mapping_is_given(monkeypatch:
         Settings.from_env()
 
 
-def test_describe_lists_every_variable_once() -> None:
-    names = [name for name, _, _ in Settings.describe()]
-    assert len(names) == len(set(names)) == len(fields(Settings))
-    assert all(name.startswith("CPERSONA_") for name in names)
+def test_describe_lists_each_setting_under_our_name_first_then_cpersonas() -> None:
+    rows = Settings.describe()
+    names = [name for name, _, _ in rows]
+    assert len(names) == len(set(names)) == 2 * len(fields(Settings))
+    for f, ours, theirs in zip(fields(Settings), rows[0::2], rows[1::2]):
+        assert ours == ("CUEDRECALL_" + f.name.upper(), f.default, f.metadata["doc"])
+        assert theirs[:2] == ("CPERSONA_" + f.name.upper(), f.default) and ours[0] in theirs[2]
+        assert variables(f.name) == (ours[0], theirs[0])
+
+
+# -- our names and CPersona's ---------------------------------------------------------------------
+
+_CHOICES = {"embedding_mode": ("hash", "none"), "recall_mode": ("rsf", "rrf"), "prior_age_anchor": ("now", "newest"),
+            "recall_precision": ("strict", "lenient")}
+
+
+def _two_values(name: str, default: object) -> tuple[str, str, object]:
+    """Two different valid raw values for a setting (neither its default) and what the first reads as."""
+    if name in _CHOICES:
+        first, second = _CHOICES[name]
+        return first, second, first
+    if isinstance(default, bool):
+        return ("false", "true", False) if default else ("true", "false", True)
+    if isinstance(default, int):
+        return str(default + 2), str(default + 1), default + 2
+    if isinstance(default, float):
+        return str(default / 4 or 0.25), str(default / 2 or 0.5), default / 4 or 0.25
+    return "first-value", "second-value", "first-value"
+
+
+@pytest.mark.parametrize("prefix", ["CUEDRECALL_", "CPERSONA_"])
+def test_every_setting_is_read_from_either_name(prefix: str) -> None:
+    for f in fields(Settings):
+        raw, _, value = _two_values(f.name, f.default)
+        assert getattr(Settings.from_env({prefix + f.name.upper(): raw}), f.name) == value, f.name
+
+
+def test_both_names_with_the_same_value_are_fine() -> None:
+    for f in fields(Settings):
+        raw, _, value = _two_values(f.name, f.default)
+        environ = {"CUEDRECALL_" + f.name.upper(): raw, "CPERSONA_" + f.name.upper(): raw}
+        assert getattr(Settings.from_env(environ), f.name) == value, f.name
+    # the same value written two ways is the same value
+    assert Settings.from_env({"CUEDRECALL_FTS_ENABLED": "off", "CPERSONA_FTS_ENABLED": "FALSE"}).fts_enabled is False
+    assert Settings.from_env({"CUEDRECALL_EMBEDDING_MODE": "hash", "CPERSONA_EMBEDDING_MODE": "HASH"}).embedding_mode \
+        == "hash"
+
+
+def test_both_names_with_different_values_stop_startup_naming_both() -> None:
+    for f in fields(Settings):
+        first, second, _ = _two_values(f.name, f.default)
+        ours, theirs = "CUEDRECALL_" + f.name.upper(), "CPERSONA_" + f.name.upper()
+        with pytest.raises(SettingsError) as caught:
+            Settings.from_env({ours: first, theirs: second})
+        message = str(caught.value)
+        assert ours in message and theirs in message, f.name
+        assert first not in message and second not in message  # a token is never echoed
+
+
+def test_an_empty_variable_counts_as_unset_beside_the_other_name() -> None:
+    settings = Settings.from_env({"CUEDRECALL_MAX_CONTENT_LENGTH": "", "CPERSONA_MAX_CONTENT_LENGTH": "77"})
+    assert settings.max_content_length == 77
+    settings = Settings.from_env({"CUEDRECALL_AUTH_TOKEN": "tok", "CPERSONA_AUTH_TOKEN": ""})
+    assert settings.auth_token == "tok"
+
+
+def test_a_malformed_value_under_our_name_is_named_so() -> None:
+    with pytest.raises(SettingsError) as caught:
+        Settings.from_env({"CUEDRECALL_HTTP_PORT": "port"})
+    assert "CUEDRECALL_HTTP_PORT" in str(caught.value) and "CPERSONA_" not in str(caught.value)
+    with pytest.raises(SettingsError, match="CPERSONA_HTTP_PORT"):  # the other name is checked too
+        Settings.from_env({"CUEDRECALL_HTTP_PORT": "8000", "CPERSONA_HTTP_PORT": "port"})
+
+
+def test_keyword_overrides_win_over_both_names() -> None:
+    environ = {"CUEDRECALL_MAX_CONTENT_LENGTH": "100", "CPERSONA_MAX_CONTENT_LENGTH": "200"}
+    assert Settings.from_env(environ, max_content_length=7).max_content_length == 7
+
+
+def test_our_names_are_read_from_os_environ(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CPERSONA_RECALL_PRECISION", raising=False)
+    monkeypatch.setenv("CUEDRECALL_RECALL_PRECISION", "lenient")
+    assert Settings.from_env().recall_precision == "lenient"
+    monkeypatch.setenv("CPERSONA_RECALL_PRECISION", "strict")
+    with pytest.raises(SettingsError, match="CUEDRECALL_RECALL_PRECISION and CPERSONA_RECALL_PRECISION"):
+        Settings.from_env()

@@ -1,11 +1,21 @@
-"""The MCP server: publishes the tool declarations and answers each call with the API's JSON."""
+"""The MCP server: publishes the tool declarations and answers each call with the API's JSON.
+
+Who is calling: stdio runs as ``LOCAL`` (or, with an ACL file, as its ``local``
+client when it names one). Over HTTP the auth middleware resolves the bearer
+token to a principal and puts it in the request's ASGI scope; the SDK hands each
+tool call the request it came in (``request_context.request``), and ``call_tool``
+reads the principal from that request's scope, so a call runs as the client that
+sent it, whatever task or session runs the handler.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hmac
 import json
-from typing import Any, AsyncIterator
+import logging
+from typing import Any, AsyncIterator, Callable
 
 import anyio
 import mcp.types as types
@@ -17,10 +27,14 @@ from starlette.responses import JSONResponse
 from starlette.routing import Mount
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from cuedrecall.version import __version__
+from cuedrecall.access import LOCAL, Principal, load_acl
 from cuedrecall.api import Memory
+from cuedrecall.config import Settings
 from cuedrecall.errors import SettingsError
 from cuedrecall.tools import TOOLS
+from cuedrecall.version import __version__
+
+log = logging.getLogger("cuedrecall")
 
 SERVER_NAME = "cuedrecall"
 INSTRUCTIONS = (
@@ -28,6 +42,8 @@ INSTRUCTIONS = (
     "recall before answering anything that may depend on the past (the LAST row of the answer is the best). "
     "Pass recall's time_cue only when the request names a time, never today's date."
 )
+PRINCIPAL_KEY = "cuedrecall.principal"  # the ASGI scope key the auth middleware files the caller under
+NOBODY = Principal("unauthenticated")  # an HTTP request the middleware did not vouch for: no grants
 
 
 def _tool_list() -> list[types.Tool]:
@@ -44,9 +60,22 @@ def _tool_list() -> list[types.Tool]:
     ]
 
 
-def build_server(memory: Memory) -> Server:
-    """A low-level MCP server whose every tool is ``memory.call``; our own validation answers bad input."""
+def build_server(memory: Memory, principal: Principal = LOCAL) -> Server:
+    """A low-level MCP server whose every tool is ``memory.call``; our own validation answers bad input.
+
+    A call that came over HTTP runs as the principal its request's scope carries; one that did
+    not (stdio) runs as ``principal``.
+    """
     server: Server = Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS)
+
+    def caller() -> Principal:
+        try:
+            request = server.request_context.request
+        except LookupError:  # not inside a request the SDK is handling
+            return principal
+        if request is None:  # stdio: no HTTP request behind the message
+            return principal
+        return request.scope.get(PRINCIPAL_KEY, NOBODY)
 
     @server.list_tools()
     async def list_tools() -> list[types.Tool]:
@@ -56,27 +85,47 @@ def build_server(memory: Memory) -> Server:
     # and keeps the tool's response shape, so validation is left to Memory.call.
     @server.call_tool(validate_input=False)
     async def call_tool(name: str, arguments: dict[str, Any] | None) -> list[types.TextContent]:
-        result = await anyio.to_thread.run_sync(memory.call, name, arguments or {})
+        call = functools.partial(memory.call, name, arguments or {}, principal=caller())
+        result = await anyio.to_thread.run_sync(call)
         return [types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))]
 
     return server
 
 
+def stdio_principal(settings: Settings) -> Principal:
+    """Who stdio runs as: the ACL file's ``local`` client when there is a file naming one, else ``LOCAL``."""
+    if not settings.acl_file:
+        return LOCAL
+    return load_acl(settings.acl_file).local or LOCAL
+
+
 async def serve_stdio(memory: Memory) -> None:
-    server = build_server(memory)
+    server = build_server(memory, stdio_principal(memory.settings))
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
 
 
-class BearerAuth:
-    """Refuses every HTTP request without ``Authorization: Bearer <token>`` (401), comparing in constant time."""
+Authenticate = Callable[[bytes], "Principal | None"]
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+
+class BearerAuth:
+    """Refuses every HTTP request without ``Authorization: Bearer <token>`` of a known caller (401); files the
+    caller's principal in the request's scope for the tool calls.
+
+    ``authenticate`` maps the token (bytes as sent) to a principal, comparing in constant time; ``None`` as
+    ``authenticate`` serves everyone as ``LOCAL`` (HTTP allowed without authentication).
+    """
+
+    def __init__(self, app: ASGIApp, authenticate: Authenticate | None) -> None:
         self.app = app
-        self.token = token.encode("utf-8")
+        self.authenticate = authenticate
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan" or (scope["type"] == "http" and scope.get("method") == "OPTIONS"):
+            await self.app(scope, receive, send)
+            return
+        if self.authenticate is None:
+            scope[PRINCIPAL_KEY] = LOCAL
             await self.app(scope, receive, send)
             return
         if scope["type"] != "http":  # websockets (or anything else) never reach the app unauthenticated
@@ -84,23 +133,54 @@ class BearerAuth:
             return
         header = dict(scope.get("headers") or []).get(b"authorization", b"")
         scheme, _, given = header.partition(b" ")
-        if scheme.lower() != b"bearer" or not hmac.compare_digest(given.strip(), self.token):
+        principal = self.authenticate(given.strip()) if scheme.lower() == b"bearer" else None
+        if principal is None:
             response = JSONResponse({"error": "unauthorized"}, status_code=401,
                                     headers={"WWW-Authenticate": "Bearer"})
             await response(scope, receive, send)
             return
+        scope[PRINCIPAL_KEY] = principal
         await self.app(scope, receive, send)
 
 
+def single_token(token: str) -> Authenticate:
+    """The one-token check: the right token is ``LOCAL``, compared in constant time over UTF-8 bytes."""
+    expected = token.encode("utf-8")
+
+    def authenticate(given: bytes) -> Principal | None:
+        return LOCAL if hmac.compare_digest(given, expected) else None
+
+    return authenticate
+
+
+def http_authentication(settings: Settings) -> Authenticate | None:
+    """How HTTP callers are told apart: the ACL file's clients when one is set, else the single token, else
+    (explicitly allowed) nobody is asked; without any of these the transport refuses to start."""
+    if settings.acl_file:
+        acl = load_acl(settings.acl_file)
+        if settings.auth_token:
+            log.warning("the ACL file %s is in use: the single HTTP token (CUEDRECALL_AUTH_TOKEN / "
+                        "CPERSONA_AUTH_TOKEN) is ignored", settings.acl_file)
+        if not any(client.token is not None for client in acl.clients):
+            log.warning("the ACL file %s names no client with a token: every HTTP request will be refused",
+                        settings.acl_file)
+        return acl.authenticate
+    if settings.auth_token:
+        return single_token(settings.auth_token)
+    if settings.allow_unauthenticated_http:
+        return None
+    raise SettingsError(
+        "the HTTP transport needs a bearer token, CUEDRECALL_AUTH_TOKEN (or CPERSONA_AUTH_TOKEN), or an ACL file, "
+        "CUEDRECALL_ACL_FILE (or CPERSONA_ACL_FILE); CUEDRECALL_ALLOW_UNAUTHENTICATED_HTTP=true (or "
+        "CPERSONA_ALLOW_UNAUTHENTICATED_HTTP=true) serves without authentication"
+    )
+
+
 def http_app(memory: Memory) -> ASGIApp:
-    """The streamable HTTP app (stateless), at /mcp, behind the bearer check when a token is set."""
-    settings = memory.settings
-    if not settings.auth_token and not settings.allow_unauthenticated_http:
-        raise SettingsError(
-            "the HTTP transport needs CPERSONA_AUTH_TOKEN (or CPERSONA_ALLOW_UNAUTHENTICATED_HTTP=true to serve "
-            "without authentication)"
-        )
-    manager = StreamableHTTPSessionManager(app=build_server(memory), stateless=True)
+    """The streamable HTTP app (stateless), at /mcp, behind the bearer check (one token, or an ACL file's
+    clients, each calling as its own principal)."""
+    authenticate = http_authentication(memory.settings)
+    manager = StreamableHTTPSessionManager(app=build_server(memory, NOBODY), stateless=True)
 
     async def handle(scope: Scope, receive: Receive, send: Send) -> None:
         await manager.handle_request(scope, receive, send)
@@ -111,7 +191,7 @@ def http_app(memory: Memory) -> ASGIApp:
             yield
 
     app: ASGIApp = Starlette(routes=[Mount("/mcp", app=handle)], lifespan=lifespan)
-    return BearerAuth(app, settings.auth_token) if settings.auth_token else app
+    return BearerAuth(app, authenticate)
 
 
 def serve_http(memory: Memory, host: str, port: int) -> None:
