@@ -117,7 +117,11 @@ class Memory:
             return paused_answer(rt, session_key, spec.paused)
         if spec.takes_session:
             bound["session_key"] = session_key
-        return spec.handler(rt, **bound, **library)
+        if spec.takes_principal:
+            bound["principal"] = principal
+        answer = spec.handler(rt, **bound, **library)
+        # a refusal from inside a handler carries the collection keys the tool documents too
+        return {**spec.failure, **answer} if answer.get("ok") is False else answer
 
     def __getattr__(self, name: str) -> Callable[..., dict[str, Any]]:
         """Every tool is also a method: ``memory.recall(agent_id="me", query="...")`` is ``call("recall", ...)``."""

@@ -72,17 +72,20 @@ def cmd_recall(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    # the operator's command on the server's own machine: any path (anywhere=True, which no tool caller can send)
     with _memory(args) as memory:
-        result = memory.export_memories(agent_id=args.agent, output_path=args.path,
-                                        include_embeddings=args.embeddings)
+        result = memory.call("export_memories", {"agent_id": args.agent, "output_path": args.path,
+                                                 "include_embeddings": args.embeddings}, anywhere=True)
     return _finish(result)
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    # any path the operator gives, ours or a CPersona export: one command moves a CPersona user over
     with _memory(args) as memory, _progress() as progress:
         task = progress.add_task("importing", total=_record_count(args.path))
-        result = memory.import_memories(input_path=args.path, target_agent_id=args.agent, dry_run=args.dry_run,
-                                        progress=lambda n: progress.advance(task, n))
+        result = memory.call("import_memories", {"input_path": args.path, "target_agent_id": args.agent,
+                                                 "dry_run": args.dry_run},
+                             progress=lambda n: progress.advance(task, n), anywhere=True)
     return _finish(result)
 
 

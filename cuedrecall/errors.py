@@ -1,7 +1,7 @@
 """Errors of cuedrecall, in one place.
 
     CuedRecallError
-    ├── SettingsError       a CPERSONA_* variable is malformed (startup stops)
+    ├── SettingsError       a CUEDRECALL_* (or CPERSONA_*) variable is malformed (startup stops)
     ├── ToolArgumentError   a caller passed a bad argument (answered ok:false, nothing written)
     └── StoreError          the database refused or is unusable
 """

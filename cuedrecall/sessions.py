@@ -41,7 +41,7 @@ class Pauses:
     def status(self, session_key: str, now: datetime) -> dict[str, object]:
         left = self.remaining(session_key, now)
         return {"paused": left > 0, "expires_at": iso(now + timedelta(seconds=left)) if left > 0 else None,
-                "ttl_remaining_seconds": int(round(left)), "scope": scope(session_key)}
+                "ttl_remaining_seconds": int(round(left)) if left > 0 else None, "scope": scope(session_key)}
 
 
 def scope(session_key: str) -> str:

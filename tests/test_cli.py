@@ -144,11 +144,41 @@ def test_import_of_a_missing_file_fails_cleanly(tmp_path: Path, capsys: pytest.C
     assert "input_path" in err and "Traceback" not in err
 
 
-def test_export_to_a_dot_dot_path_fails_with_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_operators_export_and_import_take_any_path_they_are_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command line runs on the server's own machine: no export folder confines it (tools stay confined)."""
     db = _db_with(tmp_path, "e.db", ["anything"])
-    assert main(["export", "../outside.jsonl", "--db", str(db), "--embedding", "hash"]) == 1
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    assert main(["export", "../outside.jsonl", "--db", str(db), "--embedding", "hash"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["ok"] is True and result["path"] == str(tmp_path / "outside.jsonl")
+    assert (tmp_path / "outside.jsonl").stat().st_mode & 0o777 == 0o600
+    assert not (tmp_path / "exports").exists()  # the command line never made the export folder
+    assert main(["import", "../outside.jsonl", "--db", str(tmp_path / "f.db"), "--embedding", "hash"]) == 0
+    assert json.loads(capsys.readouterr().out)["imported_memories"] == 1
+
+
+def test_the_operators_export_still_refuses_the_database_itself(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = _db_with(tmp_path, "e.db", ["anything"])
+    before = db.read_bytes()
+    for target in (db, Path(str(db) + "-wal")):
+        assert main(["export", str(target), "--db", str(db), "--embedding", "hash"]) == 1
+        result = json.loads(capsys.readouterr().out)
+        assert result["ok"] is False and "output_path" in result["error"] and "database" in result["error"]
+    assert db.read_bytes() == before
+
+
+def test_export_into_a_missing_folder_fails_with_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = _db_with(tmp_path, "e.db", ["anything"])
+    assert main(["export", str(tmp_path / "no" / "such" / "x.jsonl"), "--db", str(db), "--embedding", "hash"]) == 1
     result = json.loads(capsys.readouterr().out)
     assert result["ok"] is False and "output_path" in result["error"]
+    assert not (tmp_path / "no").exists()
 
 
 def test_a_malformed_setting_fails_naming_the_variable(

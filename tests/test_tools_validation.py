@@ -27,7 +27,7 @@ def seeded(tmp_path: Path) -> Iterator[tuple[Memory, dict[str, dict[str, Any]]]]
         for i, topic in enumerate(["garden", "taxes", "piano", "cycling", "bread", "chess", "rust", "birds",
                                    "knitting", "sailing", "coffee", "maps"]):
             memory.store(agent_id=AGENT, message={"content": f"note {i}: a thought about {topic}"})
-        export = memory.export_memories(agent_id=AGENT, output_path=str(tmp_path / "seed.jsonl"))
+        export = memory.export_memories(agent_id=AGENT, output_path="seed.jsonl")  # into exports/ beside v.db
         assert mem["result"] == "stored" and ep["ok"] and export["ok"]
         base: dict[str, dict[str, Any]] = {
             "store": {"agent_id": AGENT, "message": {"content": "a fresh memory", "id": "m2"}, "channel": "c",
@@ -46,7 +46,7 @@ def seeded(tmp_path: Path) -> Iterator[tuple[Memory, dict[str, dict[str, Any]]]]
             "list_episodes": {"agent_id": AGENT, "limit": 10, "project_id": None},
             "get_profile": {"agent_id": AGENT},
             "update_profile": {"agent_id": AGENT, "profile": "likes coffee now"},
-            "export_memories": {"agent_id": AGENT, "output_path": str(tmp_path / "out.jsonl"),
+            "export_memories": {"agent_id": AGENT, "output_path": "out.jsonl",
                                 "include_embeddings": False},
             "import_memories": {"input_path": export["path"], "target_agent_id": "agent-c", "dry_run": False},
             "calibrate_threshold": {"agent_id": AGENT, "sample_size": 50, "method": "separation",
@@ -81,7 +81,7 @@ def _state(memory: Memory, tmp_path: Path) -> tuple[str, bool, str, list[Any]]:
     every calibrated threshold and precision override, and the gate settings of every agent."""
     calibration = repr((memory.store_.thresholds(), memory.store_.betas()))
     gates = [memory.get_recall_precision(agent_id=agent) for agent in (AGENT, OTHER)]
-    return (snapshot(memory, agents=(AGENT, OTHER, "agent-c")), (tmp_path / "out.jsonl").exists(),
+    return (snapshot(memory, agents=(AGENT, OTHER, "agent-c")), (tmp_path / "exports" / "out.jsonl").exists(),
             calibration, gates)
 
 
@@ -458,10 +458,12 @@ def test_export_and_import_refuse_dot_dot_paths(
     assert failed(memory.export_memories(agent_id=AGENT, output_path=path), "'output_path'")
     assert failed(memory.import_memories(input_path=path), "'input_path'")
     assert _state(memory, tmp_path) == before
+    assert not (tmp_path / "escape.jsonl").exists()
 
 
 def test_importing_a_missing_file_is_refused_naming_input_path(
     seeded: tuple[Memory, dict[str, dict[str, Any]]], tmp_path: Path
 ) -> None:
     memory, _ = seeded
-    assert failed(memory.import_memories(input_path=str(tmp_path / "absent.jsonl")), "'input_path'")
+    assert failed(memory.import_memories(input_path="absent.jsonl"), "'input_path'")  # in the export folder
+    assert failed(memory.import_memories(input_path=str(tmp_path / "absent.jsonl")), "'input_path'")  # outside

@@ -98,8 +98,9 @@ def set_recall_precision(rt: Runtime, agent_id: str, precision: str, beta: float
             rt.store.set_beta(conn, agent_id, override)
             rt.store.set_thresholds(conn, found)
         result = {**report, "sidecar_persisted": True}
-    return {"ok": result["ok"], "agent_id": agent_id, "precision": _named(effective), "beta": effective,
-            "cleared": cleared, "calibrate": result}
+    answer = {"ok": result["ok"], "agent_id": agent_id, "precision": _named(effective), "beta": effective,
+              "cleared": cleared, "calibrate": result}
+    return answer if result["ok"] else {**answer, "error": f"nothing changed: {result['error']}"}
 
 
 def _named(beta: float) -> str:
@@ -108,8 +109,10 @@ def _named(beta: float) -> str:
 
 def get_recall_precision(rt: Runtime, agent_id: str) -> dict[str, Any]:
     beta = rt.calibration.beta(agent_id, rt.settings.recall_precision)
+    default = rt.settings.recall_precision
     return {"ok": True, "agent_id": agent_id, "precision": _named(beta), "beta": beta,
-            "overridden": rt.calibration.overridden(agent_id), "default_precision": rt.settings.recall_precision,
+            "overridden": rt.calibration.overridden(agent_id), "default_precision": default,
+            "global_precision": default, "global_beta": PRECISION_BETA[default],
             "thresholds": rt.calibration.thresholds(agent_id)}
 
 

@@ -28,8 +28,8 @@ def get_contents(rt: Runtime, agent_id: str, refs: list[str]) -> dict[str, Any]:
         if record is None or record.agent_id != agent_id:
             missing.append(ref)
             continue
-        items.append({"ref": ref, "content": record.display_content, "timestamp": record.timestamp,
-                      **({"id": record.msg_id} if record.msg_id else {})})
+        items.append({"ref": ref, "content": record.display_content, "source": record.source,
+                      "timestamp": record.timestamp, **({"id": record.msg_id} if record.msg_id else {})})
     return {"items": items, "missing": missing, "count": len(items)}
 
 

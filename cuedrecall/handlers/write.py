@@ -83,6 +83,8 @@ def _store(rt: Runtime, agent_id: str, message: dict[str, Any] | None, channel: 
     with rt.store.write() as conn:
         new_id = rt.store.insert_memory(conn, row)
     out = {"ok": True, "result": "stored", "id": new_id, "ref": make_ref(MEMORY, new_id), "embedded": vector is not None}
+    if lock:
+        out["locked"] = True
     return with_truncated(out, checked["truncated"])
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from contextlib import contextmanager
@@ -13,6 +14,7 @@ import numpy as np
 
 from cuedrecall.errors import StoreError
 from cuedrecall.store.base import EPISODE, MEMORY, Hit, Period, Record, Scope, Threshold, make_ref, split_ref
+from cuedrecall.store.maintenance import SqliteMaintenance
 from cuedrecall.store.schema import migrate
 from cuedrecall.store.term_counts import TermCounts
 from cuedrecall.store.vector_index import IndexRow, VectorIndex
@@ -35,6 +37,34 @@ def _blob(vector: np.ndarray | None) -> bytes | None:
 
 def _vector(blob: bytes | None) -> np.ndarray | None:
     return None if blob is None else np.frombuffer(blob, dtype="<f4")
+
+
+def _create_private(path: str) -> bool:
+    """Create the database file 0600 (whatever the umask) when it does not exist; True when this call made it.
+
+    SQLite creates its -wal and -shm files with the database file's mode. An
+    existing file keeps the mode it has.
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return False
+    except OSError:
+        return False  # not a plain path SQLite can open (a URI, a device): sqlite3 reports what is wrong
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+    return True
+
+
+def _private_side_files(path: str) -> None:
+    """Make a new database's -wal and -shm files 0600 too (SQLite copies the mode; this is the belt)."""
+    for suffix in ("-wal", "-shm"):
+        try:
+            os.chmod(path + suffix, 0o600)
+        except OSError:
+            pass  # not there (yet): SQLite creates it later with the database file's mode
 
 
 def _like_escape(text: str) -> str:
@@ -86,19 +116,23 @@ def fts_arm_sql(kind: str, scope: Scope, period: Period | None) -> tuple[str, li
     return sql, [*params, *pparams]
 
 
-class SqliteStore:
+class SqliteStore(SqliteMaintenance):
     """All SQL of cuedrecall's embedded backend. One writer at a time; the index follows every commit."""
 
     def __init__(self, path: str | Path, *, common_term_ratio: float = 0.1) -> None:
         self.path = str(path)
+        created = False
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            created = _create_private(self.path)
         self._lock = threading.RLock()
         self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA busy_timeout=5000")
         self.schema_version = migrate(self._conn)
+        if created:
+            _private_side_files(self.path)
         self._indexes = {MEMORY: VectorIndex(), EPISODE: VectorIndex()}
         self._watermark = 0
         self._data_version = -1

@@ -24,22 +24,24 @@ TOOLS = [
         "export_memories",
         "Write an agent's memories, episodes and profile to a JSONL file in the export folder (a backup or a move).",
         {"agent_id": AGENT_OR_ALL,
-         "output_path": Param("string", "file name inside the server's export folder", required=True,
-                              non_empty=True, max_length=1024),
+         "output_path": Param("string", "file to write, relative to the server's export folder (an absolute path "
+                                        "only inside it); the file is created 0600, no folder is made",
+                              required=True, non_empty=True, max_length=1024),
          "include_embeddings": Param("boolean", "also write the vectors", default=False)},
-        portability.export_jsonl, on_agent(READ), destructive=True,
+        portability.export_jsonl, on_agent(WRITE), destructive=True, takes_principal=True,
     ),
     Tool(
         "import_memories",
         "Load a JSONL export (cuedrecall's, or CPersona's cpersona-export/1.x) from the export folder. Importing "
         "the same file twice changes nothing.",
-        {"input_path": Param("string", "file name inside the server's export folder", required=True,
+        {"input_path": Param("string", "file to read, relative to the server's export folder (an absolute path "
+                                       "only inside it)", required=True,
                              non_empty=True, max_length=1024),
          "target_agent_id": Param("string", "file every record under this agent (\"\" keeps each record's)",
                                   default="", max_length=NAME_MAX),
          "dry_run": Param("boolean", "count what would be imported without writing", default=False),
          "session_key": SESSION_KEY},
-        portability.import_jsonl, on_agent(WRITE, "target_agent_id"),
+        portability.import_jsonl, on_agent(WRITE, "target_agent_id"), takes_principal=True,
         paused={"imported_memories": 0, "imported_episodes": 0},
     ),
     Tool(

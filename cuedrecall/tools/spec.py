@@ -170,6 +170,7 @@ class Tool:
     failure: dict[str, Any] = field(default_factory=dict)  # the collection keys a failure still carries
     omit_agent: bool = False  # agent_id may be omitted when the caller can act on exactly one agent
     takes_session: bool = False  # the handler is given the session_key (the session controls)
+    takes_principal: bool = False  # the handler is given the caller, for demands only the data can tell
 
     def input_schema(self) -> dict[str, Any]:
         return {

@@ -1,0 +1,208 @@
+"""check_health's checks, in run order, and ``HEALTH_CHECKS``: name -> (severity, check, repair or None).
+
+The order is the run order: deletions first (nothing is embedded to be thrown
+away), then the vectors, then the indexes derived from the rows, then the
+reports. A check looks at one agent's rows ("" = every agent); the file and the
+indexes are shared by every agent, so their own integrity checks look at them whole.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cuedrecall.clock import to_epoch
+from cuedrecall.handlers.health.run import (
+    KINDS, NOTHING, Check, Finding, Repair, Run, delete_unlocked, finding, gap_finding, reembed, ref_items, rewrite,
+    short,
+)
+from cuedrecall.store.base import EPISODE, MEMORY, make_ref
+
+SOURCE_TYPES = ("User", "Agent", "System")
+_NOUN = {MEMORY: "memories", EPISODE: "episodes"}
+
+
+def _sqlite_integrity(run: Run) -> Finding:
+    """The database file itself (every agent's): PRAGMA quick_check."""
+    problems = run.rt.store.quick_check()
+    detail = f"SQLite's quick_check reports {len(problems)} problem(s) in the file, the first: {short(problems[:1])}"
+    return finding(len(problems), detail, [{"detail": p} for p in problems[: run.limit]]) if problems else NOTHING
+
+
+def _empty_content(run: Run) -> Finding:
+    """Memories with no content (empty, or only spaces and line breaks)."""
+    count, ids = run.rt.store.empty_memories(run.agent_id, run.limit)
+    detail = f"{count} memories have no content (fix: deleted; locked memories are kept)"
+    return finding(count, detail, ref_items(MEMORY, ids))
+
+
+def _delete_empty(run: Run, found: Finding) -> int:
+    """Delete the memories without content, locked ones kept."""
+    _, ids = run.rt.store.empty_memories(run.agent_id, found.count)
+    return delete_unlocked(run, [make_ref(MEMORY, i) for i in ids])
+
+
+def _oversized_content(run: Run) -> Finding:
+    """Memories longer than the content cap (settings.max_content_length)."""
+    cap = run.rt.settings.max_content_length
+    count, ids = run.rt.store.oversized_memories(run.agent_id, cap, run.limit)
+    detail = f"{count} memories are longer than {cap} characters (fix: truncated; locked memories are kept)"
+    return finding(count, detail, ref_items(MEMORY, ids))
+
+
+def _truncate_oversized(run: Run, found: Finding) -> int:
+    """Cut the memories longer than the cap to the cap (within the budget), locked ones kept."""
+    cap = run.rt.settings.max_content_length
+    _, ids = run.rt.store.oversized_memories(run.agent_id, cap, run.budget)
+    return rewrite(run, [make_ref(MEMORY, i) for i in ids], lambda text: text[:cap])
+
+
+def _duplicate_content(run: Run) -> Finding:
+    """Memories repeating an earlier one's content in the same agent, project and channel."""
+    copies = run.rt.store.duplicate_copies(run.agent_id)
+    if not copies:
+        return NOTHING
+    locked = sum(1 for *_, is_locked in copies if is_locked)
+    detail = (f"{len(copies)} memories repeat the content of an earlier one in the same agent, project and channel "
+              f"(fix: the lowest id is kept, the copies deleted; {locked} locked copies are kept)")
+    items = [{"ref": make_ref(MEMORY, i), "detail": f"a copy of mem:{keep}"} for i, keep, _ in copies[: run.limit]]
+    return finding(len(copies), detail, items)
+
+
+def _delete_duplicates(run: Run, found: Finding) -> int:
+    """Delete every copy but the lowest id, locked copies kept."""
+    copies = run.rt.store.duplicate_copies(run.agent_id)
+    return delete_unlocked(run, [make_ref(MEMORY, i) for i, _, is_locked in copies if not is_locked])
+
+
+def _embedding_dimension(run: Run) -> Finding:
+    """Vectors whose width is not the current one: vector recall cannot compare them with a query."""
+    width = run.width
+    if width is None:
+        return NOTHING
+    found = {kind: run.rt.store.misfit_embeddings(kind, run.agent_id, width, run.limit) for kind in KINDS}
+    count = sum(n for n, _ in found.values())
+    items = [item for kind, (_, ids) in found.items() for item in ref_items(kind, ids)]
+    return finding(count, f"{count} vectors are not {width} wide, the current width (fix: embedded again)",
+                   items[: run.limit])
+
+
+def _reembed_misfits(run: Run, found: Finding) -> int:
+    """Embed the rows of another width again, while the embedder can."""
+    if not run.rt.embedder.available or run.width is None:
+        return 0
+    refs = [make_ref(kind, i) for kind in KINDS
+            for i in run.rt.store.misfit_embeddings(kind, run.agent_id, run.width, run.budget)[1]]
+    return reembed(run, refs)
+
+
+def _unembedded(run: Run, kind: str) -> Finding:
+    """Rows without a vector, counted only while the embedder can make one (mode none stores none by design)."""
+    if not run.rt.embedder.available:
+        return NOTHING
+    count, ids = run.rt.store.unembedded(kind, run.agent_id, run.limit)
+    detail = f"{count} {_NOUN[kind]} have no vector; the embedder ({run.rt.embedder.model}) can make them"
+    return finding(count, detail, ref_items(kind, ids))
+
+
+def _embed_unembedded(run: Run, kind: str) -> int:
+    """Embed the rows of one kind without a vector (within the budget), while the embedder can."""
+    if not run.rt.embedder.available:
+        return 0
+    _, ids = run.rt.store.unembedded(kind, run.agent_id, run.budget)
+    return reembed(run, [make_ref(kind, i) for i in ids])
+
+
+def _null_embedding(run: Run) -> Finding:
+    """Memories without a vector."""
+    return _unembedded(run, MEMORY)
+
+
+def _embed_memories(run: Run, found: Finding) -> int:
+    return _embed_unembedded(run, MEMORY)
+
+
+def _null_episode_embedding(run: Run) -> Finding:
+    """Episodes without a vector."""
+    return _unembedded(run, EPISODE)
+
+
+def _embed_episodes(run: Run, found: Finding) -> int:
+    return _embed_unembedded(run, EPISODE)
+
+
+def _fts_integrity(run: Run) -> Finding:
+    """The full-text tables against their rows (the scope's rows; entries without a row and FTS5's own check whole)."""
+    return gap_finding(run, {kind: run.rt.store.fts_gap(kind, run.agent_id) for kind in KINDS}, "full-text index")
+
+
+def _rebuild_fts(run: Run, found: Finding) -> int:
+    """Rebuild both full-text tables from their rows; every gap found counts as repaired."""
+    with run.rt.store.write() as conn:
+        for kind in KINDS:
+            run.rt.store.rebuild_fts(conn, kind)
+    return found.count
+
+
+def _vector_index(run: Run) -> Finding:
+    """The in-process vector index against the embedded rows, by id."""
+    return gap_finding(run, {kind: run.rt.store.index_gap(kind, run.agent_id) for kind in KINDS}, "vector index")
+
+
+def _rebuild_vector_index(run: Run, found: Finding) -> int:
+    """Rebuild the vector index from the rows; every gap found counts as repaired."""
+    run.rt.store.rebuild_index()
+    return found.count
+
+
+def _invalid_timestamp(run: Run) -> Finding:
+    """Memories whose timestamp is not a readable ISO-8601 time: no time cue can place them."""
+    bad = [(i, ts) for i, ts in run.rt.store.scan_memories(run.agent_id, "timestamp") if to_epoch(ts) is None]
+    items = [{"ref": make_ref(MEMORY, i), "detail": f"timestamp {short(ts)!r}"} for i, ts in bad[: run.limit]]
+    return finding(len(bad), f"{len(bad)} memories have a timestamp that does not parse as ISO-8601", items)
+
+
+def source_problem(text: str) -> str | None:
+    """Why a stored source is malformed: not a JSON object, or a type other than User, Agent or System."""
+    try:
+        value = json.loads(text) if text.strip() else {}
+    except ValueError:
+        return "not JSON"
+    if not isinstance(value, dict):
+        return "not a JSON object"
+    kind = value.get("type")
+    return None if kind is None or kind in SOURCE_TYPES else f"type {short(kind)!r}"
+
+
+def _invalid_source_type(run: Run) -> Finding:
+    """Memories whose source is not a JSON object or names a type other than User, Agent or System."""
+    bad = [(i, why) for i, text in run.rt.store.scan_memories(run.agent_id, "source")
+           if (why := source_problem(text))]
+    items = [{"ref": make_ref(MEMORY, i), "detail": f"source {why}"} for i, why in bad[: run.limit]]
+    detail = f"{len(bad)} memories have a source that is not an object of type {', '.join(SOURCE_TYPES)}"
+    return finding(len(bad), detail, items)
+
+
+def _missing_profile(run: Run) -> Finding:
+    """Agents holding memories but no profile."""
+    agents = run.rt.store.agents_without_profile(run.agent_id)
+    items: list[dict[str, Any]] = [{"agent_id": a, "detail": f"agent {a!r} has memories but no profile"}
+                                   for a in agents[: run.limit]]
+    detail = f"{len(agents)} agents have memories but no profile: {short(', '.join(agents))}"
+    return finding(len(agents), detail, items)
+
+
+HEALTH_CHECKS: dict[str, tuple[str, Check, Repair | None]] = {
+    "sqlite_integrity": ("critical", _sqlite_integrity, None),
+    "empty_content": ("warn", _empty_content, _delete_empty),
+    "oversized_content": ("warn", _oversized_content, _truncate_oversized),
+    "duplicate_content": ("warn", _duplicate_content, _delete_duplicates),
+    "embedding_dimension": ("critical", _embedding_dimension, _reembed_misfits),
+    "null_embedding": ("warn", _null_embedding, _embed_memories),
+    "null_episode_embedding": ("warn", _null_episode_embedding, _embed_episodes),
+    "fts_integrity": ("warn", _fts_integrity, _rebuild_fts),
+    "vector_index": ("warn", _vector_index, _rebuild_vector_index),
+    "invalid_timestamp": ("warn", _invalid_timestamp, None),
+    "invalid_source_type": ("info", _invalid_source_type, None),
+    "missing_profile": ("info", _missing_profile, None),
+}
