@@ -1180,10 +1180,9 @@ _NO_GRAPH = ("deliberate: the associative layer is not built yet, so ours has no
 _PROFILE_COUNT = ("gap: ours answers `profile_updated` as a count (0/1, with `skipped_profiles`), CPersona as a "
                   "boolean; a truth test reads both alike, a comparison with true does not")
 _IMPORT = {"+skipped_profiles": _PROFILE_COUNT, "~profile_updated": _PROFILE_COUNT, "-associations": _NO_GRAPH}
-_CALIBRATE = ("gap: with too little data to recalibrate, ours puts the calibration's refusal under `calibrate` "
-              "(the key CPersona's successful answer uses) and answers no top-level `error`; CPersona 2.6.14 puts "
-              "it in `error` and answers no `calibrate`. Both answer ok:false and echo agent_id, precision, beta, "
-              "cleared")
+_CALIBRATE = ("ours adds: with too little data to recalibrate, ours answers the refusal in `error` (as CPersona "
+              "2.6.14) and also the calibration's own answer under `calibrate` (the key a successful answer uses). "
+              "Both answer ok:false and echo agent_id, precision, beta, cleared")
 _HEALTH_FIXED = ("gap: ours answers `fixed` as the number of rows repaired (0 here), CPersona as a boolean; a truth "
                  "test reads both alike")
 _NOT_BUILT = "deliberate: {tool} is not built yet: ours answers ok:false with an error naming it"
@@ -1264,11 +1263,10 @@ REASONS: dict[str, dict[str, str]] = {
                         "default",
         "-retry_delay": "deliberate: as max_retries (ours has no background queue)"},
     "get_session_findings": {
-        "~findings": "gap: ours groups the findings by kind in an object; CPersona 2.6.14 answers a list of "
-                     "findings, each with its kind and severity",
-        "-counts_by_*": "gap: ours answers no per-kind and per-severity counts",
-        "-per_kind_limit": "gap: ours does not echo per_kind_limit",
-        "-_meta": "gap: ours answers no `_meta` (CPersona: its server version and auditor version)"},
+        "-_meta": "gap: ours answers no `_meta` (CPersona: its server version and auditor version)",
+        "-counts_by_kind.*": "deliberate: the kinds are each server's own check names (ours: check_health's), "
+                             "so the kinds found differ",
+        "+counts_by_severity.*": "ours adds: every severity is counted, zeros included"},
     "persistence_status": {
         "~ttl_remaining_seconds": "gap: not paused, ours answers ttl_remaining_seconds 0, CPersona null"},
     "reconstruct": {

@@ -354,8 +354,13 @@ def test_session_findings_cap_each_kind_list_the_capped_kinds_and_repair_nothing
         insert(memory, "a note with an odd time", timestamp="soon")
         state = snapshot(memory)
         result = memory.get_session_findings(per_kind_limit=2, include_summary=True)
-        assert result["findings"]["null_embedding"] == [{"ref": "mem:1"}, {"ref": "mem:2"}]
-        assert len(result["findings"]["invalid_timestamp"]) == 1
+        by_kind = {kind: [{k: v for k, v in f.items() if k not in ("kind", "severity")}
+                          for f in result["findings"] if f["kind"] == kind] for kind in result["counts_by_kind"]}
+        assert by_kind["null_embedding"] == [{"ref": "mem:1"}, {"ref": "mem:2"}]
+        assert len(by_kind["invalid_timestamp"]) == 1
+        assert result["counts_by_kind"]["null_embedding"] == 4 and result["per_kind_limit"] == 2
+        assert {f["severity"] for f in result["findings"] if f["kind"] == "null_embedding"} == {"warn"}
+        assert sum(result["counts_by_severity"].values()) == result["total"]
         assert result["capped_kinds"] == ["null_embedding"]
         assert result["total"] == 4 + 1 + 1  # four unembedded, one bad time, one agent without a profile
         assert "null_embedding" in result["summary"] and "\n" not in result["summary"]

@@ -130,14 +130,20 @@ def deep_check(rt: Runtime, agent_id: str, fix: bool, checks: list[str], session
 
 
 def session_findings(rt: Runtime, per_kind_limit: int, include_summary: bool) -> dict[str, Any]:
-    """What every check_health check finds in the whole store, grouped by check, nothing repaired."""
+    """What every check_health check finds in the whole store, nothing repaired: a list of findings, each with
+    its kind (the check) and severity, at most ``per_kind_limit`` a kind, and the counts by kind and severity."""
     run = Run(rt, "", limit=per_kind_limit)
-    findings, counts = {}, {}
-    for name, (_, check, _) in HEALTH_CHECKS.items():
+    findings: list[dict[str, Any]] = []
+    counts: dict[str, int] = {}
+    by_severity = dict.fromkeys(("info", "warn", "critical"), 0)
+    for name, (severity, check, _) in HEALTH_CHECKS.items():
         found = check(run)
         if found.count:
-            findings[name], counts[name] = found.items[:per_kind_limit], found.count
-    out = {"findings": findings, "capped_kinds": [n for n, c in counts.items() if c > per_kind_limit],
+            counts[name] = found.count
+            by_severity[severity] += found.count
+            findings += [{"kind": name, "severity": severity, **item} for item in found.items[:per_kind_limit]]
+    out = {"findings": findings, "counts_by_kind": counts, "counts_by_severity": by_severity,
+           "per_kind_limit": per_kind_limit, "capped_kinds": [n for n, c in counts.items() if c > per_kind_limit],
            "total": sum(counts.values())}
     return {**out, "summary": _summary(rt, counts)} if include_summary else out
 
