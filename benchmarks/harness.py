@@ -181,12 +181,20 @@ def prefetched_embedder(mode: str, datasets: Sequence["Dataset"], progress: Any)
     return embedder
 
 
+# The block arm and its background build, off for a run that does not measure them (as CPERSONA_* variables,
+# so a variant may turn them on).
+WITHOUT_BLOCKS = {"CPERSONA_BLOCK_BUILD_ENABLED": "false", "CPERSONA_BLOCK_RETRIEVAL_ENABLED": "false"}
+
+
 def settings_for(embedder: str, mode: str, path: Path | str, environ: Mapping[str, str] | None = None) -> Settings:
     """Default settings (the environment is not read, so a run does not depend on it).
 
     ``environ``: ``CPERSONA_*`` values a run sets on purpose (a variant), read as the environment would be.
+    Blocks are off unless a variant turns them on: the studies' figures were measured before blocks existed,
+    and a background build would make answers depend on how far it got.
     """
-    return Settings.from_env(dict(environ or {}), embedding_mode=embedder, recall_mode=mode, db_path=str(path))
+    return Settings.from_env({**WITHOUT_BLOCKS, **(environ or {})}, embedding_mode=embedder, recall_mode=mode,
+                             db_path=str(path))
 
 
 # -- loading a conversation ---------------------------------------------------------------------

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from benchmarks.harness import WITHOUT_BLOCKS
 from benchmarks.synthetic import AGENT, bulk_load, queries
 from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock
@@ -33,7 +34,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def open_store(path: Path, size: int, progress: Progress | None = None) -> Memory:
     """A hash-embedded synthetic store of ``size`` memories at ``path`` (built once, reused when present)."""
-    settings = Settings.from_env(embedding_mode="hash", db_path=str(path))
+    settings = Settings.from_env(WITHOUT_BLOCKS, embedding_mode="hash", db_path=str(path))
     fresh = not path.exists()
     memory = Memory(settings=settings, clock=fixed_clock("2026-01-02T00:00:00+00:00"))
     if fresh:

@@ -59,6 +59,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from benchmarks import peer as peer_mod
 # percentile and jaccard live beside the rendering, which reads them too; imported here for the measurements
 from benchmarks.speed_report import jaccard, percentile, plot, print_summary, render
+from benchmarks.harness import WITHOUT_BLOCKS
 from benchmarks.synthetic import AGENT, bulk_load, queries, records
 from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock
@@ -148,7 +149,7 @@ def fate(trace: dict[str, Any] | None, ref: str) -> str:
 
 def settings_for(mode: str, db_path: Path, **extra: Any) -> Settings:
     """Settings from an empty environment (no developer CPERSONA_* leaks in)."""
-    return Settings.from_env({}, embedding_mode=mode, db_path=str(db_path), **extra)
+    return Settings.from_env(WITHOUT_BLOCKS, embedding_mode=mode, db_path=str(db_path), **extra)
 
 
 def open_memory(db_path: Path, mode: str, cache: int = 256) -> Memory:

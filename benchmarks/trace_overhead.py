@@ -32,6 +32,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from benchmarks.harness import WITHOUT_BLOCKS
 from benchmarks.synthetic import AGENT, START, bulk_load
 from benchmarks.synthetic import queries as synthetic_queries
 from cuedrecall.api import Memory
@@ -42,7 +43,7 @@ SPAN = timedelta(days=365)  # benchmarks.synthetic spreads its records over a ye
 EPISODE_EVERY = 50  # one episode per this many memories
 
 def _settings(db_path: str, **overrides: Any) -> Settings:
-    return Settings.from_env({}, **{"embedding_mode": "hash", "db_path": db_path, **overrides})
+    return Settings.from_env(WITHOUT_BLOCKS, **{"embedding_mode": "hash", "db_path": db_path, **overrides})
 
 
 @dataclass

@@ -21,6 +21,7 @@ from cuedrecall.config import Settings
 from cuedrecall.embed import Embedder, QueryVectorCache
 from cuedrecall.errors import ToolArgumentError
 from cuedrecall.handlers import calibrate
+from cuedrecall.handlers.blocks import BlockBuilder, building
 from cuedrecall.handlers.session import paused_answer
 from cuedrecall.recall.calibration import Calibration
 from cuedrecall.runtime import Runtime, open_runtime
@@ -39,7 +40,10 @@ class Memory:
         settings: Settings | None = None,
         embedder: Embedder | None = None,
         clock: Clock = system_clock,
+        background: bool = True,
     ) -> None:
+        """``background=False`` starts no block-builder thread and queues no backfill: the queue waits for
+        ``blocks.drain()`` or for a server (one-shot commands, tests)."""
         settings = settings or Settings.from_env()
         if path is not None:
             settings = replace(settings, db_path=str(path))
@@ -48,6 +52,13 @@ class Memory:
         calibrate.adopt_sidecar(rt)
         if rt.calibration.stale and settings.calibrate_on_model_change and rt.embedder.available:
             calibrate.recalibrate_stale(rt)
+        # the block builder while building is on: a daemon thread (and the backfill queued), unless the caller
+        # runs the queue itself (blocks.drain()) or leaves it to a server
+        self.blocks: BlockBuilder | None = None
+        if building(rt):
+            self.blocks = BlockBuilder(lambda: self.runtime)
+            if background:
+                self.blocks.start()
 
     # The runtime's parts, for benchmarks and tests that reach below the tools.
     settings: Settings = property(lambda self: self.runtime.settings)  # type: ignore[assignment]
@@ -74,6 +85,8 @@ class Memory:
         self.runtime = replace(self.runtime, clock=clock)
 
     def close(self) -> None:
+        if self.blocks is not None:
+            self.blocks.stop()  # after its current step; a task it leaves claimed is taken again later
         self.runtime.store.close()
 
     def __enter__(self) -> "Memory":

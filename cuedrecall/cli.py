@@ -1,4 +1,4 @@
-"""The ``cuedrecall`` command: serve, demo, recall, import, export, calibrate, embed-server."""
+"""The ``cuedrecall`` command: serve, demo, recall, import, export, calibrate, build-blocks, embed-server."""
 
 from __future__ import annotations
 
@@ -23,10 +23,12 @@ def _settings(args: argparse.Namespace) -> Settings:
     return Settings.from_env(**overrides)
 
 
-def _memory(args: argparse.Namespace) -> Any:
+def _memory(args: argparse.Namespace, background: bool = False) -> Any:
+    """The store the command works on. Only the server builds blocks in the background: a one-shot command
+    leaves the queue to the server (or to ``build-blocks``) and exits as soon as its work is done."""
     from cuedrecall.api import Memory
 
-    return Memory(settings=_settings(args))
+    return Memory(settings=_settings(args), background=background)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -34,7 +36,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from cuedrecall.server import serve_http, serve_stdio
 
-    memory = _memory(args)
+    memory = _memory(args, background=True)
     if args.http:
         settings = memory.settings
         serve_http(memory, args.host or settings.http_host, args.port or settings.http_port)
@@ -116,6 +118,20 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return _finish(result, indent=2)
 
 
+def cmd_build_blocks(args: argparse.Namespace) -> int:
+    """Run the block queue (builds and the backfill) until nothing is due, then print what is left."""
+    with _memory(args) as memory:
+        if memory.blocks is None:
+            print("cuedrecall: blocks are not built (CUEDRECALL_BLOCK_BUILD_ENABLED is off, or the embedder "
+                  "makes no vectors)", file=sys.stderr)
+            return 1
+        memory.blocks.queue_backfill()  # what was stored before blocks existed, too
+        ran = memory.blocks.drain(args.max_tasks)
+        counts = memory.store_.block_counts("", memory.embedder.model)
+        result = {"ok": True, "tasks_run": ran, "pending": memory.store_.pending_tasks(), **counts}
+    return _finish(result)
+
+
 def cmd_embed_server(args: argparse.Namespace) -> int:
     from cuedrecall.embed import make_embedder, serve_embeddings
 
@@ -176,6 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", default="separation", choices=["separation", "percentile", "zscore"])
     p.add_argument("--precision", choices=["strict", "balanced", "lenient"],
                    help="set the agent's precision first, then calibrate")
+
+    p = add("build-blocks", cmd_build_blocks, "Build the queued blocks now (and the backfill), in this process.")
+    p.add_argument("--max-tasks", type=int, default=None, help="stop after this many tasks (default: all due)")
 
     p = add("embed-server", cmd_embed_server, "Serve the configured embedder over POST /embed.", db=False)
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")

@@ -88,6 +88,8 @@ class Settings:
     max_profile_length: int = _setting(2000, _number(int, 1), "profile text cap (chars)")
     max_metadata_length: int = _setting(8000, _number(int, 1), "source/metadata JSON cap (refused)")
     recall_preview_chars: int = _setting(500, _number(int, 0), "rows longer than this are cut (0 = off)")
+    recall_excerpt_chars: int = _setting(800, _number(int, 0), "a cut row's excerpt of the passages matching the "
+                                         "query (0 = off)")
     recall_mode: str = _setting("rrf", _choice("rrf", "rsf"), "fusion of the arms")
     rrf_k: int = _setting(60, _number(int, 1), "reciprocal rank constant")
     rrf_threshold_factor: float = _setting(0.5, _number(float, 0, 1), "vector floor = threshold x factor")
@@ -124,6 +126,8 @@ class Settings:
                                "the database)")
     max_import_bytes: int = _setting(100 * 1024 * 1024, _number(int, 1), "largest file import_memories reads")
     acl_file: str = _setting("", _text, "JSON file of HTTP clients and their grants per agent (deny by default)")
+    block_build_enabled: bool = _setting(True, _parse_bool, "divide records into blocks and embed them (background)")
+    block_retrieval_enabled: bool = _setting(True, _parse_bool, "recall's block arm and its held seats")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> "Settings":
@@ -144,6 +148,9 @@ class Settings:
         settings = cls(**values)
         if not settings.db_path:
             settings = cls(**{**values, "db_path": default_db_path()})
+        if settings.block_retrieval_enabled and not settings.block_build_enabled:
+            raise SettingsError("CUEDRECALL_BLOCK_RETRIEVAL_ENABLED is on while CUEDRECALL_BLOCK_BUILD_ENABLED is "
+                                "off: blocks nobody builds cannot be searched (turn retrieval off too)")
         return settings
 
     @classmethod

@@ -66,13 +66,18 @@ def run_demo(embedding_mode: str = "local", console: Console | None = None) -> d
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings.from_env(embedding_mode=embedding_mode, db_path=str(Path(tmp) / "demo.db"))
         clock = fixed_clock("2025-11-01T12:00:00+00:00")
-        with Memory(settings=settings, clock=clock) as memory:
+        with Memory(settings=settings, clock=clock, background=False) as memory:
             console.rule("[bold]cuedrecall demo")
             console.print(f"embedder: [cyan]{memory.embedder.mode}[/] ({memory.embedder.model or 'no vectors'}), "
                           f"database: {settings.db_path}")
             counts = load_sample(memory)
             console.print(f"stored {counts['memories']} memories and {counts['episodes']} episodes "
                           "from a sample conversation dated March to October 2025")
+            if memory.blocks is not None:  # the blocks a server builds in the background, built here and now
+                memory.blocks.drain()
+                built = memory.store_.block_counts("demo")
+                console.print(f"divided {built['records_with_blocks']} records into {built['block_rows']} blocks for "
+                              "the block arm")
             query = "what did the bike shop do?"
             answer = memory.recall(agent_id="demo", query=query, limit=5)
             console.print(rows_table(f"recall {query!r}", answer["messages"]))

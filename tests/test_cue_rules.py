@@ -159,7 +159,7 @@ def test_other_ties_keep_original_order():
 
 
 def _pass(answer: list[str], admitted: set[str], reached: set[str]) -> PassResult:
-    return PassResult(rows(*answer), frozenset(admitted), frozenset(reached), False)
+    return PassResult(rows(*answer), frozenset(admitted), frozenset(reached), False, held=[])
 
 
 def test_seats_hold_rows_the_answer_lacks_in_cue_order(weekly):

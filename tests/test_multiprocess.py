@@ -124,7 +124,8 @@ def test_a_write_from_another_process_is_seen_without_reopening(tmp_path: Path) 
             from cuedrecall.api import Memory
             from cuedrecall.clock import fixed_clock
             from cuedrecall.config import Settings
-            settings = Settings.from_env({{}}, embedding_mode="hash")
+            settings = Settings.from_env({{}}, embedding_mode="hash", block_build_enabled=False,
+                                         block_retrieval_enabled=False)
             with Memory({str(path)!r}, settings=settings, clock=fixed_clock({NOW!r})) as m:
                 for i in range(5):
                     m.store(agent_id={AGENT!r}, message={{"content": f"written by another process {{i}}"}})

@@ -141,17 +141,27 @@ def _two_values(name: str, default: object) -> tuple[str, str, object]:
     return "first-value", "second-value", "first-value"
 
 
+# a value that is refused alone comes with what it needs: block building off needs block retrieval off
+_NEEDS = {"block_build_enabled": {"block_retrieval_enabled": "false"}}
+
+
+def _alone(prefix: str, name: str, raw: str) -> dict[str, str]:
+    """The environment that sets one setting (and what its value needs) under one prefix."""
+    return {prefix + name.upper(): raw, **{prefix + other.upper(): value
+                                           for other, value in _NEEDS.get(name, {}).items()}}
+
+
 @pytest.mark.parametrize("prefix", ["CUEDRECALL_", "CPERSONA_"])
 def test_every_setting_is_read_from_either_name(prefix: str) -> None:
     for f in fields(Settings):
         raw, _, value = _two_values(f.name, f.default)
-        assert getattr(Settings.from_env({prefix + f.name.upper(): raw}), f.name) == value, f.name
+        assert getattr(Settings.from_env(_alone(prefix, f.name, raw)), f.name) == value, f.name
 
 
 def test_both_names_with_the_same_value_are_fine() -> None:
     for f in fields(Settings):
         raw, _, value = _two_values(f.name, f.default)
-        environ = {"CUEDRECALL_" + f.name.upper(): raw, "CPERSONA_" + f.name.upper(): raw}
+        environ = {**_alone("CUEDRECALL_", f.name, raw), **_alone("CPERSONA_", f.name, raw)}
         assert getattr(Settings.from_env(environ), f.name) == value, f.name
     # the same value written two ways is the same value
     assert Settings.from_env({"CUEDRECALL_FTS_ENABLED": "off", "CPERSONA_FTS_ENABLED": "FALSE"}).fts_enabled is False
@@ -197,3 +207,13 @@ def test_our_names_are_read_from_os_environ(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("CPERSONA_RECALL_PRECISION", "strict")
     with pytest.raises(SettingsError, match="CUEDRECALL_RECALL_PRECISION and CPERSONA_RECALL_PRECISION"):
         Settings.from_env()
+
+
+def test_blocks_are_built_and_searched_by_default_and_searching_unbuilt_blocks_stops_startup() -> None:
+    settings = Settings.from_env({})
+    assert settings.block_build_enabled is True and settings.block_retrieval_enabled is True
+    with pytest.raises(SettingsError, match="BLOCK_RETRIEVAL_ENABLED"):
+        Settings.from_env({"CPERSONA_BLOCK_BUILD_ENABLED": "false"})
+    off = Settings.from_env({"CUEDRECALL_BLOCK_BUILD_ENABLED": "false", "CUEDRECALL_BLOCK_RETRIEVAL_ENABLED": "no"})
+    assert off.block_build_enabled is False and off.block_retrieval_enabled is False
+    assert Settings.from_env({"CUEDRECALL_BLOCK_RETRIEVAL_ENABLED": "false"}).block_build_enabled is True

@@ -34,8 +34,9 @@ import pytest
 from cuedrecall.clock import to_epoch
 from cuedrecall.embed.hashing import DIMENSIONS, hash_vector
 from cuedrecall.handlers.rows import embedding, episode_row, memory_row
-from cuedrecall.store.base import EPISODE, MEMORY, Hit, Record, Scope, Store, Threshold, make_ref
+from cuedrecall.store.base import EPISODE, MEMORY, BlockSet, Hit, Record, Scope, Store, Task, Threshold, make_ref
 from cuedrecall.store.sqlite import SqliteStore
+from cuedrecall.text.blocks import divide
 from cuedrecall.text.fts import fts_terms
 
 BACKENDS: list[Any] = [
@@ -701,3 +702,250 @@ def test_the_embedding_width_is_forgotten_when_the_last_vector_goes(store: Store
     with store.write() as conn:
         store.delete(conn, ref)
     assert store.embedding_dim() is None
+
+
+# -- blocks and the task queue ----------------------------------------------------------------------------
+
+
+def block_set(store: Store, ref: str, *, model: str = MODEL, codes: bool = True, text: str | None = None) -> BlockSet:
+    """The block set of a record's current text (or of ``text``, with the hash of the current text), made
+    here without the builder: the divider's spans, hash vectors, sign bits and int8 codes."""
+    found = store.record_text(ref)
+    assert found is not None
+    current, digest = found
+    text = current if text is None else text
+    spans = divide(text)
+    vectors = np.stack([hash_vector(span.text(text)) for span in spans])
+    code = np.round(vectors * (127 / np.abs(vectors).max(axis=1, keepdims=True))).astype(np.int8)
+    return BlockSet(ref, digest, model, tuple((s.start, s.end, s.forced) for s in spans),
+                    np.packbits(vectors > 0, axis=1), code if codes else np.zeros((len(spans), 0), np.int8))
+
+
+def marker(store: Store, ref: str, model: str = MODEL) -> BlockSet:
+    """The set that marks a record of fewer than two blocks as done."""
+    found = store.record_text(ref)
+    assert found is not None
+    return BlockSet(ref, found[1], model, ((0, len(found[0]), False),), np.zeros((0, 0), np.uint8),
+                    np.zeros((0, 0), np.int8))
+
+
+def write_set(store: Store, block_set_: BlockSet) -> bool:
+    with store.write() as conn:
+        return store.write_blocks(conn, block_set_)
+
+
+LONG = " ".join(f"Line {i} of the diary says the weather was mild and the garden quiet." for i in range(12)) + \
+    " At the very end it says the brass key hides under the mossy stone."
+KEY = hash_vector("the brass key hides under the mossy stone")
+
+
+def block_refs(store: Store, scope: Scope, query: np.ndarray = KEY, **limits: int) -> list[str]:
+    hits, order = store.block_arm(scope, query, MODEL, **limits)
+    assert order == "vector"
+    return [hit.ref for hit in hits]
+
+
+def test_a_task_is_claimed_once_oldest_first_and_finished_with_the_write_that_did_its_work(store: Store) -> None:
+    with store.write() as conn:
+        first = store.enqueue(conn, "build_blocks", {"ref": "mem:1"})
+        second = store.enqueue(conn, "backfill_blocks", {"after": None})
+    assert store.pending_tasks() == 2 and store.pending_tasks("backfill_blocks") == 1
+    task = store.claim_task(1000.0, 60.0)
+    assert task == Task(first, "build_blocks", {"ref": "mem:1"}, 0)
+    again = store.claim_task(1000.0, 60.0)
+    assert again is not None and again.id == second and again.payload == {"after": None}
+    assert store.claim_task(1000.0, 60.0) is None  # both held
+    with store.write() as conn:
+        store.finish_task(conn, first)
+    assert store.pending_tasks() == 1 and store.pending_tasks("build_blocks") == 0
+
+
+def test_a_claim_that_runs_out_lets_another_claim_the_task_and_not_before_is_kept(store: Store) -> None:
+    with store.write() as conn:
+        later = store.enqueue(conn, "build_blocks", {"ref": "mem:2"}, not_before=2000.0)
+        task_id = store.enqueue(conn, "build_blocks", {"ref": "mem:1"})
+    held = store.claim_task(1000.0, 30.0)
+    assert held is not None and held.id == task_id
+    assert store.claim_task(1029.0, 30.0) is None  # the claim holds; the other is not due
+    resumed = store.claim_task(1031.0, 30.0)  # the claimant died: its claim ran out
+    assert resumed is not None and resumed.id == task_id
+    due = store.claim_task(2000.0, 30.0)
+    assert due is not None and due.id == later
+
+
+def test_a_failed_task_is_retried_later_and_dropped_after_three_failures(store: Store) -> None:
+    with store.write() as conn:
+        task_id = store.enqueue(conn, "build_blocks", {"ref": "mem:1"})
+    for attempt in range(1, 3):
+        task = store.claim_task(100.0 * attempt, 10.0)
+        assert task is not None and task.attempts == attempt - 1
+        assert store.retry_task(task_id, "embedder down", 100.0 * attempt + 50) is True
+        assert store.claim_task(100.0 * attempt + 49, 10.0) is None  # not due before not_before
+    task = store.claim_task(300.0, 10.0)
+    assert task is not None and task.attempts == 2
+    assert store.retry_task(task_id, "embedder down", 350.0) is False  # the third failure drops it
+    assert store.pending_tasks() == 0 and store.claim_task(1e9, 10.0) is None
+    assert store.retry_task(task_id, "gone", 0.0) is False
+
+
+def test_a_task_queued_in_a_write_that_rolls_back_is_not_queued(store: Store) -> None:
+    with pytest.raises(RuntimeError):
+        with store.write() as conn:
+            store.enqueue(conn, "build_blocks", {"ref": "mem:1"})
+            raise RuntimeError("the write failed")
+    assert store.pending_tasks() == 0
+
+
+def test_a_block_set_is_written_for_the_current_text_only(store: Store) -> None:
+    ref = add_memory(store, LONG)
+    text, digest = store.record_text(ref) or ("", "")
+    assert text == LONG and digest == store.record_text(ref)[1]  # type: ignore[index]
+    stale = block_set(store, ref)
+    new = LONG.replace("brass key", "silver key")
+    with store.write() as conn:
+        store.update_memory(conn, number(ref), {"content": new})
+    assert write_set(store, stale) is False  # divides a text the record no longer has
+    assert not store.has_block_set(ref, MODEL) and store.block_spans([ref]) == {}
+    assert write_set(store, block_set(store, ref)) is True
+    assert store.has_block_set(ref, MODEL) and not store.has_block_set(ref, "other-model")
+    spans = store.block_spans([ref])[ref]
+    assert spans[0][0] == 0 and spans[-1][1] == len(new) and len(spans) == len(divide(new))
+    assert write_set(store, block_set(store, ref)) is True  # written again: replaced, not added to
+    assert store.block_counts(A)["block_rows"] == len(spans)
+    with store.write() as conn:
+        store.delete(conn, ref)
+    assert store.record_text(ref) is None and write_set(store, stale) is False
+
+
+def test_a_memorys_new_text_takes_its_old_blocks_away_and_a_deleted_records_blocks_go(store: Store) -> None:
+    ref = add_memory(store, LONG)
+    episode = add_episode(store, LONG)
+    assert write_set(store, block_set(store, ref)) and write_set(store, block_set(store, episode))
+    assert set(block_refs(store, Scope(A))) == {ref, episode}
+    with store.write() as conn:
+        store.update_memory(conn, number(ref), {"content": LONG + " And a postscript."})
+    assert block_refs(store, Scope(A)) == [episode]
+    assert store.records_lacking_blocks(None, 10, MODEL) == [(ref, LONG + " And a postscript.",
+                                                            store.record_text(ref)[1])]  # type: ignore[index]
+    with store.write() as conn:
+        store.delete(conn, episode)
+    assert block_refs(store, Scope(A)) == [] and store.block_spans([episode]) == {}
+    assert store.block_counts(A) == {"records_with_blocks": 0, "records_lacking_blocks": 1, "block_rows": 0}
+
+
+def test_the_block_arm_finds_a_record_by_the_block_that_holds_the_answer(store: Store) -> None:
+    ref = add_memory(store, LONG)
+    other = add_memory(store, " ".join(f"Note {i}: the meeting moved to the small room." for i in range(12)))
+    for record in (ref, other):
+        assert write_set(store, block_set(store, record))
+    hits, order = store.block_arm(Scope(A), KEY, MODEL)
+    assert order == "vector" and hits[0].ref == ref
+    assert hits[0].block == len(divide(LONG)) - 1  # the last block, where the answer is
+    assert hits[0].cosine is not None and hits[0].cosine > 0.5 and isinstance(hits[0].distance, int)
+    assert [h.cosine for h in hits] == sorted((h.cosine for h in hits), reverse=True)
+    assert len({h.ref for h in hits}) == len(hits)  # one hit a record
+    assert store.block_arm(Scope(A), KEY, "other-model") == ([], "vector")
+    assert store.block_arm(Scope(A), np.ones(8, np.float32), MODEL) == ([], "vector")  # another width
+
+
+def test_a_record_of_one_block_is_marked_done_and_never_searched(store: Store) -> None:
+    short = add_memory(store, "a single short sentence about the brass key")
+    long = add_memory(store, LONG)
+    assert store.records_lacking_blocks(None, 10, MODEL)[0][0] == short
+    assert write_set(store, marker(store, short)) is True
+    assert store.has_block_set(short, MODEL)
+    assert [r for r, _, _ in store.records_lacking_blocks(None, 10, MODEL)] == [long]
+    assert store.block_spans([short]) == {short: [(0, len("a single short sentence about the brass key"), False)]}
+    assert block_refs(store, Scope(A)) == []
+    assert store.block_counts(A) == {"records_with_blocks": 1, "records_lacking_blocks": 1, "block_rows": 0}
+
+
+def test_records_lacking_blocks_walk_memories_then_episodes_by_id_after_the_cursor(store: Store) -> None:
+    memories = [add_memory(store, f"memory number {i} " + LONG) for i in range(3)]
+    episodes = [add_episode(store, f"episode number {i} " + LONG) for i in range(2)]
+    theirs = add_memory(store, "agent b's note " + LONG, agent=B)
+    assert write_set(store, block_set(store, memories[1]))
+    walk = [ref for ref, _, _ in store.records_lacking_blocks(None, 10, MODEL)]
+    assert walk == [memories[0], memories[2], theirs, *episodes]
+    assert [r for r, _, _ in store.records_lacking_blocks(None, 2, MODEL)] == [memories[0], memories[2]]
+    assert [r for r, _, _ in store.records_lacking_blocks(memories[2], 2, MODEL)] == [theirs, episodes[0]]
+    assert [r for r, _, _ in store.records_lacking_blocks(episodes[0], 5, MODEL)] == [episodes[1]]
+    assert [r for r, _, _ in store.records_lacking_blocks(None, 10, MODEL, agent_id=B)] == [theirs]
+    assert len(store.records_lacking_blocks(None, 10, "another-model")) == 6  # another model's sets do not count
+    ref, text, digest = store.records_lacking_blocks(None, 1, MODEL)[0]
+    assert (text, digest) == store.record_text(ref)
+    assert store.block_counts("")["records_lacking_blocks"] == 5
+    assert store.block_counts("", "another-model")["records_lacking_blocks"] == 6
+
+
+def test_the_block_arm_keeps_the_scope(store: Store, world: dict[str, str]) -> None:
+    """Agent, project, channel, the source rule on memories, episodes hidden by a source filter without a channel."""
+    memories = [ref for ref in world.values() if ref.startswith(MEMORY)]
+    with store.write() as conn:  # each memory long enough to divide
+        for ref in memories:
+            store.update_memory(conn, number(ref), {"content": store.records([ref])[ref].text + " " + LONG})
+    for ref in memories:
+        assert write_set(store, block_set(store, ref))
+    w = world
+    cases = [
+        (Scope(A), {w["harbour"], w["violin"], w["glacier"], w["late"]}),
+        (Scope(B), {w["other"]}),
+        (Scope(NOBODY), set()),
+        (Scope(A, "p1"), {w["harbour"], w["violin"], w["late"]}),
+        (Scope(A, ""), {w["harbour"], w["late"]}),
+        (Scope(A, None, "c2"), {w["harbour"], w["glacier"], w["late"]}),
+        (Scope(A, source_id="discord:1"), {w["harbour"]}),
+        (Scope(A, source_id="discord:"), {w["harbour"], w["glacier"]}),
+        (Scope(A, source_id="slack:2"), {w["violin"]}),
+    ]
+    for scope, expected in cases:
+        assert set(block_refs(store, scope)) == expected, scope
+
+
+def test_episodes_are_searched_only_where_the_scope_shows_them(store: Store) -> None:
+    memory = add_memory(store, LONG, source={"id": "discord:1"}, channel="c1")
+    episode = add_episode(store, LONG, channel="c1")
+    for ref in (memory, episode):
+        assert write_set(store, block_set(store, ref))
+    assert set(block_refs(store, Scope(A))) == {memory, episode}
+    assert block_refs(store, Scope(A, source_id="discord:1")) == [memory]  # a source filter hides episodes
+    assert set(block_refs(store, Scope(A, channel="c1", source_id="discord:1"))) == {memory, episode}
+    assert block_refs(store, Scope(A, source_id="slack:")) == []
+
+
+def test_blocks_follow_their_record_to_another_scope(store: Store) -> None:
+    ref = add_memory(store, LONG, project="p1", channel="c1", source={"id": "discord:1"})
+    assert write_set(store, block_set(store, ref))
+    with store.write() as conn:
+        store.update_memory(conn, number(ref), {"project_id": "p2", "channel": "c2", "source_id": "slack:9"})
+    for scope, visible in ((Scope(A, "p1"), False), (Scope(A, "p2", "c2"), True),
+                           (Scope(A, source_id="discord:"), False), (Scope(A, source_id="slack:"), True)):
+        assert block_refs(store, scope) == ([ref] if visible else []), scope
+    assert store.has_block_set(ref, MODEL)  # moved, not rebuilt
+
+
+def test_without_int8_codes_the_arm_ranks_by_hamming_distance(store: Store) -> None:
+    ref = add_memory(store, LONG)
+    other = add_memory(store, " ".join(f"Note {i}: the meeting moved to the small room." for i in range(12)))
+    assert write_set(store, block_set(store, ref, codes=False))
+    assert write_set(store, block_set(store, other))
+    hits, order = store.block_arm(Scope(A), KEY, MODEL)
+    assert order == "hamming" and {h.ref for h in hits} == {ref, other}
+    assert all(h.cosine is None for h in hits)
+    assert [h.distance for h in hits] == sorted(h.distance for h in hits)
+    assert len({h.ref for h in hits}) == len(hits)
+
+
+def test_the_block_arm_examines_at_most_per_record_blocks_and_examine_rows(store: Store) -> None:
+    ref = add_memory(store, LONG)
+    assert write_set(store, block_set(store, ref))
+    last = len(divide(LONG)) - 1
+    assert store.block_arm(Scope(A), KEY, MODEL)[0][0].block == last
+    hits, _ = store.block_arm(Scope(A), KEY, MODEL, per_record=last)  # the answer's block is past the cap
+    assert hits and hits[0].block < last
+    later = add_memory(store, LONG.replace("Line", "Row"))
+    assert write_set(store, block_set(store, later))
+    hits, _ = store.block_arm(Scope(A), KEY, MODEL, examine=last + 1)  # key order: only the first record's rows
+    assert [h.ref for h in hits] == [ref]
+    assert store.block_arm(Scope(A), KEY, MODEL, rerank=1)[0][0].ref in (ref, later)
+    assert len(store.block_arm(Scope(A), KEY, MODEL, rerank=1)[0]) == 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from cuedrecall.errors import ToolArgumentError
+from cuedrecall.handlers.blocks import queue_build
 from cuedrecall.handlers.rows import episode_row, json_object, memory_row
 from cuedrecall.runtime import Runtime
 from cuedrecall.store.base import EPISODE, MEMORY, make_ref
@@ -52,11 +53,12 @@ def _copy_memories(rt: Runtime, conn: Any, source: str, target: str, counts: dic
         if rt.store.find_duplicate(target, [row["project_id"]], [row["channel"]], row["msg_id"], row["content"]):
             counts["skipped_memories"] += 1
             continue
-        rt.store.insert_memory(conn, memory_row(
+        new_id = rt.store.insert_memory(conn, memory_row(
             agent_id=target, project_id=row["project_id"], channel=row["channel"], msg_id=row["msg_id"],
             content=row["content"], source=json_object(row["source"]), timestamp=row["timestamp"],
             metadata=json_object(row["metadata"]), created_at=row["created_at"], vector=row["embedding"],
             model=row["embedding_model"], locked=bool(row["locked"])))
+        queue_build(rt, conn, make_ref(MEMORY, new_id))
         copied.append(make_ref(MEMORY, row["id"]))
         counts["merged_memories"] += 1
     return copied
@@ -68,11 +70,12 @@ def _copy_episodes(rt: Runtime, conn: Any, source: str, target: str, counts: dic
         if rt.store.find_episode(target, row["project_id"], row["channel"], row["summary"]) is not None:
             counts["skipped_episodes"] += 1
             continue
-        rt.store.insert_episode(conn, episode_row(
+        new_id = rt.store.insert_episode(conn, episode_row(
             agent_id=target, project_id=row["project_id"], channel=row["channel"], summary=row["summary"],
             keywords=row["keywords"], start_time=row["start_time"], end_time=row["end_time"],
             resolved=bool(row["resolved"]), created_at=row["created_at"], vector=row["embedding"],
             model=row["embedding_model"]))
+        queue_build(rt, conn, make_ref(EPISODE, new_id))
         copied.append(make_ref(EPISODE, row["id"]))
         counts["merged_episodes"] += 1
     return copied

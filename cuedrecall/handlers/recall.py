@@ -35,13 +35,18 @@ def run_recall(
     recorder = TraceRecorder() if trace else Recorder()
     with rt.store.snapshot():
         params = resolve_params(rt.settings, rt.calibration.thresholds(agent_id), query=query, limit=limit,
-                                deep=deep, exclude_contents=exclude_contents)
+                                deep=deep, exclude_contents=exclude_contents, embedding_model=_block_model(rt))
         ctx = RecallContext(rt.store, Scope(agent_id, project_id, channel, source_id), query, vector, params,
                             rt.clock(), recorder, started=started)
         if recorder.enabled:
             _trace_header(rt, ctx, cue, limit, full_content)
         outcome = recall_process(ctx, cue)
         return _response(rt, ctx, outcome, full_content)
+
+
+def _block_model(rt: Runtime) -> str:
+    """The model whose blocks the arm may use: the embedder's, when it can embed (else no block arm)."""
+    return rt.embedder.model if rt.embedder.available else ""
 
 
 def _response(rt: Runtime, ctx: RecallContext, outcome: Outcome, full_content: bool) -> dict[str, Any]:

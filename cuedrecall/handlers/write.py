@@ -9,6 +9,7 @@ from typing import Any
 
 from cuedrecall.clock import to_epoch
 from cuedrecall.errors import ToolArgumentError
+from cuedrecall.handlers.blocks import QUEUED, queue_build
 from cuedrecall.handlers.rows import embedding, episode_row, json_text, memory_row
 from cuedrecall.runtime import Runtime
 from cuedrecall.store.base import EPISODE, MEMORY, make_ref
@@ -82,9 +83,12 @@ def _store(rt: Runtime, agent_id: str, message: dict[str, Any] | None, channel: 
                      locked=lock)
     with rt.store.write() as conn:
         new_id = rt.store.insert_memory(conn, row)
+        queued = queue_build(rt, conn, make_ref(MEMORY, new_id))
     out = {"ok": True, "result": "stored", "id": new_id, "ref": make_ref(MEMORY, new_id), "embedded": vector is not None}
     if lock:
         out["locked"] = True
+    if queued:
+        out["blocks"] = dict(QUEUED)
     return with_truncated(out, checked["truncated"])
 
 
@@ -148,8 +152,9 @@ def archive_episode(
                       resolved=resolved, created_at=rt.now_iso(), vector=vector, model=rt.embedder.model)
     with rt.store.write() as conn:
         episode_id = rt.store.insert_episode(conn, row)
+        queued = queue_build(rt, conn, make_ref(EPISODE, episode_id))
     out = {"ok": True, "episode_id": episode_id, "ref": make_ref(EPISODE, episode_id), "embedded": vector is not None}
-    return with_truncated(out, truncated)
+    return with_truncated({**out, "blocks": dict(QUEUED)} if queued else out, truncated)
 
 
 def update_memory(rt: Runtime, memory_id: int, content: str, agent_id: str) -> dict[str, Any]:
@@ -160,7 +165,9 @@ def update_memory(rt: Runtime, memory_id: int, content: str, agent_id: str) -> d
     vector = rt.embed([clean])[0]
     with rt.store.write() as conn:
         rt.store.update_memory(conn, current["id"], {"content": clean, **embedding(vector, rt.embedder.model)})
-    return with_truncated({"ok": True, "updated_id": memory_id, "embedded": vector is not None}, truncated)
+        queued = queue_build(rt, conn, make_ref(MEMORY, current["id"]))
+    out = {"ok": True, "updated_id": memory_id, "embedded": vector is not None}
+    return with_truncated({**out, "blocks": dict(QUEUED)} if queued else out, truncated)
 
 
 def _owned_memory(rt: Runtime, memory_id: int, agent_id: str, unlocked: bool = True) -> dict[str, Any]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from cuedrecall.store.base import BlockHit
+
 PROFILE_REF = "profile"
 VECTOR_ARMS = ("vector_near", "vector_far")
 LEXICAL_ARMS = ("episode_fts", "memory_keyword")
@@ -22,7 +24,8 @@ class Candidate:
     penalty: float = 1.0  # episode boundary penalty factor
     prior: float | None = None  # age weight, where the prior ran
     cue_rank: int | None = None  # rank on the cue arm, where it ranked the row
-    seat: str | None = None  # "cue" for a row admitted by a held seat
+    seat: str | None = None  # "block" or "cue" for a row admitted by a held seat
+    block: BlockHit | None = None  # the block that reached it, for a block seat
 
     @property
     def is_profile(self) -> bool:

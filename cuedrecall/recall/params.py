@@ -39,7 +39,10 @@ class RecallParams:
     confidence_enabled: bool = False
     fused_gate_enabled: bool = True
     preview_chars: int = 500
+    excerpt_chars: int = 800
     cue_time_limit_ms: int = 1000
+    block_retrieval: bool = False
+    embedding_model: str = ""  # the model whose blocks the block arm may compare with the query
 
     @property
     def far_enabled(self) -> bool:
@@ -47,7 +50,7 @@ class RecallParams:
 
 
 def resolve_params(s: Settings, calibrated: dict[str, float], *, query: str, limit: int, deep: bool = False,
-                   exclude_contents: list[str] | None = None) -> RecallParams:
+                   exclude_contents: list[str] | None = None, embedding_model: str = "") -> RecallParams:
     """The recall's parameters; ``calibrated`` is the agent's thresholds per signal (cosine sets the floor)."""
     limit = min(limit, s.recall_library_max_limit)
     blank = not query.strip()
@@ -63,5 +66,7 @@ def resolve_params(s: Settings, calibrated: dict[str, float], *, query: str, lim
         autocut_min=s.autocut_min_results, thresholds=calibrated if s.fused_gate_enabled else {},
         exclusions=normalise_exclusions(exclude_contents or []), confidence_enabled=s.confidence_enabled,
         fused_gate_enabled=s.fused_gate_enabled, preview_chars=s.recall_preview_chars,
+        excerpt_chars=s.recall_excerpt_chars,
         cue_time_limit_ms=s.recall_cue_time_limit_ms,
+        block_retrieval=s.block_retrieval_enabled and bool(embedding_model), embedding_model=embedding_model,
     )

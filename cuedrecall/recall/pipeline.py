@@ -1,4 +1,4 @@
-"""The single pass: arms -> fusion -> scoring -> gate -> autocut -> prior -> count cut.
+"""The single pass: arms -> fusion -> scoring -> gate -> autocut -> prior -> count cut -> block seats.
 
 Each stage is a small function over the candidate list; this module only calls
 them in order, the way one reads the recall out loud.
@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from cuedrecall.recall import arms as arm_stage
 from cuedrecall.recall.autocut import autocut
+from cuedrecall.recall.block_arm import block_seats
 from cuedrecall.recall.candidates import Candidate, PROFILE_REF
 from cuedrecall.recall.context import RecallContext
 from cuedrecall.recall.fusion import fuse
@@ -27,6 +28,7 @@ class PassResult:
     admitted: frozenset[str]  # refs that passed the gate and autocut (before the count)
     reached: frozenset[str]  # refs any ordinary arm produced
     gate_fallback: bool
+    held: list[Candidate]  # block seats appended after the answer (never moved by a cue)
 
 
 def single_pass(ctx: RecallContext) -> PassResult:
@@ -45,7 +47,7 @@ def single_pass(ctx: RecallContext) -> PassResult:
     rows = apply_prior(ctx, rows)
     ctx.recorder.mark("gate")
     answer = count_cut(ctx, rows)
-    return PassResult(answer, admitted, reached, gated.fallback)
+    return PassResult(answer, admitted, reached, gated.fallback, block_seats(ctx, answer))
 
 
 def _with_profile(ctx: RecallContext, rows: list[Candidate]) -> list[Candidate]:

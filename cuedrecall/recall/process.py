@@ -26,7 +26,7 @@ from cuedrecall.store.base import Hit
 
 @dataclass(frozen=True)
 class Outcome:
-    rows: list[Candidate]  # best first: the answer, then any held seats
+    rows: list[Candidate]  # best first: the answer, then the held seats (block, then cue)
     gate_fallback: bool
     time_cue: dict[str, Any] | None
 
@@ -35,14 +35,14 @@ def recall_process(ctx: RecallContext, cue: TimeCue | None) -> Outcome:
     result = single_pass(ctx)
     if cue is None:
         ctx.recorder.stage({"stage": 0, "searched": "all arms", "next": None})
-        return Outcome(result.answer, result.gate_fallback, None)
+        return Outcome(result.answer + result.held, result.gate_fallback, None)
     span = _span(ctx)
     if is_recent_only(cue, ctx.now, span):
         return _ignored(ctx, cue, span, result)
     found, confidence, searched, revised = _search(ctx, cue, span, ctx.params.cue_time_limit_ms)
     bound = BOUND[confidence]
     answer, moves = bounded_move(result.answer, found, bound)
-    seated = seats(found, answer, result, SEATS[confidence])
+    seated = seats(found, answer + result.held, result, SEATS[confidence])
     for row in seated:
         ctx.recorder.reservation(row.ref, "cue")
     if ctx.recorder.enabled:
@@ -50,7 +50,7 @@ def recall_process(ctx: RecallContext, cue: TimeCue | None) -> Outcome:
                           "seated": [row.ref for row in seated]})
     summary = {"policy": POLICY, "period": _iso_period(searched), "confidence": confidence, "revised": revised,
                "moved": len(moves), "seated": len(seated)}
-    return Outcome(answer + seated, result.gate_fallback, summary)
+    return Outcome(answer + result.held + seated, result.gate_fallback, summary)
 
 
 def _span(ctx: RecallContext) -> tuple[datetime | None, datetime | None] | None:
@@ -69,7 +69,8 @@ def _ignored(ctx: RecallContext, cue: TimeCue, span: Any, result: PassResult) ->
     own = _iso_period(base_period(cue, ctx.now, span))
     ctx.recorder.cue_ignored({"reason": "recent_only", "period": own})
     ctx.recorder.stage({"stage": 0, "searched": "all arms", "next": None})
-    return Outcome(result.answer, result.gate_fallback, {"policy": POLICY, "ignored": "recent_only", "period": own})
+    return Outcome(result.answer + result.held, result.gate_fallback,
+                   {"policy": POLICY, "ignored": "recent_only", "period": own})
 
 
 def _search(

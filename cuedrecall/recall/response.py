@@ -8,6 +8,7 @@ from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.context import RecallContext
 from cuedrecall.clock import to_epoch
 from cuedrecall.store.base import Record
+from cuedrecall.text.excerpts import excerpt
 
 FULL_CONTENT_BUDGET = 200_000
 
@@ -18,6 +19,9 @@ def _round(value: float | None) -> float | None:
 
 def match_reason(row: Candidate, mode: str) -> dict[str, Any] | None:
     """Why the row is here: the signal it was admitted on and its scores, or the seat that held it."""
+    if row.block is not None:
+        return {"signal": "block", "admission": "reservation", "order": "vector" if row.block.cosine is not None
+                else "hamming", "hamming": row.block.distance, "block": row.block.block}
     if row.seat is not None:
         return {"signal": row.seat, "admission": "reservation", "cue_rank": row.cue_rank}
     signal = row.signal(mode)
@@ -82,7 +86,20 @@ def build_messages(ctx: RecallContext, rows: list[Candidate], full_content: bool
         messages.append(message)
     messages.reverse()
     _cut_previews(messages, ctx.params.preview_chars, full_content)
+    if ctx.params.excerpt_chars > 0 and not ctx.blank:
+        for message in messages:
+            if message.get("content_truncated"):
+                _add_excerpt(ctx, message)
     return messages
+
+
+def _add_excerpt(ctx: RecallContext, message: dict[str, Any]) -> None:
+    """A row cut to its preview also shows the passages of the whole record that match the query."""
+    record = ctx.facts.get(message["ref"])
+    if record is None:
+        return
+    found = excerpt(record.display_content, ctx.query, ctx.params.excerpt_chars)
+    message["excerpt"], message["excerpt_basis"] = found.text, found.basis
 
 
 def _cut_previews(messages: list[dict[str, Any]], preview_chars: int, full_content: bool) -> None:

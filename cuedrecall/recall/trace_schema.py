@@ -64,7 +64,7 @@ class OrderSection(TypedDict):
 
 class Reservation(TypedDict):
     ref: str
-    kind: str  # "cue" (the block seats come later)
+    kind: str  # "block" or "cue"
 
 
 class Stage(TypedDict, total=False):
@@ -95,6 +95,10 @@ class CueIgnored(TypedDict):
     period: Optional[list[str]]
 
 
+class BlockSection(TypedDict):
+    order: str  # "vector": the best blocks re-ranked by int8 cosine; "hamming": by sign-bit distance alone
+
+
 class Policy(TypedDict):
     scoring: str
     process: str  # "single-pass-v0" | "cued-v0.3"
@@ -115,6 +119,7 @@ class Trace(TypedDict, total=False):
     autocut: AutocutSection
     order: OrderSection
     reservation: list[Reservation]
+    block: BlockSection
     stages: list[Stage]
     suspected: list[Suspect]
     cue: CueSection

@@ -14,6 +14,7 @@ import numpy as np
 
 MEMORY = "mem"
 EPISODE = "ep"
+TASK_ATTEMPTS = 3  # a queued task that failed this many times is dropped (retry_task), and logged
 
 
 def make_ref(kind: str, row_id: int) -> str:
@@ -109,6 +110,43 @@ class Record:
 
 
 Period = tuple[float, float]  # [start, end) in epoch seconds
+
+
+@dataclass(frozen=True)
+class BlockHit:
+    """A record the block arm reached, by its best block."""
+
+    ref: str
+    block: int  # the block's index within the record
+    distance: int  # Hamming distance between the block's sign bits and the query's
+    cosine: float | None  # the int8 re-rank cosine; None when the hits are in Hamming order
+
+
+@dataclass(frozen=True)
+class BlockSet:
+    """A record's blocks as the builder writes them: spans of its text and each span's vector, two ways.
+
+    A set whose ``bits`` has no rows marks a record that divides into fewer than two
+    blocks as done (nothing to search). ``codes`` of no columns: the blocks have no
+    int8 code (the block arm then ranks by Hamming distance alone).
+    """
+
+    ref: str
+    text_hash: str  # of the text the spans divide; the set is written only while the record still has it
+    model: str  # the embedding model that made the vectors
+    spans: tuple[tuple[int, int, bool], ...]  # (start, end, forced) per block, in text order
+    bits: np.ndarray  # (blocks, dim/8) uint8: sign bits, MSB first
+    codes: np.ndarray  # (blocks, dim) int8: round(v * 127 / max|v|)
+
+
+@dataclass(frozen=True)
+class Task:
+    """A unit of background work from the persisted queue (kind "build_blocks", "backfill_blocks", ...)."""
+
+    id: int
+    kind: str
+    payload: dict[str, Any]
+    attempts: int
 
 
 @dataclass(frozen=True)
@@ -213,3 +251,20 @@ class Store(Protocol):
     def set_episode_embedding(self, conn: Any, episode_id: int, vector: np.ndarray | None, model: str) -> None: ...
     def rebuild_fts(self, conn: Any, kind: str) -> None: ...
     def rebuild_index(self) -> None: ...
+
+    # blocks and the task queue: background work persisted with the data (claims expire, so the work of a
+    # process that died resumes); a record's block set is current while its text is the one the set divides
+    def enqueue(self, conn: Any, kind: str, payload: dict[str, Any], not_before: float = 0.0) -> int: ...
+    def claim_task(self, now: float, lease_s: float) -> Task | None: ...
+    def finish_task(self, conn: Any, task_id: int) -> None: ...
+    def retry_task(self, task_id: int, error: str, not_before: float) -> bool: ...
+    def pending_tasks(self, kind: str = "") -> int: ...
+    def record_text(self, ref: str) -> tuple[str, str] | None: ...
+    def has_block_set(self, ref: str, model: str) -> bool: ...
+    def write_blocks(self, conn: Any, block_set: BlockSet) -> bool: ...
+    def records_lacking_blocks(self, after: str | None, limit: int, model: str, *,
+                               agent_id: str = "") -> list[tuple[str, str, str]]: ...
+    def block_counts(self, agent_id: str, model: str = "") -> dict[str, int]: ...
+    def block_spans(self, refs: Sequence[str]) -> dict[str, list[tuple[int, int, bool]]]: ...
+    def block_arm(self, scope: Scope, query: np.ndarray, model: str, *, examine: int = 250_000, rerank: int = 200,
+                  per_record: int = 64) -> tuple[list[BlockHit], str]: ...

@@ -191,7 +191,7 @@ class SqliteMaintenance:
         return rows[0][0] // 4 if rows and rows[0][0] else None
 
     def rebuild_index(self) -> None:
-        """Build the in-process vector indexes again from the rows."""
+        """Build the in-process vector indexes (and the block index) again from the rows."""
         self._rebuild_indexes()
 
     def quick_check(self) -> list[str]:

@@ -171,6 +171,96 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        4,
+        """
+        -- A record's text divided into blocks (text/blocks.py), each embedded: sign bits (one bit a
+        -- dimension, MSB first) and an int8 code (round(v * 127 / max|v|)). A record that divides
+        -- into fewer than two blocks has one marker row instead (block 0, no bits, no code): it is
+        -- done, with nothing to search. The record's isolation axes are copied so the block arm
+        -- filters without a join; text_hash is of the text the blocks divide.
+        CREATE TABLE blocks (
+            kind TEXT NOT NULL,
+            record_id INTEGER NOT NULL,
+            block INTEGER NOT NULL,
+            start_char INTEGER NOT NULL,
+            end_char INTEGER NOT NULL,
+            forced INTEGER NOT NULL DEFAULT 0,
+            text_hash TEXT NOT NULL,
+            model TEXT NOT NULL,
+            bits BLOB,
+            codes BLOB,
+            agent_id TEXT NOT NULL,
+            project_id TEXT NOT NULL DEFAULT '',
+            channel TEXT NOT NULL DEFAULT '',
+            source_id TEXT NOT NULL DEFAULT '',
+            PRIMARY KEY (kind, record_id, block)
+        );
+        CREATE INDEX idx_blocks_axes ON blocks(agent_id, project_id, channel);
+
+        -- A record deleted takes its blocks; a record's text changed leaves its blocks describing
+        -- another text, so they go too (the writer queues a new build); a record moved to other
+        -- axes takes its blocks along.
+        CREATE TRIGGER memories_blocks_delete AFTER DELETE ON memories BEGIN
+            DELETE FROM blocks WHERE kind = 'mem' AND record_id = old.id;
+        END;
+        CREATE TRIGGER memories_blocks_text AFTER UPDATE OF content ON memories
+        WHEN old.content IS NOT new.content BEGIN
+            DELETE FROM blocks WHERE kind = 'mem' AND record_id = new.id;
+        END;
+        CREATE TRIGGER memories_blocks_axes AFTER UPDATE OF agent_id, project_id, channel, source_id ON memories
+        WHEN old.agent_id IS NOT new.agent_id OR old.project_id IS NOT new.project_id
+            OR old.channel IS NOT new.channel OR old.source_id IS NOT new.source_id BEGIN
+            UPDATE blocks SET agent_id = new.agent_id, project_id = new.project_id, channel = new.channel,
+                source_id = new.source_id
+            WHERE kind = 'mem' AND record_id = new.id;
+        END;
+        CREATE TRIGGER episodes_blocks_delete AFTER DELETE ON episodes BEGIN
+            DELETE FROM blocks WHERE kind = 'ep' AND record_id = old.id;
+        END;
+        CREATE TRIGGER episodes_blocks_text AFTER UPDATE OF summary ON episodes
+        WHEN old.summary IS NOT new.summary BEGIN
+            DELETE FROM blocks WHERE kind = 'ep' AND record_id = new.id;
+        END;
+        CREATE TRIGGER episodes_blocks_axes AFTER UPDATE OF agent_id, project_id, channel ON episodes
+        WHEN old.agent_id IS NOT new.agent_id OR old.project_id IS NOT new.project_id
+            OR old.channel IS NOT new.channel BEGIN
+            UPDATE blocks SET agent_id = new.agent_id, project_id = new.project_id, channel = new.channel
+            WHERE kind = 'ep' AND record_id = new.id;
+        END;
+
+        -- Every process's block index follows the blocks table through the change log: one entry
+        -- per record and event ('blk:mem' / 'blk:ep' with the record's id), written by the row of
+        -- block 0, which every block set has and every change of a set touches.
+        CREATE TRIGGER blocks_log_insert AFTER INSERT ON blocks WHEN new.block = 0 BEGIN
+            INSERT INTO change_log(kind, row_id) VALUES ('blk:' || new.kind, new.record_id);
+        END;
+        CREATE TRIGGER blocks_log_delete AFTER DELETE ON blocks WHEN old.block = 0 BEGIN
+            INSERT INTO change_log(kind, row_id) VALUES ('blk:' || old.kind, old.record_id);
+        END;
+        CREATE TRIGGER blocks_log_update AFTER UPDATE ON blocks WHEN new.block = 0 BEGIN
+            INSERT INTO change_log(kind, row_id) VALUES ('blk:' || new.kind, new.record_id);
+        END;
+
+        -- The persisted queue of background work. A task is due once not_before has passed and
+        -- nobody holds it: a claim lasts until claimed_until, so the work of a process that died
+        -- holding one resumes when the claim runs out.
+        CREATE TABLE tasks (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            kind TEXT NOT NULL,
+            payload TEXT NOT NULL DEFAULT '{}',
+            attempts INTEGER NOT NULL DEFAULT 0,
+            not_before REAL NOT NULL DEFAULT 0,
+            claimed_until REAL NOT NULL DEFAULT 0,
+            last_error TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
+        );
+        CREATE INDEX idx_tasks_kind ON tasks(kind);
+        """,
+    )
+)
+
 LATEST_VERSION = MIGRATIONS[-1][0]
 
 

@@ -14,6 +14,8 @@ import numpy as np
 
 from cuedrecall.errors import StoreError
 from cuedrecall.store.base import EPISODE, MEMORY, Hit, Period, Record, Scope, Threshold, make_ref, split_ref
+from cuedrecall.store.block_index import BlockIndex
+from cuedrecall.store.blocks import SqliteBlocks
 from cuedrecall.store.maintenance import SqliteMaintenance
 from cuedrecall.store.schema import migrate
 from cuedrecall.store.term_counts import TermCounts
@@ -116,8 +118,8 @@ def fts_arm_sql(kind: str, scope: Scope, period: Period | None) -> tuple[str, li
     return sql, [*params, *pparams]
 
 
-class SqliteStore(SqliteMaintenance):
-    """All SQL of cuedrecall's embedded backend. One writer at a time; the index follows every commit."""
+class SqliteStore(SqliteMaintenance, SqliteBlocks):
+    """All SQL of cuedrecall's embedded backend. One writer at a time; the indexes follow every commit."""
 
     def __init__(self, path: str | Path, *, common_term_ratio: float = 0.1) -> None:
         self.path = str(path)
@@ -134,9 +136,10 @@ class SqliteStore(SqliteMaintenance):
         if created:
             _private_side_files(self.path)
         self._indexes = {MEMORY: VectorIndex(), EPISODE: VectorIndex()}
+        self._blocks = BlockIndex()
         self._watermark = 0
         self._data_version = -1
-        self.generation = 0  # bumps on every change the index saw; keys caches of scope stats
+        self.generation = 0  # bumps on every change of records the log shows; keys caches of scope stats
         self._stats_cache: dict[tuple[Any, ...], Any] = {}
         self._vocab = TermCounts(self, common_term_ratio)
         self._rebuild_indexes()
@@ -193,6 +196,7 @@ class SqliteStore(SqliteMaintenance):
                 for row in self._index_rows(kind, "embedding IS NOT NULL", ()):
                     index.add(row)
                 self._indexes[kind] = index
+            self._rebuild_block_index()
             self.generation += 1
             self._stats_cache.clear()
 
@@ -222,21 +226,28 @@ class SqliteStore(SqliteMaintenance):
         self._apply_log()
 
     def _apply_log(self) -> None:
-        """Read the change log past the watermark; the index follows rows, every cache is dropped."""
+        """Read the change log past the watermark; the indexes follow rows, the caches are dropped.
+
+        A change of blocks alone ('blk:' entries) leaves the scope statistics as they are.
+        """
         changes = self._conn.execute(
             "SELECT seq, kind, row_id FROM change_log WHERE seq > ? ORDER BY seq", (self._watermark,)
         ).fetchall()
         if not changes:
             return
         self._watermark = changes[-1][0]
-        self.generation += 1
-        self._stats_cache.clear()
         touched = {(kind, row_id) for _, kind, row_id in changes}
+        blocks = sorted((kind[4:], row_id) for kind, row_id in touched if kind.startswith("blk:"))
+        if len(blocks) < len(touched):
+            self.generation += 1
+            self._stats_cache.clear()
         for kind in (MEMORY, EPISODE):
             ids = sorted(row_id for k, row_id in touched if k == kind)
             if ids and not self._apply_changes(kind, ids):
                 self._rebuild_indexes()
                 return
+        if blocks:
+            self._apply_block_changes(blocks)
 
     def _apply_changes(self, kind: str, ids: list[int]) -> bool:
         """Update the index for changed ids; False when only a rebuild keeps id order."""

@@ -13,19 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cuedrecall.store.base import Scope
-
-
-class _Codes:
-    """Interns axis strings (agent, project, channel) to small integers."""
-
-    def __init__(self) -> None:
-        self._codes: dict[str, int] = {}
-
-    def code(self, value: str) -> int:
-        return self._codes.setdefault(value, len(self._codes))
-
-    def find(self, value: str) -> int:
-        return self._codes.get(value, -1)
+from cuedrecall.store.scope_columns import ScopeColumns
 
 
 @dataclass(frozen=True)
@@ -47,22 +35,19 @@ class VectorIndex:
     def __init__(self, dim: int | None = None, capacity: int = 16) -> None:
         self.dim = dim
         self._n = 0
-        self._codes = _Codes()
         self._ids = np.zeros(capacity, dtype=np.int64)
         self._vecs = np.zeros((capacity, dim or 1), dtype=np.float32)
-        self._agent = np.zeros(capacity, dtype=np.int32)
-        self._project = np.zeros(capacity, dtype=np.int32)
-        self._channel = np.zeros(capacity, dtype=np.int32)
         self._ts = np.zeros(capacity, dtype=np.float64)
-        self._source: list[str] = []
+        self._axes = ScopeColumns(capacity)
 
     def _grow(self) -> None:
         """Double the capacity, keeping the rows."""
-        for name in ("_ids", "_vecs", "_agent", "_project", "_channel", "_ts"):
+        for name in ("_ids", "_vecs", "_ts"):
             old = getattr(self, name)
             new = np.zeros((2 * old.shape[0],) + old.shape[1:], dtype=old.dtype)
             new[: self._n] = old[: self._n]
             setattr(self, name, new)
+        self._axes.resize(self._ids.shape[0], self._n)
 
     def __len__(self) -> int:
         return self._n
@@ -79,11 +64,8 @@ class VectorIndex:
         i = self._n
         self._ids[i] = row.row_id
         self._vecs[i] = row.vector
-        self._agent[i] = self._codes.code(row.agent_id)
-        self._project[i] = self._codes.code(row.project_id)
-        self._channel[i] = self._codes.code(row.channel)
+        self._axes.set(i, row.agent_id, row.project_id, row.channel, row.source_id)
         self._ts[i] = row.ts_epoch
-        self._source.append(row.source_id)
         self._n += 1
 
     def fits(self, row: IndexRow) -> bool:
@@ -101,9 +83,9 @@ class VectorIndex:
         i = self.position(row_id)
         if i is None:
             return
-        for arr in (self._ids, self._vecs, self._agent, self._project, self._channel, self._ts):
+        for arr in (self._ids, self._vecs, self._ts):
             arr[i : self._n - 1] = arr[i + 1 : self._n]
-        del self._source[i]
+        self._axes.delete(i, self._n)
         self._n -= 1
         if self._n == 0:
             self.dim = None  # an empty index takes the width of the next vector it is given
@@ -114,27 +96,13 @@ class VectorIndex:
         if i is None or row.vector.shape[0] != self.dim:
             return False
         self._vecs[i] = row.vector
-        self._agent[i] = self._codes.code(row.agent_id)
-        self._project[i] = self._codes.code(row.project_id)
-        self._channel[i] = self._codes.code(row.channel)
+        self._axes.set(i, row.agent_id, row.project_id, row.channel, row.source_id)
         self._ts[i] = row.ts_epoch
-        self._source[i] = row.source_id
         return True
 
     def scope_mask(self, scope: Scope) -> np.ndarray:
         """Boolean mask of the rows inside the scope's isolation axes."""
-        n = self._n
-        mask = self._agent[:n] == self._codes.find(scope.agent_id)
-        if scope.project_id is not None:
-            allowed = [self._codes.find("")]
-            if scope.project_id:
-                allowed.append(self._codes.find(scope.project_id))
-            mask &= np.isin(self._project[:n], allowed)
-        if scope.channel:
-            mask &= np.isin(self._channel[:n], [self._codes.find(""), self._codes.find(scope.channel)])
-        if scope.source_id:
-            mask &= np.fromiter((scope.source_matches(s) for s in self._source), dtype=bool, count=n)
-        return mask
+        return self._axes.mask(scope, self._n)
 
     def search(
         self,
@@ -187,7 +155,7 @@ class VectorIndex:
     def agent_rows(self, agent_id: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(ids, vectors, times) of one agent's rows, or every row for agent "", oldest first."""
         n = self._n
-        mask = np.ones(n, dtype=bool) if not agent_id else self._agent[:n] == self._codes.find(agent_id)
+        mask = self._axes.agent_mask(agent_id, n)
         return self._ids[:n][mask], self._vecs[:n][mask], self._ts[:n][mask]
 
     def vectors_of(self, row_ids: list[int]) -> dict[int, np.ndarray]:

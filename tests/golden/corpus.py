@@ -100,8 +100,10 @@ PROFILES = {
 
 
 def settings(**overrides: Any) -> Settings:
-    """Settings from an empty environment (no CPERSONA_* leaks in), hash embedder unless overridden."""
-    return Settings.from_env({}, **{"embedding_mode": "hash", **overrides})
+    """Settings from an empty environment (no CPERSONA_* leaks in), hash embedder unless overridden; the golden
+    pins recall with block retrieval off (block building and the block arm are tested on their own)."""
+    return Settings.from_env({}, **{"embedding_mode": "hash", "block_build_enabled": False,
+                                    "block_retrieval_enabled": False, **overrides})
 
 
 def open_memory(path: Path | str, **overrides: Any) -> Memory:

@@ -15,9 +15,11 @@ from typing import Any
 
 from cuedrecall.errors import ToolArgumentError
 from cuedrecall.handlers.health.deep import DEEP_CHECKS, NOT_IMPLEMENTED
-from cuedrecall.handlers.health.registry import HEALTH_CHECKS
+from cuedrecall.handlers.blocks import RETRY_DELAY_S, building
+from cuedrecall.handlers.health.registry import HEALTH_CHECKS, not_run
 from cuedrecall.handlers.health.run import SAMPLE, Check, Finding, Repair, Run
 from cuedrecall.runtime import Runtime
+from cuedrecall.store.base import TASK_ATTEMPTS
 
 __all__ = ["DEEP_CHECKS", "HEALTH_CHECKS", "check_health", "deep_check", "queue_status", "session_findings"]
 
@@ -25,8 +27,11 @@ SEVERITIES = ("info", "warn", "critical")
 
 
 def queue_status(rt: Runtime) -> dict[str, Any]:
-    """Nothing runs in the background yet: every write is complete when it is answered."""
-    return {"enabled": False, "pending": 0}
+    """The background queue (block builds and the backfill): how many tasks wait, claimed ones included."""
+    if not building(rt):
+        return {"enabled": False, "pending": 0}
+    return {"enabled": True, "pending": rt.store.pending_tasks(), "max_retries": TASK_ATTEMPTS,
+            "retry_delay": int(RETRY_DELAY_S)}
 
 
 def _selected(checks: list[str], registry: dict[str, Any], tolerated: dict[str, str] | None = None) -> list[str]:
@@ -99,14 +104,16 @@ def check_health(rt: Runtime, agent_id: str, fix: bool, checks: list[str], sessi
     warning is, info never degrades. The file and the indexes are shared by every agent:
     their own integrity checks are reported whatever the agent.
     """
-    names = _selected(checks, HEALTH_CHECKS)
+    selected = _selected(checks, HEALTH_CHECKS)
+    off = {name: reason for name, reason in not_run(rt).items() if name in selected}
+    names = [name for name in selected if name not in off]
     skipped = _skip_reason(rt, fix, session_key)
     issues, open_severities = _health_issues(Run(rt, agent_id), names, fix and not skipped)
     stats = rt.store.maintenance_counts(agent_id)
     out = {"total_memories": stats["memories"], "issues": issues,
            "severity_summary": {s: sum(1 for i in issues if i["severity"] == s) for s in SEVERITIES},
            "status": _verdict(open_severities), "fixed": sum(i.get("fixed", 0) for i in issues),
-           "checks_run": names, "stats": stats}
+           "checks_run": names, "stats": stats, **({"not_run": off} if off else {})}
     return _with_skip(out, skipped)
 
 

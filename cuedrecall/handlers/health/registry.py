@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from cuedrecall.clock import to_epoch
+from cuedrecall.handlers.blocks import BACKFILL_CHARS, BACKFILL_RECORDS, backfill_step, building
 from cuedrecall.handlers.health.run import (
     KINDS, NOTHING, Check, Finding, Repair, Run, delete_unlocked, finding, gap_finding, reembed, ref_items, rewrite,
     short,
@@ -155,6 +156,39 @@ def _rebuild_vector_index(run: Run, found: Finding) -> int:
     return found.count
 
 
+def _missing_blocks(run: Run) -> Finding:
+    """Records without a block set for their current text (and the embedder's model): the backfill's progress."""
+    if not building(run.rt):
+        return NOTHING  # not run (check_health says so under not_run)
+    model = run.rt.embedder.model
+    counts = run.rt.store.block_counts(run.agent_id, model)
+    lacking = counts["records_lacking_blocks"]
+    if not lacking:
+        return NOTHING
+    sample = run.rt.store.records_lacking_blocks(None, run.limit, model, agent_id=run.agent_id)
+    detail = (f"{lacking} records have no block set for their current text yet ({counts['records_with_blocks']} "
+              f"have one, {counts['block_rows']} blocks); the background backfill builds them (fix: one backfill "
+              f"step now, at most {BACKFILL_RECORDS} records and {BACKFILL_CHARS} characters)")
+    return finding(lacking, detail, [{"ref": ref} for ref, _, _ in sample], {"blocks": counts})
+
+
+def _advance_backfill(run: Run, found: Finding) -> int:
+    """One bounded backfill step over the scope's records lacking blocks (within the run's budget)."""
+    if not building(run.rt) or run.budget <= 0:
+        return 0
+    done, _, _ = backfill_step(run.rt, None, agent_id=run.agent_id, limit=run.budget)
+    run.budget -= done
+    return done
+
+
+def not_run(rt: Any) -> dict[str, str]:
+    """The checks this configuration does not run, with the reason."""
+    if building(rt):
+        return {}
+    return {"missing_blocks": "not run: blocks are not built here (CUEDRECALL_BLOCK_BUILD_ENABLED is off, or the "
+                              "embedder makes no vectors), so there is no block set to miss"}
+
+
 def _invalid_timestamp(run: Run) -> Finding:
     """Memories whose timestamp is not a readable ISO-8601 time: no time cue can place them."""
     bad = [(i, ts) for i, ts in run.rt.store.scan_memories(run.agent_id, "timestamp") if to_epoch(ts) is None]
@@ -202,6 +236,7 @@ HEALTH_CHECKS: dict[str, tuple[str, Check, Repair | None]] = {
     "null_episode_embedding": ("warn", _null_episode_embedding, _embed_episodes),
     "fts_integrity": ("warn", _fts_integrity, _rebuild_fts),
     "vector_index": ("warn", _vector_index, _rebuild_vector_index),
+    "missing_blocks": ("info", _missing_blocks, _advance_backfill),
     "invalid_timestamp": ("warn", _invalid_timestamp, None),
     "invalid_source_type": ("info", _invalid_source_type, None),
     "missing_profile": ("info", _missing_profile, None),

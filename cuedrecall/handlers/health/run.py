@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from cuedrecall.handlers.blocks import queue_build
 from cuedrecall.handlers.rows import embedding
 from cuedrecall.runtime import Runtime
 from cuedrecall.store.base import EPISODE, MEMORY, IndexGap, Record, make_ref
@@ -129,6 +130,7 @@ def rewrite(run: Run, refs: list[str], rule: Callable[[str], str]) -> int:
             for record, text, vector in zip(batch, texts, vectors):
                 vector_columns = embedding(vector, run.rt.embedder.model) if vector is not None else {}
                 run.rt.store.update_memory(conn, record.id, {"content": text, **vector_columns})
+                queue_build(run.rt, conn, record.ref)  # the new text's blocks (the old ones went with the old text)
     return len(records)
 
 

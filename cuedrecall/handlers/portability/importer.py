@@ -1,0 +1,238 @@
+"""import_memories: an export (ours or CPersona's) loaded in one transaction.
+
+The file is read from the export folder (``paths``) and checked whole against its
+format (``formats``) before anything is written. The rules an import keeps, one
+function each: the read check (``_read_denial``), the lock rule (``_keeps_lock``),
+the profile rule (``_import_profile``) and which vectors are kept
+(``_vectors_for``). Each memory or episode imported queues its block build in the
+same transaction, so a dry run's roll-back takes the queued builds with it.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any, Callable
+
+import numpy as np
+
+from cuedrecall.access import EVERY_AGENT, LOCAL, READ, Demand, Principal, denied
+from cuedrecall.clock import parse_instant
+from cuedrecall.errors import ToolArgumentError
+from cuedrecall.handlers.blocks import queue_build
+from cuedrecall.handlers.portability.formats import FORMAT, NOT_KEPT, as_instant, as_text, parse
+from cuedrecall.handlers.portability.paths import read_text, resolve
+from cuedrecall.handlers.rows import episode_row, json_object, memory_row
+from cuedrecall.handlers.write import normalise_source
+from cuedrecall.runtime import Runtime
+from cuedrecall.store.base import EPISODE, MEMORY, make_ref
+from cuedrecall.text.sanitise import sanitise
+
+
+class _DryRun(Exception):
+    """Raised inside the transaction to roll back a dry run."""
+
+
+def import_jsonl(
+    rt: Runtime, input_path: str, target_agent_id: str, dry_run: bool,
+    progress: Callable[[int], None] | None = None, batch_size: int = 256, anywhere: bool = False,
+    principal: Principal = LOCAL,
+) -> dict[str, Any]:
+    """Load an export (ours or CPersona's) in one transaction; a second run of the same file adds nothing.
+
+    The file is read from the export folder (``anywhere``, the operator's command
+    line only, takes any path). Our ids are new: a record's file id is not kept,
+    and a memory's ``msg_id`` (with its content) is what finds it again, so a
+    repeated import skips every record. A vector is kept only when the file names
+    our embedder's model beside it (and has our width); any other is re-embedded,
+    in batches.
+
+    Agents are walls:
+
+    - ``target_agent_id`` "" files each record under its own agent (the caller
+      then needs write access on every agent); a name files them all under it.
+    - An import never overwrites a profile: an agent that already has one keeps
+      it, and the file's is counted in ``skipped_profiles`` (so are CPersona's
+      per-user profile rows: only the row with user_id "" is an agent's profile).
+    - Reading a file is reading its agents' memory: the caller needs read access
+      on every agent the file's records name, whatever the target.
+    - A memory's ``locked`` flag is kept only when the caller named the target
+      explicitly and the record's own agent is that target (or the operator
+      imports on the command line); otherwise the memory arrives unlocked, so
+      nobody can plant undeletable rows in an agent by importing a file under it.
+    """
+    path = resolve(rt, "input_path", input_path, anywhere=anywhere)
+    version, _header, records, present = parse(read_text(rt, path))
+    refusal = _read_denial(records, principal)
+    if refusal is not None:
+        return refusal
+    foreign = version != FORMAT
+    counts: dict[str, Any] = {"imported_memories": 0, "skipped_memories": 0, "imported_episodes": 0,
+                              "skipped_episodes": 0, "profile_updated": 0, "skipped_profiles": 0}
+    vectors = _vectors_for(rt, records, batch_size, progress)
+    try:
+        with rt.store.write() as conn:
+            for item, vector in zip(records, vectors):
+                own = item.get("agent_id") if isinstance(item.get("agent_id"), str) else ""
+                agent = target_agent_id or own
+                if not agent:
+                    raise ToolArgumentError(
+                        "argument 'target_agent_id' is required: a record of the file has no agent_id")
+                keep_lock = _keeps_lock(own, target_agent_id, anywhere)
+                counts[_import_one(rt, conn, item, agent, vector, keep_lock, foreign)] += 1
+            if dry_run:
+                raise _DryRun()  # counted inside the transaction, then rolled back
+    except _DryRun:
+        pass
+    skipped_kinds = {kind: present[kind] for kind in NOT_KEPT if present[kind]}
+    return {"ok": True, "dry_run": dry_run, **counts, **({"not_imported": skipped_kinds} if skipped_kinds else {})}
+
+
+def _read_denial(records: list[dict[str, Any]], principal: Principal) -> dict[str, Any] | None:
+    """The read rule: reading a file is reading its agents' memory, so the caller needs read access on every
+    agent its records name. The answer for the first agent (by name) it may not read, else None."""
+    for agent in sorted({item["agent_id"] for item in records if isinstance(item.get("agent_id"), str)}):
+        if not principal.allows(Demand(agent or EVERY_AGENT, READ)):
+            return denied("import_memories", Demand(agent or EVERY_AGENT, READ), principal)
+    return None
+
+
+def _keeps_lock(own: str, target_agent_id: str, anywhere: bool) -> bool:
+    """The lock rule: a record's ``locked`` flag is kept only when the caller named the target and the record's
+    own agent is that target, or the operator imports on the command line (``anywhere``).
+
+    Otherwise the memory arrives unlocked, so nobody can plant undeletable rows in an agent by importing a
+    file under it.
+    """
+    return anywhere or (bool(target_agent_id) and own == target_agent_id)
+
+
+def _our_width(rt: Runtime) -> int | None:
+    """The width of our embedder's vectors (one probe), None when it gives none."""
+    probe = rt.embed(["width"])[0]
+    return None if probe is None else int(np.asarray(probe).shape[-1])
+
+
+def _vectors_for(rt: Runtime, records: list[dict[str, Any]], batch: int,
+                 progress: Callable[[int], None] | None) -> list[np.ndarray | None]:
+    """The file's vector when our embedder made it, else a fresh embedding (batched).
+
+    "Our embedder made it" means the record names our model beside the vector; a
+    vector with no label, or another model's, is re-embedded, and so is one whose
+    width is not ours or that holds non-finite numbers.
+    """
+    out: list[np.ndarray | None] = [None] * len(records)
+    todo: list[int] = []
+    width: int | None = -1  # not probed yet
+    model = rt.embedder.model
+    for i, item in enumerate(records):
+        if item["_type"] not in ("memory", "episode"):
+            continue
+        # a vector is only comparable with ours when the same model made it; anything else is re-embedded
+        if "embedding_b64" in item and model and item.get("embedding_model") == model:
+            vector = _decoded(item["embedding_b64"], i)
+            if width == -1:
+                width = _our_width(rt)
+            if vector.shape[0] == width and np.all(np.isfinite(vector)):
+                out[i] = vector
+                continue
+        todo.append(i)
+    if progress:
+        progress(len(records) - len(todo))
+    _embed_missing(rt, records, todo, out, batch, progress)
+    return out
+
+
+def _decoded(encoded: Any, i: int) -> np.ndarray:
+    """A file's embedding_b64 as float32s; a refusal naming the record when it is not base64 of whole float32s."""
+    try:
+        return np.frombuffer(base64.b64decode(encoded, validate=True), dtype="<f4")
+    except (TypeError, ValueError):  # not base64, or not a whole number of float32s
+        raise ToolArgumentError(
+            f"argument 'input_path': record {i + 1} after the header has an unreadable embedding_b64"
+        ) from None
+
+
+def _embed_missing(rt: Runtime, records: list[dict[str, Any]], todo: list[int], out: list[np.ndarray | None],
+                   batch: int, progress: Callable[[int], None] | None) -> None:
+    """Embed the ``todo`` records' text (content, else summary) into ``out``, ``batch`` at a time."""
+    for start in range(0, len(todo), batch):
+        chunk = todo[start : start + batch]
+        texts = [as_text(records[i].get("content")) or as_text(records[i].get("summary")) for i in chunk]
+        for i, vector in zip(chunk, rt.embed(texts)):
+            out[i] = vector
+        if progress:
+            progress(len(chunk))
+
+
+def _import_one(rt: Runtime, conn: Any, item: dict[str, Any], agent: str, vector: Any, keep_lock: bool,
+                foreign: bool) -> str:
+    """One record filed under ``agent``; answers the count it adds to (imported_... or skipped_...)."""
+    now = rt.now_iso()
+    if item["_type"] == "profile":
+        return _import_profile(rt, conn, item, agent, now)
+    created_at = as_instant(item.get("created_at"), now)
+    if item["_type"] == "memory":
+        return _import_memory(rt, conn, item, agent, vector, keep_lock, foreign, created_at)
+    return _import_episode(rt, conn, item, agent, vector, created_at)
+
+
+def _import_memory(rt: Runtime, conn: Any, item: dict[str, Any], agent: str, vector: Any, keep_lock: bool,
+                   foreign: bool, created_at: str) -> str:
+    """A memory, skipped when empty or when the agent already holds it (same msg_id and content)."""
+    store = rt.store
+    project, channel = as_text(item.get("project_id")), as_text(item.get("channel"))
+    content = sanitise(as_text(item.get("content")), rt.settings.max_content_length)[0]
+    msg_id = as_text(item.get("msg_id"))
+    if not content.strip() or store.find_duplicate(agent, [project], [channel], msg_id, content):
+        return "skipped_memories"
+    source, metadata = json_object(item.get("source")), json_object(item.get("metadata"))
+    if foreign:
+        source, metadata = _cpersona_columns(item, source, metadata)
+    timestamp = as_text(item.get("timestamp"))
+    memory_id = store.insert_memory(conn, memory_row(
+        agent_id=agent, project_id=project, channel=channel, msg_id=msg_id, content=content,
+        source=source, timestamp=timestamp if parse_instant(timestamp) else created_at, metadata=metadata,
+        created_at=created_at, vector=vector, model=rt.embedder.model,
+        locked=keep_lock and bool(item.get("locked"))))
+    queue_build(rt, conn, make_ref(MEMORY, memory_id))  # committed, or rolled back (a dry run), with the row
+    return "imported_memories"
+
+
+def _cpersona_columns(item: dict[str, Any], source: Any, metadata: Any) -> tuple[Any, Any]:
+    """A CPersona memory's source and metadata, taking its verbatim text where the column was not JSON."""
+    # CPersona carries a column that was not JSON verbatim beside the {} it exports
+    if isinstance(item.get("source_text"), str) and item["source_text"]:
+        source = normalise_source(item["source_text"])
+    if isinstance(item.get("metadata_text"), str) and item["metadata_text"]:
+        metadata = {"text": item["metadata_text"]}
+    return normalise_source(source), metadata
+
+
+def _import_episode(rt: Runtime, conn: Any, item: dict[str, Any], agent: str, vector: Any,
+                    created_at: str) -> str:
+    """An episode, skipped when empty or when the agent already holds one with the same summary."""
+    store = rt.store
+    project, channel = as_text(item.get("project_id")), as_text(item.get("channel"))
+    summary = sanitise(as_text(item.get("summary")), rt.settings.max_content_length)[0]
+    if not summary.strip() or store.find_episode(agent, project, channel, summary) is not None:
+        return "skipped_episodes"
+    keywords = item.get("keywords")
+    keywords = " ".join(as_text(k) for k in keywords) if isinstance(keywords, list) else as_text(keywords)
+    episode_id = store.insert_episode(conn, episode_row(
+        agent_id=agent, project_id=project, channel=channel, summary=summary, keywords=keywords,
+        start_time=as_text(item.get("start_time")) or None, end_time=as_text(item.get("end_time")) or None,
+        resolved=bool(item.get("resolved")), created_at=created_at, vector=vector, model=rt.embedder.model))
+    queue_build(rt, conn, make_ref(EPISODE, episode_id))
+    return "imported_episodes"
+
+
+def _import_profile(rt: Runtime, conn: Any, item: dict[str, Any], agent: str, now: str) -> str:
+    """The profile rule: an agent's profile is set only when the agent has none (an import never overwrites one)."""
+    if as_text(item.get("user_id")):  # CPersona's per-user rows: the agent's own profile is user_id ""
+        return "skipped_profiles"
+    content = sanitise(as_text(item.get("content")), rt.settings.max_profile_length)[0]
+    existing = rt.store.profile(agent)
+    if not content.strip() or (existing is not None and existing[0].strip()):
+        return "skipped_profiles"
+    rt.store.set_profile(conn, agent, content, as_instant(item.get("updated_at"), now))
+    return "profile_updated"

@@ -1,0 +1,52 @@
+"""The block arm and its held seats: records reached by one of their blocks, admitted only by reservation.
+
+A long record has one vector for its whole text; its blocks reach what that
+vector cannot. The arm is never fused: up to ``BLOCK_SEATS`` records it found that
+the answer lacks are appended after the count cut, best block first. Like
+CPersona's block reservation it does not ask the gate (a block can be close where
+the whole record is not), but it never seats a row whose text the caller holds
+(``exclude_contents``), and isolation is applied inside the store's arm.
+"""
+
+from __future__ import annotations
+
+from cuedrecall.recall.candidates import Candidate
+from cuedrecall.recall.context import RecallContext
+from cuedrecall.store.base import BlockHit, Hit
+from cuedrecall.text import is_excluded
+
+BLOCK_SEATS = 2  # CPersona 2.6's BLOCK_RESERVATION
+HYDRATED = 200  # hits read back at most: the seats come from the head of the list
+
+
+def block_hits(ctx: RecallContext) -> list[BlockHit]:
+    """The arm's records, best first, those the caller already holds left out; recorded as ``arms.block``."""
+    p = ctx.params
+    if not p.block_retrieval or ctx.blank or ctx.query_vector is None:
+        return []
+    hits, order = ctx.store.block_arm(ctx.scope, ctx.query_vector, p.embedding_model)
+    hits = hits[:HYDRATED]
+    ctx.facts.load(hit.ref for hit in hits)
+    if ctx.recorder.enabled:
+        ctx.recorder.arms({"block": [Hit(hit.ref, rank, hit.distance) for rank, hit in enumerate(hits)]})
+        ctx.recorder.block(order)
+    return [hit for hit in hits if not _excluded(ctx, hit.ref)]
+
+
+def block_seats(ctx: RecallContext, answer: list[Candidate]) -> list[Candidate]:
+    """Up to BLOCK_SEATS block-arm records the answer does not hold, in the arm's order."""
+    present = {row.ref for row in answer}
+    seated = []
+    for hit in block_hits(ctx):
+        if len(seated) == BLOCK_SEATS:
+            break
+        if hit.ref not in present and ctx.facts.get(hit.ref) is not None:
+            seated.append(Candidate(hit.ref, seat="block", block=hit))
+            ctx.recorder.reservation(hit.ref, "block")
+    return seated
+
+
+def _excluded(ctx: RecallContext, ref: str) -> bool:
+    record = ctx.facts.get(ref)
+    return bool(ctx.params.exclusions) and record is not None and is_excluded(record.display_content,
+                                                                            ctx.params.exclusions)

@@ -1,0 +1,126 @@
+"""Excerpts: the passages of a long record that match the query, each widened to the context that governs it.
+
+A record too long for its preview shows the blocks that share the most of the
+query's trigrams, each extended to whole sentences and to the clause a qualifier
+("however", "ただし", ...) attaches it to, taken best first while they fit the
+budget and shown in text order joined by " … ". The basis says how the blocks
+were chosen: ``lexical`` (by the query's words), or ``start`` when the record is
+one block or nothing in it matches (then the excerpt is its beginning).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from cuedrecall.text.blocks import Span, divide
+from cuedrecall.text.parts import normalize
+
+EXCERPT_CHARS = 800
+CONTEXT_CHARS = 1478  # the most a block's governing context may span
+SEPARATOR = " … "
+
+_ENDS = tuple("。！？．.!?…")
+_QUALIFIERS = re.compile(
+    r"^\s*(?:ただし|但し|しかし|だが|ですが|なお|とはいえ|一方|他方|代わりに|except\b|however\b|but\s|although\b|"
+    r"though\b|unless\b|instead\b|on the other hand\b|that said\b|caveat\b|note that\b|provided that\b|"
+    r"in fact\b|actually\b)",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    text: str
+    basis: str  # "lexical" | "start"
+
+
+def excerpt(text: str, query: str, budget: int = EXCERPT_CHARS) -> Excerpt:
+    """The excerpt of ``text`` for ``query`` within ``budget`` characters (separators included)."""
+    spans = divide(text)
+    ranked = _ranked(text, spans, query) if len(spans) > 1 else []
+    if not ranked:
+        return Excerpt(_start(text, spans, budget), "start")
+    taken: list[tuple[int, int]] = []
+    for index in ranked:
+        first, last = governing(text, spans, index)
+        piece = (spans[first].start, spans[last].end)
+        if any(piece[0] < end and start < piece[1] for start, end in taken):
+            continue
+        if _length(text, [*taken, piece]) <= budget:
+            taken.append(piece)
+    if not taken:  # even the best passage's context is over budget: its own block, cut to fit
+        best = spans[ranked[0]]
+        return Excerpt(text[best.start : best.end][:budget].strip(), "lexical")
+    return Excerpt(_joined(text, taken), "lexical")
+
+
+def governing(text: str, spans: list[Span], index: int) -> tuple[int, int]:
+    """The block range that governs block ``index``: whole sentences, with any qualifier's clause.
+
+    Backwards first: while the block before does not end a sentence, or the range
+    starts with a qualifier, take it in; then forwards while the range does not end
+    a sentence or the next block opens with a qualifier. Stops before exceeding
+    CONTEXT_CHARS.
+    """
+    first = last = index
+    while True:
+        if first > 0 and (not _ends_sentence(text, spans[first - 1]) or _qualified(text, spans[first])):
+            candidate = (first - 1, last)
+        elif last + 1 < len(spans) and (not _ends_sentence(text, spans[last])
+                                        or _qualified(text, spans[last + 1])):
+            candidate = (first, last + 1)
+        else:
+            return first, last
+        if spans[candidate[1]].end - spans[candidate[0]].start > CONTEXT_CHARS:
+            return first, last
+        first, last = candidate
+
+
+def _ends_sentence(text: str, span: Span) -> bool:
+    return text[span.start : span.end].rstrip().endswith(_ENDS)
+
+
+def _qualified(text: str, span: Span) -> bool:
+    return bool(_QUALIFIERS.match(text[span.start : span.end]))
+
+
+def _trigrams(text: str) -> set[str]:
+    flat = normalize(text)
+    return {flat[i : i + 3] for i in range(len(flat) - 2) if flat[i : i + 3].strip()}
+
+
+def _ranked(text: str, spans: list[Span], query: str) -> list[int]:
+    """Block indexes sharing at least half as many of the query's trigrams as the best block does, most shared
+    first (ties: text order). A block that shares only a common word with the query does not crowd out the rest."""
+    wanted = _trigrams(query)
+    if not wanted:
+        return []
+    shared = [(len(wanted & _trigrams(text[s.start : s.end])), i) for i, s in enumerate(spans)]
+    best = max(count for count, _ in shared)
+    return [i for count, i in sorted(shared, key=lambda item: (-item[0], item[1])) if count and 2 * count >= best]
+
+
+def _length(text: str, pieces: list[tuple[int, int]]) -> int:
+    return len(_joined(text, pieces))
+
+
+def _joined(text: str, pieces: list[tuple[int, int]]) -> str:
+    """The pieces in text order, touching ones merged, joined by the separator."""
+    merged: list[list[int]] = []
+    for start, end in sorted(pieces):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return SEPARATOR.join(text[start:end].strip() for start, end in merged)
+
+
+def _start(text: str, spans: list[Span], budget: int) -> str:
+    """The record's first blocks that fit the budget (at least the start of the first)."""
+    end = 0
+    for span in spans:
+        if span.end > budget:
+            break
+        end = span.end
+    return (text[:end] if end else text[:budget]).strip()
