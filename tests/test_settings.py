@@ -4,6 +4,7 @@ and what it takes; the two names of one setting set to different values stop it 
 from __future__ import annotations
 
 from dataclasses import fields
+from pathlib import Path
 
 import pytest
 
@@ -217,3 +218,10 @@ def test_blocks_are_built_and_searched_by_default_and_searching_unbuilt_blocks_s
     off = Settings.from_env({"CUEDRECALL_BLOCK_BUILD_ENABLED": "false", "CUEDRECALL_BLOCK_RETRIEVAL_ENABLED": "no"})
     assert off.block_build_enabled is False and off.block_retrieval_enabled is False
     assert Settings.from_env({"CUEDRECALL_BLOCK_RETRIEVAL_ENABLED": "false"}).block_build_enabled is True
+
+
+def test_the_readme_lists_every_setting_under_its_cuedrecall_name() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    missing = [name for name, _, _ in Settings.describe()
+               if name.startswith("CUEDRECALL_") and f"| `{name}` |" not in readme]
+    assert not missing, f"README's settings table lacks {missing}"
