@@ -97,6 +97,16 @@ _WRONG: dict[str, list[Any]] = {
 _ITEM_WRONG: dict[str, Any] = {"string": 7, "object": "not an object"}
 _JSON: dict[str, type] = {"string": str, "null": type(None)}  # the types a parameter may accept besides its own
 
+
+def _item_wrong(items: Any) -> Any:
+    """An array item of no type the declaration accepts (items of one type, or anyOf several: get_contents's
+    ref or range object)."""
+    if isinstance(items, str) or "type" in items:
+        return _ITEM_WRONG[items if isinstance(items, str) else items["type"]]
+    accepted = {branch["type"] for branch in items["anyOf"]}
+    return next(value for kind, value in (("integer", 7), ("string", "x"), ("object", {})) if kind not in accepted)
+
+
 NOT_BUILT = {"reconstruct", "declare_associations", "traverse"}  # published, answered ok:false until built
 PARAMS = [(tool.name, name) for tool in TOOLS.values() for name in tool.params]
 REQUIRED = [(tool.name, name) for tool in TOOLS.values() for name, p in tool.params.items() if p.required]
@@ -161,7 +171,7 @@ def test_a_wrong_type_for_any_argument_is_refused_naming_it_and_nothing_is_writt
     if not declared.nullable and "null" not in declared.also:
         wrong.append(None)
     if declared.items:
-        wrong.append([_ITEM_WRONG[declared.items if isinstance(declared.items, str) else declared.items["type"]]])
+        wrong.append([_item_wrong(declared.items)])
     before = _state(memory, tmp_path)
     for value in wrong:
         result = memory.call(tool, {**base[tool], param: value})

@@ -3,15 +3,21 @@
 A record too long for its preview shows the blocks that share the most of the
 query's trigrams, each extended to whole sentences and to the clause a qualifier
 ("however", "ただし", ...) attaches it to, taken best first while they fit the
-budget and shown in text order joined by " … ". The basis says how the blocks
-were chosen: ``lexical`` (by the query's words), or ``start`` when the record is
-one block or nothing in it matches (then the excerpt is its beginning).
+budget and shown in text order joined by " … ". The blocks are the divider's, or
+the ones given (a record's stored block set). The basis says how the blocks were
+found and chosen: ``lexical`` (divided now, chosen by the query's words),
+``blocks`` (the given blocks, chosen by the query's words, with any block named
+``first`` put before them all), or ``start`` when the record is one block or
+nothing in it matches (then the excerpt is its beginning).
+
+Pure: the caller reads any stored blocks and passes them in.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Sequence
 
 from cuedrecall.text.blocks import Span, divide
 from cuedrecall.text.parts import normalize
@@ -32,27 +38,52 @@ _QUALIFIERS = re.compile(
 @dataclass(frozen=True)
 class Excerpt:
     text: str
-    basis: str  # "lexical" | "start"
+    basis: str  # "lexical" | "blocks" | "start"
 
 
-def excerpt(text: str, query: str, budget: int = EXCERPT_CHARS) -> Excerpt:
-    """The excerpt of ``text`` for ``query`` within ``budget`` characters (separators included)."""
-    spans = divide(text)
+def excerpt(text: str, query: str, budget: int = EXCERPT_CHARS, spans: Sequence[Span] | None = None,
+            first: int | None = None) -> Excerpt:
+    """The excerpt of ``text`` for ``query`` within ``budget`` characters (separators included).
+
+    ``spans``: the blocks to choose from (they must partition ``text``: see ``partitions``); None divides the
+    text now. ``first``: the index of a given block that ranks before every other (the block a search reached);
+    its passage is always shown, cut to its own block when its whole context does not fit. Ignored without
+    ``spans`` or when out of range.
+    """
+    basis = "lexical" if spans is None else "blocks"
+    spans = divide(text) if spans is None else list(spans)
+    lead = first if basis == "blocks" and first is not None and 0 <= first < len(spans) else None
     ranked = _ranked(text, spans, query) if len(spans) > 1 else []
+    if lead is not None and len(spans) > 1:
+        ranked = [lead, *(index for index in ranked if index != lead)]
     if not ranked:
         return Excerpt(_start(text, spans, budget), "start")
     taken: list[tuple[int, int]] = []
     for index in ranked:
-        first, last = governing(text, spans, index)
-        piece = (spans[first].start, spans[last].end)
+        start_block, end_block = governing(text, spans, index)
+        piece = (spans[start_block].start, spans[end_block].end)
+        if index == lead and _length(text, [piece]) > budget:
+            piece = (spans[index].start, spans[index].end)  # the reached block alone, without its context
         if any(piece[0] < end and start < piece[1] for start, end in taken):
             continue
         if _length(text, [*taken, piece]) <= budget:
             taken.append(piece)
+        elif index == lead:
+            break  # the reached block alone is over budget: shown cut to fit, below
     if not taken:  # even the best passage's context is over budget: its own block, cut to fit
         best = spans[ranked[0]]
-        return Excerpt(text[best.start : best.end][:budget].strip(), "lexical")
-    return Excerpt(_joined(text, taken), "lexical")
+        return Excerpt(text[best.start : best.end][:budget].strip(), basis)
+    return Excerpt(_joined(text, taken), basis)
+
+
+def partitions(text: str, spans: Sequence[Span]) -> bool:
+    """Whether the spans cover ``text`` exactly, in order, none empty: the blocks ``excerpt`` may be given."""
+    position = 0
+    for span in spans:
+        if span.start != position or span.end <= span.start:
+            return False
+        position = span.end
+    return position == len(text) and bool(spans)
 
 
 def governing(text: str, spans: list[Span], index: int) -> tuple[int, int]:

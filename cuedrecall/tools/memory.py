@@ -30,6 +30,23 @@ _CONTEXT_ENTRY = {"type": "object", "properties": {
     "content": {"type": "string"}, "name": {"type": "string"}, "user_id": {"type": "string"},
     "timestamp": {"type": "string", "description": "ISO-8601; orders the merged answer (undated first)"}}}
 
+_INDEX = {"type": "integer", "minimum": 0}
+_INDEXES = {"anyOf": [_INDEX, {"type": "array", "items": _INDEX, "minItems": 2, "maxItems": 2}]}
+_CONTENTS_ITEM = {"anyOf": [
+    {"type": "string", "description": "a ref: mem:<id> or ep:<id>, the whole record"},
+    {"type": "object", "description": "one range of a record's text (an episode's summary without its label)",
+     "properties": {
+         "ref": {"type": "string", "description": "mem:<id> or ep:<id>"},
+         "block": {**_INDEXES, "description": "a block index, or [first, last] (the indexes recall's "
+                   "match_reason names)"},
+         "span": {"type": "array", "items": _INDEX, "minItems": 2, "maxItems": 2,
+                  "description": "[start, end): character offsets, the end clamped to the text"},
+         "node": {**_INDEXES, "description": "CPersona's node range: read, answered in unresolved (not supported)"},
+         "revision": {"type": "string", "description": "CPersona's revision: read, answered in unresolved (not "
+                      "supported)"}},
+     "required": ["ref"], "additionalProperties": False},
+]}
+
 TOOLS = [
     Tool(
         "store",
@@ -88,9 +105,13 @@ TOOLS = [
     ),
     Tool(
         "get_contents",
-        "Read the whole text of records a recall returned as previews, by their refs (mem:<id>, ep:<id>).",
-        {"agent_id": AGENT, "refs": Param("array", "up to 20 refs such as \"mem:12\" or \"ep:3\"", required=True,
-                                          items="string")},
+        "Read the whole text of records a recall returned as previews, by their refs (mem:<id>, ep:<id>), or "
+        "one range of a record: {ref, block} for some of its blocks, {ref, span} for character offsets.",
+        {"agent_id": AGENT, "refs": Param(
+            "array", "up to 20 items, each a ref such as \"mem:12\" or \"ep:3\" (the whole record), or an object "
+            "such as {\"ref\": \"mem:12\", \"block\": [2, 3]} or {\"ref\": \"ep:3\", \"span\": [0, 800]} (one "
+            "range of it; at most one of block, span)", required=True, items=_CONTENTS_ITEM,
+            extra={"minItems": 1, "maxItems": 20})},
         read.get_contents, on_agent(READ), read_only=True, failure={"items": []},
     ),
     Tool(
