@@ -197,6 +197,24 @@ def settings_for(embedder: str, mode: str, path: Path | str, environ: Mapping[st
                              db_path=str(path))
 
 
+def parse_setting(text: str) -> dict[str, str]:
+    """``CPERSONA_NAME=VALUE`` (or ``CUEDRECALL_NAME=VALUE``) -> the environment ``settings_for`` reads it from.
+
+    A name no setting has, or a value the setting refuses, fails here, before any store is built.
+    """
+    name, sep, value = text.partition("=")
+    name = name.strip().upper()
+    known = {variable for variable, _default, _doc in Settings.describe()}
+    if not sep or name not in known:
+        raise argparse.ArgumentTypeError(f"wants CPERSONA_NAME=VALUE naming a known setting, not {text!r}")
+    environ = {name: value.strip()}
+    try:
+        Settings.from_env(environ)
+    except Exception as exc:  # SettingsError: the message names the variable and what it accepts
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    return environ
+
+
 # -- loading a conversation ---------------------------------------------------------------------
 
 HISTORIES = ("asked", "all")

@@ -16,8 +16,8 @@ was misused:
    the gold refs that have gate decisions, none of them passed: ``FILTER_DROP``;
    the gold refs that passed, all dropped by autocut: ``FILTER_DROP``;
    a gold ref cut by the count (``order.cut_by_count``): ``RANKING_MISS``;
-   a gold ref on a seat arm's list (``block``, ``cue``, ``cue_stage_*``), so a
-   seat could have held it: ``RANKING_MISS``;
+   a gold ref on a seat arm's list (``block``, ``far``, ``propagation``, ``cue``,
+   ``cue_stage_*``), so a seat could have held it: ``RANKING_MISS``;
    anything else: ``UNATTRIBUTED``;
 4. returned: with ``shown_text`` and ``quotes``, a quote must appear in the
    shown text (both whitespace-collapsed), else ``RECONSTRUCTION_LOSS``; then
@@ -60,7 +60,8 @@ CODES = (CANDIDATE_MISS, FILTER_DROP, RANKING_MISS, RECONSTRUCTION_LOSS, AGENT_M
 RETURNED = "returned"  # how tables and JSON spell a None from confirm()
 
 # Arms whose rows a held seat can admit: a ref only they reached was lost to the seats, not to the arms.
-SEAT_ARMS = ("block", "cue")
+# (Keyword seats take rows of the ordinary lexical arms, so the gate or the count already names their loss.)
+SEAT_ARMS = ("block", "far", "propagation", "cue")
 SEAT_ARM_PREFIX = "cue_stage_"
 
 

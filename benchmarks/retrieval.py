@@ -42,7 +42,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser = h.study_parser(PROG, __doc__.splitlines()[0], "retrieval.md", ["local", "hash"], ["rrf", "rsf"])
     parser.add_argument("--dump-traces", type=Path, metavar="PATH.jsonl",
                         help="write one {id, gold, trace} line per recall")
+    parser.add_argument("--setting", action="append", default=[], type=h.parse_setting, metavar="CPERSONA_NAME=VALUE",
+                        help="run every store with this setting changed (repeatable; e.g. CPERSONA_KEYWORD_SEATS=2)")
     return parser
+
+
+def environ_of(args: argparse.Namespace) -> dict[str, str]:
+    """The settings ``--setting`` changed, as the environment the stores read them from."""
+    out: dict[str, str] = {}
+    for environ in args.setting:
+        out.update(environ)
+    return out
 
 
 # -- running ----------------------------------------------------------------------------------
@@ -59,7 +69,7 @@ def evaluate_conversation(dataset: h.Dataset, conversation: Any, embedder: h.Pre
                           args: argparse.Namespace, workdir: Path, dump: IO[str] | None,
                           advance: Any) -> list[dict[str, Any]]:
     """One row per scored question of one conversation, under one embedder and fusion mode."""
-    store = h.ConversationStore(conversation, embedder, mode, workdir)
+    store = h.ConversationStore(conversation, embedder, mode, workdir, environ_of(args))
     rows = []
     try:
         scored = [q for q in conversation.questions if dataset.scored(q)]
@@ -155,7 +165,9 @@ def render(argv: Sequence[str], args: argparse.Namespace, datasets: Sequence[h.D
         f"Command: `{h.command_line(PROG, argv)}`", "",
         "## Setup", "",
         "- One store per conversation (one agent), default settings (the environment is not read), "
-        "no calibration (the heuristic gate), no time cue.",
+        "no calibration (the heuristic gate), no time cue."
+        + (" Changed: " + ", ".join(f"`{k}={v}`" for k, v in environ_of(args).items()) + "."
+           if environ_of(args) else ""),
         "- Every turn is stored with `Memory.store` (its session's time plus its index in seconds for LoCoMo, "
         "its msg_id, the speaker as source); every session summary is archived with `Memory.archive_episode` "
         "over the session's time. The store skips a turn whose exact text is already stored; such a turn's "

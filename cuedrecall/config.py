@@ -128,6 +128,12 @@ class Settings:
     acl_file: str = _setting("", _text, "JSON file of HTTP clients and their grants per agent (deny by default)")
     block_build_enabled: bool = _setting(True, _parse_bool, "divide records into blocks and embed them (background)")
     block_retrieval_enabled: bool = _setting(True, _parse_bool, "recall's block arm and its held seats")
+    keyword_seats: int = _setting(0, _number(int, 0, 10), "held places for lexical-only rows after the count "
+                                  "(0 = off; CPersona's default under rrf is 2)")
+    far_seats_enabled: bool = _setting(False, _parse_bool, "up to 2 held places for memories beyond the scan window, "
+                                       "found by sign bits")
+    recall_propagation_seat: bool = _setting(False, _parse_bool, "one held place for the row a deeper search ranks "
+                                             "closest to the best row")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> "Settings":

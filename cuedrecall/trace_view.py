@@ -54,7 +54,8 @@ def _header(trace: Trace, console: Console) -> None:
     table.add_column("field", style="bold")
     table.add_column("value", overflow="fold")
     policy = trace.get("policy") or {}
-    table.add_row("policy", f"process {policy.get('process', '-')}, scoring {policy.get('scoring', '-')}")
+    propagation = f", propagation {policy['propagation']}" if policy.get("propagation") else ""
+    table.add_row("policy", f"process {policy.get('process', '-')}, scoring {policy.get('scoring', '-')}{propagation}")
     table.add_row("server_version", str(trace.get("server_version")))
     for key in ("scope", "request", "config"):
         value = trace.get(key) or {}
@@ -175,6 +176,13 @@ def _loop(trace: Trace, console: Console) -> None:
         lifted = ", ".join(f"{m.get('ref')} {m.get('from')}->{m.get('to')}" for m in cue.get("lifted") or []) or "none"
         console.print(f"time cue: bound L={cue.get('bound')}, confidence {cue.get('confidence')}, moved {lifted}, "
                       f"seated {', '.join(cue.get('seated') or []) or 'none'}")
+    propagation = trace.get("propagation")
+    if propagation:
+        seated = ", ".join(f"{s.get('ref')} (fused_rank {s.get('fused_rank')}, cosine_rank {s.get('cosine_rank')})"
+                           for s in propagation.get("seated") or []) or "none"
+        console.print(f"propagation seat ({propagation.get('policy')}): anchor {propagation.get('anchor', '-')}, "
+                      f"depth {propagation.get('depth')}, {propagation.get('candidates')} candidates, "
+                      f"seated {seated}")
     if trace.get("cue_ignored"):
         ignored = trace["cue_ignored"]
         console.print(f"time cue ignored: {ignored.get('reason')} (period {_compact(ignored.get('period'))})")

@@ -516,6 +516,28 @@ def test_vector_far_covers_the_scope_beyond_the_window_up_to_the_reach(store: St
     assert store.vector_far(scope, query, floor=-2.0, limit=100, window=100, reach=200) == []
 
 
+def test_far_candidates_rank_the_scopes_memories_beyond_the_start_by_sign_bits(
+        store: Store, world: dict[str, str]) -> None:
+    query = hash_vector("harbour lantern")
+    found = store.far_candidates(Scope(A), query, start=0, count=100)
+    # memories only, of agent A, each once; best first by (Hamming distance, scan position)
+    assert {hit.ref for hit in found} == {world["harbour"], world["violin"], world["glacier"], world["late"]}
+    assert [(hit.distance, hit.position) for hit in found] == sorted((hit.distance, hit.position) for hit in found)
+    assert sorted(hit.position for hit in found) == [0, 1, 2, 3]
+    vectors = store.vectors([hit.ref for hit in found])
+    for hit in found:
+        bits = np.count_nonzero((vectors[hit.ref] > 0) != (query > 0))
+        assert hit.distance == bits and hit.cosine == pytest.approx(float(vectors[hit.ref] @ query), abs=1e-6)
+    assert found[0].ref == world["harbour"]
+    # scan positions newest first: from 2 on, the two oldest inserted; the count cuts the list
+    assert {hit.ref for hit in store.far_candidates(Scope(A), query, start=2, count=100)} == {
+        world["harbour"], world["violin"]}
+    assert len(store.far_candidates(Scope(A), query, start=0, count=1)) == 1
+    assert [hit.ref for hit in store.far_candidates(Scope(A, "p1", "c1"), query, start=0, count=100)] != []
+    assert store.far_candidates(Scope(A, source_id="discord:3"), query, start=0, count=100)[0].ref == world["glacier"]
+    assert store.far_candidates(Scope(A), query, start=4, count=100) == []
+
+
 def test_vector_in_period_keeps_one_kind_inside_the_scope_and_the_period(store: Store, world: dict[str, str]) -> None:
     period = (to_epoch("2025-01-01T00:00:00Z"), to_epoch("2025-02-28T00:00:00Z"))
     query = hash_vector("harbour")

@@ -105,13 +105,13 @@ def test_an_empty_trace_is_a_candidate_miss() -> None:
     assert confirm(make_trace(arms={"vector_near": []}), ["mem:1"]) == CANDIDATE_MISS
 
 
-@pytest.mark.parametrize("arm", ["block", "cue", "cue_stage_1", "cue_stage_2"])
+@pytest.mark.parametrize("arm", ["block", "far", "propagation", "cue", "cue_stage_1", "cue_stage_2"])
 def test_seat_arms_are_ranking_misses(arm: str) -> None:
     trace = make_trace(arms={arm: ["mem:1"], "vector_near": ["mem:2"]}, passed=["mem:2"], before_cut=["mem:2"])
     assert confirm(trace, ["mem:1"]) == RANKING_MISS
 
 
-@pytest.mark.parametrize("arm", ["far", "keyword", "vector_far", "newest", "cues"])
+@pytest.mark.parametrize("arm", ["keyword", "vector_far", "newest", "cues"])
 def test_other_arms_are_not_seat_arms(arm: str) -> None:
     trace = make_trace(arms={arm: ["mem:1"], "vector_near": ["mem:2"]}, passed=["mem:2"], before_cut=["mem:2"])
     assert confirm(trace, ["mem:1"]) == UNATTRIBUTED

@@ -28,14 +28,17 @@ from cuedrecall.version import __version__
 def run_recall(
     rt: Runtime, *, agent_id: str, query: str, limit: int, deep: bool, channel: str, project_id: str | None,
     source_id: str, exclude_contents: list[str], full_content: bool, trace: bool, time_cue: Any,
+    propagation: bool = True,
 ) -> dict[str, Any]:
+    """One recall; ``propagation``: whether the propagation seat may be held where the setting turns it on."""
     started = time.perf_counter()  # the cue's time limit counts from here, the query's embedding included
     cue = parse_time_cue(time_cue)  # an unreadable cue is refused here, before anything runs
     vector = rt.query_vector(query)
     recorder = TraceRecorder() if trace else Recorder()
     with rt.store.snapshot():
         params = resolve_params(rt.settings, rt.calibration.thresholds(agent_id), query=query, limit=limit,
-                                deep=deep, exclude_contents=exclude_contents, embedding_model=_block_model(rt))
+                                deep=deep, exclude_contents=exclude_contents, embedding_model=_block_model(rt),
+                                propagation=propagation)
         ctx = RecallContext(rt.store, Scope(agent_id, project_id, channel, source_id), query, vector, params,
                             rt.clock(), recorder, started=started)
         if recorder.enabled:
@@ -79,6 +82,13 @@ def _trace_header(rt: Runtime, ctx: RecallContext, cue: TimeCue | None, limit: i
                   "age_anchor": p.age_anchor},
         "episode_penalty": p.episode_penalty, "full_content": full_content,
     }
+    # the held seats that are off by default are named only when on, so a default trace is as it was
+    if p.keyword_seats:
+        request["keyword_seats"] = p.keyword_seats
+    if p.far_seats:
+        request["far_seats"] = True
+    if p.propagation_seat:
+        request["propagation_seat"] = True
     if cue is not None:
         request["time_cue"] = cue.echo()
     config = {
@@ -106,7 +116,8 @@ def recall_with_context(
     entries, issues = _context_entries(external_context)
     response = run_recall(rt, agent_id=agent_id, query=query, limit=limit, deep=deep, channel=channel,
                           project_id=project_id, source_id=source_id, full_content=full_content, trace=False,
-                          time_cue=None, exclude_contents=[e["content"] for e in entries if e.get("content")])
+                          time_cue=None, exclude_contents=[e["content"] for e in entries if e.get("content")],
+                          propagation=False)
     merged = response["messages"] + [_context_message(e) for e in entries
                                      if e.get("role") in _MERGED_ROLES and e.get("content")]
     out = {**response, "messages": sorted(merged, key=_chronological)}

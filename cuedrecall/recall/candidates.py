@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from cuedrecall.store.base import BlockHit
 
@@ -24,8 +25,9 @@ class Candidate:
     penalty: float = 1.0  # episode boundary penalty factor
     prior: float | None = None  # age weight, where the prior ran
     cue_rank: int | None = None  # rank on the cue arm, where it ranked the row
-    seat: str | None = None  # "block" or "cue" for a row admitted by a held seat
+    seat: str | None = None  # the held seat that admitted the row: block, keyword, far, cue or propagation
     block: BlockHit | None = None  # the block that reached it, for a block seat
+    seat_detail: dict[str, Any] = field(default_factory=dict)  # what its seat says of it (match_reason)
 
     @property
     def is_profile(self) -> bool:

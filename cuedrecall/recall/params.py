@@ -43,6 +43,9 @@ class RecallParams:
     cue_time_limit_ms: int = 1000
     block_retrieval: bool = False
     embedding_model: str = ""  # the model whose blocks the block arm may compare with the query
+    keyword_seats: int = 0  # held places for lexical-only rows (0 = off)
+    far_seats: bool = False  # held places for memories beyond the scan window, by sign bits
+    propagation_seat: bool = False  # one held place for the row a deeper search ranks closest to the best row
 
     @property
     def far_enabled(self) -> bool:
@@ -50,8 +53,13 @@ class RecallParams:
 
 
 def resolve_params(s: Settings, calibrated: dict[str, float], *, query: str, limit: int, deep: bool = False,
-                   exclude_contents: list[str] | None = None, embedding_model: str = "") -> RecallParams:
-    """The recall's parameters; ``calibrated`` is the agent's thresholds per signal (cosine sets the floor)."""
+                   exclude_contents: list[str] | None = None, embedding_model: str = "",
+                   propagation: bool = True) -> RecallParams:
+    """The recall's parameters; ``calibrated`` is the agent's thresholds per signal (cosine sets the floor).
+
+    ``propagation``: whether this call may hold the propagation seat when the setting turns it on (the
+    recall tool may; recall_with_context, like CPersona's, does not).
+    """
     limit = min(limit, s.recall_library_max_limit)
     blank = not query.strip()
     depth = limit if blank else min(max(limit, s.recall_depth_floor), s.recall_library_max_limit)
@@ -69,4 +77,6 @@ def resolve_params(s: Settings, calibrated: dict[str, float], *, query: str, lim
         excerpt_chars=s.recall_excerpt_chars,
         cue_time_limit_ms=s.recall_cue_time_limit_ms,
         block_retrieval=s.block_retrieval_enabled and bool(embedding_model), embedding_model=embedding_model,
+        keyword_seats=s.keyword_seats, far_seats=s.far_seats_enabled,
+        propagation_seat=s.recall_propagation_seat and propagation,
     )

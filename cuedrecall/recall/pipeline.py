@@ -1,7 +1,9 @@
-"""The single pass: arms -> fusion -> scoring -> gate -> autocut -> prior -> count cut -> block seats.
+"""The single pass: arms -> fusion -> scoring -> gate -> autocut -> prior -> count cut -> held seats.
 
 Each stage is a small function over the candidate list; this module only calls
-them in order, the way one reads the recall out loud.
+them in order, the way one reads the recall out loud. The held seats after the
+count are appended in CPersona's order: block, keyword, far (the cue's seats and
+the propagation seat follow in ``process``).
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from cuedrecall.recall.autocut import autocut
 from cuedrecall.recall.block_arm import block_seats
 from cuedrecall.recall.candidates import Candidate, PROFILE_REF
 from cuedrecall.recall.context import RecallContext
+from cuedrecall.recall.far_seats import far_seats
 from cuedrecall.recall.fusion import fuse
 from cuedrecall.recall.gate import gate
+from cuedrecall.recall.keyword_seats import keyword_seats
 from cuedrecall.recall.order import count_cut
 from cuedrecall.recall.prior import apply_prior
 from cuedrecall.recall.scoring import penalise
@@ -28,10 +32,22 @@ class PassResult:
     admitted: frozenset[str]  # refs that passed the gate and autocut (before the count)
     reached: frozenset[str]  # refs any ordinary arm produced
     gate_fallback: bool
-    held: list[Candidate]  # block seats appended after the answer (never moved by a cue)
+    held: list[Candidate]  # block, keyword and far seats appended after the answer (never moved by a cue)
 
 
-def single_pass(ctx: RecallContext) -> PassResult:
+@dataclass(frozen=True)
+class Ranking:
+    """The single pass up to the count: what the seats after it read."""
+
+    scored: list[Candidate]  # every candidate in fused order after scoring: the order before the gate
+    admitted: list[Candidate]  # what the gate and autocut kept (the gate's fallback rows when it fired)
+    ordered: list[Candidate]  # the admitted rows after the prior: the order the count cuts
+    reached: frozenset[str]
+    gate_fallback: bool
+
+
+def rank(ctx: RecallContext) -> Ranking:
+    """Arms, fusion, scoring, gate, autocut and prior: the order before the count cut."""
     if ctx.blank:
         arms = arm_stage.newest(ctx)
         rows = [Candidate(hit.ref) for hit in arms["newest"]]
@@ -42,12 +58,20 @@ def single_pass(ctx: RecallContext) -> PassResult:
     rows = penalise(ctx, _with_profile(ctx, rows))
     ctx.recorder.mark("retrieve_and_score")
     gated = gate(ctx, rows)
-    rows = gated.admitted if gated.fallback else autocut(ctx, gated.admitted)
-    admitted = frozenset(row.ref for row in rows)
-    rows = apply_prior(ctx, rows)
+    admitted = gated.admitted if gated.fallback else autocut(ctx, gated.admitted)
+    ordered = apply_prior(ctx, admitted)
     ctx.recorder.mark("gate")
-    answer = count_cut(ctx, rows)
-    return PassResult(answer, admitted, reached, gated.fallback, block_seats(ctx, answer))
+    return Ranking(rows, admitted, ordered, reached, gated.fallback)
+
+
+def single_pass(ctx: RecallContext) -> PassResult:
+    ranking = rank(ctx)
+    admitted = frozenset(row.ref for row in ranking.admitted)
+    answer = count_cut(ctx, ranking.ordered)
+    held = block_seats(ctx, answer)
+    held += keyword_seats(ctx, ranking.scored, ranking.admitted, ranking.gate_fallback, answer + held)
+    held += far_seats(ctx, answer + held, ranking.reached, admitted)
+    return PassResult(answer, admitted, ranking.reached, ranking.gate_fallback, held)
 
 
 def _with_profile(ctx: RecallContext, rows: list[Candidate]) -> list[Candidate]:

@@ -4,7 +4,8 @@ Without a cue this is the single pass and nothing else. With one, the cue arm
 searches the period (widened once if it holds nothing), rows it found move up at
 most L places among those already returned, and up to L seats hold rows it found
 that the answer lacks. The rows the gate passes and the count returns are never
-changed (spec §2.6).
+changed (spec §2.6). The propagation seat, when on, is appended last, after the
+cue's seats.
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ from cuedrecall.recall.context import RecallContext
 from cuedrecall.recall.cue_arm import search_period
 from cuedrecall.recall.cued_v0_3 import BOUND, CUE_RANK_K, MAX_CUE_STAGES, POLICY, SEATS, WIDER
 from cuedrecall.recall.pipeline import PassResult, single_pass
+from cuedrecall.recall.propagation import propagation_seat
 from cuedrecall.recall.timecue import TimeCue, base_period, is_recent_only, period
 from cuedrecall.store.base import Hit
 
 
 @dataclass(frozen=True)
 class Outcome:
-    rows: list[Candidate]  # best first: the answer, then the held seats (block, then cue)
+    rows: list[Candidate]  # best first: the answer, then the held seats (block, keyword, far, cue, propagation)
     gate_fallback: bool
     time_cue: dict[str, Any] | None
 
@@ -35,7 +37,7 @@ def recall_process(ctx: RecallContext, cue: TimeCue | None) -> Outcome:
     result = single_pass(ctx)
     if cue is None:
         ctx.recorder.stage({"stage": 0, "searched": "all arms", "next": None})
-        return Outcome(result.answer + result.held, result.gate_fallback, None)
+        return Outcome(_propagated(ctx, result, result.answer + result.held), result.gate_fallback, None)
     span = _span(ctx)
     if is_recent_only(cue, ctx.now, span):
         return _ignored(ctx, cue, span, result)
@@ -50,7 +52,12 @@ def recall_process(ctx: RecallContext, cue: TimeCue | None) -> Outcome:
                           "seated": [row.ref for row in seated]})
     summary = {"policy": POLICY, "period": _iso_period(searched), "confidence": confidence, "revised": revised,
                "moved": len(moves), "seated": len(seated)}
-    return Outcome(answer + result.held + seated, result.gate_fallback, summary)
+    return Outcome(_propagated(ctx, result, answer + result.held + seated), result.gate_fallback, summary)
+
+
+def _propagated(ctx: RecallContext, result: PassResult, rows: list[Candidate]) -> list[Candidate]:
+    """The rows with the propagation seat (off by default) appended last; its anchor is the uncued answer's."""
+    return rows + propagation_seat(ctx, result.answer, rows, result.gate_fallback)
 
 
 def _span(ctx: RecallContext) -> tuple[datetime | None, datetime | None] | None:
@@ -69,7 +76,7 @@ def _ignored(ctx: RecallContext, cue: TimeCue, span: Any, result: PassResult) ->
     own = _iso_period(base_period(cue, ctx.now, span))
     ctx.recorder.cue_ignored({"reason": "recent_only", "period": own})
     ctx.recorder.stage({"stage": 0, "searched": "all arms", "next": None})
-    return Outcome(result.answer + result.held, result.gate_fallback,
+    return Outcome(_propagated(ctx, result, result.answer + result.held), result.gate_fallback,
                    {"policy": POLICY, "ignored": "recent_only", "period": own})
 
 

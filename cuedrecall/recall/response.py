@@ -8,7 +8,8 @@ from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.context import RecallContext
 from cuedrecall.clock import to_epoch
 from cuedrecall.store.base import Record
-from cuedrecall.text.excerpts import excerpt
+from cuedrecall.text.blocks import Span
+from cuedrecall.text.excerpts import excerpt, partitions
 
 FULL_CONTENT_BUDGET = 200_000
 
@@ -22,8 +23,11 @@ def match_reason(row: Candidate, mode: str) -> dict[str, Any] | None:
     if row.block is not None:
         return {"signal": "block", "admission": "reservation", "order": "vector" if row.block.cosine is not None
                 else "hamming", "hamming": row.block.distance, "block": row.block.block}
-    if row.seat is not None:
+    if row.seat == "cue":
         return {"signal": row.seat, "admission": "reservation", "cue_rank": row.cue_rank}
+    if row.seat is not None:  # keyword (seat, rrf|rsf), far (cosine), propagation (fused_rank, cosine_rank)
+        detail = {key: _round(value) if isinstance(value, float) else value for key, value in row.seat_detail.items()}
+        return {"signal": row.seat, "admission": "reservation", **detail}
     signal = row.signal(mode)
     if signal in (None, "profile"):
         # an unscored row (a blank query's listing) says nothing, unless the cue arm ranked it
@@ -94,11 +98,26 @@ def build_messages(ctx: RecallContext, rows: list[Candidate], full_content: bool
 
 
 def _add_excerpt(ctx: RecallContext, message: dict[str, Any]) -> None:
-    """A row cut to its preview also shows the passages of the whole record that match the query."""
+    """A row cut to its preview also shows the passages of the whole record that match the query.
+
+    With block retrieval on and a stored block set for the record, the passages are chosen among the stored
+    blocks (basis "blocks"; offsets in the stored text, an episode's summary without its label), the block a
+    block seat reached first (as its match_reason names it: the row itself is not at hand here); else the
+    record is divided now (basis "lexical", or "start").
+    """
     record = ctx.facts.get(message["ref"])
     if record is None:
         return
-    found = excerpt(record.display_content, ctx.query, ctx.params.excerpt_chars)
+    budget = ctx.params.excerpt_chars
+    stored = ctx.store.block_spans([record.ref]).get(record.ref) if ctx.params.block_retrieval else None
+    spans = [Span(start, end, forced) for start, end, forced in stored or ()]
+    if spans and partitions(record.text, spans):  # a set that no longer fits the text is never used
+        reason = message.get("match_reason") or {}
+        reached = reason.get("block") if reason.get("signal") == "block" else None
+        first = reached if isinstance(reached, int) and not isinstance(reached, bool) else None
+        found = excerpt(record.text, ctx.query, budget, spans=spans, first=first)
+    else:
+        found = excerpt(record.display_content, ctx.query, budget)
     message["excerpt"], message["excerpt_basis"] = found.text, found.basis
 
 

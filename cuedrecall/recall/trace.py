@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from cuedrecall.recall.trace_schema import (
-    TRACE_VERSION, CueIgnored, CueSection, GateDecision, GateSection, Policy, Stage, Trace,
+    TRACE_VERSION, CueIgnored, CueSection, GateDecision, GateSection, Policy, PropagationSection, Stage, Trace,
 )
 
 if TYPE_CHECKING:
@@ -42,6 +42,7 @@ class Recorder:
     def suspect(self, stage: int, code: str, reason: str, action: str) -> None: ...
     def cue(self, section: CueSection) -> None: ...
     def cue_ignored(self, section: CueIgnored) -> None: ...
+    def propagation(self, section: PropagationSection, elapsed_ms: float) -> None: ...
     def coverage(self, ledger: dict[str, Any]) -> None: ...
     def mark(self, stage: str) -> None: ...
 
@@ -129,6 +130,12 @@ class TraceRecorder(Recorder):
 
     def cue_ignored(self, section: CueIgnored) -> None:
         self.data["cue_ignored"] = section
+
+    def propagation(self, section: PropagationSection, elapsed_ms: float) -> None:
+        """The propagation seat's section; it names its policy in ``policy.propagation`` and its time."""
+        self.data["propagation"] = section
+        self.data["policy"]["propagation"] = section["policy"]
+        self.data["timing_ms"]["propagation"] = round(elapsed_ms, 3)
 
     def coverage(self, ledger: dict[str, Any]) -> None:
         self.data["coverage"] = ledger

@@ -64,7 +64,7 @@ class OrderSection(TypedDict):
 
 class Reservation(TypedDict):
     ref: str
-    kind: str  # "block" or "cue"
+    kind: str  # the held seat, in append order: "block", "keyword", "far", "cue", "propagation"
 
 
 class Stage(TypedDict, total=False):
@@ -99,9 +99,30 @@ class BlockSection(TypedDict):
     order: str  # "vector": the best blocks re-ranked by int8 cosine; "hamming": by sign-bit distance alone
 
 
-class Policy(TypedDict):
+class _PolicyBase(TypedDict):
     scoring: str
     process: str  # "single-pass-v0" | "cued-v0.3"
+
+
+class Policy(_PolicyBase, total=False):
+    propagation: str  # "propagation-v1", only when the propagation seat ran
+
+
+class PropagationSeat(TypedDict):
+    ref: str
+    fused_rank: int  # 1-based, among the candidates in the deeper search's order
+    cosine_rank: int  # 1-based, among the candidates by cosine with the anchor
+
+
+class _PropagationBase(TypedDict):
+    policy: str  # "propagation-v1"
+    depth: int  # the deeper search's depth, max(100, depth)
+    candidates: int  # rows of the deeper search the recall did not already hold
+    seated: list[PropagationSeat]
+
+
+class PropagationSection(_PropagationBase, total=False):
+    anchor: str  # the answer's first real record; absent when the answer held none (then nothing ran)
 
 
 class Trace(TypedDict, total=False):
@@ -111,7 +132,7 @@ class Trace(TypedDict, total=False):
     scope: dict[str, Any]
     request: dict[str, Any]
     config: dict[str, Any]
-    arms: dict[str, list[ArmHit]]
+    arms: dict[str, list[ArmHit]]  # the ordinary arms, then block, far, cue, cue_stage_1, propagation where they ran
     excluded: list[str]
     fusion: list[FusionRow]
     scoring: dict[str, dict[str, float]]  # "episode_penalty" | "prior" -> ref -> factor
@@ -124,6 +145,7 @@ class Trace(TypedDict, total=False):
     suspected: list[Suspect]
     cue: CueSection
     cue_ignored: CueIgnored
+    propagation: PropagationSection
     coverage: dict[str, Any]  # recall/coverage.py's ledger
     timing_ms: dict[str, float]
 

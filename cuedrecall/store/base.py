@@ -123,6 +123,16 @@ class BlockHit:
 
 
 @dataclass(frozen=True)
+class CoarseHit:
+    """A memory the far seats' coarse search reached beyond the scan window, by the sign bits of its vector."""
+
+    ref: str
+    position: int  # its place in the scope's memory scan order (newest first, 0-based)
+    distance: int  # Hamming distance between its sign bits and the query's
+    cosine: float  # the dot product of its stored float vector with the query vector
+
+
+@dataclass(frozen=True)
 class BlockSet:
     """A record's blocks as the builder writes them: spans of its text and each span's vector, two ways.
 
@@ -217,6 +227,7 @@ class Store(Protocol):
                     window: int) -> list[Hit]: ...
     def vector_far(self, scope: Scope, query: np.ndarray, *, floor: float, limit: int, window: int,
                    reach: int) -> list[Hit]: ...
+    def far_candidates(self, scope: Scope, query: np.ndarray, *, start: int, count: int) -> list[CoarseHit]: ...
     def vector_in_period(self, scope: Scope, kind: str, query: np.ndarray, *, floor: float, depth: int,
                          period: Period) -> list[Hit]: ...
     def episode_fts(self, scope: Scope, terms: Sequence[str], *, depth: int,

@@ -13,7 +13,9 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from cuedrecall.errors import StoreError
-from cuedrecall.store.base import EPISODE, MEMORY, Hit, Period, Record, Scope, Threshold, make_ref, split_ref
+from cuedrecall.store.base import (
+    EPISODE, MEMORY, CoarseHit, Hit, Period, Record, Scope, Threshold, make_ref, split_ref,
+)
 from cuedrecall.store.block_index import BlockIndex
 from cuedrecall.store.blocks import SqliteBlocks
 from cuedrecall.store.maintenance import SqliteMaintenance
@@ -454,6 +456,15 @@ class SqliteStore(SqliteMaintenance, SqliteBlocks):
     ) -> list[Hit]:
         """The same over scan positions [window, reach): what the near window cannot see."""
         return self._vector_arm(scope, query, floor, limit, positions=(window, reach))
+
+    def far_candidates(self, scope: Scope, query: np.ndarray, *, start: int, count: int) -> list[CoarseHit]:
+        """The ``count`` embedded memories of the scope at scan positions >= ``start`` nearest the query by
+        Hamming distance between sign bits (ties: the earlier position), each with its stored vector's cosine."""
+        with self._lock:
+            self._catch_up()
+            rows = self._indexes[MEMORY].coarse(scope, query, start=start, count=count)
+        return [CoarseHit(make_ref(MEMORY, row_id), position, distance, cosine)
+                for row_id, position, distance, cosine in rows]
 
     def vector_in_period(
         self, scope: Scope, kind: str, query: np.ndarray, *, floor: float, depth: int, period: Period

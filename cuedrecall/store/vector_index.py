@@ -4,6 +4,11 @@ Rows are kept in id order (oldest first), so the scan order "newest first" is
 the reverse. Every vector arm is one masked matrix product over a slice of
 this index, never a loop over blobs. Capacity doubles as rows are added, so a
 write costs the same at 100k rows as at 1k.
+
+Each row's sign bits (dimension > 0 is a 1, packed MSB first into uint64 words)
+are kept beside its vector: the far seats' coarse search (``coarse``) ranks the
+rows beyond the scan window by Hamming distance to the query's bits, popcount of
+XOR over the whole slice at once, and reads the float vectors of the best few only.
 """
 
 from __future__ import annotations
@@ -13,7 +18,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from cuedrecall.store.base import Scope
+from cuedrecall.store.block_index import words
 from cuedrecall.store.scope_columns import ScopeColumns
+
+
+def sign_words(vectors: np.ndarray, width: int) -> np.ndarray:
+    """Sign bits of each vector (a dimension > 0 is a 1), MSB first, as rows of ``width`` uint64 words."""
+    packed = np.packbits(np.atleast_2d(vectors) > 0, axis=1)
+    if packed.shape[1] == width * 8:  # a width of whole words (384 dimensions: 6): no padding to copy into
+        return packed.view(np.uint64)
+    return words(packed, width)
 
 
 @dataclass(frozen=True)
@@ -37,12 +51,18 @@ class VectorIndex:
         self._n = 0
         self._ids = np.zeros(capacity, dtype=np.int64)
         self._vecs = np.zeros((capacity, dim or 1), dtype=np.float32)
+        self._bits = np.zeros((capacity, self._width), dtype=np.uint64)
         self._ts = np.zeros(capacity, dtype=np.float64)
         self._axes = ScopeColumns(capacity)
 
+    @property
+    def _width(self) -> int:
+        """uint64 words per row of sign bits."""
+        return max(1, ((self.dim or 1) + 63) // 64)
+
     def _grow(self) -> None:
         """Double the capacity, keeping the rows."""
-        for name in ("_ids", "_vecs", "_ts"):
+        for name in ("_ids", "_vecs", "_bits", "_ts"):
             old = getattr(self, name)
             new = np.zeros((2 * old.shape[0],) + old.shape[1:], dtype=old.dtype)
             new[: self._n] = old[: self._n]
@@ -57,6 +77,7 @@ class VectorIndex:
         if self.dim is None:
             self.dim = int(row.vector.shape[0])
             self._vecs = np.zeros((len(self._ids), self.dim), dtype=np.float32)
+            self._bits = np.zeros((len(self._ids), self._width), dtype=np.uint64)
         if row.vector.shape[0] != self.dim:
             return  # a vector of another width cannot be compared with the query: not indexed
         if self._n == len(self._ids):
@@ -64,6 +85,7 @@ class VectorIndex:
         i = self._n
         self._ids[i] = row.row_id
         self._vecs[i] = row.vector
+        self._bits[i] = sign_words(row.vector, self._width)[0]
         self._axes.set(i, row.agent_id, row.project_id, row.channel, row.source_id)
         self._ts[i] = row.ts_epoch
         self._n += 1
@@ -83,7 +105,7 @@ class VectorIndex:
         i = self.position(row_id)
         if i is None:
             return
-        for arr in (self._ids, self._vecs, self._ts):
+        for arr in (self._ids, self._vecs, self._bits, self._ts):
             arr[i : self._n - 1] = arr[i + 1 : self._n]
         self._axes.delete(i, self._n)
         self._n -= 1
@@ -96,6 +118,7 @@ class VectorIndex:
         if i is None or row.vector.shape[0] != self.dim:
             return False
         self._vecs[i] = row.vector
+        self._bits[i] = sign_words(row.vector, self._width)[0]
         self._axes.set(i, row.agent_id, row.project_id, row.channel, row.source_id)
         self._ts[i] = row.ts_epoch
         return True
@@ -140,6 +163,31 @@ class VectorIndex:
             keep = keep[scores[keep] >= kth]
         order = keep[np.lexsort((keep, -scores[keep]))][:depth]
         return [(int(self._ids[rows[i]]), float(scores[i]), int(start + i)) for i in order]
+
+    def coarse(self, scope: Scope, query: np.ndarray, *, start: int,
+               count: int) -> list[tuple[int, int, int, float]]:
+        """The ``count`` rows of the scope at scan positions >= ``start`` closest to the query by sign bits.
+
+        As (id, scan position, Hamming distance, dot product with the query), best
+        first by (distance, position); the float vectors are read for these rows only.
+        """
+        if self._n == 0 or count <= 0 or query.shape[0] != self.dim:
+            return []
+        rows = np.flatnonzero(self.scope_mask(scope))[::-1][start:]
+        if rows.size == 0:
+            return []
+        target = sign_words(query.astype(np.float32, copy=False), self._width)[0]
+        distance = np.bitwise_count(self._bits[rows] ^ target).sum(axis=1, dtype=np.int64)
+        keep = np.arange(rows.size)
+        if rows.size > count:
+            # partial selection first; everything tied with the count-th distance stays for the position tie-break
+            kth = np.partition(distance, count - 1)[count - 1]
+            keep = np.flatnonzero(distance <= kth)
+        order = keep[np.lexsort((keep, distance[keep]))][:count]
+        chosen = rows[order]
+        cosines = self._vecs[chosen] @ query.astype(np.float32, copy=False)
+        return [(int(self._ids[row]), int(start + i), int(distance[i]), float(cosine))
+                for row, i, cosine in zip(chosen, order, cosines)]
 
     def _scores(self, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
         """Dot products of the given rows (newest first) with the query.
