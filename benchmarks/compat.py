@@ -1191,8 +1191,7 @@ REASONS: dict[str, dict[str, str]] = {
     **{label: {"+ref": _REF} for label in (
         "store top-level", "store message form", "store source as a word", "store agent source",
         "store other channel", "store long", "store other session")},
-    "store lock": {"+ref": _REF, "-locked": "gap: ours does not echo `locked: true` on a store with lock; the row "
-                                            "is locked (step \"update_memory locked\" is refused)"},
+    "store lock": {"+ref": _REF},
     "store associations rider": {
         "+ref": _REF,
         "*associations.*": "deliberate: the associative layer is not built yet: ours stores the memory and answers "
@@ -1208,11 +1207,7 @@ REASONS: dict[str, dict[str, str]] = {
         "form": "deliberate: ours checks arguments itself and answers in the tool's own shape (ok:false, an error "
                 "naming the argument, messages: []); CPersona's MCP SDK refuses the call against its schema with a "
                 "protocol error"},
-    "recall preview": {
-        "-advisory": _ADVISORY,
-        "-messages[].excerpt*": "gap: ours cuts a long row to its 500-character prefix (content_truncated, "
-                                "content_len, ref, as CPersona) but answers no `excerpt` (CPersona's passage of the "
-                                "row that matched the query) and `excerpt_basis`; get_contents reads the whole row"},
+    "recall preview": {"-advisory": _ADVISORY},
     "recall full_content": {
         "-advisory": _ADVISORY,
         "+full_content_budget_chars": "ours adds: it names the full_content budget (200,000 characters) on every "
@@ -1249,6 +1244,10 @@ REASONS: dict[str, dict[str, str]] = {
     "merge_memories dry_run": {"-associations": _NO_GRAPH},
     "check_health": {
         "~fixed": _HEALTH_FIXED,
+        "-issues[].*": "gap: CPersona's issue entries also carry a type, whether a fix repairs it, whether a person "
+                       "should look, and a hint; ours name the check, its severity, count and a sentence",
+        "+issues[].*": "ours adds: each issue's sentence (`detail`), a few refs it concerns, and check-specific "
+                       "counts",
         "+stats.embedded_*": "ours adds: how many memories and episodes have a vector",
         "-stats.*": "gap: ours' stats count memories and episodes (and the embedded ones); CPersona's add the "
                     "database size, profiles, pending tasks, the distribution over the axes and the agent's own "
@@ -1266,7 +1265,9 @@ REASONS: dict[str, dict[str, str]] = {
         "-_meta": "gap: ours answers no `_meta` (CPersona: its server version and auditor version)",
         "-counts_by_kind.*": "deliberate: the kinds are each server's own check names (ours: check_health's), "
                              "so the kinds found differ",
-        "+counts_by_severity.*": "ours adds: every severity is counted, zeros included"},
+        "+counts_by_severity.*": "ours adds: every severity is counted, zeros included",
+        "+counts_by_kind.*": "deliberate: the kinds are each server's own check names (ours: check_health's), "
+                             "so the kinds found differ"},
     "persistence_status": {
         "~ttl_remaining_seconds": "gap: not paused, ours answers ttl_remaining_seconds 0, CPersona null"},
     "reconstruct": {
@@ -1280,6 +1281,15 @@ REASONS: dict[str, dict[str, str]] = {
     "declare_associations": {"*": _NOT_BUILT.format(tool="declare_associations")},
     "traverse": {"*": _NOT_BUILT.format(tool="traverse")},
 }
+
+# Ours builds blocks in the background and says so on every write that queues one; CPersona answers the same key
+# only when it has an embedder to build them with, and here it runs without one.
+_BLOCKS = ("environment: ours answers `blocks: {status: queued}` on a write (its blocks are built in the "
+           "background); CPersona answers the same only when it has an embedder, and here it runs without one")
+for _label in ("store top-level", "store message form", "store source as a word", "store agent source",
+               "store other channel", "store long", "store other session", "store lock", "store associations rider",
+               "archive_episode", "update_memory by id"):
+    REASONS.setdefault(_label, {})["+blocks"] = _BLOCKS
 
 # NOTES: (tool, argument) -> (verdict, why), for every argument whose declaration differs from CPersona's;
 # ("*", argument) applies to that argument of every tool, (tool, "(tool)") to a tool ours does not have.
