@@ -21,6 +21,7 @@ import argparse
 
 import math
 import tempfile
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -241,7 +242,11 @@ class ConversationStore:
             stale.unlink()
         settings = settings_for(embedder.mode, mode, self.path, environ)
         embedder.prefetch(store_texts(conversation, settings.max_content_length))
-        self.memory = Memory(self.path, settings=settings, embedder=embedder)
+        # no builder thread: while blocks are built, ``advance`` runs the queue itself after each batch of
+        # records, so every question sees the blocks of everything stored before it (no race with a thread)
+        self.memory = Memory(self.path, settings=settings, embedder=embedder, background=False)
+        self.block_tasks = 0  # block-build tasks run by ``advance``
+        self.block_build_s = 0.0  # and the seconds they took
         self.refs: dict[str, str] = {}  # msg_id -> ref; a turn skipped as a duplicate maps to the row it repeats
         self.episodes: dict[int, str] = {}  # session number -> episode ref
         self.times: dict[str, datetime] = {}  # ref -> record time (an episode's start time)
@@ -254,7 +259,11 @@ class ConversationStore:
         self.memory.close()
 
     def advance(self, until: str | None = None, progress: Callable[[int], None] | None = None) -> int:
-        """Store every turn timed at or before ``until`` (everything when None); returns how many records."""
+        """Store every turn timed at or before ``until`` (everything when None); returns how many records.
+
+        While blocks are built (a variant turns them on), the block-build queue is then drained in this
+        thread, so the records just written have their blocks before anything is asked.
+        """
         limit = None if until is None else datetime.fromisoformat(until)
         written = 0
         while self._next_turn < len(self._turns) or self._next_session < len(self._sessions):
@@ -275,6 +284,10 @@ class ConversationStore:
             written += 1
             if progress:
                 progress(1)
+        if written and self.memory.blocks is not None:
+            started = time.perf_counter()
+            self.block_tasks += self.memory.blocks.drain()
+            self.block_build_s += time.perf_counter() - started
         return written
 
     def _store(self, turn: Any) -> None:

@@ -30,6 +30,7 @@ import argparse
 import json
 import shutil
 import sys
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -70,33 +71,156 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, default=h.RESULTS / "retrieval_peer.md",
                         help="markdown file (default: %(default)s)")
     parser.add_argument("--ours-variant", action="append", default=[], metavar="CPERSONA_NAME=VALUE",
-                        help="also run ours with this one setting changed, as system 'ours NAME=VALUE' "
-                             "(repeatable; e.g. CPERSONA_KEYWORD_COMMON_RATIO=1)")
+                        help="also run ours with these settings changed, as one more system of ours (repeatable: "
+                             "every setting given joins the one variant; e.g. CPERSONA_BLOCK_BUILD_ENABLED=true "
+                             "and CPERSONA_BLOCK_RETRIEVAL_ENABLED=true: ours with blocks on)")
+    parser.add_argument("--peer-variant", action="append", default=[], choices=sorted(PEER_VARIANTS),
+                        help="also run CPersona in this configuration (blocks-off: the block arm, its build and the "
+                             "task queue off, no calibration at start: the configuration before issue 11)")
+    parser.add_argument("--queue-timeout", type=float, default=1800.0,
+                        help="seconds CPersona's task queue may take to drain after an import (default: %(default)s)")
     parser.add_argument("--dump-rows", type=Path, metavar="PATH.jsonl",
                         help="write one line per question and system: its metrics and returned refs, best first")
     return parser
 
 
-def parse_variant(text: str) -> tuple[str, dict[str, str]]:
-    """``CPERSONA_NAME=VALUE`` -> (the system's label, the environment our settings read it from)."""
-    name, sep, value = text.partition("=")
-    name = name.strip().upper()
+# Our settings a combination of variant settings is named by, rather than listed.
+VARIANT_NAMES = {(("CPERSONA_BLOCK_BUILD_ENABLED", "true"), ("CPERSONA_BLOCK_RETRIEVAL_ENABLED", "true")): "blocks-on"}
+
+
+def parse_variant(text: str | Sequence[str]) -> tuple[str, dict[str, str]]:
+    """``CPERSONA_NAME=VALUE`` (one, or several: one variant with all of them) -> (the system's label, the
+    environment our settings read them from).
+
+    The settings are checked over the harness's own (blocks off unless the variant turns them on), so a
+    combination our settings refuse (block retrieval without building) fails here, before any store is built.
+    """
+    texts = [text] if isinstance(text, str) else list(text)
     known = {variable for variable, _default, _doc in Settings.describe()}
-    if not sep or name not in known:
-        raise ValueError(f"--ours-variant wants CPERSONA_NAME=VALUE with a known setting, not {text!r}")
-    environ = {name: value.strip()}
+    environ: dict[str, str] = {}
+    for item in texts:
+        name, sep, value = item.partition("=")
+        name = name.strip().upper()
+        if not sep or name not in known:
+            raise ValueError(f"--ours-variant wants CPERSONA_NAME=VALUE with a known setting, not {item!r}")
+        environ[name] = value.strip()
     try:  # a value the setting refuses fails here, before any store is built
-        Settings.from_env(environ)
+        Settings.from_env({**h.WITHOUT_BLOCKS, **environ})
     except Exception as exc:
-        raise ValueError(f"--ours-variant {text!r}: {exc}") from exc
-    return f"{OURS} {name.removeprefix('CPERSONA_').lower()}={value.strip()}", environ
+        raise ValueError(f"--ours-variant {' '.join(texts)!r}: {exc}") from exc
+    key = tuple(sorted((k, v.lower()) for k, v in environ.items()))
+    name = VARIANT_NAMES.get(key) or " ".join(f"{k.removeprefix('CPERSONA_').lower()}={v}" for k, v in environ.items())
+    return f"{OURS} {name}", environ
 
 
 def systems_in(rows: Iterable[dict[str, Any]]) -> list[str]:
-    """The systems the rows hold, ours first, CPersona last, variants between in order of appearance."""
+    """The systems the rows hold: ours first, its variants, then CPersona (defaults) and its variants."""
     seen = list(dict.fromkeys(r["system"] for r in rows))
-    middle = [x for x in seen if x not in (OURS, PEER)]
-    return [x for x in (OURS, *middle, PEER) if x in seen]
+    ours = [x for x in seen if x == OURS] + [x for x in seen if x != OURS and x.startswith(OURS + " ")]
+    peers = [x for x in seen if x == PEER] + [x for x in seen if x not in ours and x != PEER]
+    return ours + peers
+
+
+def is_ours(system: str) -> bool:
+    return system == OURS or system.startswith(OURS + " ")
+
+
+# -- CPersona's configurations ------------------------------------------------------------------
+
+# CPersona at its defaults, the headline peer: only what running it here needs is changed, each with why.
+PEER_DEFAULTS: dict[str, tuple[str, str]] = {
+    "CPERSONA_EMBEDDING_MODE": ("http", "query and block vectors come from the shared `cuedrecall embed-server`, "
+                                "the embedder ours runs in process"),
+    "CPERSONA_UPDATE_CHECK": ("false", "no outbound request to the package index at start (none can be reached)"),
+    "CPERSONA_OPERATING_CONTEXT": ("off", "no operator sidecar read from the home directory"),
+}
+# name -> (system label, settings); "defaults" always runs, the others on --peer-variant
+PEER_VARIANTS: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
+    "defaults": (PEER, PEER_DEFAULTS),
+    "blocks-off": (f"{PEER} blocks-off", dict(peer_mod.PEER_SETTINGS)),
+}
+CALIBRATION_LINE = "Vector threshold startup calibration:"
+
+
+def setting_on(settings: Mapping[str, tuple[str, str]], name: str) -> bool:
+    """Whether a CPersona boolean setting is on (absent: its default, on, for the ones read here)."""
+    value = settings.get(name, ("true", ""))[0].strip().lower()
+    return value in ("1", "true", "yes", "on")
+
+
+def peer_environment(settings: Mapping[str, tuple[str, str]], db_path: Path, embed_url: str,
+                     home: Path) -> dict[str, str]:
+    """CPersona's environment: these settings, its database, the endpoint, a private home directory."""
+    env = {name: value for name, (value, _why) in settings.items()}
+    env.update({"CPERSONA_EMBEDDING_URL": embed_url, "CPERSONA_DB_PATH": str(db_path), "HOME": str(home),
+                "CPERSONA_TRANSPORT": "stdio"})
+    return env
+
+
+def peer_server(settings: Mapping[str, tuple[str, str]], db_path: Path, embed_url: str, log_path: Path,
+                start_timeout: float) -> peer_mod.ToolServer:
+    """``python -m cpersona`` in its own virtual environment, under these settings."""
+    home = db_path.parent / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    return peer_mod.ToolServer("cpersona", str(peer_mod.peer_python()), ["-m", peer_mod.PEER_PACKAGE],
+                               peer_environment(settings, db_path, embed_url, home), log_path, cwd=db_path.parent,
+                               start_timeout=start_timeout)
+
+
+async def wait_for_log_line(path: Path, marker: str, timeout: float) -> tuple[str | None, float]:
+    """(the first log line holding ``marker``, seconds waited); (None, timeout) when it did not come."""
+    started = time.perf_counter()
+    while True:
+        try:
+            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+                if marker in line:
+                    return line.split(marker, 1)[1].strip(), time.perf_counter() - started
+        except OSError:
+            pass
+        if time.perf_counter() - started > timeout:
+            return None, time.perf_counter() - started
+        await anyio.sleep(0.2)
+
+
+async def wait_for_queue(server: Any, timeout: float, call_timeout: float, settle: int = 3,
+                         interval: float = 0.5) -> dict[str, Any]:
+    """Poll ``get_queue_status`` until ``pending`` is 0 on ``settle`` polls in a row (a task that queues the next
+    one is not mistaken for the end); {"seconds", "polls", "first_pending", "peak_pending"}.
+
+    Raises TimeoutError when the queue is not empty after ``timeout`` seconds.
+    """
+    started = time.perf_counter()
+    polls, quiet, first, peak = 0, 0, None, 0
+    while True:
+        answer, _ms = await server.call("get_queue_status", {}, call_timeout)
+        pending = int(answer.get("pending", 0))
+        polls += 1
+        first = pending if first is None else first
+        peak = max(peak, pending)
+        quiet = quiet + 1 if pending == 0 else 0
+        if quiet >= settle:
+            return {"seconds": time.perf_counter() - started - interval * (settle - 1), "polls": polls,
+                    "first_pending": first, "peak_pending": peak, "enabled": bool(answer.get("enabled", True))}
+        if time.perf_counter() - started > timeout:
+            raise TimeoutError(f"CPersona's task queue still holds {pending} tasks after {timeout:.0f} s")
+        await anyio.sleep(interval)
+
+
+def peer_block_count(peer_db: Path, agent_id: str) -> tuple[int, int]:
+    """(records with embedded blocks, embedded blocks) in CPersona's database for the agent ((0, 0) without the table)."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{peer_db}?mode=ro", uri=True)
+    try:
+        tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "record_blocks" not in tables:
+            return 0, 0
+        records, embedded = conn.execute(
+            "SELECT COUNT(DISTINCT parent_kind || ':' || parent_id), COUNT(*) FROM record_blocks "
+            "WHERE embedding_bits IS NOT NULL AND agent_id = ?", (agent_id,)).fetchone()
+        return int(records or 0), int(embedded or 0)
+    finally:
+        conn.close()
 
 
 # -- what CPersona is given, and how its answers are read ---------------------------------------
@@ -167,13 +291,24 @@ def held_count(response: dict[str, Any]) -> int:
 
 
 def question_row(embedder: str, system: str, conversation: str, question: Any, category: str,
-                 gold: Sequence[str], ranked: Sequence[str], held: int) -> dict[str, Any]:
+                 gold: Sequence[str], ranked: Sequence[str], held: int,
+                 wide: Sequence[str] | None = None) -> dict[str, Any]:
+    """One question's row: the metrics of the answer at the limit (``ranked``, best first, seats included), how
+    many rows it returned and how many of them held seats admitted; ``wide``: a longer answer of the same
+    system to the same question (ours asked at limit + WIDEN), read by the equal-row-count cut."""
     return {"embedder": embedder, "system": system, "conversation": conversation, "qid": question.qid,
             "category": category, "gold": len(gold), **h.retrieval_metrics(ranked, gold),
-            "returned": len(ranked), "held": held, "refs": list(ranked)}
+            "any_all": float(h.best_rank(ranked, gold) is not None), "ndcg_all": h.ndcg(ranked, gold),
+            "returned": len(ranked), "held": held, "refs": list(ranked),
+            "wide": list(ranked if wide is None else wide), "gold_refs": list(gold)}
 
 
 # -- running ----------------------------------------------------------------------------------
+
+# Ours is asked a second time at limit + WIDEN (a recall of ours writes nothing, so the second ask changes
+# nothing): CPersona appends up to 2 block seats and 2 keyword seats after its limit, so its answer can hold
+# limit + 4 rows, and ours cut at CPersona's row count is compared at an equal number of rows.
+WIDEN = 4
 
 
 def evaluate_ours(dataset: h.Dataset, conversation: Any, embedder: h.PrefetchEmbedder, limit: int,
@@ -188,24 +323,48 @@ def evaluate_ours(dataset: h.Dataset, conversation: Any, embedder: h.PrefetchEmb
         for question in h.replay(store, scored, "asked"):
             gold[question.qid] = store.gold(question)
             response = store.ask(question, limit=limit)
+            wide = store.ask(question, limit=limit + WIDEN)
             rows.append(question_row(embedder.mode, system, conversation.conv_id, question,
                                      dataset.category_label(question.category), gold[question.qid],
-                                     h.best_first(response), held_count(response)))
+                                     h.best_first(response), held_count(response), h.best_first(wide)))
             advance()
         cap = store.memory.settings.max_content_length
         info = {"gold": gold, "refs": dict(store.refs), "duplicates": store.duplicates,
                 "episodes": our_episode_refs(conversation, store.episodes, cap),
-                "memories": len(set(store.refs.values())), "episode_count": len(store.episodes)}
+                "memories": len(set(store.refs.values())), "episode_count": len(store.episodes),
+                "block_tasks": store.block_tasks, "block_build_s": store.block_build_s,
+                "blocks": our_block_count(store)}
     finally:
         store.close()
     return rows, info
 
 
+def our_block_count(store: h.ConversationStore) -> tuple[int, int]:
+    """(records with embedded blocks, embedded blocks) in our store ((0, 0) when blocks are off)."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{store.path}?mode=ro", uri=True)
+    try:
+        records, blocks = conn.execute("SELECT COUNT(DISTINCT kind || ':' || record_id), COUNT(*) FROM blocks "
+                                       "WHERE bits IS NOT NULL AND agent_id = ?", (store.agent_id,)).fetchone()
+        return int(records or 0), int(blocks or 0)
+    finally:
+        conn.close()
+
+
 async def ask_peer(conversation: Any, questions: Sequence[Any], records: Sequence[peer_mod.ExportRecord],
                    episodes: Sequence[peer_mod.ExportEpisode], embed_url: str, folder: Path, limit: int,
-                   timeout: float, start_timeout: float,
-                   advance: Callable[[], None]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """Import the conversation into a fresh CPersona database, then ask every question; (import answer, answers)."""
+                   timeout: float, start_timeout: float, advance: Callable[[], None],
+                   settings: Mapping[str, tuple[str, str]] = PEER_DEFAULTS,
+                   queue_timeout: float = 1800.0) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """Import the conversation into a fresh CPersona database, let its background work finish, then ask every
+    question; (import answer with the waits, answers).
+
+    With the startup calibration on (its default), the import waits for the calibration's log line (on a fresh,
+    empty database it has nothing to calibrate; run beside the import it would calibrate whatever part of the
+    conversation had landed). With the task queue on (its default), the questions wait until the queue is
+    empty (``get_queue_status``): the block builds the import queued, and whatever they queue, are done.
+    """
     agent = conversation.conv_id
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
@@ -213,9 +372,16 @@ async def ask_peer(conversation: Any, questions: Sequence[Any], records: Sequenc
     totals: dict[str, Any] = {"imported_memories": 0, "skipped_memories": 0, "imported_episodes": 0,
                               "skipped_episodes": 0}
     answers: dict[str, dict[str, Any]] = {}
-    async with peer_mod.peer_server(folder / "cpersona.db", embed_url, folder / "cpersona.log",
-                                    start_timeout=start_timeout) as server:
+    log = folder / "cpersona.log"
+    async with peer_server(settings, folder / "cpersona.db", embed_url, log, start_timeout) as server:
         totals["startup_s"] = server.startup_s
+        if setting_on(settings, "CPERSONA_CALIBRATE_ON_MODEL_CHANGE"):
+            status, waited = await wait_for_log_line(log, CALIBRATION_LINE, start_timeout)
+            if status is None:
+                raise RuntimeError(f"CPersona's startup calibration did not report within {start_timeout:.0f} s "
+                                   f"(see {log})")
+            totals["calibration"], totals["calibration_wait_s"] = status, waited
+        started = time.perf_counter()
         for path in files:
             answer, _ms = await server.call("import_memories", {"input_path": str(path), "target_agent_id": agent},
                                             timeout * 10)
@@ -223,6 +389,9 @@ async def ask_peer(conversation: Any, questions: Sequence[Any], records: Sequenc
                 raise RuntimeError(f"CPersona import of {agent} failed: {str(answer)[:400]}")
             for key in ("imported_memories", "skipped_memories", "imported_episodes", "skipped_episodes"):
                 totals[key] += int(answer.get(key, 0))
+        totals["import_s"] = time.perf_counter() - started
+        if setting_on(settings, "CPERSONA_TASK_QUEUE_ENABLED"):
+            totals["queue"] = await wait_for_queue(server, queue_timeout, timeout)
         for question in h.in_time_order(questions):
             answer, _ms = await server.call("recall", {"agent_id": agent, "query": question.text, "limit": limit},
                                             timeout)
@@ -230,26 +399,32 @@ async def ask_peer(conversation: Any, questions: Sequence[Any], records: Sequenc
                 raise RuntimeError(f"CPersona recall failed for {question.qid}: {str(answer)[:300]}")
             answers[question.qid] = answer
             advance()
+        if setting_on(settings, "CPERSONA_TASK_QUEUE_ENABLED"):  # what the recalls left queued (none expected)
+            status, _ms = await server.call("get_queue_status", {}, timeout)
+            totals["pending_after"] = int(status.get("pending", 0))
     return totals, answers
 
 
 def evaluate_peer(dataset: h.Dataset, conversation: Any, embedder: h.PrefetchEmbedder, ours: dict[str, Any],
-                  args: argparse.Namespace, embed_url: str, workdir: Path,
-                  advance: Callable[[], None]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """CPersona's rows for one conversation, scored against our gold refs; and the import's counts."""
+                  args: argparse.Namespace, embed_url: str, workdir: Path, advance: Callable[[], None],
+                  variant: str = "defaults") -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """CPersona's rows for one conversation in one configuration, scored against our gold refs; and the
+    import's counts and waits."""
+    system, settings = PEER_VARIANTS[variant]
     cap = Settings().max_content_length
     records, episodes = export_items(conversation, embedder, cap)
     scored = [q for q in conversation.questions if dataset.scored(q)]
-    folder = workdir / f"cpersona-{h._safe(conversation.conv_id)}-{embedder.mode}"
+    folder = workdir / f"cpersona-{variant}-{h._safe(conversation.conv_id)}-{embedder.mode}"
     totals, answers = anyio.run(ask_peer, conversation, scored, records, episodes, embed_url, folder, args.limit,
-                                args.timeout, args.start_timeout, advance)
+                                args.timeout, args.start_timeout, advance, settings, args.queue_timeout)
     memories, peer_episodes = peer_mod.peer_record_keys(folder / "cpersona.db", conversation.conv_id)
     table = peer_ref_table(memories, peer_episodes, ours["refs"], ours["episodes"])
-    totals.update(rows=len(memories) + len(peer_episodes), mapped=len(table))
+    totals.update(rows=len(memories) + len(peer_episodes), mapped=len(table), system=system, variant=variant,
+                  blocks=peer_block_count(folder / "cpersona.db", conversation.conv_id))
     rows = []
     for question in scored:
         answer = answers[question.qid]
-        rows.append(question_row(embedder.mode, PEER, conversation.conv_id, question,
+        rows.append(question_row(embedder.mode, system, conversation.conv_id, question,
                                  dataset.category_label(question.category), ours["gold"][question.qid],
                                  ranking(answer, table), held_count(answer)))
     return rows, totals
@@ -278,10 +453,12 @@ def late_questions(conversation: Any, questions: Iterable[Any]) -> int:
 
 def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], list[dict[str, Any]], dict[str, Any]]:
     datasets = h.load_datasets(args.locomo, args.limit_conversations, "none")
-    variants = [parse_variant(v) for v in args.ours_variant]
+    variants = [parse_variant(args.ours_variant)] if args.ours_variant else []
+    peer_variants = list(dict.fromkeys(["defaults", *args.peer_variant]))
     workdir = h.workdir_for(args.workdir)
     facts: dict[str, Any] = {"install": peer_mod.ensure_peer(log=workdir / "peer-install.log"), "models": {},
-                             "variants": [label for label, _environ in variants],
+                             "variants": {label: environ for label, environ in variants},
+                             "peer_variants": peer_variants,
                              "vectors": {}, "imports": [], "ours": [], "late": 0, "workdir": str(workdir)}
     rows: list[dict[str, Any]] = []
     scored_total = h.count_questions(datasets, lambda d, q: d.scored(q))
@@ -289,7 +466,8 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], li
         for conversation in dataset.conversations:
             facts["late"] += late_questions(conversation, [q for q in conversation.questions if dataset.scored(q)])
     with Progress(console=console, transient=False) as progress:
-        asked = progress.add_task("recalls", total=scored_total * len(args.embedders) * (2 + len(variants)))
+        asked = progress.add_task("recalls", total=scored_total * len(args.embedders)
+                                  * (1 + len(variants) + len(peer_variants)))
         for name in args.embedders:
             embedder = h.prefetched_embedder(name, datasets, progress)
             facts["models"][name] = embedder.model
@@ -300,17 +478,27 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], li
                     for conversation in dataset.conversations:
                         ours_rows, ours = evaluate_ours(dataset, conversation, embedder, args.limit, workdir,
                                                         lambda: progress.advance(asked))
+                        rows += ours_rows
+                        runs = [(OURS, ours)]
                         for i, (label, environ) in enumerate(variants):
-                            rows += evaluate_ours(dataset, conversation, embedder, args.limit,
-                                                  workdir / f"variant-{i + 1}", lambda: progress.advance(asked),
-                                                  label, environ)[0]
-                        peer_rows, totals = evaluate_peer(dataset, conversation, embedder, ours, args, served.url,
-                                                          workdir, lambda: progress.advance(asked))
-                        rows += ours_rows + peer_rows
-                        facts["ours"].append({"embedder": name, "conversation": conversation.conv_id,
-                                              "memories": ours["memories"], "episodes": ours["episode_count"],
-                                              "duplicates": ours["duplicates"]})
-                        facts["imports"].append({"embedder": name, "conversation": conversation.conv_id, **totals})
+                            mine, info = evaluate_ours(dataset, conversation, embedder, args.limit,
+                                                       workdir / f"variant-{i + 1}", lambda: progress.advance(asked),
+                                                       label, environ)
+                            rows += mine
+                            runs.append((label, info))
+                        for system, info in runs:
+                            facts["ours"].append({
+                                "embedder": name, "conversation": conversation.conv_id, "system": system,
+                                "memories": info["memories"], "episodes": info["episode_count"],
+                                "duplicates": info["duplicates"], "block_tasks": info["block_tasks"],
+                                "block_build_s": info["block_build_s"], "blocks": info["blocks"]})
+                        for variant in peer_variants:
+                            peer_rows, totals = evaluate_peer(dataset, conversation, embedder, ours, args,
+                                                              served.url, workdir, lambda: progress.advance(asked),
+                                                              variant)
+                            rows += peer_rows
+                            facts["imports"].append({"embedder": name, "conversation": conversation.conv_id,
+                                                     **totals})
     return datasets, rows, facts
 
 
@@ -530,9 +718,9 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
-    for variant in args.ours_variant:
+    if args.ours_variant:
         try:
-            parse_variant(variant)
+            parse_variant(args.ours_variant)
         except ValueError as exc:
             parser.error(str(exc))
     console = console or Console(stderr=True)

@@ -10,24 +10,19 @@ import hmac
 import json
 import logging
 import os
-import socket
 import sys
-import threading
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from conftest import make_settings, open_memory, snapshot
+from conftest import make_settings, open_memory, serving, snapshot
 from cuedrecall.access import LOCAL, READ, WRITE, Principal, load_acl
 from cuedrecall.api import Memory
 from cuedrecall.errors import SettingsError
@@ -234,29 +229,6 @@ def test_a_star_grant_of_none_does_not_hide_the_one_writable_agent() -> None:
 # -- over HTTP -----------------------------------------------------------------------------------------
 
 
-@contextmanager
-def _serving(memory: Memory) -> Iterator[str]:
-    """http_app(memory) under uvicorn on a free loopback port in a background thread; yields its base URL."""
-    app = http_app(memory)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 20
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.02)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=20)
-        sock.close()
-
-
 @pytest.fixture
 def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
            caplog: pytest.LogCaptureFixture) -> Iterator[tuple[Memory, str, dict[str, int]]]:
@@ -265,7 +237,7 @@ def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     settings = make_settings(acl_file=str(_write(tmp_path, {"clients": CLIENTS})), auth_token="the-single-token")
     with open_memory(tmp_path / "acl.db", settings=settings) as memory:
         ids = _seed_b(memory)
-        with caplog.at_level(logging.WARNING, logger="cuedrecall"), _serving(memory) as url:
+        with caplog.at_level(logging.WARNING, logger="cuedrecall"), serving(memory) as url:
             assert any("ignored" in r.getMessage() and "AUTH_TOKEN" in r.getMessage() for r in caplog.records)
             yield memory, url, ids
 

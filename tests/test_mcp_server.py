@@ -4,24 +4,19 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
-import threading
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from conftest import make_settings, open_memory
+from conftest import make_settings, open_memory, serving
 from cuedrecall.api import Memory
 from cuedrecall.errors import SettingsError
 from cuedrecall.server.mcp import http_app
@@ -108,32 +103,10 @@ async def test_stdio_server_lists_tools_stores_recalls_and_reads_contents(tmp_pa
 # -- streamable HTTP ---------------------------------------------------------------------------------
 
 
-@contextmanager
-def _serving(memory: Memory) -> Iterator[str]:
-    """Run http_app(memory) under uvicorn on a free loopback port in a background thread; yield its base URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(http_app(memory), log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 20
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.02)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=20)
-        sock.close()
-
-
 @pytest.fixture
 def authed(tmp_path: Path) -> Iterator[tuple[Memory, str]]:
     with open_memory(tmp_path / "http.db", settings=make_settings(auth_token=TOKEN)) as memory, \
-            _serving(memory) as url:
+            serving(memory) as url:
         yield memory, url
 
 
@@ -222,7 +195,7 @@ def test_a_malformed_setting_stops_serve_naming_the_variable(tmp_path: Path) -> 
 @pytest.mark.anyio
 async def test_http_app_allowed_unauthenticated_serves_without_a_token(tmp_path: Path) -> None:
     settings = make_settings(allow_unauthenticated_http=True)
-    with open_memory(tmp_path / "open.db", settings=settings) as memory, _serving(memory) as url:
+    with open_memory(tmp_path / "open.db", settings=settings) as memory, serving(memory) as url:
         async with streamable_http_client(url + "/mcp") as (read, write, _), ClientSession(read, write) as session:
             await session.initialize()
             stored = _payload(await session.call_tool("store", {"agent_id": AGENT, "message": {"content": TEXT}}))

@@ -53,8 +53,14 @@ def exclude(ctx: RecallContext, arms: Arms) -> Arms:
     if not ctx.params.exclusions:
         return arms
     refs = sorted({hit.ref for hits in arms.values() for hit in hits})
-    excluded = {ref for ref in refs
-                if (record := ctx.facts.get(ref)) and is_excluded(record.display_content, ctx.params.exclusions)}
+    excluded = {ref for ref in refs if held_by_caller(ctx, ref)}
     if excluded:
         ctx.recorder.excluded(sorted(excluded))
     return {name: [hit for hit in hits if hit.ref not in excluded] for name, hits in arms.items()}
+
+
+def held_by_caller(ctx: RecallContext, ref: str) -> bool:
+    """Whether the record's text is one the caller already holds (``exclude_contents``); hydrated records only."""
+    record = ctx.facts.get(ref)
+    return bool(ctx.params.exclusions) and record is not None and is_excluded(record.display_content,
+                                                                            ctx.params.exclusions)

@@ -10,10 +10,10 @@ the whole record is not), but it never seats a row whose text the caller holds
 
 from __future__ import annotations
 
+from cuedrecall.recall.arms import held_by_caller
 from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.context import RecallContext
 from cuedrecall.store.base import BlockHit, Hit
-from cuedrecall.text import is_excluded
 
 BLOCK_SEATS = 2  # CPersona 2.6's BLOCK_RESERVATION
 HYDRATED = 200  # hits read back at most: the seats come from the head of the list
@@ -30,7 +30,7 @@ def block_hits(ctx: RecallContext) -> list[BlockHit]:
     if ctx.recorder.enabled:
         ctx.recorder.arms({"block": [Hit(hit.ref, rank, hit.distance) for rank, hit in enumerate(hits)]})
         ctx.recorder.block(order)
-    return [hit for hit in hits if not _excluded(ctx, hit.ref)]
+    return [hit for hit in hits if not held_by_caller(ctx, hit.ref)]
 
 
 def block_seats(ctx: RecallContext, answer: list[Candidate]) -> list[Candidate]:
@@ -44,9 +44,3 @@ def block_seats(ctx: RecallContext, answer: list[Candidate]) -> list[Candidate]:
             seated.append(Candidate(hit.ref, seat="block", block=hit))
             ctx.recorder.reservation(hit.ref, "block")
     return seated
-
-
-def _excluded(ctx: RecallContext, ref: str) -> bool:
-    record = ctx.facts.get(ref)
-    return bool(ctx.params.exclusions) and record is not None and is_excluded(record.display_content,
-                                                                            ctx.params.exclusions)

@@ -13,10 +13,10 @@ never searched; rows whose text the caller holds are never seated.
 
 from __future__ import annotations
 
+from cuedrecall.recall.arms import held_by_caller
 from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.context import RecallContext
 from cuedrecall.store.base import Hit
-from cuedrecall.text import is_excluded
 
 FAR_SEATS = 2  # CPersona 2.6's SEATS
 CANDIDATES = 256  # rows the sign bits choose before their float vectors are read
@@ -32,7 +32,7 @@ def far_hits(ctx: RecallContext) -> list[Hit]:
     hits = [Hit(c.ref, rank, c.cosine) for rank, c in enumerate(kept)]
     ctx.facts.load(hit.ref for hit in hits)
     ctx.recorder.arms({"far": hits})
-    return [hit for hit in hits if not _excluded(ctx, hit.ref)]
+    return [hit for hit in hits if not held_by_caller(ctx, hit.ref)]
 
 
 def far_seats(ctx: RecallContext, present: list[Candidate], reached: frozenset[str],
@@ -48,9 +48,3 @@ def far_seats(ctx: RecallContext, present: list[Candidate], reached: frozenset[s
         seated.append(Candidate(hit.ref, cosine=hit.raw, seat="far", seat_detail={"cosine": hit.raw}))
         ctx.recorder.reservation(hit.ref, "far")
     return seated
-
-
-def _excluded(ctx: RecallContext, ref: str) -> bool:
-    record = ctx.facts.get(ref)
-    return bool(ctx.params.exclusions) and record is not None and is_excluded(record.display_content,
-                                                                            ctx.params.exclusions)
