@@ -1,6 +1,8 @@
 """Retrieval quality on LoCoMo, ours against CPersona 2.6.14, on the same records, vectors and questions.
 
-    python -m benchmarks.retrieval_peer --embedders local hash
+    python -m benchmarks.retrieval_peer --embedders local hash \
+        --ours-variant CPERSONA_BLOCK_BUILD_ENABLED=true --ours-variant CPERSONA_BLOCK_RETRIEVAL_ENABLED=true \
+        --peer-variant blocks-off
 
 For each embedder and each LoCoMo conversation:
 
@@ -8,18 +10,30 @@ For each embedder and each LoCoMo conversation:
   it (``harness.ConversationStore``: one fresh store, one agent, every turn stored
   with its timestamp, msg_id and speaker, every session summary archived as an
   episode over its session's time; the questions replayed in time order), in process,
-  with rrf and default settings.
-- CPersona: a fresh database of its own (so its FTS statistics cover the one
-  conversation, as ours do), filled through its ``import_memories`` tool with a
-  ``cpersona-export/1.0`` file holding the same texts (as our store keeps them),
-  timestamps, msg_ids, speakers, session summaries with keywords and start/end times
-  as episodes, and the very vectors our store holds (``embedding_b64``); it is then
-  asked every question over MCP stdio with ``limit`` 10 and otherwise default
-  arguments (its default fusion is rrf), its query vectors coming from
+  with rrf and default settings but blocks off (the harness's ``WITHOUT_BLOCKS``).
+  Each question is asked at the limit and again at limit + WIDEN (for the equal-row cut).
+- ``--ours-variant``: ours again with these settings changed (all the flags given make
+  one variant); with blocks on, the replay drains our block-build queue after each
+  batch of records, so every question finds the blocks of what came before it.
+- CPersona at its defaults (the headline): a fresh database of its own (so its FTS
+  statistics cover the one conversation, as ours do), filled through its
+  ``import_memories`` tool with a ``cpersona-export/1.0`` file holding the same texts
+  (as our store keeps them), timestamps, msg_ids, speakers, session summaries with
+  keywords and start/end times as episodes, and the very vectors our store holds
+  (``embedding_b64``); an import queues no block builds, so CPersona is started again on
+  the filled database (its start queues the block backfill) and the questions wait
+  until its task queue is empty (``get_queue_status``). It is then asked every
+  question over MCP stdio with ``limit`` 10 and otherwise default arguments (its
+  default fusion is rrf), its query and block vectors coming from
   ``cuedrecall embed-server`` running the same embedder (see ``benchmarks.peer``).
+  Only what running it here needs is changed (``PEER_DEFAULTS``, each with why).
+- ``--peer-variant blocks-off``: CPersona as this comparison ran it before (blocks and
+  its task queue off, ``benchmarks.peer.PEER_SETTINGS``).
 - CPersona's refs are mapped to ours through the msg_id for memories and through the
-  summary text for episodes (read from its database), and both rankings are scored
-  with the metrics of ``benchmarks.retrieval`` against the same evidence refs.
+  summary text for episodes (read from its database), and every ranking is scored
+  with the metrics of ``benchmarks.retrieval`` against the same evidence refs, at three
+  cuts (first 10 rows, every returned row, and as many rows as CPersona returned),
+  each with the mean number of rows it was read on.
 
 Writes benchmarks/results/retrieval_peer.md (the command at the top).
 """
@@ -133,6 +147,10 @@ PEER_DEFAULTS: dict[str, tuple[str, str]] = {
                                 "the embedder ours runs in process"),
     "CPERSONA_UPDATE_CHECK": ("false", "no outbound request to the package index at start (none can be reached)"),
     "CPERSONA_OPERATING_CONTEXT": ("off", "no operator sidecar read from the home directory"),
+    "CPERSONA_CALIBRATE_ON_MODEL_CHANGE": (
+        "false", "the start after the import (the one whose backfill builds the blocks) would otherwise calibrate "
+        "the recall gate over the imported conversation; ours, a fresh store, gates on its heuristic, so both "
+        "do (on the first, empty start it finds nothing to calibrate either way)"),
 }
 # name -> (system label, settings); "defaults" always runs, the others on --peer-variant
 PEER_VARIANTS: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
@@ -167,12 +185,16 @@ def peer_server(settings: Mapping[str, tuple[str, str]], db_path: Path, embed_ur
                                start_timeout=start_timeout)
 
 
-async def wait_for_log_line(path: Path, marker: str, timeout: float) -> tuple[str | None, float]:
-    """(the first log line holding ``marker``, seconds waited); (None, timeout) when it did not come."""
+async def wait_for_log_line(path: Path, marker: str, timeout: float, skip: str = "") -> tuple[str | None, float]:
+    """(the text after ``marker`` on the first log line holding it, after the line holding ``skip`` when given;
+    seconds waited); (None, seconds) when it did not come within ``timeout``."""
     started = time.perf_counter()
     while True:
         try:
-            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            text = path.read_text(encoding="utf-8", errors="replace")
+            if skip:
+                text = text.split(skip, 1)[1] if skip in text else ""
+            for line in text.splitlines():
                 if marker in line:
                     return line.split(marker, 1)[1].strip(), time.perf_counter() - started
         except OSError:
@@ -207,7 +229,8 @@ async def wait_for_queue(server: Any, timeout: float, call_timeout: float, settl
 
 
 def peer_block_count(peer_db: Path, agent_id: str) -> tuple[int, int]:
-    """(records with embedded blocks, embedded blocks) in CPersona's database for the agent ((0, 0) without the table)."""
+    """(records with embedded blocks, embedded blocks) in CPersona's database for the agent ((0, 0) without
+    the table)."""
     import sqlite3
 
     conn = sqlite3.connect(f"file:{peer_db}?mode=ro", uri=True)
@@ -290,9 +313,20 @@ def held_count(response: dict[str, Any]) -> int:
     return len(h.seat_refs(response))
 
 
+def held_kinds(response: dict[str, Any]) -> dict[str, int]:
+    """The held rows by the signal that seated them (``match_reason.signal``: block, keyword, far, ...)."""
+    kinds: dict[str, int] = {}
+    for message in response.get("messages") or []:
+        reason = message.get("match_reason") or {}
+        if "ref" in message and reason.get("admission") == "reservation":
+            kind = str(reason.get("signal") or "?")
+            kinds[kind] = kinds.get(kind, 0) + 1
+    return kinds
+
+
 def question_row(embedder: str, system: str, conversation: str, question: Any, category: str,
                  gold: Sequence[str], ranked: Sequence[str], held: int,
-                 wide: Sequence[str] | None = None) -> dict[str, Any]:
+                 wide: Sequence[str] | None = None, kinds: Mapping[str, int] | None = None) -> dict[str, Any]:
     """One question's row: the metrics of the answer at the limit (``ranked``, best first, seats included), how
     many rows it returned and how many of them held seats admitted; ``wide``: a longer answer of the same
     system to the same question (ours asked at limit + WIDEN), read by the equal-row-count cut."""
@@ -300,14 +334,16 @@ def question_row(embedder: str, system: str, conversation: str, question: Any, c
             "category": category, "gold": len(gold), **h.retrieval_metrics(ranked, gold),
             "any_all": float(h.best_rank(ranked, gold) is not None), "ndcg_all": h.ndcg(ranked, gold),
             "returned": len(ranked), "held": held, "refs": list(ranked),
-            "wide": list(ranked if wide is None else wide), "gold_refs": list(gold)}
+            "wide": list(ranked if wide is None else wide), "gold_refs": list(gold), "held_kinds": dict(kinds or {})}
 
 
 # -- running ----------------------------------------------------------------------------------
 
 # Ours is asked a second time at limit + WIDEN (a recall of ours writes nothing, so the second ask changes
-# nothing): CPersona appends up to 2 block seats and 2 keyword seats after its limit, so its answer can hold
-# limit + 4 rows, and ours cut at CPersona's row count is compared at an equal number of rows.
+# nothing), so an answer of ours shorter than CPersona's can be topped up to its row count. Through the recall
+# tool CPersona 2.6.14 holds at most its 2 block seats after the limit (its keyword seats are held only when a
+# caller asks for them, which the recall tool never does; far and propagation seats are off by default); 4 leaves
+# room, and the report says so if CPersona ever returns more.
 WIDEN = 4
 
 
@@ -326,7 +362,8 @@ def evaluate_ours(dataset: h.Dataset, conversation: Any, embedder: h.PrefetchEmb
             wide = store.ask(question, limit=limit + WIDEN)
             rows.append(question_row(embedder.mode, system, conversation.conv_id, question,
                                      dataset.category_label(question.category), gold[question.qid],
-                                     h.best_first(response), held_count(response), h.best_first(wide)))
+                                     h.best_first(response), held_count(response), h.best_first(wide),
+                                     held_kinds(response)))
             advance()
         cap = store.memory.settings.max_content_length
         info = {"gold": gold, "refs": dict(store.refs), "duplicates": store.duplicates,
@@ -360,10 +397,12 @@ async def ask_peer(conversation: Any, questions: Sequence[Any], records: Sequenc
     """Import the conversation into a fresh CPersona database, let its background work finish, then ask every
     question; (import answer with the waits, answers).
 
-    With the startup calibration on (its default), the import waits for the calibration's log line (on a fresh,
-    empty database it has nothing to calibrate; run beside the import it would calibrate whatever part of the
-    conversation had landed). With the task queue on (its default), the questions wait until the queue is
-    empty (``get_queue_status``): the block builds the import queued, and whatever they queue, are done.
+    An import queues no block builds (CPersona documents it: a restart's backfill or a health repair builds
+    them), so with block building on, CPersona is started a second time on the filled database: its start
+    queues the bounded backfill sweep, and the questions wait until its task queue is empty
+    (``get_queue_status``, ``pending`` 0 on three polls in a row), every record's blocks built. With the
+    start-up calibration on, each start waits for its log line first (on the empty database it has nothing to
+    calibrate; beside the import it would calibrate whatever part of the conversation had landed).
     """
     agent = conversation.conv_id
     shutil.rmtree(folder, ignore_errors=True)
@@ -373,24 +412,20 @@ async def ask_peer(conversation: Any, questions: Sequence[Any], records: Sequenc
                               "skipped_episodes": 0}
     answers: dict[str, dict[str, Any]] = {}
     log = folder / "cpersona.log"
-    async with peer_server(settings, folder / "cpersona.db", embed_url, log, start_timeout) as server:
-        totals["startup_s"] = server.startup_s
+    queue_on = setting_on(settings, "CPERSONA_TASK_QUEUE_ENABLED")
+    restart = queue_on and setting_on(settings, "CPERSONA_BLOCK_BUILD_ENABLED")
+
+    async def started(server: Any, key: str) -> None:
+        totals.setdefault("startup_s", []).append(server.startup_s)
         if setting_on(settings, "CPERSONA_CALIBRATE_ON_MODEL_CHANGE"):
-            status, waited = await wait_for_log_line(log, CALIBRATION_LINE, start_timeout)
+            status, waited = await wait_for_log_line(log, CALIBRATION_LINE, start_timeout, skip=key)
             if status is None:
                 raise RuntimeError(f"CPersona's startup calibration did not report within {start_timeout:.0f} s "
                                    f"(see {log})")
-            totals["calibration"], totals["calibration_wait_s"] = status, waited
-        started = time.perf_counter()
-        for path in files:
-            answer, _ms = await server.call("import_memories", {"input_path": str(path), "target_agent_id": agent},
-                                            timeout * 10)
-            if not answer.get("ok") or answer.get("errors"):
-                raise RuntimeError(f"CPersona import of {agent} failed: {str(answer)[:400]}")
-            for key in ("imported_memories", "skipped_memories", "imported_episodes", "skipped_episodes"):
-                totals[key] += int(answer.get(key, 0))
-        totals["import_s"] = time.perf_counter() - started
-        if setting_on(settings, "CPERSONA_TASK_QUEUE_ENABLED"):
+            totals.setdefault("calibration", []).append(status)
+
+    async def ask(server: Any) -> None:
+        if queue_on:
             totals["queue"] = await wait_for_queue(server, queue_timeout, timeout)
         for question in h.in_time_order(questions):
             answer, _ms = await server.call("recall", {"agent_id": agent, "query": question.text, "limit": limit},
@@ -399,9 +434,30 @@ async def ask_peer(conversation: Any, questions: Sequence[Any], records: Sequenc
                 raise RuntimeError(f"CPersona recall failed for {question.qid}: {str(answer)[:300]}")
             answers[question.qid] = answer
             advance()
-        if setting_on(settings, "CPERSONA_TASK_QUEUE_ENABLED"):  # what the recalls left queued (none expected)
+        if queue_on:  # what the recalls left queued (none expected)
             status, _ms = await server.call("get_queue_status", {}, timeout)
             totals["pending_after"] = int(status.get("pending", 0))
+
+    async with peer_server(settings, folder / "cpersona.db", embed_url, log, start_timeout) as server:
+        await started(server, "")
+        clock = time.perf_counter()
+        for path in files:
+            answer, _ms = await server.call("import_memories", {"input_path": str(path), "target_agent_id": agent},
+                                            timeout * 10)
+            if not answer.get("ok") or answer.get("errors"):
+                raise RuntimeError(f"CPersona import of {agent} failed: {str(answer)[:400]}")
+            for key in ("imported_memories", "skipped_memories", "imported_episodes", "skipped_episodes"):
+                totals[key] += int(answer.get(key, 0))
+        totals["import_s"] = time.perf_counter() - clock
+        if not restart:
+            await ask(server)
+    if restart:
+        marker = f"--- restart after the import ({datetime.now().isoformat()}) ---"
+        with open(log, "a", encoding="utf-8") as out:
+            out.write(marker + "\n")
+        async with peer_server(settings, folder / "cpersona.db", embed_url, log, start_timeout) as server:
+            await started(server, marker)
+            await ask(server)
     return totals, answers
 
 
@@ -426,7 +482,7 @@ def evaluate_peer(dataset: h.Dataset, conversation: Any, embedder: h.PrefetchEmb
         answer = answers[question.qid]
         rows.append(question_row(embedder.mode, system, conversation.conv_id, question,
                                  dataset.category_label(question.category), ours["gold"][question.qid],
-                                 ranking(answer, table), held_count(answer)))
+                                 ranking(answer, table), held_count(answer), kinds=held_kinds(answer)))
     return rows, totals
 
 
@@ -504,12 +560,58 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], li
 
 # -- reporting ----------------------------------------------------------------------------------
 
+# The three cuts every quality figure is read at, each with its mean row count beside it:
+#   first 10: the first 10 rows of each answer (the figures before held seats existed);
+#   returned: every row the answer at limit 10 holds, held seats included (CPersona's defaults return up to 14);
+#   equal:    each system's n rows, n the number of rows CPersona (defaults) returned for that question: its
+#             answer cut to n rows, or topped up from its answer at limit + WIDEN (ours) when shorter.
+CUTS = ("first 10", "returned", "equal")
 
-def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+
+def equal_cut(row: dict[str, Any], n: int) -> list[str]:
+    """A system's n rows for one question: its answer at the limit cut to n rows, or, when that answer is shorter,
+    topped up with the rows its wider answer (ours at limit + WIDEN) holds beyond it, in that answer's order."""
+    refs = list(row["refs"])
+    if len(refs) >= n:
+        return refs[:n]
+    have = set(refs)
+    return (refs + [ref for ref in row["wide"] if ref not in have])[:n]
+
+
+def cut_metrics(row: dict[str, Any], n: int | None = None) -> dict[str, float]:
+    """recall_any, NDCG and rows of one row at each cut; ``n``: CPersona's row count (None: no equal cut)."""
+    gold = row["gold_refs"]
+    out = {"any@10": row["recall_any@10"], "ndcg@10": row["ndcg@10"], "rows@10": float(min(row["returned"], 10)),
+           "any_all": row["any_all"], "ndcg_all": row["ndcg_all"], "rows": float(row["returned"])}
+    if n is not None:
+        ranked = equal_cut(row, n)
+        out.update({"any_eq": h.recall_any(ranked, gold, n), "ndcg_eq": h.ndcg(ranked, gold, n),
+                    "rows_eq": float(len(ranked))})
+    return out
+
+
+def _key(row: dict[str, Any]) -> tuple[str, str, str]:
+    return row["embedder"], row["conversation"], row["qid"]
+
+
+def peer_counts(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, str, str], int]:
+    """CPersona's (defaults) row count per question: the equal cut's n."""
+    return {_key(r): r["returned"] for r in rows if r["system"] == PEER}
+
+
+def summarise(rows: Sequence[dict[str, Any]], counts: Mapping[tuple[str, str, str], int] | None = None
+              ) -> dict[str, float]:
+    """Means over the rows: the per-question metrics, rows returned and held, and the cuts' figures."""
     out = {m: h.mean(r[m] for r in rows) for m in METRICS}
     out["returned"] = h.mean(r["returned"] for r in rows)
     out["held"] = h.mean(r["held"] for r in rows)
     out["n"] = len(rows)
+    counts = counts or {}
+    cuts = [cut_metrics(r, counts.get(_key(r))) for r in rows]
+    for name in ("any@10", "ndcg@10", "rows@10", "any_all", "ndcg_all", "rows"):
+        out[name] = h.mean(c[name] for c in cuts)
+    for name in ("any_eq", "ndcg_eq", "rows_eq"):
+        out[name] = h.mean(c[name] for c in cuts if name in c) if any(name in c for c in cuts) else float("nan")
     return out
 
 
@@ -519,26 +621,35 @@ def _by_category(rows: Sequence[dict[str, Any]]) -> list[tuple[str, list[dict[st
     return [(ALL, list(rows))] + [(category, part) for (category,), part in parts]
 
 
+RESULT_COLUMNS = ["recall_any@5", "recall_any@10", "recall_all@10", "ndcg@10", "rows@10",
+                  "recall_any (returned)", "ndcg (returned)", "mrr", "rows", "recall_any (equal)", "ndcg (equal)",
+                  "rows (equal)"]
+
+
 def metric_rows(rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
-    """Per embedder and category (all first): one line per system, ours first and CPersona last."""
+    """Per embedder and category (all first): one line per system, ours first and CPersona last; the columns of
+    RESULT_COLUMNS, then n."""
     out = []
     systems = systems_in(rows)
+    counts = peer_counts(rows)
     for (embedder,), group in h.group_rows(rows, ("embedder",)).items():
         for category, part in _by_category(group):
             for system in systems:
                 mine = [r for r in part if r["system"] == system]
                 if not mine:
                     continue
-                s = summarise(mine)
-                out.append([embedder, category, system, *(s[m] for m in METRICS), s["returned"], s["n"]])
+                s = summarise(mine, counts)
+                out.append([embedder, category, system, s["recall_any@5"], s["recall_any@10"], s["recall_all@10"],
+                            s["ndcg@10"], s["rows@10"], s["any_all"], s["ndcg_all"], s["mrr"], s["returned"],
+                            s["any_eq"], s["ndcg_eq"], s["rows_eq"], s["n"]])
     return out
 
 
-def pairs(rows: Sequence[dict[str, Any]], system: str = OURS) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """(ours, CPersona) rows of the same question under the same embedder (``system``: which of ours)."""
-    peer = {(r["embedder"], r["conversation"], r["qid"]): r for r in rows if r["system"] == PEER}
-    return [(r, peer[(r["embedder"], r["conversation"], r["qid"])]) for r in rows
-            if r["system"] == system and (r["embedder"], r["conversation"], r["qid"]) in peer]
+def pairs(rows: Sequence[dict[str, Any]], system: str = OURS,
+          peer: str = PEER) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(one of ours, CPersona) rows of the same question under the same embedder."""
+    theirs = {_key(r): r for r in rows if r["system"] == peer}
+    return [(r, theirs[_key(r)]) for r in rows if r["system"] == system and _key(r) in theirs]
 
 
 def agreement(pair_list: Sequence[tuple[dict[str, Any], dict[str, Any]]], k: int | None = None) -> float:
@@ -552,10 +663,10 @@ def identical(pair_list: Sequence[tuple[dict[str, Any], dict[str, Any]]]) -> flo
 
 
 def agreement_rows(rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
-    """Per embedder, category and system of ours against CPersona: mean Jaccard of all returned refs and of the
-    first 10, the share of identical rankings, and n."""
+    """Per embedder, category and system of ours against CPersona (defaults): mean Jaccard of all returned refs
+    and of the first 10, the share of identical rankings, and n."""
     out = []
-    ours = [x for x in systems_in(rows) if x != PEER]
+    ours = [x for x in systems_in(rows) if is_ours(x)]
     for (embedder,), group in h.group_rows(rows, ("embedder",)).items():
         for category, part in _by_category(group):
             for system in ours:
@@ -566,15 +677,74 @@ def agreement_rows(rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
     return out
 
 
+HEADLINE_COLUMNS = ["embedder", "system", "recall_any@10", "NDCG@10", "rows (first 10)", "recall_any (returned)",
+                    "NDCG (returned)", "rows (returned)", "recall_any (equal rows)", "NDCG (equal rows)",
+                    "rows (equal)", "n"]
+
+
 def headline_rows(rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
-    """Per embedder, all questions: recall_any@10 and NDCG@10 for each system, and the agreement."""
+    """Per embedder and system, all questions: each cut's recall_any and NDCG with its mean rows."""
     out = []
+    counts = peer_counts(rows)
     for (embedder,), group in h.group_rows(rows, ("embedder",)).items():
-        s = {system: summarise([r for r in group if r["system"] == system]) for system in (OURS, PEER)}
-        matched = pairs(group)
-        out.append([embedder, s[OURS]["recall_any@10"], s[PEER]["recall_any@10"], s[OURS]["ndcg@10"],
-                    s[PEER]["ndcg@10"], agreement(matched), identical(matched), s[OURS]["n"]])
+        for system in systems_in(group):
+            s = summarise([r for r in group if r["system"] == system], counts)
+            out.append([embedder, system, s["any@10"], s["ndcg@10"], s["rows@10"], s["any_all"], s["ndcg_all"],
+                        s["rows"], s["any_eq"], s["ndcg_eq"], s["rows_eq"], s["n"]])
     return out
+
+
+def wins(pair_list: Sequence[tuple[dict[str, Any], dict[str, Any]]], cut: str) -> tuple[int, int]:
+    """(questions where ours finds evidence in the cut and CPersona none, the reverse) at one cut."""
+    def found(row: dict[str, Any], n: int) -> float:
+        return {"first 10": row["recall_any@10"], "returned": row["any_all"],
+                "equal": h.recall_any(equal_cut(row, n), row["gold_refs"], n)}[cut]
+    won = lost = 0
+    for a, b in pair_list:
+        mine, theirs = found(a, b["returned"]), found(b, b["returned"])
+        won += mine > theirs
+        lost += mine < theirs
+    return won, lost
+
+
+def identity_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Per system of ours: identical answers, and question by question who finds evidence the other misses."""
+    lines = []
+    peers = [x for x in systems_in(rows) if not is_ours(x)]
+    for system in [x for x in systems_in(rows) if is_ours(x)]:
+        parts = []
+        for (embedder,), group in h.group_rows(rows, ("embedder",)).items():
+            matched = pairs(group, system)
+            same = sum(1 for a, b in matched if a["refs"] == b["refs"])
+            parts.append(f"{same} of {len(matched)} questions (`{embedder}`)")
+        lines.append(f"- `{system}` returned exactly CPersona's rows in CPersona's order on " + ", ".join(parts) + ".")
+    for (embedder,), group in h.group_rows(rows, ("embedder",)).items():
+        for peer in peers:
+            for system in [x for x in systems_in(group) if is_ours(x)]:
+                matched = pairs(group, system, peer)
+                if not matched:
+                    continue
+                cuts = CUTS if peer == PEER else CUTS[:2]
+                counts = [(cut, *wins(matched, cut)) for cut in cuts]
+                text = "; ".join(f"{cut}: {won} questions, the reverse on {lost}" for cut, won, lost in counts)
+                lines.append(f"- `{embedder}`, `{system}` against `{peer}`, question by question, `{system}` finds "
+                             f"evidence where `{peer}` finds none: {text}.")
+    return lines
+
+
+def unequal_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Where a comparison is at unequal row counts, say so: each system's mean rows at the first two cuts."""
+    lines = []
+    for (embedder,), group in h.group_rows(rows, ("embedder",)).items():
+        returned = {system: h.mean(r["returned"] for r in group if r["system"] == system)
+                    for system in systems_in(group)}
+        if len({round(v, 3) for v in returned.values()}) > 1:
+            lines.append(f"- `{embedder}`: the answers at limit 10 hold unequal numbers of rows ("
+                         + ", ".join(f"{system} {v:.2f}" for system, v in returned.items())
+                         + " on average): the `returned` figures compare unequal row counts; the `first 10` and "
+                           "`equal` figures do not (a system that returned fewer rows than the cut is read on what "
+                           "it returned: see the rows columns).")
+    return lines
 
 
 def setup_lines(args: argparse.Namespace, datasets: Sequence[h.Dataset], facts: dict[str, Any]) -> list[str]:
@@ -582,36 +752,72 @@ def setup_lines(args: argparse.Namespace, datasets: Sequence[h.Dataset], facts: 
     lines = [
         "- Data: LoCoMo, category 5 (adversarial) left out; categories 1 multi-hop, 2 temporal, 3 open-domain, "
         "4 single-hop. " + " ".join(line.removeprefix("- ") for line in h.dataset_facts(datasets)),
-        "- Ours: exactly as `benchmarks.retrieval` (`harness.ConversationStore`, in process): one fresh store per "
-        "conversation (one agent), default settings, no calibration (the heuristic gate), fusion rrf; every turn "
-        "stored with `Memory.store` (its timestamp, msg_id, the speaker as source), every session summary "
-        "archived with `Memory.archive_episode` (keywords, start/end time); questions replayed in time order "
-        "with limit " + f"{args.limit}, asked_at as now, no time cue.",
-        f"- CPersona {peer_mod.PEER_VERSION} ({facts.get('install', 'installed')}): one fresh database per "
+        "- `ours`: exactly as `benchmarks.retrieval` (`harness.ConversationStore`, in process): one fresh store "
+        "per conversation (one agent), default settings except the block arm, which the harness turns off "
+        "(`harness.WITHOUT_BLOCKS`: build and retrieval off), no calibration (the heuristic gate), fusion rrf; "
+        "every turn stored with `Memory.store` (its timestamp, msg_id, the speaker as source), every session "
+        "summary archived with `Memory.archive_episode` (keywords, start/end time); questions replayed in time "
+        f"order with limit {args.limit}, asked_at as now, no time cue. Each question is asked a second time at "
+        f"limit {args.limit + WIDEN} for the equal-row cut (a recall of ours writes nothing, so the two asks do "
+        "not disturb each other).",
+    ]
+    for label, environ in facts.get("variants", {}).items():
+        settings = ", ".join(f"`{k}={v}`" for k, v in environ.items())
+        building = environ.get("CPERSONA_BLOCK_BUILD_ENABLED", "").lower() in ("1", "true", "yes", "on")
+        lines.append(
+            f"- `{label}`: `ours` with {settings}" + (
+                " (all our settings at their defaults: blocks built and read, the block arm's held seats on). "
+                "`Memory(..., background=False)`: no builder thread; after each batch of records the replay "
+                "stores before a question, the harness drains the block-build queue in its own thread "
+                "(`memory.blocks.drain()`), so every question finds the blocks of everything stored before it, "
+                "deterministically." if building else "."))
+    peer_variants = facts.get("peer_variants", ["defaults"])
+    lines += [
+        f"- `{PEER}`: CPersona {peer_mod.PEER_VERSION} ({facts.get('install', 'installed')}) at its defaults "
+        "(block building and retrieval on, its task queue on, up to 2 block seats held after the limit; its "
+        "keyword seats are held only when a caller asks for them, which its recall tool never does, and far and "
+        "propagation seats are off by default) but for the settings listed below; one fresh database per "
         "conversation and embedder (its FTS5 statistics are per table, so a shared database would change its "
-        "keyword ranking), started over MCP stdio as `python -m cpersona`, filled with `import_memories` from a "
-        "`cpersona-export/1.0` file: the same turn texts (as our store keeps them), timestamps, msg_ids, "
-        "speakers, and the session summaries as episodes with their keywords and start/end times, every record "
-        "with the vector our store holds (`embedding_b64`); then `recall` with the question's text, the "
-        f"conversation's agent_id and limit {args.limit}, every other argument at its default (default "
-        "fusion `rrf`).",
+        "keyword ranking), started over MCP stdio as "
+        "`python -m cpersona`, filled with `import_memories` from a `cpersona-export/1.0` file: the same turn "
+        "texts (as our store keeps them), timestamps, msg_ids, speakers, and the session summaries as episodes "
+        "with their keywords and start/end times, every record with the vector our store holds "
+        "(`embedding_b64`). An import queues no block builds (CPersona documents it: the next start's backfill "
+        "or a health repair builds them), so CPersona is then started again on the filled database, as a "
+        "deployment would be: its start queues the block backfill, and the questions wait until its task queue "
+        "is empty (`get_queue_status` polled every 0.5 s until `pending` is 0 on three polls in a row; its "
+        f"timeout {args.queue_timeout:.0f} s). Then `recall` with the question's text, the conversation's "
+        f"agent_id and limit {args.limit}, every other argument at its default (default fusion `rrf`), in "
+        "time order.",
+        f"- `{PEER}` settings changed from its defaults, each because running it here needs it: " + "; ".join(
+            f"`{k}={v}` ({why})" for k, (v, why) in PEER_DEFAULTS.items()) + ".",
+    ]
+    if "blocks-off" in peer_variants:
+        lines.append(
+            f"- `{PEER_VARIANTS['blocks-off'][0]}` (a variant, not the headline): CPersona as this comparison ran it "
+            "before, one start, no restart, no wait: " + "; ".join(
+                f"`{k}={v}` ({why})" for k, (v, why) in PEER_VARIANTS["blocks-off"][1].items()) + ".")
+    lines += [
         "- Query vectors: ours from the in-process embedder, CPersona's from `cuedrecall embed-server` running "
-        "the same embedder (CPERSONA_EMBEDDING_MODE=http). Embedders: " + models + ".",
-        "- CPersona settings changed from its defaults (`benchmarks.peer.PEER_SETTINGS`): " + "; ".join(
-            f"`{k}={v}` ({why})" for k, (v, why) in peer_mod.PEER_SETTINGS.items()) + ".",
-        "- Relevance: the evidence turns' refs in our store (binary), the same for both. CPersona's refs are "
-        "mapped to ours through the msg_id (memories) and the summary text (episodes), read from its database; "
-        "a row that maps to nothing counts as irrelevant.",
-        "- Ranking: the returned rows best first (the reversed `messages`), held seats included on both sides "
-        "(they come after the ranked rows). recall_any@k: any evidence in the first k; recall_all@10: all of it "
-        "in the first 10; NDCG@10 with the ideal of min(|evidence|, 10) relevant rows first; MRR: 1 / rank of "
-        "the first evidence over every returned row (0 when none is returned). `rows`: mean rows returned.",
+        "the same embedder (CPERSONA_EMBEDDING_MODE=http; its block vectors come from there too). Embedders: "
+        + models + ".",
+        "- Relevance: the evidence turns' refs in our store (binary), the same for every system. CPersona's refs "
+        "are mapped to ours through the msg_id (memories) and the summary text (episodes), read from its "
+        "database; a row that maps to nothing counts as irrelevant.",
+        "- Ranking: the returned rows best first (the reversed `messages`), held seats included (they come after "
+        "the ranked rows). Three cuts, each with its mean row count beside it: `first 10` (recall_any@10: any "
+        "evidence in the first 10 rows; NDCG@10 with the ideal of min(|evidence|, 10) relevant rows first; "
+        "`rows@10` = mean min(rows, 10)); `returned` (every row of the answer at limit 10, seats included; NDCG "
+        "over the returned rows, its ideal as long as the answer; MRR: 1 / rank of the first evidence over "
+        "every returned row); `equal` (per question, n = the number of rows `cpersona` returned; each system "
+        "read on n rows: its answer at limit 10 cut to n rows, or, when it holds fewer, topped up with the "
+        f"further rows of its answer at limit {args.limit + WIDEN} in that answer's order (ours only; a CPersona "
+        "variant is read on what it returned, its `rows (equal)` says so); recall_any@n and NDCG@n). "
+        "recall_any@5 and recall_all@10 (all evidence in the first 10) are on the first rows too.",
         "- Agreement: per question, the Jaccard similarity of the two systems' returned ref sets (CPersona's "
         "mapped to ours); `jaccard@10` uses the first 10 of each; `identical`: the share of questions where "
-        "both returned the same rows in the same order.",
+        "both returned the same rows in the same order; each of ours against `cpersona` (defaults).",
     ]
-    for label in facts.get("variants", []):
-        lines.append(f"- Variant `{label}`: ours as above with that one setting changed.")
     return lines
 
 
@@ -622,18 +828,41 @@ def check_lines(facts: dict[str, Any]) -> list[str]:
                      f"differ from ours by at most {gap['max_abs']:.2e} per component (lowest cosine "
                      f"{gap['min_cosine']:.6f}).")
     imports = facts.get("imports", [])
-    ours = {(o["embedder"], o["conversation"]): o for o in facts.get("ours", [])}
+    ours = facts.get("ours", [])
     for name in dict.fromkeys(i["embedder"] for i in imports):
-        mine = [i for i in imports if i["embedder"] == name]
-        held = [ours.get((name, i["conversation"]), {}) for i in mine]
-        lines.append(
-            f"- Loading, `{name}`: CPersona imported {sum(i['imported_memories'] for i in mine):,} memories "
-            f"({sum(i['skipped_memories'] for i in mine):,} skipped as duplicates) and "
-            f"{sum(i['imported_episodes'] for i in mine):,} episodes "
-            f"({sum(i['skipped_episodes'] for i in mine):,} skipped); our stores hold "
-            f"{sum(o.get('memories', 0) for o in held):,} memories ({sum(o.get('duplicates', 0) for o in held):,} "
-            f"turns skipped as repeats) and {sum(o.get('episodes', 0) for o in held):,} episodes; "
-            f"{sum(i['mapped'] for i in mine):,} of CPersona's {sum(i['rows'] for i in mine):,} rows map to ours.")
+        for system in dict.fromkeys(i.get("system", PEER) for i in imports if i["embedder"] == name):
+            mine = [i for i in imports if i["embedder"] == name and i.get("system", PEER) == system]
+            held = [o for o in ours if o["embedder"] == name and o.get("system", OURS) == OURS]
+            lines.append(
+                f"- Loading, `{name}`, `{system}`: CPersona imported {sum(i['imported_memories'] for i in mine):,} "
+                f"memories ({sum(i['skipped_memories'] for i in mine):,} skipped as duplicates) and "
+                f"{sum(i['imported_episodes'] for i in mine):,} episodes "
+                f"({sum(i['skipped_episodes'] for i in mine):,} skipped); our stores hold "
+                f"{sum(o.get('memories', 0) for o in held):,} memories "
+                f"({sum(o.get('duplicates', 0) for o in held):,} turns skipped as repeats) and "
+                f"{sum(o.get('episodes', 0) for o in held):,} episodes; {sum(i['mapped'] for i in mine):,} of "
+                f"CPersona's {sum(i['rows'] for i in mine):,} rows map to ours.")
+            queues = [i["queue"] for i in mine if "queue" in i]
+            if queues:
+                seconds = [q["seconds"] for q in queues]
+                blocks = [i.get("blocks", (0, 0)) for i in mine]
+                lines.append(
+                    f"- CPersona's queue, `{name}`, `{system}`: after the restart it held up to "
+                    f"{max(q['peak_pending'] for q in queues)} tasks; it was empty after {sum(seconds):.1f} s in all "
+                    f"({min(seconds):.1f}–{max(seconds):.1f} s a conversation, from the restart's initialize to "
+                    f"the last of the three empty polls) and still empty after the questions on "
+                    f"{sum(1 for i in mine if i.get('pending_after') == 0)} of {len(mine)} conversations; its "
+                    f"database then held {sum(b[1] for b in blocks):,} embedded blocks over "
+                    f"{sum(b[0] for b in blocks):,} records.")
+    for name in dict.fromkeys(o["embedder"] for o in facts.get("ours", [])):
+        for system in dict.fromkeys(o.get("system", OURS) for o in facts["ours"] if o["embedder"] == name):
+            mine = [o for o in facts["ours"] if o["embedder"] == name and o.get("system", OURS) == system]
+            if sum(o.get("block_tasks", 0) for o in mine):
+                lines.append(
+                    f"- Our block builds, `{name}`, `{system}`: {sum(o['block_tasks'] for o in mine):,} tasks run "
+                    f"by the replay in {sum(o['block_build_s'] for o in mine):.1f} s, leaving "
+                    f"{sum(o['blocks'][1] for o in mine):,} embedded blocks over "
+                    f"{sum(o['blocks'][0] for o in mine):,} records.")
     if "late" in facts:
         lines.append(f"- Questions asked before their conversation's last record: {facts['late']} (CPersona is "
                      "loaded with the whole conversation, ours replays up to asked_at; with 0 both see the same "
@@ -642,11 +871,8 @@ def check_lines(facts: dict[str, Any]) -> list[str]:
 
 
 def short_window_lines(rows: Sequence[dict[str, Any]], limit: int) -> list[str]:
-    """Per embedder and system: answers whose ranked rows (held seats aside) number fewer than the limit.
-
-    Only there can a held seat land inside the first 10, so only there could CPersona's block arm
-    (off in this run, see the settings) have changed its @10 figures.
-    """
+    """Per embedder and system: answers whose ranked rows (held seats aside) number fewer than the limit, and
+    answers that carry held seats (only where the ranked rows fall short can a seat land inside the first 10)."""
     lines = []
     order = {system: i for i, system in enumerate(systems_in(rows))}
     embedders = {e: i for i, e in enumerate(dict.fromkeys(r["embedder"] for r in rows))}
@@ -654,47 +880,41 @@ def short_window_lines(rows: Sequence[dict[str, Any]], limit: int) -> list[str]:
     for (embedder, system), group in sorted(groups, key=lambda item: (embedders[item[0][0]], order[item[0][1]])):
         short = sum(1 for r in group if r["returned"] - r["held"] < limit)
         held = sum(1 for r in group if r["held"])
+        kinds: dict[str, int] = {}
+        for r in group:
+            for kind, count in r.get("held_kinds", {}).items():
+                kinds[kind] = kinds.get(kind, 0) + count
+        by_kind = ", ".join(f"{count:,} {kind}" for kind, count in sorted(kinds.items()))
         lines.append(f"- `{embedder}`, {system}: {short} of {len(group)} answers hold fewer than {limit} ranked rows; "
-                     f"{held} carry held seats (mean {h.mean(r['held'] for r in group):.2f} a question).")
-    return lines
-
-
-def identity_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """Per system of ours: on how many questions it returned CPersona's rows in CPersona's order, per embedder."""
-    lines = []
-    for system in [x for x in systems_in(rows) if x != PEER]:
-        parts = []
-        for (embedder,), group in h.group_rows(rows, ("embedder",)).items():
-            matched = pairs(group, system)
-            same = sum(1 for a, b in matched if a["refs"] == b["refs"])
-            parts.append(f"{same} of {len(matched)} questions (`{embedder}`)")
-        lines.append(f"- `{system}` returned exactly CPersona's rows in CPersona's order on " + ", ".join(parts) + ".")
-    for (embedder,), group in h.group_rows(rows, ("embedder",)).items():
-        matched = pairs(group)
-        won = sum(1 for a, b in matched if a["recall_any@10"] > b["recall_any@10"])
-        lost = sum(1 for a, b in matched if a["recall_any@10"] < b["recall_any@10"])
-        lines.append(f"- `{embedder}`, recall_any@10 question by question: ours finds evidence in its first 10 where "
-                     f"CPersona finds none on {won} questions, the reverse on {lost}.")
+                     f"{held} carry held seats (mean {h.mean(r['held'] for r in group):.2f} a question"
+                     + (f"; by kind: {by_kind}" if by_kind else "") + f"), mean "
+                     f"{h.mean(r['returned'] for r in group):.2f} rows, at most {max(r['returned'] for r in group)}.")
+    most = max((r["returned"] for r in rows if r["system"] == PEER), default=0)
+    if most > limit + WIDEN:
+        lines.append(f"- CPersona returned up to {most} rows, more than ours was asked for ({limit + WIDEN}): on "
+                     "those questions the equal cut reads ours on fewer rows.")
     return lines
 
 
 def render(argv: Sequence[str], args: argparse.Namespace, datasets: Sequence[h.Dataset],
            rows: Sequence[dict[str, Any]], facts: dict[str, Any]) -> str:
-    header = ["embedder", "category", "system", *METRICS, "rows", "n"]
+    header = ["embedder", "category", "system", *RESULT_COLUMNS, "n"]
     lines = [
         "# Retrieval quality: ours against CPersona 2.6.14", "",
         f"Command: `{h.command_line(PROG, argv)}`", "",
         "## Headline (LoCoMo, all scored questions)", "",
-        *h.markdown_table(["embedder", "recall_any@10 ours", "recall_any@10 CPersona", "NDCG@10 ours",
-                           "NDCG@10 CPersona", "agreement (Jaccard)", "identical rankings", "n"],
-                          headline_rows(rows), "lrrrrrrr"), "",
-        *identity_lines(rows), "",
+        f"`{PEER}` is CPersona at its defaults (blocks built before the first question); `rows` columns: the mean "
+        "number of rows each figure was read on. `equal rows`: every system read on as many rows as `cpersona` "
+        f"returned for the question (an answer of ours that holds fewer is topped up from its answer at limit "
+        f"{args.limit + WIDEN}).", "",
+        *h.markdown_table(HEADLINE_COLUMNS, headline_rows(rows), "ll" + "r" * (len(HEADLINE_COLUMNS) - 2)), "",
+        *identity_lines(rows), *unequal_lines(rows), "",
         "## Setup", "",
         *setup_lines(args, datasets, facts), "",
         "## Checks", "",
         *check_lines(facts), *short_window_lines(rows, args.limit), "",
         "## Results", "",
-        *h.markdown_table(header, metric_rows(rows), "lll" + "r" * (len(METRICS) + 2)), "",
+        *h.markdown_table(header, metric_rows(rows), "lll" + "r" * (len(RESULT_COLUMNS) + 1)), "",
         "## Agreement", "",
         *h.markdown_table(["embedder", "category", "system", "jaccard", "jaccard@10", "identical", "n"],
                           agreement_rows(rows), "lllrrrr"), "",
@@ -704,14 +924,11 @@ def render(argv: Sequence[str], args: argparse.Namespace, datasets: Sequence[h.D
 
 def print_summary(rows: Sequence[dict[str, Any]], console: Console) -> None:
     table = Table(title="retrieval on LoCoMo, ours vs CPersona (all scored questions)")
-    for column in ("embedder", "system", *METRICS, "rows", "n"):
+    for column in HEADLINE_COLUMNS:
         table.add_column(column, justify="left" if column in ("embedder", "system") else "right")
-    for line in metric_rows(rows):
-        if line[1] == ALL:
-            table.add_row(line[0], line[2], *(f"{v:.3f}" for v in line[3:-1]), str(line[-1]))
-    console.print(table)
     for line in headline_rows(rows):
-        console.print(f"{line[0]}: agreement (mean Jaccard) {line[5]:.3f}, identical rankings {line[6]:.3f}")
+        table.add_row(line[0], line[1], *(f"{v:.3f}" for v in line[2:-1]), str(line[-1]))
+    console.print(table)
 
 
 def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:

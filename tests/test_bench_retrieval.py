@@ -109,6 +109,27 @@ def test_a_replay_stores_only_what_came_before_each_question(tmp_path: Path) -> 
         store.close()
 
 
+def test_a_replay_with_blocks_on_builds_them_before_each_question(tmp_path: Path) -> None:
+    conversation = generate_long_span(seed=0, size="small")
+    environ = {"CPERSONA_BLOCK_BUILD_ENABLED": "true", "CPERSONA_BLOCK_RETRIEVAL_ENABLED": "true"}
+    store = h.ConversationStore(conversation, h.new_embedder("hash"), "rrf", tmp_path, environ)
+    try:
+        assert store.memory.blocks is not None and store.memory.blocks._thread is None  # no builder thread
+        for question in h.replay(store, conversation.questions[:3], "asked"):
+            assert store.memory.store_.pending_tasks() == 0  # every record stored so far has its blocks
+            store.ask(question)
+        assert store.block_tasks > 0 and store.block_build_s >= 0.0
+    finally:
+        store.close()
+    plain = h.ConversationStore(conversation, h.new_embedder("hash"), "rrf", tmp_path / "off")
+    try:  # the harness's default: blocks off, nothing queued, nothing drained
+        assert plain.memory.blocks is None
+        plain.advance(None)
+        assert plain.block_tasks == 0 and plain.memory.store_.pending_tasks() == 0
+    finally:
+        plain.close()
+
+
 # -- the script ---------------------------------------------------------------------------------
 
 
