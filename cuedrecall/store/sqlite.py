@@ -1,4 +1,8 @@
-"""The embedded default store: one SQLite file in WAL mode plus the in-process vector index."""
+"""The embedded default store: one SQLite file in WAL mode plus the in-process indexes.
+
+The recall arms live in ``arms.py``, blocks and the task queue in ``blocks.py``, the health checks' queries in
+``maintenance.py``: each a mixin over this class's connection, lock and indexes.
+"""
 
 from __future__ import annotations
 
@@ -13,16 +17,14 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from cuedrecall.errors import StoreError
-from cuedrecall.store.base import (
-    EPISODE, MEMORY, CoarseHit, Hit, Period, Record, Scope, Threshold, make_ref, split_ref,
-)
+from cuedrecall.store.base import EPISODE, MEMORY, Record, Scope, Threshold, make_ref, split_ref
+from cuedrecall.store.arms import SqliteArms, scope_where
 from cuedrecall.store.block_index import BlockIndex
 from cuedrecall.store.blocks import SqliteBlocks
 from cuedrecall.store.maintenance import SqliteMaintenance
 from cuedrecall.store.schema import migrate
 from cuedrecall.store.term_counts import TermCounts
 from cuedrecall.store.vector_index import IndexRow, VectorIndex
-from cuedrecall.text.fts import fts_expression
 
 _MEMORY_COLUMNS = (
     "id, agent_id, project_id, channel, content, timestamp, created_at, msg_id, source, locked, ts_epoch"
@@ -31,8 +33,6 @@ _EPISODE_COLUMNS = (
     "id, agent_id, project_id, channel, summary, COALESCE(NULLIF(start_time, ''), created_at), "
     "created_at, keywords, resolved, start_time, end_time, ts_epoch"
 )
-# kind -> (table, alias, its FTS5 table): the two full-text arms differ only in these names
-_FTS_TABLES = {MEMORY: ("memories", "m", "memories_fts"), EPISODE: ("episodes", "e", "episodes_fts")}
 
 
 def _blob(vector: np.ndarray | None) -> bytes | None:
@@ -71,56 +71,7 @@ def _private_side_files(path: str) -> None:
             pass  # not there (yet): SQLite creates it later with the database file's mode
 
 
-def _like_escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-def scope_where(scope: Scope, alias: str, kind: str) -> tuple[str, list[Any]]:
-    """The isolation predicate of one table, applied inside every query."""
-    clauses, params = [f"{alias}.agent_id = ?"], [scope.agent_id]
-    if scope.project_id is not None:
-        if scope.project_id:
-            clauses.append(f"{alias}.project_id IN (?, '')")
-            params.append(scope.project_id)
-        else:
-            clauses.append(f"{alias}.project_id = ''")
-    if scope.channel:
-        clauses.append(f"{alias}.channel IN (?, '')")
-        params.append(scope.channel)
-    if scope.source_id and kind == MEMORY:
-        if scope.source_exact:
-            clauses.append(f"{alias}.source_id = ?")
-            params.append(scope.source_id)
-        else:
-            # a case-sensitive prefix, as the vector index applies it (LIKE would fold ASCII case and widen the read)
-            clauses.append(f"substr({alias}.source_id, 1, ?) = ?")
-            params += [len(scope.source_id), scope.source_id]
-    return " AND ".join(clauses), params
-
-
-def _period_where(alias: str, period: Period | None) -> tuple[str, list[Any]]:
-    if period is None:
-        return "", []
-    return f" AND {alias}.ts_epoch >= ? AND {alias}.ts_epoch < ?", [period[0], period[1]]
-
-
-def fts_arm_sql(kind: str, scope: Scope, period: Period | None) -> tuple[str, list[Any]]:
-    """The one query both full-text arms run: MATCH, isolation, period, best bm25 first.
-
-    The statement takes the MATCH expression as its first parameter and the depth as
-    its last; the parameters returned are those in between.
-    """
-    table, alias, fts = _FTS_TABLES[kind]
-    where, params = scope_where(scope, alias, kind)
-    pwhere, pparams = _period_where(alias, period)
-    sql = (
-        f"SELECT {alias}.id, bm25({fts}) FROM {fts} JOIN {table} {alias} ON {alias}.id = {fts}.rowid "
-        f"WHERE {fts} MATCH ? AND {where}{pwhere} ORDER BY bm25({fts}), {alias}.id LIMIT ?"
-    )
-    return sql, [*params, *pparams]
-
-
-class SqliteStore(SqliteMaintenance, SqliteBlocks):
+class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks):
     """All SQL of cuedrecall's embedded backend. One writer at a time; the indexes follow every commit."""
 
     def __init__(self, path: str | Path, *, common_term_ratio: float = 0.1) -> None:
@@ -445,127 +396,6 @@ class SqliteStore(SqliteMaintenance, SqliteBlocks):
             out["embedding"] = _vector(out["embedding"])
             yield out
 
-    # -- recall arms ---------------------------------------------------------------------
-
-    def vector_near(self, scope: Scope, query: np.ndarray, *, floor: float, depth: int, window: int) -> list[Hit]:
-        """Cosine over the newest ``window`` embedded rows of each kind in scope, best ``depth``."""
-        return self._vector_arm(scope, query, floor, depth, positions=(0, window))
-
-    def vector_far(
-        self, scope: Scope, query: np.ndarray, *, floor: float, limit: int, window: int, reach: int
-    ) -> list[Hit]:
-        """The same over scan positions [window, reach): what the near window cannot see."""
-        return self._vector_arm(scope, query, floor, limit, positions=(window, reach))
-
-    def far_candidates(self, scope: Scope, query: np.ndarray, *, start: int, count: int) -> list[CoarseHit]:
-        """The ``count`` embedded memories of the scope at scan positions >= ``start`` nearest the query by
-        Hamming distance between sign bits (ties: the earlier position), each with its stored vector's cosine."""
-        with self._lock:
-            self._catch_up()
-            rows = self._indexes[MEMORY].coarse(scope, query, start=start, count=count)
-        return [CoarseHit(make_ref(MEMORY, row_id), position, distance, cosine)
-                for row_id, position, distance, cosine in rows]
-
-    def vector_in_period(
-        self, scope: Scope, kind: str, query: np.ndarray, *, floor: float, depth: int, period: Period
-    ) -> list[Hit]:
-        """Cosine over every embedded record of one kind in the scope whose time lies in the period."""
-        return self._vector_arm(scope, query, floor, depth, positions=(0, None), period=period, kinds=(kind,))
-
-    def _vector_arm(
-        self,
-        scope: Scope,
-        query: np.ndarray,
-        floor: float,
-        depth: int,
-        *,
-        positions: tuple[int, int | None],
-        period: Period | None = None,
-        kinds: tuple[str, ...] = (MEMORY, EPISODE),
-    ) -> list[Hit]:
-        if not scope.episodes_visible:
-            kinds = tuple(kind for kind in kinds if kind != EPISODE)
-        with self._lock:
-            self._catch_up()
-            found = []
-            for order, kind in enumerate(kinds):
-                # source_id filters memories only: a visible episode carries no source to match
-                kind_scope = scope if kind == MEMORY else Scope(scope.agent_id, scope.project_id, scope.channel)
-                rows = self._indexes[kind].search(
-                    kind_scope, query, floor=floor, depth=depth, positions=positions, period=period
-                )
-                found += [(-score, order, position, make_ref(kind, row_id), score) for row_id, score, position in rows]
-        # merged by score; ties: memories before episodes, then the earlier scan position
-        found.sort(key=lambda item: item[:3])
-        return [Hit(ref, rank, score) for rank, (*_, ref, score) in enumerate(found[:depth])]
-
-    def episode_fts(
-        self, scope: Scope, terms: Sequence[str], *, depth: int, period: Period | None = None
-    ) -> list[Hit]:
-        """FTS5 trigram over episode summary and keywords, best bm25 first."""
-        if not terms or depth <= 0 or not scope.episodes_visible:
-            return []
-        return self._fts_arm(EPISODE, scope, terms, depth, period)
-
-    def memory_keyword(
-        self, scope: Scope, terms: Sequence[str], query: str, *, depth: int, period: Period | None = None
-    ) -> list[Hit]:
-        """FTS5 trigram over memory content; a LIKE scan only when FTS finds nothing."""
-        if depth <= 0:
-            return []
-        hits = self._fts_arm(MEMORY, scope, terms, depth, period) if terms else []
-        if hits or not query.strip():
-            return hits
-        where, params = scope_where(scope, "m", MEMORY)
-        pwhere, pparams = _period_where("m", period)
-        rows = self._read(
-            f"SELECT m.id, NULL FROM memories m WHERE m.content LIKE ? ESCAPE '\\' AND {where}{pwhere} "
-            "ORDER BY m.id DESC LIMIT ?",
-            [f"%{_like_escape(query.strip())}%", *params, *pparams, depth],
-        )
-        return [Hit(make_ref(MEMORY, row_id), rank, score) for rank, (row_id, score) in enumerate(rows)]
-
-    def _fts_arm(self, kind: str, scope: Scope, terms: Sequence[str], depth: int, period: Period | None) -> list[Hit]:
-        sql, params = fts_arm_sql(kind, scope, period)
-        rows = self._ranked_fts(_FTS_TABLES[kind][0], sql, terms, [*params, depth], depth)
-        return [Hit(make_ref(kind, row_id), rank, score) for rank, (row_id, score) in enumerate(rows)]
-
-    def _ranked_fts(self, table: str, sql: str, terms: Sequence[str], params: list[Any], depth: int) -> list[tuple]:
-        """Rank on the uncommon terms first; on every term when that finds fewer than ``depth`` rows.
-
-        bm25 must score every row a term matches, and a common word ("the", "was")
-        matches a large share of the store, for a small weight (low idf). Leaving
-        such words out keeps the keyword arm's cost proportional to what the rare
-        words match; the order can differ from full bm25 only by those small weights.
-        """
-        informative = [t for t in terms if not self._vocab.is_common(table, t)]
-        if informative and len(informative) < len(terms):
-            rows = self._read_fts(sql, [fts_expression(informative), *params])
-            if len(rows) >= depth:
-                return rows
-        return self._read_fts(sql, [fts_expression(terms), *params])
-
-    def _read_fts(self, sql: str, params: list[Any]) -> list[tuple]:
-        try:
-            return self._read(sql, params)
-        except sqlite3.OperationalError:
-            return []  # an expression FTS5 cannot parse finds nothing; the LIKE path still runs
-
-    def newest(self, scope: Scope, kind: str, limit: int, period: Period | None = None) -> list[Hit]:
-        """The scope's newest rows of one kind (by insertion, or by record time inside a period)."""
-        if limit <= 0 or (kind == EPISODE and not scope.episodes_visible):
-            return []
-        alias = "t"
-        where, params = scope_where(scope, alias, kind)
-        pwhere, pparams = _period_where(alias, period)
-        order = "t.ts_epoch DESC, t.id DESC" if period else "t.id DESC"
-        table = "memories" if kind == MEMORY else "episodes"
-        rows = self._read(
-            f"SELECT t.id FROM {table} t WHERE {where}{pwhere} ORDER BY {order} LIMIT ?",
-            [*params, *pparams, limit],
-        )
-        return [Hit(make_ref(kind, row_id), rank, None) for rank, (row_id,) in enumerate(rows)]
-
     # -- scope statistics -----------------------------------------------------------------
 
     def pool_counts(self, scope: Scope) -> tuple[int, int]:
@@ -589,22 +419,6 @@ class SqliteStore(SqliteMaintenance, SqliteBlocks):
             return None if low is None else (low, high)
 
         return self._cached(("span", scope), compute)
-
-    # -- term counts (store.term_counts.TermSource) ------------------------------------------
-
-    def row_count(self, table: str) -> int:
-        """Rows in a table, across every agent (what FTS5's idf counts)."""
-        return self._cached(("rows", table), lambda: self._read(f"SELECT COUNT(*) FROM {table}")[0][0])
-
-    def gram_count(self, table: str, gram: str) -> int:
-        """Rows holding one trigram, from the fts5vocab table."""
-        rows = self._read(f"SELECT doc FROM {table}_vocab WHERE term = ?", (gram,))
-        return rows[0][0] if rows else 0
-
-    def phrase_count(self, table: str, phrase: str) -> int:
-        """Rows matching one phrase."""
-        rows = self._read_fts(f"SELECT COUNT(*) FROM {table}_fts WHERE {table}_fts MATCH ?", [fts_expression([phrase])])
-        return rows[0][0] if rows else 0
 
     def newest_episode_time(self, scope: Scope) -> str | None:
         """When the scope's newest episode was recorded: the episode penalty's boundary."""
