@@ -85,7 +85,7 @@ def test_migration_4_adds_blocks_and_tasks_and_a_database_from_before_lists_its_
     conn.close()
     store = SqliteStore(path)
     try:
-        assert store.schema_version == 4
+        assert store.schema_version == schema.LATEST_VERSION  # migrated forward from version 3
         assert store.records_lacking_blocks(None, 10, MODEL) == [("mem:1", LONG, text_hash(LONG))]
         assert store.pending_tasks() == 0
     finally:

@@ -88,6 +88,8 @@ def test_episodes_and_profiles_written_by_one_are_read_by_the_other(pair: tuple[
     assert [h.ref for h in fts] == [episode["ref"]]
     assert [h.ref for h in reader.store_.newest(Scope(AGENT), EPISODE, 10)] == [episode["ref"]]
     assert reader.get_profile(agent_id=AGENT) == {"profile": "plans to move abroad"}
+    writer.update_profile(agent_id=AGENT, profile="moved to Lisbon")  # the reader had cached the first one
+    assert reader.get_profile(agent_id=AGENT) == {"profile": "moved to Lisbon"}
     writer.delete_episode(episode_id=episode["episode_id"])
     assert episode["ref"] not in _near(reader, "moving to Lisbon")
 

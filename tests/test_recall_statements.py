@@ -3,7 +3,8 @@
 The counts are of top-level SQL statements a warm recall sends (sqlite3's trace
 callback; statements FTS5 runs inside a MATCH are its own and start with "--").
 Before the snapshot a warm recall sent 22 (16 of them freshness checks), a cued
-one 39; these pins keep the path from growing back.
+one 39; these pins keep the path from growing back. The profile is cached until
+any connection changes a profile, so a warm recall reads none.
 """
 
 from __future__ import annotations
@@ -47,11 +48,11 @@ def statements(memory: Memory, **arguments: Any) -> tuple[list[str], dict[str, A
     return sent, response
 
 
-def test_a_warm_recall_sends_eight_statements_inside_one_read_transaction(memory: Memory) -> None:
+def test_a_warm_recall_sends_seven_statements_inside_one_read_transaction(memory: Memory) -> None:
     sent, response = statements(memory)
     assert len(response["messages"]) == 10
-    # BEGIN, the change-log check, two full-text arms, memories and episodes hydrated once, the profile, COMMIT
-    assert len(sent) == 8, sent
+    # BEGIN, the change-log check, two full-text arms, memories and episodes hydrated once, COMMIT
+    assert len(sent) == 7, sent
     assert sent[0] == "BEGIN" and sent[-1] == "COMMIT"
     assert "PRAGMA" not in sent  # no per-read freshness check inside the snapshot
 
@@ -59,12 +60,12 @@ def test_a_warm_recall_sends_eight_statements_inside_one_read_transaction(memory
 def test_a_cued_recall_adds_only_the_cue_arm_and_its_new_records(memory: Memory) -> None:
     sent, response = statements(memory, time_cue=CUE)
     assert response["time_cue"]["seated"] + 10 == len(response["messages"])
-    # the eight above, the cue arm's two full-text lists, one hydration of the records only it found
-    assert len(sent) == 11, sent
+    # the seven above, the cue arm's two full-text lists, one hydration of the records only it found
+    assert len(sent) == 10, sent
     assert sent.count("BEGIN") == 1 and "PRAGMA" not in sent
 
 
 def test_excluding_contents_reads_no_record_twice(memory: Memory) -> None:
     sent, response = statements(memory, exclude_contents=["note 1 about the lighthouse keeper"])
     assert all("note 1 about" not in m["content"] for m in response["messages"])
-    assert len(sent) == 8, sent  # exclusion reads the records the facts step hydrated
+    assert len(sent) == 7, sent  # exclusion reads the records the facts step hydrated

@@ -971,3 +971,13 @@ def test_the_block_arm_examines_at_most_per_record_blocks_and_examine_rows(store
     assert [h.ref for h in hits] == [ref]
     assert store.block_arm(Scope(A), KEY, MODEL, rerank=1)[0][0].ref in (ref, later)
     assert len(store.block_arm(Scope(A), KEY, MODEL, rerank=1)[0]) == 1
+
+
+def test_a_read_inside_a_write_sees_the_writes_own_rows_and_is_not_kept_after_a_rollback(store: Store) -> None:
+    with pytest.raises(RuntimeError):
+        with store.write() as conn:
+            assert store.profile(A) is None
+            store.set_profile(conn, A, "written inside", NOW)
+            assert store.profile(A) == ("written inside", NOW)  # the write sees its own row
+            raise RuntimeError("roll back")
+    assert store.profile(A) is None  # nothing read inside the rolled-back write outlives it

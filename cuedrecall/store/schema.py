@@ -261,6 +261,25 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        5,
+        """
+        -- A profile change is logged like any other, so a process caches an agent's profile until any
+        -- connection changes one (a warm recall then reads no profile row).
+        CREATE TRIGGER profiles_log_insert AFTER INSERT ON profiles BEGIN
+            INSERT INTO change_log(kind, row_id) VALUES ('prof', 0);
+        END;
+        CREATE TRIGGER profiles_log_update AFTER UPDATE ON profiles BEGIN
+            INSERT INTO change_log(kind, row_id) VALUES ('prof', 0);
+        END;
+        CREATE TRIGGER profiles_log_delete AFTER DELETE ON profiles BEGIN
+            INSERT INTO change_log(kind, row_id) VALUES ('prof', 0);
+        END;
+        """,
+    )
+)
+
 LATEST_VERSION = MIGRATIONS[-1][0]
 
 

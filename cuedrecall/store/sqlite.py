@@ -81,6 +81,7 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks):
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             created = _create_private(self.path)
         self._lock = threading.RLock()
+        self._writing = False  # inside write(): reads see uncommitted rows, so nothing read is cached
         self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
@@ -127,12 +128,15 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks):
         """One write transaction under the writer lock; the index catches up after commit."""
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
+            self._writing = True
             try:
                 yield self._conn
                 self._conn.execute("COMMIT")
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
+            finally:
+                self._writing = False
             self._catch_up(force=True)
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
@@ -365,8 +369,13 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks):
         return self._select_records(kind, " AND ".join(clauses), [*params, limit], tail)
 
     def profile(self, agent_id: str) -> tuple[str, str] | None:
-        rows = self._read("SELECT content, updated_at FROM profiles WHERE agent_id = ? AND user_id = ''", (agent_id,))
-        return rows[0] if rows else None
+        """(content, updated_at) of the agent's profile; cached until any connection changes a profile."""
+        def read() -> tuple[str, str] | None:
+            rows = self._read("SELECT content, updated_at FROM profiles WHERE agent_id = ? AND user_id = ''",
+                              (agent_id,))
+            return rows[0] if rows else None
+
+        return self._cached(("profile", agent_id), read)
 
     def profiles(self, agent_id: str) -> list[tuple[str, str, str]]:
         """(agent_id, content, updated_at) of one agent's profile, or every agent's for ""."""
@@ -456,7 +465,11 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks):
             return self._indexes[MEMORY].dim or self._indexes[EPISODE].dim
 
     def _cached(self, key: tuple[Any, ...], compute: Any) -> Any:
+        """A read kept until the next change any connection makes; inside a write it is read afresh and not kept,
+        since the write's own rows are not committed (and may still roll back)."""
         with self._lock:
+            if self._writing:
+                return compute()
             self._catch_up()
             if key not in self._stats_cache:
                 self._stats_cache[key] = compute()
