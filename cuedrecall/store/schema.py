@@ -4,6 +4,15 @@ from __future__ import annotations
 
 import sqlite3
 
+def _logged_as(table: str, kind: str) -> str:
+    """Triggers that log any change of ``table`` as one change_log entry of ``kind`` (row 0), so every process's
+    cached copy of the table follows a change made by any of them, as the vector index does."""
+    return "".join(f"""
+        CREATE TRIGGER {table}_log_{event.lower()} AFTER {event} ON {table} BEGIN
+            INSERT INTO change_log(kind, row_id) VALUES ('{kind}', 0);
+        END;""" for event in ("INSERT", "UPDATE", "DELETE"))
+
+
 # Each step runs once, in order, inside one transaction with its version stamp.
 MIGRATIONS: list[tuple[int, str]] = [
     (
@@ -148,25 +157,7 @@ MIGRATIONS.append(
             agent_id TEXT PRIMARY KEY,
             beta REAL NOT NULL
         );
-        -- Every process's cached copy follows a change made by any of them, as the index does.
-        CREATE TRIGGER calibration_log_insert AFTER INSERT ON calibration BEGIN
-            INSERT INTO change_log(kind, row_id) VALUES ('cal', 0);
-        END;
-        CREATE TRIGGER calibration_log_update AFTER UPDATE ON calibration BEGIN
-            INSERT INTO change_log(kind, row_id) VALUES ('cal', 0);
-        END;
-        CREATE TRIGGER calibration_log_delete AFTER DELETE ON calibration BEGIN
-            INSERT INTO change_log(kind, row_id) VALUES ('cal', 0);
-        END;
-        CREATE TRIGGER precision_log_insert AFTER INSERT ON recall_precision BEGIN
-            INSERT INTO change_log(kind, row_id) VALUES ('cal', 0);
-        END;
-        CREATE TRIGGER precision_log_update AFTER UPDATE ON recall_precision BEGIN
-            INSERT INTO change_log(kind, row_id) VALUES ('cal', 0);
-        END;
-        CREATE TRIGGER precision_log_delete AFTER DELETE ON recall_precision BEGIN
-            INSERT INTO change_log(kind, row_id) VALUES ('cal', 0);
-        END;
+        """ + _logged_as("calibration", "cal") + _logged_as("recall_precision", "cal") + """
         """,
     )
 )
@@ -267,15 +258,7 @@ MIGRATIONS.append(
         """
         -- A profile change is logged like any other, so a process caches an agent's profile until any
         -- connection changes one (a warm recall then reads no profile row).
-        CREATE TRIGGER profiles_log_insert AFTER INSERT ON profiles BEGIN
-            INSERT INTO change_log(kind, row_id) VALUES ('prof', 0);
-        END;
-        CREATE TRIGGER profiles_log_update AFTER UPDATE ON profiles BEGIN
-            INSERT INTO change_log(kind, row_id) VALUES ('prof', 0);
-        END;
-        CREATE TRIGGER profiles_log_delete AFTER DELETE ON profiles BEGIN
-            INSERT INTO change_log(kind, row_id) VALUES ('prof', 0);
-        END;
+        """ + _logged_as("profiles", "prof") + """
         """,
     )
 )
