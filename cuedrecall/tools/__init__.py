@@ -4,12 +4,12 @@
 server publishes them, so the two can never disagree.
 """
 
-from cuedrecall.tools import associations, maintenance, memory, portability, quality, session
+from cuedrecall.tools import associations, maintenance, memory, portability, quality, reconstruct, session
 from cuedrecall.tools.spec import Param, Tool
 
 TOOLS: dict[str, Tool] = {
     tool.name: tool
-    for group in (memory, quality, portability, maintenance, session, associations)
+    for group in (memory, quality, portability, maintenance, session, associations, reconstruct)
     for tool in group.TOOLS
 }
 
