@@ -34,7 +34,9 @@ import pytest
 from cuedrecall.clock import to_epoch
 from cuedrecall.embed.hashing import DIMENSIONS, hash_vector
 from cuedrecall.handlers.rows import embedding, episode_row, memory_row
-from cuedrecall.store.base import EPISODE, MEMORY, BlockSet, Hit, Record, Scope, Store, Task, Threshold, make_ref
+from cuedrecall.store.base import (
+    ENTITY, EPISODE, MEMORY, BlockSet, Hit, Mentions, NewRelation, Record, Scope, Store, Task, Threshold, make_ref,
+)
 from cuedrecall.store.sqlite import SqliteStore
 from cuedrecall.text.blocks import divide
 from cuedrecall.text.fts import fts_terms
@@ -981,3 +983,131 @@ def test_a_read_inside_a_write_sees_the_writes_own_rows_and_is_not_kept_after_a_
             assert store.profile(A) == ("written inside", NOW)  # the write sees its own row
             raise RuntimeError("roll back")
     assert store.profile(A) is None  # nothing read inside the rolled-back write outlives it
+
+
+# -- the associative graph ------------------------------------------------------------------------------
+
+
+def add_entity(store: Store, name: str, *, agent: str = A, project: str = "", channel: str = "",
+               aliases: tuple[str, ...] = (), mentioned_by: tuple[str, ...] = ()) -> int:
+    """An entity (normalised here by lower-casing: the store compares what it is given), its aliases and mentions."""
+    with store.write() as conn:
+        entity_id = store.insert_entity(conn, agent, project, channel, name, name.lower(), NOW)
+        for alias in aliases:
+            assert store.add_alias(conn, entity_id, alias, alias.lower())
+        for ref in mentioned_by:
+            assert store.add_mention(conn, entity_id, ref, NOW)
+    return entity_id
+
+
+def relate(store: Store, subject: tuple[str, int], predicate: str, object_: tuple[str, int], *, agent: str = A,
+           project: str = "", channel: str = "", anchor: str = "", at: str = NOW) -> int:
+    with store.write() as conn:
+        return store.add_relation(conn, NewRelation(agent, project, channel, *subject, predicate, *object_, anchor,
+                                                     at))
+
+
+def test_has_graph_follows_the_agents_entities_and_relations(store: Store) -> None:
+    assert store.has_graph(A) is False
+    entity = add_entity(store, "Ana")
+    assert store.has_graph(A) is True and store.has_graph(B) is False
+    relate(store, (MEMORY, 1), "cites", (MEMORY, 2), agent=B)  # a relation alone is a graph too
+    assert store.has_graph(B) is True
+    with store.write() as conn:
+        store.delete_agent(conn, A)
+    assert store.has_graph(A) is False and store.entities([entity]) == {}
+
+
+def test_find_entity_looks_in_one_exact_bucket_by_name_or_alias_lowest_id_first(store: Store) -> None:
+    ana = add_entity(store, "Ana", aliases=("ana k.",))
+    add_entity(store, "Ana", project="p1")
+    assert store.find_entity(A, "", "", "ana").id == ana  # type: ignore[union-attr]
+    assert store.find_entity(A, "", "", "ana k.").id == ana  # type: ignore[union-attr]
+    assert store.find_entity(A, "p1", "", "ana k.") is None  # an alias is its entity's bucket only
+    assert store.find_entity(A, "p1", "", "ana").project_id == "p1"  # type: ignore[union-attr]
+    assert store.find_entity(B, "", "", "ana") is None
+
+
+def test_graph_writes_are_insert_or_ignore_and_a_relation_keeps_its_id(store: Store) -> None:
+    ana = add_entity(store, "Ana", aliases=("a.",), mentioned_by=("mem:1",))
+    with store.write() as conn:
+        assert store.add_alias(conn, ana, "A.", "a.") is False
+        assert store.add_mention(conn, ana, "mem:1", NOW) is False
+    first = relate(store, (ENTITY, ana), "knows", (ENTITY, ana))
+    assert relate(store, (ENTITY, ana), "knows", (ENTITY, ana), at="2026-01-01T00:00:00+00:00") == first
+    assert relate(store, (ENTITY, ana), "knows", (ENTITY, ana), anchor="mem:1") != first
+
+
+def test_entities_named_and_names_within_read_the_scope(store: Store) -> None:
+    ana = add_entity(store, "Ana", aliases=("anita",))
+    bo = add_entity(store, "Bo", project="p1", channel="c1")
+    add_entity(store, "Ana", agent=B)
+    assert [e.id for e in store.entities_named(Scope(A), "anita")] == [ana]
+    assert store.entities_named(Scope(A, "p2"), "bo") == [] and store.entities_named(Scope(A, "p1", "c2"), "bo") == []
+    assert [e.id for e in store.entities_named(Scope(A, "p1", "c1"), "bo")] == [bo]
+    hits = store.names_within(Scope(A, "p1"), "ana, anita and bo")
+    assert {(h.entity_id, h.written) for h in hits} == {(ana, "Ana"), (ana, "anita"), (bo, "Bo")}
+
+
+def test_mentioning_lists_readable_records_by_id_with_the_count(store: Store, world: dict[str, str]) -> None:
+    refs = [world[name] for name in ("harbour", "violin", "glacier", "ep_harbour", "ep_glacier")]
+    topic = add_entity(store, "topic", mentioned_by=tuple(refs))
+    assert store.mentioning(Scope(A), [topic], 10)[topic] == Mentions(
+        [world["harbour"], world["ep_harbour"], world["violin"], world["ep_glacier"], world["glacier"]], 5)
+    assert store.mentioning(Scope(A), [topic], 2)[topic] == Mentions([world["harbour"], world["ep_harbour"]], 5)
+    assert store.mentioning(Scope(A, "p2"), [topic], 10)[topic].refs == [
+        world["harbour"], world["ep_harbour"], world["ep_glacier"], world["glacier"]]
+    # a source filter without a channel hides episodes, as on every arm
+    assert store.mentioning(Scope(A, None, "", "discord:3"), [topic], 10)[topic] == Mentions([world["glacier"]], 1)
+    assert store.mentioned_entities(Scope(A), [world["violin"], world["late"]]) == {world["violin"]: [topic]}
+    assert store.mentioned_entities(Scope(B), [world["violin"]]) == {}
+
+
+def test_entity_relations_need_the_relation_and_both_ends_readable(store: Store) -> None:
+    ana, bo = add_entity(store, "Ana"), add_entity(store, "Bo")
+    secret = add_entity(store, "Secret", project="p1")
+    plain = relate(store, (ENTITY, ana), "knows", (ENTITY, bo))
+    hidden_end = relate(store, (ENTITY, ana), "knows", (ENTITY, secret))
+    hidden = relate(store, (ENTITY, bo), "met", (ENTITY, ana), project="p2")
+    relate(store, (ENTITY, ana), "wrote", (MEMORY, 1))  # a record end: not between entities
+    assert [r.id for r in store.entity_relations(Scope(A, ""), [ana])] == [plain]
+    assert [r.id for r in store.entity_relations(Scope(A, "p1"), [ana])] == [plain, hidden_end]
+    assert [r.id for r in store.entity_relations(Scope(A), [bo])] == [plain, hidden]
+    assert store.entity_relations(Scope(B), [ana, bo]) == []
+
+
+def test_relations_between_records_need_both_ends_among_the_refs(store: Store, world: dict[str, str]) -> None:
+    harbour, violin, late = (split(world[name]) for name in ("harbour", "violin", "late"))
+    joined = relate(store, harbour, "supports", violin)
+    relate(store, harbour, "supports", late)
+    found = store.relations_between(Scope(A), [world["harbour"], world["violin"], "profile"])
+    assert [(r.id, r.predicate) for r in found] == [(joined, "supports")]
+    assert store.relations_between(Scope(B), [world["harbour"], world["violin"]]) == []
+
+
+def test_deleting_a_record_or_an_entity_takes_what_names_it_and_a_text_change_takes_nothing(store: Store) -> None:
+    keep, gone = add_memory(store, "kept"), add_memory(store, "deleted")
+    ana = add_entity(store, "Ana", aliases=("a.",), mentioned_by=(keep, gone))
+    bo = add_entity(store, "Bo", mentioned_by=(keep,))
+    stays = relate(store, (ENTITY, ana), "knows", (ENTITY, bo))
+    for relation in ((split(gone), "supports", split(keep)), (split(keep), "cites", split(gone)),
+                     ((ENTITY, ana), "knows", (ENTITY, bo))):
+        relate(store, *relation, anchor=gone if relation[1] == "knows" else "")
+    with store.write() as conn:
+        store.update_memory(conn, number(keep), {"content": "kept, reworded"})
+        store.delete(conn, gone)
+    assert store.mentioning(Scope(A), [ana], 10)[ana] == Mentions([keep], 1)
+    assert [r.id for r in store.entity_relations(Scope(A), [ana])] == [stays]
+    assert store.relations_between(Scope(A), [keep, gone]) == []
+    with store.write() as conn:
+        counts = store.delete_agent(conn, "nobody")
+        assert (counts["entities"], counts["relations"]) == (0, 0)
+    with store.write() as conn:
+        conn_counts = store.delete_agent(conn, A)
+    assert (conn_counts["entities"], conn_counts["relations"]) == (2, 1)
+    assert store.names_within(Scope(A), "ana a. bo") == [] and store.mentioned_entities(Scope(A), [keep]) == {}
+
+
+def split(ref: str) -> tuple[str, int]:
+    kind, _, number_ = ref.partition(":")
+    return kind, int(number_)

@@ -9,6 +9,7 @@ from typing import Any
 
 from cuedrecall.clock import to_epoch
 from cuedrecall.errors import ToolArgumentError
+from cuedrecall.handlers.associations import declare_rider
 from cuedrecall.handlers.blocks import QUEUED, queue_build
 from cuedrecall.handlers.rows import embedding, episode_row, json_text, memory_row
 from cuedrecall.runtime import Runtime
@@ -54,13 +55,14 @@ def store(rt: Runtime, agent_id: str, message: dict[str, Any] | None, channel: s
           associations: dict[str, Any] | None = None) -> dict[str, Any]:
     """Store one memory, given at the top level (content, id, ...) or in the older ``message`` object.
 
-    An ``associations`` rider never fails the store: until the associative layer exists
-    the answer's ``associations`` says it was not declared.
+    ``associations``, when given, is declared against the memory the store resolved to
+    (the new row, or the one a duplicate was skipped for) in the store's project and
+    channel, and reported under ``associations``; a malformed one never fails the store.
     """
     answer = _store(rt, agent_id, message, channel, project_id, content, id, source, timestamp, metadata, lock)
-    if associations is not None and answer.get("ok"):
-        answer["associations"] = {"ok": False, "error": "associations are not available in this version yet: "
-                                                        "nothing was declared"}
+    if associations is not None and answer.get("ok") and isinstance(answer.get("id"), int):
+        answer["associations"] = declare_rider(rt, agent_id, project_id, channel, associations,
+                                               make_ref(MEMORY, answer["id"]))
     return answer
 
 

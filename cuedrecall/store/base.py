@@ -184,6 +184,80 @@ class IndexGap:
         return len(self.missing) + len(self.stray) or int(bool(self.problem))
 
 
+ENTITY = "entity"  # the endpoint kind of a relation that names an entity (the others: MEMORY, EPISODE)
+
+
+@dataclass(frozen=True)
+class Entity:
+    """A declared entity: its name as written and normalised, in the scope it was declared in."""
+
+    id: int
+    agent_id: str
+    project_id: str
+    channel: str
+    name: str
+    normalized: str
+    declared_by: str
+    created_at: str
+
+
+@dataclass(frozen=True)
+class NameHit:
+    """A name or alias of an entity, as written and normalised (what a query's cues are matched against)."""
+
+    entity_id: int
+    written: str
+    normalized: str
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A declared relation. An endpoint is (kind, id): kind ENTITY, MEMORY or EPISODE."""
+
+    id: int
+    agent_id: str
+    project_id: str
+    channel: str
+    subject_kind: str
+    subject_id: int
+    predicate: str  # normalised
+    object_kind: str
+    object_id: int
+    anchor_ref: str  # the record it was declared from, "" for none
+    declared_by: str
+    declared_at: str
+
+    @property
+    def recency(self) -> tuple[str, int]:
+        """Larger is more recent: the later declaration, then the higher id."""
+        return self.declared_at, self.id
+
+
+@dataclass(frozen=True)
+class NewRelation:
+    """A relation as the declaring code asks the store to add it (insert or find the same one)."""
+
+    agent_id: str
+    project_id: str
+    channel: str
+    subject_kind: str
+    subject_id: int
+    predicate: str
+    object_kind: str
+    object_id: int
+    anchor_ref: str
+    declared_at: str
+    declared_by: str = "agent"
+
+
+@dataclass(frozen=True)
+class Mentions:
+    """The records in scope that mention one entity: the first of them by record id, and how many there are."""
+
+    refs: list[str]
+    total: int
+
+
 class Store(Protocol):
     """What the layers above storage may ask of a backend. Isolation is applied inside every read.
 
@@ -277,5 +351,30 @@ class Store(Protocol):
                                agent_id: str = "") -> list[tuple[str, str, str]]: ...
     def block_counts(self, agent_id: str, model: str = "") -> dict[str, int]: ...
     def block_spans(self, refs: Sequence[str]) -> dict[str, list[tuple[int, int, bool]]]: ...
+    def block_codes(self, ref: str, model: str) -> np.ndarray | None: ...
     def block_arm(self, scope: Scope, query: np.ndarray, model: str, *, examine: int = 250_000, rerank: int = 200,
                   per_record: int = 64) -> tuple[list[BlockHit], str]: ...
+
+    # the associative graph (graph/). An entity, and a relation, is readable in a scope by the record rule
+    # without the source (agent exact, project and channel with the shared pool); a record as records are.
+    # Writes, inside write(); each insert-or-ignore answers whether it added a row (add_relation: the id of the
+    # relation, new or the same one already there)
+    def insert_entity(self, conn: Any, agent_id: str, project_id: str, channel: str, name: str, normalized: str,
+                      created_at: str) -> int: ...
+    def add_alias(self, conn: Any, entity_id: int, alias: str, normalized: str) -> bool: ...
+    def add_mention(self, conn: Any, entity_id: int, ref: str, created_at: str) -> bool: ...
+    def add_relation(self, conn: Any, relation: NewRelation) -> int: ...
+    def retract_relation(self, conn: Any, agent_id: str, relation_id: int) -> bool: ...
+    def retract_mention(self, conn: Any, agent_id: str, entity_id: int, ref: str) -> bool: ...
+
+    # graph reads
+    def has_graph(self, agent_id: str) -> bool: ...
+    def find_entity(self, agent_id: str, project_id: str, channel: str, normalized: str) -> Entity | None: ...
+    def entities(self, ids: Sequence[int]) -> dict[int, Entity]: ...
+    def entities_named(self, scope: Scope, normalized: str) -> list[Entity]: ...
+    def names_within(self, scope: Scope, text: str) -> list[NameHit]: ...
+    def aliases(self, entity_ids: Sequence[int]) -> dict[int, list[NameHit]]: ...
+    def mentioned_entities(self, scope: Scope, refs: Sequence[str]) -> dict[str, list[int]]: ...
+    def mentioning(self, scope: Scope, entity_ids: Sequence[int], limit: int) -> dict[int, Mentions]: ...
+    def entity_relations(self, scope: Scope, entity_ids: Sequence[int]) -> list[Relation]: ...
+    def relations_between(self, scope: Scope, refs: Sequence[str]) -> list[Relation]: ...

@@ -227,6 +227,16 @@ class SqliteBlocks:
                     out.setdefault(make_ref(kind, row_id), []).append((begin, end, bool(forced)))
         return out
 
+    def block_codes(self, ref: str, model: str) -> np.ndarray | None:
+        """The int8 codes of the record's current blocks, one row a block in order, when every block of its set
+        has one from ``model``; else None (no set, a done-marker, another model, a block without a code)."""
+        kind, row_id = split_ref(ref)
+        rows = self._read("SELECT model, codes FROM blocks WHERE kind = ? AND record_id = ? ORDER BY block",
+                          [kind, row_id])
+        if not rows or any(found != model or codes is None for found, codes in rows):
+            return None
+        return np.stack([np.frombuffer(codes, dtype=np.int8) for _, codes in rows])
+
     # -- the block arm and its index ---------------------------------------------------------------
 
     def block_arm(self, scope: Scope, query: np.ndarray, model: str, *, examine: int = 250_000, rerank: int = 200,

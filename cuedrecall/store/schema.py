@@ -263,6 +263,95 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        6,
+        """
+        -- The associative layer (graph/): entities an agent declares, their other names, the records that
+        -- mention them and relations between entities and records. Every name keeps its written form beside
+        -- its normalised one (graph/names.py), which is what comparisons read. No foreign keys: the
+        -- triggers below keep the graph in step with the rows it names.
+        CREATE TABLE entities (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            agent_id TEXT NOT NULL,
+            project_id TEXT NOT NULL DEFAULT '',
+            channel TEXT NOT NULL DEFAULT '',
+            name TEXT NOT NULL,
+            normalized TEXT NOT NULL,
+            declared_by TEXT NOT NULL DEFAULT 'agent',
+            created_at TEXT NOT NULL,
+            UNIQUE (agent_id, project_id, channel, normalized)
+        );
+
+        -- An alias has no scope of its own: it follows its entity's. That one alias names one entity
+        -- per scope is the declaring code's rule (graph/declare.py), not a constraint.
+        CREATE TABLE entity_aliases (
+            entity_id INTEGER NOT NULL,
+            alias TEXT NOT NULL,
+            normalized TEXT NOT NULL,
+            PRIMARY KEY (entity_id, normalized)
+        );
+        CREATE INDEX idx_entity_aliases_normalized ON entity_aliases(normalized);
+
+        CREATE TABLE entity_mentions (
+            entity_id INTEGER NOT NULL,
+            ref TEXT NOT NULL,
+            declared_by TEXT NOT NULL DEFAULT 'agent',
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (entity_id, ref)
+        );
+        CREATE INDEX idx_entity_mentions_ref ON entity_mentions(ref);
+
+        -- An endpoint is (kind, id): kind 'entity', 'mem' or 'ep'. The predicate is stored normalised.
+        CREATE TABLE relations (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            agent_id TEXT NOT NULL,
+            project_id TEXT NOT NULL DEFAULT '',
+            channel TEXT NOT NULL DEFAULT '',
+            subject_kind TEXT NOT NULL,
+            subject_id INTEGER NOT NULL,
+            predicate TEXT NOT NULL,
+            object_kind TEXT NOT NULL,
+            object_id INTEGER NOT NULL,
+            anchor_ref TEXT NOT NULL DEFAULT '',
+            declared_by TEXT NOT NULL DEFAULT 'agent',
+            declared_at TEXT NOT NULL,
+            UNIQUE (agent_id, project_id, channel, subject_kind, subject_id, predicate, object_kind, object_id,
+                    anchor_ref)
+        );
+        CREATE INDEX idx_relations_subject ON relations(subject_kind, subject_id);
+        CREATE INDEX idx_relations_object ON relations(object_kind, object_id);
+        CREATE INDEX idx_relations_anchor ON relations(anchor_ref);
+
+        -- An entity deleted takes its aliases, its mentions and every relation naming it; a record deleted
+        -- takes its mentions and every relation naming it as subject, object or anchor. A changed text
+        -- leaves the graph as it is: what was declared about a record stays declared.
+        CREATE TRIGGER entities_graph_delete AFTER DELETE ON entities BEGIN
+            DELETE FROM entity_aliases WHERE entity_id = old.id;
+            DELETE FROM entity_mentions WHERE entity_id = old.id;
+            DELETE FROM relations WHERE subject_kind = 'entity' AND subject_id = old.id;
+            DELETE FROM relations WHERE object_kind = 'entity' AND object_id = old.id;
+        END;
+        CREATE TRIGGER memories_graph_delete AFTER DELETE ON memories BEGIN
+            DELETE FROM entity_mentions WHERE ref = 'mem:' || old.id;
+            DELETE FROM relations WHERE subject_kind = 'mem' AND subject_id = old.id;
+            DELETE FROM relations WHERE object_kind = 'mem' AND object_id = old.id;
+            DELETE FROM relations WHERE anchor_ref = 'mem:' || old.id;
+        END;
+        CREATE TRIGGER episodes_graph_delete AFTER DELETE ON episodes BEGIN
+            DELETE FROM entity_mentions WHERE ref = 'ep:' || old.id;
+            DELETE FROM relations WHERE subject_kind = 'ep' AND subject_id = old.id;
+            DELETE FROM relations WHERE object_kind = 'ep' AND object_id = old.id;
+            DELETE FROM relations WHERE anchor_ref = 'ep:' || old.id;
+        END;
+
+        -- Whether an agent has a graph at all is cached per process (an empty graph costs a reader
+        -- nothing): a change of entities or relations by any connection is logged so every cache follows.
+        """ + _logged_as("entities", "graph") + _logged_as("relations", "graph") + """
+        """,
+    )
+)
+
 LATEST_VERSION = MIGRATIONS[-1][0]
 
 

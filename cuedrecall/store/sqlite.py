@@ -1,7 +1,8 @@
 """The embedded default store: one SQLite file in WAL mode plus the in-process indexes.
 
 The recall arms live in ``arms.py``, blocks and the task queue in ``blocks.py``, the health checks' queries in
-``maintenance.py``: each a mixin over this class's connection, lock and indexes.
+``maintenance.py``, the associative graph in ``graph.py``: each a mixin over this class's connection, lock and
+indexes.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from cuedrecall.store.base import EPISODE, MEMORY, Record, Scope, Threshold, mak
 from cuedrecall.store.arms import SqliteArms, scope_where
 from cuedrecall.store.block_index import BlockIndex
 from cuedrecall.store.blocks import SqliteBlocks
+from cuedrecall.store.graph import SqliteGraph
 from cuedrecall.store.maintenance import SqliteMaintenance
 from cuedrecall.store.schema import migrate
 from cuedrecall.store.term_counts import TermCounts
@@ -71,7 +73,7 @@ def _private_side_files(path: str) -> None:
             pass  # not there (yet): SQLite creates it later with the database file's mode
 
 
-class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks):
+class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph):
     """All SQL of cuedrecall's embedded backend. One writer at a time; the indexes follow every commit."""
 
     def __init__(self, path: str | Path, *, common_term_ratio: float = 0.1) -> None:
@@ -272,8 +274,8 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks):
         return conn.execute(f"DELETE FROM {table} WHERE id = ?", (row_id,)).rowcount > 0
 
     def delete_agent(self, conn: sqlite3.Connection, agent_id: str) -> dict[str, int]:
-        """Delete every memory, episode and profile of one agent; the count of each."""
-        counts = {}
+        """Delete every memory, episode and profile of one agent, and its graph; the count of each."""
+        counts = self._delete_graph(conn, agent_id)
         for table in ("memories", "episodes", "profiles"):
             counts[table] = conn.execute(f"DELETE FROM {table} WHERE agent_id = ?", (agent_id,)).rowcount
         return counts

@@ -9,6 +9,7 @@ from cuedrecall.tools.common import (
     AGENT, AGENT_OMITTABLE, AGENT_OR_ALL, AGENT_OWNER, CHANNEL_READ, CHANNEL_WRITE, EPISODE_ID, MEMORY_ID,
     PROJECT_READ, PROJECT_WRITE, SESSION_KEY, SOURCE_ID, TIME_CUE,
 )
+from cuedrecall.tools.associations import ASSOCIATIONS
 from cuedrecall.tools.spec import Param, Tool, on_agent
 
 _SOURCE_FORMS = {"description": "who said it: {type: User|Agent|System, id, name}, or a word (user, assistant)",
@@ -64,8 +65,10 @@ TOOLS = [
             "message": Param("object", "the older form of content, id, source, timestamp and metadata",
                              properties=_MESSAGE_FIELDS),
             "channel": CHANNEL_WRITE, "project_id": PROJECT_WRITE, "session_key": SESSION_KEY,
-            "associations": Param("object", "entities and relations to declare with this memory (not yet "
-                                  "available: the memory is stored and the answer's associations says so)"),
+            "associations": Param("object", "entities and relations to declare against this memory, as "
+                                  "declare_associations takes them: {entities: [{name, aliases}], relations: "
+                                  "[{subject, predicate, object}]}; reported under associations (a malformed one "
+                                  "never fails the store)", properties=ASSOCIATIONS),
         },
         write.store, on_agent(WRITE), idempotent=True, omit_agent=True,
         paused={"result": "skipped", "id": "no-persist", "embedded": False}, failure={"result": "rejected"},

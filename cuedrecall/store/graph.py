@@ -1,0 +1,234 @@
+"""The associative graph in the SQLite store: entities, aliases, mentions and relations (migration 6).
+
+``SqliteGraph`` is a mixin of ``SqliteStore`` (as ``SqliteBlocks`` is): it reads
+through that class's connection and lock and holds no state of its own. An entity
+and a relation are readable in a scope by the record rule less the source
+(``scope_where`` with a kind that is not a memory); an alias and a mention have no
+scope of their own and are readable with their entity.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+
+from cuedrecall.store.arms import scope_where
+from cuedrecall.store.base import (
+    ENTITY, EPISODE, MEMORY, Entity, Mentions, NameHit, NewRelation, Relation, Scope, make_ref, split_ref,
+)
+
+if TYPE_CHECKING:
+    import threading
+
+_CHUNK = 500  # ids in one IN (...) list: well under SQLite's bound on parameters
+_ENTITY_COLUMNS = "e.id, e.agent_id, e.project_id, e.channel, e.name, e.normalized, e.declared_by, e.created_at"
+_RELATION_COLUMNS = ("r.id, r.agent_id, r.project_id, r.channel, r.subject_kind, r.subject_id, r.predicate, "
+                     "r.object_kind, r.object_id, r.anchor_ref, r.declared_by, r.declared_at")
+_TABLES = {MEMORY: "memories", EPISODE: "episodes"}
+
+
+def _chunks(values: Sequence[Any]) -> Iterator[tuple[list[Any], str]]:
+    """The values in slices of at most _CHUNK, each with its placeholders."""
+    values = list(values)
+    for start in range(0, len(values), _CHUNK):
+        chunk = values[start : start + _CHUNK]
+        yield chunk, ",".join("?" * len(chunk))
+
+
+def _ids_by_kind(refs: Sequence[str]) -> dict[str, list[int]]:
+    """Record ids by kind; what is not a record ref (the profile's row) is left out."""
+    out: dict[str, list[int]] = {MEMORY: [], EPISODE: []}
+    for ref in refs:
+        try:
+            kind, row_id = split_ref(ref)
+        except ValueError:
+            continue
+        out[kind].append(row_id)
+    return out
+
+
+class SqliteGraph:
+    """Writes and reads of the graph tables."""
+
+    if TYPE_CHECKING:  # provided by SqliteStore
+        _conn: sqlite3.Connection
+        _lock: threading.RLock
+
+        def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
+        def _cached(self, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any: ...
+
+    # -- writes, inside write() ---------------------------------------------------------------
+
+    def insert_entity(self, conn: sqlite3.Connection, agent_id: str, project_id: str, channel: str, name: str,
+                      normalized: str, created_at: str) -> int:
+        cursor = conn.execute(
+            "INSERT INTO entities(agent_id, project_id, channel, name, normalized, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)", (agent_id, project_id, channel, name, normalized, created_at))
+        return int(cursor.lastrowid)
+
+    def add_alias(self, conn: sqlite3.Connection, entity_id: int, alias: str, normalized: str) -> bool:
+        return conn.execute("INSERT OR IGNORE INTO entity_aliases(entity_id, alias, normalized) VALUES (?, ?, ?)",
+                            (entity_id, alias, normalized)).rowcount > 0
+
+    def add_mention(self, conn: sqlite3.Connection, entity_id: int, ref: str, created_at: str) -> bool:
+        return conn.execute("INSERT OR IGNORE INTO entity_mentions(entity_id, ref, created_at) VALUES (?, ?, ?)",
+                            (entity_id, ref, created_at)).rowcount > 0
+
+    def add_relation(self, conn: sqlite3.Connection, relation: NewRelation) -> int:
+        """The relation's id: a new row, or the one already declared with the same key (scope, ends, predicate,
+        anchor), which keeps its first declaration time."""
+        key = (relation.agent_id, relation.project_id, relation.channel, relation.subject_kind, relation.subject_id,
+               relation.predicate, relation.object_kind, relation.object_id, relation.anchor_ref)
+        conn.execute(
+            "INSERT OR IGNORE INTO relations(agent_id, project_id, channel, subject_kind, subject_id, predicate, "
+            "object_kind, object_id, anchor_ref, declared_by, declared_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (*key, relation.declared_by, relation.declared_at))
+        row = conn.execute(
+            "SELECT id FROM relations WHERE agent_id = ? AND project_id = ? AND channel = ? AND subject_kind = ? "
+            "AND subject_id = ? AND predicate = ? AND object_kind = ? AND object_id = ? AND anchor_ref = ?",
+            key).fetchone()
+        return int(row[0])
+
+    def retract_relation(self, conn: sqlite3.Connection, agent_id: str, relation_id: int) -> bool:
+        return conn.execute("DELETE FROM relations WHERE id = ? AND agent_id = ?",
+                            (relation_id, agent_id)).rowcount > 0
+
+    def retract_mention(self, conn: sqlite3.Connection, agent_id: str, entity_id: int, ref: str) -> bool:
+        return conn.execute(
+            "DELETE FROM entity_mentions WHERE entity_id = ? AND ref = ? "
+            "AND entity_id IN (SELECT id FROM entities WHERE id = ? AND agent_id = ?)",
+            (entity_id, ref, entity_id, agent_id)).rowcount > 0
+
+    def _delete_graph(self, conn: sqlite3.Connection, agent_id: str) -> dict[str, int]:
+        """Every relation and entity of one agent (the triggers take aliases and mentions); the count of each."""
+        relations = conn.execute("DELETE FROM relations WHERE agent_id = ?", (agent_id,)).rowcount
+        entities = conn.execute("DELETE FROM entities WHERE agent_id = ?", (agent_id,)).rowcount
+        return {"relations": relations, "entities": entities}
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def has_graph(self, agent_id: str) -> bool:
+        """Whether the agent has declared any entity or relation; kept until any connection changes the graph,
+        so a reader of an empty graph pays no query once warm."""
+        return self._cached(("graph", agent_id), lambda: bool(self._read(
+            "SELECT EXISTS (SELECT 1 FROM entities WHERE agent_id = ?) "
+            "OR EXISTS (SELECT 1 FROM relations WHERE agent_id = ?)", (agent_id, agent_id))[0][0]))
+
+    def find_entity(self, agent_id: str, project_id: str, channel: str, normalized: str) -> Entity | None:
+        """The lowest-id entity of exactly this bucket that the normalised name names, as its name or an alias."""
+        rows = self._read(
+            f"SELECT {_ENTITY_COLUMNS} FROM entities e WHERE e.agent_id = ? AND e.project_id = ? AND e.channel = ? "
+            "AND (e.normalized = ? OR e.id IN (SELECT entity_id FROM entity_aliases WHERE normalized = ?)) "
+            "ORDER BY e.id LIMIT 1", (agent_id, project_id, channel, normalized, normalized))
+        return Entity(*rows[0]) if rows else None
+
+    def entities(self, ids: Sequence[int]) -> dict[int, Entity]:
+        """Entities by id, whoever's they are (the caller checks the owner)."""
+        out: dict[int, Entity] = {}
+        for chunk, marks in _chunks(sorted(set(ids))):
+            for row in self._read(f"SELECT {_ENTITY_COLUMNS} FROM entities e WHERE e.id IN ({marks})", chunk):
+                out[row[0]] = Entity(*row)
+        return out
+
+    def entities_named(self, scope: Scope, normalized: str) -> list[Entity]:
+        """The entities readable in the scope that the normalised name names, as name or alias; lowest id first."""
+        where, params = scope_where(scope, "e", ENTITY)
+        rows = self._read(
+            f"SELECT {_ENTITY_COLUMNS} FROM entities e WHERE {where} AND (e.normalized = ? "
+            "OR e.id IN (SELECT entity_id FROM entity_aliases WHERE normalized = ?)) ORDER BY e.id",
+            [*params, normalized, normalized])
+        return [Entity(*row) for row in rows]
+
+    def names_within(self, scope: Scope, text: str) -> list[NameHit]:
+        """Every name and alias of the entities readable in the scope whose normalised form occurs in ``text``
+        (itself normalised); names before aliases, then by entity id."""
+        where, params = scope_where(scope, "e", ENTITY)
+        rows = self._read(
+            f"SELECT e.id, e.name, e.normalized, 0 FROM entities e WHERE {where} AND instr(?, e.normalized) > 0 "
+            f"UNION ALL SELECT a.entity_id, a.alias, a.normalized, 1 FROM entity_aliases a "
+            f"JOIN entities e ON e.id = a.entity_id WHERE {where} AND instr(?, a.normalized) > 0 "
+            "ORDER BY 4, 1, 3", [*params, text, *params, text])
+        return [NameHit(entity_id, written, normalized) for entity_id, written, normalized, _ in rows]
+
+    def aliases(self, entity_ids: Sequence[int]) -> dict[int, list[NameHit]]:
+        """Each entity's aliases, by normalised form; an entity without one is absent."""
+        out: dict[int, list[NameHit]] = {}
+        for chunk, marks in _chunks(sorted(set(entity_ids))):
+            for entity_id, alias, normalized in self._read(
+                f"SELECT entity_id, alias, normalized FROM entity_aliases WHERE entity_id IN ({marks}) "
+                "ORDER BY entity_id, normalized", chunk,
+            ):
+                out.setdefault(entity_id, []).append(NameHit(entity_id, alias, normalized))
+        return out
+
+    def mentioned_entities(self, scope: Scope, refs: Sequence[str]) -> dict[str, list[int]]:
+        """For each ref, the entities readable in the scope that it mentions, lowest id first (none: absent)."""
+        where, params = scope_where(scope, "e", ENTITY)
+        out: dict[str, list[int]] = {}
+        for chunk, marks in _chunks(sorted(set(refs))):
+            for ref, entity_id in self._read(
+                # CROSS JOIN keeps the refs outermost: a few index probes, never a pass over the agent's entities
+                f"SELECT m.ref, m.entity_id FROM entity_mentions m CROSS JOIN entities e ON e.id = m.entity_id "
+                f"WHERE m.ref IN ({marks}) AND {where} ORDER BY m.ref, m.entity_id", [*chunk, *params],
+            ):
+                out.setdefault(ref, []).append(entity_id)
+        return out
+
+    def mentioning(self, scope: Scope, entity_ids: Sequence[int], limit: int) -> dict[int, Mentions]:
+        """Per entity, the records readable in the scope that mention it: the first ``limit`` by record id
+        (a memory before an episode of the same id) and how many there are. An entity none mentions is absent."""
+        out: dict[int, Mentions] = {}
+        kinds = [MEMORY, EPISODE] if scope.episodes_visible else [MEMORY]
+        for chunk, marks in _chunks(sorted(set(entity_ids))):
+            parts, params = [], []
+            for order, kind in enumerate(kinds):
+                where, scope_params = scope_where(scope, "t", kind)
+                prefix = kind + ":"
+                # the record's id from the ref, so the record is found by its primary key
+                parts.append(
+                    f"SELECT m.entity_id, m.ref, t.id AS rid, {order} AS kord FROM entity_mentions m "
+                    f"JOIN {_TABLES[kind]} t ON t.id = CAST(substr(m.ref, {len(prefix) + 1}) AS INTEGER) "
+                    f"WHERE m.entity_id IN ({marks}) AND substr(m.ref, 1, {len(prefix)}) = '{prefix}' AND {where}")
+                params += [*chunk, *scope_params]
+            rows = self._read(
+                "SELECT entity_id, ref, total FROM (SELECT entity_id, ref, rid, kord, "
+                "ROW_NUMBER() OVER (PARTITION BY entity_id ORDER BY rid, kord) AS place, "
+                f"COUNT(*) OVER (PARTITION BY entity_id) AS total FROM ({' UNION ALL '.join(parts)})) "
+                "WHERE place <= ? ORDER BY entity_id, place", [*params, limit])
+            for entity_id, ref, total in rows:
+                out.setdefault(entity_id, Mentions([], total)).refs.append(ref)
+        return out
+
+    def entity_relations(self, scope: Scope, entity_ids: Sequence[int]) -> list[Relation]:
+        """The relations between two entities that touch one of ``entity_ids``, the relation and both entities
+        readable in the scope; by id."""
+        rwhere, rparams = scope_where(scope, "r", ENTITY)
+        swhere, sparams = scope_where(scope, "s", ENTITY)
+        owhere, oparams = scope_where(scope, "o", ENTITY)
+        found: dict[int, Relation] = {}
+        for chunk, marks in _chunks(sorted(set(entity_ids))):
+            for end in ("subject", "object"):  # one indexed read per end, not an OR the planner scans
+                rows = self._read(
+                    f"SELECT {_RELATION_COLUMNS} FROM relations r JOIN entities s ON s.id = r.subject_id "
+                    f"JOIN entities o ON o.id = r.object_id WHERE r.{end}_kind = '{ENTITY}' "
+                    f"AND r.{end}_id IN ({marks}) AND r.subject_kind = '{ENTITY}' AND r.object_kind = '{ENTITY}' "
+                    f"AND {rwhere} AND {swhere} AND {owhere}", [*chunk, *rparams, *sparams, *oparams])
+                found.update((row[0], Relation(*row)) for row in rows)
+        return [found[key] for key in sorted(found)]
+
+    def relations_between(self, scope: Scope, refs: Sequence[str]) -> list[Relation]:
+        """The relations readable in the scope whose subject and object are both records among ``refs``; by id."""
+        wanted = set(refs)
+        where, params = scope_where(scope, "r", ENTITY)
+        found: dict[int, Relation] = {}
+        for kind, ids in _ids_by_kind(sorted(wanted)).items():
+            for chunk, marks in _chunks(ids):
+                for row in self._read(
+                    f"SELECT {_RELATION_COLUMNS} FROM relations r WHERE r.subject_kind = '{kind}' "
+                    f"AND r.subject_id IN ({marks}) AND r.object_kind IN ('{MEMORY}', '{EPISODE}') AND {where}",
+                    [*chunk, *params],
+                ):
+                    relation = Relation(*row)
+                    if make_ref(relation.object_kind, relation.object_id) in wanted:
+                        found[relation.id] = relation
+        return [found[key] for key in sorted(found)]
