@@ -134,6 +134,24 @@ class Settings:
                                        "found by sign bits")
     recall_propagation_seat: bool = _setting(False, _parse_bool, "one held place for the row a deeper search ranks "
                                              "closest to the best row")
+    reconstruct_default_count: int = _setting(10, _number(int, 0), "reconstruct's items when the call names no count")
+    reconstruct_forced_count: int | None = _setting(None, _number(int, 0),
+                                                    "reconstruct's items whatever the call says (unset = off)")
+    reconstruct_max_count: int = _setting(10, _number(int, 0), "the most items one reconstruct returns (before held "
+                                          "items)")
+    reconstruct_top_k: int = _setting(20, _number(int, 1, 100), "records reconstruct's recall reads by default")
+    reconstruct_max_hops: int = _setting(2, _number(int, 0, 5), "association hops reconstruct walks by default")
+    reconstruct_max_evidence: int = _setting(40, _number(int, 1, 100), "claims kept per reconstruct item by default")
+    reconstruct_default_budget: int = _setting(4000, _number(int, 1), "characters of quotes reconstruct may return "
+                                               "by default (at least one head quote per item of the window)")
+    reconstruct_forced_budget: int | None = _setting(None, _number(int, 1), "characters of quotes "
+                                                     "whatever the call says (unset = off)")
+    reconstruct_max_budget: int = _setting(20000, _number(int, 1), "the most characters of quotes a reconstruct "
+                                           "returns")
+    reconstruct_quote_chars: int = _setting(800, _number(int, 0), "an item's head quote, in characters (0 = one "
+                                            "passage of at most the preview size)")
+    reconstruct_adjacency_seconds: float = _setting(60.0, _number(float, 0), "records of one source this close in "
+                                                    "time form one reconstruct item")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> "Settings":
@@ -154,6 +172,7 @@ class Settings:
         settings = cls(**values)
         if not settings.db_path:
             settings = cls(**{**values, "db_path": default_db_path()})
+        _check_reconstruct(settings)
         if settings.block_retrieval_enabled and not settings.block_build_enabled:
             raise SettingsError("CUEDRECALL_BLOCK_RETRIEVAL_ENABLED is on while CUEDRECALL_BLOCK_BUILD_ENABLED is "
                                 "off: blocks nobody builds cannot be searched (turn retrieval off too)")
@@ -168,6 +187,25 @@ class Settings:
             ours, theirs = variables(f.name)
             rows += [(ours, f.default, f.metadata["doc"]), (theirs, f.default, f"the same as {ours}")]
         return rows
+
+
+def _check_reconstruct(s: Settings) -> None:
+    """A default or forced count or budget over its maximum, or a budget under one preview, cannot be honoured."""
+    for name in ("default_count", "forced_count"):
+        value = getattr(s, f"reconstruct_{name}")
+        if value is not None and value > s.reconstruct_max_count:
+            raise SettingsError(f"CUEDRECALL_RECONSTRUCT_{name.upper()}={value} is over "
+                                f"CUEDRECALL_RECONSTRUCT_MAX_COUNT={s.reconstruct_max_count}")
+    for name in ("default_budget", "forced_budget", "max_budget"):
+        value = getattr(s, f"reconstruct_{name}")
+        if value is None:
+            continue
+        if name != "max_budget" and value > s.reconstruct_max_budget:
+            raise SettingsError(f"CUEDRECALL_RECONSTRUCT_{name.upper()}={value} is over "
+                                f"CUEDRECALL_RECONSTRUCT_MAX_BUDGET={s.reconstruct_max_budget}")
+        if value < s.recall_preview_chars:
+            raise SettingsError(f"CUEDRECALL_RECONSTRUCT_{name.upper()}={value} is under one preview "
+                                f"(CUEDRECALL_RECALL_PREVIEW_CHARS={s.recall_preview_chars})")
 
 
 def variables(setting: str) -> tuple[str, str]:

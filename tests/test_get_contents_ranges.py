@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from conftest import failed, make_settings, open_memory
+from cuedrecall.reconstruct.rows import revision
 from cuedrecall.api import Memory
 from cuedrecall.store.base import BlockSet
 from cuedrecall.text.blocks import divide
@@ -117,13 +118,22 @@ def test_another_agents_record_is_missing_whatever_range_it_asks_for(stored: tup
     assert only(memory.get_contents(agent_id=B, refs=[{"ref": theirs, "span": [0, 5]}]))["content"] == "Intro"
 
 
-def test_cpersonas_node_and_revision_are_answered_unresolved_not_supported(
-        stored: tuple[Memory, str, str, str]) -> None:
+def test_cpersonas_node_is_answered_unresolved_not_supported(stored: tuple[Memory, str, str, str]) -> None:
     memory, mine, episode, _ = stored
-    result = memory.get_contents(agent_id=A, refs=[{"ref": mine, "node": [0, 1]}, {"ref": episode, "node": 0},
-                                                   {"ref": mine, "block": 1, "revision": "0123456789ab"}, mine])
+    result = memory.get_contents(agent_id=A, refs=[{"ref": mine, "node": [0, 1]}, {"ref": episode, "node": 0}, mine])
     assert [item["ref"] for item in result["items"]] == [mine] and result["count"] == 1
-    assert result["unresolved"] == [{"ref": ref, "reason": "not supported"} for ref in (mine, episode, mine)]
+    assert result["unresolved"] == [{"ref": ref, "reason": "not supported"} for ref in (mine, episode)]
+
+
+def test_a_range_with_the_texts_revision_is_served_and_with_another_is_stale(
+        stored: tuple[Memory, str, str, str]) -> None:
+    memory, mine, _, _ = stored
+    text = memory.get_contents(agent_id=A, refs=[mine])["items"][0]["content"]
+    current = revision(text)
+    served = memory.get_contents(agent_id=A, refs=[{"ref": mine, "span": [0, 5], "revision": current}])
+    assert only(served)["content"] == text[:5]
+    stale = memory.get_contents(agent_id=A, refs=[{"ref": mine, "block": 1, "revision": "0123456789ab"}])
+    assert stale["items"] == [] and stale["unresolved"] == [{"ref": mine, "reason": "stale_revision"}]
 
 
 @pytest.mark.parametrize(("item", "words"), [

@@ -133,6 +133,8 @@ def _two_values(name: str, default: object) -> tuple[str, str, object]:
     if name in _CHOICES:
         first, second = _CHOICES[name]
         return first, second, first
+    if name in _UNSET_BY_DEFAULT:
+        return _UNSET_BY_DEFAULT[name]
     if isinstance(default, bool):
         return ("false", "true", False) if default else ("true", "false", True)
     if isinstance(default, int):
@@ -142,8 +144,13 @@ def _two_values(name: str, default: object) -> tuple[str, str, object]:
     return "first-value", "second-value", "first-value"
 
 
-# a value that is refused alone comes with what it needs: block building off needs block retrieval off
-_NEEDS = {"block_build_enabled": {"block_retrieval_enabled": "false"}}
+# settings whose default is None (unset): two valid values each
+_UNSET_BY_DEFAULT = {"reconstruct_forced_count": ("3", "4", 3), "reconstruct_forced_budget": ("900", "1000", 900)}
+
+# a value that is refused alone comes with what it needs: block building off needs block retrieval off, a larger
+# default count a larger maximum
+_NEEDS = {"block_build_enabled": {"block_retrieval_enabled": "false"},
+          "reconstruct_default_count": {"reconstruct_max_count": "20"}}
 
 
 def _alone(prefix: str, name: str, raw: str) -> dict[str, str]:
@@ -225,3 +232,15 @@ def test_the_readme_lists_every_setting_under_its_cuedrecall_name() -> None:
     missing = [name for name, _, _ in Settings.describe()
                if name.startswith("CUEDRECALL_") and f"| `{name}` |" not in readme]
     assert not missing, f"README's settings table lacks {missing}"
+
+
+@pytest.mark.parametrize("environ", [
+    {"CUEDRECALL_RECONSTRUCT_DEFAULT_COUNT": "11"},
+    {"CUEDRECALL_RECONSTRUCT_FORCED_COUNT": "11"},
+    {"CUEDRECALL_RECONSTRUCT_DEFAULT_BUDGET": "30000"},
+    {"CUEDRECALL_RECONSTRUCT_FORCED_BUDGET": "30000"},
+    {"CUEDRECALL_RECONSTRUCT_DEFAULT_BUDGET": "100"},
+])
+def test_a_reconstruct_count_or_budget_that_cannot_be_honoured_stops_startup_naming_it(environ: dict[str, str]) -> None:
+    with pytest.raises(SettingsError, match=next(iter(environ))):
+        Settings.from_env(environ)

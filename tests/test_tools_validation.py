@@ -107,7 +107,6 @@ def _item_wrong(items: Any) -> Any:
     return next(value for kind, value in (("integer", 7), ("string", "x"), ("object", {})) if kind not in accepted)
 
 
-NOT_BUILT = {"reconstruct", "declare_associations", "traverse"}  # published, answered ok:false until built
 PARAMS = [(tool.name, name) for tool in TOOLS.values() for name in tool.params]
 REQUIRED = [(tool.name, name) for tool in TOOLS.values() for name, p in tool.params.items() if p.required]
 REQUIRED_STRINGS = [(t, n) for t, n in REQUIRED if TOOLS[t].params[n].type == "string"]
@@ -126,10 +125,7 @@ def test_the_fixture_has_valid_arguments_for_every_tool(
              "delete_episode", "delete_memory"]  # delete_memory after update_memory, which needs the row
     for name in [*order, *(t for t in TOOLS if t not in order)]:
         result = memory.call(name, base[name])
-        if name in NOT_BUILT:
-            assert result["ok"] is False and "not available" in result["error"], (name, result)
-        else:
-            assert result.get("ok") is not False, (name, result)
+        assert result.get("ok") is not False, (name, result)
 
 
 @pytest.mark.parametrize("tool", list(TOOLS))
@@ -192,8 +188,8 @@ def test_a_missing_required_argument_is_refused_naming_it_and_nothing_is_written
 
 
 # A required string may be empty only where the empty string means something documented.
-_EMPTY_MEANS_SOMETHING = {("recall", "query"), ("recall_with_context", "query"), ("update_profile", "profile"),
-                          ("calibrate_threshold", "agent_id")}
+_EMPTY_MEANS_SOMETHING = {("recall", "query"), ("recall_with_context", "query"), ("reconstruct", "query"),
+                          ("update_profile", "profile"), ("calibrate_threshold", "agent_id")}
 NON_EMPTY = [pair for pair in REQUIRED_STRINGS if pair not in _EMPTY_MEANS_SOMETHING]
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cuedrecall.errors import ToolArgumentError
+from cuedrecall.reconstruct.rows import revision
 from cuedrecall.runtime import Runtime
 from cuedrecall.store.base import EPISODE, MEMORY, Record, split_ref
 from cuedrecall.text.blocks import Span, divide
@@ -22,9 +23,10 @@ class _Wanted:
 
     position: int
     ref: str
-    kind: str = "whole"  # "whole" | "block" | "span" | "unsupported" (a node or a revision)
+    kind: str = "whole"  # "whole" | "block" | "span" | "unsupported" (a node)
     low: int = 0
     high: int = 0
+    revision: str | None = None  # served only while the stored text still has this revision
 
     @property
     def name(self) -> str:
@@ -35,14 +37,15 @@ def get_contents(rt: Runtime, agent_id: str, refs: list[Any]) -> dict[str, Any]:
     """The text of records, whole or a range of each.
 
     An item of ``refs`` is a ref ("mem:12", "ep:3": the whole record, as recall shows it, an episode with its
-    label) or an object ``{ref, block?, span?}`` asking for a range of the record's stored text (an episode's
+    label) or an object ``{ref, block?, span?, revision?}`` asking for a range of the record's stored text (an episode's
     summary without its label): ``block`` an index or ``[first, last]`` of the record's blocks (its stored
     block set while block retrieval is on and the set exists, basis "blocks"; else the blocks the divider
     gives now, basis "divided"), ``span`` character offsets ``[start, end)``, the end clamped to the text. A
     range answers the raw text of the range with ``range`` ({start, end}) and ``content_len`` (the whole
     stored text's length); a block range also names its blocks and the blocks that govern it (whole
-    sentences, with a qualifier's clause: what an excerpt would widen it to). CPersona's ``node`` and
-    ``revision`` are read and answered in ``unresolved`` ("not supported"). Another agent's record, or a
+    sentences, with a qualifier's clause: what an excerpt would widen it to). A ``revision`` (as reconstruct's
+    ``expand`` gives it) is served only while the stored text still has it, else answered in ``unresolved``
+    ("stale_revision"); CPersona's ``node`` is answered there as "not supported". Another agent's record, or a
     gone one, is ``missing``. A malformed item, or a range outside its record, refuses the whole call,
     naming the item.
     """
@@ -63,6 +66,8 @@ def get_contents(rt: Runtime, agent_id: str, refs: list[Any]) -> dict[str, Any]:
             missing.append(w.ref)
         elif w.kind == "unsupported":
             unresolved.append({"ref": w.ref, "reason": "not supported"})
+        elif answer.get("stale"):
+            unresolved.append({"ref": w.ref, "reason": "stale_revision"})
         else:
             items.append(answer)
     out: dict[str, Any] = {"items": items, "missing": missing, "count": len(items)}
@@ -101,16 +106,16 @@ def _parsed(position: int, item: Any) -> _Wanted:
         raise _refused(name, f"asks for {' and '.join(asked)}: at most one of block, span, node")
     if "revision" in item and not isinstance(item["revision"], str):
         raise _refused(name, "has a revision that is not a string")
+    version = item.get("revision")
     if asked in (["block"], ["node"]):
         low, high = _index_range(name, asked[0], item[asked[0]])
-        return _Wanted(position, ref, "block" if asked == ["block"] and "revision" not in item else "unsupported",
-                       low, high)
+        return _Wanted(position, ref, "block" if asked == ["block"] else "unsupported", low, high, version)
     if asked == ["span"]:
         low, high = _pair(name, "span", item["span"])
         if high <= low:
             raise _refused(name, f"has an empty or inverted span [{low}, {high}]: the end must follow the start")
-        return _Wanted(position, ref, "span" if "revision" not in item else "unsupported", low, high)
-    return _Wanted(position, ref, "unsupported" if "revision" in item else "whole")
+        return _Wanted(position, ref, "span", low, high, version)
+    return _Wanted(position, ref, "whole", revision=version)
 
 
 def _ref(name: str, value: str) -> str:
@@ -151,6 +156,8 @@ def _answer(wanted: _Wanted, record: Record | None,
     the record refuses the call."""
     if record is None:
         return None
+    if wanted.revision is not None and wanted.revision != revision(record.text):
+        return {"stale": True}  # the text changed since the ref's revision was read: its offsets mean nothing now
     item: dict[str, Any] = {"ref": wanted.ref}
     if wanted.kind == "whole":
         item["content"] = record.display_content

@@ -8,7 +8,8 @@ step hydrated.
 from __future__ import annotations
 
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 from cuedrecall.clock import to_epoch
 from cuedrecall.recall.context import RecallContext
@@ -25,12 +26,32 @@ from cuedrecall.store.base import Scope
 from cuedrecall.version import __version__
 
 
+@dataclass(frozen=True)
+class RecallRun:
+    """One recall as reconstruct reads it: the context (its facts), what the process decided, the response."""
+
+    ctx: RecallContext
+    outcome: Outcome
+    response: dict[str, Any]
+
+
 def run_recall(
     rt: Runtime, *, agent_id: str, query: str, limit: int, deep: bool, channel: str, project_id: str | None,
     source_id: str, exclude_contents: list[str], full_content: bool, trace: bool, time_cue: Any,
     propagation: bool = True,
 ) -> dict[str, Any]:
     """One recall; ``propagation``: whether the propagation seat may be held where the setting turns it on."""
+    return recall_run(rt, agent_id=agent_id, query=query, limit=limit, deep=deep, channel=channel,
+                      project_id=project_id, source_id=source_id, exclude_contents=exclude_contents,
+                      full_content=full_content, trace=trace, time_cue=time_cue, propagation=propagation).response
+
+
+def recall_run(
+    rt: Runtime, *, agent_id: str, query: str, limit: int, deep: bool, channel: str, project_id: str | None,
+    source_id: str, exclude_contents: list[str], full_content: bool, trace: bool, time_cue: Any,
+    propagation: bool = True, lexical_terms: Sequence[str] = (),
+) -> RecallRun:
+    """One recall, kept whole; ``lexical_terms``: extra phrases the lexical arms search (never the vector arms)."""
     started = time.perf_counter()  # the cue's time limit counts from here, the query's embedding included
     cue = parse_time_cue(time_cue)  # an unreadable cue is refused here, before anything runs
     vector = rt.query_vector(query)
@@ -40,11 +61,11 @@ def run_recall(
                                 deep=deep, exclude_contents=exclude_contents, embedding_model=_block_model(rt),
                                 propagation=propagation)
         ctx = RecallContext(rt.store, Scope(agent_id, project_id, channel, source_id), query, vector, params,
-                            rt.clock(), recorder, started=started)
+                            rt.clock(), recorder, started=started, lexical_terms=tuple(lexical_terms))
         if recorder.enabled:
             _trace_header(rt, ctx, cue, limit, full_content)
         outcome = recall_process(ctx, cue)
-        return _response(rt, ctx, outcome, full_content)
+        return RecallRun(ctx, outcome, _response(rt, ctx, outcome, full_content))
 
 
 def _block_model(rt: Runtime) -> str:
@@ -91,6 +112,8 @@ def _trace_header(rt: Runtime, ctx: RecallContext, cue: TimeCue | None, limit: i
         request["propagation_seat"] = True
     if cue is not None:
         request["time_cue"] = cue.echo()
+    if ctx.lexical_terms:  # reconstruct's entity names: counted, not written (the trace holds no stored text)
+        request["lexical_terms"] = len(ctx.lexical_terms)
     config = {
         "embedding_mode": rt.embedder.mode, "embedding_model": rt.embedder.model, "scan_window": p.window,
         "vector_reach": p.reach, "vector_far_limit": p.far_limit, "fused_gate_enabled": p.fused_gate_enabled,

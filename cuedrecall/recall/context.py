@@ -33,12 +33,13 @@ class RecallContext:
     now: datetime
     recorder: Recorder = field(default_factory=Recorder)
     started: float = field(default_factory=time.perf_counter)
+    lexical_terms: tuple[str, ...] = ()  # extra phrases for the lexical arms only (reconstruct's entity names)
     terms: list[str] = field(init=False)  # the query's full-text terms, computed once for every lexical arm
     facts: Facts = field(init=False)
     _cache: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.terms = fts_terms(self.query)
+        self.terms = fts_terms(self.query, self.lexical_terms)
         self.facts = Facts(self.store)
 
     @property

@@ -73,7 +73,7 @@ def excerpt(text: str, query: str, budget: int = EXCERPT_CHARS, spans: Sequence[
     if not taken:  # even the best passage's context is over budget: its own block, cut to fit
         best = spans[ranked[0]]
         return Excerpt(text[best.start : best.end][:budget].strip(), basis)
-    return Excerpt(_joined(text, taken), basis)
+    return Excerpt(joined(text, taken), basis)
 
 
 def partitions(text: str, spans: Sequence[Span]) -> bool:
@@ -87,12 +87,18 @@ def partitions(text: str, spans: Sequence[Span]) -> bool:
 
 
 def governing(text: str, spans: list[Span], index: int) -> tuple[int, int]:
-    """The block range that governs block ``index``: whole sentences, with any qualifier's clause.
+    """The block range that governs block ``index``: whole sentences, with any qualifier's clause (``governs``)."""
+    first, last, _ = governs(text, spans, index)
+    return first, last
+
+
+def governs(text: str, spans: list[Span], index: int) -> tuple[int, int, bool]:
+    """The block range that governs block ``index``, and whether the rule was satisfied within CONTEXT_CHARS.
 
     Backwards first: while the block before does not end a sentence, or the range
     starts with a qualifier, take it in; then forwards while the range does not end
-    a sentence or the next block opens with a qualifier. Stops before exceeding
-    CONTEXT_CHARS.
+    a sentence or the next block opens with a qualifier. An extension past
+    CONTEXT_CHARS is not made, and the range is then reported incomplete.
     """
     first = last = index
     while True:
@@ -102,9 +108,9 @@ def governing(text: str, spans: list[Span], index: int) -> tuple[int, int]:
                                         or _qualified(text, spans[last + 1])):
             candidate = (first, last + 1)
         else:
-            return first, last
+            return first, last, True
         if spans[candidate[1]].end - spans[candidate[0]].start > CONTEXT_CHARS:
-            return first, last
+            return first, last, False
         first, last = candidate
 
 
@@ -116,7 +122,9 @@ def _qualified(text: str, span: Span) -> bool:
     return bool(_QUALIFIERS.match(text[span.start : span.end]))
 
 
-def _trigrams(text: str) -> set[str]:
+def trigrams(text: str) -> set[str]:
+    """The text's distinct character trigrams after normalising (case, width, spacing): what passages share with
+    a query."""
     flat = normalize(text)
     return {flat[i : i + 3] for i in range(len(flat) - 2) if flat[i : i + 3].strip()}
 
@@ -124,19 +132,19 @@ def _trigrams(text: str) -> set[str]:
 def _ranked(text: str, spans: list[Span], query: str) -> list[int]:
     """Block indexes sharing at least half as many of the query's trigrams as the best block does, most shared
     first (ties: text order). A block that shares only a common word with the query does not crowd out the rest."""
-    wanted = _trigrams(query)
+    wanted = trigrams(query)
     if not wanted:
         return []
-    shared = [(len(wanted & _trigrams(text[s.start : s.end])), i) for i, s in enumerate(spans)]
+    shared = [(len(wanted & trigrams(text[s.start : s.end])), i) for i, s in enumerate(spans)]
     best = max(count for count, _ in shared)
     return [i for count, i in sorted(shared, key=lambda item: (-item[0], item[1])) if count and 2 * count >= best]
 
 
 def _length(text: str, pieces: list[tuple[int, int]]) -> int:
-    return len(_joined(text, pieces))
+    return len(joined(text, pieces))
 
 
-def _joined(text: str, pieces: list[tuple[int, int]]) -> str:
+def joined(text: str, pieces: list[tuple[int, int]]) -> str:
     """The pieces in text order, touching ones merged, joined by the separator."""
     merged: list[list[int]] = []
     for start, end in sorted(pieces):
