@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import make_settings, open_memory
 from cuedrecall import Memory
@@ -266,3 +267,35 @@ def test_the_profile_row_has_no_provenance_and_is_counted(tmp_path: Path) -> Non
     refs = [claim["ref"] for item in answer["items"] for claim in item["claims"]]
     assert all(ref.startswith(("mem:", "ep:")) for ref in refs)
     assert answer["reconstruction"]["excluded_without_provenance"] in (0, 1)
+
+
+WORDS = ["river", "garden", "budget", "concert", "ticket", "harbor", "lantern", "violin", "orchard", "meadow"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.lists(st.sampled_from(WORDS), min_size=2, max_size=5), min_size=3, max_size=12),
+       st.lists(st.tuples(st.integers(0, 5), st.integers(0, 11)), max_size=12),
+       st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), max_size=8),
+       st.lists(st.sampled_from(WORDS), min_size=1, max_size=3), st.integers(1, 5))
+def test_the_walk_never_creates_removes_or_reorders_items_and_only_adds_claims(
+        tmp_path_factory: pytest.TempPathFactory, texts: list[list[str]], mentions: list[tuple[int, int]],
+        links: list[tuple[int, int]], query: list[str], hops: int) -> None:
+    memory = open_memory(tmp_path_factory.mktemp("walk") / "w.db")
+    for i, words in enumerate(texts):
+        memory.store(agent_id=A, message=turn(" ".join(words) + f" note {i}.", f"2026-06-{i + 1:02d}T10:00:00Z",
+                                              f"u{i}"))
+    for entity, record in mentions:  # entity names never occur in the query: the cues stay empty
+        if record < len(texts):
+            memory.declare_associations(agent_id=A, anchor_ref=f"mem:{record + 1}",
+                                        associations={"entities": [{"name": f"entity{entity}"}]})
+    memory.declare_associations(agent_id=A, associations={"relations": [
+        {"subject": f"entity{a}", "predicate": "links", "object": f"entity{b}"} for a, b in links if a != b]})
+    walked = ask(memory, " ".join(query), max_hops=hops)
+    still = ask(memory, " ".join(query), max_hops=0)
+    assert [i["head_ref"] for i in walked["items"]] == [i["head_ref"] for i in still["items"]]
+    for with_walk, without in zip(walked["items"], still["items"]):
+        before = [c["ref"] for c in without["claims"]]
+        after = [c["ref"] for c in with_walk["claims"]]
+        assert set(before) <= set(after)
+        assert all(c.get("hops", 1) <= hops for c in with_walk["claims"])
+        assert all("hops" in c for c in with_walk["claims"] if c["ref"] not in before)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from conftest import make_settings, open_memory
 from cuedrecall.text.blocks import Span, divide
-from cuedrecall.text.excerpts import SEPARATOR, excerpt, governing, partitions
+from cuedrecall.text.excerpts import SEPARATOR, excerpt, governing, partitions, shared_trigrams, trigrams
 
 FILLER = "The project started in May. " * 20
 LONG = FILLER + "However, the dentist appointment moved to Friday at 3pm. That was final. " + FILLER
@@ -177,3 +177,9 @@ def test_with_blocks_on_a_block_seats_excerpt_is_built_over_the_stored_blocks_an
         query = "lighthouse keeper Ingrid foghorn"
         (row,) = [m for m in off.recall(agent_id="a", query=query)["messages"] if m.get("ref") == ref]
         assert row["excerpt_basis"] == "lexical" and "lighthouse keeper Ingrid" in row["excerpt"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="abcAB .東京ｱ", max_size=30), st.text(alphabet="abcAB .東京ｱ", max_size=60))
+def test_shared_trigrams_counts_what_the_two_trigram_sets_share(query: str, text: str) -> None:
+    assert shared_trigrams(trigrams(query), text) == len(trigrams(query) & trigrams(text))

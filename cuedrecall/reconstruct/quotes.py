@@ -22,7 +22,7 @@ import numpy as np
 from cuedrecall.reconstruct.policy_v1 import RRF_K
 from cuedrecall.reconstruct.rows import revision
 from cuedrecall.text.blocks import Span
-from cuedrecall.text.excerpts import SEPARATOR, governs, joined, trigrams
+from cuedrecall.text.excerpts import SEPARATOR, governs, joined, shared_trigrams, trigrams
 
 
 @dataclass(frozen=True)
@@ -46,16 +46,23 @@ class Query:
 def rank_blocks(text: str, blocks: Blocks, query: Query) -> list[int]:
     """Block indexes best first: reciprocal-rank fusion of shared trigrams and code closeness (ties: text order)."""
     wanted = query.wanted()
-    lists = [[len(wanted & trigrams(s.text(text))) for s in blocks.spans]]
+    lists = [[shared_trigrams(wanted, s.text(text)) for s in blocks.spans]]
     closeness = _closeness(blocks, query.vector)
     if closeness is not None:
         lists.append(closeness)
     score = [0.0] * len(blocks.spans)
     for values in lists:
-        for index, value in enumerate(values):
-            better = sum(other > value for other in values)  # equal values share a rank
-            score[index] += 1.0 / (RRF_K + 1 + better)
+        for index, rank in enumerate(_shared_ranks(values)):
+            score[index] += 1.0 / (RRF_K + 1 + rank)
     return sorted(range(len(blocks.spans)), key=lambda index: (-score[index], index))
+
+
+def _shared_ranks(values: list[float]) -> list[int]:
+    """Each value's 0-based rank, largest first; equal values share the rank of the first of them."""
+    first: dict[float, int] = {}
+    for position, value in enumerate(sorted(values, reverse=True)):
+        first.setdefault(value, position)
+    return [first[value] for value in values]
 
 
 def _closeness(blocks: Blocks, vector: np.ndarray | None) -> list[float] | None:

@@ -129,13 +129,20 @@ def trigrams(text: str) -> set[str]:
     return {flat[i : i + 3] for i in range(len(flat) - 2) if flat[i : i + 3].strip()}
 
 
+def shared_trigrams(wanted: set[str], text: str) -> int:
+    """How many of ``wanted`` (a query's ``trigrams``) the text holds: ``len(wanted & trigrams(text))``, found
+    by substring tests rather than by building the text's own set (a record's blocks are read on every quote)."""
+    flat = normalize(text)
+    return sum(1 for gram in wanted if gram in flat)
+
+
 def _ranked(text: str, spans: list[Span], query: str) -> list[int]:
     """Block indexes sharing at least half as many of the query's trigrams as the best block does, most shared
     first (ties: text order). A block that shares only a common word with the query does not crowd out the rest."""
     wanted = trigrams(query)
     if not wanted:
         return []
-    shared = [(len(wanted & trigrams(text[s.start : s.end])), i) for i, s in enumerate(spans)]
+    shared = [(shared_trigrams(wanted, text[s.start : s.end]), i) for i, s in enumerate(spans)]
     best = max(count for count, _ in shared)
     return [i for count, i in sorted(shared, key=lambda item: (-item[0], item[1])) if count and 2 * count >= best]
 
