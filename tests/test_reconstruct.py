@@ -159,6 +159,15 @@ def test_a_kanji_name_and_its_katakana_alias_reach_records_in_either_spelling(tm
         assert _keyword_refs(ask(memory, query, trace=True)) == {"mem:1", "mem:2"}, query
 
 
+def test_a_two_character_name_reaches_records_the_trigram_index_cannot(tmp_path: Path) -> None:
+    memory = open_memory(tmp_path / "k.db")
+    memory.store(agent_id=A, message=turn("東京の会議は木曜日です。", "2026-06-01T10:00:00Z", "ken"))
+    memory.store(agent_id=A, message=turn("トウキョウのオフィスは広いです。", "2026-06-02T10:00:00Z", "yui"))
+    memory.declare_associations(agent_id=A, associations={"entities": [{"name": "東京", "aliases": ["トウキョウ"]}]})
+    for query in ("トウキョウについて", "東京について"):
+        assert _keyword_refs(ask(memory, query, trace=True)) == {"mem:1", "mem:2"}, query
+
+
 def _without_layer(monkeypatch: pytest.MonkeyPatch) -> None:
     import cuedrecall.handlers.reconstruct as handler
     import cuedrecall.reconstruct.process as process

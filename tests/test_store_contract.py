@@ -607,6 +607,19 @@ def test_memory_keyword_falls_back_to_a_substring_scan_when_no_term_is_searchabl
     assert store.memory_keyword(Scope(A), [], "%", depth=10) == []  # LIKE wildcards are literal
 
 
+def test_memory_keyword_adds_memories_holding_a_short_phrase_after_the_term_hits_newest_first(
+    store: Store, world: dict[str, str]
+) -> None:
+    """A phrase too short for trigrams (a two-character name) is matched as a substring, in the scope only."""
+    found = ranked(store.memory_keyword(Scope(A), fts_terms("glacier"), "glacier", depth=10, phrases=["sk"]))
+    assert found == [world["glacier"], world["harbour"]]
+    assert ranked(store.memory_keyword(Scope(A), [], "nothing here", depth=10, phrases=["sk", "vi"])) == [
+        world["violin"], world["harbour"]]
+    assert store.memory_keyword(Scope(A, "p1", "c1", "slack:"), [], "nothing here", depth=10, phrases=["sk"]) == []
+    assert store.memory_keyword(Scope(B), [], "nothing here", depth=10, phrases=["vi"]) == []
+    assert len(store.memory_keyword(Scope(A), fts_terms("glacier"), "glacier", depth=1, phrases=["sk"])) == 1
+
+
 def test_newest_lists_by_insertion_or_by_record_time_inside_a_period(store: Store, world: dict[str, str]) -> None:
     assert ranked(store.newest(Scope(A), MEMORY, 10)) == [world["late"], world["glacier"], world["violin"],
                                                           world["harbour"]]

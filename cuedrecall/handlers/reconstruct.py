@@ -13,7 +13,7 @@ from typing import Any
 
 from cuedrecall.config import Settings
 from cuedrecall.errors import ToolArgumentError
-from cuedrecall.graph.cues import query_cues
+from cuedrecall.graph.cues import Cues, query_cues
 from cuedrecall.handlers.recall import RecallRun, recall_run
 from cuedrecall.reconstruct.envelope import Candidates, envelope
 from cuedrecall.reconstruct.policy_v1 import MAX_EVIDENCE, MAX_HOPS
@@ -25,6 +25,7 @@ from cuedrecall.recall.coverage import build_ledger
 from cuedrecall.recall.timecue import parse_time_cue
 from cuedrecall.runtime import Runtime
 from cuedrecall.store.base import Scope
+from cuedrecall.text.fts import MIN_TERM
 
 _FORWARDED = ("advisory", "time_cue", "gate_fallback")
 LITE_BUDGET = 2800  # characters of quotes in mode lite: a question one or two records answer
@@ -51,7 +52,7 @@ def reconstruct(
         cues = query_cues(rt.store, scope, query)
         run = recall_run(rt, agent_id=agent_id, query=query, limit=depth, deep=deep, channel=channel,
                          project_id=project_id, source_id=source_id, exclude_contents=[], full_content=True,
-                         trace=trace, time_cue=time_cue, lexical_terms=cues.terms)
+                         trace=trace, time_cue=time_cue, lexical_terms=_lexical_terms(cues))
         rows, excluded = _rows(run)
         model = rt.embedder.model if s.block_retrieval_enabled and rt.embedder.available else ""
         request = Request(scope, Query(query, run.ctx.query_vector), wanted,
@@ -92,6 +93,12 @@ def _sized(out: dict[str, Any]) -> dict[str, Any]:
         items.append(item)
     out["items"] = items
     return out
+
+
+def _lexical_terms(cues: Cues) -> list[str]:
+    """The matched entities' other names, and any matched name too short for the trigram index (東京): the query
+    holds it, but only a substring match finds it in a record."""
+    return [*cues.terms, *(name for name in cues.entities if len(name.strip()) < MIN_TERM)]
 
 
 def _rows(run: RecallRun) -> tuple[list[Row], int]:

@@ -30,7 +30,8 @@ def retrieve(ctx: RecallContext) -> Arms:
             arms["vector_far"] = [hit for hit in far if hit.ref not in near]
     if p.fts_enabled:
         arms["episode_fts"] = ctx.store.episode_fts(ctx.scope, ctx.terms, depth=p.depth)
-        arms["memory_keyword"] = ctx.store.memory_keyword(ctx.scope, ctx.terms, ctx.query, depth=p.depth)
+        arms["memory_keyword"] = ctx.store.memory_keyword(ctx.scope, ctx.terms, ctx.query, depth=p.depth,
+                                                          phrases=ctx.short_terms)
     ctx.recorder.arms(arms)
     return facts(ctx, arms)
 

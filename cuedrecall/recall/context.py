@@ -18,7 +18,7 @@ from cuedrecall.recall.facts import Facts
 from cuedrecall.recall.params import RecallParams
 from cuedrecall.recall.trace import Recorder
 from cuedrecall.store.base import Scope, Store
-from cuedrecall.text.fts import fts_terms
+from cuedrecall.text.fts import MIN_TERM, fts_terms
 
 
 @dataclass
@@ -41,6 +41,12 @@ class RecallContext:
     def __post_init__(self) -> None:
         self.terms = fts_terms(self.query, self.lexical_terms)
         self.facts = Facts(self.store)
+
+    @property
+    def short_terms(self) -> list[str]:
+        """Extra phrases too short for the trigram index (a two-character name such as 東京): matched as
+        substrings by the memory keyword arm instead."""
+        return [term.strip() for term in self.lexical_terms if 0 < len(term.strip()) < MIN_TERM]
 
     @property
     def blank(self) -> bool:

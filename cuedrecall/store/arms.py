@@ -133,22 +133,32 @@ class SqliteArms:
         return self._fts_arm(EPISODE, scope, terms, depth, period)
 
     def memory_keyword(
-        self, scope: Scope, terms: Sequence[str], query: str, *, depth: int, period: Period | None = None
+        self, scope: Scope, terms: Sequence[str], query: str, *, depth: int, period: Period | None = None,
+        phrases: Sequence[str] = (),
     ) -> list[Hit]:
-        """FTS5 trigram over memory content; a LIKE scan only when FTS finds nothing."""
+        """FTS5 trigram over memory content, then memories holding any of ``phrases`` (names too short for a
+        trigram index, newest first); a LIKE scan of the query only when both find nothing."""
         if depth <= 0:
             return []
         hits = self._fts_arm(MEMORY, scope, terms, depth, period) if terms else []
+        if phrases and len(hits) < depth:
+            hits += self._like_hits(scope, phrases, depth - len(hits), period, len(hits), {h.ref for h in hits})
         if hits or not query.strip():
             return hits
+        return self._like_hits(scope, [query.strip()], depth, period, 0, set())
+
+    def _like_hits(self, scope: Scope, phrases: Sequence[str], depth: int, period: Period | None, first_rank: int,
+                   taken: set[str]) -> list[Hit]:
+        """Memories whose content holds any of the phrases, newest first, ranked after ``first_rank``."""
         where, params = scope_where(scope, "m", MEMORY)
         pwhere, pparams = _period_where("m", period)
+        likes = " OR ".join("m.content LIKE ? ESCAPE '\\'" for _ in phrases)
         rows = self._read(
-            f"SELECT m.id, NULL FROM memories m WHERE m.content LIKE ? ESCAPE '\\' AND {where}{pwhere} "
-            "ORDER BY m.id DESC LIMIT ?",
-            [f"%{_like_escape(query.strip())}%", *params, *pparams, depth],
+            f"SELECT m.id, NULL FROM memories m WHERE ({likes}) AND {where}{pwhere} ORDER BY m.id DESC LIMIT ?",
+            [*(f"%{_like_escape(phrase)}%" for phrase in phrases), *params, *pparams, depth + len(taken)],
         )
-        return [Hit(make_ref(MEMORY, row_id), rank, score) for rank, (row_id, score) in enumerate(rows)]
+        refs = [make_ref(MEMORY, row_id) for row_id, _ in rows if make_ref(MEMORY, row_id) not in taken][:depth]
+        return [Hit(ref, first_rank + rank, None) for rank, ref in enumerate(refs)]
 
     def _fts_arm(self, kind: str, scope: Scope, terms: Sequence[str], depth: int, period: Period | None) -> list[Hit]:
         sql, params = fts_arm_sql(kind, scope, period)
