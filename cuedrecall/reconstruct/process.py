@@ -148,8 +148,10 @@ def _blocks(store: Store, model: str, row: Row, stored: list[tuple[int, int, boo
 def _item(item: Item, quoted: tuple[dict[str, Any], list[dict[str, Any]]], carried: int,
           relations: list[RecordRelation]) -> dict[str, Any]:
     head, passages = quoted
-    out: dict[str, Any] = {"content": head["content"], "head_ref": item.head.ref, "claims": claims(item, relations),
-                           "independence_reason": independence_reason(item)}
+    out: dict[str, Any] = {"content": head["content"], "head_ref": item.head.ref, "claims": claims(item, relations)}
+    reason = independence_reason(item)
+    if reason != "singleton":  # an item of one record needs no reason
+        out["independence_reason"] = reason
     found = conflicts(item)
     if found:
         out["conflicts"] = found

@@ -5,7 +5,8 @@
 - Retained rows: the head, the other members by relevance, then the walked rows in
   walk order, at most ``max_evidence`` (the rest are counted in ``claims_omitted``).
 - Claims: every retained row, newest first (undated last, memories before
-  episodes, then relevance), with ``as_of``, ``why`` and, for walked rows, ``hops``.
+  episodes, then relevance), with ``as_of``, ``why`` (the key that joined it; absent
+  for a row nothing joined) and, for walked rows, ``hops``.
 - Roles say what another retained row is to a claim: the next newer version
   ``supersedes`` it, an episode whose span holds its time ``supports`` it, and a
   declared relation with a role predicate names its subject's role.
@@ -71,7 +72,9 @@ def independence_reason(item: Item) -> str:
 def claims(item: Item, relations: Sequence[RecordRelation]) -> list[dict[str, Any]]:
     out = []
     for row in sorted(item.retained, key=_newest_first):
-        claim: dict[str, Any] = {"ref": row.ref, "as_of": row.record.timestamp, "why": row.why or "seed"}
+        claim: dict[str, Any] = {"ref": row.ref, "as_of": row.record.timestamp}
+        if row.why and row.why != "seed":  # a row nothing joined says nothing more: the answer stays small
+            claim["why"] = row.why
         if row.hops is not None:
             claim["hops"] = row.hops
         found = roles(row, item.retained, relations)
