@@ -22,7 +22,7 @@ import numpy as np
 from cuedrecall.reconstruct.policy_v1 import RRF_K
 from cuedrecall.reconstruct.rows import revision
 from cuedrecall.text.blocks import Span
-from cuedrecall.text.excerpts import SEPARATOR, governs, joined, shared_trigrams, trigrams
+from cuedrecall.text.excerpts import SEPARATOR, governs, joined, merged, shared_trigrams, trigrams
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ def head_quote(ref: str, text: str, blocks: Blocks, query: Query, cap: int) -> d
         start, end = taken[0]
         return {"content": text[start:end], **cut, "quote_basis": blocks.basis, "ranges": [[start, end]],
                 "context_incomplete": True, "expand": {"ref": ref, "span": [start, incomplete]}}
-    return {"content": joined(text, taken), **cut, "quote_basis": blocks.basis, "ranges": _merged(taken)}
+    return {"content": joined(text, taken), **cut, "quote_basis": blocks.basis, "ranges": merged(taken)}
 
 
 def _fill(text: str, spans: list[Span], ranked: list[int], cap: int) -> tuple[list[tuple[int, int]], int | None]:
@@ -109,16 +109,6 @@ def _fill(text: str, spans: list[Span], ranked: list[int], cap: int) -> tuple[li
         taken.append((start, end))
         spent += cost
     return taken, None
-
-
-def _merged(pieces: list[tuple[int, int]]) -> list[list[int]]:
-    merged: list[list[int]] = []
-    for start, end in sorted(pieces):
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    return merged
 
 
 def passage_quote(ref: str, text: str, blocks: Blocks, query: Query, cap: int) -> dict[str, Any]:

@@ -153,13 +153,18 @@ def _length(text: str, pieces: list[tuple[int, int]]) -> int:
 
 def joined(text: str, pieces: list[tuple[int, int]]) -> str:
     """The pieces in text order, touching ones merged, joined by the separator."""
-    merged: list[list[int]] = []
+    return SEPARATOR.join(text[start:end].strip() for start, end in merged(pieces))
+
+
+def merged(pieces: list[tuple[int, int]]) -> list[list[int]]:
+    """The [start, end) pieces in text order, overlapping or touching ones merged into one."""
+    out: list[list[int]] = []
     for start, end in sorted(pieces):
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
+        if out and start <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], end)
         else:
-            merged.append([start, end])
-    return SEPARATOR.join(text[start:end].strip() for start, end in merged)
+            out.append([start, end])
+    return out
 
 
 def _start(text: str, spans: list[Span], budget: int) -> str:
