@@ -1182,7 +1182,8 @@ _CALIBRATE = ("ours adds: with too little data to recalibrate, ours answers the 
               "Both answer ok:false and echo agent_id, precision, beta, cleared")
 _HEALTH_FIXED = ("gap: ours answers `fixed` as the number of rows repaired (0 here), CPersona as a boolean; a truth "
                  "test reads both alike")
-_NOT_BUILT = "deliberate: {tool} is not built yet: ours answers ok:false with an error naming it"
+_RIDER = ("ours adds: the rider answers what declare_associations answers, `ok` and `result` included; CPersona's "
+          "rider leaves them out")
 
 REASONS: dict[str, dict[str, str]] = {
     **{label: {"+ref": _REF} for label in (
@@ -1191,8 +1192,7 @@ REASONS: dict[str, dict[str, str]] = {
     "store lock": {"+ref": _REF},
     "store associations rider": {
         "+ref": _REF,
-        "*associations.*": "deliberate: the associative layer is not built yet: ours stores the memory and answers "
-                           "`associations: {ok: false, error}`; CPersona declares the entities and reports them"},
+        "+associations.ok": _RIDER, "+associations.result": _RIDER},
     "store empty content": {"+error": "ours adds: the refusal is also in `error`, the key every other failure "
                                       "carries (CPersona's store refusals carry only `reason`)"},
     **{label: {"-advisory": _ADVISORY} for label in (
@@ -1269,14 +1269,11 @@ REASONS: dict[str, dict[str, str]] = {
         "~ttl_remaining_seconds": "gap: not paused, ours answers ttl_remaining_seconds 0, CPersona null"},
     "reconstruct": {
         "-advisory": _ADVISORY,
-        "+ok": _NOT_BUILT.format(tool="reconstruct"), "+error": _NOT_BUILT.format(tool="reconstruct"),
-        "-items": _NOT_BUILT.format(tool="reconstruct") + "; its refusal also lacks the `items: []` and "
-                  "`returned_count: 0` a CPersona reconstruct failure carries (gap)",
-        "-returned_count": _NOT_BUILT.format(tool="reconstruct") + "; its refusal also lacks `returned_count: 0` "
-                           "(gap)",
-        "-*": _NOT_BUILT.format(tool="reconstruct")},
-    "declare_associations": {"*": _NOT_BUILT.format(tool="declare_associations")},
-    "traverse": {"*": _NOT_BUILT.format(tool="traverse")},
+        "-reserved_count": ("deliberate: CPersona holds one more item after the count here, a row of its keyword "
+                            "seats (on by default under rrf; it runs without an embedder, so no block seat); ours "
+                            "keeps keyword seats off by default (CUEDRECALL_KEYWORD_SEATS, measured in seats.md)"),
+        "+items[].quote_basis": ("ours adds: every head quote says how it was chosen (`quote_basis`: whole, blocks, "
+                                 "lexical or start); CPersona 2.6.14 leaves the key out")},
 }
 
 # Ours builds blocks in the background and says so on every write that queues one; CPersona answers the same key
