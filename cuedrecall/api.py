@@ -20,7 +20,7 @@ from cuedrecall.clock import Clock, system_clock
 from cuedrecall.config import Settings
 from cuedrecall.embed import Embedder, QueryVectorCache
 from cuedrecall.errors import ToolArgumentError
-from cuedrecall.handlers import calibrate, reembed
+from cuedrecall.handlers import calibrate
 from cuedrecall.handlers.blocks import BlockBuilder, building
 from cuedrecall.handlers.session import paused_answer
 from cuedrecall.recall.calibration import Calibration
@@ -43,26 +43,19 @@ class Memory:
         background: bool = True,
     ) -> None:
         """``background=False`` starts no block-builder thread and queues no backfill: the queue waits for
-        ``blocks.drain()`` or for a server (one-shot commands, tests). Rows whose vectors another model made queue
-        their re-embedding either way (``handlers.reembed``)."""
+        ``blocks.drain()`` or for a server (one-shot commands, tests)."""
         settings = settings or Settings.from_env()
         if path is not None:
             settings = replace(settings, db_path=str(path))
         self.runtime: Runtime = open_runtime(settings, embedder, clock)
         rt = self.runtime
         calibrate.adopt_sidecar(rt)
-        growing = calibrate.calibrating_on_growth(rt)
-        # rows of another model's vectors are re-embedded in the background; its last step recalibrates
-        reembedding = reembed.start(rt)
-        if rt.calibration.stale and settings.calibrate_on_model_change and rt.embedder.available and not reembedding:
-            if growing:
-                calibrate.queue_stale(rt)  # measured in the background, by the queue's runner
-            else:
-                calibrate.recalibrate_stale(rt)
-        # the queue's runner (blocks, calibrations) while either is on: a daemon thread (and the backfill queued),
-        # unless the caller runs the queue itself (blocks.drain()) or leaves it to a server
+        if rt.calibration.stale and settings.calibrate_on_model_change and rt.embedder.available:
+            calibrate.recalibrate_stale(rt)
+        # the block builder while building is on: a daemon thread (and the backfill queued), unless the caller
+        # runs the queue itself (blocks.drain()) or leaves it to a server
         self.blocks: BlockBuilder | None = None
-        if building(rt) or growing or reembedding:
+        if building(rt):
             self.blocks = BlockBuilder(lambda: self.runtime)
             if background:
                 self.blocks.start()
@@ -140,7 +133,6 @@ class Memory:
         if spec.takes_principal:
             bound["principal"] = principal
         answer = spec.handler(rt, **bound, **library)
-        calibrate.after_write(rt, spec.name, bound, answer)  # a milestone of the agent's memories queues a calibration
         # a refusal from inside a handler carries the collection keys the tool documents too
         return {**spec.failure, **answer} if answer.get("ok") is False else answer
 

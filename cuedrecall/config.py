@@ -70,12 +70,6 @@ def _setting(default: Any, parse: Callable[[str, str], Any], doc: str) -> Any:
     return field(default=default, metadata={"parse": parse, "doc": doc})
 
 
-# The packaged models embedding_mode=local runs, by name (cuedrecall/embed/models.py builds each); the default
-# is chosen on benchmarks/results/embedders.md.
-EMBEDDING_MODELS = ("minilm-l6-int8", "paraphrase-minilm-l3", "multilingual-e5-small")
-DEFAULT_EMBEDDING_MODEL = "paraphrase-minilm-l3"
-
-
 def default_db_path() -> str:
     return str(Path.home() / ".cuedrecall" / "memory.db")
 
@@ -87,8 +81,6 @@ class Settings:
 
     db_path: str = _setting("", _text, "SQLite database file (default ~/.cuedrecall/memory.db)")
     embedding_mode: str = _setting("local", _choice("local", "http", "hash", "none"), "embedder")
-    embedding_model: str = _setting(DEFAULT_EMBEDDING_MODEL, _choice(*EMBEDDING_MODELS), "packaged model of "
-                                    "embedding_mode=local (a change re-embeds the store in the background)")
     embedding_url: str = _setting("", _text, "the /embed URL for embedding_mode=http")
     embedding_timeout_secs: float = _setting(30.0, _number(float, 0.1, 600), "http embedder timeout")
     embedding_cache_size: int = _setting(256, _number(int, 0), "query vectors kept in the LRU cache")
@@ -125,12 +117,6 @@ class Settings:
     autocut_min_gap_ratio: float = _setting(0.15, _number(float, 0, 1), "autocut gap ratio")
     autocut_min_results: int = _setting(3, _number(int, 2), "autocut needs this many rows")
     calibrate_on_model_change: bool = _setting(True, _parse_bool, "recalibrate at start when stale")
-    calibrate_on_growth: bool = _setting(True, _parse_bool, "calibrate an agent's gate in the background as its "
-                                         "memories reach 50, 200 and 1,000 (and, at a start, after a model change)")
-    recall_gate: str = _setting("gate-v1", _choice("gate-v1", "gate-v0"), "the gate's policy: gate-v0 judged a row "
-                                "the vector arm reached on its cosine alone, with no common-word or small-pool rule")
-    gate_relief: bool = _setting(False, _parse_bool, "when rows sit just under the gate and the answer has room, "
-                                 "fill it with them, one bounded step under (gate-v1)")
     recall_precision: str = _setting("balanced", _choice("strict", "balanced", "lenient"), "gate beta")
     auth_token: str = _setting("", _text, "bearer token for the HTTP transport")
     allow_unauthenticated_http: bool = _setting(False, _parse_bool, "serve HTTP without a token")

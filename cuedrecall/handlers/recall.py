@@ -117,11 +117,10 @@ def _trace_header(rt: Runtime, ctx: RecallContext, cue: TimeCue | None, limit: i
     config = {
         "embedding_mode": rt.embedder.mode, "embedding_model": rt.embedder.model, "scan_window": p.window,
         "vector_reach": p.reach, "vector_far_limit": p.far_limit, "fused_gate_enabled": p.fused_gate_enabled,
-        "autocut_enabled": p.autocut_enabled, "gate_relief": p.gate_relief,
-        "calibration": rt.calibration.record(ctx.scope.agent_id),  # {origin: auto | explicit | none, memories_at}
+        "autocut_enabled": p.autocut_enabled,
     }
-    ctx.recorder.header({"scoring": SCORING_VERSION, "process": POLICY if cue is not None else SINGLE_PASS_POLICY,
-                         "gate": p.gate_policy}, __version__, ctx.scope.as_dict(), request, config)
+    ctx.recorder.header({"scoring": SCORING_VERSION, "process": POLICY if cue is not None else SINGLE_PASS_POLICY},
+                        __version__, ctx.scope.as_dict(), request, config)
 
 
 _CONTEXT_FIELDS = ("role", "content", "name", "user_id", "timestamp")

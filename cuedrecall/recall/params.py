@@ -46,8 +46,6 @@ class RecallParams:
     keyword_seats: int = 0  # held places for lexical-only rows (0 = off)
     far_seats: bool = False  # held places for memories beyond the scan window, by sign bits
     propagation_seat: bool = False  # one held place for the row a deeper search ranks closest to the best row
-    gate_policy: str = "gate-v1"  # "gate-v0": a vector-reached row judged on its cosine alone (recall/gate.py)
-    gate_relief: bool = False  # one bounded step under the gate when rows sit just under it (recall/relief.py)
 
     @property
     def far_enabled(self) -> bool:
@@ -81,5 +79,4 @@ def resolve_params(s: Settings, calibrated: dict[str, float], *, query: str, lim
         block_retrieval=s.block_retrieval_enabled and bool(embedding_model), embedding_model=embedding_model,
         keyword_seats=s.keyword_seats, far_seats=s.far_seats_enabled,
         propagation_seat=s.recall_propagation_seat and propagation,
-        gate_policy=s.recall_gate, gate_relief=s.gate_relief and s.recall_gate != "gate-v0",
     )

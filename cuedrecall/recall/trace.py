@@ -92,8 +92,6 @@ class TraceRecorder(Recorder):
                                   "origin": d.origin, "passed": d.passed}
             if d.reason:
                 item["reason"] = d.reason
-            if d.lexical:
-                item["lexical"] = True
             decisions.append(item)
         section: GateSection = {
             "decisions": decisions, "calibrated": dict(result.calibrated), "heuristic_min": result.heuristic_min,

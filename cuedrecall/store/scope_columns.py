@@ -75,12 +75,6 @@ class ScopeColumns:
             column = getattr(self, name)
             column[i : n - 1] = column[i + 1 : n]
 
-    def spread(self, moved: np.ndarray, n: int) -> None:
-        """Move the first ``n`` rows, in order, to the positions a boolean mask marks (the others are set after)."""
-        for name in _AXES:
-            column = getattr(self, name)
-            column[: moved.shape[0]][moved] = column[:n].copy()
-
     def keep(self, kept: np.ndarray, capacity: int) -> None:
         """Keep the rows a boolean mask (over the rows in use) selects, in order, in columns of ``capacity``."""
         count = int(kept.sum())

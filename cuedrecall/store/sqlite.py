@@ -76,11 +76,8 @@ def _private_side_files(path: str) -> None:
 class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph):
     """All SQL of cuedrecall's embedded backend. One writer at a time; the indexes follow every commit."""
 
-    def __init__(self, path: str | Path, *, common_term_ratio: float = 0.1, vector_model: str | None = None) -> None:
-        """``vector_model``: the only ``embedding_model`` whose vectors the vector index holds, so no vector arm
-        compares a query with a vector of another model (None: any model, as every width-fitting vector)."""
+    def __init__(self, path: str | Path, *, common_term_ratio: float = 0.1) -> None:
         self.path = str(path)
-        self.vector_model = vector_model
         created = False
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -163,11 +160,8 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph):
             self._stats_cache.clear()
 
     def _index_rows(self, kind: str, where: str, params: Sequence[Any]) -> Iterator[IndexRow]:
-        """The rows matching ``where`` that the index may hold: those of the vector model, when one is set."""
         table = "memories" if kind == MEMORY else "episodes"
         source = "source_id" if kind == MEMORY else "''"
-        if self.vector_model is not None:
-            where, params = f"({where}) AND embedding_model = ?", [*params, self.vector_model]
         cursor = self._conn.execute(
             f"SELECT id, embedding, agent_id, project_id, channel, {source}, ts_epoch FROM {table} "
             f"WHERE {where} ORDER BY id",
@@ -215,7 +209,7 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph):
             self._apply_block_changes(blocks)
 
     def _apply_changes(self, kind: str, ids: list[int]) -> bool:
-        """Update the index for changed ids (rows new to it are merged in id order); True, the index is current."""
+        """Update the index for changed ids; False when only a rebuild keeps id order."""
         index = self._indexes[kind]
         found = {}
         for start in range(0, len(ids), 500):
@@ -223,14 +217,14 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph):
             marks = ",".join("?" * len(chunk))
             for row in self._index_rows(kind, f"id IN ({marks}) AND embedding IS NOT NULL", chunk):
                 found[row.row_id] = row
-        new = []
         for row_id in ids:
             row = found.get(row_id)
             if row is None or not index.fits(row):
-                index.remove(row_id)  # deleted, unembedded, of another model or width: no longer comparable
+                index.remove(row_id)  # deleted, unembedded, or of another width: no longer comparable
             elif not index.replace(row):
-                new.append(row)
-        index.insert(new)
+                if len(index) and row_id < index.last_id():
+                    return False
+                index.add(row)
         return True
 
     # -- writes ---------------------------------------------------------------------

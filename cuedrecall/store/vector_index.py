@@ -5,10 +5,6 @@ the reverse. Every vector arm is one masked matrix product over a slice of
 this index, never a loop over blobs. Capacity doubles as rows are added, so a
 write costs the same at 100k rows as at 1k.
 
-Rows that arrive below the newest id (vectors written again: a store re-embedded
-under another model) are merged in with ``insert``: one pass over the index a
-batch, not a rebuild from the rows.
-
 Each row's sign bits (dimension > 0 is a 1, packed MSB first into uint64 words)
 are kept beside its vector: the far seats' coarse search (``coarse``) ranks the
 rows beyond the scan window by Hamming distance to the query's bits, popcount of
@@ -93,39 +89,6 @@ class VectorIndex:
         self._axes.set(i, row.agent_id, row.project_id, row.channel, row.source_id)
         self._ts[i] = row.ts_epoch
         self._n += 1
-
-    def insert(self, rows: list[IndexRow]) -> None:
-        """Add rows whose ids are not indexed, wherever their ids fall, keeping id order: one pass over the index.
-
-        A row of another width than the index's is left out, as ``add`` does.
-        """
-        fresh = sorted((row for row in rows if self.position(row.row_id) is None), key=lambda row: row.row_id)
-        if self._n == 0 or not fresh or fresh[0].row_id > self.last_id():
-            for row in fresh:
-                self.add(row)  # the common case: every row after the newest, appended in order
-            return
-        fresh = [row for row in fresh if self.fits(row)]
-        if not fresh:
-            return
-        n, total = self._n, self._n + len(fresh)
-        while len(self._ids) < total:
-            self._grow()
-        ids = np.array([row.row_id for row in fresh], dtype=np.int64)
-        # where each new row lands: its place among the old rows, shifted by the new rows before it
-        landing = np.searchsorted(self._ids[:n], ids) + np.arange(len(fresh))
-        moved = np.ones(total, dtype=bool)
-        moved[landing] = False
-        for name in ("_ids", "_vecs", "_bits", "_ts"):
-            array = getattr(self, name)
-            array[:total][moved] = array[:n].copy()
-        self._axes.spread(moved, n)
-        self._n = total
-        for i, row in zip(landing.tolist(), fresh):
-            self._ids[i] = row.row_id
-            self._vecs[i] = row.vector
-            self._bits[i] = sign_words(row.vector, self._width)[0]
-            self._axes.set(i, row.agent_id, row.project_id, row.channel, row.source_id)
-            self._ts[i] = row.ts_epoch
 
     def fits(self, row: IndexRow) -> bool:
         """Whether the row's vector has the index's width (any width fits an index that holds none)."""
