@@ -1273,7 +1273,10 @@ REASONS: dict[str, dict[str, str]] = {
                             "seats (on by default under rrf; it runs without an embedder, so no block seat); ours "
                             "keeps keyword seats off by default (CUEDRECALL_KEYWORD_SEATS, measured in seats.md)"),
         "+items[].quote_basis": ("ours adds: every head quote says how it was chosen (`quote_basis`: whole, blocks, "
-                                 "lexical or start); CPersona 2.6.14 leaves the key out")},
+                                 "lexical or start); CPersona 2.6.14 leaves the key out"),
+        "-shortfall_reason": ("environment: CPersona runs without an embedder here and its lexical arms find two "
+                              "items for the three asked, so it says why (exhausted_candidates); ours, with the hash "
+                              "embedder, fills the three")},
 }
 
 # Ours builds blocks in the background and says so on every write that queues one; CPersona answers the same key
