@@ -89,25 +89,8 @@ VARIANT_NAMES = {(("CPERSONA_BLOCK_BUILD_ENABLED", "false"), ("CPERSONA_BLOCK_RE
 
 
 def parse_variant(texts: Sequence[str]) -> tuple[str, dict[str, str]]:
-    """``CPERSONA_NAME=VALUE`` items -> (the variant's label, the environment over our defaults).
-
-    A name no setting has, or a combination our settings refuse, fails here, before any store is built.
-    """
-    known = {variable for variable, _default, _doc in Settings.describe()}
-    environ: dict[str, str] = {}
-    for item in texts:
-        name, sep, value = item.partition("=")
-        name = name.strip().upper()
-        if not sep or name not in known:
-            raise ValueError(f"--ours-variant wants CPERSONA_NAME=VALUE with a known setting, not {item!r}")
-        environ[name] = value.strip()
-    try:
-        Settings.from_env({**h.WITHOUT_BLOCKS, **our_defaults(), **environ})
-    except Exception as exc:
-        raise ValueError(f"--ours-variant {' '.join(texts)!r}: {exc}") from exc
-    key = tuple(sorted((k, v.lower()) for k, v in environ.items()))
-    name = VARIANT_NAMES.get(key) or " ".join(f"{k.removeprefix('CPERSONA_').lower()}={v}" for k, v in environ.items())
-    return f"{OURS} {name}", {**our_defaults(), **environ}
+    """``CPERSONA_NAME=VALUE`` items -> (the variant's label, the environment over our defaults)."""
+    return rp.parse_variant(texts, base=our_defaults(), names=VARIANT_NAMES)
 
 
 # -- reading a reconstruct answer ----------------------------------------------------------------
@@ -856,29 +839,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.ours_variant:
-        try:
-            parse_variant(args.ours_variant)
-        except ValueError as exc:
-            parser.error(str(exc))
-    console = console or Console(stderr=True)
-    datasets, rows, facts = run(args, console)
-    if not rows:
-        console.print("no questions to ask")
-        return 1
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(render(argv, args, datasets, rows, facts), encoding="utf-8")
-    if args.dump_rows:
-        args.dump_rows.parent.mkdir(parents=True, exist_ok=True)
-        with args.dump_rows.open("w", encoding="utf-8") as out:
-            for row in rows:
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
-    print_summary(rows, console)
-    console.print(f"wrote {args.out}")
-    return 0
+    return rp.peer_main(argv, build_parser(), sys.modules[__name__], console, "no questions to ask")
 
 
 if __name__ == "__main__":

@@ -102,13 +102,16 @@ def build_parser() -> argparse.ArgumentParser:
 VARIANT_NAMES = {(("CPERSONA_BLOCK_BUILD_ENABLED", "true"), ("CPERSONA_BLOCK_RETRIEVAL_ENABLED", "true")): "blocks-on"}
 
 
-def parse_variant(text: str | Sequence[str]) -> tuple[str, dict[str, str]]:
+def parse_variant(text: str | Sequence[str], base: Mapping[str, str] | None = None,
+                  names: Mapping[tuple, str] | None = None) -> tuple[str, dict[str, str]]:
     """``CPERSONA_NAME=VALUE`` (one, or several: one variant with all of them) -> (the system's label, the
-    environment our settings read them from).
+    environment our settings read them from, over ``base``; ``names``: labels of known variants).
 
-    The settings are checked over the harness's own (blocks off unless the variant turns them on), so a
-    combination our settings refuse (block retrieval without building) fails here, before any store is built.
+    The settings are checked over the harness's own (blocks off unless ``base`` or the variant turns them on),
+    so a combination our settings refuse (block retrieval without building) fails here, before any store is
+    built.
     """
+    base = dict(base or {})
     texts = [text] if isinstance(text, str) else list(text)
     known = {variable for variable, _default, _doc in Settings.describe()}
     environ: dict[str, str] = {}
@@ -119,12 +122,13 @@ def parse_variant(text: str | Sequence[str]) -> tuple[str, dict[str, str]]:
             raise ValueError(f"--ours-variant wants CPERSONA_NAME=VALUE with a known setting, not {item!r}")
         environ[name] = value.strip()
     try:  # a value the setting refuses fails here, before any store is built
-        Settings.from_env({**h.WITHOUT_BLOCKS, **environ})
+        Settings.from_env({**h.WITHOUT_BLOCKS, **base, **environ})
     except Exception as exc:
         raise ValueError(f"--ours-variant {' '.join(texts)!r}: {exc}") from exc
     key = tuple(sorted((k, v.lower()) for k, v in environ.items()))
-    name = VARIANT_NAMES.get(key) or " ".join(f"{k.removeprefix('CPERSONA_').lower()}={v}" for k, v in environ.items())
-    return f"{OURS} {name}", environ
+    name = (VARIANT_NAMES if names is None else names).get(key) \
+        or " ".join(f"{k.removeprefix('CPERSONA_').lower()}={v}" for k, v in environ.items())
+    return f"{OURS} {name}", {**base, **environ}
 
 
 def systems_in(rows: Iterable[dict[str, Any]]) -> list[str]:
@@ -932,27 +936,34 @@ def print_summary(rows: Sequence[dict[str, Any]], console: Console) -> None:
 
 
 def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
+    return peer_main(argv, build_parser(), sys.modules[__name__], console, "no questions to evaluate")
+
+
+def peer_main(argv: Sequence[str] | None, parser: argparse.ArgumentParser, study: Any, console: Console | None,
+              nothing: str) -> int:
+    """Parse, run, write the report (and the rows with ``--dump-rows``), print the summary: the flow of the
+    scripts that ask CPersona too. ``study`` is the script's module: it provides parse_variant, run, render and
+    print_summary."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
     args = parser.parse_args(argv)
     if args.ours_variant:
         try:
-            parse_variant(args.ours_variant)
+            study.parse_variant(args.ours_variant)
         except ValueError as exc:
             parser.error(str(exc))
     console = console or Console(stderr=True)
-    datasets, rows, facts = run(args, console)
+    datasets, rows, facts = study.run(args, console)
     if not rows:
-        console.print("no questions to evaluate")
+        console.print(nothing)
         return 1
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(render(argv, args, datasets, rows, facts), encoding="utf-8")
+    args.out.write_text(study.render(argv, args, datasets, rows, facts), encoding="utf-8")
     if args.dump_rows:
         args.dump_rows.parent.mkdir(parents=True, exist_ok=True)
         with args.dump_rows.open("w", encoding="utf-8") as out:
             for row in rows:
-                out.write(json.dumps(row) + "\n")
-    print_summary(rows, console)
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    study.print_summary(rows, console)
     console.print(f"wrote {args.out}")
     return 0
 
