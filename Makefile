@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 CONSTRAINTS := constraints.txt
 PIP_INSTALL := $(PY) -m pip install --quiet -c $(CONSTRAINTS)
 
-.PHONY: demo test install install-test bench clean
+.PHONY: demo test install install-test bench clean browser
 
 $(VENV)/.installed: pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,19 @@ install-test: $(VENV)/.test-installed
 demo: $(VENV)/.installed
 	$(VENV)/bin/cuedrecall demo
 
-test: $(VENV)/.test-installed
+# The browser tests drive the system Chromium (Debian's chromium package); a root session installs it when
+# missing. Where it cannot be had, those tests fail and say why.
+browser:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	      || echo "make: chromium could not be installed: the browser tests will fail"; \
+	  else \
+	    echo "make: /usr/bin/chromium is missing (apt-get install -y chromium, as root): the browser tests will fail"; \
+	  fi; \
+	fi
+
+test: $(VENV)/.test-installed browser
 	$(PY) -m pytest
 
 clean:

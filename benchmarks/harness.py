@@ -37,6 +37,7 @@ from cuedrecall.text.sanitise import sanitise
 from cuedrecall.clock import fixed_clock
 from cuedrecall.config import Settings
 from cuedrecall.embed import make_embedder
+from cuedrecall.handlers.calibrate import TASK as CALIBRATE
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).parent / "results"
@@ -246,6 +247,7 @@ class ConversationStore:
         # records, so every question sees the blocks of everything stored before it (no race with a thread)
         self.memory = Memory(self.path, settings=settings, embedder=embedder, background=False)
         self.block_tasks = 0  # block-build tasks run by ``advance``
+        self.calibrations = 0  # and calibrations
         self.block_build_s = 0.0  # and the seconds they took
         self.refs: dict[str, str] = {}  # msg_id -> ref; a turn skipped as a duplicate maps to the row it repeats
         self.episodes: dict[int, str] = {}  # session number -> episode ref
@@ -261,8 +263,9 @@ class ConversationStore:
     def advance(self, until: str | None = None, progress: Callable[[int], None] | None = None) -> int:
         """Store every turn timed at or before ``until`` (everything when None); returns how many records.
 
-        While blocks are built (a variant turns them on), the block-build queue is then drained in this
-        thread, so the records just written have their blocks before anything is asked.
+        The queue is then drained in this thread: while blocks are built (a variant turns them on), so the
+        records just written have their blocks before anything is asked, and the calibrations the defaults
+        queue as the store grows (at 50, 200 and 1,000 memories), so a question finds them run.
         """
         limit = None if until is None else datetime.fromisoformat(until)
         written = 0
@@ -285,9 +288,11 @@ class ConversationStore:
             if progress:
                 progress(1)
         if written and self.memory.blocks is not None:
+            calibrations = self.memory.store_.pending_tasks(CALIBRATE)
             started = time.perf_counter()
-            self.block_tasks += self.memory.blocks.drain()
-            self.block_build_s += time.perf_counter() - started
+            self.block_tasks += self.memory.blocks.drain() - calibrations
+            self.block_build_s += time.perf_counter() - started  # (a calibration's time included)
+            self.calibrations += calibrations
         return written
 
     def _store(self, turn: Any) -> None:

@@ -32,6 +32,16 @@ Command line::
 
     python -m benchmarks.recall_trace_confirm RUN.jsonl [--json] [--details]
     python -m benchmarks.recall_trace_confirm --trace trace.json --gold mem:1 mem:2
+    python -m benchmarks.recall_trace_confirm --trace-log traces.jsonl --entry ID --gold mem:1
+    python -m benchmarks.recall_trace_confirm --trace-log traces.jsonl --answers answers.jsonl
+
+``--trace-log`` reads the server's trace log (``CUEDRECALL_TRACE_LOG``, its rotated
+file ``<path>.1`` too) directly, so live recalls are attributed after the fact once
+the right answer is known: the entries named by ``--entry`` (ids, as ``cuedrecall
+traces`` lists them) or asked with ``--query`` (matched by the query's hash), else
+every entry, all with the refs of ``--gold``; or, with ``--answers``, a JSONL file of
+``{"entry": id | "query": text, "gold": [...], "correct"?}``, one known answer a line.
+A reconstruct entry is judged on the trace of the recall it made (``trace.recall``).
 
 Each line of RUN.jsonl is ``{"trace": {...}, "gold": ["mem:1", ...], "id": "...",
 "correct": bool?, "shown_text": str?, "quotes": [str]?}``; ``trace`` may also be a
@@ -255,7 +265,42 @@ def _verdict(ref: str, e: dict[str, Any], found: dict[str, Any]) -> tuple[str | 
 # -- the command -------------------------------------------------------------------------
 
 
+def _log_items(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Items from a trace log: each entry's recall trace (a reconstruct's ``trace.recall``) with its gold refs."""
+    from cuedrecall.handlers.trace_log import query_hash, read_entries
+
+    if not Path(args.trace_log).exists() and not Path(args.trace_log + ".1").exists():
+        raise OSError(f"no trace log at {args.trace_log}")
+    entries = [entry for _, entry in read_entries(args.trace_log)]
+    wanted: list[tuple[dict[str, Any], dict[str, Any]]] = []  # (entry, answer)
+    if args.answers:
+        with open(args.answers, encoding="utf-8") as handle:
+            answers = [json.loads(line) for line in handle if line.strip()]
+        for answer in answers:
+            match = ({"id": answer["entry"]} if "entry" in answer else {"query_sha256": query_hash(answer["query"])})
+            key, value = next(iter(match.items()))
+            wanted += [(entry, answer) for entry in entries if entry.get(key) == value]
+    else:
+        hashes = {query_hash(q) for q in args.query or []}
+        ids = set(args.entry or [])
+        for entry in entries:
+            if (not ids and not hashes) or entry.get("id") in ids or entry.get("query_sha256") in hashes:
+                wanted.append((entry, {"gold": args.gold or []}))
+    items = []
+    for entry, answer in wanted:
+        trace = entry.get("trace") or {}
+        if entry.get("tool") == "reconstruct":
+            trace = trace.get("recall") or {}
+        item: dict[str, Any] = {"id": entry.get("id"), "trace": unwrap(trace), "gold": answer.get("gold") or []}
+        if "correct" in answer:
+            item["correct"] = answer["correct"]
+        items.append(item)
+    return items
+
+
 def _read_items(args: argparse.Namespace) -> list[dict[str, Any]]:
+    if args.trace_log:
+        return _log_items(args)
     if args.trace:
         trace = json.loads(Path(args.trace).read_text(encoding="utf-8"))
         item: dict[str, Any] = {"id": Path(args.trace).name, "trace": unwrap(trace), "gold": args.gold or []}
@@ -338,6 +383,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="with --trace: the reader's answer was wrong")
     parser.add_argument("--shown-text", metavar="FILE", help="with --trace: the text the reader was shown")
     parser.add_argument("--quote", action="append", metavar="TEXT", help="with --trace: a gold quote (repeatable)")
+    parser.add_argument("--trace-log", metavar="PATH", help="the server's trace log (CUEDRECALL_TRACE_LOG)")
+    parser.add_argument("--entry", nargs="+", metavar="ID", help="with --trace-log: the entries to judge")
+    parser.add_argument("--query", action="append", metavar="TEXT",
+                        help="with --trace-log: the entries of this question (repeatable)")
+    parser.add_argument("--answers", metavar="FILE", help='with --trace-log: JSONL of {"entry" or "query", "gold", '
+                                                          '"correct"?}, one known answer a line')
     parser.add_argument("--json", action="store_true", help="print counts and per-item codes as JSON")
     parser.add_argument("--details", action="store_true", help="also show, per gold ref, the stage that lost it")
     return parser
@@ -346,13 +397,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, console: Any = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if bool(args.run) == bool(args.trace):
-        parser.error("give either RUN.jsonl or --trace FILE (with --gold)")
+    if sum(map(bool, (args.run, args.trace, args.trace_log))) != 1:
+        parser.error("give one of RUN.jsonl, --trace FILE (with --gold) or --trace-log PATH")
     if args.trace and not args.gold:
         parser.error("--trace needs --gold REF [REF ...]")
+    if args.trace_log and not args.gold and not args.answers:
+        parser.error("--trace-log needs --gold REF [REF ...] or --answers FILE")
     try:
         items = _read_items(args)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, KeyError) as exc:
         print(f"recall_trace_confirm: {exc}", file=sys.stderr)
         return 2
     summary = evaluate(items)

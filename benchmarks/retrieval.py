@@ -164,8 +164,11 @@ def render(argv: Sequence[str], args: argparse.Namespace, datasets: Sequence[h.D
         "# Retrieval quality", "",
         f"Command: `{h.command_line(PROG, argv)}`", "",
         "## Setup", "",
-        "- One store per conversation (one agent), default settings (the environment is not read), "
-        "no calibration (the heuristic gate), no time cue."
+        "- One store per conversation (one agent), default settings (the environment is not read), no time cue. "
+        "The gate calibrates itself as the store grows, as at the defaults: the write that brings the store to 50, "
+        "200 or 1,000 memories queues its calibration, and the replay runs the queue after each batch of records "
+        "(`Memory.blocks.drain()`), so a question finds the calibration of every milestone stored before it "
+        "(`CPERSONA_CALIBRATE_ON_GROWTH=false`: none, the heuristic gate)."
         + (" Changed: " + ", ".join(f"`{k}={v}`" for k, v in environ_of(args).items()) + "."
            if environ_of(args) else ""),
         "- Every turn is stored with `Memory.store` (its session's time plus its index in seconds for LoCoMo, "

@@ -20,7 +20,7 @@ from cuedrecall.clock import Clock, system_clock
 from cuedrecall.config import Settings
 from cuedrecall.embed import Embedder, QueryVectorCache
 from cuedrecall.errors import ToolArgumentError
-from cuedrecall.handlers import calibrate
+from cuedrecall.handlers import browse, calibrate, reembed
 from cuedrecall.handlers.blocks import BlockBuilder, building
 from cuedrecall.handlers.session import paused_answer
 from cuedrecall.recall.calibration import Calibration
@@ -43,19 +43,26 @@ class Memory:
         background: bool = True,
     ) -> None:
         """``background=False`` starts no block-builder thread and queues no backfill: the queue waits for
-        ``blocks.drain()`` or for a server (one-shot commands, tests)."""
+        ``blocks.drain()`` or for a server (one-shot commands, tests). Rows whose vectors another model made queue
+        their re-embedding either way (``handlers.reembed``)."""
         settings = settings or Settings.from_env()
         if path is not None:
             settings = replace(settings, db_path=str(path))
         self.runtime: Runtime = open_runtime(settings, embedder, clock)
         rt = self.runtime
         calibrate.adopt_sidecar(rt)
-        if rt.calibration.stale and settings.calibrate_on_model_change and rt.embedder.available:
-            calibrate.recalibrate_stale(rt)
-        # the block builder while building is on: a daemon thread (and the backfill queued), unless the caller
-        # runs the queue itself (blocks.drain()) or leaves it to a server
+        growing = calibrate.calibrating_on_growth(rt)
+        # rows of another model's vectors are re-embedded in the background; its last step recalibrates
+        reembedding = reembed.start(rt)
+        if rt.calibration.stale and settings.calibrate_on_model_change and rt.embedder.available and not reembedding:
+            if growing:
+                calibrate.queue_stale(rt)  # measured in the background, by the queue's runner
+            else:
+                calibrate.recalibrate_stale(rt)
+        # the queue's runner (blocks, calibrations) while either is on: a daemon thread (and the backfill queued),
+        # unless the caller runs the queue itself (blocks.drain()) or leaves it to a server
         self.blocks: BlockBuilder | None = None
-        if building(rt):
+        if building(rt) or growing or reembedding:
             self.blocks = BlockBuilder(lambda: self.runtime)
             if background:
                 self.blocks.start()
@@ -133,6 +140,7 @@ class Memory:
         if spec.takes_principal:
             bound["principal"] = principal
         answer = spec.handler(rt, **bound, **library)
+        calibrate.after_write(rt, spec.name, bound, answer)  # a milestone of the agent's memories queues a calibration
         # a refusal from inside a handler carries the collection keys the tool documents too
         return {**spec.failure, **answer} if answer.get("ok") is False else answer
 
@@ -156,6 +164,21 @@ class Memory:
 
     def scope(self, agent_id: str, project_id: str | None, channel: str, source_id: str) -> Scope:
         return Scope(agent_id, project_id, channel, source_id)
+
+    # -- browsing, for the explorer (cuedrecall ui): the operator's reads, not tools (handlers/browse.py) --------
+
+    def agents(self) -> dict[str, Any]:
+        """Every agent the store holds a memory, an episode or a profile of, with counts, projects and channels."""
+        return browse.agents(self.runtime)
+
+    def browse(self, kind: str, agent_id: str, **filters: Any) -> dict[str, Any]:
+        """One page of an agent's memories or episodes, newest first (``handlers.browse.browse``'s filters:
+        project_id, channel, limit, before_id, offset, after, before); ToolArgumentError on a bad filter."""
+        return browse.browse(self.runtime, kind=kind, agent_id=agent_id, **filters)
+
+    def scope_span(self, agent_id: str, project_id: str | None = None, channel: str = "") -> list[str] | None:
+        """[oldest, newest] memory time of the scope, ISO-8601 (a trace view's timeline); None when undated."""
+        return browse.scope_span(self.runtime, agent_id, project_id, channel)
 
 
 def _sole_agent(principal: Principal) -> str:

@@ -1,4 +1,5 @@
-"""The ``cuedrecall`` command: serve, demo, recall, import, export, calibrate, build-blocks, embed-server."""
+"""The ``cuedrecall`` command: serve, demo, recall, import, export, calibrate, build-blocks, embed-server, view, ui,
+traces."""
 
 from __future__ import annotations
 
@@ -136,10 +137,28 @@ def cmd_embed_server(args: argparse.Namespace) -> int:
     from cuedrecall.embed import make_embedder, serve_embeddings
 
     settings = _settings(args)
-    embedder = make_embedder(settings.embedding_mode, url=settings.embedding_url,
+    embedder = make_embedder(settings.embedding_mode, model=settings.embedding_model, url=settings.embedding_url,
                              timeout_s=settings.embedding_timeout_secs)
     serve_embeddings(embedder, host=args.host, port=args.port)
     return 0
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    from cuedrecall.ui import commands
+
+    return commands.view(args)
+
+
+def cmd_ui(args: argparse.Namespace) -> int:
+    from cuedrecall.ui import commands
+
+    return commands.ui(args, _memory)
+
+
+def cmd_traces(args: argparse.Namespace) -> int:
+    from cuedrecall.ui import commands
+
+    return commands.traces(args)
 
 
 def _progress() -> Progress:
@@ -199,6 +218,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("embed-server", cmd_embed_server, "Serve the configured embedder over POST /embed.", db=False)
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8401, help="port (default 8401)")
+
+    from cuedrecall.ui.commands import add_parsers
+
+    add_parsers(add, {"view": cmd_view, "ui": cmd_ui, "traces": cmd_traces})
     return parser
 
 

@@ -10,7 +10,7 @@ silently to a default.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -70,6 +70,12 @@ def _setting(default: Any, parse: Callable[[str, str], Any], doc: str) -> Any:
     return field(default=default, metadata={"parse": parse, "doc": doc})
 
 
+# The packaged models embedding_mode=local runs, by name (cuedrecall/embed/models.py builds each); the default
+# is chosen on benchmarks/results/embedders.md.
+EMBEDDING_MODELS = ("minilm-l6-int8", "paraphrase-minilm-l3", "multilingual-e5-small")
+DEFAULT_EMBEDDING_MODEL = "paraphrase-minilm-l3"
+
+
 def default_db_path() -> str:
     return str(Path.home() / ".cuedrecall" / "memory.db")
 
@@ -81,6 +87,9 @@ class Settings:
 
     db_path: str = _setting("", _text, "SQLite database file (default ~/.cuedrecall/memory.db)")
     embedding_mode: str = _setting("local", _choice("local", "http", "hash", "none"), "embedder")
+    embedding_model: str = _setting(DEFAULT_EMBEDDING_MODEL, _text, "packaged model of embedding_mode=local, one of "
+                                    f"{', '.join(EMBEDDING_MODELS)} (a change re-embeds the store in the "
+                                    "background); other modes keep the value as it is")
     embedding_url: str = _setting("", _text, "the /embed URL for embedding_mode=http")
     embedding_timeout_secs: float = _setting(30.0, _number(float, 0.1, 600), "http embedder timeout")
     embedding_cache_size: int = _setting(256, _number(int, 0), "query vectors kept in the LRU cache")
@@ -117,11 +126,21 @@ class Settings:
     autocut_min_gap_ratio: float = _setting(0.15, _number(float, 0, 1), "autocut gap ratio")
     autocut_min_results: int = _setting(3, _number(int, 2), "autocut needs this many rows")
     calibrate_on_model_change: bool = _setting(True, _parse_bool, "recalibrate at start when stale")
+    calibrate_on_growth: bool = _setting(True, _parse_bool, "calibrate an agent's gate in the background as its "
+                                         "memories reach 50, 200 and 1,000 (and, at a start, after a model change)")
+    recall_gate: str = _setting("gate-v1", _choice("gate-v1", "gate-v0"), "the gate's policy: gate-v0 judged a row "
+                                "the vector arm reached on its cosine alone, with no common-word or small-pool rule")
+    gate_relief: bool = _setting(True, _parse_bool, "when rows sit just under the gate and the answer has room, "
+                                 "fill it with them, one bounded step under (gate-v1)")
     recall_precision: str = _setting("balanced", _choice("strict", "balanced", "lenient"), "gate beta")
     auth_token: str = _setting("", _text, "bearer token for the HTTP transport")
     allow_unauthenticated_http: bool = _setting(False, _parse_bool, "serve HTTP without a token")
     http_host: str = _setting("127.0.0.1", _text, "HTTP bind address")
     http_port: int = _setting(8402, _number(int, 1, 65535), "HTTP port")
+    trace_log: str = _setting("", _text, "JSONL file every recall and reconstruct appends its trace and returned refs "
+                              "to (never stored text; unset = off)")
+    trace_log_max_bytes: int = _setting(64 * 1024 * 1024, _number(int, 1024), "the trace log's size bound: past it "
+                                        "the file is rotated to <path>.1 (one rotated file kept)")
     export_dir: str = _setting("", _text, "the only folder export/import read and write (default: exports/ beside "
                                "the database)")
     max_import_bytes: int = _setting(100 * 1024 * 1024, _number(int, 1), "largest file import_memories reads")
@@ -134,6 +153,8 @@ class Settings:
                                        "found by sign bits")
     recall_propagation_seat: bool = _setting(False, _parse_bool, "one held place for the row a deeper search ranks "
                                              "closest to the best row")
+    word_arm_enabled: bool = _setting(True, _parse_bool, "recall's word arm: the memories' stemmed words (porter) "
+                                      "beside the trigram arm")
     reconstruct_default_count: int = _setting(10, _number(int, 0), "reconstruct's items when the call names no count")
     reconstruct_forced_count: int | None = _setting(None, _number(int, 0),
                                                     "reconstruct's items whatever the call says (unset = off)")
@@ -173,6 +194,7 @@ class Settings:
         if not settings.db_path:
             settings = cls(**{**values, "db_path": default_db_path()})
         _check_reconstruct(settings)
+        settings = _checked_model(settings)
         if settings.block_retrieval_enabled and not settings.block_build_enabled:
             raise SettingsError("CUEDRECALL_BLOCK_RETRIEVAL_ENABLED is on while CUEDRECALL_BLOCK_BUILD_ENABLED is "
                                 "off: blocks nobody builds cannot be searched (turn retrieval off too)")
@@ -187,6 +209,18 @@ class Settings:
             ours, theirs = variables(f.name)
             rows += [(ours, f.default, f.metadata["doc"]), (theirs, f.default, f"the same as {ours}")]
         return rows
+
+
+def _checked_model(s: Settings) -> Settings:
+    """A local model must be one this package ships (named in any case). Another mode keeps any name: a CPersona
+    configuration names its API model there (text-embedding-3-small) and still starts."""
+    if s.embedding_mode != "local":
+        return s
+    name = s.embedding_model.strip().lower()
+    if name in EMBEDDING_MODELS:
+        return replace(s, embedding_model=name)
+    raise SettingsError(f"CUEDRECALL_EMBEDDING_MODEL / CPERSONA_EMBEDDING_MODEL={s.embedding_model!r} is not a "
+                        f"packaged model: expected one of {', '.join(EMBEDDING_MODELS)} (or another embedding_mode)")
 
 
 def _check_reconstruct(s: Settings) -> None:

@@ -85,7 +85,7 @@ def run_demo(embedding_mode: str = "local", console: Console | None = None) -> d
 
 
 # The time cue demonstration: the bike came up in March, June and September; the caller remembers June.
-CUE_QUERY = "what did the bike shop fix?"
+CUE_QUERY = "how much did the bike repair cost?"
 JUNE_CUE = {"after": "2025-06-01", "before": "2025-06-30", "confidence": "likely"}
 
 

@@ -54,11 +54,15 @@ class Runtime:
 
 
 def open_runtime(settings: Settings, embedder: Embedder | None = None, clock: Clock = system_clock) -> Runtime:
-    """Open the configured store and embedder (the local model loads on first use, not here)."""
+    """Open the configured store and embedder (the local model loads on first use, not here); the store's vector
+    index holds the vectors of the embedder's model only."""
     embedder = embedder or make_embedder(
-        settings.embedding_mode, url=settings.embedding_url, timeout_s=settings.embedding_timeout_secs,
+        settings.embedding_mode, model=settings.embedding_model, url=settings.embedding_url,
+        timeout_s=settings.embedding_timeout_secs,
     )
-    store = SqliteStore(settings.db_path, common_term_ratio=settings.keyword_common_ratio)
+    # the vector arms compare a query with the vectors of its own model only (None: no vectors to compare)
+    store = SqliteStore(settings.db_path, common_term_ratio=settings.keyword_common_ratio,
+                        vector_model=embedder.model if embedder.available else None)
     calibration = Calibration(store, embedder.model, fingerprint(settings.prior_far_weight))
     queries = QueryVectorCache(embedder, size=max(1, settings.embedding_cache_size))
     return Runtime(settings, store, embedder, queries, calibration, clock, Pauses())

@@ -22,12 +22,18 @@ from cuedrecall.store.base import EPISODE, Scope
 
 NOW = "2025-11-01T12:00:00+00:00"
 NO_BLOCKS = {"block_build_enabled": False, "block_retrieval_enabled": False}
+NO_AUTO_CALIBRATION = {"calibrate_on_growth": False}
+# The stage tests pin the four arms of the CPersona replica; the word arm (on by default) has its own tests
+# (tests/test_word_arm.py) and is on wherever a test asks for it.
+REPLICA_ARMS = {"word_arm_enabled": False}
 
 
 def make_settings(**overrides: Any) -> Settings:
     """Settings from an empty environment (the developer's CPERSONA_* never leak in), hash embedder, and no
-    block building or block arm unless a test asks: a background build would make results depend on timing."""
-    return Settings.from_env({}, **{"embedding_mode": "hash", **NO_BLOCKS, **overrides})
+    block building, block arm or calibration on growth unless a test asks: a background build or calibration
+    would make results depend on timing. The replica's arms only, unless a test turns the word arm on."""
+    return Settings.from_env({}, **{"embedding_mode": "hash", **NO_BLOCKS, **NO_AUTO_CALIBRATION, **REPLICA_ARMS,
+                                    **overrides})
 
 
 def open_memory(path: Path | str, **kwargs: Any) -> Memory:

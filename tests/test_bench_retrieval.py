@@ -122,10 +122,12 @@ def test_a_replay_with_blocks_on_builds_them_before_each_question(tmp_path: Path
     finally:
         store.close()
     plain = h.ConversationStore(conversation, h.new_embedder("hash"), "rrf", tmp_path / "off")
-    try:  # the harness's default: blocks off, nothing queued, nothing drained
-        assert plain.memory.blocks is None
+    try:  # the harness's default: blocks off, nothing of theirs queued; the queue's runner is there for the
+        # calibrations the defaults queue as the store grows (drained too, so none is pending at a question)
+        assert plain.memory.blocks is not None and plain.memory.blocks._thread is None
         plain.advance(None)
-        assert plain.block_tasks == 0 and plain.memory.store_.pending_tasks() == 0
+        assert plain.memory.store_.pending_tasks() == 0
+        assert plain.memory.calibration.record(plain.agent_id)["origin"] == "auto"  # ~300 turns: at 50 and 200
     finally:
         plain.close()
 

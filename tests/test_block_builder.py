@@ -103,7 +103,8 @@ def test_every_write_of_a_text_answers_blocks_queued_and_the_queue_holds_its_bui
         skipped = memory.store(agent_id=A, content=ENGLISH + " PS.")
         assert skipped["result"] == "skipped" and "blocks" not in skipped
         assert memory.store_.pending_tasks("build_blocks") == 3
-        assert memory.get_queue_status() == {"enabled": True, "pending": 3, "max_retries": 3, "retry_delay": 30}
+        assert memory.get_queue_status() == {"enabled": True, "pending": 3, "pending_by_kind": {"build_blocks": 3},
+                                             "max_retries": 3, "retry_delay": 30}
         assert memory.blocks is not None and memory.blocks.drain() == 3
         assert memory.store_.pending_tasks() == 0 and lacking(memory) == 0
         assert memory.get_queue_status()["pending"] == 0

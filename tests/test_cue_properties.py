@@ -27,7 +27,7 @@ from cuedrecall.clock import fixed_clock
 from cuedrecall.config import Settings
 from cuedrecall.recall.cued_v0_3 import BOUND, CONFIDENCES, POLICY, SEATS, SINGLE_PASS_POLICY
 from cuedrecall.store.base import EPISODE, MEMORY, Scope
-from conftest import NO_BLOCKS, visible
+from conftest import NO_AUTO_CALIBRATION, NO_BLOCKS, visible
 
 UTC = timezone.utc
 NOW = datetime(2025, 11, 1, 12, 0, tzinfo=UTC)
@@ -157,7 +157,10 @@ request_spec = st.fixed_dictionaries({
 
 
 def build(spec: dict[str, Any]) -> tuple[Memory, dict[str, Row], dict[str, list[tuple[str, datetime]]]]:
-    settings_ = Settings.from_env({}, db_path=":memory:", **{**NO_BLOCKS, **spec["settings"]})
+    # the cue's policy alone: gate relief (which lets a seat the cue left empty take a row just under the gate)
+    # has its bounds, with and without a cue, in test_relief_properties.py
+    settings_ = Settings.from_env({}, db_path=":memory:", gate_relief=False,
+                                  **{**NO_BLOCKS, **NO_AUTO_CALIBRATION, **spec["settings"]})
     memory = Memory(settings=settings_, clock=fixed_clock(NOW))
     rows: dict[str, Row] = {}
     texts: dict[str, list[tuple[str, datetime]]] = {agent: [] for agent in AGENTS}  # (text, time) per agent

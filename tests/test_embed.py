@@ -144,7 +144,7 @@ def test_unknown_mode_names_accepted_values() -> None:
 @pytest.mark.parametrize(
     ("mode", "kind", "model", "available"),
     [
-        ("local", LocalEmbedder, "all-MiniLM-L6-v2-onnx-int8", True),
+        ("local", LocalEmbedder, "paraphrase-MiniLM-L3-v2-onnx", True),  # the default packaged model
         ("http", HttpEmbedder, f"http:{URL}", True),
         ("hash", HashEmbedder, "hash-384", True),
         ("none", NullEmbedder, "", False),
@@ -482,10 +482,10 @@ def test_local_embedder_loads_its_model_once_under_concurrent_first_use(monkeypa
     loads: list[int] = []
     real_load = local_module.load_runtime
 
-    def counting_load(model_path: Path, tokenizer_path: Path):
+    def counting_load(model_path: Path, tokenizer_path: Path, *rest: int):
         loads.append(1)
         time.sleep(0.05)  # widen the race window
-        return real_load(model_path, tokenizer_path)
+        return real_load(model_path, tokenizer_path, *rest)
 
     monkeypatch.setattr(local_module, "load_runtime", counting_load)
     embedder = LocalEmbedder()

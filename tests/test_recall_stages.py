@@ -414,10 +414,12 @@ def test_penalty_needs_an_episode_in_scope(memory: Memory, db_path: Path) -> Non
 # -- the gate -------------------------------------------------------------------------------------
 
 
-def test_vector_reached_row_is_gated_on_cosine(memory: Memory) -> None:
+def test_under_gate_v0_a_vector_reached_row_is_gated_on_cosine_alone(memory: Memory, db_path: Path) -> None:
     for text in [EXACT, REPORT, LAMP, CHAIR, *UNRELATED]:
         put(memory, text)
-    _, trace = traced(memory, QUERY)
+    with reopen(db_path, recall_gate="gate-v0") as m:
+        _, trace = traced(m, QUERY)
+    assert trace["policy"]["gate"] == "gate-v0"
     near = arm(trace, "vector_near")
     pool = trace["gate"]["pool"]
     assert pool == 10
@@ -429,6 +431,49 @@ def test_vector_reached_row_is_gated_on_cosine(memory: Memory) -> None:
         assert d["score"] == cosine and d["threshold"] == heuristic_minimum(pool)
         assert d["passed"] == (cosine >= heuristic_minimum(pool))
         assert d.get("reason") == (None if d["passed"] else "below_gate")
+
+
+def test_a_vector_reached_row_passes_on_its_cosine_or_on_its_lexical_votes(memory: Memory) -> None:
+    """gate-v1: a second arm's vote never makes a row fail; the lexical votes count on an uncommon query term."""
+    for text in [EXACT, REPORT, LAMP, CHAIR, *UNRELATED, "the garden and the piano"]:
+        put(memory, text)
+    _, trace = traced(memory, QUERY + " the")
+    assert trace["policy"]["gate"] == "gate-v1"
+    near, keyword = arm(trace, "vector_near"), arm(trace, "memory_keyword")
+    cosine_bar = {d["threshold"] for d in trace["gate"]["decisions"] if d["signal"] == "cosine"}
+    assert len(cosine_bar) == 1
+    (bar,) = cosine_bar
+    lexical_bar = heuristic_minimum(trace["gate"]["pool"]) / 61
+    on_lexical = []
+    for ref, (_, cosine) in near.items():
+        d = decisions(trace)[ref]
+        votes = sum(v for a, v in fusion(trace)[ref]["votes"].items() if a in ("memory_keyword", "episode_fts"))
+        holds_zephyr = ref in keyword and "zephyr" in _stored(trace, ref)
+        assert d["passed"] == (cosine >= bar or (holds_zephyr and votes >= lexical_bar)), ref
+        if d.get("lexical"):
+            on_lexical.append(ref)
+            assert cosine < bar and (d["signal"], d["score"]) == ("rrf", pytest.approx(votes)), ref
+        else:
+            assert (d["signal"], d["score"], d["threshold"]) == ("cosine", cosine, bar), ref
+    assert on_lexical  # CHAIR: cosine 0.324 under the bar, "zephyr" on the keyword arm
+
+
+def test_a_lexical_only_row_that_shares_only_common_words_is_refused(db_path: Path) -> None:
+    with reopen(db_path, embedding_mode="none") as m:
+        for text in [LAMP, "the garden and the piano", *UNRELATED]:
+            put(m, text)
+        response, trace = traced(m, "the zephyr")
+    assert decisions(trace)["mem:1"]["passed"] is True  # "zephyr"
+    garden = decisions(trace)["mem:2"]
+    assert (garden["passed"], garden["reason"]) == (False, "common_words_only")  # "the" alone is no evidence
+    assert garden["score"] >= garden["threshold"]  # it would have passed on its fused score
+    assert refs(response) == ["mem:1"]
+
+
+def _stored(trace: dict[str, Any], ref: str) -> str:
+    """The stored text of a ref of this test's store (refs count up from mem:1 in the order put)."""
+    texts = [EXACT, REPORT, LAMP, CHAIR, *UNRELATED, "the garden and the piano"]
+    return texts[int(ref.split(":")[1]) - 1]
 
 
 def test_lexical_only_row_is_gated_on_its_own_signal(memory: Memory, db_path: Path) -> None:
@@ -467,8 +512,10 @@ def test_calibrated_threshold_applies_with_origin_calibrated(memory: Memory) -> 
     response, trace = traced(memory, QUERY)
     assert trace["gate"]["calibrated"] == {"cosine": 0.5}
     for ref in arm(trace, "vector_near"):
-        assert decisions(trace)[ref]["threshold"] == 0.5 and decisions(trace)[ref]["origin"] == "calibrated"
-    assert decisions(trace)["mem:3"]["passed"] is False  # LAMP, cosine 0.436: the heuristic would pass it
+        if not decisions(trace)[ref].get("lexical"):
+            assert decisions(trace)[ref]["threshold"] == 0.5 and decisions(trace)[ref]["origin"] == "calibrated"
+    lamp = decisions(trace)["mem:3"]  # LAMP, cosine 0.436: refused by the calibrated cosine (the heuristic passes
+    assert lamp["passed"] is True and lamp["lexical"] is True  # it), admitted on its keyword vote for "zephyr"
     d = decisions(trace)[lexical]
     assert (d["signal"], d["origin"]) == ("rrf", "heuristic")  # no rrf threshold calibrated: the heuristic
     memory.calibration.set(A, "rrf", 0.001)
@@ -500,7 +547,8 @@ def test_fused_gate_disabled_ignores_calibrated_thresholds(memory: Memory, db_pa
 
 
 def test_deep_halves_the_threshold(memory: Memory) -> None:
-    for text in [EXACT, REPORT, LAMP, CHAIR, LEXICAL_ONLY, *UNRELATED]:
+    # the last: a vector match (shared trigrams, 0.297) that no keyword arm reaches, between the two thresholds
+    for text in [EXACT, REPORT, LAMP, CHAIR, LEXICAL_ONLY, *UNRELATED, "quart nebulous"]:
         put(memory, text)
     for calibrated in (False, True):
         if calibrated:
@@ -510,7 +558,7 @@ def test_deep_halves_the_threshold(memory: Memory) -> None:
         response, deep = traced(memory, QUERY, deep=True)
         assert deep["gate"]["heuristic_min"] == pytest.approx(shallow["gate"]["heuristic_min"] / 2)
         for ref, d in decisions(shallow).items():
-            if d["signal"] in ("cosine", "rrf"):
+            if d["signal"] in ("cosine", "rrf") and decisions(deep)[ref]["signal"] == d["signal"]:
                 assert decisions(deep)[ref]["threshold"] == pytest.approx(d["threshold"] / 2, abs=1e-6)
                 assert decisions(deep)[ref]["origin"] == d["origin"]
         passed = [sum(d["passed"] for d in t["gate"]["decisions"]) for t in (shallow, deep)]

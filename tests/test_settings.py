@@ -69,6 +69,8 @@ def test_variables_without_the_prefix_or_empty_are_ignored() -> None:
         ("CPERSONA_ALLOW_UNAUTHENTICATED_HTTP", "2", "true, false"),
         # choices
         ("CPERSONA_EMBEDDING_MODE", "gpt", "local, http, hash, none"),
+        ("CPERSONA_EMBEDDING_MODEL", "text-embedding-3-small",
+         "minilm-l6-int8, paraphrase-minilm-l3, multilingual-e5-small"),
         ("CPERSONA_RECALL_MODE", "sum", "rrf, rsf"),
         ("CPERSONA_RECALL_PRECISION", "loose", "strict, balanced, lenient"),
         ("CPERSONA_PRIOR_AGE_ANCHOR", "then", "newest, now"),
@@ -88,8 +90,8 @@ def test_a_malformed_value_raises_settings_error_naming_the_variable_and_the_acc
 def test_every_typed_setting_refuses_garbage() -> None:
     """No setting silently falls back to its default on an unreadable value."""
     for f in fields(Settings):
-        if isinstance(f.default, str) and f.name not in ("embedding_mode", "recall_mode", "recall_precision",
-                                                        "prior_age_anchor"):
+        if isinstance(f.default, str) and f.name not in ("embedding_mode", "embedding_model", "recall_mode",
+                                                        "recall_precision", "prior_age_anchor"):
             continue  # free text: db_path, urls, token, host
         variable = "CPERSONA_" + f.name.upper()
         with pytest.raises(SettingsError, match=variable):
@@ -125,7 +127,8 @@ def test_describe_lists_each_setting_under_our_name_first_then_cpersonas() -> No
 # -- our names and CPersona's ---------------------------------------------------------------------
 
 _CHOICES = {"embedding_mode": ("hash", "none"), "recall_mode": ("rsf", "rrf"), "prior_age_anchor": ("now", "newest"),
-            "recall_precision": ("strict", "lenient")}
+            "recall_precision": ("strict", "lenient"),
+            "embedding_model": ("multilingual-e5-small", "minilm-l6-int8"), "recall_gate": ("gate-v0", "gate-v1")}
 
 
 def _two_values(name: str, default: object) -> tuple[str, str, object]:
@@ -244,3 +247,10 @@ def test_the_readme_lists_every_setting_under_its_cuedrecall_name() -> None:
 def test_a_reconstruct_count_or_budget_that_cannot_be_honoured_stops_startup_naming_it(environ: dict[str, str]) -> None:
     with pytest.raises(SettingsError, match=next(iter(environ))):
         Settings.from_env(environ)
+
+
+def test_a_cpersona_api_model_name_starts_in_a_mode_that_is_not_local_and_is_refused_in_local() -> None:
+    assert Settings.from_env({"CPERSONA_EMBEDDING_MODE": "http", "CPERSONA_EMBEDDING_MODEL":
+                              "text-embedding-3-small"}).embedding_model == "text-embedding-3-small"
+    with pytest.raises(SettingsError, match="CPERSONA_EMBEDDING_MODEL"):
+        Settings.from_env({"CPERSONA_EMBEDDING_MODEL": "text-embedding-3-small"})

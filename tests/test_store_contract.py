@@ -35,7 +35,7 @@ from cuedrecall.clock import to_epoch
 from cuedrecall.embed.hashing import DIMENSIONS, hash_vector
 from cuedrecall.handlers.rows import embedding, episode_row, memory_row
 from cuedrecall.store.base import (
-    ENTITY, EPISODE, MEMORY, BlockSet, Hit, Mentions, NewRelation, Record, Scope, Store, Task, Threshold, make_ref,
+    ENTITY, EPISODE, MEMORY, AgentSummary, BlockSet, Hit, Mentions, NewRelation, Record, Scope, Store, Task, Threshold, make_ref,
 )
 from cuedrecall.store.sqlite import SqliteStore
 from cuedrecall.text.blocks import divide
@@ -189,6 +189,49 @@ def test_unknown_refs_are_absent_from_records(store: Store) -> None:
     found = store.records([memory, "mem:9999", episode, "ep:9999", make_ref(EPISODE, number(memory) + 100)])
     assert set(found) == {memory, episode}
     assert store.records([]) == {}
+
+
+def test_agents_lists_every_agent_with_a_row_or_a_profile_with_counts_and_axes(
+        store: Store, world: dict[str, str]) -> None:
+    with store.write() as conn:
+        store.set_profile(conn, NOBODY, "profile only", NOW)
+    assert store.agents() == [
+        AgentSummary(A, 4, 3, ("", "p1", "p2"), ("", "c1", "c2"), False),
+        AgentSummary(B, 1, 1, ("",), ("",), False),
+        AgentSummary(NOBODY, 0, 0, (), (), True),
+    ]
+    add_memory(store, "a newcomer's first memory", agent="agent-new", channel="c9")  # a change is seen at once
+    assert AgentSummary("agent-new", 1, 0, ("",), ("c9",), False) in store.agents()
+
+
+def test_page_records_pages_a_scope_newest_id_first_by_before_id_offset_and_period(
+        store: Store, world: dict[str, str]) -> None:
+    def refs(records: list[Record]) -> list[str]:
+        return [r.ref for r in records]
+
+    harbour, violin, glacier, late = (world[k] for k in ("harbour", "violin", "glacier", "late"))
+    assert refs(store.page_records(MEMORY, Scope(A), limit=10)) == [late, glacier, violin, harbour]
+    first = store.page_records(MEMORY, Scope(A), limit=2)
+    assert refs(first) == [late, glacier]
+    assert refs(store.page_records(MEMORY, Scope(A), limit=2, before_id=first[-1].id)) == [violin, harbour]
+    assert refs(store.page_records(MEMORY, Scope(A), limit=2, offset=3)) == [harbour]
+    assert store.page_records(MEMORY, Scope(A), limit=0) == []
+    # isolation as everywhere: project X with the global pool, channel C with the shared channel
+    assert refs(store.page_records(MEMORY, Scope(A, "p1", "c1"), limit=10)) == [late, violin, harbour]
+    assert refs(store.page_records(MEMORY, Scope(B), limit=10)) == [world["other"]]
+    # the period is the record time, [start, end)
+    february = (to_epoch("2025-02-01T00:00:00+00:00"), to_epoch("2025-03-10T10:00:00+00:00"))
+    assert refs(store.page_records(MEMORY, Scope(A), limit=10, period=february)) == [violin]
+    assert refs(store.page_records(EPISODE, Scope(A), limit=10)) == [world["ep_old"], world["ep_glacier"],
+                                                                     world["ep_harbour"]]
+    old = (to_epoch("2024-01-01T00:00:00+00:00"), to_epoch("2024-12-31T00:00:00+00:00"))
+    assert refs(store.page_records(EPISODE, Scope(A), limit=10, period=old)) == [world["ep_old"]]
+    # a source filter hides episodes unless a channel scopes the read
+    assert store.page_records(EPISODE, Scope(A, source_id="discord:1"), limit=10) == []
+    # a new bucket (project, channel) and a new row are paged at once, in id order across buckets
+    fresh = add_memory(store, "a fresh note", project="p3", channel="c3")
+    assert refs(store.page_records(MEMORY, Scope(A), limit=2)) == [fresh, late]
+    assert refs(store.page_records(MEMORY, Scope(A, "p3"), limit=10)) == [fresh, late, harbour]
 
 
 def test_memory_row_holds_every_column_with_the_vector(store: Store) -> None:

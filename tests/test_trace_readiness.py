@@ -198,7 +198,7 @@ ATTRIBUTION_STORE = {
     "B": "Brake pads for a road bike wear out faster in the rain.",
     "Z": "Mara asked about brake pads for her road bike.",
     "Y": "Long list from the hardware trip: screws, hinges, sandpaper, wood glue, paint brushes, masking tape, "
-         "a ladder, felt pads, and a new doormat.",
+         "a ladder, a felt pad for the door, and a new doormat.",
     "X": "Cats sleep all day long.",
     "F1": "Dinner was grilled sardines with salad and bread.",
     "F2": "Rain is expected all week, so pack an umbrella.",
@@ -206,7 +206,8 @@ ATTRIBUTION_STORE = {
 
 # Written by hand, from reading the records and the policy, before looking at any trace:
 #   X shares no word or trigram term with the question: no arm reaches it.
-#   Y mentions "pads" once in a long list: the keyword arm and the vector arm reach it,
+#   Y mentions "pad" once in a long list: the keyword arm reaches it on "for" and "the" alone,
+#     common words that count for nothing at the gate (gate-v1), and the vector arm reaches it,
 #     but its cosine is far under the heuristic minimum: the gate refuses it (below_gate).
 #   Z is as close to the question as A and B, passes the gate, and stands third: the count
 #     (limit 2) cuts it.

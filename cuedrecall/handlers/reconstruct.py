@@ -14,6 +14,7 @@ from typing import Any
 from cuedrecall.config import Settings
 from cuedrecall.errors import ToolArgumentError
 from cuedrecall.graph.cues import Cues, query_cues
+from cuedrecall.handlers import trace_log
 from cuedrecall.handlers.recall import RecallRun, recall_run
 from cuedrecall.reconstruct.envelope import Candidates, envelope
 from cuedrecall.reconstruct.policy_v1 import MAX_EVIDENCE, MAX_HOPS
@@ -48,11 +49,12 @@ def reconstruct(
     scope = Scope(agent_id, project_id, channel, source_id)
     wanted = resolve_count(s, count)
     depth = min(top_k or s.reconstruct_top_k, s.recall_library_max_limit)
+    logged = trace_log.enabled(rt)  # traced for the log whether or not asked; the response stays the same
     with rt.store.snapshot():
         cues = query_cues(rt.store, scope, query)
         run = recall_run(rt, agent_id=agent_id, query=query, limit=depth, deep=deep, channel=channel,
                          project_id=project_id, source_id=source_id, exclude_contents=[], full_content=True,
-                         trace=trace, time_cue=time_cue, lexical_terms=_lexical_terms(cues))
+                         trace=trace or logged, time_cue=time_cue, lexical_terms=_lexical_terms(cues))
         rows, excluded = _rows(run)
         model = rt.embedder.model if s.block_retrieval_enabled and rt.embedder.available else ""
         request = Request(scope, Query(query, run.ctx.query_vector), wanted,
@@ -65,8 +67,12 @@ def reconstruct(
     found = Candidates(len(rows), excluded, depth, answered >= depth, run.outcome.gate_fallback)
     forwarded = {key: run.response[key] for key in _FORWARDED if key in run.response}
     out = envelope(built, request, found, trace=trace, forwarded=forwarded)
+    full = _trace(run, rows, built, cues.report()) if trace or logged else None
+    if logged:
+        cited = dict.fromkeys(row.ref for item in built.returned for row in item.retained)
+        trace_log.record(rt, "reconstruct", scope, query, full, list(cited))
     if trace:
-        out["trace"] = _trace(run, rows, built, cues.report())
+        out["trace"] = full
     elif preset is not None:
         out = _sized(out)
     return out

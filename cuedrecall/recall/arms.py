@@ -29,6 +29,8 @@ def retrieve(ctx: RecallContext) -> Arms:
             near = {hit.ref for hit in arms["vector_near"]}
             arms["vector_far"] = [hit for hit in far if hit.ref not in near]
     if p.fts_enabled:
+        if p.word_arm:  # the stemmed word arm, listed only when on (a trace without it is as before)
+            arms["memory_words"] = ctx.store.memory_words(ctx.scope, ctx.words, depth=p.depth)
         arms["episode_fts"] = ctx.store.episode_fts(ctx.scope, ctx.terms, depth=p.depth)
         arms["memory_keyword"] = ctx.store.memory_keyword(ctx.scope, ctx.terms, ctx.query, depth=p.depth,
                                                           phrases=ctx.short_terms)

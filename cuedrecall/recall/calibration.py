@@ -4,9 +4,17 @@ Labels come from time alone: two records written within 30 minutes of each other
 are taken to belong together (a positive), any other pair is null. The threshold
 maximises TPR + beta x (1 - FPR) over 256 candidates (``separation``), or is a
 quantile (``percentile``) or mean + z sd (``zscore``) of the null scores.
+
+Beside its thresholds, an agent's calibration keeps its record in the same table,
+under signals that start with ``@`` (never applied as thresholds): how many memories
+the agent held when it was measured (``@memories_at``) and whether it was automatic
+(``@auto`` 1) or asked for (0). Automatic calibration runs as an agent's memories
+reach each of ``AUTO_MILESTONES`` (``handlers/calibrate.py``).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -18,6 +26,10 @@ TEMPORAL_WINDOW_S = 30 * 60
 CANDIDATES = 256
 COSINE_FLOOR = 0.05
 MIN_SAMPLES = 10
+AUTO_MILESTONES = (50, 200, 1000)  # an agent's gate is calibrated anew as its memories reach each of these
+RECORD = "@"  # a calibration row whose signal starts with this is the calibration's record, not a threshold
+MEMORIES_AT = "@memories_at"
+AUTO = "@auto"
 
 
 class CalibrationError(ValueError):
@@ -42,6 +54,18 @@ def threshold_from(method: str, positives: np.ndarray, nulls: np.ndarray, beta: 
     if method == "percentile":
         return round(max(float(np.quantile(nulls, percentile)), floor), 4)
     return round(max(float(nulls.mean() + z_factor * nulls.std()), floor), 4)
+
+
+def due_milestone(memories: int, measured_at: int | None) -> int | None:
+    """The highest milestone the agent has reached since it was last measured (at ``measured_at`` memories, None:
+    never); None when none is due."""
+    reached = [m for m in AUTO_MILESTONES if m <= memories and (measured_at is None or m > measured_at)]
+    return reached[-1] if reached else None
+
+
+def next_milestone(measured_at: int | None) -> int | None:
+    """The first milestone above ``measured_at`` (the first of all when never measured); None after the last."""
+    return next((m for m in AUTO_MILESTONES if measured_at is None or m > measured_at), None)
 
 
 def cosine_samples(vectors: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -71,6 +95,9 @@ class Calibration:
         self.store = store
         self.embedding_model = embedding_model
         self.scoring = scoring
+        # this process's estimate of each agent's memories and its next milestone (handlers/calibrate.py), so a
+        # write checks for a milestone without counting the agent's memories
+        self.growth: dict[str, tuple[int, int | None]] = {}
 
     def _current(self, row: Threshold) -> bool:
         return (row.embedding_model, row.scoring_version) == (self.embedding_model, self.scoring)
@@ -83,12 +110,41 @@ class Calibration:
         return sorted({row.agent_id for row in self.store.thresholds() if not self._current(row)})
 
     def agents(self) -> dict[str, dict[str, float]]:
-        """agent -> signal -> threshold, current fingerprint only."""
+        """agent -> signal -> threshold, current fingerprint only (the calibrations' records left out)."""
         out: dict[str, dict[str, float]] = {}
         for row in self.store.thresholds():
-            if self._current(row):
+            if self._current(row) and not row.signal.startswith(RECORD):
                 out.setdefault(row.agent_id, {})[row.signal] = row.value
         return out
+
+    def _records(self) -> dict[str, dict[str, float]]:
+        out: dict[str, dict[str, float]] = {}
+        for row in self.store.thresholds():
+            if self._current(row) and row.signal.startswith(RECORD):
+                out.setdefault(row.agent_id, {})[row.signal] = row.value
+        return out
+
+    def measured_at(self, agent_id: str) -> int | None:
+        """How many memories the agent held when its current calibration was measured (or tried); None: never."""
+        value = self._records().get(agent_id, {}).get(MEMORIES_AT)
+        return None if value is None else int(value)
+
+    def record(self, agent_id: str) -> dict[str, Any]:
+        """Which calibration this agent's recall applies, for the trace: {origin: auto | explicit | none,
+        memories_at}. The agent's own, else the global one (agent ""), as ``thresholds`` reads them."""
+        agents = self.agents()
+        owner = agent_id if agents.get(agent_id) else "" if agents.get("") else None
+        if owner is None:
+            return {"origin": "none", "memories_at": None}
+        record = self._records().get(owner, {})
+        memories = record.get(MEMORIES_AT)
+        return {"origin": "auto" if record.get(AUTO) == 1.0 else "explicit",
+                "memories_at": None if memories is None else int(memories)}
+
+    def stamp(self, agent_id: str, *, auto: bool, memories: int) -> list[Threshold]:
+        """The calibration's record, ready to write with its thresholds (or alone, for a measurement that failed)."""
+        return [self.threshold(agent_id, AUTO, 1.0 if auto else 0.0),
+                self.threshold(agent_id, MEMORIES_AT, float(memories))]
 
     def thresholds(self, agent_id: str) -> dict[str, float]:
         """Calibrated gate thresholds for the agent (its own, else the global ones made with agent "")."""

@@ -9,7 +9,7 @@ from cuedrecall.store.base import BlockHit
 
 PROFILE_REF = "profile"
 VECTOR_ARMS = ("vector_near", "vector_far")
-LEXICAL_ARMS = ("episode_fts", "memory_keyword")
+LEXICAL_ARMS = ("episode_fts", "memory_keyword", "memory_words")
 ORDINARY_ARMS = VECTOR_ARMS + LEXICAL_ARMS
 
 

@@ -19,6 +19,7 @@ from cuedrecall.recall.params import RecallParams
 from cuedrecall.recall.trace import Recorder
 from cuedrecall.store.base import Scope, Store
 from cuedrecall.text.fts import MIN_TERM, fts_terms
+from cuedrecall.text.words import query_words
 
 
 @dataclass
@@ -35,11 +36,13 @@ class RecallContext:
     started: float = field(default_factory=time.perf_counter)
     lexical_terms: tuple[str, ...] = ()  # extra phrases for the lexical arms only (reconstruct's entity names)
     terms: list[str] = field(init=False)  # the query's full-text terms, computed once for every lexical arm
+    words: list[str] = field(init=False)  # the query's content words, for the word arm
     facts: Facts = field(init=False)
     _cache: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.terms = fts_terms(self.query, self.lexical_terms)
+        self.words = query_words(" ".join((self.query, *self.lexical_terms)))
         self.facts = Facts(self.store)
 
     @property

@@ -1,22 +1,54 @@
-"""Stage 4, the quality gate, judged per signal: each row on its own score, against that signal's threshold.
+"""Stage 4, the quality gate (policy gate-v1): each row judged on its own signals, each against its own threshold.
 
-A row a vector arm reached is judged on its cosine; a lexical-only row on its fused
-score; the profile row on the pool size. The threshold is the calibrated one for
-that signal where one exists, else the heuristic minimum on that signal's scale.
+The rule: a row passes when one of its own signals clears that signal's threshold —
+its cosine, where a vector arm reached it, or its lexical arms' votes, where a
+lexical arm matched it on a query word that is not a common word — and in a pool
+of fewer than OUTLIER_MAX_POOL rows a cosine standing OUTLIER_Z deviations above
+the query's mean cosine over the pool clears the cosine threshold, however high the
+pool-size heuristic or an automatic calibration put it (never below the heuristic's
+floor; an explicit calibration, calibrate_threshold's, is the caller's to keep).
+
+So another arm's vote never makes a row fail (gate-v0 judged a row the vector arm
+reached on its cosine alone), a row that shares only "the" and "with" with the
+question is refused by name (``common_words_only``), and the heuristic, tuned for
+pools of hundreds, does not refuse a newcomer's one real match; nor does a
+calibration, measured between stored memories (with paraphrase-MiniLM-L3 their
+mean cosine is 0.41), where a question sits farther from everything. A lexical match
+counts when the row's text holds a query term that is not a common word
+(``gate_v1.COMMON_WORDS``, or hiragana alone), or the whole query, or when the word
+arm, which searches content words only, reached it. The threshold for a signal is
+the calibrated one where one exists, else the heuristic minimum on that signal's
+scale (``origin``: ``calibrated``, ``heuristic``, or ``outlier`` when the small-pool
+bar applied). The profile row is judged on the pool size.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
+from typing import NamedTuple
 
-from cuedrecall.recall.candidates import Candidate
+import numpy as np
+
+from cuedrecall.recall.candidates import LEXICAL_ARMS, Candidate
 from cuedrecall.recall.context import RecallContext
+from cuedrecall.recall.gate_v1 import COMMON_WORDS, HEURISTIC_FLOOR, OUTLIER_MAX_POOL, OUTLIER_Z
 from cuedrecall.recall.verdicts import Decision, GateResult
 from cuedrecall.text import identifier_like_parts, normalize
 
 PROFILE_MIN_POOL = 50
 UNSCORED_MIN_POOL = 100
+_HIRAGANA = re.compile("[\u3040-\u309f]+")
+CONTENT_WORD_ARMS = ("memory_words",)  # lexical arms that search a query's content words only (text/words.py)
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One recall's thresholds: (value, origin) for cosine and for the lexical votes (on the fusion's scale)."""
+
+    cosine: tuple[float, str]
+    lexical: tuple[float, str]
 
 
 def heuristic_minimum(pool: int) -> float:
@@ -28,15 +60,46 @@ def heuristic_minimum(pool: int) -> float:
 
 def minimum(ctx: RecallContext) -> float:
     """The heuristic minimum of this recall's pool, ``deep`` halving it."""
-    return heuristic_minimum(ctx.pool()) * (0.5 if ctx.params.deep else 1.0)
+    return heuristic_minimum(ctx.pool()) * _deep(ctx)
 
 
-def threshold_for(ctx: RecallContext, signal: str, heuristic: float) -> tuple[float, str]:
-    """(threshold, origin) for a scored signal; ``deep`` halves either."""
+def _deep(ctx: RecallContext) -> float:
+    return 0.5 if ctx.params.deep else 1.0
+
+
+def bar(ctx: RecallContext, heuristic: float) -> Bar:
+    """The thresholds this recall judges by; ``deep`` halves each."""
     p = ctx.params
-    if signal in p.thresholds:
-        return p.thresholds[signal] * (0.5 if p.deep else 1.0), "calibrated"
-    return heuristic * best_possible(ctx, signal), "heuristic"
+    explicit = "cosine" in p.thresholds and p.calibration != "auto"  # a gate someone chose is not lowered
+    if "cosine" in p.thresholds:
+        cosine = (p.thresholds["cosine"] * _deep(ctx), "calibrated")
+    else:
+        cosine = (heuristic, "heuristic")
+    typical = outlier_bar(ctx) if _v1(ctx) and not explicit else None
+    if typical is not None and max(typical, HEURISTIC_FLOOR) * _deep(ctx) < cosine[0]:
+        cosine = (max(typical, HEURISTIC_FLOOR) * _deep(ctx), "outlier")
+    if p.mode in p.thresholds:
+        lexical = (p.thresholds[p.mode] * _deep(ctx), "calibrated")
+    else:
+        lexical = (heuristic * best_possible(ctx, p.mode), "heuristic")
+    return Bar(cosine, lexical)
+
+
+def _v1(ctx: RecallContext) -> bool:
+    """gate-v1 (the default); ``recall_gate=gate-v0`` is the gate before it, kept to measure the change."""
+    return ctx.params.gate_policy != "gate-v0"
+
+
+def outlier_bar(ctx: RecallContext) -> float | None:
+    """Mean + OUTLIER_Z sd of the query's cosine over every row of a pool under OUTLIER_MAX_POOL; else None."""
+    pool = ctx.pool()
+    if ctx.query_vector is None or not 1 < pool < OUTLIER_MAX_POOL:
+        return None
+    hits = ctx.store.vector_near(ctx.scope, ctx.query_vector, floor=-2.0, depth=pool, window=ctx.params.window)
+    cosines = np.array([hit.raw for hit in hits if hit.raw is not None], dtype=np.float64)
+    if len(cosines) < 2 or float(cosines.std()) <= 0:
+        return None
+    return float(cosines.mean() + OUTLIER_Z * cosines.std())
 
 
 def best_possible(ctx: RecallContext, signal: str) -> float:
@@ -52,24 +115,84 @@ def best_possible(ctx: RecallContext, signal: str) -> float:
     return 1 / (ctx.params.rrf_k + 1) if signal == "rrf" else 1.0
 
 
-def decide(ctx: RecallContext, row: Candidate, heuristic: float) -> Decision:
-    signal = row.signal(ctx.params.mode)
+def common_word(term: str) -> bool:
+    """A word that is no evidence on its own: an English function word, or a run of hiragana (particles)."""
+    word = normalize(term).strip()
+    return word in COMMON_WORDS or bool(_HIRAGANA.fullmatch(word))
+
+
+def informative_terms(ctx: RecallContext) -> tuple[str, ...]:
+    """What a lexical match must hold to count: the query's terms and phrases that are not common words, and the
+    whole query (what the LIKE fallback matches)."""
+    terms = [normalize(term).strip() for term in [*ctx.terms, *ctx.short_terms]]
+    whole = normalize(ctx.query).strip()
+    return tuple(dict.fromkeys(t for t in [*terms, whole] if t and not common_word(t)))
+
+
+def lexical_votes(row: Candidate) -> float | None:
+    """The lexical arms' share of the row's score (after the episode penalty); None when no lexical arm reached it."""
+    votes = [vote for arm, vote in row.votes.items() if arm in LEXICAL_ARMS]
+    return sum(votes) * row.penalty if votes else None
+
+
+class Judgement(NamedTuple):
+    signal: str
+    score: float
+    threshold: float
+    origin: str
+    lexical: bool  # the lexical votes of a row a vector arm reached too
+
+
+def decide(ctx: RecallContext, row: Candidate, judge: Bar, terms: tuple[str, ...]) -> Decision:
+    mode = ctx.params.mode
+    signal = row.signal(mode)
     if signal == "profile":
         passed = ctx.pool() >= PROFILE_MIN_POOL
         return Decision(row.ref, signal, None, PROFILE_MIN_POOL, None, passed, None if passed else "profile_small_pool")
     if signal is None:
         passed = ctx.blank or ctx.pool() >= UNSCORED_MIN_POOL
         return Decision(row.ref, None, None, None, None, passed, None if passed else "unscored_volume")
-    score = row.score(ctx.params.mode)
-    threshold, origin = threshold_for(ctx, signal, heuristic)
-    passed = score is not None and score >= threshold
-    return Decision(row.ref, signal, score, threshold, origin, passed, None if passed else "below_gate")
+    if not _v1(ctx):  # gate-v0: the row's first signal alone, a lexical match on any word
+        score, (threshold, origin) = row.score(mode), judge.cosine if signal == "cosine" else judge.lexical
+        passed = score is not None and score >= threshold
+        return Decision(row.ref, signal, score, threshold, origin, passed, None if passed else "below_gate",
+                        closeness=None if passed else _closeness(score, threshold))
+    votes = lexical_votes(row)
+    counted = votes is not None and (any(arm in row.ranks for arm in CONTENT_WORD_ARMS)
+                                     or _holds(_text(ctx, row.ref), terms))
+    if row.cosine is None and not counted:  # a lexical-only row matched on common words alone
+        threshold, origin = judge.lexical
+        return Decision(row.ref, mode, row.fused, threshold, origin, False, "common_words_only")
+    judged = []
+    if row.cosine is not None:
+        judged.append(Judgement("cosine", row.cosine, *judge.cosine, False))
+    if counted and votes is not None:
+        judged.append(Judgement(mode, votes, *judge.lexical, row.cosine is not None))
+    for j in judged:
+        if j.score >= j.threshold:
+            return Decision(row.ref, j.signal, j.score, j.threshold, j.origin, True, lexical=j.lexical)
+    first = judged[0]
+    return Decision(row.ref, first.signal, first.score, first.threshold, first.origin, False, "below_gate",
+                    closeness=max(_closeness(j.score, j.threshold) for j in judged))
+
+
+def _holds(text: str, terms: tuple[str, ...]) -> bool:
+    return any(term in text for term in terms)
+
+
+def _closeness(score: float | None, threshold: float) -> float:
+    """score / threshold: how near a refused row came (1.0 would have passed); 0 for no score or no threshold."""
+    if score is None or threshold <= 0:
+        return 0.0
+    return score / threshold
 
 
 def gate(ctx: RecallContext, rows: list[Candidate]) -> GateResult:
-    """Admit the rows that clear their own threshold; order is kept."""
+    """Admit the rows that clear one of their own thresholds; order is kept."""
     heuristic = minimum(ctx)
-    decisions = [decide(ctx, row, heuristic) for row in rows]
+    judge = bar(ctx, heuristic)
+    terms = informative_terms(ctx)
+    decisions = [decide(ctx, row, judge, terms) for row in rows]
     admitted = [row for row, d in zip(rows, decisions) if d.passed]
     fallback = False
     if not any(not row.is_profile for row in admitted):
@@ -78,7 +201,8 @@ def gate(ctx: RecallContext, rows: list[Candidate]) -> GateResult:
             admitted = rescued + [row for row in admitted if row.is_profile]
             fallback = True
     rescued = [row.ref for row in admitted] if fallback else []
-    result = GateResult(admitted, decisions, fallback, rescued, ctx.params.thresholds, heuristic, ctx.pool())
+    result = GateResult(admitted, decisions, fallback, rescued, ctx.params.thresholds, heuristic, ctx.pool(),
+                        bar={"cosine": judge.cosine, ctx.params.mode: judge.lexical})
     ctx.recorder.gate(result)
     return result
 
@@ -86,7 +210,7 @@ def gate(ctx: RecallContext, rows: list[Candidate]) -> GateResult:
 def _identifier_matches(ctx: RecallContext, rows: list[Candidate]) -> list[Candidate]:
     """When nothing passed: the lexical rows whose text holds an identifier of the query (bug-218, 2.5.5a1)."""
     parts = identifier_like_parts(ctx.query)
-    lexical = [row for row in rows if not row.is_profile and ("memory_keyword" in row.ranks or "episode_fts" in row.ranks)]
+    lexical = [row for row in rows if not row.is_profile and any(arm in row.ranks for arm in LEXICAL_ARMS)]
     if not parts or not lexical:
         return []
     exact = [_whole(part) for part in parts]

@@ -46,6 +46,10 @@ class RecallParams:
     keyword_seats: int = 0  # held places for lexical-only rows (0 = off)
     far_seats: bool = False  # held places for memories beyond the scan window, by sign bits
     propagation_seat: bool = False  # one held place for the row a deeper search ranks closest to the best row
+    gate_policy: str = "gate-v1"  # "gate-v0": a vector-reached row judged on its cosine alone (recall/gate.py)
+    gate_relief: bool = True  # one bounded step under the gate when rows sit just under it (recall/relief.py)
+    calibration: str = "none"  # where the thresholds came from: "auto" (on growth), "explicit" or "none"
+    word_arm: bool = True  # the stemmed word arm beside the trigram arm (text/words.py)
 
     @property
     def far_enabled(self) -> bool:
@@ -54,8 +58,9 @@ class RecallParams:
 
 def resolve_params(s: Settings, calibrated: dict[str, float], *, query: str, limit: int, deep: bool = False,
                    exclude_contents: list[str] | None = None, embedding_model: str = "",
-                   propagation: bool = True) -> RecallParams:
-    """The recall's parameters; ``calibrated`` is the agent's thresholds per signal (cosine sets the floor).
+                   propagation: bool = True, calibration: str = "none") -> RecallParams:
+    """The recall's parameters; ``calibrated`` is the agent's thresholds per signal (cosine sets the floor), and
+    ``calibration`` where they came from (auto, explicit, none).
 
     ``propagation``: whether this call may hold the propagation seat when the setting turns it on (the
     recall tool may; recall_with_context, like CPersona's, does not).
@@ -79,4 +84,7 @@ def resolve_params(s: Settings, calibrated: dict[str, float], *, query: str, lim
         block_retrieval=s.block_retrieval_enabled and bool(embedding_model), embedding_model=embedding_model,
         keyword_seats=s.keyword_seats, far_seats=s.far_seats_enabled,
         propagation_seat=s.recall_propagation_seat and propagation,
+        gate_policy=s.recall_gate, gate_relief=s.gate_relief and s.recall_gate != "gate-v0",
+        calibration=calibration if calibrated else "none",
+        word_arm=s.word_arm_enabled,
     )

@@ -1,9 +1,11 @@
-"""The single pass: arms -> fusion -> scoring -> gate -> autocut -> prior -> count cut -> held seats.
+"""The single pass: arms -> fusion -> scoring -> gate -> autocut -> prior -> count cut -> gate relief -> held seats.
 
 Each stage is a small function over the candidate list; this module only calls
 them in order, the way one reads the recall out loud. The held seats after the
 count are appended in CPersona's order: block, keyword, far (the cue's seats and
-the propagation seat follow in ``process``).
+the propagation seat follow in ``process``). Gate relief (``relief``) fills the
+answer's empty places with rows just under the gate; it comes before the held
+seats but is decided after them, so the seats are those a recall without it holds.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from cuedrecall.recall.gate import gate
 from cuedrecall.recall.keyword_seats import keyword_seats
 from cuedrecall.recall.order import count_cut
 from cuedrecall.recall.prior import apply_prior
+from cuedrecall.recall.relief import NONE as NO_RELIEF, Relief, just_under, relieve
 from cuedrecall.recall.scoring import penalise
 
 
@@ -32,7 +35,8 @@ class PassResult:
     admitted: frozenset[str]  # refs that passed the gate and autocut (before the count)
     reached: frozenset[str]  # refs any ordinary arm produced
     gate_fallback: bool
-    held: list[Candidate]  # block, keyword and far seats appended after the answer (never moved by a cue)
+    held: list[Candidate]  # relieved rows, then block, keyword and far seats after the answer (never moved by a cue)
+    relief: Relief = NO_RELIEF  # the rows one step under the gate (a cue seat may take them), those relief admitted
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,7 @@ class Ranking:
     ordered: list[Candidate]  # the admitted rows after the prior: the order the count cuts
     reached: frozenset[str]
     gate_fallback: bool
+    under: list[Candidate]  # refused by less than one step (gate relief on only)
 
 
 def rank(ctx: RecallContext) -> Ranking:
@@ -61,7 +66,8 @@ def rank(ctx: RecallContext) -> Ranking:
     admitted = gated.admitted if gated.fallback else autocut(ctx, gated.admitted)
     ordered = apply_prior(ctx, admitted)
     ctx.recorder.mark("gate")
-    return Ranking(rows, admitted, ordered, reached, gated.fallback)
+    under = [] if gated.fallback else just_under(ctx, rows, gated.decisions)
+    return Ranking(rows, admitted, ordered, reached, gated.fallback, under)
 
 
 def single_pass(ctx: RecallContext) -> PassResult:
@@ -71,7 +77,8 @@ def single_pass(ctx: RecallContext) -> PassResult:
     held = block_seats(ctx, answer)
     held += keyword_seats(ctx, ranking.scored, ranking.admitted, ranking.gate_fallback, answer + held)
     held += far_seats(ctx, answer + held, ranking.reached, admitted)
-    return PassResult(answer, admitted, ranking.reached, ranking.gate_fallback, held)
+    relief = relieve(ctx, ranking.under, answer, held)
+    return PassResult(answer, admitted, ranking.reached, ranking.gate_fallback, relief.admitted + held, relief)
 
 
 def _with_profile(ctx: RecallContext, rows: list[Candidate]) -> list[Candidate]:

@@ -3,9 +3,10 @@
 Without a cue this is the single pass and nothing else. With one, the cue arm
 searches the period (widened once if it holds nothing), rows it found move up at
 most L places among those already returned, and up to L seats hold rows it found
-that the answer lacks. The rows the gate passes and the count returns are never
-changed (spec §2.6). The propagation seat, when on, is appended last, after the
-cue's seats.
+that the answer lacks (with gate relief, the seats left empty may take the period's
+rows one step under the gate). The rows the gate passes and the count returns are
+never changed (spec §2.6). The propagation seat, when on, is appended last, after
+the cue's seats.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from cuedrecall.recall.cue_arm import search_period
 from cuedrecall.recall.cued_v0_3 import BOUND, CUE_RANK_K, MAX_CUE_STAGES, POLICY, SEATS, WIDER
 from cuedrecall.recall.pipeline import PassResult, single_pass
 from cuedrecall.recall.propagation import propagation_seat
+from cuedrecall.recall.relief import record as record_relief
 from cuedrecall.recall.timecue import TimeCue, base_period, is_recent_only, period
 from cuedrecall.store.base import Hit
 
@@ -37,6 +39,7 @@ def recall_process(ctx: RecallContext, cue: TimeCue | None) -> Outcome:
     result = single_pass(ctx)
     if cue is None:
         ctx.recorder.stage({"stage": 0, "searched": "all arms", "next": None})
+        record_relief(ctx, result.relief, [], 1)
         return Outcome(_propagated(ctx, result, result.answer + result.held), result.gate_fallback, None)
     span = _span(ctx)
     if is_recent_only(cue, ctx.now, span):
@@ -50,6 +53,8 @@ def recall_process(ctx: RecallContext, cue: TimeCue | None) -> Outcome:
     if ctx.recorder.enabled:
         ctx.recorder.cue({"bound": bound, "confidence": confidence, "lifted": moves,
                           "seated": [row.ref for row in seated]})
+    under = {row.ref for row in result.relief.under}
+    record_relief(ctx, result.relief, [row for row in seated if row.ref in under], 2 if revised else 1)
     summary = {"policy": POLICY, "period": _iso_period(searched), "confidence": confidence, "revised": revised,
                "moved": len(moves), "seated": len(seated)}
     return Outcome(_propagated(ctx, result, answer + result.held + seated), result.gate_fallback, summary)
@@ -76,6 +81,7 @@ def _ignored(ctx: RecallContext, cue: TimeCue, span: Any, result: PassResult) ->
     own = _iso_period(base_period(cue, ctx.now, span))
     ctx.recorder.cue_ignored({"reason": "recent_only", "period": own})
     ctx.recorder.stage({"stage": 0, "searched": "all arms", "next": None})
+    record_relief(ctx, result.relief, [], 1)
     return Outcome(_propagated(ctx, result, result.answer + result.held), result.gate_fallback,
                    {"policy": POLICY, "ignored": "recent_only", "period": own})
 
@@ -141,13 +147,18 @@ def bounded_move(
 
 
 def seats(found: list[Hit], answer: list[Candidate], result: PassResult, count: int) -> list[Candidate]:
-    """Up to ``count`` cue rows the answer lacks that the gate and autocut did not refuse, in cue order."""
+    """Up to ``count`` cue rows the answer lacks that the gate and autocut did not refuse, in cue order; with gate
+    relief, the seats left empty then take the period's rows one step under the gate, in cue order."""
     present = {row.ref for row in answer}
-    out = []
-    for hit in found:
-        if len(out) == count:
-            break
-        if hit.ref in present or (hit.ref in result.reached and hit.ref not in result.admitted):
-            continue
-        out.append(Candidate(hit.ref, cue_rank=hit.rank, seat="cue"))
+    under = {row.ref for row in result.relief.under}
+    out: list[Candidate] = []
+    for relieved in (False, True):  # the rows the gate did not refuse first; then those just under it
+        for hit in found:
+            if len(out) == count:
+                return out
+            refused = hit.ref in result.reached and hit.ref not in result.admitted
+            eligible = hit.ref in under if relieved else not refused
+            if eligible and hit.ref not in present:
+                present.add(hit.ref)
+                out.append(Candidate(hit.ref, cue_rank=hit.rank, seat="cue"))
     return out

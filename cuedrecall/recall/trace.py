@@ -58,7 +58,7 @@ class TraceRecorder(Recorder):
     def __init__(self) -> None:
         self._last = self._start = time.perf_counter()
         self.data: Trace = {
-            "trace_version": TRACE_VERSION, "policy": {"scoring": "", "process": ""}, "server_version": None,
+            "trace_version": TRACE_VERSION, "policy": {"scoring": "", "process": "", "gate": ""}, "server_version": None,
             "scope": {}, "request": {}, "config": {}, "arms": {}, "fusion": [], "scoring": {},
             "gate": {"decisions": [], "calibrated": {}, "heuristic_min": 0.0, "pool": 0, "gate_fallback": False},
             "autocut": {"fired": False}, "order": {"before_cut": [], "limit": 0, "cut_by_count": []},
@@ -92,6 +92,8 @@ class TraceRecorder(Recorder):
                                   "origin": d.origin, "passed": d.passed}
             if d.reason:
                 item["reason"] = d.reason
+            if d.lexical:
+                item["lexical"] = True
             decisions.append(item)
         section: GateSection = {
             "decisions": decisions, "calibrated": dict(result.calibrated), "heuristic_min": result.heuristic_min,
@@ -99,6 +101,9 @@ class TraceRecorder(Recorder):
         }
         if result.rescued:
             section["fallback_admitted"] = list(result.rescued)
+        if result.bar:
+            section["bar"] = {signal: {"threshold": value, "origin": origin}
+                              for signal, (value, origin) in result.bar.items()}
         self.data["gate"] = section
 
     def autocut(self, fired: bool, at: int | None, dropped: list["Candidate"]) -> None:

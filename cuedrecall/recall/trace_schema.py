@@ -30,12 +30,13 @@ class _GateDecisionBase(TypedDict):
     signal: Optional[str]  # "cosine", "rrf", "rsf", "profile", or None for an unscored row
     score: Optional[float]
     threshold: Optional[float]
-    origin: Optional[str]  # "calibrated" | "heuristic" | None
+    origin: Optional[str]  # "calibrated" | "heuristic" | "outlier" (gate-v1's small-pool cosine bar) | None
     passed: bool
 
 
 class GateDecision(_GateDecisionBase, total=False):
-    reason: str  # below_gate, profile_small_pool, unscored_volume
+    reason: str  # below_gate, common_words_only (gate-v1), profile_small_pool, unscored_volume
+    lexical: bool  # gate-v1: judged on its lexical arms' votes (score), not on the cosine a vector arm gave it
 
 
 class _GateBase(TypedDict):
@@ -46,8 +47,14 @@ class _GateBase(TypedDict):
     gate_fallback: bool
 
 
+class Bar(TypedDict):
+    threshold: float
+    origin: str  # "calibrated" | "heuristic" | "outlier"
+
+
 class GateSection(_GateBase, total=False):
     fallback_admitted: list[str]
+    bar: dict[str, Bar]  # the thresholds this recall applied: cosine, and the fusion's signal (lexical votes)
 
 
 class AutocutSection(TypedDict, total=False):
@@ -64,7 +71,8 @@ class OrderSection(TypedDict):
 
 class Reservation(TypedDict):
     ref: str
-    kind: str  # the held seat, in append order: "block", "keyword", "far", "cue", "propagation"
+    kind: str  # in append order: "relief" (gate relief's rows), the held seats "block", "keyword", "far", "cue",
+    # "propagation"
 
 
 class Stage(TypedDict, total=False):
@@ -74,6 +82,9 @@ class Stage(TypedDict, total=False):
     period: Optional[list[str]]
     found: int
     next: Optional[str]
+    reason: str  # gate relief's stage: why it ran (FILTER_DROP suspected, or a cue seat for a row just under)
+    admitted: list[str]  # gate relief: the rows it appended after the answer
+    seated: list[str]  # gate relief: the rows one step under the gate that the cue's empty seats took
 
 
 class Suspect(TypedDict):
@@ -102,6 +113,7 @@ class BlockSection(TypedDict):
 class _PolicyBase(TypedDict):
     scoring: str
     process: str  # "single-pass-v0" | "cued-v0.3"
+    gate: str  # "gate-v1" (recall/gate_v1.py), or "gate-v0" when the setting asks for the gate before it
 
 
 class Policy(_PolicyBase, total=False):

@@ -13,9 +13,11 @@ class Decision:
     signal: str | None
     score: float | None
     threshold: float | None
-    origin: str | None  # "calibrated" | "heuristic" | None (profile and unscored rows)
+    origin: str | None  # "calibrated" | "heuristic" | "outlier" | None (profile and unscored rows)
     passed: bool
-    reason: str | None = None
+    reason: str | None = None  # below_gate, common_words_only, profile_small_pool, unscored_volume
+    lexical: bool = False  # judged on its lexical arms' votes, not its cosine (a row a vector arm also reached)
+    closeness: float | None = None  # a row refused below_gate: score / threshold on its signal nearest to passing
 
 
 @dataclass(frozen=True)
@@ -29,3 +31,4 @@ class GateResult:
     calibrated: dict[str, float]
     heuristic_min: float
     pool: int
+    bar: dict[str, tuple[float, str]] | None = None  # per signal (cosine, and rrf or rsf): (threshold, origin)

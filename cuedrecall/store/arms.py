@@ -13,6 +13,7 @@ import numpy as np
 
 from cuedrecall.store.base import EPISODE, MEMORY, CoarseHit, Hit, Period, Scope, make_ref
 from cuedrecall.text.fts import fts_expression
+from cuedrecall.text.words import words_expression
 
 # kind -> (table, alias, its FTS5 table): the two full-text arms differ only in these names
 _FTS_TABLES = {MEMORY: ("memories", "m", "memories_fts"), EPISODE: ("episodes", "e", "episodes_fts")}
@@ -160,6 +161,24 @@ class SqliteArms:
         refs = [make_ref(MEMORY, row_id) for row_id, _ in rows if make_ref(MEMORY, row_id) not in taken][:depth]
         return [Hit(ref, first_rank + rank, None) for rank, ref in enumerate(refs)]
 
+    def memory_words(self, scope: Scope, words: Sequence[str], *, depth: int,
+                     period: Period | None = None) -> list[Hit]:
+        """The word arm: memories holding any of the words (stemmed), best bm25 first."""
+        if not words or depth <= 0:
+            return []
+        where, params = scope_where(scope, "m", MEMORY)
+        pwhere, pparams = _period_where("m", period)
+        sql = ("SELECT m.id, bm25(memories_words) FROM memories_words JOIN memories m ON m.id = memories_words.rowid "
+               f"WHERE memories_words MATCH ? AND {where}{pwhere} ORDER BY bm25(memories_words), m.id LIMIT ?")
+        # as the keyword arm: rank on the uncommon words first, on all of them when that finds too few
+        informative = [word for word in words if not self._vocab.is_common_word("memories", word)]
+        rows: list[tuple] = []
+        if informative and len(informative) < len(words):
+            rows = self._read_fts(sql, [words_expression(informative), *params, *pparams, depth])
+        if len(rows) < depth:
+            rows = self._read_fts(sql, [words_expression(list(words)), *params, *pparams, depth])
+        return [Hit(make_ref(MEMORY, row_id), rank, score) for rank, (row_id, score) in enumerate(rows)]
+
     def _fts_arm(self, kind: str, scope: Scope, terms: Sequence[str], depth: int, period: Period | None) -> list[Hit]:
         sql, params = fts_arm_sql(kind, scope, period)
         rows = self._ranked_fts(_FTS_TABLES[kind][0], sql, terms, [*params, depth], depth)
@@ -210,6 +229,11 @@ class SqliteArms:
     def gram_count(self, table: str, gram: str) -> int:
         """Rows holding one trigram, from the fts5vocab table."""
         rows = self._read(f"SELECT doc FROM {table}_vocab WHERE term = ?", (gram,))
+        return rows[0][0] if rows else 0
+
+    def word_count(self, table: str, word: str) -> int:
+        """Rows holding one word of the word index (stemmed as the index stems it)."""
+        rows = self._read_fts(f"SELECT COUNT(*) FROM {table}_words WHERE {table}_words MATCH ?", [words_expression([word])])
         return rows[0][0] if rows else 0
 
     def phrase_count(self, table: str, phrase: str) -> int:

@@ -120,6 +120,11 @@ class SqliteBlocks:
         where, params = ("WHERE kind = ?", (kind,)) if kind else ("", ())
         return int(self._read(f"SELECT COUNT(*) FROM tasks {where}", params)[0][0])
 
+    def pending_by_kind(self) -> dict[str, int]:
+        """Tasks queued and not finished, by kind (kinds with none are absent)."""
+        return {kind: int(count) for kind, count in self._read("SELECT kind, COUNT(*) FROM tasks GROUP BY kind "
+                                                               "ORDER BY kind")}
+
     # -- block rows ------------------------------------------------------------------------------
 
     def record_text(self, ref: str) -> tuple[str, str] | None:

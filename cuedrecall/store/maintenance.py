@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
-from cuedrecall.store.base import EPISODE, MEMORY, IndexGap
+from cuedrecall.store.base import EPISODE, MEMORY, IndexGap, make_ref, split_ref
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -23,6 +23,15 @@ if TYPE_CHECKING:
 _TABLES = {MEMORY: ("memories", "memories_fts", "content"), EPISODE: ("episodes", "episodes_fts", "summary")}
 _SCANNED_COLUMNS = ("content", "timestamp", "source")  # the memory columns scan_memories may read
 _BLANK = "' ' || char(9, 10, 13)"  # the characters SQL trims when it asks whether a text is empty
+
+
+def _before_plan(before: str | None) -> list[tuple[str, int]]:
+    """(kind, id below which to start) for each kind still to walk newest first: memories, then episodes."""
+    top = 1 << 62
+    if before is None:
+        return [(MEMORY, top), (EPISODE, top)]
+    kind, row_id = split_ref(before)
+    return [(MEMORY, row_id), (EPISODE, top)] if kind == MEMORY else [(EPISODE, row_id)]
 
 
 def _agent_where(agent_id: str, alias: str = "") -> tuple[str, list[Any]]:
@@ -37,6 +46,7 @@ class SqliteMaintenance:
     if TYPE_CHECKING:  # provided by SqliteStore
         _conn: sqlite3.Connection
         _indexes: dict[str, VectorIndex]
+        vector_model: str | None
 
         def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
         def _rebuild_indexes(self) -> None: ...
@@ -74,6 +84,29 @@ class SqliteMaintenance:
         return self._counted_ids(
             _TABLES[kind][0], f"{where} AND embedding IS NOT NULL AND length(embedding) != ?", [*params, 4 * width],
             limit)
+
+    def stale_embeddings(self, model: str, agent_id: str = "") -> dict[str, int]:
+        """Rows of each kind ("mem", "ep") whose vector another model than ``model`` made: the re-embedding's
+        work left."""
+        where, params = _agent_where(agent_id)
+        return {kind: self._read(f"SELECT COUNT(*) FROM {table} WHERE {where} AND embedding IS NOT NULL "
+                                 "AND embedding_model != ?", [*params, model])[0][0]
+                for kind, (table, _, _) in _TABLES.items()}
+
+    def stale_records(self, model: str, before: str | None, limit: int, agent_id: str = "") -> list[tuple[str, str]]:
+        """(ref, text) of at most ``limit`` rows whose vector another model made, newest first: memories, then
+        episodes, each by id descending, from just below the ``before`` ref (None: from the newest)."""
+        out: list[tuple[str, str]] = []
+        where, params = _agent_where(agent_id)
+        for kind, below in _before_plan(before):
+            if len(out) >= limit:
+                break
+            table, _, column = _TABLES[kind]
+            rows = self._read(f"SELECT id, {column} FROM {table} WHERE id < ? AND {where} AND embedding IS NOT NULL "
+                              "AND embedding_model != ? ORDER BY id DESC LIMIT ?",
+                              [below, *params, model, limit - len(out)])
+            out += [(make_ref(kind, row_id), text) for row_id, text in rows]
+        return out
 
     def oversized_memories(self, agent_id: str, cap: int, limit: int) -> tuple[int, list[int]]:
         """Memories whose content is longer than ``cap`` characters: (count, oldest ids)."""
@@ -171,14 +204,18 @@ class SqliteMaintenance:
         """How the in-process vector index differs from the rows: by id, in the agent's scope.
 
         The rows that belong in it are those with a vector of the index's width (of the
-        oldest vector when the index is empty: what a rebuild takes); a vector of another
-        width is ``misfit_embeddings``' business, not the index's.
+        oldest vector when the index is empty: what a rebuild takes) and, when the store
+        has a vector model, of that model; a vector of another width is
+        ``misfit_embeddings``' business, one of another model ``stale_embeddings``'.
         """
         table = _TABLES[kind][0]
+        model, model_params = ("embedding_model = ?", [self.vector_model]) if self.vector_model is not None else (
+            "1 = 1", [])
         where, params = _agent_where(agent_id)
+        where, params = f"{where} AND {model}", [*params, *model_params]
         with self.snapshot():
             index = self._indexes[kind]
-            width = index.dim or self._oldest_width(table)
+            width = index.dim or self._oldest_width(table, model, model_params)
             indexed = set(index.agent_rows(agent_id)[0].tolist())
             rows = [] if width is None else self._read(
                 f"SELECT id FROM {table} WHERE {where} AND length(embedding) = ? ORDER BY id", [*params, 4 * width])
@@ -186,8 +223,9 @@ class SqliteMaintenance:
         present = set(expected)
         return IndexGap([i for i in expected if i not in indexed], sorted(indexed - present))
 
-    def _oldest_width(self, table: str) -> int | None:
-        rows = self._read(f"SELECT length(embedding) FROM {table} WHERE embedding IS NOT NULL ORDER BY id LIMIT 1")
+    def _oldest_width(self, table: str, where: str = "1 = 1", params: Sequence[Any] = ()) -> int | None:
+        rows = self._read(f"SELECT length(embedding) FROM {table} WHERE {where} AND embedding IS NOT NULL "
+                          "ORDER BY id LIMIT 1", params)
         return rows[0][0] // 4 if rows and rows[0][0] else None
 
     def rebuild_index(self) -> None:
@@ -200,6 +238,17 @@ class SqliteMaintenance:
         return [] if [r[0] for r in rows] == ["ok"] else [str(r[0]) for r in rows]
 
     # -- repairs, inside write() -----------------------------------------------------------
+
+    def replace_stale_embedding(self, conn: sqlite3.Connection, ref: str, text: str, vector: np.ndarray,
+                                model: str) -> bool:
+        """Give a row ``model``'s vector of ``text`` while its vector is still another model's and its text is
+        still ``text``; False, changing nothing, when the row is gone, changed, or already re-embedded."""
+        kind, row_id = split_ref(ref)
+        table, _, column = _TABLES[kind]
+        blob = np.asarray(vector, dtype="<f4").tobytes()
+        return conn.execute(
+            f"UPDATE {table} SET embedding = ?, embedding_model = ? WHERE id = ? AND {column} = ? "
+            "AND embedding IS NOT NULL AND embedding_model != ?", (blob, model, row_id, text, model)).rowcount > 0
 
     def set_episode_embedding(self, conn: sqlite3.Connection, episode_id: int, vector: np.ndarray | None,
                               model: str) -> None:

@@ -352,6 +352,34 @@ MIGRATIONS.append(
     )
 )
 
+
+
+MIGRATIONS.append(
+    (
+        7,
+        """
+        -- The memories' text as stemmed words (porter over unicode61), for the word arm: a question's
+        -- "moved" finds "moving", and a whole word outranks a trigram inside another word. Filled from
+        -- the rows already stored, then kept by triggers like memories_fts.
+        CREATE VIRTUAL TABLE memories_words USING fts5(
+            content, content='memories', content_rowid='id', tokenize='porter unicode61');
+        INSERT INTO memories_words(memories_words) VALUES ('rebuild');
+        CREATE TRIGGER memories_words_insert AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_words(rowid, content) VALUES (new.id, new.content);
+        END;
+        CREATE TRIGGER memories_words_delete AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_words(memories_words, rowid, content) VALUES ('delete', old.id, old.content);
+        END;
+        CREATE TRIGGER memories_words_update AFTER UPDATE OF content ON memories
+        WHEN old.content IS NOT new.content BEGIN
+            INSERT INTO memories_words(memories_words, rowid, content) VALUES ('delete', old.id, old.content);
+            INSERT INTO memories_words(rowid, content) VALUES (new.id, new.content);
+        END;
+        """,
+    )
+)
+
+
 LATEST_VERSION = MIGRATIONS[-1][0]
 
 

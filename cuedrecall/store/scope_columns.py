@@ -17,6 +17,16 @@ from cuedrecall.store.base import Scope
 _AXES = ("agent", "project", "channel", "source")
 
 
+def open_gaps(array: np.ndarray, places: np.ndarray, n: int) -> None:
+    """Shift the first ``n`` rows of ``array`` so that one empty row opens before row ``places[j]`` for each j
+    (``places`` ascending, a value n opening one at the end): row i moves down by the number of places <= i. In
+    place, one block copy per gap, last gap first; the array must hold n + len(places) rows."""
+    for j in range(len(places) - 1, -1, -1):
+        start, end = int(places[j]), int(places[j + 1]) if j + 1 < len(places) else n
+        if end > start:
+            array[start + j + 1 : end + j + 1] = array[start:end]
+
+
 class _Codes:
     """Interns axis strings (agent, project, channel, source) to small integers, and back."""
 
@@ -74,6 +84,11 @@ class ScopeColumns:
         for name in _AXES:
             column = getattr(self, name)
             column[i : n - 1] = column[i + 1 : n]
+
+    def open_gaps(self, places: np.ndarray, n: int) -> None:
+        """The same gaps in every axis column (the module's ``open_gaps``): the index is making room for new rows."""
+        for name in _AXES:
+            open_gaps(getattr(self, name), places, n)
 
     def keep(self, kept: np.ndarray, capacity: int) -> None:
         """Keep the rows a boolean mask (over the rows in use) selects, in order, in columns of ``capacity``."""

@@ -22,6 +22,7 @@ from cuedrecall.store.base import EPISODE, MEMORY, Record, Scope, Threshold, mak
 from cuedrecall.store.arms import SqliteArms, scope_where
 from cuedrecall.store.block_index import BlockIndex
 from cuedrecall.store.blocks import SqliteBlocks
+from cuedrecall.store.browse import SqliteBrowse
 from cuedrecall.store.graph import SqliteGraph
 from cuedrecall.store.maintenance import SqliteMaintenance
 from cuedrecall.store.schema import migrate
@@ -73,11 +74,14 @@ def _private_side_files(path: str) -> None:
             pass  # not there (yet): SQLite creates it later with the database file's mode
 
 
-class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph):
+class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, SqliteBrowse):
     """All SQL of cuedrecall's embedded backend. One writer at a time; the indexes follow every commit."""
 
-    def __init__(self, path: str | Path, *, common_term_ratio: float = 0.1) -> None:
+    def __init__(self, path: str | Path, *, common_term_ratio: float = 0.1, vector_model: str | None = None) -> None:
+        """``vector_model``: the only ``embedding_model`` whose vectors the vector index holds, so no vector arm
+        compares a query with a vector of another model (None: any model, as every width-fitting vector)."""
         self.path = str(path)
+        self.vector_model = vector_model
         created = False
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -160,8 +164,11 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph):
             self._stats_cache.clear()
 
     def _index_rows(self, kind: str, where: str, params: Sequence[Any]) -> Iterator[IndexRow]:
+        """The rows matching ``where`` that the index may hold: those of the vector model, when one is set."""
         table = "memories" if kind == MEMORY else "episodes"
         source = "source_id" if kind == MEMORY else "''"
+        if self.vector_model is not None:
+            where, params = f"({where}) AND embedding_model = ?", [*params, self.vector_model]
         cursor = self._conn.execute(
             f"SELECT id, embedding, agent_id, project_id, channel, {source}, ts_epoch FROM {table} "
             f"WHERE {where} ORDER BY id",
@@ -209,7 +216,7 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph):
             self._apply_block_changes(blocks)
 
     def _apply_changes(self, kind: str, ids: list[int]) -> bool:
-        """Update the index for changed ids; False when only a rebuild keeps id order."""
+        """Update the index for changed ids (rows new to it are merged in id order); True, the index is current."""
         index = self._indexes[kind]
         found = {}
         for start in range(0, len(ids), 500):
@@ -217,14 +224,14 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph):
             marks = ",".join("?" * len(chunk))
             for row in self._index_rows(kind, f"id IN ({marks}) AND embedding IS NOT NULL", chunk):
                 found[row.row_id] = row
+        new = []
         for row_id in ids:
             row = found.get(row_id)
             if row is None or not index.fits(row):
-                index.remove(row_id)  # deleted, unembedded, or of another width: no longer comparable
+                index.remove(row_id)  # deleted, unembedded, of another model or width: no longer comparable
             elif not index.replace(row):
-                if len(index) and row_id < index.last_id():
-                    return False
-                index.add(row)
+                new.append(row)
+        index.insert(new)
         return True
 
     # -- writes ---------------------------------------------------------------------

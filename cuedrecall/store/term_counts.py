@@ -11,6 +11,7 @@ class TermSource(Protocol):
     def row_count(self, table: str) -> int: ...
     def gram_count(self, table: str, gram: str) -> int: ...
     def phrase_count(self, table: str, phrase: str) -> int: ...
+    def word_count(self, table: str, word: str) -> int: ...
 
 
 class TermCounts:
@@ -42,11 +43,19 @@ class TermCounts:
             return False  # a phrase is no commoner than its rarest trigram
         return self._count(table, "phrase", term, total) > limit
 
+    def is_common_word(self, table: str, word: str) -> bool:
+        """The same rule for a word of the word index, counted as the index stems it."""
+        total = self._source.row_count(table)
+        if total < self.MIN_ROWS or self.ratio >= 1.0:
+            return False
+        return self._count(table, "word", word, total) > self.ratio * total
+
     def _count(self, table: str, kind: str, text: str, total: int) -> int:
         key = (table, kind, text)
         cached = self._counts.get(key)
         if cached is None or abs(total - cached[1]) > self.STALE_RATIO * cached[1]:
-            count = self._source.gram_count if kind == "gram" else self._source.phrase_count
+            count = {"gram": self._source.gram_count, "phrase": self._source.phrase_count,
+                     "word": self._source.word_count}[kind]
             cached = (count(table, text), total)
             self._counts[key] = cached
         return cached[0]

@@ -5,6 +5,10 @@ the reverse. Every vector arm is one masked matrix product over a slice of
 this index, never a loop over blobs. Capacity doubles as rows are added, so a
 write costs the same at 100k rows as at 1k.
 
+Rows that arrive below the newest id (vectors written again: a store re-embedded
+under another model) are merged in with ``insert``: one pass over the index a
+batch, not a rebuild from the rows.
+
 Each row's sign bits (dimension > 0 is a 1, packed MSB first into uint64 words)
 are kept beside its vector: the far seats' coarse search (``coarse``) ranks the
 rows beyond the scan window by Hamming distance to the query's bits, popcount of
@@ -19,7 +23,7 @@ import numpy as np
 
 from cuedrecall.store.base import Scope
 from cuedrecall.store.block_index import words
-from cuedrecall.store.scope_columns import ScopeColumns
+from cuedrecall.store.scope_columns import ScopeColumns, open_gaps
 
 
 def sign_words(vectors: np.ndarray, width: int) -> np.ndarray:
@@ -89,6 +93,37 @@ class VectorIndex:
         self._axes.set(i, row.agent_id, row.project_id, row.channel, row.source_id)
         self._ts[i] = row.ts_epoch
         self._n += 1
+
+    def insert(self, rows: list[IndexRow]) -> None:
+        """Add rows whose ids are not indexed, wherever their ids fall, keeping id order: the rows after each are
+        moved down in place, one block copy per new row, no rebuild.
+
+        A row of another width than the index's is left out, as ``add`` does.
+        """
+        fresh = sorted((row for row in rows if self.position(row.row_id) is None), key=lambda row: row.row_id)
+        if self._n == 0 or not fresh or fresh[0].row_id > self.last_id():
+            for row in fresh:
+                self.add(row)  # the common case: every row after the newest, appended in order
+            return
+        fresh = [row for row in fresh if self.fits(row)]
+        if not fresh:
+            return
+        n, total = self._n, self._n + len(fresh)
+        while len(self._ids) < total:
+            self._grow()
+        ids = np.array([row.row_id for row in fresh], dtype=np.int64)
+        places = np.searchsorted(self._ids[:n], ids)  # each new row goes before the old row at its place
+        for name in ("_ids", "_vecs", "_bits", "_ts"):
+            open_gaps(getattr(self, name), places, n)
+        self._axes.open_gaps(places, n)
+        landing = places + np.arange(len(fresh))  # the gap each new row fills
+        self._n = total
+        for i, row in zip(landing.tolist(), fresh):
+            self._ids[i] = row.row_id
+            self._vecs[i] = row.vector
+            self._bits[i] = sign_words(row.vector, self._width)[0]
+            self._axes.set(i, row.agent_id, row.project_id, row.channel, row.source_id)
+            self._ts[i] = row.ts_epoch
 
     def fits(self, row: IndexRow) -> bool:
         """Whether the row's vector has the index's width (any width fits an index that holds none)."""

@@ -101,9 +101,11 @@ PROFILES = {
 
 def settings(**overrides: Any) -> Settings:
     """Settings from an empty environment (no CPERSONA_* leaks in), hash embedder unless overridden; the golden
-    pins recall with block retrieval off (block building and the block arm are tested on their own)."""
+    pins recall with block retrieval off (block building and the block arm are tested on their own) and with no
+    calibration on growth: a case's gate is the one it sets (``replace_gate``), never a background measurement."""
     return Settings.from_env({}, **{"embedding_mode": "hash", "block_build_enabled": False,
-                                    "block_retrieval_enabled": False, **overrides})
+                                    "block_retrieval_enabled": False, "calibrate_on_growth": False,
+                                    "word_arm_enabled": False, **overrides})
 
 
 def open_memory(path: Path | str, **overrides: Any) -> Memory:

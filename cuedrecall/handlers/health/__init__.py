@@ -16,6 +16,7 @@ from typing import Any
 from cuedrecall.errors import ToolArgumentError
 from cuedrecall.handlers.health.deep import DEEP_CHECKS, NOT_IMPLEMENTED
 from cuedrecall.handlers.blocks import RETRY_DELAY_S, building
+from cuedrecall.handlers.reembed import REEMBED
 from cuedrecall.handlers.health.registry import HEALTH_CHECKS, not_run
 from cuedrecall.handlers.health.run import SAMPLE, Check, Finding, Repair, Run
 from cuedrecall.runtime import Runtime
@@ -27,11 +28,12 @@ SEVERITIES = ("info", "warn", "critical")
 
 
 def queue_status(rt: Runtime) -> dict[str, Any]:
-    """The background queue (block builds and the backfill): how many tasks wait, claimed ones included."""
-    if not building(rt):
+    """The background queue (block builds, the backfill, the re-embedding): how many tasks wait, claimed ones
+    included, in all and by kind. Off while blocks are not built and nothing is re-embedded."""
+    if not building(rt) and not (rt.embedder.available and rt.store.pending_tasks(REEMBED)):
         return {"enabled": False, "pending": 0}
-    return {"enabled": True, "pending": rt.store.pending_tasks(), "max_retries": TASK_ATTEMPTS,
-            "retry_delay": int(RETRY_DELAY_S)}
+    return {"enabled": True, "pending": rt.store.pending_tasks(), "pending_by_kind": rt.store.pending_by_kind(),
+            "max_retries": TASK_ATTEMPTS, "retry_delay": int(RETRY_DELAY_S)}
 
 
 def _selected(checks: list[str], registry: dict[str, Any], tolerated: dict[str, str] | None = None) -> list[str]:

@@ -12,11 +12,13 @@ import json
 from typing import Any
 
 from cuedrecall.clock import to_epoch
+from cuedrecall.embed import EmbeddingError
 from cuedrecall.handlers.blocks import BACKFILL_CHARS, BACKFILL_RECORDS, backfill_step, building
 from cuedrecall.handlers.health.run import (
     KINDS, NOTHING, Check, Finding, Repair, Run, delete_unlocked, finding, gap_finding, reembed, ref_items, rewrite,
     short,
 )
+from cuedrecall.handlers.reembed import REEMBED, reembed_now, stale_rows
 from cuedrecall.store.base import EPISODE, MEMORY, make_ref
 
 SOURCE_TYPES = ("User", "Agent", "System")
@@ -132,6 +134,31 @@ def _embed_episodes(run: Run, found: Finding) -> int:
     return _embed_unembedded(run, EPISODE)
 
 
+def _stale_embeddings(run: Run) -> Finding:
+    """Rows whose vector another model made than the embedder's: the vector arms leave them out until the
+    background re-embedding (handlers.reembed) reaches them. Its progress."""
+    counts = stale_rows(run.rt, run.agent_id)
+    count = sum(counts.values())
+    if not count:
+        return NOTHING
+    model, pending = run.rt.embedder.model, run.rt.store.pending_tasks(REEMBED)
+    sample = run.rt.store.stale_records(model, None, run.limit, run.agent_id)
+    detail = (f"{counts.get(MEMORY, 0)} memories and {counts.get(EPISODE, 0)} episodes carry vectors of another "
+              f"model than {model}: the vector arms leave them out until the background re-embedding reaches them "
+              f"({pending} task(s) queued) (fix: re-embedded now, within the run's budget)")
+    return finding(count, detail, [{"ref": ref} for ref, _ in sample], {"by_kind": counts, "queued": pending})
+
+
+def _reembed_stale(run: Run, found: Finding) -> int:
+    """Re-embed the scope's stale rows now, newest first, within the run's budget (an embedder failure stops it)."""
+    try:
+        done = reembed_now(run.rt, run.agent_id, max(0, run.budget))
+    except EmbeddingError:
+        return 0
+    run.budget -= done
+    return done
+
+
 def _fts_integrity(run: Run) -> Finding:
     """The full-text tables against their rows (the scope's rows; entries without a row and FTS5's own check whole)."""
     return gap_finding(run, {kind: run.rt.store.fts_gap(kind, run.agent_id) for kind in KINDS}, "full-text index")
@@ -234,6 +261,7 @@ HEALTH_CHECKS: dict[str, tuple[str, Check, Repair | None]] = {
     "embedding_dimension": ("critical", _embedding_dimension, _reembed_misfits),
     "null_embedding": ("warn", _null_embedding, _embed_memories),
     "null_episode_embedding": ("warn", _null_episode_embedding, _embed_episodes),
+    "stale_embeddings": ("info", _stale_embeddings, _reembed_stale),
     "fts_integrity": ("warn", _fts_integrity, _rebuild_fts),
     "vector_index": ("warn", _vector_index, _rebuild_vector_index),
     "missing_blocks": ("info", _missing_blocks, _advance_backfill),
