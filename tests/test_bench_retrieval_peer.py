@@ -187,12 +187,12 @@ def test_a_variant_of_ours_gets_its_own_lines_and_agreement() -> None:
 
 
 def test_cpersona_runs_at_its_defaults_but_for_what_running_here_needs(tmp_path: Path) -> None:
-    assert set(PEER_DEFAULTS) == {"CPERSONA_EMBEDDING_MODE", "CPERSONA_UPDATE_CHECK", "CPERSONA_OPERATING_CONTEXT",
-                                  "CPERSONA_CALIBRATE_ON_MODEL_CHANGE"}
+    assert set(PEER_DEFAULTS) == {"CPERSONA_EMBEDDING_MODE", "CPERSONA_UPDATE_CHECK", "CPERSONA_OPERATING_CONTEXT"}
     assert all(why for _value, why in PEER_DEFAULTS.values())
     assert setting_on(PEER_DEFAULTS, "CPERSONA_BLOCK_BUILD_ENABLED")  # not set: its default, on
     assert setting_on(PEER_DEFAULTS, "CPERSONA_TASK_QUEUE_ENABLED")
-    assert not setting_on(PEER_DEFAULTS, "CPERSONA_CALIBRATE_ON_MODEL_CHANGE")
+    assert setting_on(PEER_DEFAULTS, "CPERSONA_CALIBRATE_ON_MODEL_CHANGE")  # its default: it calibrates at start
+    assert not setting_on(PEER_VARIANTS["uncalibrated"][1], "CPERSONA_CALIBRATE_ON_MODEL_CHANGE")
     off = PEER_VARIANTS["blocks-off"][1]
     assert not setting_on(off, "CPERSONA_BLOCK_BUILD_ENABLED") and not setting_on(off, "CPERSONA_TASK_QUEUE_ENABLED")
     env = peer_environment(PEER_DEFAULTS, tmp_path / "c.db", "http://x/embed", tmp_path)
