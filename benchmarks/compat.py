@@ -1254,10 +1254,9 @@ REASONS: dict[str, dict[str, str]] = {
         "-results.stale_profile": "gap: ours has no stale_profile check (CPersona's: a profile not updated for "
                                   "30 days)"},
     "get_queue_status": {
-        "-max_retries": "deliberate: ours has no background queue (every write is complete when it is answered), "
-                        "so it answers enabled:false, pending:0 and no retry settings; CPersona's queue is on by "
-                        "default",
-        "-retry_delay": "deliberate: as max_retries (ours has no background queue)"},
+        "+pending_by_kind": "ours adds: the pending tasks by kind (block builds, re-embedding, calibration)",
+        "-max_retries": "gap: ours answers no retry settings (a task is tried 3 times, a fixed policy)",
+        "-retry_delay": "gap: as max_retries"},
     "get_session_findings": {
         "-_meta": "gap: ours answers no `_meta` (CPersona: its server version and auditor version)",
         "-counts_by_kind.*": "deliberate: the kinds are each server's own check names (ours: check_health's), "
