@@ -28,6 +28,7 @@ import time
 from datetime import datetime
 from itertools import cycle, islice
 from pathlib import Path
+from typing import Any
 
 from benchmarks.datasets import load_locomo
 from benchmarks.speed_report import percentile
@@ -136,18 +137,23 @@ def report(rows: list[dict[str, object]], argv: list[str], questions: int) -> st
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    return speed_main(argv, __doc__.splitlines()[0], measure, report, "block_speed.md")
+
+
+def speed_main(argv: list[str] | None, description: str, measure_one: Any, render: Any, out_name: str) -> int:
+    """The flow of a side-by-side speed study on LoCoMo text: parse, measure each size, write the report."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--locomo", type=Path, required=True, help="LoCoMo JSON (the development split)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--questions", type=int, default=150)
-    parser.add_argument("--out", type=Path, default=RESULTS / "block_speed.md")
+    parser.add_argument("--out", type=Path, default=RESULTS / out_name)
     args = parser.parse_args(argv)
     conversations = load_locomo(args.locomo)
     texts = [turn.content for c in conversations for turn in c.turns]
     questions = [q.text for c in conversations for q in c.questions][: args.questions]
-    with tempfile.TemporaryDirectory(prefix="cuedrecall-blocks-") as tmp:
-        rows = [measure(size, texts, questions, Path(tmp)) for size in args.sizes]
-    text = report(rows, sys.argv[1:] if argv is None else argv, len(questions))
+    with tempfile.TemporaryDirectory(prefix="cuedrecall-speed-") as tmp:
+        rows = [measure_one(size, texts, questions, Path(tmp)) for size in args.sizes]
+    text = render(rows, sys.argv[1:] if argv is None else argv, len(questions))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding="utf-8")
     print(text)

@@ -11,14 +11,11 @@ over LoCoMo's questions, on the same database file. Writes
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
-from benchmarks.block_speed import NOW, RESULTS, build_store, interleaved
-from benchmarks.datasets import load_locomo
+from benchmarks.block_speed import NOW, build_store, interleaved, speed_main
 from benchmarks.speed_report import percentile
 from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock
@@ -54,22 +51,7 @@ def report(rows: list[dict[str, object]], argv: list[str], questions: int) -> st
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--locomo", type=Path, required=True, help="LoCoMo JSON (the development split)")
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--questions", type=int, default=150)
-    parser.add_argument("--out", type=Path, default=RESULTS / "word_arm_speed.md")
-    args = parser.parse_args(argv)
-    conversations = load_locomo(args.locomo)
-    texts = [turn.content for c in conversations for turn in c.turns]
-    questions = [q.text for c in conversations for q in c.questions][: args.questions]
-    with tempfile.TemporaryDirectory(prefix="cuedrecall-words-") as tmp:
-        rows = [measure(size, texts, questions, Path(tmp)) for size in args.sizes]
-    text = report(rows, sys.argv[1:] if argv is None else argv, len(questions))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text, encoding="utf-8")
-    print(text)
-    return 0
+    return speed_main(argv, __doc__.splitlines()[0], measure, report, "word_arm_speed.md")
 
 
 if __name__ == "__main__":

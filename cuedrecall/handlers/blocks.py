@@ -44,7 +44,7 @@ from cuedrecall.handlers import calibrate
 from cuedrecall.embed import EmbeddingError
 from cuedrecall.handlers import reembed
 from cuedrecall.runtime import Runtime
-from cuedrecall.store.base import BlockSet, Task, split_ref
+from cuedrecall.store.base import BlockSet, Task, is_ref
 from cuedrecall.text.blocks import divide
 
 log = logging.getLogger("cuedrecall.blocks")
@@ -244,7 +244,7 @@ class BlockBuilder:
 
     def _build(self, rt: Runtime, task: Task) -> None:
         ref = task.payload.get("ref")
-        found = rt.store.record_text(ref) if _is_ref(ref) else None
+        found = rt.store.record_text(ref) if is_ref(ref) else None
         if found is None or not building(rt) or rt.store.has_block_set(ref, rt.embedder.model):
             with rt.store.write() as conn:  # gone, not built here, or already current: nothing to do
                 rt.store.finish_task(conn, task.id)
@@ -253,7 +253,7 @@ class BlockBuilder:
 
     def _backfill(self, rt: Runtime, task: Task) -> None:
         after = task.payload.get("after")
-        after = after if _is_ref(after) else None
+        after = after if is_ref(after) else None
         done, cursor, more = (0, after, False) if not building(rt) else backfill_step(
             rt, after, stopping=self._stop.is_set)
         with rt.store.write() as conn:
@@ -275,11 +275,3 @@ class BlockBuilder:
             if not worked:
                 self._stop.wait(self._idle)
 
-
-def _is_ref(value: Any) -> bool:
-    """Whether a payload value is a record ref (a task written by another version may hold anything)."""
-    try:
-        split_ref(value)
-    except (ValueError, AttributeError):
-        return False
-    return True

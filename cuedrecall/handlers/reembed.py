@@ -41,7 +41,7 @@ import numpy as np
 from cuedrecall.embed import EmbeddingError
 from cuedrecall.handlers import calibrate
 from cuedrecall.runtime import Runtime
-from cuedrecall.store.base import Task, split_ref
+from cuedrecall.store.base import Task, is_ref
 
 log = logging.getLogger("cuedrecall.reembed")
 
@@ -88,7 +88,7 @@ def run_task(rt: Runtime, task: Task) -> int:
     """One step of the walk: re-embed a batch below the task's cursor, queue the next step (or, after the last,
     recalibrate); the rows written. EmbeddingError (retried by the queue) when the embedder fails."""
     before = task.payload.get("before")
-    before = before if _is_ref(before) else None
+    before = before if is_ref(before) else None
     rows = rt.store.stale_records(rt.embedder.model, before, BATCH_ROWS) if rt.embedder.available else []
     vectors = embedded(rt, [text for _, text in rows]) if rows else np.zeros((0, 0), np.float32)
     more = len(rows) >= BATCH_ROWS
@@ -129,11 +129,3 @@ def finished(rt: Runtime) -> None:
     if rt.embedder.available and rt.settings.calibrate_on_model_change and rt.calibration.stale:
         calibrate.recalibrate_stale(rt)
 
-
-def _is_ref(value: Any) -> bool:
-    """Whether a payload value is a record ref (a task written by another version may hold anything)."""
-    try:
-        split_ref(value)
-    except (ValueError, AttributeError):
-        return False
-    return True

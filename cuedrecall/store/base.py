@@ -29,6 +29,15 @@ def split_ref(ref: str) -> tuple[str, int]:
     return kind, int(number)
 
 
+def is_ref(value: object) -> bool:
+    """Whether a value is a record ref (a task payload written by another version may hold anything)."""
+    try:
+        split_ref(value)  # type: ignore[arg-type]
+    except (ValueError, AttributeError):
+        return False
+    return True
+
+
 @dataclass(frozen=True)
 class Scope:
     """The isolation axes of one read: the space a search happens in, never widened.
