@@ -153,6 +153,8 @@ class Settings:
                                        "found by sign bits")
     recall_propagation_seat: bool = _setting(False, _parse_bool, "one held place for the row a deeper search ranks "
                                              "closest to the best row")
+    cue_propagation: bool = _setting(False, _parse_bool, "without a caller's time cue, a strong hit's day searched "
+                                     "as a vague cue: its rows rise at most one place (off until measured to help)")
     word_arm_enabled: bool = _setting(True, _parse_bool, "recall's word arm: the memories' stemmed words (porter) "
                                       "beside the trigram arm")
     reconstruct_default_count: int = _setting(10, _number(int, 0), "reconstruct's items when the call names no count")

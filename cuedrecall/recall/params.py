@@ -50,6 +50,7 @@ class RecallParams:
     gate_relief: bool = True  # one bounded step under the gate when rows sit just under it (recall/relief.py)
     calibration: str = "none"  # where the thresholds came from: "auto" (on growth), "explicit" or "none"
     word_arm: bool = True  # the stemmed word arm beside the trigram arm (text/words.py)
+    cue_propagation: bool = False  # a strong hit's day as a vague cue for one more stage (recall/cue_propagation.py)
 
     @property
     def far_enabled(self) -> bool:
@@ -86,5 +87,5 @@ def resolve_params(s: Settings, calibrated: dict[str, float], *, query: str, lim
         propagation_seat=s.recall_propagation_seat and propagation,
         gate_policy=s.recall_gate, gate_relief=s.gate_relief and s.recall_gate != "gate-v0",
         calibration=calibration if calibrated else "none",
-        word_arm=s.word_arm_enabled,
+        word_arm=s.word_arm_enabled, cue_propagation=s.cue_propagation,
     )

@@ -20,6 +20,9 @@ from cuedrecall.clock import iso
 from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.context import RecallContext
 from cuedrecall.recall.cue_arm import search_period
+from cuedrecall.recall.cue_propagation import BOUND as PROPAGATION_BOUND
+from cuedrecall.recall.cue_propagation import POLICY as PROPAGATION
+from cuedrecall.recall.cue_propagation import hit_day, strong_hit
 from cuedrecall.recall.cued_v0_3 import BOUND, CUE_RANK_K, MAX_CUE_STAGES, POLICY, SEATS, WIDER
 from cuedrecall.recall.pipeline import PassResult, single_pass
 from cuedrecall.recall.propagation import propagation_seat
@@ -40,7 +43,8 @@ def recall_process(ctx: RecallContext, cue: TimeCue | None) -> Outcome:
     if cue is None:
         ctx.recorder.stage({"stage": 0, "searched": "all arms", "next": None})
         record_relief(ctx, result.relief, [], 1)
-        return Outcome(_propagated(ctx, result, result.answer + result.held), result.gate_fallback, None)
+        answer = _cue_propagated(ctx, result.answer) if ctx.params.cue_propagation else result.answer
+        return Outcome(_propagated(ctx, result, answer + result.held), result.gate_fallback, None)
     span = _span(ctx)
     if is_recent_only(cue, ctx.now, span):
         return _ignored(ctx, cue, span, result)
@@ -58,6 +62,24 @@ def recall_process(ctx: RecallContext, cue: TimeCue | None) -> Outcome:
     summary = {"policy": POLICY, "period": _iso_period(searched), "confidence": confidence, "revised": revised,
                "moved": len(moves), "seated": len(seated)}
     return Outcome(_propagated(ctx, result, answer + result.held + seated), result.gate_fallback, summary)
+
+
+def _cue_propagated(ctx: RecallContext, answer: list[Candidate]) -> list[Candidate]:
+    """The answer after cue propagation (recall/cue_propagation.py): a strong hit's day searched, its rows moved
+    up at most one place; traced as stage 1."""
+    hit = strong_hit(answer)
+    day = hit_day(ctx, hit) if hit is not None else None
+    if hit is None or day is None:
+        return answer
+    found = search_period(ctx, day, "propagated_cue")
+    moved, moves = bounded_move(answer, found, PROPAGATION_BOUND)
+    for row in moved:
+        row.cue_rank = None  # the caller gave no cue: match_reason says nothing of one
+    if ctx.recorder.enabled:
+        ctx.recorder.stage({"stage": 1, "searched": f"the cue arm over the strong hit's day ({PROPAGATION})",
+                            "source": hit.ref, "period": _iso_period(day), "found": len(found), "lifted": moves,
+                            "next": None})
+    return moved
 
 
 def _propagated(ctx: RecallContext, result: PassResult, rows: list[Candidate]) -> list[Candidate]:
