@@ -83,6 +83,13 @@ def recall_all(ranked: Sequence[str], gold: Iterable[str], k: int) -> float:
     return float(bool(relevant) and relevant <= set(list(ranked)[:k]))
 
 
+def session_recall(sessions: Sequence[int | None], gold: Iterable[int], k: int) -> float:
+    """1.0 when a session holding evidence is among the sessions of the first k rows (LongMemEval's session
+    recall): ``sessions`` is each returned row's session, best first (None for a row of no session)."""
+    wanted = set(gold)
+    return float(bool(wanted) and any(s in wanted for s in sessions[:k]))
+
+
 def best_rank(ranked: Sequence[str], gold: Iterable[str]) -> int | None:
     """The 1-based rank of the first gold ref, or None when none is in the list."""
     relevant = set(gold)
@@ -331,6 +338,22 @@ class ConversationStore:
             sessions = {t.session for t in self.conversation.turns if t.msg_id in evidence}
             refs += [self.episodes[s] for s in sorted(sessions) if s in self.episodes]
         return list(dict.fromkeys(refs))
+
+    def session_of(self, ref: str) -> int | None:
+        """The session a stored ref belongs to: its turn's, or the one its episode summarises."""
+        if not hasattr(self, "_session_by_ref"):
+            self._session_by_ref = {ref: s for s, ref in self.episodes.items()}
+            self._session_by_ref.update({self.refs[t.msg_id]: t.session for t in self.conversation.turns
+                                         if t.msg_id in self.refs})
+        elif len(self._session_by_ref) < len(self.refs):  # more was stored since: read again
+            del self._session_by_ref
+            return self.session_of(ref)
+        return self._session_by_ref.get(ref)
+
+    def gold_sessions(self, question: Question) -> set[int]:
+        """The sessions of the question's evidence turns."""
+        evidence = set(question.evidence)
+        return {t.session for t in self.conversation.turns if t.msg_id in evidence}
 
     def memory_span(self) -> tuple[datetime, datetime] | None:
         """(oldest, newest) stored memory time: the span the server sizes open and long-ago cues by."""

@@ -1,4 +1,4 @@
-"""Retrieval quality on LoCoMo and the long-span generator: recall_any@k, recall_all@k, NDCG@10, MRR.
+"""Retrieval quality on LoCoMo and the long-span generator: recall_any@k, recall_all@k, NDCG@10, MRR, session@k.
 
     python -m benchmarks.retrieval --embedders local hash --modes rrf rsf --long-span large
 
@@ -35,7 +35,7 @@ except ImportError:  # pragma: no cover - the tool ships with the project
     CODES, RETURNED = (), "returned"
 
 PROG = "benchmarks.retrieval"
-METRICS = ("recall_any@5", "recall_any@10", "recall_all@10", "ndcg@10", "mrr")
+METRICS = ("recall_any@5", "recall_any@10", "recall_all@10", "ndcg@10", "mrr", "session@5", "session@10")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,6 +65,13 @@ def failure_code(trace: dict[str, Any], gold: Sequence[str]) -> str:
     return confirm(trace, gold) or RETURNED
 
 
+def _session_metrics(store: h.ConversationStore, question: Any, ranked: Sequence[str]) -> dict[str, float]:
+    """Session recall at 5 and 10: a session holding evidence among the sessions of the first rows."""
+    sessions = [store.session_of(ref) for ref in ranked]
+    gold = store.gold_sessions(question)
+    return {f"session@{k}": h.session_recall(sessions, gold, k) for k in (5, 10)}
+
+
 def evaluate_conversation(dataset: h.Dataset, conversation: Any, embedder: h.PrefetchEmbedder, mode: str,
                           args: argparse.Namespace, workdir: Path, dump: IO[str] | None,
                           advance: Any) -> list[dict[str, Any]]:
@@ -80,7 +87,8 @@ def evaluate_conversation(dataset: h.Dataset, conversation: Any, embedder: h.Pre
             row = {"dataset": dataset.name, "embedder": embedder.mode, "mode": mode,
                    "conversation": conversation.conv_id, "qid": question.qid,
                    "category": dataset.category_label(question.category), "gold": len(gold),
-                   **h.retrieval_metrics(ranked, gold), "code": failure_code(response["trace"], gold)}
+                   **h.retrieval_metrics(ranked, gold), **_session_metrics(store, question, ranked),
+                   "code": failure_code(response["trace"], gold)}
             rows.append(row)
             if dump is not None:
                 item = {"id": f"{dataset.name}/{embedder.mode}/{mode}/{question.qid}", "gold": gold,
@@ -186,7 +194,8 @@ def render(argv: Sequence[str], args: argparse.Namespace, datasets: Sequence[h.D
         "`messages`), held seats included.",
         "- recall_any@k: any evidence in the first k; recall_all@10: all of it in the first 10; NDCG@10 with "
         "the ideal of min(|evidence|, 10) relevant rows first; MRR: 1 / rank of the first evidence "
-        "(0 when none is returned).",
+        "(0 when none is returned); session@k (LongMemEval's session recall): a session holding evidence is "
+        "among the sessions of the first k rows (a turn's session, or the session an episode summarises).",
         "- LoCoMo category 5 (adversarial) is left out. Categories: 1 multi-hop, 2 temporal, 3 open-domain, "
         "4 single-hop.",
         "- Embedders: " + ", ".join(f"`{k}` ({v})" for k, v in models.items()) + ".",

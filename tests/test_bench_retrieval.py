@@ -156,3 +156,10 @@ def test_main_runs_end_to_end_on_tiny_data(tmp_path: Path) -> None:
     items = [json.loads(line) for line in dump.read_text(encoding="utf-8").splitlines()]
     assert items and {"id", "gold", "trace"} <= set(items[0])
     assert "Why the evidence was missed" in text
+
+
+def test_session_recall_counts_a_question_when_an_evidence_session_is_among_the_first_rows() -> None:
+    from benchmarks import harness as h
+    assert h.session_recall([3, None, 7], {7}, 3) == 1.0
+    assert h.session_recall([3, None, 7], {7}, 2) == 0.0
+    assert h.session_recall([3], set(), 5) == 0.0
