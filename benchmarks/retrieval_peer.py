@@ -59,13 +59,15 @@ from rich.table import Table
 
 from benchmarks import harness as h
 from benchmarks import peer as peer_mod
-from benchmarks.retrieval import METRICS
+from benchmarks.retrieval import METRICS as RETRIEVAL_METRICS
 from benchmarks.speed import jaccard, returned_refs
 from cuedrecall.text.sanitise import sanitise
 from cuedrecall.config import Settings
 
 PROG = "benchmarks.retrieval_peer"
 OURS, PEER = "ours", "cpersona"
+# the row metrics both systems are scored on (session recall needs our store's sessions: benchmarks.retrieval has it)
+METRICS = tuple(m for m in RETRIEVAL_METRICS if not m.startswith("session@"))
 MODE = "rrf"
 ALL = "**all**"
 

@@ -97,3 +97,16 @@ def test_a_sure_june_cue_returns_the_june_rows(memory: Memory) -> None:
 def test_a_question_about_nothing_stored_returns_nothing(memory: Memory) -> None:
     texts, _ = _recall(memory, "quantum teleportation recipe")
     assert texts == []
+
+
+def test_a_row_admitted_on_its_lexical_votes_says_so_in_its_match_reason(tmp_path) -> None:
+    from conftest import make_settings, open_memory
+    memory = open_memory(tmp_path / "v.db", settings=make_settings(word_arm_enabled=True))
+    memory.store(agent_id="me", content="The flaky login test was a timezone bug in the session cookie.")
+    memory.store(agent_id="me", content="Lunch was pizza on Wednesday.")
+    answer = memory.recall(agent_id="me", query="login timezone bug", trace=True)
+    judged = {d["ref"]: d for d in answer["trace"]["gate"]["decisions"]}
+    for message in answer["messages"]:
+        reason = message.get("match_reason") or {}
+        decision = judged.get(message.get("ref"), {})
+        assert ("admitted_on" in reason) == bool(decision.get("lexical") and decision.get("passed"))

@@ -26,6 +26,7 @@ class Candidate:
     prior: float | None = None  # age weight, where the prior ran
     cue_rank: int | None = None  # rank on the cue arm, where it ranked the row
     seat: str | None = None  # the held seat that admitted the row: block, keyword, far, cue or propagation
+    on_votes: bool = False  # the gate admitted it on its lexical votes though a vector arm reached it too
     block: BlockHit | None = None  # the block that reached it, for a block seat
     seat_detail: dict[str, Any] = field(default_factory=dict)  # what its seat says of it (match_reason)
 

@@ -194,6 +194,8 @@ def gate(ctx: RecallContext, rows: list[Candidate]) -> GateResult:
     terms = informative_terms(ctx)
     decisions = [decide(ctx, row, judge, terms) for row in rows]
     admitted = [row for row, d in zip(rows, decisions) if d.passed]
+    for row, d in zip(rows, decisions):
+        row.on_votes = d.passed and d.lexical  # the response says so (match_reason.admitted_on)
     fallback = False
     if not any(not row.is_profile for row in admitted):
         rescued = _identifier_matches(ctx, rows)

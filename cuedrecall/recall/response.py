@@ -41,6 +41,8 @@ def match_reason(row: Candidate, mode: str) -> dict[str, Any] | None:
         reason["prior"] = round(row.prior, 4)
     if row.cue_rank is not None:
         reason["cue_rank"] = row.cue_rank
+    if row.on_votes:  # admitted on its lexical votes, not on the cosine it also has
+        reason["admitted_on"] = mode
     return reason
 
 
