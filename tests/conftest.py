@@ -113,3 +113,20 @@ def serving(memory: Memory) -> Iterator[str]:
         server.should_exit = True
         thread.join(timeout=20)
         sock.close()
+
+
+def database_at(path: Path, version: int, memory_text: str, when: str) -> None:
+    """A database left by an earlier version: the migrations up to ``version`` applied, one memory stored."""
+    import sqlite3
+
+    from cuedrecall.store import schema
+
+    conn = sqlite3.connect(path, isolation_level=None)
+    schema.current_version(conn)
+    for step, script in schema.MIGRATIONS[:version]:
+        for statement in schema._statements(script):
+            conn.execute(statement)
+        conn.execute("INSERT INTO schema_version(version) VALUES (?)", (step,))
+    conn.execute("INSERT INTO memories(agent_id, content, timestamp, created_at) VALUES ('a', ?, ?, ?)",
+                 (memory_text, when, when))
+    conn.close()

@@ -8,7 +8,6 @@ The backend-agnostic behaviour (the queue, write_blocks, the arm's ranking and s
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import visible
+from conftest import database_at, visible
 from cuedrecall.embed.hashing import hash_vector
 from cuedrecall.handlers.rows import episode_row, memory_row
 from cuedrecall.store import schema
@@ -74,15 +73,7 @@ def arm(store: SqliteStore, scope: Scope = Scope(A), query: np.ndarray = KEY) ->
 def test_migration_4_adds_blocks_and_tasks_and_a_database_from_before_lists_its_records_for_the_backfill(
         tmp_path: Path) -> None:
     path = tmp_path / "v3.db"
-    conn = sqlite3.connect(path, isolation_level=None)
-    schema.current_version(conn)
-    for step, script in schema.MIGRATIONS[:3]:
-        for statement in schema._statements(script):
-            conn.execute(statement)
-        conn.execute("INSERT INTO schema_version(version) VALUES (?)", (step,))
-    conn.execute("INSERT INTO memories(agent_id, content, timestamp, created_at) VALUES ('a', ?, ?, ?)",
-                 (LONG, NOW, NOW))
-    conn.close()
+    database_at(path, 3, LONG, NOW)
     store = SqliteStore(path)
     try:
         assert store.schema_version == schema.LATEST_VERSION  # migrated forward from version 3

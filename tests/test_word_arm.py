@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 from hypothesis import given, strategies as st
 
-from conftest import make_settings, open_memory
+from conftest import database_at, make_settings, open_memory
 from cuedrecall.store import schema
 from cuedrecall.store.base import Scope
 from cuedrecall.store.sqlite import SqliteStore
@@ -75,15 +74,7 @@ def test_a_row_found_by_words_alone_is_judged_as_a_lexical_row(tmp_path: Path) -
 
 def test_migration_7_indexes_the_memories_stored_before_it(tmp_path: Path) -> None:
     path = tmp_path / "v6.db"
-    conn = sqlite3.connect(path, isolation_level=None)
-    schema.current_version(conn)
-    for step, script in schema.MIGRATIONS[:6]:
-        for statement in schema._statements(script):
-            conn.execute(statement)
-        conn.execute("INSERT INTO schema_version(version) VALUES (?)", (step,))
-    conn.execute("INSERT INTO memories(agent_id, content, timestamp, created_at) VALUES ('a', ?, ?, ?)",
-                 ("Caroline moved back from Sweden.", "2025-01-01T00:00:00Z", "2025-01-01T00:00:00Z"))
-    conn.close()
+    database_at(path, 6, "Caroline moved back from Sweden.", "2025-01-01T00:00:00Z")
     store = SqliteStore(path)
     try:
         assert store.schema_version == schema.LATEST_VERSION
