@@ -707,11 +707,7 @@ def setup_lines(args: argparse.Namespace, datasets: Sequence[h.Dataset], facts: 
 
 
 def check_lines(rows: Sequence[dict[str, Any]], facts: dict[str, Any]) -> list[str]:
-    lines = []
-    for name, gap in facts.get("vectors", {}).items():
-        lines.append(f"- Query vectors, `{name}`: on {gap['texts']} question texts the embed-server's vectors differ "
-                     f"from ours by at most {gap['max_abs']:.2e} per component (lowest cosine "
-                     f"{gap['min_cosine']:.6f}).")
+    lines = rp.vector_lines(facts)
     ours = facts.get("ours", [])
     for (dataset, name), mine in h.group_rows(facts.get("imports", []), ("dataset", "embedder")).items():
         held = [o for o in ours if o["dataset"] == dataset and o["embedder"] == name and o["system"] == OURS]

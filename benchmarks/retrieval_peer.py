@@ -827,12 +827,15 @@ def setup_lines(args: argparse.Namespace, datasets: Sequence[h.Dataset], facts: 
     return lines
 
 
+def vector_lines(facts: dict[str, Any]) -> list[str]:
+    """How far the embed-server's query vectors (CPersona's) are from ours, per embedder."""
+    return [f"- Query vectors, `{name}`: on {gap['texts']} question texts the embed-server's vectors differ from "
+            f"ours by at most {gap['max_abs']:.2e} per component (lowest cosine {gap['min_cosine']:.6f})."
+            for name, gap in facts.get("vectors", {}).items()]
+
+
 def check_lines(facts: dict[str, Any]) -> list[str]:
-    lines = []
-    for name, gap in facts.get("vectors", {}).items():
-        lines.append(f"- Query vectors, `{name}`: on {gap['texts']} question texts the embed-server's vectors "
-                     f"differ from ours by at most {gap['max_abs']:.2e} per component (lowest cosine "
-                     f"{gap['min_cosine']:.6f}).")
+    lines = vector_lines(facts)
     imports = facts.get("imports", [])
     ours = facts.get("ours", [])
     for name in dict.fromkeys(i["embedder"] for i in imports):

@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 
 from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock
 from cuedrecall.config import Settings
 from cuedrecall.server.mcp import http_app
+from cuedrecall.ui.app import running
 from cuedrecall.store.base import EPISODE, Scope
 
 NOW = "2025-11-01T12:00:00+00:00"
@@ -96,23 +93,8 @@ def visible(row: Any, scope: Scope) -> bool:
 @contextmanager
 def serving(memory: Memory) -> Iterator[str]:
     """http_app(memory) under uvicorn on a free loopback port in a background thread; yields its base URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(http_app(memory), log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 20
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.02)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=20)
-        sock.close()
+    with running(http_app(memory), lifespan="on") as url:
+        yield url
 
 
 def database_at(path: Path, version: int, memory_text: str, when: str) -> None:

@@ -98,6 +98,9 @@ class Calibration:
         # this process's estimate of each agent's memories and its next milestone (handlers/calibrate.py), so a
         # write checks for a milestone without counting the agent's memories
         self.growth: dict[str, tuple[int, int | None]] = {}
+        # the current rows split by agent (thresholds, records), kept while the store hands back the same cached
+        # list: every recall reads them, and they change only when some connection writes the table
+        self._split: tuple[list[Threshold], dict[str, dict[str, float]], dict[str, dict[str, float]]] | None = None
 
     def _current(self, row: Threshold) -> bool:
         return (row.embedding_model, row.scoring_version) == (self.embedding_model, self.scoring)
@@ -111,18 +114,22 @@ class Calibration:
 
     def agents(self) -> dict[str, dict[str, float]]:
         """agent -> signal -> threshold, current fingerprint only (the calibrations' records left out)."""
-        out: dict[str, dict[str, float]] = {}
-        for row in self.store.thresholds():
-            if self._current(row) and not row.signal.startswith(RECORD):
-                out.setdefault(row.agent_id, {})[row.signal] = row.value
-        return out
+        return self._current_rows()[0]
 
     def _records(self) -> dict[str, dict[str, float]]:
-        out: dict[str, dict[str, float]] = {}
-        for row in self.store.thresholds():
-            if self._current(row) and row.signal.startswith(RECORD):
-                out.setdefault(row.agent_id, {})[row.signal] = row.value
-        return out
+        return self._current_rows()[1]
+
+    def _current_rows(self) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
+        rows = self.store.thresholds()
+        if self._split is None or self._split[0] is not rows:
+            thresholds: dict[str, dict[str, float]] = {}
+            records: dict[str, dict[str, float]] = {}
+            for row in rows:
+                if self._current(row):
+                    into = records if row.signal.startswith(RECORD) else thresholds
+                    into.setdefault(row.agent_id, {})[row.signal] = row.value
+            self._split = (rows, thresholds, records)
+        return self._split[1], self._split[2]
 
     def measured_at(self, agent_id: str) -> int | None:
         """How many memories the agent held when its current calibration was measured (or tried); None: never."""

@@ -13,6 +13,35 @@ def _logged_as(table: str, kind: str) -> str:
         END;""" for event in ("INSERT", "UPDATE", "DELETE"))
 
 
+def _mirrored_by(index: str) -> str:
+    """Triggers that keep an external-content FTS5 ``index`` of memories.content in step with the rows (insert,
+    delete, and an update that changes the text)."""
+    return f"""
+        CREATE TRIGGER {index}_insert AFTER INSERT ON memories BEGIN
+            INSERT INTO {index}(rowid, content) VALUES (new.id, new.content);
+        END;
+        CREATE TRIGGER {index}_delete AFTER DELETE ON memories BEGIN
+            INSERT INTO {index}({index}, rowid, content) VALUES ('delete', old.id, old.content);
+        END;
+        CREATE TRIGGER {index}_update AFTER UPDATE OF content ON memories
+        WHEN old.content IS NOT new.content BEGIN
+            INSERT INTO {index}({index}, rowid, content) VALUES ('delete', old.id, old.content);
+            INSERT INTO {index}(rowid, content) VALUES (new.id, new.content);
+        END;"""
+
+
+def _graph_forgets(table: str, kind: str) -> str:
+    """A trigger by which a deleted record of ``table`` (refs ``kind``:<id>) takes its mentions and every relation
+    naming it as subject, object or anchor."""
+    return f"""
+        CREATE TRIGGER {table}_graph_delete AFTER DELETE ON {table} BEGIN
+            DELETE FROM entity_mentions WHERE ref = '{kind}:' || old.id;
+            DELETE FROM relations WHERE subject_kind = '{kind}' AND subject_id = old.id;
+            DELETE FROM relations WHERE object_kind = '{kind}' AND object_id = old.id;
+            DELETE FROM relations WHERE anchor_ref = '{kind}:' || old.id;
+        END;"""
+
+
 # Each step runs once, in order, inside one transaction with its version stamp.
 MIGRATIONS: list[tuple[int, str]] = [
     (
@@ -71,17 +100,7 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE VIRTUAL TABLE episodes_fts USING fts5(
             summary, keywords, content='episodes', content_rowid='id', tokenize='trigram');
 
-        CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
-            INSERT INTO memories_fts(rowid, content) VALUES (new.id, new.content);
-        END;
-        CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
-            INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', old.id, old.content);
-        END;
-        CREATE TRIGGER memories_fts_update AFTER UPDATE OF content ON memories
-        WHEN old.content IS NOT new.content BEGIN
-            INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', old.id, old.content);
-            INSERT INTO memories_fts(rowid, content) VALUES (new.id, new.content);
-        END;
+        """ + _mirrored_by("memories_fts") + """
         CREATE TRIGGER episodes_fts_insert AFTER INSERT ON episodes BEGIN
             INSERT INTO episodes_fts(rowid, summary, keywords) VALUES (new.id, new.summary, new.keywords);
         END;
@@ -332,18 +351,7 @@ MIGRATIONS.append(
             DELETE FROM relations WHERE subject_kind = 'entity' AND subject_id = old.id;
             DELETE FROM relations WHERE object_kind = 'entity' AND object_id = old.id;
         END;
-        CREATE TRIGGER memories_graph_delete AFTER DELETE ON memories BEGIN
-            DELETE FROM entity_mentions WHERE ref = 'mem:' || old.id;
-            DELETE FROM relations WHERE subject_kind = 'mem' AND subject_id = old.id;
-            DELETE FROM relations WHERE object_kind = 'mem' AND object_id = old.id;
-            DELETE FROM relations WHERE anchor_ref = 'mem:' || old.id;
-        END;
-        CREATE TRIGGER episodes_graph_delete AFTER DELETE ON episodes BEGIN
-            DELETE FROM entity_mentions WHERE ref = 'ep:' || old.id;
-            DELETE FROM relations WHERE subject_kind = 'ep' AND subject_id = old.id;
-            DELETE FROM relations WHERE object_kind = 'ep' AND object_id = old.id;
-            DELETE FROM relations WHERE anchor_ref = 'ep:' || old.id;
-        END;
+        """ + _graph_forgets("memories", "mem") + _graph_forgets("episodes", "ep") + """
 
         -- Whether an agent has a graph at all is cached per process (an empty graph costs a reader
         -- nothing): a change of entities or relations by any connection is logged so every cache follows.
@@ -364,17 +372,7 @@ MIGRATIONS.append(
         CREATE VIRTUAL TABLE memories_words USING fts5(
             content, content='memories', content_rowid='id', tokenize='porter unicode61');
         INSERT INTO memories_words(memories_words) VALUES ('rebuild');
-        CREATE TRIGGER memories_words_insert AFTER INSERT ON memories BEGIN
-            INSERT INTO memories_words(rowid, content) VALUES (new.id, new.content);
-        END;
-        CREATE TRIGGER memories_words_delete AFTER DELETE ON memories BEGIN
-            INSERT INTO memories_words(memories_words, rowid, content) VALUES ('delete', old.id, old.content);
-        END;
-        CREATE TRIGGER memories_words_update AFTER UPDATE OF content ON memories
-        WHEN old.content IS NOT new.content BEGIN
-            INSERT INTO memories_words(memories_words, rowid, content) VALUES ('delete', old.id, old.content);
-            INSERT INTO memories_words(rowid, content) VALUES (new.id, new.content);
-        END;
+        """ + _mirrored_by("memories_words") + """
         """,
     )
 )

@@ -230,8 +230,9 @@ def _search_arguments(tool: str, body: dict[str, Any]) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def running(app: ASGIApp, port: int = 0) -> Iterator[str]:
-    """``app`` under uvicorn on 127.0.0.1 (a free port when 0) in a background thread; yields the base URL."""
+def running(app: ASGIApp, port: int = 0, lifespan: str = "off") -> Iterator[str]:
+    """``app`` under uvicorn on 127.0.0.1 (a free port when 0) in a background thread; yields the base URL.
+    ``lifespan="on"`` for an app that starts work in its lifespan (the MCP HTTP app's session manager)."""
     import uvicorn
 
     # proto IPPROTO_TCP, not 0: asyncio turns Nagle off (TCP_NODELAY) only on sockets that say they are TCP, and a
@@ -239,7 +240,7 @@ def running(app: ASGIApp, port: int = 0) -> Iterator[str]:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan=lifespan))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
