@@ -130,12 +130,3 @@ def _integer(label: str, value: Any) -> int:
 def _wrong(label: str, expected: str, value: Any) -> ToolArgumentError:
     got = next((name for kind, name in _KINDS if isinstance(value, kind)), type(value).__name__)
     return ToolArgumentError(f"argument '{label}' must be {expected}, got {got}")
-
-
-def not_built(tool: str) -> Any:
-    """A handler answering ok:false for a tool declared before it is built (reconstruct, for now)."""
-    def handler(rt: Runtime, **arguments: Any) -> dict[str, Any]:
-        return {"ok": False, "error": f"{tool} is not available in this version of cuedrecall yet: "
-                                      "use recall (and get_contents for whole records)"}
-    handler.__name__ = tool
-    return handler
