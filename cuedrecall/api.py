@@ -19,7 +19,7 @@ from cuedrecall.access import LOCAL, WRITE, Principal, denied
 from cuedrecall.clock import Clock, system_clock
 from cuedrecall.config import Settings
 from cuedrecall.embed import Embedder, QueryVectorCache
-from cuedrecall.errors import ToolArgumentError
+from cuedrecall.errors import ToolArgumentError, describe_storage_error
 from cuedrecall.handlers import browse, calibrate, reembed
 from cuedrecall.handlers.blocks import BlockBuilder, building
 from cuedrecall.handlers.session import paused_answer
@@ -27,8 +27,10 @@ from cuedrecall.recall.calibration import Calibration
 from cuedrecall.runtime import Runtime, open_runtime
 from cuedrecall.store.base import Scope, Store
 from cuedrecall.tools import TOOLS, Tool
+from cuedrecall.tools.bounds import shown
 
 log = logging.getLogger("cuedrecall")
+ERROR_MAX = 2000  # characters of an error message: whatever a handler quoted, a huge value is never echoed back
 
 class Memory:
     """A memory server over one database: ``Memory(path)`` then ``memory.store(...)``, ``memory.recall(...)``."""
@@ -112,17 +114,16 @@ class Memory:
         was wrong, with the collection keys the tool documents. ``library`` passes what
         only a Python caller can give (a progress callback) to the handler as is.
         """
-        spec = TOOLS.get(tool)
+        spec = TOOLS.get(tool) if isinstance(tool, str) else None
         if spec is None:
-            return {"ok": False, "error": f"unknown tool {str(tool)[:80]!r} (tools: {', '.join(TOOLS)})"}
+            return {"ok": False, "error": f"unknown tool {shown(tool, 80)} (tools: {', '.join(TOOLS)})"}
         try:
-            return self._dispatch(spec, arguments, principal, library)
+            answer = self._dispatch(spec, arguments, principal, library)
         except ToolArgumentError as exc:
-            return {"ok": False, "error": str(exc), **spec.failure}
+            answer = {"ok": False, "error": str(exc), **spec.failure}
         except Exception as exc:  # nothing a caller sends may crash the server; the log keeps the detail
-            log.exception("tool %s failed", tool)
-            return {"ok": False, "error": f"{tool} failed inside the server ({type(exc).__name__}); nothing was "
-                                          "written by the failed step", **spec.failure}
+            answer = _failed(spec, exc)
+        return _echo_capped(answer)
 
     def _dispatch(self, spec: Tool, arguments: Any, principal: Principal, library: dict[str, Any]) -> dict[str, Any]:
         rt = self.runtime
@@ -188,3 +189,23 @@ def _sole_agent(principal: Principal) -> str:
         raise ToolArgumentError("argument 'agent_id' is required (it may be omitted only when your access names "
                                 "exactly one agent you can write)")
     return agent
+
+
+def _failed(spec: Tool, exc: Exception) -> dict[str, Any]:
+    """The last resort of ``call``: an unexpected failure is logged with its traceback and answered ``ok: false``
+    without one; a storage failure (read-only, disk full, locked, ...) is answered in words the caller can act on."""
+    try:
+        log.error("tool %s failed", spec.name, exc_info=exc)
+    except Exception:  # a failure too deep to format (RecursionError): the answer matters more than the log
+        log.error("tool %s failed (%s; its traceback could not be formatted)", spec.name, type(exc).__name__)
+    error = describe_storage_error(exc) or (f"{spec.name} failed inside the server ({type(exc).__name__}); "
+                                            "nothing was written by the failed step")
+    return {"ok": False, "error": error, **spec.failure}
+
+
+def _echo_capped(answer: dict[str, Any]) -> dict[str, Any]:
+    """An error message of at most ERROR_MAX characters (its start names the argument; the rest is the echo)."""
+    error = answer.get("error") if answer.get("ok") is False else None
+    if isinstance(error, str) and len(error) > ERROR_MAX:
+        return {**answer, "error": error[:ERROR_MAX] + "... (cut)"}
+    return answer

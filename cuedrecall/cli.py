@@ -1,5 +1,5 @@
-"""The ``cuedrecall`` command: serve, demo, recall, import, export, calibrate, build-blocks, embed-server, view, ui,
-traces."""
+"""The ``cuedrecall`` command: serve, demo, recall, import, export, calibrate, build-blocks, backup, migrate,
+embed-server, view, ui, traces."""
 
 from __future__ import annotations
 
@@ -133,6 +133,13 @@ def cmd_build_blocks(args: argparse.Namespace) -> int:
     return _finish(result)
 
 
+def cmd_backup(args: argparse.Namespace) -> int:
+    """A consistent copy of a (live) database: handlers/backup.py."""
+    from cuedrecall.handlers.backup import backup
+
+    return _finish(backup(args.source, args.dest, force=args.force))
+
+
 def cmd_embed_server(args: argparse.Namespace) -> int:
     from cuedrecall.embed import make_embedder, serve_embeddings
 
@@ -159,6 +166,21 @@ def cmd_traces(args: argparse.Namespace) -> int:
     from cuedrecall.ui import commands
 
     return commands.traces(args)
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    """Copy a SQLite store into an empty PostgreSQL database, with a progress bar; the counts verified."""
+    from cuedrecall.store.postgres.migrate import migrate_sqlite, source_counts
+
+    source = args.source.removeprefix("sqlite:")
+    if not args.target.startswith(("postgresql://", "postgres://")) or source == args.source:
+        print("cuedrecall: migrate --from sqlite:<path> --to postgresql://...", file=sys.stderr)
+        return 2
+    with _progress() as progress:
+        task = progress.add_task("migrating", total=sum(source_counts(source).values()))
+        result = migrate_sqlite(source, args.target, lambda table, n: progress.update(
+            task, advance=n, description=f"migrating {table}"))
+    return _finish(result)
 
 
 def _progress() -> Progress:
@@ -214,6 +236,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("build-blocks", cmd_build_blocks, "Build the queued blocks now (and the backfill), in this process.")
     p.add_argument("--max-tasks", type=int, default=None, help="stop after this many tasks (default: all due)")
+
+    p = add("backup", cmd_backup, "Copy a database, live or not, as one committed state (SQLite's online backup).",
+            db=False)
+    p.add_argument("source", help="the database file to copy")
+    p.add_argument("dest", help="the file to write (refused if it exists, unless --force)")
+    p.add_argument("--force", action="store_true", help="replace an existing destination file")
+
+    p = add("migrate", cmd_migrate, "Move a SQLite store into an empty PostgreSQL database (counts verified).",
+            db=False)
+    p.add_argument("--from", dest="source", required=True, help="sqlite:<path> of the store to copy")
+    p.add_argument("--to", dest="target", required=True, help="postgresql://... URL of an empty database")
 
     p = add("embed-server", cmd_embed_server, "Serve the configured embedder over POST /embed.", db=False)
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")

@@ -137,6 +137,12 @@ class Settings:
     allow_unauthenticated_http: bool = _setting(False, _parse_bool, "serve HTTP without a token")
     http_host: str = _setting("127.0.0.1", _text, "HTTP bind address")
     http_port: int = _setting(8402, _number(int, 1, 65535), "HTTP port")
+    http_max_body: int = _setting(16 * 1024 * 1024, _number(int, 1024), "largest HTTP request body in bytes; a "
+                                  "larger one is answered 413 before it is read")
+    http_allowed_hosts: str = _setting("", _text, "comma-separated Host names the HTTP server answers to besides "
+                                       "loopback names and the bound address (* = any; others get 421)")
+    http_allowed_origins: str = _setting("", _text, "comma-separated browser origins (scheme://host:port) allowed "
+                                         "besides loopback pages (* = any; others get 403); CORS stays closed")
     trace_log: str = _setting("", _text, "JSONL file every recall and reconstruct appends its trace and returned refs "
                               "to (never stored text; unset = off)")
     trace_log_max_bytes: int = _setting(64 * 1024 * 1024, _number(int, 1024), "the trace log's size bound: past it "

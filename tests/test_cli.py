@@ -15,8 +15,8 @@ from conftest import open_memory
 from cuedrecall.cli import build_parser, main
 
 REPO = Path(__file__).resolve().parents[1]
-SUBCOMMANDS = ["serve", "demo", "recall", "export", "import", "calibrate", "build-blocks", "embed-server", "view",
-               "ui", "traces"]
+SUBCOMMANDS = ["serve", "demo", "recall", "export", "import", "calibrate", "build-blocks", "backup", "migrate",
+               "embed-server", "view", "ui", "traces"]
 
 
 def _subcommands() -> set[str]:

@@ -209,7 +209,7 @@ def test_a_websocket_is_closed_unauthenticated_before_it_reaches_the_app(tmp_pat
     from starlette.websockets import WebSocketDisconnect
 
     with open_memory(tmp_path / "ws.db", settings=make_settings(auth_token=TOKEN)) as memory, \
-            TestClient(http_app(memory)) as client:
+            TestClient(http_app(memory), base_url="http://127.0.0.1") as client:
         with pytest.raises(WebSocketDisconnect) as caught, client.websocket_connect("/mcp/"):
             pass
         assert caught.value.code == 1008

@@ -170,6 +170,9 @@ def test_a_header_count_mismatch_aborts_and_writes_nothing(filled: Memory, tmp_p
         '{"_type": "header", "version": "cuedrecall-export/1"}\nnot json\n',
         '{"_type": "header", "version": "cuedrecall-export/1"}\n{"_type": "gossip"}\n',
         '{"_type": "header", "version": "cuedrecall-export/1"}\n[1, 2]\n',
+        # a lone surrogate escape: valid JSON, but text UTF-8 cannot store
+        '{"_type": "header", "version": "cuedrecall-export/1", "memory_count": 1}\n'
+        '{"_type": "memory", "agent_id": "a", "content": "half \\ud800 a pair"}\n',
     ],
 )
 def test_a_malformed_file_is_refused_naming_input_path_and_writes_nothing(

@@ -39,7 +39,7 @@ def memory(tmp_path: Path) -> Memory:
 
 def statements(memory: Memory, **arguments: Any) -> tuple[list[str], dict[str, Any]]:
     sent: list[str] = []
-    conn = memory.store_._conn  # type: ignore[attr-defined]
+    conn = memory.store_._reader()  # type: ignore[attr-defined]  # the connection this thread's snapshots read through
     conn.set_trace_callback(lambda sql: None if sql.startswith("--") else sent.append(sql.split()[0].upper()))
     try:
         response = memory.recall(agent_id=A, query=QUERY, **arguments)

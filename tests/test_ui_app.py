@@ -30,7 +30,7 @@ def opened(tmp_path: Path) -> Iterator[tuple[Memory, dict[str, str], Path]]:
 
 
 def client(memory: Memory, *, write: bool = False, traces: Path | None = None) -> TestClient:
-    return TestClient(make_app(memory, TOKEN, write=write, traces=traces))
+    return TestClient(make_app(memory, TOKEN, write=write, traces=traces), base_url="http://127.0.0.1")
 
 
 def test_every_request_needs_the_token(opened: tuple[Memory, dict[str, str], Path]) -> None:
@@ -196,7 +196,7 @@ def test_the_tools_run_as_the_principal_with_its_grants(opened: tuple[Memory, di
 
     memory, refs, _ = opened
     reader = Principal("reader", {AGENT: READ})
-    c = TestClient(make_app(memory, TOKEN, write=True, principal=reader))
+    c = TestClient(make_app(memory, TOKEN, write=True, principal=reader), base_url="http://127.0.0.1")
     before = snapshot(memory, (AGENT,))
     refused = c.post("/api/write", headers=AUTH, json={"tool": "update_profile",
                                                        "arguments": {"agent_id": AGENT, "profile": "x"}}).json()

@@ -31,9 +31,11 @@ def traverse(store: Store, scope: Scope, entity: str, *, max_hops: int, limit: i
         entities = store.entities(kept)
         aliases = store.aliases(kept)
         mentions = graph.mentions(kept, limit)
+        relations = graph.loaded()
+        anchors = _readable_anchors(store, scope, relations)
     listed = [_entity(entities[entity_id], found, aliases, mentions) for entity_id in kept if entity_id in entities]
     out["entities"] = listed
-    out["relations"] = _relations(graph.loaded(), set(kept))
+    out["relations"] = _relations(relations, set(kept), anchors)
     omitted = []
     if found.beyond:
         omitted.append("max_hops")
@@ -58,8 +60,17 @@ def _entity(entity: Entity, found: Reach, aliases: dict[int, Any], mentions: dic
     return entry
 
 
-def _relations(relations: list[Relation], kept: set[int]) -> list[dict[str, Any]]:
-    """The relations read whose both ends were kept, most recently declared first (then higher id)."""
+def _readable_anchors(store: Store, scope: Scope, relations: list[Relation]) -> set[str]:
+    """The records the relations were declared in that the scope may read. A relation is readable in its
+    project and channel, but the record it cites may lie in another, or carry a source the read leaves out:
+    such an anchor is not named (isolation is the search space, spec §2.6)."""
+    refs = sorted({relation.anchor_ref for relation in relations if relation.anchor_ref})
+    return {ref for ref, record in store.records(refs).items() if scope.reads(record)} if refs else set()
+
+
+def _relations(relations: list[Relation], kept: set[int], anchors: set[str]) -> list[dict[str, Any]]:
+    """The relations read whose both ends were kept, most recently declared first (then higher id); each
+    with the record it was declared in when that record is among the readable ``anchors``."""
     out = []
     for relation in sorted(relations, key=lambda relation: relation.recency, reverse=True):
         if relation.subject_id not in kept or relation.object_id not in kept:
@@ -67,7 +78,7 @@ def _relations(relations: list[Relation], kept: set[int]) -> list[dict[str, Any]
         entry: dict[str, Any] = {"id": relation.id, "subject": relation.subject_id, "predicate": relation.predicate,
                                  "object": relation.object_id, "declared_by": relation.declared_by,
                                  "declared_at": relation.declared_at}
-        if relation.anchor_ref:
+        if relation.anchor_ref in anchors:
             entry["anchor_ref"] = relation.anchor_ref
         out.append(entry)
     return out

@@ -20,7 +20,6 @@ from typing import Any, AsyncIterator, Callable
 import anyio
 import mcp.types as types
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
@@ -31,6 +30,9 @@ from cuedrecall.access import LOCAL, Principal, load_acl
 from cuedrecall.api import Memory
 from cuedrecall.config import Settings
 from cuedrecall.errors import SettingsError
+from cuedrecall.server.http_guard import WILDCARD_BINDS, BodyLimit, HostGuard, policy_of
+from cuedrecall.server.http_wellformed import WellFormedBody
+from cuedrecall.server.stdio import stdio_transport
 from cuedrecall.tools import TOOLS
 from cuedrecall.version import __version__
 
@@ -100,8 +102,10 @@ def stdio_principal(settings: Settings) -> Principal:
 
 
 async def serve_stdio(memory: Memory) -> None:
+    """Serve over stdin/stdout through our own transport (``server.stdio``): a malformed line is answered with
+    a JSON-RPC error and the server reads on, where the SDK's ``stdio_server`` would die or never answer."""
     server = build_server(memory, stdio_principal(memory.settings))
-    async with stdio_server() as (read, write):
+    async with stdio_transport() as (read, write):
         await server.run(read, write, server.create_initialization_options())
 
 
@@ -176,10 +180,13 @@ def http_authentication(settings: Settings) -> Authenticate | None:
     )
 
 
-def http_app(memory: Memory) -> ASGIApp:
-    """The streamable HTTP app (stateless), at /mcp, behind the bearer check (one token, or an ACL file's
-    clients, each calling as its own principal)."""
-    authenticate = http_authentication(memory.settings)
+def http_app(memory: Memory, bind_host: str = "") -> ASGIApp:
+    """The streamable HTTP app (stateless), at /mcp, behind the Host/Origin guard (``http_guard``; ``bind_host``,
+    the address served, is one of its names), then the bearer check (one token, or an ACL file's clients, each
+    calling as its own principal), then the body bound: a request the guard or the check refuses never reaches
+    a tool."""
+    settings = memory.settings
+    authenticate = http_authentication(settings)
     manager = StreamableHTTPSessionManager(app=build_server(memory, NOBODY), stateless=True)
 
     async def handle(scope: Scope, receive: Receive, send: Send) -> None:
@@ -191,10 +198,15 @@ def http_app(memory: Memory) -> ASGIApp:
             yield
 
     app: ASGIApp = Starlette(routes=[Mount("/mcp", app=handle)], lifespan=lifespan)
-    return BearerAuth(app, authenticate)
+    policy = policy_of(settings.http_allowed_hosts, settings.http_allowed_origins, bind_host)
+    # the well-formedness check reads the body, so it sits inside the bound: at most that many bytes are read
+    return HostGuard(BearerAuth(BodyLimit(WellFormedBody(app), settings.http_max_body), authenticate), policy)
 
 
 def serve_http(memory: Memory, host: str, port: int) -> None:
     import uvicorn
 
-    uvicorn.run(http_app(memory), host=host, port=port, log_level="warning")
+    if host in WILDCARD_BINDS and not memory.settings.http_allowed_hosts:
+        log.warning("serving on every address (%s), but only loopback Host names are answered: set "
+                    "CUEDRECALL_HTTP_ALLOWED_HOSTS to the names other machines use", host)
+    uvicorn.run(http_app(memory, bind_host=host), host=host, port=port, log_level="warning")

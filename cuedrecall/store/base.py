@@ -73,6 +73,19 @@ class Scope:
         """Episodes carry no per-user source: a source filter hides them unless a channel scopes the read."""
         return not self.source_id or bool(self.channel)
 
+    def reads(self, record: "Record") -> bool:
+        """Whether this scope may read one record (the whole rule, in plain Python): for the few refs an answer
+        names beside what the arms found, such as the record a relation was declared in."""
+        if record.agent_id != self.agent_id:
+            return False
+        if self.project_id is not None and record.project_id not in {"", self.project_id}:
+            return False
+        if self.channel and record.channel not in ("", self.channel):
+            return False
+        if record.kind == EPISODE:
+            return self.episodes_visible
+        return self.source_matches(str(record.source.get("id", "")))
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "agent_id": self.agent_id,

@@ -2,7 +2,9 @@
 
 The recall arms live in ``arms.py``, blocks and the task queue in ``blocks.py``, the health checks' queries in
 ``maintenance.py``, the associative graph in ``graph.py``: each a mixin over this class's connection, lock and
-indexes.
+indexes. Snapshots of several threads read at once, each on a connection of its own, while writes and index
+updates take the lock exclusive (``locks.py``); a write waits for another process's write lock within a bound
+(``busy.py``).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 import os
 import sqlite3
 import threading
+import weakref
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -22,8 +25,10 @@ from cuedrecall.store.base import EPISODE, MEMORY, Record, Scope, Threshold, mak
 from cuedrecall.store.arms import SqliteArms, scope_where
 from cuedrecall.store.block_index import BlockIndex
 from cuedrecall.store.blocks import SqliteBlocks
+from cuedrecall.store.busy import BUSY_TIMEOUT_MS, WRITE_WAIT_S, begin_write, open_reader
 from cuedrecall.store.browse import SqliteBrowse
 from cuedrecall.store.graph import SqliteGraph
+from cuedrecall.store.locks import SnapshotLock
 from cuedrecall.store.maintenance import SqliteMaintenance
 from cuedrecall.store.schema import migrate
 from cuedrecall.store.term_counts import TermCounts
@@ -36,6 +41,20 @@ _EPISODE_COLUMNS = (
     "id, agent_id, project_id, channel, summary, COALESCE(NULLIF(start_time, ''), created_at), "
     "created_at, keywords, resolved, start_time, end_time, ts_epoch"
 )
+SNAPSHOT_TRIES = 3  # catch-ups a concurrent snapshot tries before it reads under the exclusive lock instead
+
+
+class _Reader:
+    """One thread's reader connection, held only by that thread's local storage: when the thread ends, the
+    storage goes and the connection is closed with it."""
+
+    __slots__ = ("conn", "__weakref__")
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __del__(self) -> None:
+        self.conn.close()
 
 
 def _blob(vector: np.ndarray | None) -> bytes | None:
@@ -86,13 +105,18 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             created = _create_private(self.path)
-        self._lock = threading.RLock()
+        self._lock = SnapshotLock()
         self._writing = False  # inside write(): reads see uncommitted rows, so nothing read is cached
-        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute("PRAGMA busy_timeout=5000")
-        self.schema_version = migrate(self._conn)
+        self.write_wait_s = WRITE_WAIT_S
+        self._main = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._main.execute("PRAGMA journal_mode=WAL")
+        self._main.execute("PRAGMA synchronous=NORMAL")
+        self._main.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        self.schema_version = migrate(self._main)
+        # a file (not :memory:, which is one connection's own database) gives each reading thread a connection
+        self._concurrent = self.path != ":memory:" and not self.path.startswith("file:")
+        self._local = threading.local()  # .conn: this thread's reader connection while it is in a snapshot
+        self._readers: weakref.WeakSet[_Reader] = weakref.WeakSet()  # every thread's, for close()
         if created:
             _private_side_files(self.path)
         self._indexes = {MEMORY: VectorIndex(), EPISODE: VectorIndex()}
@@ -104,9 +128,16 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
         self._vocab = TermCounts(self, common_term_ratio)
         self._rebuild_indexes()
 
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        """The connection this thread reads through: its own inside a concurrent snapshot, else the shared one."""
+        return getattr(self._local, "conn", None) or self._main
+
     def close(self) -> None:
         with self._lock:
-            self._conn.close()
+            for reader in list(self._readers):
+                reader.conn.close()
+            self._main.close()
 
     # -- transactions and the index ------------------------------------------------
 
@@ -116,8 +147,56 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
 
         Inside it every read sees the same committed state, the index included, and
         none pays a freshness check of its own. Writers of other connections go on
-        (WAL); this connection's writers wait for the lock.
+        (WAL). Snapshots of several threads run at once, each on its own connection,
+        holding the lock shared (``store/locks.py``): the index only changes under the
+        exclusive lock, so it stays at the change-log entry each snapshot's SQL sees.
         """
+        if self._lock.holds_exclusive() or self._lock.holds_shared() or not self._concurrent:
+            with self._exclusive_snapshot():  # nested, inside a write, or one connection only
+                yield
+            return
+        conn = self._reader()
+        for _ in range(SNAPSHOT_TRIES):
+            if self._begin_shared(conn):
+                break
+            with self._lock:  # exclusive: the index follows the log (another process, or a write here, committed)
+                self._catch_up(force=True)
+        else:  # the log moved under every try: read this once as one connection
+            with self._exclusive_snapshot():
+                yield
+            return
+        self._local.conn = conn
+        try:
+            yield
+        finally:
+            self._local.conn = None
+            self._end_shared(conn)
+
+    def _begin_shared(self, conn: sqlite3.Connection) -> bool:
+        """Take the lock shared and open a read transaction on ``conn``; True (both held) when the index is at the
+        change-log entry the transaction sees, else False with both given back."""
+        self._lock.acquire_shared()
+        try:
+            conn.execute("BEGIN")
+            # this first read fixes the snapshot; the index matches it when it has applied the log to the same entry
+            if conn.execute("SELECT COALESCE(MAX(seq), 0) FROM change_log").fetchone()[0] == self._watermark:
+                return True
+        except BaseException:
+            self._end_shared(conn)
+            raise
+        self._end_shared(conn)
+        return False
+
+    def _end_shared(self, conn: sqlite3.Connection) -> None:
+        try:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+        finally:
+            self._lock.release()
+
+    @contextmanager
+    def _exclusive_snapshot(self) -> Iterator[None]:
+        """The one-connection snapshot: the shared connection's read transaction under the exclusive lock."""
         with self._lock:
             if self._conn.in_transaction:  # nested, or inside a write: already consistent
                 yield
@@ -129,17 +208,32 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
             finally:
                 self._conn.execute("COMMIT")
 
+    def _reader(self) -> sqlite3.Connection:
+        """This thread's read-only connection to the file, opened on first use; closed when the thread ends (a
+        server's worker threads come and go) or by close()."""
+        reader = getattr(self._local, "reader", None)
+        if reader is None:
+            reader = self._local.reader = _Reader(open_reader(self.path))
+            self._readers.add(reader)
+        return reader.conn
+
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction under the writer lock; the index catches up after commit."""
+        """One write transaction under the writer lock; the index catches up after commit.
+
+        The lock is SQLite's too: another process's long transaction is waited for
+        (``busy.begin_write``), within a bound."""
+        if self._lock.holds_shared():
+            raise StoreError("a write inside a snapshot: a snapshot only reads")
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            begin_write(self._main, self.write_wait_s)
             self._writing = True
             try:
-                yield self._conn
-                self._conn.execute("COMMIT")
+                yield self._main
+                self._main.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                if self._main.in_transaction:  # SQLite itself rolls back on some errors (a full disk, I/O)
+                    self._main.execute("ROLLBACK")
                 raise
             finally:
                 self._writing = False

@@ -8,7 +8,8 @@ from cuedrecall.tools.common import AGENT, AGENT_OR_ALL, SESSION_KEY
 from cuedrecall.tools.spec import Param, Tool, no_demand, on_every_agent
 
 _FIX = Param("boolean", "also repair what is found", default=False)
-_CHECKS = Param("array", "names of the checks to run (empty = all)", default=[], items="string")
+_CHECKS = Param("array", "names of the checks to run (empty = all; at most 100, each at most 64 characters)",
+                default=[], items={"type": "string", "maxLength": 64}, max_items=100)
 
 
 def _check_demands(bound: dict) -> list[Demand]:
@@ -38,7 +39,8 @@ TOOLS = [
     Tool(
         "get_session_findings",
         "What check_health finds in the whole store, grouped by kind, without repairing anything.",
-        {"per_kind_limit": Param("integer", "findings shown per kind (at least 1)", default=5, minimum=1, clamp=True),
+        {"per_kind_limit": Param("integer", "findings shown per kind (1 to 1000)", default=5, minimum=1, maximum=1000,
+                                 clamp=True),
          "include_summary": Param("boolean", "also a short prose summary", default=True),
          "session_key": SESSION_KEY},
         health.session_findings, on_every_agent(READ), read_only=True,

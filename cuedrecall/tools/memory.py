@@ -5,9 +5,13 @@ from __future__ import annotations
 from cuedrecall.access import READ, WRITE
 from cuedrecall.handlers import read, write
 from cuedrecall.handlers.recall import recall_with_context, run_recall
+from typing import Any
+
+from cuedrecall.errors import ToolArgumentError
+from cuedrecall.tools.bounds import check_ref
 from cuedrecall.tools.common import (
-    AGENT, AGENT_OMITTABLE, AGENT_OR_ALL, AGENT_OWNER, CHANNEL_READ, CHANNEL_WRITE, EPISODE_ID, MEMORY_ID,
-    PROJECT_READ, PROJECT_WRITE, SESSION_KEY, SOURCE_ID, TIME_CUE,
+    AGENT, AGENT_OMITTABLE, AGENT_OR_ALL, AGENT_OWNER, CHANNEL_READ, CHANNEL_WRITE, EPISODE_ID, MEMORY_ID, NAME_MAX,
+    PROJECT_READ, PROJECT_WRITE, QUERY_MAX, SESSION_KEY, SOURCE_ID, TEXT_MAX, TIME_CUE, identifier,
 )
 from cuedrecall.tools.associations import ASSOCIATIONS
 from cuedrecall.tools.spec import Param, Tool, on_agent
@@ -15,15 +19,39 @@ from cuedrecall.tools.spec import Param, Tool, on_agent
 _SOURCE_FORMS = {"description": "who said it: {type: User|Agent|System, id, name}, or a word (user, assistant)",
                  "type": ["object", "string", "null"]}
 _MESSAGE_FIELDS = {
-    "content": {"type": "string", "description": "the text to remember"},
-    "id": {"type": "string", "maxLength": 256, "description": "your message id: the same id again is skipped"},
+    "content": {"type": "string", "maxLength": TEXT_MAX, "description": "the text to remember"},
+    "id": {"type": "string", "maxLength": NAME_MAX, "description": "your message id: the same id again is skipped"},
     "source": _SOURCE_FORMS,
     "timestamp": {"type": "string", "maxLength": 64, "description": "ISO-8601 time of the event; default now"},
     "metadata": {"type": "object", "description": "free-form JSON, at most 8000 characters"},
 }
+
+
+def _source_bounded(name: str, value: Any) -> None:
+    """A source's id and name are identifiers: at most NAME_MAX characters each (a word source is its id)."""
+    fields = {"id": value} if isinstance(value, str) else value if isinstance(value, dict) else {}
+    for key in ("id", "name"):
+        if isinstance(fields.get(key), str) and len(fields[key]) > NAME_MAX:
+            where = name if isinstance(value, str) else f"{name}.{key}"
+            raise ToolArgumentError(f"argument '{where}' is too long ({len(fields[key]):,} characters, at most "
+                                    f"{NAME_MAX})")
+
+
+def _message_bounded(name: str, value: dict[str, Any]) -> None:
+    if "source" in value:
+        _source_bounded(f"{name}.source", value["source"])
+
+
+def _refs_wellformed(name: str, refs: list[Any]) -> None:
+    """Each ref (or an item's ref) is mem:<id> or ep:<id> with an id below 2**63 (a malformed one is named)."""
+    for position, item in enumerate(refs):
+        ref = item.get("ref") if isinstance(item, dict) else item
+        check_ref(name, ref, f"{name}[{position}]")
+
+
 _LIMIT = Param("integer", "rows to return", default=10, minimum=0, maximum=100)
 _EXCLUDE = Param("array", "texts already in context: rows equal to (or, from 32 chars, starting with) one of "
-                 "them are left out", default=[], items="string")
+                 "them are left out (at most 1000)", default=[], items="string", max_items=1000)
 _FULL = Param("boolean", "return whole rows instead of 500-character previews", default=False)
 _DEEP = Param("boolean", "halve the quality gate to find weaker matches", default=False)
 _CONTEXT_ENTRY = {"type": "object", "properties": {
@@ -55,15 +83,16 @@ TOOLS = [
         "later. The same id or the same text again is skipped, never duplicated.",
         {
             "agent_id": AGENT_OMITTABLE,
-            "content": Param("string", "the text to remember", max_length=1_000_000),
-            "id": Param("string", "your message id: the same id again is skipped", max_length=256),
+            "content": Param("string", "the text to remember", max_length=TEXT_MAX),
+            "id": identifier("your message id: the same id again is skipped"),
             "source": Param("object", "who said it: {type: User|Agent|System, id, name} (a word such as \"user\" "
-                            "is read too)", also=("string", "null")),
+                            "is read too); id and name at most 256 characters", also=("string", "null"),
+                            refine=_source_bounded),
             "timestamp": Param("string", "ISO-8601 time of the event; default now", max_length=64),
             "metadata": Param("object", "free-form JSON, at most 8000 characters"),
             "lock": Param("boolean", "also protect it from update and delete", default=False),
             "message": Param("object", "the older form of content, id, source, timestamp and metadata",
-                             properties=_MESSAGE_FIELDS),
+                             properties=_MESSAGE_FIELDS, strict_fields=True, refine=_message_bounded),
             "channel": CHANNEL_WRITE, "project_id": PROJECT_WRITE, "session_key": SESSION_KEY,
             "associations": Param("object", "entities and relations to declare against this memory, as "
                                   "declare_associations takes them: {entities: [{name, aliases}], relations: "
@@ -84,7 +113,7 @@ TOOLS = [
         {
             "agent_id": AGENT,
             "query": Param("string", "what to look for; \"\" lists the newest memories", required=True,
-                           max_length=16000),
+                           max_length=QUERY_MAX),
             "limit": _LIMIT, "deep": _DEEP, "channel": CHANNEL_READ, "project_id": PROJECT_READ,
             "source_id": SOURCE_ID, "exclude_contents": _EXCLUDE, "full_content": _FULL,
             "trace": Param("boolean", "also return what every stage kept, dropped and why (refs and scores, never "
@@ -98,9 +127,10 @@ TOOLS = [
         "recall, leaving out what the conversation already holds, merged with that conversation in time order.",
         {
             "agent_id": AGENT,
-            "query": Param("string", "what to look for", required=True, max_length=16000),
+            "query": Param("string", "what to look for", required=True, max_length=QUERY_MAX),
             "external_context": Param("array", "the conversation so far: [{role, content, name?, user_id?, "
-                                      "timestamp?}]", default=[], items=_CONTEXT_ENTRY),
+                                      "timestamp?}] (at most 1000 turns)", default=[], items=_CONTEXT_ENTRY,
+                                      max_items=1000),
             "limit": _LIMIT, "deep": _DEEP, "channel": CHANNEL_READ, "project_id": PROJECT_READ,
             "source_id": SOURCE_ID, "full_content": _FULL, "session_key": SESSION_KEY,
         },
@@ -114,7 +144,7 @@ TOOLS = [
             "array", "up to 20 items, each a ref such as \"mem:12\" or \"ep:3\" (the whole record), or an object "
             "such as {\"ref\": \"mem:12\", \"block\": [2, 3]} or {\"ref\": \"ep:3\", \"span\": [0, 800]} (one "
             "range of it; at most one of block, span)", required=True, items=_CONTENTS_ITEM,
-            extra={"minItems": 1, "maxItems": 20})},
+            extra={"minItems": 1, "maxItems": 20}, refine=_refs_wellformed)},
         read.get_contents, on_agent(READ), read_only=True, failure={"items": []},
     ),
     Tool(
@@ -124,10 +154,10 @@ TOOLS = [
         {
             "agent_id": AGENT,
             "summary": Param("string", "your summary of the episode", required=True, non_empty=True,
-                             max_length=1_000_000),
-            "keywords": Param("string", "space-separated keywords", default=""),
-            "history": Param("array", "the turns [{timestamp, ...}], for the start and end time", default=[],
-                             items="object"),
+                             max_length=TEXT_MAX),
+            "keywords": Param("string", "space-separated keywords", default="", max_length=TEXT_MAX),
+            "history": Param("array", "the turns [{timestamp, ...}], for the start and end time (at most 10,000)",
+                             default=[], items="object", max_items=10_000),
             "start_time": Param("string", "ISO-8601 start (overrides history)", nullable=True, max_length=64),
             "end_time": Param("string", "ISO-8601 end (overrides history)", nullable=True, max_length=64),
             "resolved": Param("boolean", "whether the episode's matter is settled", default=False, nullable=True),
@@ -140,7 +170,7 @@ TOOLS = [
         "update_memory",
         "Correct the text of one stored memory (it is embedded again). Locked memories refuse.",
         {"memory_id": MEMORY_ID,
-         "content": Param("string", "the new text", required=True, non_empty=True, max_length=1_000_000),
+         "content": Param("string", "the new text", required=True, non_empty=True, max_length=TEXT_MAX),
          "agent_id": AGENT_OWNER, "session_key": SESSION_KEY},
         write.update_memory, on_agent(WRITE), idempotent=True, paused={"updated_id": None},
     ),
@@ -190,7 +220,7 @@ TOOLS = [
     ),
     Tool(
         "update_profile", "Replace the agent's profile (at most 2000 characters). Keep it to standing facts.",
-        {"agent_id": AGENT, "profile": Param("string", "the whole new profile", required=True, max_length=1_000_000),
+        {"agent_id": AGENT, "profile": Param("string", "the whole new profile", required=True, max_length=TEXT_MAX),
          "session_key": SESSION_KEY},
         write.update_profile, on_agent(WRITE), idempotent=True, paused={"profiles_updated": 0},
     ),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cuedrecall.access import READ
 from cuedrecall.handlers.reconstruct import reconstruct
-from cuedrecall.tools.common import AGENT, CHANNEL_READ, PROJECT_READ, SESSION_KEY, SOURCE_ID, TIME_CUE
+from cuedrecall.tools.common import AGENT, CHANNEL_READ, PROJECT_READ, QUERY_MAX, SESSION_KEY, SOURCE_ID, TIME_CUE
 from cuedrecall.tools.spec import Param, Tool, on_agent
 
 TOOLS = [
@@ -15,7 +15,8 @@ TOOLS = [
         "quoting its best passages within a character budget, its claims newest first with their roles. Entity "
         "names and aliases you declared (declare_associations) reach records that use another name. Give "
         "time_cue when you half-remember when it happened.",
-        {"agent_id": AGENT, "query": Param("string", "the question (\"\" = the newest memories)", required=True, max_length=16000),
+        {"agent_id": AGENT, "query": Param("string", "the question (\"\" = the newest memories)", required=True,
+                                             max_length=QUERY_MAX),
          "count": Param("integer", "the most items to return (a ceiling, not a target; omitted = the server's "
                         "default, 10); a value over the server's maximum is lowered and count_policy says so",
                         minimum=0),

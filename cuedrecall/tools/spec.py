@@ -7,11 +7,13 @@ publishes them, so the two can never disagree.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from cuedrecall.access import EVERY_AGENT, READ, WRITE, Demand
 from cuedrecall.errors import ToolArgumentError
+from cuedrecall.tools.bounds import check_value, shown
 
 _JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "object": dict,
                                "array": list, "null": type(None)}
@@ -38,11 +40,14 @@ class Param:
     extra: dict[str, Any] = field(default_factory=dict)  # further schema keywords, published as they are
     ref: str | None = None  # an integer id that may also come as its ref ("mem:12" for ref "mem")
     also: tuple[str, ...] = ()  # other JSON types accepted as they are (a source given as a word)
+    max_items: int | None = None  # an array's most items
+    strict_fields: bool = False  # the maxLength of each field ``properties`` declares is enforced, not only published
+    refine: Callable[[str, Any], None] | None = None  # a further check of the accepted value (raises to refuse)
 
     def schema(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self._published_type(), "description": self.doc}
         bounds = () if self.clamp else (("minimum", self.minimum), ("maximum", self.maximum))
-        for key, value in (*bounds, ("maxLength", self.max_length)):
+        for key, value in (*bounds, ("maxLength", self.max_length), ("maxItems", self.max_items)):
             if value is not None:
                 out[key] = value
         if self.enum:
@@ -67,38 +72,60 @@ class Param:
         if value is None and self.nullable:
             return None
         value = self._decoded(value)
-        if any(isinstance(value, _JSON_TYPES[kind]) for kind in self.also):
-            return value
+        if self.clamp and (type(value) is int or type(value) is float and math.isfinite(value)):
+            value = self._bounded(name, value)  # a clamped number is moved to its bound, however far out
+        check_value(name, value)  # surrogates, NaN, 64-bit range, depth, size: whatever the declared type
+        if not any(isinstance(value, _JSON_TYPES[kind]) for kind in self.also):
+            value = self._typed(name, value)
+            self._within(name, value)
+        if self.refine is not None:
+            self.refine(name, value)
+        return value
+
+    def _typed(self, name: str, value: Any) -> Any:
+        """The value of the declared type, inside its bounds and enum (a clamped number moved to its bound)."""
         expected = _JSON_TYPES[self.type]
         if isinstance(value, bool) and self.type in ("integer", "number"):
             raise ToolArgumentError(f"argument '{name}' must be {self._kind()}, got a boolean")
         if not isinstance(value, expected):
             raise ToolArgumentError(f"argument '{name}' must be {self._kind()}, got {_json_type(value)}")
-        if self.type == "number" and value != value:
-            raise ToolArgumentError(f"argument '{name}' must be {self._kind()}, got NaN")
         if self.non_empty and isinstance(value, str) and not value.strip():
             raise ToolArgumentError(f"argument '{name}' must not be empty")
         value = self._bounded(name, value)
         if self.enum and value not in self.enum:
-            raise ToolArgumentError(f"argument '{name}' must be one of {', '.join(self.enum)}, got {_shown(value)}")
-        if self.max_length is not None and len(value) > self.max_length:
-            raise ToolArgumentError(f"argument '{name}' is too long ({len(value)}, at most {self.max_length})")
-        item_type = self.items if isinstance(self.items, str) else (self.items or {}).get("type")
-        if item_type and any(not isinstance(v, _JSON_TYPES[item_type]) or isinstance(v, bool) != (item_type == "boolean")
-                             for v in value):
-            raise ToolArgumentError(f"argument '{name}' must be an array of {item_type}s")
+            raise ToolArgumentError(f"argument '{name}' must be one of {', '.join(self.enum)}, got {shown(value)}")
         return value
+
+    def _within(self, name: str, value: Any) -> None:
+        """The declared lengths: of a string, of an array and its items, of an object's declared fields."""
+        if self.max_length is not None and len(value) > self.max_length:
+            raise ToolArgumentError(f"argument '{name}' is too long ({len(value):,}, at most {self.max_length:,})")
+        if self.max_items is not None and len(value) > self.max_items:
+            raise ToolArgumentError(f"argument '{name}' has too many items ({len(value):,}, at most "
+                                    f"{self.max_items:,})")
+        if self.strict_fields and self.properties:
+            _check_fields(name, value, self.properties)
+        item_type = self.items if isinstance(self.items, str) else (self.items or {}).get("type")
+        if item_type and any(not isinstance(v, _JSON_TYPES[item_type])
+                             or isinstance(v, bool) != (item_type == "boolean") for v in value):
+            raise ToolArgumentError(f"argument '{name}' must be an array of {item_type}s")
+        item_most = self.items.get("maxLength") if isinstance(self.items, dict) else None
+        for position, item in enumerate(value if item_most is not None else ()):
+            if isinstance(item, str) and len(item) > item_most:
+                raise ToolArgumentError(f"argument '{name}[{position}]' is too long ({len(item):,} characters, at "
+                                        f"most {item_most})")
 
     def _decoded(self, value: Any) -> Any:
         """An object or array sent as JSON text (some clients can only send strings) is read as JSON; a ref
         ("mem:12") where its integer id is declared is read as that id."""
         if self.ref and isinstance(value, str):
             kind, _, number = value.partition(":")
-            return int(number) if kind == self.ref and number.isdigit() and number.isascii() else value
+            wellformed = number.isdigit() and number.isascii() and len(number) <= 19
+            return int(number) if kind == self.ref and wellformed else value
         if self.type in ("object", "array") and isinstance(value, str):
             try:
                 return json.loads(value)
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, an integer over 4,300 digits, or nested ~1,000 deep
                 return value  # refused below, as the wrong type
         return value
 
@@ -110,7 +137,7 @@ class Param:
             value = value if low is None else max(low, value)
             return value if high is None else min(high, value)
         if low is not None and value < low or high is not None and value > high:
-            raise ToolArgumentError(f"argument '{name}' must be {self._kind()}, got {value}")
+            raise ToolArgumentError(f"argument '{name}' must be {self._kind()}, got {shown(value)}")
         return value
 
     def _kind(self) -> str:
@@ -125,10 +152,13 @@ class Param:
         return kind
 
 
-def _shown(value: Any, limit: int = 80) -> str:
-    """A caller's value in an error message, cut so that a huge value is never echoed whole."""
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
+def _check_fields(name: str, value: dict[str, Any], properties: dict[str, Any]) -> None:
+    """Each declared string field within its published maxLength (a message's id, a cue's instants)."""
+    for field_name, schema in properties.items():
+        field_value, most = value.get(field_name), schema.get("maxLength")
+        if isinstance(field_value, str) and most is not None and len(field_value) > most:
+            raise ToolArgumentError(f"argument '{name}.{field_name}' is too long ({len(field_value):,} characters, "
+                                    f"at most {most})")
 
 
 def _json_type(value: Any) -> str:
@@ -188,11 +218,11 @@ class Tool:
             arguments = Param("object", "").check("arguments", arguments)
         if not isinstance(arguments, dict):
             raise ToolArgumentError(f"arguments of '{self.name}' must be an object, got {_json_type(arguments)}")
-        unknown = sorted(set(arguments) - set(self.params))
+        unknown = sorted((name for name in arguments if name not in self.params), key=str)
         if unknown:
-            shown = ", ".join(_shown(name, 40) for name in unknown[:5])
+            names = ", ".join(shown(name, 40) for name in unknown[:5])
             raise ToolArgumentError(
-                f"unknown argument(s) for '{self.name}': {shown} (accepted: {', '.join(self.params)})"
+                f"unknown argument(s) for '{self.name}': {names} (accepted: {', '.join(self.params)})"
             )
         bound = {}
         for name, param in self.params.items():

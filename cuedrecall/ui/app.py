@@ -38,6 +38,7 @@ from cuedrecall.access import LOCAL, Principal, load_acl
 from cuedrecall.api import Memory
 from cuedrecall.errors import ToolArgumentError
 from cuedrecall.handlers.browse import PAGE_MAX
+from cuedrecall.server.http_guard import BodyLimit, HostGuard, policy_of
 from cuedrecall.ui import markup
 from cuedrecall.ui.trace_html import trace_fragment
 from cuedrecall.ui.traces import TraceLogReader
@@ -191,7 +192,11 @@ def make_app(memory: Memory, token: str, *, write: bool = False, traces: str | P
               Route("/api/search", search, methods=["POST"]), Route("/api/traces", trace_list),
               Route("/api/traces/{entry_id}", trace_entry), Route("/api/write", change, methods=["POST"])]
     app = Starlette(routes=routes, exception_handlers={ToolArgumentError: _refused, ValueError: _refused})
-    return TokenGate(app, token)
+    # the MCP server's guard (server/http_guard.py): a rebound name or a foreign page is refused before the token
+    # check, and a body over the bound before it is read
+    settings = memory.settings
+    policy = policy_of(settings.http_allowed_hosts, settings.http_allowed_origins)
+    return HostGuard(TokenGate(BodyLimit(app, settings.http_max_body), token), policy)
 
 
 async def _refused(request: Request, exc: Exception) -> Response:

@@ -69,10 +69,23 @@ def _json_lines(text: str) -> list[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            lines.append((number, json.loads(line)))
+            value = json.loads(line)
         except (ValueError, RecursionError):
             raise refuse("input_path", f"has a line that is not JSON (line {number})") from None
+        if "\\ud" in line.lower() and not _utf8(value):  # a lone surrogate can only come as an escape
+            raise refuse("input_path", f"has a line with text that is not valid Unicode: a lone surrogate "
+                                       f"(line {number})")
+        lines.append((number, value))
     return lines
+
+
+def _utf8(value: Any) -> bool:
+    """Whether every string in a decoded line can be stored as UTF-8 (a lone surrogate escape cannot)."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _header(lines: list[tuple[int, Any]]) -> dict[str, Any]:

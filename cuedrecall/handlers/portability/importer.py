@@ -1,4 +1,5 @@
-"""import_memories: an export (ours or CPersona's) loaded in one transaction.
+"""import_memories: an export (ours or CPersona's) loaded in batches of ``COMMIT_BATCH`` records, one
+transaction each.
 
 The file is read from the export folder (``paths``) and checked whole against its
 format (``formats``) before anything is written. The rules an import keeps, one
@@ -6,6 +7,14 @@ function each: the read check (``_read_denial``), the lock rule (``_keeps_lock``
 the profile rule (``_import_profile``) and which vectors are kept
 (``_vectors_for``). Each memory or episode imported queues its block build in the
 same transaction, so a dry run's roll-back takes the queued builds with it.
+
+Why batches: one transaction over a 60,000-row file held SQLite's write lock for
+longer than another process's store would wait, and that store failed. A batch is
+embedded before its transaction opens and committed before the next is read, so
+the lock is held for one batch's inserts at a time. A failure part-way keeps the
+batches committed before it; running the file again adds only what is missing (an
+import is idempotent). A dry run writes nothing, so it stays one transaction, rolled
+back, with no embedding (its counts need none).
 """
 
 from __future__ import annotations
@@ -28,6 +37,9 @@ from cuedrecall.store.base import EPISODE, MEMORY, make_ref
 from cuedrecall.text.sanitise import sanitise
 
 
+COMMIT_BATCH = 500  # records per transaction: the write lock is never held for more than one batch's inserts
+
+
 class _DryRun(Exception):
     """Raised inside the transaction to roll back a dry run."""
 
@@ -37,7 +49,8 @@ def import_jsonl(
     progress: Callable[[int], None] | None = None, batch_size: int = 256, anywhere: bool = False,
     principal: Principal = LOCAL,
 ) -> dict[str, Any]:
-    """Load an export (ours or CPersona's) in one transaction; a second run of the same file adds nothing.
+    """Load an export (ours or CPersona's) in batches, one transaction each; a second run of the same file adds
+    nothing.
 
     The file is read from the export folder (``anywhere``, the operator's command
     line only, takes any path). Our ids are new: a record's file id is not kept,
@@ -68,23 +81,59 @@ def import_jsonl(
     foreign = version != FORMAT
     counts: dict[str, Any] = {"imported_memories": 0, "skipped_memories": 0, "imported_episodes": 0,
                               "skipped_episodes": 0, "profile_updated": 0, "skipped_profiles": 0}
-    vectors = _vectors_for(rt, records, batch_size, progress)
+    # an unnamed agent or an unreadable vector is refused here, before the first batch is written
+    agents = [_agent_of(item, target_agent_id) for item in records]
+    vectors, todo = _kept_vectors(rt, records)
+    if progress:
+        progress(len(records) - len(todo))
+    if dry_run:
+        _write_batch(rt, records, agents, vectors, counts, target_agent_id, anywhere, foreign, roll_back=True)
+        if progress:
+            progress(len(todo))
+        return _answer(dry_run, counts, present)
+    by_batch: dict[int, list[int]] = {}
+    for i in todo:
+        by_batch.setdefault(i // COMMIT_BATCH, []).append(i)
+    for start in range(0, len(records), COMMIT_BATCH):
+        _embed_missing(rt, records, by_batch.get(start // COMMIT_BATCH, []), vectors, batch_size, progress)
+        end = start + COMMIT_BATCH  # embedded above, outside the write lock; written below, one transaction
+        _write_batch(rt, records[start:end], agents[start:end], vectors[start:end], counts, target_agent_id,
+                     anywhere, foreign)
+    return _answer(dry_run, counts, present)
+
+
+def _answer(dry_run: bool, counts: dict[str, Any], present: dict[str, int]) -> dict[str, Any]:
+    """The import's answer: its counts, and the kinds of record the file holds that an import does not keep."""
+    skipped_kinds = {kind: present[kind] for kind in NOT_KEPT if present[kind]}
+    return {"ok": True, "dry_run": dry_run, **counts, **({"not_imported": skipped_kinds} if skipped_kinds else {})}
+
+
+def _agent_of(item: dict[str, Any], target_agent_id: str) -> str:
+    """The agent a record is filed under: the target, else its own; a refusal when neither names one."""
+    own = item.get("agent_id") if isinstance(item.get("agent_id"), str) else ""
+    agent = target_agent_id or own
+    if not agent:
+        raise ToolArgumentError("argument 'target_agent_id' is required: a record of the file has no agent_id")
+    return agent
+
+
+def _write_batch(rt: Runtime, records: list[dict[str, Any]], agents: list[str], vectors: list[Any],
+                 counts: dict[str, Any], target_agent_id: str, anywhere: bool, foreign: bool,
+                 roll_back: bool = False) -> None:
+    """One transaction over ``records`` (committed, or counted and rolled back when ``roll_back``)."""
+    added = dict.fromkeys(counts, 0)
     try:
         with rt.store.write() as conn:
-            for item, vector in zip(records, vectors):
+            for item, agent, vector in zip(records, agents, vectors):
                 own = item.get("agent_id") if isinstance(item.get("agent_id"), str) else ""
-                agent = target_agent_id or own
-                if not agent:
-                    raise ToolArgumentError(
-                        "argument 'target_agent_id' is required: a record of the file has no agent_id")
                 keep_lock = _keeps_lock(own, target_agent_id, anywhere)
-                counts[_import_one(rt, conn, item, agent, vector, keep_lock, foreign)] += 1
-            if dry_run:
+                added[_import_one(rt, conn, item, agent, vector, keep_lock, foreign)] += 1
+            if roll_back:
                 raise _DryRun()  # counted inside the transaction, then rolled back
     except _DryRun:
         pass
-    skipped_kinds = {kind: present[kind] for kind in NOT_KEPT if present[kind]}
-    return {"ok": True, "dry_run": dry_run, **counts, **({"not_imported": skipped_kinds} if skipped_kinds else {})}
+    for key, value in added.items():  # counted once the batch is committed (or, a dry run, rolled back)
+        counts[key] += value
 
 
 def _read_denial(records: list[dict[str, Any]], principal: Principal) -> dict[str, Any] | None:
@@ -112,9 +161,8 @@ def _our_width(rt: Runtime) -> int | None:
     return None if probe is None else int(np.asarray(probe).shape[-1])
 
 
-def _vectors_for(rt: Runtime, records: list[dict[str, Any]], batch: int,
-                 progress: Callable[[int], None] | None) -> list[np.ndarray | None]:
-    """The file's vector when our embedder made it, else a fresh embedding (batched).
+def _kept_vectors(rt: Runtime, records: list[dict[str, Any]]) -> tuple[list[np.ndarray | None], list[int]]:
+    """The file's vector where our embedder made it, and the records to embed afresh (the ``todo`` list).
 
     "Our embedder made it" means the record names our model beside the vector; a
     vector with no label, or another model's, is re-embedded, and so is one whose
@@ -136,10 +184,7 @@ def _vectors_for(rt: Runtime, records: list[dict[str, Any]], batch: int,
                 out[i] = vector
                 continue
         todo.append(i)
-    if progress:
-        progress(len(records) - len(todo))
-    _embed_missing(rt, records, todo, out, batch, progress)
-    return out
+    return out, todo
 
 
 def _decoded(encoded: Any, i: int) -> np.ndarray:

@@ -1,0 +1,57 @@
+"""SQLite's locks between processes: a write waits for another process's write lock within a bound, and a
+reading thread gets a connection of its own.
+
+The rule: the driver's "database is locked" never reaches a caller. A write's
+``BEGIN IMMEDIATE`` lets SQLite wait ``BUSY_TIMEOUT_MS`` at a time (SQLite answers
+busy at once where waiting cannot help) and retries each busy answer, with a short
+growing pause, until ``wait_s`` has passed; then it raises a StoreError saying the
+database was busy and nothing was written (``errors.describe_storage_error`` words it
+for the caller). Reads never wait on a writer in WAL mode.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+from cuedrecall.errors import StoreError
+
+WRITE_WAIT_S = 30.0  # how long a write waits for another process's write lock before it answers "busy"
+BUSY_TIMEOUT_MS = 5000  # one wait inside SQLite; a write retries such waits until its bound has passed
+_BUSY_WORDS = ("database is locked", "database is busy", "table is locked")
+
+
+def is_busy(exc: sqlite3.OperationalError) -> bool:
+    """SQLite answered busy (another connection holds the lock), not some other failure."""
+    return any(word in str(exc).lower() for word in _BUSY_WORDS)
+
+
+def begin_write(conn: sqlite3.Connection, wait_s: float) -> None:
+    """``BEGIN IMMEDIATE`` on ``conn``, retried while SQLite answers busy, for ``wait_s`` seconds in all."""
+    deadline = time.monotonic() + wait_s
+    pause = 0.01
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            conn.execute(f"PRAGMA busy_timeout={int(max(min(left * 1000, BUSY_TIMEOUT_MS), 0))}")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if not is_busy(exc):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise StoreError(f"the database is busy: another process held its write lock for over "
+                                     f"{wait_s:g} s (database is locked); nothing was written") from None
+            time.sleep(min(pause, max(deadline - time.monotonic(), 0)))
+            pause = min(pause * 2, 0.5)
+    finally:
+        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")  # reads keep the usual wait
+
+
+def open_reader(path: str) -> sqlite3.Connection:
+    """A read-only connection to the database file for one thread's snapshots (WAL: it never blocks a writer)."""
+    conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA query_only=1")  # a snapshot only reads; a write through it is a bug, refused
+    return conn

@@ -1,0 +1,93 @@
+"""Hostile-input fuzzing through the real MCP client, stdio and HTTP (issue 16): the short version of benchmarks.fuzz.
+
+The rule: every call of every tool, whatever its arguments (random types, strings up to 10 MB,
+deep nesting, NUL bytes, FTS5 and SQL syntax, path-like refs, huge and negative integers,
+malformed cues), gets a well-formed answer; the server never dies, never answers a
+traceback and never writes on a refused call. Bytes the client cannot send (lone
+surrogates, invalid UTF-8, 5,000-digit integers, nesting 1,000 deep) go raw, and each is
+answered. ``python -m benchmarks.fuzz`` runs thousands of calls and reports the figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from benchmarks import fuzz
+from cuedrecall.tools import TOOLS
+
+CALLS = 120  # per transport: a few seconds each
+
+
+@pytest.fixture(scope="module")
+def stdio_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[fuzz.Target]:
+    with fuzz.stdio_target(tmp_path_factory.mktemp("fuzz-stdio")) as target:
+        yield target
+
+
+@pytest.fixture(scope="module")
+def http_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[fuzz.Target]:
+    with fuzz.http_target(tmp_path_factory.mktemp("fuzz-http")) as target:
+        yield target
+
+
+def test_every_tool_has_valid_base_arguments_to_mutate() -> None:
+    assert set(fuzz.BASE) == set(TOOLS)
+    for name, arguments in fuzz.BASE.items():
+        assert TOOLS[name].bind(dict(arguments)) is not None
+
+
+FUZZ = settings(max_examples=CALLS, deadline=None, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+
+
+@FUZZ
+@given(call=fuzz.tool_calls())
+def test_every_call_over_stdio_gets_a_well_formed_answer_and_writes_nothing_when_refused(
+    stdio_target: fuzz.Target, call: tuple[str, dict[str, Any]],
+) -> None:
+    problem = fuzz.one_call(stdio_target, *call, fuzz.Tally())
+    assert problem is None, problem
+
+
+@FUZZ
+@given(call=fuzz.tool_calls())
+def test_every_call_over_http_gets_a_well_formed_answer_and_writes_nothing_when_refused(
+    http_target: fuzz.Target, call: tuple[str, dict[str, Any]],
+) -> None:
+    problem = fuzz.one_call(http_target, *call, fuzz.Tally())
+    assert problem is None, problem
+
+
+def test_the_stdio_server_survives_the_fuzzing(stdio_target: fuzz.Target) -> None:
+    assert stdio_target.alive()
+
+
+def test_the_http_server_survives_the_fuzzing(http_target: fuzz.Target) -> None:
+    assert http_target.alive()
+
+
+def test_raw_hostile_lines_to_a_stdio_server_are_each_answered(tmp_path: Path) -> None:
+    sent, failures = fuzz.raw_stdio(tmp_path, fuzz.raw_messages(40, seed=1))
+    assert sent == 40 and failures == []
+
+
+def test_raw_hostile_bodies_over_http_are_never_a_5xx(http_target: fuzz.Target) -> None:
+    sent, failures = fuzz.raw_http(http_target.url, fuzz.raw_messages(40, seed=2))
+    assert sent == 40 and failures == []
+
+
+def test_the_rule_catches_a_refused_call_that_wrote(tmp_path: Path) -> None:
+    """The checker itself: an ok:false answer whose call changed rows is a failure, a result is not."""
+
+    class Answer:
+        content = [type("Text", (), {"type": "text", "text": '{"ok": false, "error": "argument \'x\' is bad"}'})()]
+
+    assert fuzz.problem_with("store", Answer(), (1, 0), (2, 0)) is not None
+    assert fuzz.problem_with("store", Answer(), (1, 0), (1, 0)) is None
+    Answer.content[0].text = "Traceback (most recent call last): ..."
+    assert fuzz.problem_with("store", Answer(), (1, 0), (1, 0)) is not None
