@@ -1,8 +1,10 @@
 """Recall latency per store size, query embedding excluded (hash embedder): only the pipeline is timed.
 
     python -m benchmarks.recall_latency --sizes 1000 10000 100000 --queries 100
+    python -m benchmarks.recall_latency --corpus realistic --locomo ../shared/data/locomo/locomo10-dev.json
 
-Writes a markdown table to benchmarks/results/recall_latency.md (the command at the top).
+The store is the synthetic one (``benchmarks/synthetic.py``) or, with ``--corpus realistic``,
+conversational turns (``benchmarks/realistic.py``) asked the realistic questions. Writes a markdown table to benchmarks/results/recall_latency.md (the command at the top).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from benchmarks import realistic
 from benchmarks.harness import WITHOUT_BLOCKS
 from benchmarks.synthetic import AGENT, bulk_load, queries
 from cuedrecall.api import Memory
@@ -32,14 +35,19 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def open_store(path: Path, size: int, progress: Progress | None = None) -> Memory:
-    """A hash-embedded synthetic store of ``size`` memories at ``path`` (built once, reused when present)."""
+def open_store(path: Path, size: int, progress: Progress | None = None, locomo: Path | None = None) -> Memory:
+    """A hash-embedded store of ``size`` memories at ``path`` (built once, reused when present): synthetic, or
+    the realistic corpus when ``locomo`` names the LoCoMo file."""
     settings = Settings.from_env(WITHOUT_BLOCKS, embedding_mode="hash", db_path=str(path))
     fresh = not path.exists()
     memory = Memory(settings=settings, clock=fixed_clock("2026-01-02T00:00:00+00:00"))
     if fresh:
         task = progress.add_task(f"building {size:,}", total=size) if progress else None
-        bulk_load(memory, size, progress=(lambda n: progress.advance(task, n)) if progress else None)
+        advance = (lambda n: progress.advance(task, n)) if progress else None
+        if locomo is None:
+            bulk_load(memory, size, progress=advance)
+        else:
+            realistic.bulk_load(memory, realistic.texts(locomo, size), agent=AGENT, progress=advance)
     return memory
 
 
@@ -60,15 +68,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--workdir", type=Path, help="keep the stores here (default: a temporary folder)")
+    parser.add_argument("--corpus", choices=("synthetic", "realistic"), default="synthetic")
+    parser.add_argument("--locomo", type=Path, help="LoCoMo JSON, for --corpus realistic")
     parser.add_argument("--out", type=Path, default=RESULTS / "recall_latency.md")
     args = parser.parse_args(argv)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="cuedrecall-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    texts = queries(args.queries)
+    locomo = args.locomo if args.corpus == "realistic" else None
+    if args.corpus == "realistic" and locomo is None:
+        parser.error("--corpus realistic needs --locomo")
+    texts = realistic.questions(locomo, args.queries) if locomo else queries(args.queries)
     rows = []
     with Progress(console=Console(stderr=True)) as progress:
         for size in args.sizes:
-            memory = open_store(workdir / f"synthetic-{size}.db", size, progress)
+            memory = open_store(workdir / f"{args.corpus}-{size}.db", size, progress, locomo)
             ms = time_recalls(memory, texts)
             memory.close()
             rows.append((size, statistics.median(ms), percentile(ms, 0.95)))
@@ -76,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     for column in ("memories", "p50 ms", "p95 ms"):
         table.add_column(column, justify="right")
     lines = [f"`python -m benchmarks.recall_latency {' '.join(sys.argv[1:] if argv is None else argv)}`", "",
-             f"{args.queries} queries per size, limit 10, rrf, hash embedder (query embedding excluded).", "",
+             f"{args.queries} queries per size, limit 10, rrf, hash embedder (query embedding excluded); "
+             f"{args.corpus} corpus.", "",
              "| memories | p50 ms | p95 ms |", "| ---: | ---: | ---: |"]
     for size, p50, p95 in rows:
         table.add_row(f"{size:,}", f"{p50:.1f}", f"{p95:.1f}")

@@ -1,10 +1,18 @@
 """cuedrecall: long-term memory for AI agents, with recall that explains itself and time cues."""
 
-from cuedrecall.api import Memory
-from cuedrecall.clock import fixed_clock, system_clock
-from cuedrecall.config import Settings
-from cuedrecall.errors import CuedRecallError, SettingsError, StoreError, ToolArgumentError
-from cuedrecall.version import __version__
+import os
+
+# A recall's vector arm is one matrix-vector product over a slice of the index: OpenBLAS's worker threads cost more
+# than they give there (0.3 ms on one thread against 2-4 ms threaded, 100k memories on 2 cores,
+# benchmarks/results/speed_realistic.md). Set before numpy loads, when nothing has loaded it yet; a value the
+# operator set wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from cuedrecall.api import Memory  # noqa: E402  (after the thread setting above)
+from cuedrecall.clock import fixed_clock, system_clock  # noqa: E402
+from cuedrecall.config import Settings  # noqa: E402
+from cuedrecall.errors import CuedRecallError, SettingsError, StoreError, ToolArgumentError  # noqa: E402
+from cuedrecall.version import __version__  # noqa: E402
 
 __all__ = [
     "CuedRecallError",

@@ -6,6 +6,7 @@ whose text the caller already holds leave (``exclude_contents``).
 
 from __future__ import annotations
 
+from cuedrecall.recall import bounds
 from cuedrecall.recall.context import RecallContext
 from cuedrecall.store.base import MEMORY, Hit
 from cuedrecall.text import is_excluded
@@ -16,6 +17,8 @@ Arms = dict[str, list[Hit]]
 def retrieve(ctx: RecallContext) -> Arms:
     """Run the ordinary arms to the recall depth, then the facts step; excluded rows keep their ranks consumed."""
     p = ctx.params
+    if ctx.recorder.enabled:
+        ctx.recorder.bounds(bounds.record(ctx))
     arms: Arms = {"vector_near": [], "vector_far": [], "episode_fts": [], "memory_keyword": []}
     if ctx.query_vector is not None:
         arms["vector_near"] = ctx.store.vector_near(

@@ -18,8 +18,8 @@ from cuedrecall.recall.facts import Facts
 from cuedrecall.recall.params import RecallParams
 from cuedrecall.recall.trace import Recorder
 from cuedrecall.store.base import Scope, Store
-from cuedrecall.text.fts import MIN_TERM, fts_terms
-from cuedrecall.text.words import query_words
+from cuedrecall.text.fts import MIN_TERM, capped_terms
+from cuedrecall.text.words import capped_words
 
 
 @dataclass
@@ -37,12 +37,14 @@ class RecallContext:
     lexical_terms: tuple[str, ...] = ()  # extra phrases for the lexical arms only (reconstruct's entity names)
     terms: list[str] = field(init=False)  # the query's full-text terms, computed once for every lexical arm
     words: list[str] = field(init=False)  # the query's content words, for the word arm
+    left_out: dict[str, int] = field(init=False)  # distinct terms and words the caps left out (recall/bounds.py)
     facts: Facts = field(init=False)
     _cache: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.terms = fts_terms(self.query, self.lexical_terms)
-        self.words = query_words(" ".join((self.query, *self.lexical_terms)))
+        self.terms, terms_left_out = capped_terms(self.query, self.lexical_terms)
+        self.words, words_left_out = capped_words(" ".join((self.query, *self.lexical_terms)))
+        self.left_out = {"terms": terms_left_out, "words": words_left_out}
         self.facts = Facts(self.store)
 
     @property

@@ -44,6 +44,7 @@ class Recorder:
     def cue_ignored(self, section: CueIgnored) -> None: ...
     def propagation(self, section: PropagationSection, elapsed_ms: float) -> None: ...
     def coverage(self, ledger: dict[str, Any]) -> None: ...
+    def bounds(self, section: dict[str, Any]) -> None: ...
     def mark(self, stage: str) -> None: ...
 
     def result(self) -> Trace | None:
@@ -72,6 +73,10 @@ class TraceRecorder(Recorder):
     def arms(self, arms: dict[str, list["Hit"]]) -> None:
         for name, hits in arms.items():
             self.data["arms"][name] = [{"ref": h.ref, "rank": h.rank, "raw": h.raw} for h in hits]
+            plan = getattr(hits, "plan", None)  # a keyword arm's term plan (store.term_counts.PlannedHits)
+            if plan is not None:
+                ranked_on = getattr(hits, "ranked_on", "")
+                self.data.setdefault("keyword_terms", {})[name] = plan.record(ranked_on)
 
     def excluded(self, refs: list[str]) -> None:
         """Rows an arm found that exclude_contents removed (they kept their ranks)."""
@@ -144,6 +149,10 @@ class TraceRecorder(Recorder):
 
     def coverage(self, ledger: dict[str, Any]) -> None:
         self.data["coverage"] = ledger
+
+    def bounds(self, section: dict[str, Any]) -> None:
+        """recall-bounds-v1's caps and what each left out of this recall (recall/bounds.py)."""
+        self.data["bounds"] = section
 
     def mark(self, stage: str) -> None:
         now = time.perf_counter()

@@ -11,12 +11,21 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from cuedrecall.store import term_counts
 from cuedrecall.store.base import EPISODE, MEMORY, CoarseHit, Hit, Period, Scope, make_ref
+from cuedrecall.store.term_counts import PlannedHits, TermPlan, plan_terms
 from cuedrecall.text.fts import fts_expression
 from cuedrecall.text.words import words_expression
 
 # kind -> (table, alias, its FTS5 table): the two full-text arms differ only in these names
 _FTS_TABLES = {MEMORY: ("memories", "m", "memories_fts"), EPISODE: ("episodes", "e", "episodes_fts")}
+# The narrow index of each table's isolation columns by id (migration 8): a match's scope is checked there,
+# not in the wide row, so another agent's matching rows cost an index probe, not a page of text and vector.
+_SCOPE_INDEX = {MEMORY: "idx_memories_scope", EPISODE: "idx_episodes_scope"}
+# A term the keyword budget leaves out is in many rows of the store, but maybe of other agents: a scope of at
+# most this many memories is scanned for it (LIKE over its own rows, newest first, after the ranked rows), so
+# what other agents store neither hides a small scope's rows nor makes it pay for theirs.
+SCOPE_SCAN_ROWS = 2_000
 
 
 def _like_escape(text: str) -> str:
@@ -62,9 +71,20 @@ def fts_arm_sql(kind: str, scope: Scope, period: Period | None) -> tuple[str, li
     where, params = scope_where(scope, alias, kind)
     pwhere, pparams = _period_where(alias, period)
     sql = (
-        f"SELECT {alias}.id, bm25({fts}) FROM {fts} JOIN {table} {alias} ON {alias}.id = {fts}.rowid "
+        f"SELECT {alias}.id, bm25({fts}) FROM {fts} JOIN {table} {alias} INDEXED BY {_SCOPE_INDEX[kind]} "
+        f"ON {alias}.id = {fts}.rowid "
         f"WHERE {fts} MATCH ? AND {where}{pwhere} ORDER BY bm25({fts}), {alias}.id LIMIT ?"
     )
+    return sql, [*params, *pparams]
+
+
+def words_arm_sql(scope: Scope, period: Period | None) -> tuple[str, list[Any]]:
+    """The word arm's query, as ``fts_arm_sql`` over the stemmed word index."""
+    where, params = scope_where(scope, "m", MEMORY)
+    pwhere, pparams = _period_where("m", period)
+    sql = (f"SELECT m.id, bm25(memories_words) FROM memories_words JOIN memories m INDEXED BY {_SCOPE_INDEX[MEMORY]} "
+           f"ON m.id = memories_words.rowid WHERE memories_words MATCH ? AND {where}{pwhere} "
+           "ORDER BY bm25(memories_words), m.id LIMIT ?")
     return sql, [*params, *pparams]
 
 
@@ -138,13 +158,14 @@ class SqliteArms:
         phrases: Sequence[str] = (),
     ) -> list[Hit]:
         """FTS5 trigram over memory content, then memories holding any of ``phrases`` (names too short for a
-        trigram index, newest first); a LIKE scan of the query only when both find nothing."""
+        trigram index, newest first); a LIKE scan of the query only when it has no trigram term and both find
+        nothing (a row holding the whole query holds each of its terms, so the trigram arm already found it)."""
         if depth <= 0:
             return []
         hits = self._fts_arm(MEMORY, scope, terms, depth, period) if terms else []
         if phrases and len(hits) < depth:
             hits += self._like_hits(scope, phrases, depth - len(hits), period, len(hits), {h.ref for h in hits})
-        if hits or not query.strip():
+        if hits or terms or not query.strip():
             return hits
         return self._like_hits(scope, [query.strip()], depth, period, 0, set())
 
@@ -166,38 +187,47 @@ class SqliteArms:
         """The word arm: memories holding any of the words (stemmed), best bm25 first."""
         if not words or depth <= 0:
             return []
-        where, params = scope_where(scope, "m", MEMORY)
-        pwhere, pparams = _period_where("m", period)
-        sql = ("SELECT m.id, bm25(memories_words) FROM memories_words JOIN memories m ON m.id = memories_words.rowid "
-               f"WHERE memories_words MATCH ? AND {where}{pwhere} ORDER BY bm25(memories_words), m.id LIMIT ?")
-        # as the keyword arm: rank on the uncommon words first, on all of them when that finds too few
-        informative = [word for word in words if not self._vocab.is_common_word("memories", word)]
-        rows: list[tuple] = []
-        if informative and len(informative) < len(words):
-            rows = self._read_fts(sql, [words_expression(informative), *params, *pparams, depth])
-        if len(rows) < depth:
-            rows = self._read_fts(sql, [words_expression(list(words)), *params, *pparams, depth])
-        return [Hit(make_ref(MEMORY, row_id), rank, score) for rank, (row_id, score) in enumerate(rows)]
+        sql, params = words_arm_sql(scope, period)
+        # as the keyword arm: the words' plan under keyword-budget-v1
+        plan = plan_terms(self._vocab, "memories", words, words=True, small_scope=self._small_scope(scope, "memories"))
+        rows, ranked_on = self._ranked(sql, plan, words_expression, [*params, depth], depth)
+        return PlannedHits((Hit(make_ref(MEMORY, row_id), rank, score) for rank, (row_id, score) in enumerate(rows)),
+                           plan, ranked_on)
 
     def _fts_arm(self, kind: str, scope: Scope, terms: Sequence[str], depth: int, period: Period | None) -> list[Hit]:
         sql, params = fts_arm_sql(kind, scope, period)
-        rows = self._ranked_fts(_FTS_TABLES[kind][0], sql, terms, [*params, depth], depth)
-        return [Hit(make_ref(kind, row_id), rank, score) for rank, (row_id, score) in enumerate(rows)]
+        small = kind == MEMORY and self._small_scope(scope, "memories")
+        plan = plan_terms(self._vocab, _FTS_TABLES[kind][0], terms, words=False, small_scope=small)
+        rows, ranked_on = self._ranked(sql, plan, fts_expression, [*params, depth], depth)
+        hits = [Hit(make_ref(kind, row_id), rank, score) for rank, (row_id, score) in enumerate(rows)]
+        if small and plan.left_out and len(hits) < depth:
+            hits += self._like_hits(scope, plan.left_out, depth - len(hits), period, len(hits), {h.ref for h in hits})
+        return PlannedHits(hits, plan, ranked_on)
 
-    def _ranked_fts(self, table: str, sql: str, terms: Sequence[str], params: list[Any], depth: int) -> list[tuple]:
-        """Rank on the uncommon terms first; on every term when that finds fewer than ``depth`` rows.
+    def _small_scope(self, scope: Scope, table: str) -> bool:
+        """Whether the scope holds few enough memories to scan them for the terms the budget leaves out (asked
+        only of a table past the first budget: in a smaller one the budget leaves nothing out)."""
+        if self.row_count(table) <= term_counts.FIRST_PASS_ROWS:
+            return False
+        return self.pool_counts(scope)[0] <= SCOPE_SCAN_ROWS  # type: ignore[attr-defined]
+
+    def _ranked(self, sql: str, plan: TermPlan, expression: Any, params: list[Any],
+                depth: int) -> tuple[list[tuple], str]:
+        """Rank on the plan's first terms; on its fallback terms when that finds fewer than ``depth`` rows.
 
         bm25 must score every row a term matches, and a common word ("the", "was")
         matches a large share of the store, for a small weight (low idf). Leaving
         such words out keeps the keyword arm's cost proportional to what the rare
         words match; the order can differ from full bm25 only by those small weights.
+        Returns the rows and the pass they came from ("first", "fallback" or "none").
         """
-        informative = [t for t in terms if not self._vocab.is_common(table, t)]
-        if informative and len(informative) < len(terms):
-            rows = self._read_fts(sql, [fts_expression(informative), *params])
+        if plan.first and plan.first != plan.fallback:
+            rows = self._read_fts(sql, [expression(list(plan.first)), *params])
             if len(rows) >= depth:
-                return rows
-        return self._read_fts(sql, [fts_expression(terms), *params])
+                return rows, "first"
+        if not plan.fallback:
+            return [], "none"
+        return self._read_fts(sql, [expression(list(plan.fallback)), *params]), "fallback"
 
     def _read_fts(self, sql: str, params: list[Any]) -> list[tuple]:
         try:

@@ -378,6 +378,19 @@ MIGRATIONS.append(
 )
 
 
+MIGRATIONS.append(
+    (
+        8,
+        """
+        -- The isolation columns keyed by row id, for the full-text arms: an FTS5 match yields row ids of
+        -- every agent, and checking each one's scope in these narrow indexes instead of the wide rows
+        -- (text, vector) keeps the cost of other agents' rows small (store/arms.py reads them by name).
+        CREATE INDEX idx_memories_scope ON memories(id, agent_id, project_id, channel, source_id, ts_epoch);
+        CREATE INDEX idx_episodes_scope ON episodes(id, agent_id, project_id, channel, ts_epoch);
+        """,
+    )
+)
+
 LATEST_VERSION = MIGRATIONS[-1][0]
 
 

@@ -1,12 +1,21 @@
-"""Which full-text terms are common enough to leave out of a first ranking pass."""
+"""Which full-text terms are common enough to leave out of a first ranking pass, and how many rows each holds.
+
+The counts are cached in a bounded LRU: a store that is asked fresh terms forever (every
+recall a new CJK text, so new trigrams) keeps at most ``MAX_ENTRIES`` of them, never a
+count per term ever asked.
+"""
 
 from __future__ import annotations
 
-from typing import Protocol
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 
 class TermSource(Protocol):
-    """The three counts the rule needs, from whichever backend keeps the full-text index."""
+    """The counts the rules need, from whichever backend keeps the full-text index."""
 
     def row_count(self, table: str) -> int: ...
     def gram_count(self, table: str, gram: str) -> int: ...
@@ -15,21 +24,36 @@ class TermSource(Protocol):
 
 
 class TermCounts:
-    """Which FTS terms are common: found in more than ``ratio`` of a table's rows.
+    """Which FTS terms are common: found in more than ``ratio`` of a table's rows; and each term's row count.
 
     A three-character term is one trigram, counted exactly; a longer one is bounded
     by its rarest trigram and counted as a phrase only when that bound is over the
     line. Counts are cached until the table has grown or shrunk by a tenth, so a
-    warm store pays nothing for the check.
+    warm store pays nothing for the check; the least recently used count leaves
+    first once ``MAX_ENTRIES`` are held.
     """
 
     STALE_RATIO = 0.1
     MIN_ROWS = 200  # in a smaller store a tenth of the rows is too few to call a word common
+    # About 150 bytes an entry (key tuple, short strings, value tuple): some 8 MB at the bound, while a
+    # conversation's working vocabulary (its words and their trigrams) is a few thousand entries.
+    MAX_ENTRIES = 50_000
+    # A term's rarest trigram is looked for among its first distinct ones only: any of them bounds the term's
+    # rows, so a 10,000-character token costs 16 counts, not 10,000 (the bound is only ever an upper one).
+    MAX_BOUND_GRAMS = 16
 
-    def __init__(self, source: TermSource, ratio: float) -> None:
+    def __init__(self, source: TermSource, ratio: float, max_entries: int = MAX_ENTRIES) -> None:
         self._source = source
         self.ratio = ratio
-        self._counts: dict[tuple[str, str, str], tuple[int, int]] = {}
+        self.max_entries = max_entries
+        self._counts: OrderedDict[tuple[str, str, str], tuple[int, int]] = OrderedDict()
+        self._guard = threading.Lock()  # recalls on several threads share the cache; a count is read outside it
+
+    def __len__(self) -> int:
+        return len(self._counts)
+
+    def row_count(self, table: str) -> int:
+        return self._source.row_count(table)
 
     def is_common(self, table: str, term: str) -> bool:
         total = self._source.row_count(table)
@@ -38,8 +62,7 @@ class TermCounts:
         limit = self.ratio * total
         if len(term) == 3:
             return self._count(table, "gram", term.lower(), total) > limit
-        grams = {term[i : i + 3].lower() for i in range(len(term) - 2)}
-        if min(self._count(table, "gram", gram, total) for gram in grams) <= limit:
+        if self._bound(table, term, total) <= limit:
             return False  # a phrase is no commoner than its rarest trigram
         return self._count(table, "phrase", term, total) > limit
 
@@ -50,12 +73,125 @@ class TermCounts:
             return False
         return self._count(table, "word", word, total) > self.ratio * total
 
+    def term_rows(self, table: str, term: str) -> int:
+        """The rows FTS5 reads for a trigram-index term: its trigram's, or its rarest trigram's (an upper bound
+        of the rows that hold the phrase, read from the vocabulary: no phrase scan, whatever the term)."""
+        total = self._source.row_count(table)
+        if len(term) < 3:
+            return 0
+        if len(term) == 3:
+            return self._count(table, "gram", term.lower(), total)
+        return self._bound(table, term, total)
+
+    def word_rows(self, table: str, word: str) -> int:
+        """Rows holding a word of the word index."""
+        return self._count(table, "word", word, self._source.row_count(table))
+
+    def _bound(self, table: str, term: str, total: int) -> int:
+        grams: dict[str, None] = {}
+        for i in range(len(term) - 2):
+            grams[term[i : i + 3].lower()] = None
+            if len(grams) == self.MAX_BOUND_GRAMS:
+                break
+        return min(self._count(table, "gram", gram, total) for gram in grams)
+
     def _count(self, table: str, kind: str, text: str, total: int) -> int:
         key = (table, kind, text)
-        cached = self._counts.get(key)
+        with self._guard:
+            cached = self._counts.get(key)
+            if cached is not None:
+                self._counts.move_to_end(key)
         if cached is None or abs(total - cached[1]) > self.STALE_RATIO * cached[1]:
             count = {"gram": self._source.gram_count, "phrase": self._source.phrase_count,
                      "word": self._source.word_count}[kind]
             cached = (count(table, text), total)
-            self._counts[key] = cached
+            with self._guard:
+                self._counts[key] = cached
+                self._counts.move_to_end(key)
+                while len(self._counts) > self.max_entries:
+                    self._counts.popitem(last=False)
         return cached[0]
+
+
+# -- the keyword budget (keyword-budget-v1) ----------------------------------------------------
+
+KEYWORD_BUDGET_RULE = "keyword-budget-v1"
+# bm25 scores every row an FTS5 expression matches, of every agent, before LIMIT applies: a pass's cost
+# is its matching rows. A pass ranks on the terms that fit its budget, rarest first, counting a term's
+# rows at most once per row of the table (min(sum, rows)); a store no larger than the budget keeps all.
+FIRST_PASS_ROWS = 2_000  # the first pass: the uncommon terms (not in more than ratio of the rows)
+FALLBACK_ROWS = 8_000  # the second pass, when the first finds fewer rows than the arm's depth: any term
+
+
+@dataclass(frozen=True)
+class TermPlan:
+    """Which of a query's terms each pass ranks on (in the query's order), and the counts that decided it."""
+
+    first: tuple[str, ...]
+    fallback: tuple[str, ...]
+    terms: tuple[str, ...] = ()  # every term the arm was given, in the query's order
+    rows: dict[str, int] = field(default_factory=dict)  # rows each term holds, where the rule read them
+    table_rows: int = 0
+    fallback_rows: int = FALLBACK_ROWS  # the fallback's budget: FIRST_PASS_ROWS for a scope the arm scans
+
+    @property
+    def left_out(self) -> tuple[str, ...]:
+        """Terms neither pass ranks on: each holds more rows than the fallback's budget leaves."""
+        return tuple(term for term in self.rows if term not in self.fallback)
+
+    def record(self, ranked_on: str) -> dict[str, Any]:
+        """The trace's account: the rule, its budgets, each pass's terms and which pass the hits came from.
+
+        A trace holds no text, the query's included: terms are named by their place in the
+        arm's term list (``fts_terms``/``query_words`` of the query, which the caller has).
+        """
+        place = {term: i for i, term in enumerate(self.terms)}
+        return {"rule": KEYWORD_BUDGET_RULE, "first_pass_rows": FIRST_PASS_ROWS, "fallback_rows": self.fallback_rows,
+                "table_rows": self.table_rows, "terms": len(self.terms), "first": [place[t] for t in self.first],
+                "fallback": [place[t] for t in self.fallback], "left_out": [place[t] for t in self.left_out],
+                "term_rows": [self.rows.get(t) for t in self.terms], "ranked_on": ranked_on}
+
+
+class PlannedHits(list):  # type: ignore[type-arg]
+    """An arm's hits with the term plan they were ranked under (the trace records it; a plain list otherwise)."""
+
+    def __init__(self, hits: Iterable[Any], plan: TermPlan, ranked_on: str) -> None:
+        super().__init__(hits)
+        self.plan, self.ranked_on = plan, ranked_on
+
+
+def plan_terms(counts: TermCounts, table: str, terms: Sequence[str], *, words: bool,
+               small_scope: bool = False) -> TermPlan:
+    """keyword-budget-v1 over the trigram index's terms (``words`` False) or the word index's words.
+
+    In a table of at most FIRST_PASS_ROWS rows every pass fits: the first ranks on the
+    terms not common (in more than ``ratio`` of the rows), the fallback on all. In a
+    larger one each term's rows are read (``term_rows``/``word_rows``: vocabulary
+    lookups, cached), a term is common past ``ratio`` of them, and each pass takes
+    what fits its budget. For a ``small_scope`` (one the arm scans for what the budget
+    leaves out) the fallback keeps the first pass's budget: the scan finds the scope's
+    rows that hold the commoner terms, so other agents' rows are never read for them.
+    """
+    total = counts.row_count(table)
+    if total <= FIRST_PASS_ROWS:  # every pass fits: only the common-term rule reads counts
+        common = counts.is_common_word if words else counts.is_common
+        return TermPlan(tuple(t for t in terms if not common(table, t)), tuple(terms), tuple(terms), table_rows=total)
+    rows = {term: counts.word_rows(table, term) if words else counts.term_rows(table, term) for term in terms}
+    line = counts.ratio * total if counts.ratio < 1.0 and total >= counts.MIN_ROWS else float("inf")
+    uncommon = [term for term in terms if rows[term] <= line]
+    fallback_rows = FIRST_PASS_ROWS if small_scope else FALLBACK_ROWS
+    return TermPlan(_within(uncommon, rows, FIRST_PASS_ROWS, total), _within(terms, rows, fallback_rows, total),
+                    tuple(terms), rows, total, fallback_rows)
+
+
+def _within(terms: Sequence[str], rows: dict[str, int], budget: int, total: int) -> tuple[str, ...]:
+    """The terms that fit the budget taken rarest first (ties: query order), returned in the query's order."""
+    if total <= budget:
+        return tuple(terms)
+    kept, spent = set(), 0
+    for term in sorted(terms, key=lambda t: rows[t]):  # sorted() is stable: ties keep the query's order
+        if spent + rows[term] > budget:
+            break
+        kept.add(term)
+        spent += rows[term]
+    return tuple(term for term in terms if term in kept)

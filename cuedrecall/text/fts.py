@@ -17,6 +17,12 @@ _CJK_RUN = re.compile(f"[{_CJK}]+")
 # The FTS5 trigram tokenizer cannot match anything shorter than three characters.
 MIN_TERM = 3
 
+# recall-bounds-v1 (recall/bounds.py records them): a query's cost must not grow with its length. A pasted page
+# gives the arms its first distinct terms; a CJK run, whose every three characters are a term, its first
+# trigrams. Each term is one phrase of the FTS5 expression and one count the keyword budget reads.
+MAX_TERMS = 48
+MAX_CJK_TRIGRAMS = 32
+
 
 def _strip_edges(query: str) -> str:
     """Strip edge punctuation from every whitespace token and re-join with single spaces."""
@@ -43,10 +49,35 @@ def _quote(term: str) -> str:
 
 
 def fts_terms(query: str, extra_terms: Sequence[str] = ()) -> list[str]:
-    """The distinct search terms of a query plus extra phrases, in first-seen order."""
-    extras = (term.strip() for term in extra_terms)
-    ordered = [*_terms(query), *(term for term in extras if len(term) >= MIN_TERM)]
-    return list(dict.fromkeys(ordered))
+    """The distinct search terms of a query plus extra phrases, in first-seen order, capped (``capped_terms``)."""
+    return capped_terms(query, extra_terms)[0]
+
+
+def capped_terms(query: str, extra_terms: Sequence[str] = ()) -> tuple[list[str], int]:
+    """The query's first ``MAX_TERMS`` distinct terms (of them at most ``MAX_CJK_TRIGRAMS`` CJK trigrams), then
+    the extra phrases (at most ``MAX_TERMS`` of them); and how many distinct terms the caps left out."""
+    taken: dict[str, None] = {}
+    seen: set[str] = set()  # every distinct term, taken or not (set operations: a long run costs C time)
+    cjk = 0
+    for run in _RUNS.findall(_strip_edges(query)):
+        is_cjk = bool(_CJK_RUN.fullmatch(run))
+        grams = _trigrams(run) if is_cjk else ([run] if len(run) >= MIN_TERM else [])
+        room = MAX_TERMS - len(taken)
+        if is_cjk:
+            room = min(room, MAX_CJK_TRIGRAMS - cjk)
+        for term in grams:
+            if room <= 0:
+                break
+            if term not in taken:
+                taken[term] = None
+                cjk += is_cjk
+                room -= 1
+        seen.update(grams)
+    extras = list(dict.fromkeys(t for t in (term.strip() for term in extra_terms) if len(t) >= MIN_TERM))
+    fresh = [term for term in extras if term not in taken]
+    kept = [*taken, *fresh[:MAX_TERMS]]
+    seen.update(extras)
+    return kept, len(seen) - len(kept)
 
 
 def fts_expression(terms: Sequence[str]) -> str:

@@ -27,14 +27,19 @@ shall yet s t d ll m re ve
 
 _WORD = re.compile(r"[^\W_]+")
 _NO_SPACES = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f]")
-MAX_WORDS = 32  # a pasted paragraph as a query: its first content words are enough
+MAX_WORDS = 32  # a pasted paragraph as a query: its first content words are enough (recall-bounds-v1)
 
 
 def query_words(query: str) -> list[str]:
     """The query's distinct content words, lower-cased, in order (none for a question of function words only)."""
+    return capped_words(query)[0]
+
+
+def capped_words(query: str) -> tuple[list[str], int]:
+    """The query's first ``MAX_WORDS`` distinct content words, and how many distinct ones that cap left out."""
     words = (word.lower() for word in _WORD.findall(query))
-    kept = [w for w in words if len(w) > 1 and w not in STOP_WORDS and not _NO_SPACES.search(w)]
-    return list(dict.fromkeys(kept))[:MAX_WORDS]
+    kept = list(dict.fromkeys(w for w in words if len(w) > 1 and w not in STOP_WORDS and not _NO_SPACES.search(w)))
+    return kept[:MAX_WORDS], max(0, len(kept) - MAX_WORDS)
 
 
 def words_expression(words: list[str]) -> str:

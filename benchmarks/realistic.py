@@ -1,0 +1,82 @@
+"""A realistic speed corpus: conversational turns (LoCoMo's, and the long-span generator's), bulk-loaded.
+
+The synthetic store (benchmarks/synthetic.py) draws words by a Zipf law, so most of a
+query's words are rare and the keyword arms read short lists. Conversation turns are
+full of common words ("what", "going", "really"), and there the keyword arms read long
+ones: this corpus is what the speed figures lead with.
+
+The turns are LoCoMo's (the file given, as a path) followed by the long-span
+generator's (large size, seeds 1, 2, ...: 5,000 distinct turns each), interleaved so
+that any prefix mixes both. Past ``DISTINCT_SEEDS`` seeds the pool is cycled, a repeat
+marked " [n]" so every memory's text is distinct. Questions are LoCoMo's and the
+long-span generator's, alternating.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta, timezone
+from itertools import zip_longest
+from pathlib import Path
+
+from benchmarks.datasets import generate_long_span, load_locomo
+from cuedrecall.api import Memory
+from cuedrecall.clock import iso
+
+AGENT = "bench"
+NOW = "2026-01-02T00:00:00+00:00"
+START = datetime(2025, 1, 1, tzinfo=timezone.utc)
+DISTINCT_SEEDS = 20  # long-span seeds drawn before the pool repeats (about 100,000 distinct turns)
+TURNS_PER_SEED = 5000
+
+
+def _interleave(*lists: list[str]) -> list[str]:
+    return [item for group in zip_longest(*lists) for item in group if item is not None]
+
+
+def turn_pool(locomo: Path, size: int) -> list[str]:
+    """Distinct turn texts, LoCoMo's and long-span's interleaved, enough for ``size`` (or all DISTINCT_SEEDS)."""
+    locomo_turns = [turn.content for conv in load_locomo(locomo) for turn in conv.turns]
+    seeds = max(1, min(DISTINCT_SEEDS, -(-(size - len(locomo_turns)) // TURNS_PER_SEED)))
+    long_span = [turn.content for seed in range(1, seeds + 1)
+                 for turn in generate_long_span(seed=seed, size="large").turns]
+    return list(dict.fromkeys(_interleave(locomo_turns, long_span)))
+
+
+def texts(locomo: Path, size: int) -> list[str]:
+    """``size`` distinct memory texts: the pool, cycled with a repeat marker past its end."""
+    pool = turn_pool(locomo, size)
+    return [pool[i % len(pool)] + (f" [{i // len(pool)}]" if i >= len(pool) else "") for i in range(size)]
+
+
+def questions(locomo: Path, count: int) -> list[str]:
+    """``count`` question texts, LoCoMo's and long-span's (seed 1) alternating."""
+    locomo_q = [q.text for conv in load_locomo(locomo) for q in conv.questions if q.category != "5"]
+    long_q = [q.text for q in generate_long_span(seed=1, size="large").questions]
+    return _interleave(locomo_q, long_q)[:count]
+
+
+def bulk_load(memory: Memory, rows: list[str], *, agent: str | Sequence[str] = AGENT, batch: int = 1024,
+              progress: Callable[[int], None] | None = None) -> float:
+    """Embed in batches and insert in large transactions, times spread over 2025; returns the seconds taken.
+
+    ``agent`` is every row's agent, or a sequence of one agent per row.
+    """
+    owners = [agent] * len(rows) if isinstance(agent, str) else list(agent)
+    started = time.perf_counter()
+    model = memory.embedder.model
+    step = timedelta(days=365) / max(1, len(rows))
+    for start in range(0, len(rows), batch):
+        chunk = rows[start : start + batch]
+        vectors = memory.embed(chunk)
+        with memory.store_.write() as conn:
+            for i, (text, vector) in enumerate(zip(chunk, vectors)):
+                when = START + (start + i) * step
+                memory.store_.insert_memory(conn, {
+                    "agent_id": owners[start + i], "content": text, "timestamp": iso(when),
+                    "ts_epoch": when.timestamp(), "created_at": iso(when), "embedding": vector,
+                    "embedding_model": model})
+        if progress:
+            progress(len(chunk))
+    return time.perf_counter() - started
