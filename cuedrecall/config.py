@@ -86,6 +86,10 @@ class Settings:
     variable."""
 
     db_path: str = _setting("", _text, "SQLite database file (default ~/.cuedrecall/memory.db)")
+    db_url: str = _setting("", _text, "postgresql://... URL: the store is that PostgreSQL database (pgvector "
+                           "needed), never a SQLite file; unset = the SQLite file")
+    pg_hnsw: bool = _setting(False, _parse_bool, "PostgreSQL only: an HNSW index over the vectors (approximate "
+                             "nearest rows; off = exact scans, the same rows as SQLite)")
     embedding_mode: str = _setting("local", _choice("local", "http", "hash", "none"), "embedder")
     embedding_model: str = _setting(DEFAULT_EMBEDDING_MODEL, _text, "packaged model of embedding_mode=local, one of "
                                     f"{', '.join(EMBEDDING_MODELS)} (a change re-embeds the store in the "

@@ -14,6 +14,7 @@ import numpy as np
 from cuedrecall.clock import Clock, iso, system_clock
 from cuedrecall.config import Settings
 from cuedrecall.embed import Embedder, EmbeddingError, QueryVectorCache, make_embedder
+from cuedrecall.errors import StoreError
 from cuedrecall.recall.calibration import Calibration
 from cuedrecall.recall.scoring_version import fingerprint
 from cuedrecall.sessions import Pauses
@@ -61,8 +62,23 @@ def open_runtime(settings: Settings, embedder: Embedder | None = None, clock: Cl
         timeout_s=settings.embedding_timeout_secs,
     )
     # the vector arms compare a query with the vectors of its own model only (None: no vectors to compare)
-    store = SqliteStore(settings.db_path, common_term_ratio=settings.keyword_common_ratio,
-                        vector_model=embedder.model if embedder.available else None)
+    store = open_store(settings, embedder)
     calibration = Calibration(store, embedder.model, fingerprint(settings.prior_far_weight))
     queries = QueryVectorCache(embedder, size=max(1, settings.embedding_cache_size))
     return Runtime(settings, store, embedder, queries, calibration, clock, Pauses())
+
+
+def open_store(settings: Settings, embedder: Embedder) -> Store:
+    """The configured backend: the PostgreSQL database of ``db_url`` when it is set (an unreachable or unprepared
+    one is a StoreError naming what is missing, never a fallback to a file), else the SQLite file ``db_path``."""
+    vector_model = embedder.model if embedder.available else None
+    if settings.db_url:
+        if not settings.db_url.startswith(("postgresql://", "postgres://")):
+            raise StoreError("CUEDRECALL_DB_URL / CPERSONA_DB_URL must be a postgresql://... URL (the SQLite file "
+                             "is CUEDRECALL_DB_PATH); nothing was opened")
+        from cuedrecall.store.postgres import PostgresStore  # psycopg is needed only by this backend
+
+        hnsw_dim = getattr(embedder, "dimensions", None) if settings.pg_hnsw else None
+        return PostgresStore(settings.db_url, common_term_ratio=settings.keyword_common_ratio,
+                             vector_model=vector_model, hnsw_dim=hnsw_dim)
+    return SqliteStore(settings.db_path, common_term_ratio=settings.keyword_common_ratio, vector_model=vector_model)

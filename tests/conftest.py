@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,7 +31,39 @@ def make_settings(**overrides: Any) -> Settings:
     block building, block arm or calibration on growth unless a test asks: a background build or calibration
     would make results depend on timing. The replica's arms only, unless a test turns the word arm on."""
     return Settings.from_env({}, **{"embedding_mode": "hash", **NO_BLOCKS, **NO_AUTO_CALIBRATION, **REPLICA_ARMS,
-                                    **overrides})
+                                    **_test_backend(), **overrides})
+
+
+_ON_POSTGRES = os.environ.get("CUEDRECALL_TEST_BACKEND", "") == "postgres"
+_TEST_SCHEMA: dict[str, str] = {}  # the running test's PostgreSQL URL, when the suite runs on PostgreSQL
+
+
+def _test_backend() -> dict[str, Any]:
+    """CUEDRECALL_TEST_BACKEND=postgres runs the tests that build their settings here against PostgreSQL: every
+    store one test opens is the test's own schema of the session's private server (tests/pg_server.py), so a
+    store reopened by path sees what was written; unset, the SQLite file."""
+    if not _ON_POSTGRES:
+        return {}
+    if "url" not in _TEST_SCHEMA:  # settings built outside a test (a module's fixture): a schema of their own
+        from pg_server import postgres_url
+
+        return {"db_url": postgres_url()}
+    return {"db_url": _TEST_SCHEMA["url"]}
+
+
+@pytest.fixture(autouse=True)
+def _postgres_schema_per_test() -> Iterator[None]:
+    """One fresh PostgreSQL schema per test when the suite runs on PostgreSQL; nothing otherwise."""
+    if not _ON_POSTGRES:
+        yield
+        return
+    from pg_server import postgres_url
+
+    _TEST_SCHEMA["url"] = postgres_url()
+    try:
+        yield
+    finally:
+        _TEST_SCHEMA.clear()
 
 
 def open_memory(path: Path | str, **kwargs: Any) -> Memory:

@@ -46,6 +46,17 @@ BACKENDS: list[Any] = [
     pytest.param(lambda tmp_path: SqliteStore(":memory:"), id="sqlite-memory"),
 ]
 
+
+def make_postgres(tmp_path: Path) -> Store:
+    """A fresh, empty PostgresStore in a new schema of the session's private server (tests/pg_server.py)."""
+    from cuedrecall.store.postgres import PostgresStore
+    from pg_server import postgres_url
+
+    return PostgresStore(postgres_url())
+
+
+BACKENDS.append(pytest.param(make_postgres, id="postgres"))
+
 A, B = "agent-a", "agent-b"
 NOBODY = "agent-nobody"
 NOW = "2025-11-01T12:00:00+00:00"

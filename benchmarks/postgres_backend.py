@@ -1,0 +1,209 @@
+"""The PostgreSQL backend beside SQLite: retrieval quality (LoCoMo, long-span) and recall latency at size.
+
+    python -m benchmarks.postgres_backend                          # quality (hash, local) + latency at 100k
+    python -m benchmarks.postgres_backend --embedders hash --sizes 10000 --queries 50
+
+Quality: ``benchmarks.retrieval``'s run, once with every conversation store in a
+SQLite file and once in a fresh schema of a PostgreSQL database; the gap is the
+PostgreSQL figure minus the SQLite one (the bar: NDCG@10 within 1 point).
+Latency: a synthetic store (benchmarks/synthetic.py, hash vectors) of each size in
+both backends, recall p50/p95 over the same queries (query vectors embedded before
+timing), exact vector scans and, for PostgreSQL, the optional HNSW index; the
+PostgreSQL store is timed after VACUUM ANALYZE (what autovacuum does after a load).
+
+PostgreSQL is a private pgserver (16 + pgvector) in a temporary folder unless
+``--url`` names one (the runs then create schemas cuedrecall_bench_* in it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from rich.console import Console
+
+from benchmarks import harness as h
+from benchmarks import retrieval
+from benchmarks.synthetic import AGENT, bulk_load, queries
+from cuedrecall.api import Memory
+from cuedrecall.clock import fixed_clock
+from cuedrecall.config import Settings
+
+RESULTS = Path(__file__).resolve().parent / "results"
+NOW = "2026-01-01T00:00:00+00:00"
+_names = itertools.count()
+
+
+@contextmanager
+def server(url: str | None) -> Iterator[str]:
+    """The PostgreSQL URL to use: the one given, or a private pgserver's for the run."""
+    if url:
+        yield url
+        return
+    import pgserver
+
+    folder = tempfile.mkdtemp(prefix="cuedrecall-pg-bench-")
+    pg = pgserver.get_server(folder, cleanup_mode="stop")
+    try:
+        pg.psql("CREATE EXTENSION IF NOT EXISTS vector;")
+        yield pg.get_uri()
+    finally:
+        pg.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def fresh_schema(url: str) -> str:
+    """A URL whose search path is a new, empty schema of the database."""
+    import psycopg
+
+    name = f"cuedrecall_bench_{int(time.time())}_{next(_names)}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {name}")
+    return f"{url}{'&' if '?' in url else '?'}options={quote(f'-csearch_path={name},public')}"
+
+
+# -- quality ----------------------------------------------------------------------------------------
+
+
+def quality(args: argparse.Namespace, url: str, console: Console) -> list[list[Any]]:
+    """(dataset, embedder, metric, sqlite, postgres, gap) rows of retrieval's run on both backends."""
+    study = retrieval.build_parser().parse_args(["--embedders", *args.embedders, "--modes", "rrf",
+                                                 "--long-span", args.long_span, "--locomo", args.locomo])
+    study.dump_traces = None
+    sqlite_rows = retrieval.run(study, console)[1]
+    original = h.settings_for
+
+    def on_postgres(embedder: str, mode: str, path: Any, environ: Any = None) -> Settings:
+        return Settings.from_env({**h.WITHOUT_BLOCKS, **(environ or {})}, embedding_mode=embedder, recall_mode=mode,
+                                 db_path=":memory:", db_url=fresh_schema(url))
+
+    h.settings_for = on_postgres  # every conversation store in a schema of its own
+    try:
+        postgres_rows = retrieval.run(study, console)[1]
+    finally:
+        h.settings_for = original
+    out = []
+    for key, group in h.group_rows(sqlite_rows, ("dataset", "embedder")).items():
+        other = h.group_rows(postgres_rows, ("dataset", "embedder"))[key]
+        left, right = retrieval.summarise(group), retrieval.summarise(other)
+        for metric in ("recall_any@10", "ndcg@10", "mrr", "session@10"):
+            out.append([*key, metric, left[metric], right[metric], right[metric] - left[metric]])
+    return out
+
+
+# -- latency ----------------------------------------------------------------------------------------
+
+
+def latency(args: argparse.Namespace, url: str, console: Console) -> list[list[Any]]:
+    """(size, backend, build s, p50 ms, p95 ms) per store size and backend."""
+    rows = []
+    texts = queries(args.queries)
+    for size in args.sizes:
+        folder = Path(tempfile.mkdtemp(prefix="cuedrecall-lat-"))
+        try:
+            backends = {"sqlite": {"db_path": str(folder / "m.db")},
+                        "postgres (exact)": {"db_path": ":memory:", "db_url": fresh_schema(url)}}
+            for name, where in backends.items():
+                rows.append([size, name, *_timed_store(where, size, texts, console)])
+                if name.startswith("postgres"):
+                    hnsw = {**where, "pg_hnsw": True}
+                    rows.append([size, "postgres (hnsw)", None, *_timed_store(hnsw, 0, texts, console)[1:]])
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+    return rows
+
+
+def _timed_store(where: dict[str, Any], size: int, texts: Sequence[str], console: Console) -> list[Any]:
+    """Fill a store (size > 0), then time one recall per query: [build s, p50 ms, p95 ms]."""
+    settings = Settings.from_env(h.WITHOUT_BLOCKS, embedding_mode="hash", calibrate_on_growth=False, **where)
+    with Memory(settings=settings, clock=fixed_clock(NOW), background=False) as memory:
+        start = time.perf_counter()
+        if size:
+            bulk_load(memory, size, batch=2000)
+        built = time.perf_counter() - start
+        if where.get("db_url"):
+            vacuum(where["db_url"])
+        memory.embed(list(texts))  # the query vectors are cached before timing
+        for text in texts[:3]:
+            memory.recall(agent_id=AGENT, query=text, limit=10)  # warm
+        spent = []
+        for text in texts:
+            begin = time.perf_counter()
+            memory.recall(agent_id=AGENT, query=text, limit=10)
+            spent.append((time.perf_counter() - begin) * 1000)
+    backend = "postgres" if where.get("db_url") else "sqlite"
+    console.print(f"{backend} {size or ''}: p50 {statistics.median(spent):.1f} ms")
+    return [round(built, 1) if size else None, statistics.median(spent),
+            statistics.quantiles(spent, n=20)[18] if len(spent) >= 20 else max(spent)]
+
+
+def vacuum(url: str) -> None:
+    """VACUUM ANALYZE, as autovacuum leaves a table some time after a bulk load: planner statistics, and the
+    visibility map that lets a count read an index alone."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
+
+
+# -- report -----------------------------------------------------------------------------------------
+
+
+def render(argv: Sequence[str], quality_rows: list[list[Any]], latency_rows: list[list[Any]]) -> str:
+    command = f"    python -m benchmarks.postgres_backend {' '.join(argv)}"
+    lines = ["# The PostgreSQL backend beside SQLite", "", command, "",
+             "PostgreSQL 16 + pgvector 0.6 (pgserver) on the same machine as SQLite; one process each.", ""]
+    if quality_rows:
+        lines += ["## Retrieval quality (rrf, every scored question)", "",
+                  "| dataset | embedder | metric | sqlite | postgres | gap (points) |",
+                  "| --- | --- | --- | --- | --- | --- |"]
+        lines += [f"| {d} | {e} | {m} | {a:.3f} | {b:.3f} | {100 * g:+.1f} |" for d, e, m, a, b, g in quality_rows]
+        lines.append("")
+    if latency_rows:
+        lines += ["## Recall latency (hash embedder, query vectors cached, limit 10)", "",
+                  "| memories | backend | build s | p50 ms | p95 ms |", "| --- | --- | --- | --- | --- |"]
+        lines += [f"| {s:,} | {b} | {'' if t is None else t} | {p50:.1f} | {p95:.1f} |"
+                  for s, b, t, p50, p95 in latency_rows]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.postgres_backend", description=__doc__.splitlines()[0])
+    parser.add_argument("--url", help="a postgresql:// URL (default: a private pgserver)")
+    parser.add_argument("--embedders", nargs="+", choices=["local", "hash"], default=["hash", "local"])
+    parser.add_argument("--long-span", choices=["small", "large", "none"], default="large")
+    parser.add_argument("--locomo", default=str(h.DEFAULT_LOCOMO))
+    parser.add_argument("--sizes", nargs="*", type=int, default=[100_000], help="latency store sizes (none: skip)")
+    parser.add_argument("--queries", type=int, default=100, help="timed recalls per store")
+    parser.add_argument("--no-quality", action="store_true", help="latency only")
+    parser.add_argument("--out", type=Path, default=RESULTS / "postgres_backend.md")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    console = Console(stderr=True)
+    with server(args.url) as url:
+        quality_rows = [] if args.no_quality else quality(args, url, console)
+        latency_rows = latency(args, url, console) if args.sizes else []
+    report = render(argv, quality_rows, latency_rows)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(report + "\n", encoding="utf-8")
+    print(report)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,322 @@
+"""The recall arms of the PostgreSQL store: each arm one query with the isolation predicate (and the cue period)
+inside it, returning ranked (ref, rank, raw) hits.
+
+Vector arms are exact: every comparable vector of the scope's scan window is scored
+(pgvector's inner product, ``<#>``), so they return the rows the SQLite store's
+in-process index returns for the same vectors. The scan order is the SQLite
+store's: the scope's embedded rows of the query's width (and the vector model),
+newest id first; ties go to memories, then the earlier scan position.
+
+Lexical arms rank by BM25 with FTS5's constants (k1 = 1.2, b = 0.75, idf =
+max(ln((n - df + 0.5) / (df + 0.5)), 1e-6)), its statistics taken over the scope, so
+no other agent's rows move an agent's ranking: n = the scope's rows, df = the
+scope's rows holding the term, the mean length over the scope; the cue period
+filters after scoring; raw = -BM25, best (lowest) first, then id.
+
+- trigram arms (``memory_keyword``, ``episode_fts``): a row matches a term when
+  its lower-cased text holds the lower-cased term (the generated ``grams`` column
+  and its GIN index find the candidates; FTS5 trigram matching, for Japanese and
+  identifiers alike); tf = the term's (non-overlapping) occurrences, length =
+  characters - 2 (FTS5's trigram count); an episode's summary and keywords count
+  together (tf summed, lengths summed), as in FTS5. FTS5 takes its statistics over
+  the whole table: on a one-agent store the two rank alike.
+- word arm (``memory_words``): the english ``tsvector`` of the content (snowball
+  stemming, stop words dropped, where FTS5 has porter and keeps them); tf = the
+  stemmed word's positions, length = the row's words (stop words counted, as FTS5).
+
+Which terms rank is the SQLite store's rule, keyword-budget-v1
+(``store.term_counts.plan_terms``), over this store's counts (terms.py).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+import numpy as np
+
+from cuedrecall.store.arms import SCOPE_SCAN_ROWS
+from cuedrecall.store.base import EPISODE, MEMORY, CoarseHit, Hit, Period, Scope, make_ref
+from cuedrecall.store.postgres.scope import period_where, scope_where
+from cuedrecall.store.term_counts import PlannedHits, TermPlan, plan_terms
+
+if TYPE_CHECKING:
+    from cuedrecall.store.term_counts import TermCounts
+
+_TEXT = {MEMORY: ("memories", "m.content"), EPISODE: ("episodes", "m.summary || E'\\n' || m.keywords")}
+_WORD = re.compile(r"[^\W_]+")
+_K1, _B, _IDF_FLOOR = 1.2, 0.75, 1e-6  # FTS5's bm25 constants
+# kind -> the columns a trigram arm scores and the row's length (FTS5: the tokens of every column together)
+_COLUMNS = {MEMORY: (("content",), ("text_len",)), EPISODE: (("summary", "keywords"), ("summary_len", "keywords_len"))}
+
+
+def sign_text(vector: np.ndarray) -> str:
+    """A vector's sign bits as a PostgreSQL bit string (a dimension > 0 is a 1)."""
+    return "".join("1" if x > 0 else "0" for x in np.asarray(vector).reshape(-1).tolist())
+
+
+def _planned(plan: TermPlan, run: Callable[[list[str]], list[Hit]], depth: int) -> tuple[list[Hit], str]:
+    """The plan's first pass, then its fallback when the first finds fewer than ``depth``; and which answered."""
+    if plan.first and plan.first != plan.fallback:
+        hits = run(list(plan.first))
+        if len(hits) >= depth:
+            return hits, "first"
+    if not plan.fallback:
+        return [], "none"
+    return run(list(plan.fallback)), "fallback"
+
+
+def row_length(lengths: Sequence[str]) -> str:
+    """A row's length for BM25: the sum of its length columns (alias m)."""
+    return " + ".join(f"m.{column}" for column in lengths)
+
+
+def _bm25(table: str, lengths: Sequence[str], where: str, period: Period | None) -> tuple[str, list[Any]]:
+    """The ranking half of a lexical arm's query, after CTE ``o`` (id, ts_epoch, len, term i, tf): df per
+    term among the matching rows, n and the mean row length over the scope (``where`` again, alias m), the
+    period, best first. Its parameters: the scope's again, the period's, then the depth."""
+    pwhere, pparams = period_where("s", period)
+    mean = f"({row_length(lengths)})"
+    return ("s AS (SELECT o.*, count(*) FILTER (WHERE o.tf > 0) OVER (PARTITION BY o.i) AS df FROM o), "
+            f"n AS MATERIALIZED (SELECT count(*) AS n, GREATEST(avg{mean}, 1) AS mean FROM {table} m WHERE {where}) "
+            f"SELECT s.id, -SUM(CASE WHEN s.tf > 0 THEN GREATEST(ln((n.n - s.df + 0.5) / (s.df + 0.5)), {_IDF_FLOOR}) "
+            f"* s.tf * ({_K1} + 1) / (s.tf + {_K1} * (1 - {_B} + {_B} * s.len / n.mean)) ELSE 0 END)::float8 AS raw "
+            f"FROM s CROSS JOIN n WHERE TRUE{pwhere} GROUP BY s.id ORDER BY raw, s.id LIMIT %s", pparams)
+
+
+def words_query(words: Sequence[str]) -> str:
+    """The tsquery text: any of the words (each a run of letters and digits, so quoting is safe)."""
+    return " | ".join(f"'{word}'" for word in words)
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+class PgArms:
+    """The vector, lexical and recency arms, and the far seats' coarse search."""
+
+    vector_model: str | None
+    hnsw_dim: int | None  # the width of the optional HNSW index (None: every vector arm is exact)
+
+    if TYPE_CHECKING:  # provided by PgConnection and PgRecords
+        def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
+        def _model_filter(self, alias: str) -> tuple[str, list[Any]]: ...
+        _vocab: TermCounts
+        def pool_counts(self, scope: Scope) -> tuple[int, int]: ...
+
+    # -- vector arms ---------------------------------------------------------------------------
+
+    def vector_near(self, scope: Scope, query: np.ndarray, *, floor: float, depth: int, window: int) -> list[Hit]:
+        """Cosine over the newest ``window`` embedded rows of each kind in scope, best ``depth``."""
+        return self._vector_arm(scope, query, floor, depth, (0, window), None, (MEMORY, EPISODE))
+
+    def vector_far(self, scope: Scope, query: np.ndarray, *, floor: float, limit: int, window: int,
+                   reach: int) -> list[Hit]:
+        """The same over scan positions [window, reach): what the near window cannot see."""
+        return self._vector_arm(scope, query, floor, limit, (window, reach), None, (MEMORY, EPISODE))
+
+    def vector_in_period(self, scope: Scope, kind: str, query: np.ndarray, *, floor: float, depth: int,
+                         period: Period) -> list[Hit]:
+        """Cosine over every embedded record of one kind in the scope whose time lies in the period."""
+        return self._vector_arm(scope, query, floor, depth, (0, None), period, (kind,))
+
+    def _vector_arm(self, scope: Scope, query: np.ndarray, floor: float, depth: int,
+                    positions: tuple[int, int | None], period: Period | None, kinds: tuple[str, ...]) -> list[Hit]:
+        """One query: per kind, the scope's scan window scored, the floor applied; merged best first."""
+        kinds = tuple(kind for kind in kinds if kind == MEMORY or scope.episodes_visible)
+        query = np.asarray(query, dtype=np.float32).reshape(-1)
+        if depth <= 0 or not kinds or not query.size:
+            return []
+        if self.hnsw_dim == query.size:
+            return self._approximate_arm(scope, query, floor, depth, positions, period, kinds)
+        start, stop = positions
+        parts, params = [], []
+        for order, kind in enumerate(kinds):
+            window, window_params = self._scan_window(scope, kind, query.size, period)
+            parts.append(f"SELECT {order} AS kord, w.id, -(w.embedding <#> %s) AS score, w.pos FROM ({window} "
+                         "OFFSET %s LIMIT %s) w")
+            params += [query, *window_params, start, None if stop is None else max(0, stop - start)]
+        rows = self._read(f"SELECT kord, id, score FROM ({' UNION ALL '.join(parts)}) s WHERE score >= %s "
+                          "ORDER BY score DESC, kord, pos LIMIT %s", [*params, floor, depth])
+        return [Hit(make_ref(kinds[kord], row_id), rank, float(score))
+                for rank, (kord, row_id, score) in enumerate(rows)]
+
+    def _approximate_arm(self, scope: Scope, query: np.ndarray, floor: float, depth: int,
+                         positions: tuple[int, int | None], period: Period | None,
+                         kinds: tuple[str, ...]) -> list[Hit]:
+        """With CUEDRECALL_PG_HNSW: the scan window as an id range, its nearest rows from the HNSW index.
+
+        Approximate: the index walk may miss a row the exact scan finds (more often
+        the narrower the scope), never adds one outside the scope, window or period.
+        Ties go to memories, then the newer row (the earlier scan position).
+        """
+        dim, found = int(query.size), []
+        for order, kind in enumerate(kinds):
+            bounds = self._window_ids(scope, kind, dim, period, positions)
+            if bounds is None:
+                continue
+            where, params = self._comparable(scope, kind, dim, period)
+            # the literal width matches the partial index's predicate, so the planner can walk it
+            rows = self._read(
+                f"SELECT t.id, -((t.embedding::vector({dim})) <#> %s::vector({dim})) AS score FROM {_TEXT[kind][0]} t "
+                f"WHERE {where} AND vector_dims(t.embedding) = {dim} AND t.id BETWEEN %s AND %s "
+                f"ORDER BY (t.embedding::vector({dim})) <#> %s::vector({dim}) LIMIT %s",
+                [query, *params, bounds[0], bounds[1], query, depth])
+            found += [(-score, order, -row_id, make_ref(kind, row_id), score) for row_id, score in rows
+                      if score >= floor]
+        found.sort(key=lambda item: item[:3])
+        return [Hit(ref, rank, float(score)) for rank, (*_, ref, score) in enumerate(found[:depth])]
+
+    def _window_ids(self, scope: Scope, kind: str, dim: int, period: Period | None,
+                    positions: tuple[int, int | None]) -> tuple[int, int] | None:
+        """(lowest, highest) id of the scan positions [start, stop) of one kind; None when the window is empty.
+        Two probes down the (agent, id) index, no vector read."""
+        start, stop = positions
+        if stop is not None and stop <= start:
+            return None
+        where, params = self._comparable(scope, kind, dim, period)
+        probe = f"SELECT t.id FROM {_TEXT[kind][0]} t WHERE {where} ORDER BY t.id DESC OFFSET %s LIMIT 1"
+        high = self._read(probe, [*params, start])
+        if not high:
+            return None
+        low = self._read(probe, [*params, stop - 1]) if stop is not None else []
+        return (int(low[0][0]) if low else 0), int(high[0][0])
+
+    def _comparable(self, scope: Scope, kind: str, dim: int, period: Period | None) -> tuple[str, list[Any]]:
+        """The predicate of the rows a vector arm compares: the scope (less the source rule for episodes), a
+        vector of the query's width and of the vector model, the period."""
+        # source_id filters memories only: a visible episode carries no source to match
+        kind_scope = scope if kind == MEMORY else Scope(scope.agent_id, scope.project_id, scope.channel)
+        where, params = scope_where(kind_scope, "t", kind)
+        pwhere, pparams = period_where("t", period)
+        model, mparams = self._model_filter("t")
+        return (f"{where} AND t.embedding IS NOT NULL AND vector_dims(t.embedding) = %s{model}{pwhere}",
+                [*params, dim, *mparams, *pparams])
+
+    def _scan_window(self, scope: Scope, kind: str, dim: int, period: Period | None) -> tuple[str, list[Any]]:
+        """The scope's comparable rows of one kind, newest first, each with its scan position (0-based)."""
+        where, params = self._comparable(scope, kind, dim, period)
+        return (f"SELECT t.id, t.embedding, t.sign_bits, row_number() OVER (ORDER BY t.id DESC) - 1 AS pos "
+                f"FROM {_TEXT[kind][0]} t WHERE {where} ORDER BY t.id DESC", params)
+
+    def far_candidates(self, scope: Scope, query: np.ndarray, *, start: int, count: int) -> list[CoarseHit]:
+        """The ``count`` embedded memories of the scope at scan positions >= ``start`` nearest the query by
+        Hamming distance between sign bits (ties: the earlier position), each with its stored vector's cosine."""
+        query = np.asarray(query, dtype=np.float32).reshape(-1)
+        if count <= 0 or not query.size:
+            return []
+        window, params = self._scan_window(scope, MEMORY, query.size, None)
+        rows = self._read(
+            # the cosine is computed for the chosen rows only, after the Hamming sort
+            f"SELECT c.id, c.pos, c.distance, -(c.embedding <#> %s) FROM (SELECT w.id, w.pos, w.embedding, "
+            f"bit_count(w.sign_bits # %s::varbit) AS distance FROM ({window} OFFSET %s) w "
+            "ORDER BY distance, w.pos LIMIT %s) c ORDER BY c.distance, c.pos",
+            [query, sign_text(query), *params, max(0, start), count])
+        return [CoarseHit(make_ref(MEMORY, row_id), int(pos), int(distance), float(cosine))
+                for row_id, pos, distance, cosine in rows]
+
+    # -- lexical arms ----------------------------------------------------------------------------
+
+    def episode_fts(self, scope: Scope, terms: Sequence[str], *, depth: int,
+                    period: Period | None = None) -> list[Hit]:
+        """Trigram matching over episode summary and keywords, best score first."""
+        if not terms or depth <= 0 or not scope.episodes_visible:
+            return []
+        return self._trigram_arm(EPISODE, scope, terms, depth, period)
+
+    def memory_keyword(self, scope: Scope, terms: Sequence[str], query: str, *, depth: int,
+                       period: Period | None = None, phrases: Sequence[str] = ()) -> list[Hit]:
+        """Trigram matching over memory content, then memories holding any of ``phrases`` (newest first); a
+        substring scan of the query only when it has no trigram term and both find nothing."""
+        if depth <= 0:
+            return []
+        hits = self._trigram_arm(MEMORY, scope, terms, depth, period) if terms else []
+        if phrases and len(hits) < depth:
+            hits += self._like_hits(scope, phrases, depth - len(hits), period, len(hits), {h.ref for h in hits})
+        if hits or terms or not query.strip():
+            return hits  # a row holding the whole query holds each term: the trigram arm found it already
+        return self._like_hits(scope, [query.strip()], depth, period, 0, set())
+
+    def _trigram_arm(self, kind: str, scope: Scope, terms: Sequence[str], depth: int,
+                     period: Period | None) -> list[Hit]:
+        """The terms' plan under keyword-budget-v1 (store/term_counts.py, as on SQLite): rank on its first terms,
+        on its fallback terms when that finds fewer than ``depth``; a small scope is then scanned for the terms
+        the budget left out."""
+        terms = list(dict.fromkeys(term for term in terms if term))
+        plan = plan_terms(self._vocab, _TEXT[kind][0], terms, words=False)
+        hits, ranked_on = _planned(plan, lambda chosen: self._bm25_arm(kind, scope, chosen, depth, period), depth)
+        if kind == MEMORY and plan.left_out and len(hits) < depth and self.pool_counts(scope)[0] <= SCOPE_SCAN_ROWS:
+            hits += self._like_hits(scope, plan.left_out, depth - len(hits), period, len(hits), {h.ref for h in hits})
+        return PlannedHits(hits, plan, ranked_on)
+
+    def _bm25_arm(self, kind: str, scope: Scope, terms: Sequence[str], depth: int,
+                  period: Period | None) -> list[Hit]:
+        """The documented BM25 of the trigram arms (the module's docstring), one query. As in FTS5, a row's
+        columns (an episode's summary and keywords) count together: tf summed over them, length their sum."""
+        table, text = _TEXT[kind]
+        where, params = scope_where(scope, "m", kind)
+        # candidates from the trigram index, one lookup a term (an OR over them invites a scan of every row's
+        # grams); then the scope and the substring itself on those rows only
+        lookups = " UNION ".join(f"SELECT id FROM {table} WHERE grams @> cr_trigrams(%s)" for _ in terms)
+        match = " OR ".join(f"strpos(lower({text}), lower(%s)) > 0" for _ in terms)
+        columns, lengths = _COLUMNS[kind]
+        bodies = ", ".join(f"lower(m.{column}) AS body{j}" for j, column in enumerate(columns))
+        tf = " + ".join(f"(char_length(c.body{j}) - char_length(replace(c.body{j}, lower(x.t), ''))) "
+                        f"/ GREATEST(char_length(x.t), 1)" for j in range(len(columns)))
+        ranked, tail = _bm25(table, lengths, where, period)
+        rows = self._read(
+            f"WITH g AS MATERIALIZED ({lookups}), "
+            f"c AS MATERIALIZED (SELECT m.id, m.ts_epoch, {row_length(lengths)} AS len, "
+            f"{bodies} FROM g JOIN {table} m ON m.id = g.id WHERE ({match}) AND {where}), "
+            f"o AS MATERIALIZED (SELECT c.id, c.ts_epoch, c.len, x.i, {tf} AS tf FROM c CROSS JOIN unnest(%s::text[]) "
+            f"WITH ORDINALITY AS x(t, i)), {ranked}",
+            [*terms, *terms, *params, list(terms), *params, *tail, depth])
+        return [Hit(make_ref(kind, row_id), rank, float(raw)) for rank, (row_id, raw) in enumerate(rows)]
+
+    def _like_hits(self, scope: Scope, phrases: Sequence[str], depth: int, period: Period | None, first_rank: int,
+                   taken: set[str]) -> list[Hit]:
+        """Memories whose content holds any of the phrases (ASCII case folded, as SQLite's LIKE), newest first."""
+        where, params = scope_where(scope, "m", MEMORY)
+        pwhere, pparams = period_where("m", period)
+        likes = " OR ".join("m.content ILIKE %s ESCAPE '\\'" for _ in phrases)
+        rows = self._read(
+            f"SELECT m.id FROM memories m WHERE ({likes}) AND {where}{pwhere} ORDER BY m.id DESC LIMIT %s",
+            [*(f"%{_like_escape(phrase)}%" for phrase in phrases), *params, *pparams, depth + len(taken)])
+        refs = [make_ref(MEMORY, row_id) for (row_id,) in rows if make_ref(MEMORY, row_id) not in taken][:depth]
+        return [Hit(ref, first_rank + rank, None) for rank, ref in enumerate(refs)]
+
+    def memory_words(self, scope: Scope, words: Sequence[str], *, depth: int,
+                     period: Period | None = None) -> list[Hit]:
+        """The word arm: memories holding any of the words (english stemming), best ts_rank first; the words'
+        plan under keyword-budget-v1, as the trigram arms."""
+        kept = list(dict.fromkeys(w for word in words for w in _WORD.findall(word)))
+        if not kept or depth <= 0:
+            return []
+        plan = plan_terms(self._vocab, "memories", kept, words=True)
+        hits, ranked_on = _planned(plan, lambda chosen: self._word_query(scope, chosen, depth, period), depth)
+        return PlannedHits(hits, plan, ranked_on)
+
+    def _word_query(self, scope: Scope, words: Sequence[str], depth: int, period: Period | None) -> list[Hit]:
+        """The documented BM25 of the word arm: tf = the stemmed word's positions in the row, one query."""
+        where, params = scope_where(scope, "m", MEMORY)
+        ranked, tail = _bm25("memories", ("word_len",), where, period)
+        rows = self._read(
+            "WITH q AS (SELECT u.lexeme, row_number() OVER () AS i FROM unnest(to_tsvector('english', %s)) AS u), "
+            "c AS MATERIALIZED (SELECT m.id, m.ts_epoch, m.word_len AS len, m.words FROM memories m "
+            f"WHERE m.words @@ to_tsquery('english', %s) AND {where}), "
+            "o AS MATERIALIZED (SELECT c.id, c.ts_epoch, c.len, q.i, COALESCE((SELECT array_length(u.positions, 1) "
+            "FROM unnest(c.words) AS u WHERE u.lexeme = q.lexeme), 0) AS tf FROM c CROSS JOIN q), " + ranked,
+            [" ".join(words), words_query(words), *params, *params, *tail, depth])
+        return [Hit(make_ref(MEMORY, row_id), rank, float(raw)) for rank, (row_id, raw) in enumerate(rows)]
+
+    def newest(self, scope: Scope, kind: str, limit: int, period: Period | None = None) -> list[Hit]:
+        """The scope's newest rows of one kind (by insertion, or by record time inside a period)."""
+        if limit <= 0 or (kind == EPISODE and not scope.episodes_visible):
+            return []
+        where, params = scope_where(scope, "t", kind)
+        pwhere, pparams = period_where("t", period)
+        order = "t.ts_epoch DESC, t.id DESC" if period else "t.id DESC"
+        rows = self._read(f"SELECT t.id FROM {_TEXT[kind][0]} t WHERE {where}{pwhere} ORDER BY {order} LIMIT %s",
+                          [*params, *pparams, limit])
+        return [Hit(make_ref(kind, row_id), rank, None) for rank, (row_id,) in enumerate(rows)]

@@ -1,0 +1,325 @@
+"""Rows of the PostgreSQL store: writes, the plain reads, the scope statistics (mirrors ``SqliteStore``'s own).
+
+A mixin of ``PostgresStore`` over its ``PgConnection``. The rows are the SQLite
+store's, column for column; a vector is a pgvector ``vector`` (float32, the
+source of truth) and comes back as a float32 numpy array.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
+
+import numpy as np
+
+from cuedrecall.store.base import EPISODE, MEMORY, Record, Scope, Threshold, make_ref, split_ref
+from cuedrecall.store.postgres.scope import scope_where
+
+TABLES = {MEMORY: "memories", EPISODE: "episodes"}
+# every stored column (the derived grams, words and sign_bits are the database's business)
+MEMORY_COLUMNS = ("id", "agent_id", "project_id", "channel", "msg_id", "content", "source", "source_id", "timestamp",
+                  "ts_epoch", "metadata", "embedding", "embedding_model", "locked", "created_at")
+EPISODE_COLUMNS = ("id", "agent_id", "project_id", "channel", "summary", "keywords", "start_time", "end_time",
+                   "ts_epoch", "resolved", "embedding", "embedding_model", "created_at")
+COLUMNS = {MEMORY: MEMORY_COLUMNS, EPISODE: EPISODE_COLUMNS}
+_RECORD_COLUMNS = {
+    MEMORY: "t.id, t.agent_id, t.project_id, t.channel, t.content, t.timestamp, t.created_at, t.msg_id, t.source, "
+            "t.locked, t.ts_epoch",
+    EPISODE: "t.id, t.agent_id, t.project_id, t.channel, t.summary, COALESCE(NULLIF(t.start_time, ''), t.created_at), "
+             "t.created_at, t.keywords, t.resolved, t.start_time, t.end_time, t.ts_epoch",
+}
+
+
+def as_vector(value: Any) -> np.ndarray | None:
+    """A stored vector as float32 numpy (None stays None)."""
+    if value is None:
+        return None
+    return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
+
+
+def to_db_vector(vector: Any) -> Any:
+    """A vector as the driver sends it: float32 numpy, or None; a vector of no dimensions is stored as none."""
+    if vector is None:
+        return None
+    array = np.asarray(vector, dtype=np.float32).reshape(-1)
+    return array if array.size else None
+
+
+class PgRecords:
+    """Writes and plain reads of memories, episodes, profiles and calibration."""
+
+    if TYPE_CHECKING:  # provided by PgConnection and PgGraph
+        def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
+        def _delete_graph(self, conn: Any, agent_id: str) -> dict[str, int]: ...
+        _conn: Any
+        _lock: Any
+        _checks: Any  # a threading.local: this thread's last duplicate check that found none
+
+    # -- writes, inside write() ---------------------------------------------------------
+
+    def insert_memory(self, conn: Any, row: dict[str, Any]) -> int:
+        """Insert one memory inside an open write(); returns its id.
+
+        The duplicate-check race: a writer checks ``find_duplicate`` before its write,
+        so two processes storing one text at once would both find none. When this
+        thread's last check found none for this very memory, the check is made again
+        here, under the writers' lock, and a copy committed meanwhile is answered with
+        its id instead of a second row. A memory inserted without a check is inserted.
+        """
+        checked, self._checks.last = getattr(self._checks, "last", None), None
+        if checked is not None and checked[0] == row.get("agent_id") and checked[3] == row.get("msg_id", "") \
+                and checked[4] == row.get("content"):
+            found = self._duplicate(conn.execute, *checked)
+            if found is not None:
+                return found[1]
+        return self._insert(conn, "memories", row)
+
+    def insert_episode(self, conn: Any, row: dict[str, Any]) -> int:
+        """Insert one episode inside an open write(); returns its id."""
+        return self._insert(conn, "episodes", row)
+
+    def _insert(self, conn: Any, table: str, row: dict[str, Any]) -> int:
+        row = {**row, "embedding": to_db_vector(row.get("embedding"))}
+        marks = ", ".join(["%s"] * len(row))
+        cursor = conn.execute(f"INSERT INTO {table} ({', '.join(row)}) VALUES ({marks}) RETURNING id",
+                              list(row.values()))
+        return int(cursor.fetchone()[0])
+
+    def update_memory(self, conn: Any, memory_id: int, changes: dict[str, Any]) -> None:
+        if "embedding" in changes:
+            changes = {**changes, "embedding": to_db_vector(changes["embedding"])}
+        sets = ", ".join(f"{column} = %s" for column in changes)
+        conn.execute(f"UPDATE memories SET {sets} WHERE id = %s", [*changes.values(), memory_id])
+
+    def set_thresholds(self, conn: Any, thresholds: Sequence[Threshold]) -> None:
+        for t in thresholds:
+            conn.execute(
+                "INSERT INTO calibration(agent_id, signal, value, embedding_model, scoring_version) "
+                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (agent_id, signal) DO UPDATE SET value = EXCLUDED.value, "
+                "embedding_model = EXCLUDED.embedding_model, scoring_version = EXCLUDED.scoring_version",
+                (t.agent_id, t.signal, t.value, t.embedding_model, t.scoring_version))
+
+    def drop_thresholds(self, conn: Any, agent_ids: Sequence[str]) -> None:
+        conn.execute("DELETE FROM calibration WHERE agent_id = ANY(%s)", (list(agent_ids),))
+
+    def set_beta(self, conn: Any, agent_id: str, beta: float | None) -> None:
+        """The agent's precision override; None removes it."""
+        if beta is None:
+            conn.execute("DELETE FROM recall_precision WHERE agent_id = %s", (agent_id,))
+            return
+        conn.execute("INSERT INTO recall_precision(agent_id, beta) VALUES (%s, %s) "
+                     "ON CONFLICT (agent_id) DO UPDATE SET beta = EXCLUDED.beta", (agent_id, beta))
+
+    def delete(self, conn: Any, ref: str) -> bool:
+        kind, row_id = split_ref(ref)
+        return conn.execute(f"DELETE FROM {TABLES[kind]} WHERE id = %s", (row_id,)).rowcount > 0
+
+    def delete_agent(self, conn: Any, agent_id: str) -> dict[str, int]:
+        """Delete every memory, episode and profile of one agent, and its graph; the count of each."""
+        counts = self._delete_graph(conn, agent_id)
+        for table in ("memories", "episodes", "profiles"):
+            counts[table] = conn.execute(f"DELETE FROM {table} WHERE agent_id = %s", (agent_id,)).rowcount
+        return counts
+
+    def set_profile(self, conn: Any, agent_id: str, content: str, updated_at: str) -> None:
+        conn.execute(
+            "INSERT INTO profiles(agent_id, user_id, content, updated_at) VALUES (%s, '', %s, %s) "
+            "ON CONFLICT (agent_id, user_id) DO UPDATE SET content = EXCLUDED.content, "
+            "updated_at = EXCLUDED.updated_at", (agent_id, content, updated_at))
+
+    # -- plain reads -----------------------------------------------------------------------
+
+    def find_duplicate(self, agent_id: str, projects: Sequence[str], channels: Sequence[str], msg_id: str,
+                       content: str) -> tuple[str, int] | None:
+        """(reason, existing id) when the memory is already stored in the write scope. A check that finds none
+        is remembered (this thread's last), for ``insert_memory`` to confirm under the writers' lock."""
+        key = (agent_id, tuple(projects), tuple(channels), msg_id, content)
+        with self._lock:
+            found = self._duplicate(lambda sql, params: self._conn.execute(sql, params), *key)
+        self._checks.last = key if found is None else None
+        return found
+
+    @staticmethod
+    def _duplicate(execute: Any, agent_id: str, projects: Sequence[str], channels: Sequence[str], msg_id: str,
+                   content: str) -> tuple[str, int] | None:
+        if msg_id:
+            row = execute("SELECT id FROM memories WHERE agent_id = %s AND msg_id = %s AND msg_id != '' "
+                          "AND project_id = ANY(%s) ORDER BY id LIMIT 1", (agent_id, msg_id, list(projects))).fetchone()
+            if row:
+                return "duplicate msg_id", row[0]
+        row = execute(
+            # md5 reaches the content index (a long text exceeds a b-tree entry); the text itself decides
+            "SELECT id FROM memories WHERE agent_id = %s AND md5(content) = md5(%s) AND content = %s "
+            "AND project_id = ANY(%s) AND channel = ANY(%s) ORDER BY id LIMIT 1",
+            (agent_id, content, content, list(projects), list(channels))).fetchone()
+        return ("duplicate content", row[0]) if row else None
+
+    def find_episode(self, agent_id: str, project_id: str, channel: str, summary: str) -> int | None:
+        rows = self._read("SELECT id FROM episodes WHERE agent_id = %s AND project_id = %s AND channel = %s "
+                          "AND summary = %s ORDER BY id LIMIT 1", (agent_id, project_id, channel, summary))
+        return rows[0][0] if rows else None
+
+    def memory_row(self, memory_id: int) -> dict[str, Any] | None:
+        """Every column of one memory, embedding as a vector."""
+        rows = self._read(f"SELECT {', '.join(MEMORY_COLUMNS)} FROM memories WHERE id = %s", (memory_id,))
+        return _row_dict(MEMORY_COLUMNS, rows[0]) if rows else None
+
+    def records(self, refs: Sequence[str]) -> dict[str, Record]:
+        """Hydrate refs into records; unknown refs are absent from the result."""
+        by_kind: dict[str, list[int]] = {MEMORY: [], EPISODE: []}
+        for ref in refs:
+            kind, row_id = split_ref(ref)
+            by_kind[kind].append(row_id)
+        out: dict[str, Record] = {}
+        for kind, ids in by_kind.items():
+            if ids:
+                for record in self._select_records(kind, "t.id = ANY(%s)", [ids], ""):
+                    out[record.ref] = record
+        return out
+
+    def _select_records(self, kind: str, where: str, params: Sequence[Any], tail: str) -> list[Record]:
+        rows = self._read(f"SELECT {_RECORD_COLUMNS[kind]} FROM {TABLES[kind]} t WHERE {where} {tail}", params)
+        return [_memory_record(row) if kind == MEMORY else _episode_record(row) for row in rows]
+
+    def list_records(self, kind: str, agent_id: str, project_id: str | None, limit: int, *,
+                     newest_first: bool = True) -> list[Record]:
+        """Browse one kind; agent_id "" means every agent."""
+        clauses, params = ["TRUE"], []
+        if agent_id:
+            clauses.append("t.agent_id = %s")
+            params.append(agent_id)
+        if project_id is not None:
+            clauses.append("t.project_id IN (%s, '')" if project_id else "t.project_id = ''")
+            params += [project_id] if project_id else []
+        order = "DESC" if newest_first else "ASC"
+        return self._select_records(kind, " AND ".join(clauses), [*params, limit], f"ORDER BY t.id {order} LIMIT %s")
+
+    def profile(self, agent_id: str) -> tuple[str, str] | None:
+        """(content, updated_at) of the agent's profile."""
+        rows = self._read("SELECT content, updated_at FROM profiles WHERE agent_id = %s AND user_id = ''",
+                          (agent_id,))
+        return tuple(rows[0]) if rows else None  # type: ignore[return-value]
+
+    def profiles(self, agent_id: str) -> list[tuple[str, str, str]]:
+        """(agent_id, content, updated_at) of one agent's profile, or every agent's for ""."""
+        where, params = ("WHERE agent_id = %s", [agent_id]) if agent_id else ("", [])
+        return [tuple(row) for row in self._read(
+            f"SELECT agent_id, content, updated_at FROM profiles {where} ORDER BY agent_id", params)]
+
+    def thresholds(self) -> list[Threshold]:
+        """Every calibrated threshold, with the fingerprint it was measured under."""
+        return [Threshold(*row) for row in self._read(
+            "SELECT agent_id, signal, value, embedding_model, scoring_version FROM calibration "
+            "ORDER BY agent_id, signal")]
+
+    def betas(self) -> dict[str, float]:
+        """The agents' precision overrides."""
+        return dict(self._read("SELECT agent_id, beta FROM recall_precision"))
+
+    def export_rows(self, kind: str, agent_id: str) -> Iterator[dict[str, Any]]:
+        """Every column of every row of one kind (one agent, or all for ""), oldest first."""
+        columns = COLUMNS[kind]
+        where, params = ("WHERE agent_id = %s", [agent_id]) if agent_id else ("", [])
+        rows = self._read(f"SELECT {', '.join(columns)} FROM {TABLES[kind]} {where} ORDER BY id", params)
+        for row in rows:
+            yield _row_dict(columns, row)
+
+    # -- scope statistics and vectors --------------------------------------------------------
+
+    def pool_counts(self, scope: Scope) -> tuple[int, int]:
+        """(memories, episodes) in the scope: the gate's pool."""
+        mwhere, mparams = scope_where(scope, "t", MEMORY)
+        memories = self._read(f"SELECT COUNT(*) FROM memories t WHERE {mwhere}", mparams)[0][0]
+        episodes = 0
+        if scope.episodes_visible:
+            ewhere, eparams = scope_where(scope, "t", EPISODE)
+            episodes = self._read(f"SELECT COUNT(*) FROM episodes t WHERE {ewhere}", eparams)[0][0]
+        return int(memories), int(episodes)
+
+    def span(self, scope: Scope) -> tuple[float, float] | None:
+        """(oldest, newest) memory time in the scope, epoch seconds; None when nothing is dated."""
+        where, params = scope_where(scope, "t", MEMORY)
+        low, high = self._read(f"SELECT MIN(t.ts_epoch), MAX(t.ts_epoch) FROM memories t WHERE {where}", params)[0]
+        return None if low is None else (low, high)
+
+    def newest_episode_time(self, scope: Scope) -> str | None:
+        """When the scope's newest episode was recorded: the episode penalty's boundary."""
+        if not scope.episodes_visible:
+            return None
+        where, params = scope_where(scope, "t", EPISODE)
+        # by time, not id (an import can add an episode recorded long before); an unreadable time sorts last
+        rows = self._read(f"SELECT t.created_at FROM episodes t WHERE {where} "
+                          "ORDER BY cr_epoch(t.created_at) DESC NULLS LAST, t.id DESC LIMIT 1", params)
+        return rows[0][0] if rows else None
+
+    def vectors(self, refs: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored vectors of the refs the vector arms compare (of their width; the vector model's, when one is set)."""
+        out: dict[str, np.ndarray] = {}
+        dim = self.embedding_dim()
+        for kind, table in TABLES.items():
+            ids = [split_ref(ref)[1] for ref in refs if ref.startswith(kind + ":")]
+            if not ids or dim is None:
+                continue
+            model, params = self._model_filter("t")
+            for row_id, vector in self._read(
+                    f"SELECT t.id, t.embedding FROM {table} t WHERE t.id = ANY(%s) AND t.embedding IS NOT NULL "
+                    f"AND vector_dims(t.embedding) = %s{model}", [ids, dim, *params]):
+                out[make_ref(kind, row_id)] = as_vector(vector)
+        return out
+
+    def embedded_memories(self, agent_id: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ids, vectors, times) of the agent's comparable memories ("" = every agent), oldest first."""
+        model, params = self._model_filter("t")
+        agent = " AND t.agent_id = %s" if agent_id else ""
+        dim = self.embedding_dim()
+        rows = [] if dim is None else self._read(
+            f"SELECT t.id, t.embedding, t.ts_epoch FROM memories t WHERE t.embedding IS NOT NULL "
+            f"AND vector_dims(t.embedding) = %s{model}{agent} ORDER BY t.id",
+            [dim, *params, *([agent_id] if agent_id else [])])
+        ids = np.array([row[0] for row in rows], dtype=np.int64)
+        vectors = np.stack([as_vector(row[1]) for row in rows]) if rows else np.zeros((0, dim or 1), np.float32)
+        times = np.array([np.nan if row[2] is None else row[2] for row in rows], dtype=np.float64)
+        return ids, vectors, times
+
+    def embedding_dim(self) -> int | None:
+        """The width the vector arms compare: of the oldest comparable memory (else episode) vector."""
+        model, params = self._model_filter("t")
+        for table in ("memories", "episodes"):
+            rows = self._read(f"SELECT vector_dims(t.embedding) FROM {table} t WHERE t.embedding IS NOT NULL{model} "
+                              "ORDER BY t.id LIMIT 1", params)
+            if rows:
+                return int(rows[0][0])
+        return None
+
+    def _model_filter(self, alias: str) -> tuple[str, list[Any]]:
+        """The vector-model predicate (" AND ..."), empty when the store compares vectors of any model."""
+        model = getattr(self, "vector_model", None)
+        return ("", []) if model is None else (f" AND {alias}.embedding_model = %s", [model])
+
+
+def _row_dict(columns: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
+    out = dict(zip(columns, row))
+    out["embedding"] = as_vector(out["embedding"])
+    return out
+
+
+def _memory_record(row: tuple) -> Record:
+    row_id, agent, project, channel, content, timestamp, created_at, msg_id, source, locked, ts = row
+    try:
+        parsed = json.loads(source) if source else {}
+    except ValueError:
+        parsed = {}
+    return Record(
+        ref=make_ref(MEMORY, row_id), kind=MEMORY, id=row_id, agent_id=agent, project_id=project,
+        channel=channel, text=content, timestamp=timestamp, created_at=created_at, msg_id=msg_id,
+        source=parsed if isinstance(parsed, dict) else {}, locked=bool(locked), ts_epoch=ts,
+    )
+
+
+def _episode_record(row: tuple) -> Record:
+    row_id, agent, project, channel, summary, time, created_at, keywords, resolved, start, end, ts = row
+    return Record(
+        ref=make_ref(EPISODE, row_id), kind=EPISODE, id=row_id, agent_id=agent, project_id=project,
+        channel=channel, text=summary, timestamp=time or "", created_at=created_at, keywords=keywords,
+        resolved=bool(resolved), source={"System": "episode"}, start_time=start, end_time=end, ts_epoch=ts,
+    )

@@ -1,0 +1,46 @@
+"""``PostgresStore``: the ``Store`` protocol over one PostgreSQL database with pgvector, for many server processes.
+
+Each concern is a mixin over one ``PgConnection``: rows (records.py), the arms
+(arms.py), blocks and the queue (blocks.py), the graph (graph.py), browsing
+(browse.py), maintenance (maintenance.py). No state is kept per process: every
+read sees what is committed, whoever committed it.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from cuedrecall.store.postgres.arms import PgArms
+from cuedrecall.store.postgres.blocks import PgBlocks
+from cuedrecall.store.postgres.browse import PgBrowse
+from cuedrecall.store.postgres.connection import PgConnection, redact
+from cuedrecall.store.postgres.graph import PgGraph
+from cuedrecall.store.postgres.maintenance import PgMaintenance
+from cuedrecall.store.postgres.records import PgRecords
+from cuedrecall.store.postgres.schema import ensure_hnsw, migrate
+from cuedrecall.store.postgres.terms import PgTermCounts
+from cuedrecall.store.term_counts import TermCounts
+
+
+class PostgresStore(PgRecords, PgArms, PgBlocks, PgGraph, PgBrowse, PgMaintenance, PgTermCounts, PgConnection):
+    """All SQL of cuedrecall's PostgreSQL backend."""
+
+    def __init__(self, url: str, *, common_term_ratio: float = 0.1, vector_model: str | None = None,
+                 hnsw_dim: int | None = None) -> None:
+        """``url``: a postgresql:// URL (its ``options=-csearch_path=...`` picks a schema). ``vector_model``: the
+        only embedding model whose vectors the vector arms compare (None: any). ``hnsw_dim``: build the optional,
+        approximate HNSW index over vectors of that width (CUEDRECALL_PG_HNSW). ``common_term_ratio``: the
+        lexical arms' first pass leaves out terms in more than this share of the rows (as SQLite's)."""
+        PgConnection.__init__(self, url)
+        self.vector_model = vector_model
+        self._checks = threading.local()
+        self._row_counts = {}
+        self._vocab = TermCounts(self, common_term_ratio)
+        self.hnsw_dim = hnsw_dim or None
+        with self._lock:
+            self.schema_version = migrate(self._conn)
+            if self.hnsw_dim:
+                ensure_hnsw(self._conn, self.hnsw_dim)
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({redact(self.url)!r})"
