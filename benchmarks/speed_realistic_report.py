@@ -28,7 +28,7 @@ def render(rows: list[dict[str, Any]], peers: dict[int, dict[str, Any]], argv: s
            f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', '(unset)')} (one BLAS thread: on 2 shared "
            "cores OpenBLAS's own threads made the vector arm's product 5 to 13 times slower); the MCP servers "
            "run with their defaults.", "",
-           f"## Recall in process (pipeline alone)", "",
+           "## Recall in process (pipeline alone)", "",
            f"`Memory.recall`, hash embedder, query vectors computed before timing; {questions} questions (LoCoMo's "
            "and long-span's, alternating), each asked once plain and once traced, interleaved; limit 10, rrf. "
            "p99 of 150 values is the second largest (linear interpolation). Wall: elapsed time; CPU: the "

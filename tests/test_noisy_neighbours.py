@@ -8,7 +8,6 @@ virtual-machine steps (a progress handler), not in time.
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest

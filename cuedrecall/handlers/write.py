@@ -76,14 +76,19 @@ def _store(rt: Runtime, agent_id: str, message: dict[str, Any] | None, channel: 
     projects = [project_id, ""] if project_id else [""]
     channels = [channel, ""] if channel else [""]
     duplicate = rt.store.find_duplicate(agent_id, projects, channels, checked["msg_id"], checked["content"])
-    if duplicate:
-        return {"ok": True, "result": "skipped", "reason": duplicate[0], "id": duplicate[1]}
+    if duplicate:  # known before embedding: a repeat costs no model call
+        return _skipped(duplicate)
     vector = rt.embed([checked["content"]])[0]
     row = memory_row(agent_id=agent_id, project_id=project_id, channel=channel, msg_id=checked["msg_id"],
                      content=checked["content"], source=checked["source"], timestamp=checked["timestamp"],
                      metadata=checked["metadata"], created_at=rt.now_iso(), vector=vector, model=rt.embedder.model,
                      locked=lock)
     with rt.store.write() as conn:
+        # checked again under the writers' lock: another process (or thread) may have stored the same memory while
+        # this one embedded, and two servers storing one text at once must keep one row
+        duplicate = rt.store.find_duplicate(agent_id, projects, channels, checked["msg_id"], checked["content"])
+        if duplicate:
+            return _skipped(duplicate)
         new_id = rt.store.insert_memory(conn, row)
         queued = queue_build(rt, conn, make_ref(MEMORY, new_id))
     out = {"ok": True, "result": "stored", "id": new_id, "ref": make_ref(MEMORY, new_id), "embedded": vector is not None}
@@ -92,6 +97,10 @@ def _store(rt: Runtime, agent_id: str, message: dict[str, Any] | None, channel: 
     if queued:
         out["blocks"] = dict(QUEUED)
     return with_truncated(out, checked["truncated"])
+
+
+def _skipped(duplicate: tuple[str, int]) -> dict[str, Any]:
+    return {"ok": True, "result": "skipped", "reason": duplicate[0], "id": duplicate[1]}
 
 
 def _one_message(message: dict[str, Any] | None, top: dict[str, Any]) -> dict[str, Any]:

@@ -24,7 +24,6 @@ import numpy as np
 from cuedrecall.store.base import EPISODE, MEMORY, TASK_ATTEMPTS, BlockHit, BlockSet, Scope, Task, make_ref, split_ref
 from cuedrecall.store.block_index import MAX_BLOCK
 from cuedrecall.store.blocks import _after_plan, _payload, text_hash
-from cuedrecall.store.postgres.arms import sign_text
 from cuedrecall.store.postgres.scope import scope_where
 
 if TYPE_CHECKING:

@@ -53,25 +53,12 @@ class PgRecords:
         def _delete_graph(self, conn: Any, agent_id: str) -> dict[str, int]: ...
         _conn: Any
         _lock: Any
-        _checks: Any  # a threading.local: this thread's last duplicate check that found none
 
     # -- writes, inside write() ---------------------------------------------------------
 
     def insert_memory(self, conn: Any, row: dict[str, Any]) -> int:
-        """Insert one memory inside an open write(); returns its id.
-
-        The duplicate-check race: a writer checks ``find_duplicate`` before its write,
-        so two processes storing one text at once would both find none. When this
-        thread's last check found none for this very memory, the check is made again
-        here, under the writers' lock, and a copy committed meanwhile is answered with
-        its id instead of a second row. A memory inserted without a check is inserted.
-        """
-        checked, self._checks.last = getattr(self._checks, "last", None), None
-        if checked is not None and checked[0] == row.get("agent_id") and checked[3] == row.get("msg_id", "") \
-                and checked[4] == row.get("content"):
-            found = self._duplicate(conn.execute, *checked)
-            if found is not None:
-                return found[1]
+        """Insert one memory inside an open write(); returns its id. (The duplicate check that guards it runs inside
+        the same write, under the writers' advisory lock: handlers/write.py.)"""
         return self._insert(conn, "memories", row)
 
     def insert_episode(self, conn: Any, row: dict[str, Any]) -> int:
@@ -131,13 +118,11 @@ class PgRecords:
 
     def find_duplicate(self, agent_id: str, projects: Sequence[str], channels: Sequence[str], msg_id: str,
                        content: str) -> tuple[str, int] | None:
-        """(reason, existing id) when the memory is already stored in the write scope. A check that finds none
-        is remembered (this thread's last), for ``insert_memory`` to confirm under the writers' lock."""
-        key = (agent_id, tuple(projects), tuple(channels), msg_id, content)
+        """(reason, existing id) when the memory is already stored in the write scope; inside write() it reads the
+        write's own transaction, which sees every write committed before it took the writers' lock."""
         with self._lock:
-            found = self._duplicate(lambda sql, params: self._conn.execute(sql, params), *key)
-        self._checks.last = key if found is None else None
-        return found
+            return self._duplicate(lambda sql, params: self._conn.execute(sql, params), agent_id, projects, channels,
+                                   msg_id, content)
 
     @staticmethod
     def _duplicate(execute: Any, agent_id: str, projects: Sequence[str], channels: Sequence[str], msg_id: str,

@@ -8,7 +8,6 @@ read sees what is committed, whoever committed it.
 
 from __future__ import annotations
 
-import threading
 
 from cuedrecall.store.postgres.arms import PgArms
 from cuedrecall.store.postgres.blocks import PgBlocks
@@ -33,7 +32,6 @@ class PostgresStore(PgRecords, PgArms, PgBlocks, PgGraph, PgBrowse, PgMaintenanc
         lexical arms' first pass leaves out terms in more than this share of the rows (as SQLite's)."""
         PgConnection.__init__(self, url)
         self.vector_model = vector_model
-        self._checks = threading.local()
         self._row_counts = {}
         self._vocab = TermCounts(self, common_term_ratio)
         self.hnsw_dim = hnsw_dim or None
