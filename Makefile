@@ -38,8 +38,17 @@ browser:
 	  fi; \
 	fi
 
+# The recall, trace, cue, isolation and tool tests run a second time on PostgreSQL (a private server from the PyPI
+# package pgserver, started by the tests): the same assertions over the other backend. sqlite_only marks the few
+# that check what only a SQLite file has.
+PG_TESTS := $(addprefix tests/test_,recall_stages recall_properties recall_golden trace_shape trace_schema \
+	trace_readiness timecue cue_rules cue_properties isolation isolation_tools write_tools tools_validation seats \
+	block_arm word_arm relief_properties gate_newcomer reconstruct traverse associations)
+PG_TESTS := $(addsuffix .py,$(PG_TESTS))
+
 test: $(VENV)/.test-installed browser
 	$(PY) -m pytest
+	CUEDRECALL_TEST_BACKEND=postgres $(PY) -m pytest -m "not sqlite_only" $(PG_TESTS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -6,6 +6,7 @@ import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ def make_settings(**overrides: Any) -> Settings:
 
 _ON_POSTGRES = os.environ.get("CUEDRECALL_TEST_BACKEND", "") == "postgres"
 _TEST_SCHEMA: dict[str, str] = {}  # the running test's PostgreSQL URL, when the suite runs on PostgreSQL
+_PATH_SCHEMAS: dict[str, str] = {}  # the running test's database paths -> the schema standing for each
 
 
 def _test_backend() -> dict[str, Any]:
@@ -64,11 +66,25 @@ def _postgres_schema_per_test() -> Iterator[None]:
         yield
     finally:
         _TEST_SCHEMA.clear()
+        _PATH_SCHEMAS.clear()
 
 
 def open_memory(path: Path | str, **kwargs: Any) -> Memory:
-    settings = kwargs.pop("settings", None) or make_settings()
+    settings = _placed(path, kwargs.pop("settings", None) or make_settings())
     return Memory(path, settings=settings, clock=kwargs.pop("clock", fixed_clock(NOW)), **kwargs)
+
+
+def _placed(path: Path | str, settings: Settings) -> Settings:
+    """On PostgreSQL, one store per path as on files: the test's first path is the test's schema, each other path
+    a fresh schema of its own (a property test's examples each open a new path, so each gets an empty store)."""
+    if not _ON_POSTGRES or "url" not in _TEST_SCHEMA or settings.db_url != _TEST_SCHEMA["url"]:
+        return settings
+    from pg_server import postgres_url
+
+    key = str(path)
+    if key not in _PATH_SCHEMAS:
+        _PATH_SCHEMAS[key] = postgres_url() if _PATH_SCHEMAS else _TEST_SCHEMA["url"]
+    return replace(settings, db_url=_PATH_SCHEMAS[key])
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ database file's graph tables.
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +21,11 @@ A, B = "agent-a", "agent-b"
 
 
 def graph_rows(memory: Memory) -> dict[str, list[tuple]]:
-    """Every row of the four graph tables, read from the file (what "nothing was written" compares)."""
-    conn = sqlite3.connect(memory.settings.db_path)
-    try:
-        return {table: conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
+    """Every row of the four graph tables, read through the store's own connection whatever the backend (what
+    "nothing was written" compares); the write transaction around the reads changes nothing."""
+    with memory.store_.write() as conn:
+        return {table: [tuple(row) for row in conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()]
                 for table in ("entities", "entity_aliases", "entity_mentions", "relations")}
-    finally:
-        conn.close()
 
 
 def remember(memory: Memory, text: str, agent: str = A, **scope: str) -> str:

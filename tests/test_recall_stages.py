@@ -890,6 +890,7 @@ def test_two_processes_calibrating_two_agents_keep_both(db_path: Path) -> None:
         assert fresh.get_recall_precision(agent_id="bob")["thresholds"] == lenient["calibrate"]["new_thresholds"]
 
 
+@pytest.mark.sqlite_only
 def test_calibration_travels_with_an_export_free_copy_of_the_file(memory: Memory, db_path: Path,
                                                                  tmp_path: Path) -> None:
     _calibration_corpus(memory)

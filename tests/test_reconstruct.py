@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -224,7 +223,7 @@ def test_versions_of_one_message_are_one_item_headed_by_the_newest(tmp_path: Pat
                                           "bob", "launch"))
     memory.store(agent_id=A, message=turn("The launch date is March 9 for the rocket.", "2026-01-05T00:00:00Z",
                                           "carol"))
-    with sqlite3.connect(path) as conn:  # two versions of one message, as an import from elsewhere leaves them
+    with memory.store_.write() as conn:  # two versions of one message, as an import from elsewhere leaves them
         conn.execute("UPDATE memories SET msg_id = 'launch' WHERE id = 2")
     answer = ask(memory, "launch date rocket", trace=True)
     item = next(i for i in answer["items"] if any(c["ref"] == "mem:1" for c in i["claims"]))
