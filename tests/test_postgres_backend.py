@@ -222,3 +222,16 @@ def test_the_optional_hnsw_index_answers_inside_the_scope_and_window_and_mostly_
             assert not approximate.vector_near(Scope("nobody"), vector, floor=-1.0, depth=10, window=10_000)
     finally:
         approximate.close()
+
+
+def test_a_postgres_store_never_reads_a_sidecar_beside_the_sqlite_path(tmp_path: Path) -> None:
+    """A server pointed at PostgreSQL touches no file of the SQLite side: a calibration sidecar left beside the
+    (unused) db_path is neither imported nor renamed."""
+    db_path = tmp_path / "old.db"
+    sidecar = Path(str(db_path) + ".calibration.json")
+    sidecar.write_text(json.dumps({"embedding_model": "hash-384", "scoring_version": "any",
+                                   "agents": {AGENT: {"cosine": 0.31}}, "betas": {AGENT: 2.0}}))
+    settings = make_settings(db_url=postgres_url(), db_path=str(db_path))
+    with Memory(settings=settings, clock=fixed_clock(NOW), background=False) as memory:
+        assert memory.store_.thresholds() == [] and memory.store_.betas() == {}
+    assert sidecar.is_file() and not db_path.exists()

@@ -238,3 +238,11 @@ def test_the_ui_command_prints_a_loopback_url_with_its_token(tmp_path: Path) -> 
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def test_the_page_names_a_postgres_store_by_its_database_never_by_its_url_and_password() -> None:
+    from cuedrecall.ui.app import _store_name
+
+    settings = make_settings(db_url="postgresql://ops:s3cret@db.example.com:5432/memory", db_path="/x/memory.db")
+    assert _store_name(settings) == "postgresql:memory"
+    assert _store_name(make_settings(db_path="/x/mine.db")) == "mine.db"

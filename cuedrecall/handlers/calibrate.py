@@ -272,7 +272,9 @@ def adopt_sidecar(rt: Runtime) -> bool:
     made under, so the usual staleness rule applies to them.
     """
     path = Path(rt.settings.db_path + ".calibration.json")
-    if rt.settings.db_path == ":memory:" or not path.is_file() or rt.store.thresholds() or rt.store.betas():
+    # a sidecar sits beside a SQLite file; a PostgreSQL store never reads a file beside the (unused) SQLite path
+    if rt.settings.db_url or rt.settings.db_path == ":memory:" or not path.is_file() or rt.store.thresholds() \
+            or rt.store.betas():
         return False
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

@@ -27,6 +27,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
+from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -36,6 +37,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from cuedrecall.access import LOCAL, Principal, load_acl
 from cuedrecall.api import Memory
+from cuedrecall.config import Settings
 from cuedrecall.errors import ToolArgumentError
 from cuedrecall.handlers.browse import PAGE_MAX
 from cuedrecall.server.http_guard import BodyLimit, HostGuard, policy_of
@@ -125,7 +127,7 @@ def make_app(memory: Memory, token: str, *, write: bool = False, traces: str | P
         return HTMLResponse(html, headers={**_HEADERS, "Content-Security-Policy": markup.csp(nonce, connect=True)})
 
     def info(request: Request) -> Response:
-        return _ok({"ok": True, "write": write, "version": __version__, "db": Path(memory.settings.db_path).name,
+        return _ok({"ok": True, "write": write, "version": __version__, "db": _store_name(memory.settings),
                     "traces": reader is not None, "page_max": PAGE_MAX, "write_tools": sorted(WRITE_TOOLS)})
 
     def agents(request: Request) -> Response:
@@ -274,3 +276,11 @@ def serve(memory: Memory, *, port: int = 0, write: bool = False, traces: str | N
                 time.sleep(3600)
         except KeyboardInterrupt:
             pass
+
+
+def _store_name(settings: Settings) -> str:
+    """What the page calls the store: the SQLite file's name, or the PostgreSQL database's (never the URL, which
+    may carry a password)."""
+    if settings.db_url:
+        return "postgresql:" + urlsplit(settings.db_url).path.lstrip("/")
+    return Path(settings.db_path).name
