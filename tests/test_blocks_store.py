@@ -20,7 +20,7 @@ from cuedrecall.embed.hashing import hash_vector
 from cuedrecall.handlers.rows import episode_row, memory_row
 from cuedrecall.store import schema
 from cuedrecall.store.base import EPISODE, MEMORY, BlockSet, Scope, make_ref
-from cuedrecall.store.blocks import text_hash
+from cuedrecall.store.rows import text_hash
 from cuedrecall.store.sqlite import SqliteStore
 from cuedrecall.text.blocks import divide
 

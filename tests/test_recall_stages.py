@@ -976,6 +976,7 @@ def test_stale_thresholds_opened_without_an_embedder_do_not_fail_the_start(db_pa
         assert memory.recall(agent_id=A, query=VOCAB[0])["advisory"]["degraded"] is True
 
 
+@pytest.mark.sqlite_only
 def test_a_sidecar_from_an_earlier_version_moves_into_the_database_once(db_path: Path) -> None:
     with open_memory(db_path) as memory:
         scoring = memory.calibration.scoring

@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 from cuedrecall.embed.hashing import hash_vector
 from cuedrecall.handlers.rows import episode_row, memory_row
 from cuedrecall.store.base import EPISODE, MEMORY, Scope
-from cuedrecall.store.sqlite import SqliteStore, scope_where
+from cuedrecall.store.predicates import scope_where
+from cuedrecall.store.sqlite import SqliteStore
 
 NOW = "2025-11-01T12:00:00+00:00"
 # "c1" is also a channel: the index interns every axis in one code table, so a value shared by two axes

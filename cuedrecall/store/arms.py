@@ -13,7 +13,8 @@ import numpy as np
 
 from cuedrecall.store import term_counts
 from cuedrecall.store.base import EPISODE, MEMORY, CoarseHit, Hit, Period, Scope, make_ref
-from cuedrecall.store.term_counts import PlannedHits, TermPlan, plan_terms
+from cuedrecall.store.predicates import like_escape, period_where, scope_where
+from cuedrecall.store.term_counts import SCOPE_SCAN_ROWS, PlannedHits, TermPlan, plan_terms, run_plan
 from cuedrecall.text.fts import fts_expression
 from cuedrecall.text.words import words_expression
 
@@ -22,43 +23,6 @@ _FTS_TABLES = {MEMORY: ("memories", "m", "memories_fts"), EPISODE: ("episodes", 
 # The narrow index of each table's isolation columns by id (migration 8): a match's scope is checked there,
 # not in the wide row, so another agent's matching rows cost an index probe, not a page of text and vector.
 _SCOPE_INDEX = {MEMORY: "idx_memories_scope", EPISODE: "idx_episodes_scope"}
-# A term the keyword budget leaves out is in many rows of the store, but maybe of other agents: a scope of at
-# most this many memories is scanned for it (LIKE over its own rows, newest first, after the ranked rows), so
-# what other agents store neither hides a small scope's rows nor makes it pay for theirs.
-SCOPE_SCAN_ROWS = 2_000
-
-
-def _like_escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-def scope_where(scope: Scope, alias: str, kind: str) -> tuple[str, list[Any]]:
-    """The isolation predicate of one table, applied inside every query."""
-    clauses, params = [f"{alias}.agent_id = ?"], [scope.agent_id]
-    if scope.project_id is not None:
-        if scope.project_id:
-            clauses.append(f"{alias}.project_id IN (?, '')")
-            params.append(scope.project_id)
-        else:
-            clauses.append(f"{alias}.project_id = ''")
-    if scope.channel:
-        clauses.append(f"{alias}.channel IN (?, '')")
-        params.append(scope.channel)
-    if scope.source_id and kind == MEMORY:
-        if scope.source_exact:
-            clauses.append(f"{alias}.source_id = ?")
-            params.append(scope.source_id)
-        else:
-            # a case-sensitive prefix, as the vector index applies it (LIKE would fold ASCII case and widen the read)
-            clauses.append(f"substr({alias}.source_id, 1, ?) = ?")
-            params += [len(scope.source_id), scope.source_id]
-    return " AND ".join(clauses), params
-
-
-def _period_where(alias: str, period: Period | None) -> tuple[str, list[Any]]:
-    if period is None:
-        return "", []
-    return f" AND {alias}.ts_epoch >= ? AND {alias}.ts_epoch < ?", [period[0], period[1]]
 
 
 def fts_arm_sql(kind: str, scope: Scope, period: Period | None) -> tuple[str, list[Any]]:
@@ -69,7 +33,7 @@ def fts_arm_sql(kind: str, scope: Scope, period: Period | None) -> tuple[str, li
     """
     table, alias, fts = _FTS_TABLES[kind]
     where, params = scope_where(scope, alias, kind)
-    pwhere, pparams = _period_where(alias, period)
+    pwhere, pparams = period_where(alias, period)
     sql = (
         f"SELECT {alias}.id, bm25({fts}) FROM {fts} JOIN {table} {alias} INDEXED BY {_SCOPE_INDEX[kind]} "
         f"ON {alias}.id = {fts}.rowid "
@@ -81,7 +45,7 @@ def fts_arm_sql(kind: str, scope: Scope, period: Period | None) -> tuple[str, li
 def words_arm_sql(scope: Scope, period: Period | None) -> tuple[str, list[Any]]:
     """The word arm's query, as ``fts_arm_sql`` over the stemmed word index."""
     where, params = scope_where(scope, "m", MEMORY)
-    pwhere, pparams = _period_where("m", period)
+    pwhere, pparams = period_where("m", period)
     sql = (f"SELECT m.id, bm25(memories_words) FROM memories_words JOIN memories m INDEXED BY {_SCOPE_INDEX[MEMORY]} "
            f"ON m.id = memories_words.rowid WHERE memories_words MATCH ? AND {where}{pwhere} "
            "ORDER BY bm25(memories_words), m.id LIMIT ?")
@@ -173,11 +137,11 @@ class SqliteArms:
                    taken: set[str]) -> list[Hit]:
         """Memories whose content holds any of the phrases, newest first, ranked after ``first_rank``."""
         where, params = scope_where(scope, "m", MEMORY)
-        pwhere, pparams = _period_where("m", period)
+        pwhere, pparams = period_where("m", period)
         likes = " OR ".join("m.content LIKE ? ESCAPE '\\'" for _ in phrases)
         rows = self._read(
             f"SELECT m.id, NULL FROM memories m WHERE ({likes}) AND {where}{pwhere} ORDER BY m.id DESC LIMIT ?",
-            [*(f"%{_like_escape(phrase)}%" for phrase in phrases), *params, *pparams, depth + len(taken)],
+            [*(f"%{like_escape(phrase)}%" for phrase in phrases), *params, *pparams, depth + len(taken)],
         )
         refs = [make_ref(MEMORY, row_id) for row_id, _ in rows if make_ref(MEMORY, row_id) not in taken][:depth]
         return [Hit(ref, first_rank + rank, None) for rank, ref in enumerate(refs)]
@@ -213,21 +177,8 @@ class SqliteArms:
 
     def _ranked(self, sql: str, plan: TermPlan, expression: Any, params: list[Any],
                 depth: int) -> tuple[list[tuple], str]:
-        """Rank on the plan's first terms; on its fallback terms when that finds fewer than ``depth`` rows.
-
-        bm25 must score every row a term matches, and a common word ("the", "was")
-        matches a large share of the store, for a small weight (low idf). Leaving
-        such words out keeps the keyword arm's cost proportional to what the rare
-        words match; the order can differ from full bm25 only by those small weights.
-        Returns the rows and the pass they came from ("first", "fallback" or "none").
-        """
-        if plan.first and plan.first != plan.fallback:
-            rows = self._read_fts(sql, [expression(list(plan.first)), *params])
-            if len(rows) >= depth:
-                return rows, "first"
-        if not plan.fallback:
-            return [], "none"
-        return self._read_fts(sql, [expression(list(plan.fallback)), *params]), "fallback"
+        """The rows of ``sql`` ranked under the plan (``term_counts.run_plan``) and the pass they came from."""
+        return run_plan(plan, lambda terms: self._read_fts(sql, [expression(terms), *params]), depth)
 
     def _read_fts(self, sql: str, params: list[Any]) -> list[tuple]:
         try:
@@ -241,7 +192,7 @@ class SqliteArms:
             return []
         alias = "t"
         where, params = scope_where(scope, alias, kind)
-        pwhere, pparams = _period_where(alias, period)
+        pwhere, pparams = period_where(alias, period)
         order = "t.ts_epoch DESC, t.id DESC" if period else "t.id DESC"
         table = "memories" if kind == MEMORY else "episodes"
         rows = self._read(

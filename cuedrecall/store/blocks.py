@@ -14,7 +14,6 @@ divides into fewer than two blocks is marked done by one row without vectors
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import logging
@@ -25,6 +24,7 @@ import numpy as np
 
 from cuedrecall.store.base import EPISODE, MEMORY, TASK_ATTEMPTS, BlockHit, BlockSet, Scope, Task, make_ref, split_ref
 from cuedrecall.store.block_index import KIND_CODES, BlockIndex, RecordBlocks
+from cuedrecall.store.rows import TEXT_COLUMNS, after_plan, task_payload, text_hash
 
 if TYPE_CHECKING:
     import threading
@@ -33,31 +33,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("cuedrecall.store")
 
 
-# kind -> (table, the text column, the source id column)
-_TEXT = {MEMORY: ("memories", "content", "source_id"), EPISODE: ("episodes", "summary", "''")}
 _KIND_NAMES = {code: kind for kind, code in KIND_CODES.items()}
 _CHUNK = 500
-
-
-def text_hash(text: str) -> str:
-    """The hash that ties a block set to the text it divides: sha256 of the UTF-8 text, 16 hex digits."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-def _payload(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _after_plan(after: str | None) -> list[tuple[str, int]]:
-    """(kind, id after which to start) for each kind still to walk: memories, then episodes."""
-    if after is None:
-        return [(MEMORY, 0), (EPISODE, 0)]
-    kind, row_id = split_ref(after)
-    return [(MEMORY, row_id), (EPISODE, 0)] if kind == MEMORY else [(EPISODE, row_id)]
 
 
 class SqliteBlocks:
@@ -92,7 +69,7 @@ class SqliteBlocks:
             if row is None:
                 return None
             conn.execute("UPDATE tasks SET claimed_until = ? WHERE id = ?", (now + lease_s, row[0]))
-        return Task(int(row[0]), row[1], _payload(row[2]), int(row[3]))
+        return Task(int(row[0]), row[1], task_payload(row[2]), int(row[3]))
 
     def finish_task(self, conn: sqlite3.Connection, task_id: int) -> None:
         """Remove a done task, inside the write that did its work."""
@@ -130,7 +107,7 @@ class SqliteBlocks:
     def record_text(self, ref: str) -> tuple[str, str] | None:
         """A record's text (a memory's content, an episode's summary) and its text_hash; None when it is gone."""
         kind, row_id = split_ref(ref)
-        table, column, _ = _TEXT[kind]
+        table, column, _ = TEXT_COLUMNS[kind]
         rows = self._read(f"SELECT {column} FROM {table} WHERE id = ?", (row_id,))
         return (rows[0][0], text_hash(rows[0][0])) if rows else None
 
@@ -149,7 +126,7 @@ class SqliteBlocks:
         record's axes as they are now.
         """
         kind, row_id = split_ref(block_set.ref)
-        table, column, source = _TEXT[kind]
+        table, column, source = TEXT_COLUMNS[kind]
         row = conn.execute(f"SELECT {column}, agent_id, project_id, channel, {source} FROM {table} WHERE id = ?",
                            (row_id,)).fetchone()
         if row is None or text_hash(row[0]) != block_set.text_hash:
@@ -183,10 +160,10 @@ class SqliteBlocks:
         """(ref, text, text_hash) of the records with no block set of this model, memories then episodes, by
         id, after the ``after`` ref (None: from the start); one agent's or every agent's ("")."""
         out: list[tuple[str, str, str]] = []
-        for kind, after_id in _after_plan(after):
+        for kind, after_id in after_plan(after):
             if len(out) >= limit:
                 break
-            table, column, _ = _TEXT[kind]
+            table, column, _ = TEXT_COLUMNS[kind]
             agent = " AND t.agent_id = ?" if agent_id else ""
             rows = self._read(
                 f"SELECT t.id, t.{column} FROM {table} t WHERE t.id > ?{agent} AND NOT EXISTS ("
@@ -203,7 +180,7 @@ class SqliteBlocks:
         records = done = 0
         model_where = " AND b.model = ?" if model else ""
         for kind in (MEMORY, EPISODE):
-            table = _TEXT[kind][0]
+            table = TEXT_COLUMNS[kind][0]
             where, params = ("t.agent_id = ?", [agent_id]) if agent_id else ("1 = 1", [])
             total, built = self._read(
                 f"SELECT COUNT(*), COUNT(b.record_id) FROM {table} t LEFT JOIN blocks b ON b.kind = ? "

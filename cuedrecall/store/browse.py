@@ -12,11 +12,10 @@ import heapq
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Sequence
 
-from cuedrecall.store.arms import scope_where
-from cuedrecall.store.base import EPISODE, MEMORY, AgentSummary, Period, Record, Scope
+from cuedrecall.store.base import AgentSummary, Period, Record, Scope
+from cuedrecall.store.predicates import scope_where
+from cuedrecall.store.rows import TABLES, agent_summaries, page_window
 
-_TABLES = {MEMORY: "memories", EPISODE: "episodes"}
-PAGE_MAX = 500  # the most rows one page reads
 MAX_BUCKETS = 64  # past this many (project, channel) pairs in a scope, a page is one ordered query instead
 
 
@@ -32,23 +31,7 @@ class SqliteBrowse:
         """Every agent with a memory, an episode or a profile, by agent id: one grouped pass per table over the
         isolation index (agent, project, channel), so the read costs the index, not the rows; kept until the next
         change any connection makes."""
-        return self._cached(("browse_agents",), self._agents)
-
-    def _agents(self) -> list[AgentSummary]:
-        counts: dict[str, list[int]] = {}
-        projects: dict[str, set[str]] = {}
-        channels: dict[str, set[str]] = {}
-        for position, table in enumerate(("memories", "episodes")):
-            for agent, project, channel, count in self._read(
-                    f"SELECT agent_id, project_id, channel, COUNT(*) FROM {table} GROUP BY agent_id, project_id, "
-                    "channel"):
-                counts.setdefault(agent, [0, 0])[position] += count
-                projects.setdefault(agent, set()).add(project)
-                channels.setdefault(agent, set()).add(channel)
-        profiled = {agent for (agent,) in self._read("SELECT DISTINCT agent_id FROM profiles")}
-        return [AgentSummary(agent, *counts.get(agent, [0, 0]), tuple(sorted(projects.get(agent, ()))),
-                             tuple(sorted(channels.get(agent, ()))), agent in profiled)
-                for agent in sorted(set(counts) | profiled)]
+        return self._cached(("browse_agents",), lambda: agent_summaries(self._read))
 
     def page_records(self, kind: str, scope: Scope, *, limit: int, before_id: int | None = None, offset: int = 0,
                      period: Period | None = None) -> list[Record]:
@@ -59,11 +42,7 @@ class SqliteBrowse:
         Without a period the ids come from the isolation index, one (project, channel) bucket of the scope at a
         time, each already in id order, merged: no sort of the whole scope, whatever its size or the page's
         depth. With a period the time index bounds the read and only the period's rows are ordered."""
-        if kind not in _TABLES:
-            raise ValueError(f"unknown record kind {kind!r}")
-        if kind == EPISODE and not scope.episodes_visible:
-            return []
-        size, offset = max(0, min(limit, PAGE_MAX)), max(0, offset)
+        size, offset = page_window(kind, scope, limit, offset)
         if size == 0:
             return []
         buckets = None if period is not None else self._buckets(kind, scope)
@@ -75,7 +54,7 @@ class SqliteBrowse:
             if period is not None:
                 where += " AND t.ts_epoch >= ? AND t.ts_epoch < ?"
                 params += [period[0], period[1]]
-            rows = self._read(f"SELECT t.id FROM {_TABLES[kind]} t WHERE {where} ORDER BY t.id DESC LIMIT ? OFFSET ?",
+            rows = self._read(f"SELECT t.id FROM {TABLES[kind]} t WHERE {where} ORDER BY t.id DESC LIMIT ? OFFSET ?",
                               [*params, size, offset])
             ids = [row_id for (row_id,) in rows]
         else:
@@ -87,7 +66,7 @@ class SqliteBrowse:
 
     def _buckets(self, kind: str, scope: Scope) -> list[tuple[str, str]] | None:
         """The scope's (project, channel) pairs that hold rows of the kind; None when there are too many to merge."""
-        table = _TABLES[kind]
+        table = TABLES[kind]
         pairs = self._cached(("browse_buckets", kind, scope.agent_id), lambda: self._read(
             f"SELECT DISTINCT project_id, channel FROM {table} WHERE agent_id = ?", (scope.agent_id,)))
         wanted = [(project, channel) for project, channel in pairs
@@ -99,7 +78,7 @@ class SqliteBrowse:
                     count: int) -> list[int]:
         """The ``count`` highest ids of the scope below ``before_id``: each bucket's run read from the isolation
         index (agent, project, channel, id) in id order, the runs merged."""
-        table = _TABLES[kind]
+        table = TABLES[kind]
         base, base_params = scope_where(Scope(scope.agent_id, source_id=scope.source_id), "t", kind)
         runs = []
         for project, channel in buckets:

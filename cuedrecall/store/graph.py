@@ -12,19 +12,16 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-from cuedrecall.store.arms import scope_where
 from cuedrecall.store.base import (
-    ENTITY, EPISODE, MEMORY, Entity, Mentions, NameHit, NewRelation, Relation, Scope, make_ref, split_ref,
+    ENTITY, EPISODE, MEMORY, Entity, Mentions, NameHit, NewRelation, Relation, Scope, make_ref,
 )
+from cuedrecall.store.predicates import scope_where
+from cuedrecall.store.rows import ENTITY_COLUMNS, RELATION_COLUMNS, TABLES, ids_by_kind
 
 if TYPE_CHECKING:
     import threading
 
 _CHUNK = 500  # ids in one IN (...) list: well under SQLite's bound on parameters
-_ENTITY_COLUMNS = "e.id, e.agent_id, e.project_id, e.channel, e.name, e.normalized, e.declared_by, e.created_at"
-_RELATION_COLUMNS = ("r.id, r.agent_id, r.project_id, r.channel, r.subject_kind, r.subject_id, r.predicate, "
-                     "r.object_kind, r.object_id, r.anchor_ref, r.declared_by, r.declared_at")
-_TABLES = {MEMORY: "memories", EPISODE: "episodes"}
 
 
 def _chunks(values: Sequence[Any]) -> Iterator[tuple[list[Any], str]]:
@@ -33,18 +30,6 @@ def _chunks(values: Sequence[Any]) -> Iterator[tuple[list[Any], str]]:
     for start in range(0, len(values), _CHUNK):
         chunk = values[start : start + _CHUNK]
         yield chunk, ",".join("?" * len(chunk))
-
-
-def _ids_by_kind(refs: Sequence[str]) -> dict[str, list[int]]:
-    """Record ids by kind; what is not a record ref (the profile's row) is left out."""
-    out: dict[str, list[int]] = {MEMORY: [], EPISODE: []}
-    for ref in refs:
-        try:
-            kind, row_id = split_ref(ref)
-        except ValueError:
-            continue
-        out[kind].append(row_id)
-    return out
 
 
 class SqliteGraph:
@@ -117,7 +102,7 @@ class SqliteGraph:
     def find_entity(self, agent_id: str, project_id: str, channel: str, normalized: str) -> Entity | None:
         """The lowest-id entity of exactly this bucket that the normalised name names, as its name or an alias."""
         rows = self._read(
-            f"SELECT {_ENTITY_COLUMNS} FROM entities e WHERE e.agent_id = ? AND e.project_id = ? AND e.channel = ? "
+            f"SELECT {ENTITY_COLUMNS} FROM entities e WHERE e.agent_id = ? AND e.project_id = ? AND e.channel = ? "
             "AND (e.normalized = ? OR e.id IN (SELECT entity_id FROM entity_aliases WHERE normalized = ?)) "
             "ORDER BY e.id LIMIT 1", (agent_id, project_id, channel, normalized, normalized))
         return Entity(*rows[0]) if rows else None
@@ -126,7 +111,7 @@ class SqliteGraph:
         """Entities by id, whoever's they are (the caller checks the owner)."""
         out: dict[int, Entity] = {}
         for chunk, marks in _chunks(sorted(set(ids))):
-            for row in self._read(f"SELECT {_ENTITY_COLUMNS} FROM entities e WHERE e.id IN ({marks})", chunk):
+            for row in self._read(f"SELECT {ENTITY_COLUMNS} FROM entities e WHERE e.id IN ({marks})", chunk):
                 out[row[0]] = Entity(*row)
         return out
 
@@ -134,7 +119,7 @@ class SqliteGraph:
         """The entities readable in the scope that the normalised name names, as name or alias; lowest id first."""
         where, params = scope_where(scope, "e", ENTITY)
         rows = self._read(
-            f"SELECT {_ENTITY_COLUMNS} FROM entities e WHERE {where} AND (e.normalized = ? "
+            f"SELECT {ENTITY_COLUMNS} FROM entities e WHERE {where} AND (e.normalized = ? "
             "OR e.id IN (SELECT entity_id FROM entity_aliases WHERE normalized = ?)) ORDER BY e.id",
             [*params, normalized, normalized])
         return [Entity(*row) for row in rows]
@@ -187,7 +172,7 @@ class SqliteGraph:
                 # the record's id from the ref, so the record is found by its primary key
                 parts.append(
                     f"SELECT m.entity_id, m.ref, t.id AS rid, {order} AS kord FROM entity_mentions m "
-                    f"JOIN {_TABLES[kind]} t ON t.id = CAST(substr(m.ref, {len(prefix) + 1}) AS INTEGER) "
+                    f"JOIN {TABLES[kind]} t ON t.id = CAST(substr(m.ref, {len(prefix) + 1}) AS INTEGER) "
                     f"WHERE m.entity_id IN ({marks}) AND substr(m.ref, 1, {len(prefix)}) = '{prefix}' AND {where}")
                 params += [*chunk, *scope_params]
             rows = self._read(
@@ -209,7 +194,7 @@ class SqliteGraph:
         for chunk, marks in _chunks(sorted(set(entity_ids))):
             for end in ("subject", "object"):  # one indexed read per end, not an OR the planner scans
                 rows = self._read(
-                    f"SELECT {_RELATION_COLUMNS} FROM relations r JOIN entities s ON s.id = r.subject_id "
+                    f"SELECT {RELATION_COLUMNS} FROM relations r JOIN entities s ON s.id = r.subject_id "
                     f"JOIN entities o ON o.id = r.object_id WHERE r.{end}_kind = '{ENTITY}' "
                     f"AND r.{end}_id IN ({marks}) AND r.subject_kind = '{ENTITY}' AND r.object_kind = '{ENTITY}' "
                     f"AND {rwhere} AND {swhere} AND {owhere}", [*chunk, *rparams, *sparams, *oparams])
@@ -221,10 +206,10 @@ class SqliteGraph:
         wanted = set(refs)
         where, params = scope_where(scope, "r", ENTITY)
         found: dict[int, Relation] = {}
-        for kind, ids in _ids_by_kind(sorted(wanted)).items():
+        for kind, ids in ids_by_kind(sorted(wanted), skip_others=True).items():
             for chunk, marks in _chunks(ids):
                 for row in self._read(
-                    f"SELECT {_RELATION_COLUMNS} FROM relations r WHERE r.subject_kind = '{kind}' "
+                    f"SELECT {RELATION_COLUMNS} FROM relations r WHERE r.subject_kind = '{kind}' "
                     f"AND r.subject_id IN ({marks}) AND r.object_kind IN ('{MEMORY}', '{EPISODE}') AND {where}",
                     [*chunk, *params],
                 ):

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 import numpy as np
 
 from cuedrecall.store.base import EPISODE, MEMORY, IndexGap, make_ref, split_ref
+from cuedrecall.store.predicates import agent_where
+from cuedrecall.store.rows import SCANNED_COLUMNS, before_plan
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -21,23 +23,7 @@ if TYPE_CHECKING:
 
 # kind -> (table, its FTS5 table, the text column)
 _TABLES = {MEMORY: ("memories", "memories_fts", "content"), EPISODE: ("episodes", "episodes_fts", "summary")}
-_SCANNED_COLUMNS = ("content", "timestamp", "source")  # the memory columns scan_memories may read
 _BLANK = "' ' || char(9, 10, 13)"  # the characters SQL trims when it asks whether a text is empty
-
-
-def _before_plan(before: str | None) -> list[tuple[str, int]]:
-    """(kind, id below which to start) for each kind still to walk newest first: memories, then episodes."""
-    top = 1 << 62
-    if before is None:
-        return [(MEMORY, top), (EPISODE, top)]
-    kind, row_id = split_ref(before)
-    return [(MEMORY, row_id), (EPISODE, top)] if kind == MEMORY else [(EPISODE, row_id)]
-
-
-def _agent_where(agent_id: str, alias: str = "") -> tuple[str, list[Any]]:
-    """One agent's rows, or every row for agent ""."""
-    column = f"{alias}.agent_id" if alias else "agent_id"
-    return (f"{column} = ?", [agent_id]) if agent_id else ("1 = 1", [])
 
 
 class SqliteMaintenance:
@@ -57,7 +43,7 @@ class SqliteMaintenance:
 
     def maintenance_counts(self, agent_id: str) -> dict[str, int]:
         """Rows of each kind, and how many of them carry a vector."""
-        where, params = _agent_where(agent_id)
+        where, params = agent_where(agent_id)
         out = {}
         for kind, name in ((MEMORY, "memories"), (EPISODE, "episodes")):
             table = _TABLES[kind][0]
@@ -75,12 +61,12 @@ class SqliteMaintenance:
 
     def unembedded(self, kind: str, agent_id: str, limit: int) -> tuple[int, list[int]]:
         """Rows of one kind without a vector: (count, oldest ids)."""
-        where, params = _agent_where(agent_id)
+        where, params = agent_where(agent_id)
         return self._counted_ids(_TABLES[kind][0], f"{where} AND embedding IS NULL", params, limit)
 
     def misfit_embeddings(self, kind: str, agent_id: str, width: int, limit: int) -> tuple[int, list[int]]:
         """Rows whose vector does not have ``width`` float32 components: (count, oldest ids)."""
-        where, params = _agent_where(agent_id)
+        where, params = agent_where(agent_id)
         return self._counted_ids(
             _TABLES[kind][0], f"{where} AND embedding IS NOT NULL AND length(embedding) != ?", [*params, 4 * width],
             limit)
@@ -88,7 +74,7 @@ class SqliteMaintenance:
     def stale_embeddings(self, model: str, agent_id: str = "") -> dict[str, int]:
         """Rows of each kind ("mem", "ep") whose vector another model than ``model`` made: the re-embedding's
         work left."""
-        where, params = _agent_where(agent_id)
+        where, params = agent_where(agent_id)
         return {kind: self._read(f"SELECT COUNT(*) FROM {table} WHERE {where} AND embedding IS NOT NULL "
                                  "AND embedding_model != ?", [*params, model])[0][0]
                 for kind, (table, _, _) in _TABLES.items()}
@@ -97,8 +83,8 @@ class SqliteMaintenance:
         """(ref, text) of at most ``limit`` rows whose vector another model made, newest first: memories, then
         episodes, each by id descending, from just below the ``before`` ref (None: from the newest)."""
         out: list[tuple[str, str]] = []
-        where, params = _agent_where(agent_id)
-        for kind, below in _before_plan(before):
+        where, params = agent_where(agent_id)
+        for kind, below in before_plan(before):
             if len(out) >= limit:
                 break
             table, _, column = _TABLES[kind]
@@ -110,17 +96,17 @@ class SqliteMaintenance:
 
     def oversized_memories(self, agent_id: str, cap: int, limit: int) -> tuple[int, list[int]]:
         """Memories whose content is longer than ``cap`` characters: (count, oldest ids)."""
-        where, params = _agent_where(agent_id)
+        where, params = agent_where(agent_id)
         return self._counted_ids("memories", f"{where} AND length(content) > ?", [*params, cap], limit)
 
     def empty_memories(self, agent_id: str, limit: int) -> tuple[int, list[int]]:
         """Memories whose content is empty or only spaces, tabs and line breaks: (count, oldest ids)."""
-        where, params = _agent_where(agent_id)
+        where, params = agent_where(agent_id)
         return self._counted_ids("memories", f"{where} AND trim(content, {_BLANK}) = ''", params, limit)
 
     def duplicate_copies(self, agent_id: str) -> list[tuple[int, int, bool]]:
         """Every later copy of a memory: same agent, project, channel and content. (id, the lowest id, locked)."""
-        where, params = _agent_where(agent_id)
+        where, params = agent_where(agent_id)
         rows = self._read(
             "SELECT m.id, k.keep, m.locked FROM memories m JOIN ("
             f"SELECT agent_id, project_id, channel, content, MIN(id) AS keep FROM memories WHERE {where} "
@@ -133,14 +119,14 @@ class SqliteMaintenance:
 
     def scan_memories(self, agent_id: str, column: str) -> list[tuple[int, str]]:
         """(id, value) of one text column (content, timestamp or source) of every memory, for checks SQL cannot do."""
-        if column not in _SCANNED_COLUMNS:
-            raise ValueError(f"column {column!r} cannot be scanned (accepted: {', '.join(_SCANNED_COLUMNS)})")
-        where, params = _agent_where(agent_id)
+        if column not in SCANNED_COLUMNS:
+            raise ValueError(f"column {column!r} cannot be scanned (accepted: {', '.join(SCANNED_COLUMNS)})")
+        where, params = agent_where(agent_id)
         return self._read(f"SELECT id, {column} FROM memories WHERE {where} ORDER BY id", params)
 
     def embedded_vectors(self, kind: str, agent_id: str) -> Iterator[tuple[int, np.ndarray]]:
         """(id, stored vector) of every row of one kind that has one, whatever its width."""
-        where, params = _agent_where(agent_id)
+        where, params = agent_where(agent_id)
         rows = self._read(
             f"SELECT id, embedding FROM {_TABLES[kind][0]} WHERE {where} AND embedding IS NOT NULL ORDER BY id", params)
         for row_id, blob in rows:
@@ -148,7 +134,7 @@ class SqliteMaintenance:
 
     def agents_without_profile(self, agent_id: str) -> list[str]:
         """Agents holding memories but no profile."""
-        where, params = _agent_where(agent_id, "m")
+        where, params = agent_where(agent_id, "m")
         rows = self._read(
             f"SELECT DISTINCT m.agent_id FROM memories m WHERE {where} AND NOT EXISTS "
             "(SELECT 1 FROM profiles p WHERE p.agent_id = m.agent_id) ORDER BY m.agent_id",
@@ -158,14 +144,14 @@ class SqliteMaintenance:
 
     def memory_epochs(self, agent_id: str) -> list[float]:
         """The readable record times of an agent's memories, epoch seconds, ascending."""
-        where, params = _agent_where(agent_id)
+        where, params = agent_where(agent_id)
         rows = self._read(
             f"SELECT ts_epoch FROM memories WHERE {where} AND ts_epoch IS NOT NULL ORDER BY ts_epoch", params)
         return [epoch for (epoch,) in rows]
 
     def episode_spans(self, agent_id: str) -> list[tuple[int, str | None, str | None]]:
         """(id, start_time, end_time) of every episode, as given."""
-        where, params = _agent_where(agent_id)
+        where, params = agent_where(agent_id)
         return self._read(f"SELECT id, start_time, end_time FROM episodes WHERE {where} ORDER BY id", params)
 
     # -- the derived indexes and the file --------------------------------------------------
@@ -180,7 +166,7 @@ class SqliteMaintenance:
         writes nothing, so no writer changes the rows while it reads.
         """
         table, fts, _ = _TABLES[kind]
-        where, params = _agent_where(agent_id, "t")
+        where, params = agent_where(agent_id, "t")
         with self.write() as conn:
             missing = conn.execute(
                 f"SELECT t.id FROM {table} t WHERE {where} AND NOT EXISTS "
@@ -211,7 +197,7 @@ class SqliteMaintenance:
         table = _TABLES[kind][0]
         model, model_params = ("embedding_model = ?", [self.vector_model]) if self.vector_model is not None else (
             "1 = 1", [])
-        where, params = _agent_where(agent_id)
+        where, params = agent_where(agent_id)
         where, params = f"{where} AND {model}", [*params, *model_params]
         with self.snapshot():
             index = self._indexes[kind]

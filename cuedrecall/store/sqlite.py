@@ -9,7 +9,6 @@ updates take the lock exclusive (``locks.py``); a write waits for another proces
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
@@ -22,7 +21,7 @@ import numpy as np
 
 from cuedrecall.errors import StoreError
 from cuedrecall.store.base import EPISODE, MEMORY, Record, Scope, Threshold, make_ref, split_ref
-from cuedrecall.store.arms import SqliteArms, scope_where
+from cuedrecall.store.arms import SqliteArms
 from cuedrecall.store.block_index import BlockIndex
 from cuedrecall.store.blocks import SqliteBlocks
 from cuedrecall.store.busy import BUSY_TIMEOUT_MS, WRITE_WAIT_S, begin_write, open_reader
@@ -30,17 +29,12 @@ from cuedrecall.store.browse import SqliteBrowse
 from cuedrecall.store.graph import SqliteGraph
 from cuedrecall.store.locks import SnapshotLock
 from cuedrecall.store.maintenance import SqliteMaintenance
+from cuedrecall.store.predicates import listing_where, scope_where
+from cuedrecall.store.rows import RECORD_COLUMNS, TABLES, ids_by_kind, record_of
 from cuedrecall.store.schema import migrate
 from cuedrecall.store.term_counts import TermCounts
 from cuedrecall.store.vector_index import IndexRow, VectorIndex
 
-_MEMORY_COLUMNS = (
-    "id, agent_id, project_id, channel, content, timestamp, created_at, msg_id, source, locked, ts_epoch"
-)
-_EPISODE_COLUMNS = (
-    "id, agent_id, project_id, channel, summary, COALESCE(NULLIF(start_time, ''), created_at), "
-    "created_at, keywords, resolved, start_time, end_time, ts_epoch"
-)
 SNAPSHOT_TRIES = 3  # catch-ups a concurrent snapshot tries before it reads under the exclusive lock instead
 
 
@@ -437,11 +431,7 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
     def records(self, refs: Sequence[str]) -> dict[str, Record]:
         """Hydrate refs into records; unknown refs are absent from the result."""
         out: dict[str, Record] = {}
-        by_kind: dict[str, list[int]] = {MEMORY: [], EPISODE: []}
-        for ref in refs:
-            kind, row_id = split_ref(ref)
-            by_kind[kind].append(row_id)
-        for kind, ids in by_kind.items():
+        for kind, ids in ids_by_kind(refs).items():
             for start in range(0, len(ids), 500):
                 chunk = ids[start : start + 500]
                 marks = ",".join("?" * len(chunk))
@@ -450,26 +440,16 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
         return out
 
     def _select_records(self, kind: str, where: str, params: Sequence[Any], tail: str) -> list[Record]:
-        if kind == MEMORY:
-            rows = self._read(f"SELECT {_MEMORY_COLUMNS} FROM memories t WHERE {where} {tail}", params)
-            return [_memory_record(row) for row in rows]
-        rows = self._read(f"SELECT {_EPISODE_COLUMNS} FROM episodes t WHERE {where} {tail}", params)
-        return [_episode_record(row) for row in rows]
+        rows = self._read(f"SELECT {RECORD_COLUMNS[kind]} FROM {TABLES[kind]} t WHERE {where} {tail}", params)
+        return [record_of(kind, row) for row in rows]
 
     def list_records(
         self, kind: str, agent_id: str, project_id: str | None, limit: int, *, newest_first: bool = True
     ) -> list[Record]:
         """Browse one kind; agent_id "" means every agent."""
-        clauses, params = ["1 = 1"], []
-        if agent_id:
-            clauses.append("t.agent_id = ?")
-            params.append(agent_id)
-        if project_id is not None:
-            clauses.append("t.project_id IN (?, '')" if project_id else "t.project_id = ''")
-            params += [project_id] if project_id else []
+        where, params = listing_where(agent_id, project_id)
         order = "DESC" if newest_first else "ASC"
-        tail = f"ORDER BY t.id {order} LIMIT ?"
-        return self._select_records(kind, " AND ".join(clauses), [*params, limit], tail)
+        return self._select_records(kind, where, [*params, limit], f"ORDER BY t.id {order} LIMIT ?")
 
     def profile(self, agent_id: str) -> tuple[str, str] | None:
         """(content, updated_at) of the agent's profile; cached until any connection changes a profile."""
@@ -577,28 +557,6 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
             if key not in self._stats_cache:
                 self._stats_cache[key] = compute()
             return self._stats_cache[key]
-
-
-def _memory_record(row: tuple) -> Record:
-    row_id, agent, project, channel, content, timestamp, created_at, msg_id, source, locked, ts = row
-    try:
-        parsed = json.loads(source) if source else {}
-    except ValueError:
-        parsed = {}
-    return Record(
-        ref=make_ref(MEMORY, row_id), kind=MEMORY, id=row_id, agent_id=agent, project_id=project,
-        channel=channel, text=content, timestamp=timestamp, created_at=created_at, msg_id=msg_id,
-        source=parsed if isinstance(parsed, dict) else {}, locked=bool(locked), ts_epoch=ts,
-    )
-
-
-def _episode_record(row: tuple) -> Record:
-    row_id, agent, project, channel, summary, time, created_at, keywords, resolved, start, end, ts = row
-    return Record(
-        ref=make_ref(EPISODE, row_id), kind=EPISODE, id=row_id, agent_id=agent, project_id=project,
-        channel=channel, text=summary, timestamp=time or "", created_at=created_at, keywords=keywords,
-        resolved=bool(resolved), source={"System": "episode"}, start_time=start, end_time=end, ts_epoch=ts,
-    )
 
 
 __all__ = ["SqliteStore", "StoreError", "scope_where"]

@@ -11,7 +11,9 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol, TypeVar
+
+_Row = TypeVar("_Row")
 
 
 class TermSource(Protocol):
@@ -121,6 +123,10 @@ KEYWORD_BUDGET_RULE = "keyword-budget-v1"
 # rows at most once per row of the table (min(sum, rows)); a store no larger than the budget keeps all.
 FIRST_PASS_ROWS = 2_000  # the first pass: the uncommon terms (not in more than ratio of the rows)
 FALLBACK_ROWS = 8_000  # the second pass, when the first finds fewer rows than the arm's depth: any term
+# A term the budget leaves out is in many rows of the store, but maybe of other agents: a scope of at most this
+# many memories is scanned for it (LIKE over its own rows, newest first, after the ranked rows), so what other
+# agents store neither hides a small scope's rows nor makes it pay for theirs.
+SCOPE_SCAN_ROWS = 2_000
 
 
 @dataclass(frozen=True)
@@ -182,6 +188,24 @@ def plan_terms(counts: TermCounts, table: str, terms: Sequence[str], *, words: b
     fallback_rows = FIRST_PASS_ROWS if small_scope else FALLBACK_ROWS
     return TermPlan(_within(uncommon, rows, FIRST_PASS_ROWS, total), _within(terms, rows, fallback_rows, total),
                     tuple(terms), rows, total, fallback_rows)
+
+
+def run_plan(plan: TermPlan, run: Callable[[list[str]], list[_Row]], depth: int) -> tuple[list[_Row], str]:
+    """Rank on the plan's first terms; on its fallback terms when that finds fewer than ``depth`` rows. Returns the
+    rows and the pass they came from ("first", "fallback" or "none").
+
+    bm25 must score every row a term matches, and a common word ("the", "was")
+    matches a large share of the store, for a small weight (low idf). Leaving
+    such words out keeps the keyword arm's cost proportional to what the rare
+    words match; the order can differ from full bm25 only by those small weights.
+    """
+    if plan.first and plan.first != plan.fallback:
+        rows = run(list(plan.first))
+        if len(rows) >= depth:
+            return rows, "first"
+    if not plan.fallback:
+        return [], "none"
+    return run(list(plan.fallback)), "fallback"
 
 
 def _within(terms: Sequence[str], rows: dict[str, int], budget: int, total: int) -> tuple[str, ...]:

@@ -31,14 +31,14 @@ Which terms rank is the SQLite store's rule, keyword-budget-v1
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from cuedrecall.store.arms import SCOPE_SCAN_ROWS
 from cuedrecall.store.base import EPISODE, MEMORY, CoarseHit, Hit, Period, Scope, make_ref
+from cuedrecall.store.predicates import like_escape
 from cuedrecall.store.postgres.scope import period_where, scope_where
-from cuedrecall.store.term_counts import PlannedHits, TermPlan, plan_terms
+from cuedrecall.store.term_counts import SCOPE_SCAN_ROWS, PlannedHits, plan_terms, run_plan
 
 if TYPE_CHECKING:
     from cuedrecall.store.term_counts import TermCounts
@@ -53,17 +53,6 @@ _COLUMNS = {MEMORY: (("content",), ("text_len",)), EPISODE: (("summary", "keywor
 def sign_text(vector: np.ndarray) -> str:
     """A vector's sign bits as a PostgreSQL bit string (a dimension > 0 is a 1)."""
     return "".join("1" if x > 0 else "0" for x in np.asarray(vector).reshape(-1).tolist())
-
-
-def _planned(plan: TermPlan, run: Callable[[list[str]], list[Hit]], depth: int) -> tuple[list[Hit], str]:
-    """The plan's first pass, then its fallback when the first finds fewer than ``depth``; and which answered."""
-    if plan.first and plan.first != plan.fallback:
-        hits = run(list(plan.first))
-        if len(hits) >= depth:
-            return hits, "first"
-    if not plan.fallback:
-        return [], "none"
-    return run(list(plan.fallback)), "fallback"
 
 
 def row_length(lengths: Sequence[str]) -> str:
@@ -87,10 +76,6 @@ def _bm25(table: str, lengths: Sequence[str], where: str, period: Period | None)
 def words_query(words: Sequence[str]) -> str:
     """The tsquery text: any of the words (each a run of letters and digits, so quoting is safe)."""
     return " | ".join(f"'{word}'" for word in words)
-
-
-def _like_escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 class PgArms:
@@ -245,7 +230,7 @@ class PgArms:
         the budget left out."""
         terms = list(dict.fromkeys(term for term in terms if term))
         plan = plan_terms(self._vocab, _TEXT[kind][0], terms, words=False)
-        hits, ranked_on = _planned(plan, lambda chosen: self._bm25_arm(kind, scope, chosen, depth, period), depth)
+        hits, ranked_on = run_plan(plan, lambda chosen: self._bm25_arm(kind, scope, chosen, depth, period), depth)
         if kind == MEMORY and plan.left_out and len(hits) < depth and self.pool_counts(scope)[0] <= SCOPE_SCAN_ROWS:
             hits += self._like_hits(scope, plan.left_out, depth - len(hits), period, len(hits), {h.ref for h in hits})
         return PlannedHits(hits, plan, ranked_on)
@@ -282,7 +267,7 @@ class PgArms:
         likes = " OR ".join("m.content ILIKE %s ESCAPE '\\'" for _ in phrases)
         rows = self._read(
             f"SELECT m.id FROM memories m WHERE ({likes}) AND {where}{pwhere} ORDER BY m.id DESC LIMIT %s",
-            [*(f"%{_like_escape(phrase)}%" for phrase in phrases), *params, *pparams, depth + len(taken)])
+            [*(f"%{like_escape(phrase)}%" for phrase in phrases), *params, *pparams, depth + len(taken)])
         refs = [make_ref(MEMORY, row_id) for (row_id,) in rows if make_ref(MEMORY, row_id) not in taken][:depth]
         return [Hit(ref, first_rank + rank, None) for rank, ref in enumerate(refs)]
 
@@ -294,7 +279,7 @@ class PgArms:
         if not kept or depth <= 0:
             return []
         plan = plan_terms(self._vocab, "memories", kept, words=True)
-        hits, ranked_on = _planned(plan, lambda chosen: self._word_query(scope, chosen, depth, period), depth)
+        hits, ranked_on = run_plan(plan, lambda chosen: self._word_query(scope, chosen, depth, period), depth)
         return PlannedHits(hits, plan, ranked_on)
 
     def _word_query(self, scope: Scope, words: Sequence[str], depth: int, period: Period | None) -> list[Hit]:

@@ -23,16 +23,14 @@ import numpy as np
 
 from cuedrecall.store.base import EPISODE, MEMORY, TASK_ATTEMPTS, BlockHit, BlockSet, Scope, Task, make_ref, split_ref
 from cuedrecall.store.block_index import MAX_BLOCK
-from cuedrecall.store.blocks import _after_plan, _payload, text_hash
 from cuedrecall.store.postgres.scope import scope_where
+from cuedrecall.store.rows import TEXT_COLUMNS, after_plan, task_payload, text_hash
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
 log = logging.getLogger("cuedrecall.store")
 
-# kind -> (table, the text column, the source id column)
-_TEXT = {MEMORY: ("memories", "content", "source_id"), EPISODE: ("episodes", "summary", "''")}
 _KIND_ORDER = "CASE b.kind WHEN 'mem' THEN 0 ELSE 1 END"  # memories before episodes, as the index's keys
 
 
@@ -66,7 +64,7 @@ class PgBlocks:
             if row is None:
                 return None
             conn.execute("UPDATE tasks SET claimed_until = %s WHERE id = %s", (now + lease_s, row[0]))
-        return Task(int(row[0]), row[1], _payload(row[2]), int(row[3]))
+        return Task(int(row[0]), row[1], task_payload(row[2]), int(row[3]))
 
     def finish_task(self, conn: Any, task_id: int) -> None:
         """Remove a done task, inside the write that did its work."""
@@ -105,7 +103,7 @@ class PgBlocks:
     def record_text(self, ref: str) -> tuple[str, str] | None:
         """A record's text and its text_hash; None when it is gone."""
         kind, row_id = split_ref(ref)
-        table, column, _ = _TEXT[kind]
+        table, column, _ = TEXT_COLUMNS[kind]
         rows = self._read(f"SELECT {column} FROM {table} WHERE id = %s", (row_id,))
         return (rows[0][0], text_hash(rows[0][0])) if rows else None
 
@@ -119,7 +117,7 @@ class PgBlocks:
         """Replace a record's blocks, inside an open write(), while its text is the one the set divides (False,
         writing nothing, otherwise). A set without vectors marks the record done."""
         kind, row_id = split_ref(block_set.ref)
-        table, column, source = _TEXT[kind]
+        table, column, source = TEXT_COLUMNS[kind]
         row = conn.execute(f"SELECT {column}, agent_id, project_id, channel, {source} FROM {table} WHERE id = %s "
                            "FOR UPDATE", (row_id,)).fetchone()
         if row is None or text_hash(row[0]) != block_set.text_hash:
@@ -150,10 +148,10 @@ class PgBlocks:
         """(ref, text, text_hash) of the records with no block set of this model, memories then episodes, by id,
         after the ``after`` ref; one agent's or every agent's ("")."""
         out: list[tuple[str, str, str]] = []
-        for kind, after_id in _after_plan(after):
+        for kind, after_id in after_plan(after):
             if len(out) >= limit:
                 break
-            table, column, _ = _TEXT[kind]
+            table, column, _ = TEXT_COLUMNS[kind]
             agent = " AND t.agent_id = %s" if agent_id else ""
             rows = self._read(
                 f"SELECT t.id, t.{column} FROM {table} t WHERE t.id > %s{agent} AND NOT EXISTS (SELECT 1 FROM "
@@ -170,7 +168,7 @@ class PgBlocks:
         for kind in (MEMORY, EPISODE):
             where, params = ("t.agent_id = %s", [agent_id]) if agent_id else ("TRUE", [])
             total, built = self._read(
-                f"SELECT COUNT(*), COUNT(b.record_id) FROM {_TEXT[kind][0]} t LEFT JOIN blocks b ON b.kind = %s "
+                f"SELECT COUNT(*), COUNT(b.record_id) FROM {TEXT_COLUMNS[kind][0]} t LEFT JOIN blocks b ON b.kind = %s "
                 f"AND b.record_id = t.id AND b.block = 0{model_where} WHERE {where}",
                 [kind, *([model] if model else []), *params])[0]
             records, done = records + total, done + built

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from cuedrecall.store.base import EPISODE, MEMORY, AgentSummary, Period, Record, Scope
-from cuedrecall.store.browse import PAGE_MAX
+from cuedrecall.store.base import AgentSummary, Period, Record, Scope
 from cuedrecall.store.postgres.scope import period_where, scope_where
-
-_TABLES = {MEMORY: "memories", EPISODE: "episodes"}
+from cuedrecall.store.rows import agent_summaries, page_window
 
 
 class PgBrowse:
@@ -20,30 +18,13 @@ class PgBrowse:
 
     def agents(self) -> list[AgentSummary]:
         """Every agent with a row or a profile: its counts, projects and channels (one grouped pass a table)."""
-        counts: dict[str, list[int]] = {}
-        projects: dict[str, set[str]] = {}
-        channels: dict[str, set[str]] = {}
-        for position, table in enumerate(("memories", "episodes")):
-            for agent, project, channel, count in self._read(
-                    f"SELECT agent_id, project_id, channel, COUNT(*) FROM {table} GROUP BY agent_id, project_id, "
-                    "channel"):
-                counts.setdefault(agent, [0, 0])[position] += int(count)
-                projects.setdefault(agent, set()).add(project)
-                channels.setdefault(agent, set()).add(channel)
-        profiled = {agent for (agent,) in self._read("SELECT DISTINCT agent_id FROM profiles")}
-        return [AgentSummary(agent, *counts.get(agent, [0, 0]), tuple(sorted(projects.get(agent, ()))),
-                             tuple(sorted(channels.get(agent, ()))), agent in profiled)
-                for agent in sorted(set(counts) | profiled)]
+        return agent_summaries(self._read)
 
     def page_records(self, kind: str, scope: Scope, *, limit: int, before_id: int | None = None, offset: int = 0,
                      period: Period | None = None) -> list[Record]:
         """Up to ``limit`` (at most PAGE_MAX) records of the scope, highest id first: below ``before_id`` when
         given, after skipping ``offset`` rows, with a record time in ``period`` [start, end) when given."""
-        if kind not in _TABLES:
-            raise ValueError(f"unknown record kind {kind!r}")
-        if kind == EPISODE and not scope.episodes_visible:
-            return []
-        size, offset = max(0, min(limit, PAGE_MAX)), max(0, offset)
+        size, offset = page_window(kind, scope, limit, offset)
         if size == 0:
             return []
         where, params = scope_where(scope, "t", kind)

@@ -7,26 +7,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from cuedrecall.store.base import (
-    ENTITY, EPISODE, MEMORY, Entity, Mentions, NameHit, NewRelation, Relation, Scope, make_ref, split_ref,
+    ENTITY, EPISODE, MEMORY, Entity, Mentions, NameHit, NewRelation, Relation, Scope, make_ref,
 )
 from cuedrecall.store.postgres.scope import scope_where
+from cuedrecall.store.rows import ENTITY_COLUMNS, RELATION_COLUMNS, TABLES, ids_by_kind
 
-_ENTITY_COLUMNS = "e.id, e.agent_id, e.project_id, e.channel, e.name, e.normalized, e.declared_by, e.created_at"
-_RELATION_COLUMNS = ("r.id, r.agent_id, r.project_id, r.channel, r.subject_kind, r.subject_id, r.predicate, "
-                     "r.object_kind, r.object_id, r.anchor_ref, r.declared_by, r.declared_at")
-_TABLES = {MEMORY: "memories", EPISODE: "episodes"}
-
-
-def _ids_by_kind(refs: Sequence[str]) -> dict[str, list[int]]:
-    """Record ids by kind; what is not a record ref is left out."""
-    out: dict[str, list[int]] = {MEMORY: [], EPISODE: []}
-    for ref in refs:
-        try:
-            kind, row_id = split_ref(ref)
-        except ValueError:
-            continue
-        out[kind].append(row_id)
-    return out
 
 
 class PgGraph:
@@ -91,21 +76,21 @@ class PgGraph:
     def find_entity(self, agent_id: str, project_id: str, channel: str, normalized: str) -> Entity | None:
         """The lowest-id entity of exactly this bucket that the normalised name names, as its name or an alias."""
         rows = self._read(
-            f"SELECT {_ENTITY_COLUMNS} FROM entities e WHERE e.agent_id = %s AND e.project_id = %s AND e.channel = %s "
+            f"SELECT {ENTITY_COLUMNS} FROM entities e WHERE e.agent_id = %s AND e.project_id = %s AND e.channel = %s "
             "AND (e.normalized = %s OR e.id IN (SELECT entity_id FROM entity_aliases WHERE normalized = %s)) "
             "ORDER BY e.id LIMIT 1", (agent_id, project_id, channel, normalized, normalized))
         return Entity(*rows[0]) if rows else None
 
     def entities(self, ids: Sequence[int]) -> dict[int, Entity]:
         """Entities by id, whoever's they are (the caller checks the owner)."""
-        rows = self._read(f"SELECT {_ENTITY_COLUMNS} FROM entities e WHERE e.id = ANY(%s)", [sorted(set(ids))])
+        rows = self._read(f"SELECT {ENTITY_COLUMNS} FROM entities e WHERE e.id = ANY(%s)", [sorted(set(ids))])
         return {row[0]: Entity(*row) for row in rows}
 
     def entities_named(self, scope: Scope, normalized: str) -> list[Entity]:
         """The entities readable in the scope that the normalised name names, as name or alias; lowest id first."""
         where, params = scope_where(scope, "e", ENTITY)
         rows = self._read(
-            f"SELECT {_ENTITY_COLUMNS} FROM entities e WHERE {where} AND (e.normalized = %s "
+            f"SELECT {ENTITY_COLUMNS} FROM entities e WHERE {where} AND (e.normalized = %s "
             "OR e.id IN (SELECT entity_id FROM entity_aliases WHERE normalized = %s)) ORDER BY e.id",
             [*params, normalized, normalized])
         return [Entity(*row) for row in rows]
@@ -150,7 +135,7 @@ class PgGraph:
             prefix = kind + ":"
             parts.append(
                 f"SELECT m.entity_id, m.ref, t.id AS rid, {order} AS kord FROM entity_mentions m "
-                f"JOIN {_TABLES[kind]} t ON m.ref = '{prefix}' || t.id WHERE m.entity_id = ANY(%s) "
+                f"JOIN {TABLES[kind]} t ON m.ref = '{prefix}' || t.id WHERE m.entity_id = ANY(%s) "
                 f"AND left(m.ref, {len(prefix)}) = '{prefix}' AND {where}")
             params += [sorted(set(entity_ids)), *scope_params]
         rows = self._read(
@@ -171,7 +156,7 @@ class PgGraph:
         owhere, oparams = scope_where(scope, "o", ENTITY)
         ids = sorted(set(entity_ids))
         rows = self._read(
-            f"SELECT {_RELATION_COLUMNS} FROM relations r JOIN entities s ON s.id = r.subject_id "
+            f"SELECT {RELATION_COLUMNS} FROM relations r JOIN entities s ON s.id = r.subject_id "
             f"JOIN entities o ON o.id = r.object_id WHERE (r.subject_id = ANY(%s) OR r.object_id = ANY(%s)) "
             f"AND r.subject_kind = '{ENTITY}' AND r.object_kind = '{ENTITY}' AND {rwhere} AND {swhere} AND {owhere} "
             "ORDER BY r.id", [ids, ids, *rparams, *sparams, *oparams])
@@ -182,11 +167,11 @@ class PgGraph:
         wanted = set(refs)
         where, params = scope_where(scope, "r", ENTITY)
         found: dict[int, Relation] = {}
-        for kind, ids in _ids_by_kind(sorted(wanted)).items():
+        for kind, ids in ids_by_kind(sorted(wanted), skip_others=True).items():
             if not ids:
                 continue
             for row in self._read(
-                    f"SELECT {_RELATION_COLUMNS} FROM relations r WHERE r.subject_kind = '{kind}' "
+                    f"SELECT {RELATION_COLUMNS} FROM relations r WHERE r.subject_kind = '{kind}' "
                     f"AND r.subject_id = ANY(%s) AND r.object_kind IN ('{MEMORY}', '{EPISODE}') AND {where}",
                     [ids, *params]):
                 relation = Relation(*row)

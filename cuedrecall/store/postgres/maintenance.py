@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 import numpy as np
 
 from cuedrecall.store.base import EPISODE, MEMORY, IndexGap, make_ref, split_ref
-from cuedrecall.store.maintenance import _SCANNED_COLUMNS, _before_plan
-from cuedrecall.store.postgres.records import TABLES, as_vector, to_db_vector
+from cuedrecall.store.postgres.records import as_vector, to_db_vector
+from cuedrecall.store.postgres.scope import agent_where
+from cuedrecall.store.rows import SCANNED_COLUMNS, TABLES, before_plan
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -22,12 +23,6 @@ if TYPE_CHECKING:
 _TEXT = {MEMORY: "content", EPISODE: "summary"}
 _GRAMS = {MEMORY: "cr_trigrams(content)", EPISODE: "cr_trigrams(summary || E'\\n' || keywords)"}
 _BLANK = "E' \\t\\n\\r'"  # the characters trimmed when asking whether a text is empty
-
-
-def _agent_where(agent_id: str, alias: str = "") -> tuple[str, list[Any]]:
-    """One agent's rows, or every row for agent ""."""
-    column = f"{alias}.agent_id" if alias else "agent_id"
-    return (f"{column} = %s", [agent_id]) if agent_id else ("TRUE", [])
 
 
 class PgMaintenance:
@@ -42,7 +37,7 @@ class PgMaintenance:
 
     def maintenance_counts(self, agent_id: str) -> dict[str, int]:
         """Rows of each kind, and how many of them carry a vector."""
-        where, params = _agent_where(agent_id)
+        where, params = agent_where(agent_id)
         out = {}
         for kind, name in ((MEMORY, "memories"), (EPISODE, "episodes")):
             total, embedded = self._read(f"SELECT COUNT(*), COUNT(embedding) FROM {TABLES[kind]} WHERE {where}",
@@ -59,18 +54,18 @@ class PgMaintenance:
 
     def unembedded(self, kind: str, agent_id: str, limit: int) -> tuple[int, list[int]]:
         """Rows of one kind without a vector: (count, oldest ids)."""
-        where, params = _agent_where(agent_id)
+        where, params = agent_where(agent_id)
         return self._counted_ids(TABLES[kind], f"{where} AND embedding IS NULL", params, limit)
 
     def misfit_embeddings(self, kind: str, agent_id: str, width: int, limit: int) -> tuple[int, list[int]]:
         """Rows whose vector does not have ``width`` components: (count, oldest ids)."""
-        where, params = _agent_where(agent_id)
+        where, params = agent_where(agent_id)
         return self._counted_ids(TABLES[kind], f"{where} AND embedding IS NOT NULL AND vector_dims(embedding) != %s",
                                  [*params, width], limit)
 
     def stale_embeddings(self, model: str, agent_id: str = "") -> dict[str, int]:
         """Rows of each kind whose vector another model than ``model`` made: the re-embedding's work left."""
-        where, params = _agent_where(agent_id)
+        where, params = agent_where(agent_id)
         return {kind: int(self._read(f"SELECT COUNT(*) FROM {table} WHERE {where} AND embedding IS NOT NULL "
                                      "AND embedding_model != %s", [*params, model])[0][0])
                 for kind, table in TABLES.items()}
@@ -79,8 +74,8 @@ class PgMaintenance:
         """(ref, text) of at most ``limit`` rows whose vector another model made, newest first: memories, then
         episodes, from just below the ``before`` ref."""
         out: list[tuple[str, str]] = []
-        where, params = _agent_where(agent_id)
-        for kind, below in _before_plan(before):
+        where, params = agent_where(agent_id)
+        for kind, below in before_plan(before):
             if len(out) >= limit:
                 break
             rows = self._read(f"SELECT id, {_TEXT[kind]} FROM {TABLES[kind]} WHERE id < %s AND {where} "
@@ -91,17 +86,17 @@ class PgMaintenance:
 
     def oversized_memories(self, agent_id: str, cap: int, limit: int) -> tuple[int, list[int]]:
         """Memories whose content is longer than ``cap`` characters: (count, oldest ids)."""
-        where, params = _agent_where(agent_id)
+        where, params = agent_where(agent_id)
         return self._counted_ids("memories", f"{where} AND char_length(content) > %s", [*params, cap], limit)
 
     def empty_memories(self, agent_id: str, limit: int) -> tuple[int, list[int]]:
         """Memories whose content is empty or only spaces, tabs and line breaks: (count, oldest ids)."""
-        where, params = _agent_where(agent_id)
+        where, params = agent_where(agent_id)
         return self._counted_ids("memories", f"{where} AND btrim(content, {_BLANK}) = ''", params, limit)
 
     def duplicate_copies(self, agent_id: str) -> list[tuple[int, int, bool]]:
         """Every later copy of a memory: same agent, project, channel and content. (id, the lowest id, locked)."""
-        where, params = _agent_where(agent_id)
+        where, params = agent_where(agent_id)
         rows = self._read(
             "SELECT id, keep, locked FROM (SELECT id, locked, MIN(id) OVER (PARTITION BY agent_id, project_id, "
             f"channel, content) AS keep FROM memories WHERE {where}) d WHERE id != keep ORDER BY id", params)
@@ -109,35 +104,35 @@ class PgMaintenance:
 
     def scan_memories(self, agent_id: str, column: str) -> list[tuple[int, str]]:
         """(id, value) of one text column (content, timestamp or source) of every memory."""
-        if column not in _SCANNED_COLUMNS:
-            raise ValueError(f"column {column!r} cannot be scanned (accepted: {', '.join(_SCANNED_COLUMNS)})")
-        where, params = _agent_where(agent_id)
+        if column not in SCANNED_COLUMNS:
+            raise ValueError(f"column {column!r} cannot be scanned (accepted: {', '.join(SCANNED_COLUMNS)})")
+        where, params = agent_where(agent_id)
         return [tuple(row) for row in self._read(f"SELECT id, {column} FROM memories WHERE {where} ORDER BY id",
                                                  params)]
 
     def embedded_vectors(self, kind: str, agent_id: str) -> Iterator[tuple[int, np.ndarray]]:
         """(id, stored vector) of every row of one kind that has one, whatever its width."""
-        where, params = _agent_where(agent_id)
+        where, params = agent_where(agent_id)
         for row_id, vector in self._read(f"SELECT id, embedding FROM {TABLES[kind]} WHERE {where} "
                                          "AND embedding IS NOT NULL ORDER BY id", params):
             yield row_id, as_vector(vector)
 
     def agents_without_profile(self, agent_id: str) -> list[str]:
         """Agents holding memories but no profile."""
-        where, params = _agent_where(agent_id, "m")
+        where, params = agent_where(agent_id, "m")
         rows = self._read(f"SELECT DISTINCT m.agent_id FROM memories m WHERE {where} AND NOT EXISTS "
                           "(SELECT 1 FROM profiles p WHERE p.agent_id = m.agent_id) ORDER BY m.agent_id", params)
         return [agent for (agent,) in rows]
 
     def memory_epochs(self, agent_id: str) -> list[float]:
         """The readable record times of an agent's memories, epoch seconds, ascending."""
-        where, params = _agent_where(agent_id)
+        where, params = agent_where(agent_id)
         return [epoch for (epoch,) in self._read(
             f"SELECT ts_epoch FROM memories WHERE {where} AND ts_epoch IS NOT NULL ORDER BY ts_epoch", params)]
 
     def episode_spans(self, agent_id: str) -> list[tuple[int, str | None, str | None]]:
         """(id, start_time, end_time) of every episode, as given."""
-        where, params = _agent_where(agent_id)
+        where, params = agent_where(agent_id)
         return [tuple(row) for row in self._read(
             f"SELECT id, start_time, end_time FROM episodes WHERE {where} ORDER BY id", params)]
 
@@ -146,7 +141,7 @@ class PgMaintenance:
     def fts_gap(self, kind: str, agent_id: str) -> IndexGap:
         """Rows whose stored trigram column differs from their text's (``missing``); no entry can outlive its row
         here (``stray`` is always empty)."""
-        where, params = _agent_where(agent_id)
+        where, params = agent_where(agent_id)
         rows = self._read(f"SELECT id FROM {TABLES[kind]} WHERE {where} AND grams IS DISTINCT FROM {_GRAMS[kind]} "
                           "ORDER BY id", params)
         return IndexGap([row_id for (row_id,) in rows], [])
@@ -163,7 +158,7 @@ class PgMaintenance:
         width = self.embedding_dim()
         if width is None:
             return IndexGap([], [])
-        where, params = _agent_where(agent_id)
+        where, params = agent_where(agent_id)
         model = " AND embedding_model = %s" if self.vector_model is not None else ""
         rows = self._read(
             f"SELECT id FROM {TABLES[kind]} WHERE {where} AND embedding IS NOT NULL AND vector_dims(embedding) = %s"

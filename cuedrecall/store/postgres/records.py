@@ -7,27 +7,20 @@ source of truth) and comes back as a float32 numpy array.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
 from cuedrecall.store.base import EPISODE, MEMORY, Record, Scope, Threshold, make_ref, split_ref
-from cuedrecall.store.postgres.scope import scope_where
+from cuedrecall.store.postgres.scope import listing_where, scope_where
+from cuedrecall.store.rows import RECORD_COLUMNS, TABLES, ids_by_kind, record_of
 
-TABLES = {MEMORY: "memories", EPISODE: "episodes"}
 # every stored column (the derived grams, words and sign_bits are the database's business)
 MEMORY_COLUMNS = ("id", "agent_id", "project_id", "channel", "msg_id", "content", "source", "source_id", "timestamp",
                   "ts_epoch", "metadata", "embedding", "embedding_model", "locked", "created_at")
 EPISODE_COLUMNS = ("id", "agent_id", "project_id", "channel", "summary", "keywords", "start_time", "end_time",
                    "ts_epoch", "resolved", "embedding", "embedding_model", "created_at")
 COLUMNS = {MEMORY: MEMORY_COLUMNS, EPISODE: EPISODE_COLUMNS}
-_RECORD_COLUMNS = {
-    MEMORY: "t.id, t.agent_id, t.project_id, t.channel, t.content, t.timestamp, t.created_at, t.msg_id, t.source, "
-            "t.locked, t.ts_epoch",
-    EPISODE: "t.id, t.agent_id, t.project_id, t.channel, t.summary, COALESCE(NULLIF(t.start_time, ''), t.created_at), "
-             "t.created_at, t.keywords, t.resolved, t.start_time, t.end_time, t.ts_epoch",
-}
 
 
 def as_vector(value: Any) -> np.ndarray | None:
@@ -151,33 +144,23 @@ class PgRecords:
 
     def records(self, refs: Sequence[str]) -> dict[str, Record]:
         """Hydrate refs into records; unknown refs are absent from the result."""
-        by_kind: dict[str, list[int]] = {MEMORY: [], EPISODE: []}
-        for ref in refs:
-            kind, row_id = split_ref(ref)
-            by_kind[kind].append(row_id)
         out: dict[str, Record] = {}
-        for kind, ids in by_kind.items():
+        for kind, ids in ids_by_kind(refs).items():
             if ids:
                 for record in self._select_records(kind, "t.id = ANY(%s)", [ids], ""):
                     out[record.ref] = record
         return out
 
     def _select_records(self, kind: str, where: str, params: Sequence[Any], tail: str) -> list[Record]:
-        rows = self._read(f"SELECT {_RECORD_COLUMNS[kind]} FROM {TABLES[kind]} t WHERE {where} {tail}", params)
-        return [_memory_record(row) if kind == MEMORY else _episode_record(row) for row in rows]
+        rows = self._read(f"SELECT {RECORD_COLUMNS[kind]} FROM {TABLES[kind]} t WHERE {where} {tail}", params)
+        return [record_of(kind, row) for row in rows]
 
     def list_records(self, kind: str, agent_id: str, project_id: str | None, limit: int, *,
                      newest_first: bool = True) -> list[Record]:
         """Browse one kind; agent_id "" means every agent."""
-        clauses, params = ["TRUE"], []
-        if agent_id:
-            clauses.append("t.agent_id = %s")
-            params.append(agent_id)
-        if project_id is not None:
-            clauses.append("t.project_id IN (%s, '')" if project_id else "t.project_id = ''")
-            params += [project_id] if project_id else []
+        where, params = listing_where(agent_id, project_id)
         order = "DESC" if newest_first else "ASC"
-        return self._select_records(kind, " AND ".join(clauses), [*params, limit], f"ORDER BY t.id {order} LIMIT %s")
+        return self._select_records(kind, where, [*params, limit], f"ORDER BY t.id {order} LIMIT %s")
 
     def profile(self, agent_id: str) -> tuple[str, str] | None:
         """(content, updated_at) of the agent's profile."""
@@ -286,25 +269,3 @@ def _row_dict(columns: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
     out = dict(zip(columns, row))
     out["embedding"] = as_vector(out["embedding"])
     return out
-
-
-def _memory_record(row: tuple) -> Record:
-    row_id, agent, project, channel, content, timestamp, created_at, msg_id, source, locked, ts = row
-    try:
-        parsed = json.loads(source) if source else {}
-    except ValueError:
-        parsed = {}
-    return Record(
-        ref=make_ref(MEMORY, row_id), kind=MEMORY, id=row_id, agent_id=agent, project_id=project,
-        channel=channel, text=content, timestamp=timestamp, created_at=created_at, msg_id=msg_id,
-        source=parsed if isinstance(parsed, dict) else {}, locked=bool(locked), ts_epoch=ts,
-    )
-
-
-def _episode_record(row: tuple) -> Record:
-    row_id, agent, project, channel, summary, time, created_at, keywords, resolved, start, end, ts = row
-    return Record(
-        ref=make_ref(EPISODE, row_id), kind=EPISODE, id=row_id, agent_id=agent, project_id=project,
-        channel=channel, text=summary, timestamp=time or "", created_at=created_at, keywords=keywords,
-        resolved=bool(resolved), source={"System": "episode"}, start_time=start, end_time=end, ts_epoch=ts,
-    )

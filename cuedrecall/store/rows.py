@@ -1,0 +1,135 @@
+"""What both SQL stores (``sqlite.py``, ``postgres/``) do alike with rows: read them into records, sum up the agents,
+group refs by kind, walk the two kinds in batches, decode a task's payload, hash a record's text.
+
+The rule of the house: one piece of code per idea. A helper that does not depend on
+the SQL dialect lives once, here (or in ``predicates.py`` for WHERE fragments), and
+both backends import it; what the dialects make different stays in each backend.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Callable, Sequence
+
+from cuedrecall.store.base import EPISODE, MEMORY, AgentSummary, Record, Scope, make_ref, split_ref
+
+TABLES = {MEMORY: "memories", EPISODE: "episodes"}
+# kind -> (table, the text column, the source id column): what a block set divides and the axes it copies
+TEXT_COLUMNS = {MEMORY: ("memories", "content", "source_id"), EPISODE: ("episodes", "summary", "''")}
+# the columns, on table alias t, that ``memory_record`` / ``episode_record`` read, in their order
+RECORD_COLUMNS = {
+    MEMORY: "t.id, t.agent_id, t.project_id, t.channel, t.content, t.timestamp, t.created_at, t.msg_id, t.source, "
+            "t.locked, t.ts_epoch",
+    EPISODE: "t.id, t.agent_id, t.project_id, t.channel, t.summary, COALESCE(NULLIF(t.start_time, ''), t.created_at), "
+             "t.created_at, t.keywords, t.resolved, t.start_time, t.end_time, t.ts_epoch",
+}
+# the columns, on alias e and r, that ``Entity`` and ``Relation`` are built from, in their fields' order
+ENTITY_COLUMNS = "e.id, e.agent_id, e.project_id, e.channel, e.name, e.normalized, e.declared_by, e.created_at"
+RELATION_COLUMNS = ("r.id, r.agent_id, r.project_id, r.channel, r.subject_kind, r.subject_id, r.predicate, "
+                    "r.object_kind, r.object_id, r.anchor_ref, r.declared_by, r.declared_at")
+SCANNED_COLUMNS = ("content", "timestamp", "source")  # the memory columns scan_memories may read
+PAGE_MAX = 500  # the most rows one page of page_records reads
+_TOP = 1 << 62  # above every id: a newest-first walk of a kind starts below it
+
+
+def memory_record(row: Sequence[Any]) -> Record:
+    """A memory from a row of ``RECORD_COLUMNS[MEMORY]``; a source that is not a JSON object reads as {}."""
+    row_id, agent, project, channel, content, timestamp, created_at, msg_id, source, locked, ts = row
+    try:
+        parsed = json.loads(source) if source else {}
+    except ValueError:
+        parsed = {}
+    return Record(
+        ref=make_ref(MEMORY, row_id), kind=MEMORY, id=row_id, agent_id=agent, project_id=project,
+        channel=channel, text=content, timestamp=timestamp, created_at=created_at, msg_id=msg_id,
+        source=parsed if isinstance(parsed, dict) else {}, locked=bool(locked), ts_epoch=ts,
+    )
+
+
+def episode_record(row: Sequence[Any]) -> Record:
+    """An episode from a row of ``RECORD_COLUMNS[EPISODE]``."""
+    row_id, agent, project, channel, summary, time, created_at, keywords, resolved, start, end, ts = row
+    return Record(
+        ref=make_ref(EPISODE, row_id), kind=EPISODE, id=row_id, agent_id=agent, project_id=project,
+        channel=channel, text=summary, timestamp=time or "", created_at=created_at, keywords=keywords,
+        resolved=bool(resolved), source={"System": "episode"}, start_time=start, end_time=end, ts_epoch=ts,
+    )
+
+
+def record_of(kind: str, row: Sequence[Any]) -> Record:
+    """A record of either kind from a row of ``RECORD_COLUMNS[kind]``."""
+    return memory_record(row) if kind == MEMORY else episode_record(row)
+
+
+def agent_summaries(read: Callable[[str], list[tuple]]) -> list[AgentSummary]:
+    """Every agent with a memory, an episode or a profile, by agent id, with its counts, projects and channels:
+    one grouped pass per table over the isolation index (agent, project, channel), read through ``read``."""
+    counts: dict[str, list[int]] = {}
+    projects: dict[str, set[str]] = {}
+    channels: dict[str, set[str]] = {}
+    for position, table in enumerate(("memories", "episodes")):
+        for agent, project, channel, count in read(
+                f"SELECT agent_id, project_id, channel, COUNT(*) FROM {table} GROUP BY agent_id, project_id, channel"):
+            counts.setdefault(agent, [0, 0])[position] += int(count)
+            projects.setdefault(agent, set()).add(project)
+            channels.setdefault(agent, set()).add(channel)
+    profiled = {agent for (agent,) in read("SELECT DISTINCT agent_id FROM profiles")}
+    return [AgentSummary(agent, *counts.get(agent, [0, 0]), tuple(sorted(projects.get(agent, ()))),
+                         tuple(sorted(channels.get(agent, ()))), agent in profiled)
+            for agent in sorted(set(counts) | profiled)]
+
+
+def page_window(kind: str, scope: Scope, limit: int, offset: int) -> tuple[int, int]:
+    """(rows to read, rows to skip) of one page of ``page_records``: at most PAGE_MAX rows, none of the episodes a
+    source filter hides (``Scope.episodes_visible``); ValueError for a kind that is not a record's."""
+    if kind not in TABLES:
+        raise ValueError(f"unknown record kind {kind!r}")
+    if kind == EPISODE and not scope.episodes_visible:
+        return 0, max(0, offset)
+    return max(0, min(limit, PAGE_MAX)), max(0, offset)
+
+
+def ids_by_kind(refs: Sequence[str], *, skip_others: bool = False) -> dict[str, list[int]]:
+    """Record ids by kind, in the refs' order. What is not a record ref raises ValueError, or with
+    ``skip_others`` is left out (the profile's row among a graph's refs)."""
+    out: dict[str, list[int]] = {MEMORY: [], EPISODE: []}
+    for ref in refs:
+        try:
+            kind, row_id = split_ref(ref)
+        except ValueError:
+            if skip_others:
+                continue
+            raise
+        out[kind].append(row_id)
+    return out
+
+
+def after_plan(after: str | None) -> list[tuple[str, int]]:
+    """(kind, id after which to start) for each kind still to walk oldest first: memories, then episodes."""
+    if after is None:
+        return [(MEMORY, 0), (EPISODE, 0)]
+    kind, row_id = split_ref(after)
+    return [(MEMORY, row_id), (EPISODE, 0)] if kind == MEMORY else [(EPISODE, row_id)]
+
+
+def before_plan(before: str | None) -> list[tuple[str, int]]:
+    """(kind, id below which to start) for each kind still to walk newest first: memories, then episodes."""
+    if before is None:
+        return [(MEMORY, _TOP), (EPISODE, _TOP)]
+    kind, row_id = split_ref(before)
+    return [(MEMORY, row_id), (EPISODE, _TOP)] if kind == MEMORY else [(EPISODE, row_id)]
+
+
+def task_payload(text: str) -> dict[str, Any]:
+    """A queued task's stored payload; {} when it is not a JSON object (another version may have written it)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def text_hash(text: str) -> str:
+    """The hash that ties a block set to the text it divides: sha256 of the UTF-8 text, 16 hex digits."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
