@@ -1,5 +1,5 @@
 """What both SQL stores (``sqlite.py``, ``postgres/``) do alike with rows: read them into records, sum up the agents,
-group refs by kind, walk the two kinds in batches, decode a task's payload, hash a record's text.
+group refs by kind, count the gate's pool, walk the two kinds in batches, decode a task's payload, hash a record's text.
 
 The rule of the house: one piece of code per idea. A helper that does not depend on
 the SQL dialect lives once, here (or in ``predicates.py`` for WHERE fragments), and
@@ -13,6 +13,7 @@ import json
 from typing import Any, Callable, Sequence
 
 from cuedrecall.store.base import EPISODE, MEMORY, AgentSummary, Record, Scope, make_ref, split_ref
+from cuedrecall.store.predicates import scope_where
 
 TABLES = {MEMORY: "memories", EPISODE: "episodes"}
 # kind -> (table, the text column, the source id column): what a block set divides and the axes it copies
@@ -133,3 +134,15 @@ def task_payload(text: str) -> dict[str, Any]:
 def text_hash(text: str) -> str:
     """The hash that ties a block set to the text it divides: sha256 of the UTF-8 text, 16 hex digits."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def pool_counts(read: Callable[[str, Sequence[Any]], list[tuple]], scope: Scope, mark: str) -> tuple[int, int]:
+    """(memories, episodes) in the scope, the gate's pool; episodes only where the scope shows them. ``mark`` is
+    the backend's placeholder."""
+    mwhere, mparams = scope_where(scope, "t", MEMORY, mark=mark)
+    memories = read(f"SELECT COUNT(*) FROM memories t WHERE {mwhere}", mparams)[0][0]
+    episodes = 0
+    if scope.episodes_visible:
+        ewhere, eparams = scope_where(scope, "t", EPISODE, mark=mark)
+        episodes = read(f"SELECT COUNT(*) FROM episodes t WHERE {ewhere}", eparams)[0][0]
+    return int(memories), int(episodes)

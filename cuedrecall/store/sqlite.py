@@ -30,7 +30,7 @@ from cuedrecall.store.graph import SqliteGraph
 from cuedrecall.store.locks import SnapshotLock
 from cuedrecall.store.maintenance import SqliteMaintenance
 from cuedrecall.store.predicates import listing_where, scope_where
-from cuedrecall.store.rows import RECORD_COLUMNS, TABLES, ids_by_kind, record_of
+from cuedrecall.store.rows import RECORD_COLUMNS, TABLES, ids_by_kind, pool_counts, record_of
 from cuedrecall.store.schema import migrate
 from cuedrecall.store.term_counts import TermCounts
 from cuedrecall.store.vector_index import IndexRow, VectorIndex
@@ -492,16 +492,7 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
 
     def pool_counts(self, scope: Scope) -> tuple[int, int]:
         """(memories, episodes) in the scope: the gate's pool."""
-        return self._cached(("pool", scope), lambda: self._pool_counts(scope))
-
-    def _pool_counts(self, scope: Scope) -> tuple[int, int]:
-        mwhere, mparams = scope_where(scope, "t", MEMORY)
-        memories = self._read(f"SELECT COUNT(*) FROM memories t WHERE {mwhere}", mparams)[0][0]
-        episodes = 0
-        if scope.episodes_visible:
-            ewhere, eparams = scope_where(scope, "t", EPISODE)
-            episodes = self._read(f"SELECT COUNT(*) FROM episodes t WHERE {ewhere}", eparams)[0][0]
-        return memories, episodes
+        return self._cached(("pool", scope), lambda: pool_counts(self._read, scope, "?"))
 
     def span(self, scope: Scope) -> tuple[float, float] | None:
         """(oldest, newest) memory time in the scope, epoch seconds; None when nothing is dated."""

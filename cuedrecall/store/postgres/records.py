@@ -13,7 +13,7 @@ import numpy as np
 
 from cuedrecall.store.base import EPISODE, MEMORY, Record, Scope, Threshold, make_ref, split_ref
 from cuedrecall.store.postgres.scope import listing_where, scope_where
-from cuedrecall.store.rows import RECORD_COLUMNS, TABLES, ids_by_kind, record_of
+from cuedrecall.store.rows import RECORD_COLUMNS, TABLES, ids_by_kind, pool_counts, record_of
 
 # every stored column (the derived grams, words and sign_bits are the database's business)
 MEMORY_COLUMNS = ("id", "agent_id", "project_id", "channel", "msg_id", "content", "source", "source_id", "timestamp",
@@ -196,13 +196,7 @@ class PgRecords:
 
     def pool_counts(self, scope: Scope) -> tuple[int, int]:
         """(memories, episodes) in the scope: the gate's pool."""
-        mwhere, mparams = scope_where(scope, "t", MEMORY)
-        memories = self._read(f"SELECT COUNT(*) FROM memories t WHERE {mwhere}", mparams)[0][0]
-        episodes = 0
-        if scope.episodes_visible:
-            ewhere, eparams = scope_where(scope, "t", EPISODE)
-            episodes = self._read(f"SELECT COUNT(*) FROM episodes t WHERE {ewhere}", eparams)[0][0]
-        return int(memories), int(episodes)
+        return pool_counts(self._read, scope, "%s")
 
     def span(self, scope: Scope) -> tuple[float, float] | None:
         """(oldest, newest) memory time in the scope, epoch seconds; None when nothing is dated."""
