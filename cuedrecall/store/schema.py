@@ -404,16 +404,20 @@ def current_version(conn: sqlite3.Connection) -> int:
 
 
 def migrate(conn: sqlite3.Connection) -> int:
-    """Apply every step newer than the database; returns the version reached."""
+    """Apply every step newer than the database; returns the version reached.
+
+    Each step re-reads the version inside its write transaction: two processes opening one new file at
+    once both see version 0 first, and the one that waited for the lock must skip what the other applied."""
     version = current_version(conn)
     for step, script in MIGRATIONS:
         if step <= version:
             continue
         conn.execute("BEGIN IMMEDIATE")
         try:
-            for statement in _statements(script):
-                conn.execute(statement)
-            conn.execute("INSERT INTO schema_version(version) VALUES (?)", (step,))
+            if current_version(conn) < step:
+                for statement in _statements(script):
+                    conn.execute(statement)
+                conn.execute("INSERT INTO schema_version(version) VALUES (?)", (step,))
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
