@@ -3,7 +3,9 @@
 The counts are of top-level SQL statements a warm recall sends (sqlite3's trace
 callback; statements FTS5 runs inside a MATCH are its own and start with "--").
 Before the snapshot a warm recall sent 22 (16 of them freshness checks), a cued
-one 39; these pins keep the path from growing back. The profile is cached until
+one 39; these pins keep the path from growing back. Since vector-codes-v1 the
+vector arms read the stored vectors of the rows near their cut, each once a
+snapshot. The profile is cached until
 any connection changes a profile, so a warm recall reads none.
 """
 
@@ -48,11 +50,13 @@ def statements(memory: Memory, **arguments: Any) -> tuple[list[str], dict[str, A
     return sent, response
 
 
-def test_a_warm_recall_sends_seven_statements_inside_one_read_transaction(memory: Memory) -> None:
+def test_a_warm_recall_sends_ten_statements_inside_one_read_transaction(memory: Memory) -> None:
     sent, response = statements(memory)
     assert len(response["messages"]) == 10
-    # BEGIN, the change-log check, two full-text arms, memories and episodes hydrated once, COMMIT
-    assert len(sent) == 7, sent
+    # BEGIN, the change-log check, two full-text arms, memories and episodes hydrated once, COMMIT, and three
+    # reads of stored vectors (vector-codes-v1 scores the rows near the cut exactly): the near arm's memories and
+    # episodes, then the rest of the pool the gate's outlier bar scores; a snapshot reads each vector once
+    assert len(sent) == 10, sent
     assert sent[0] == "BEGIN" and sent[-1] == "COMMIT"
     assert "PRAGMA" not in sent  # no per-read freshness check inside the snapshot
 
@@ -60,12 +64,13 @@ def test_a_warm_recall_sends_seven_statements_inside_one_read_transaction(memory
 def test_a_cued_recall_adds_only_the_cue_arm_and_its_new_records(memory: Memory) -> None:
     sent, response = statements(memory, time_cue=CUE)
     assert response["time_cue"]["seated"] + 10 == len(response["messages"])
-    # the seven above, the cue arm's two full-text lists, one hydration of the records only it found
-    assert len(sent) == 10, sent
+    # the ten above, the cue arm's two full-text lists, one hydration of the records only it found; the cue's
+    # vector arm scores rows the snapshot has already read
+    assert len(sent) == 13, sent
     assert sent.count("BEGIN") == 1 and "PRAGMA" not in sent
 
 
 def test_excluding_contents_reads_no_record_twice(memory: Memory) -> None:
     sent, response = statements(memory, exclude_contents=["note 1 about the lighthouse keeper"])
     assert all("note 1 about" not in m["content"] for m in response["messages"])
-    assert len(sent) == 7, sent  # exclusion reads the records the facts step hydrated
+    assert len(sent) == 10, sent  # exclusion reads the records the facts step hydrated

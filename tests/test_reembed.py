@@ -221,7 +221,8 @@ def test_rows_merged_into_the_vector_index_below_its_newest_id_land_in_id_order(
         vector = rng.normal(size=384).astype(np.float32)
         made[row_id] = IndexRow(row_id, vector / np.linalg.norm(vector), A if row_id % 3 else "agent-b", "",
                                 "", f"s{row_id % 4}", float(row_id))
-    merged, ordered = VectorIndex(), VectorIndex()
+    exact = lambda ids: {i: made[i].vector for i in ids if i in made}  # noqa: E731  (the stored vectors)
+    merged, ordered = VectorIndex(exact), VectorIndex(exact)
     first = sorted(rng.choice(list(made), size=20, replace=False).tolist())
     for row_id in first:
         merged.add(made[row_id])

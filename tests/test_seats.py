@@ -252,7 +252,7 @@ def test_far_seats_never_hold_another_agents_memories(far_store: tuple[Path, lis
 
 
 def _index(vectors: np.ndarray, agents: list[str]) -> VectorIndex:
-    index = VectorIndex()
+    index = VectorIndex(lambda ids: {i: vectors[i - 1] for i in ids})  # the stored vectors, row i at i - 1
     for i, (vector, agent) in enumerate(zip(vectors, agents), 1):
         index.add(IndexRow(i, vector, agent, "", "", "", float(i)))
     return index

@@ -113,7 +113,7 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
         self._readers: weakref.WeakSet[_Reader] = weakref.WeakSet()  # every thread's, for close()
         if created:
             _private_side_files(self.path)
-        self._indexes = {MEMORY: VectorIndex(), EPISODE: VectorIndex()}
+        self._indexes = {MEMORY: self._new_index(MEMORY), EPISODE: self._new_index(EPISODE)}
         self._blocks = BlockIndex()
         self._watermark = 0
         self._data_version = -1
@@ -160,10 +160,11 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
                 yield
             return
         self._local.conn = conn
+        self._local.vectors = {}  # stored vectors read in this snapshot: a recall's arms share them
         try:
             yield
         finally:
-            self._local.conn = None
+            self._local.conn = self._local.vectors = None
             self._end_shared(conn)
 
     def _begin_shared(self, conn: sqlite3.Connection) -> bool:
@@ -243,7 +244,8 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
             self._watermark = self._conn.execute("SELECT COALESCE(MAX(seq), 0) FROM change_log").fetchone()[0]
             self._data_version = self._conn.execute("PRAGMA data_version").fetchone()[0]
             for kind in (MEMORY, EPISODE):
-                index = VectorIndex()
+                self._indexes[kind] = self._new_index(kind)  # the old index's memory goes before the new one's
+                index = self._new_index(kind, capacity=self._index_count(kind))
                 for row in self._index_rows(kind, "embedding IS NOT NULL", ()):
                     index.add(row)
                 self._indexes[kind] = index
@@ -251,12 +253,41 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
             self.generation += 1
             self._stats_cache.clear()
 
+    def _new_index(self, kind: str, capacity: int = 16) -> VectorIndex:
+        return VectorIndex(exact=lambda ids: self._stored_vectors(kind, ids), capacity=capacity)
+
+    def _model_filter(self, where: str, params: Sequence[Any]) -> tuple[str, list[Any]]:
+        """``where`` narrowed to the rows of the vector model, when one is set."""
+        if self.vector_model is None:
+            return where, list(params)
+        return f"({where}) AND embedding_model = ?", [*params, self.vector_model]
+
+    def _index_count(self, kind: str) -> int:
+        """How many rows the index of a kind will hold: it is made that size, not grown by doubling."""
+        where, params = self._model_filter("embedding IS NOT NULL", ())
+        return self._conn.execute(f"SELECT COUNT(*) FROM {TABLES[kind]} WHERE {where}", params).fetchone()[0]
+
+    def _stored_vectors(self, kind: str, ids: list[int]) -> dict[int, np.ndarray]:
+        """The float32 vectors stored for the given ids (the index's exact scores come from these). Inside a
+        shared snapshot each is read once: the rows cannot change under it."""
+        memo = getattr(self._local, "vectors", None)
+        seen = {} if memo is None else memo.setdefault(kind, {})
+        missing = [row_id for row_id in ids if row_id not in seen]
+        for start in range(0, len(missing), 500):
+            chunk = missing[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            seen.update((row_id, None) for row_id in chunk)  # an id with no stored vector is not asked again
+            for row_id, blob in self._conn.execute(
+                f"SELECT id, embedding FROM {TABLES[kind]} WHERE id IN ({marks}) AND embedding IS NOT NULL", chunk
+            ):
+                seen[row_id] = _vector(blob)
+        return {row_id: seen[row_id] for row_id in ids if seen.get(row_id) is not None}
+
     def _index_rows(self, kind: str, where: str, params: Sequence[Any]) -> Iterator[IndexRow]:
         """The rows matching ``where`` that the index may hold: those of the vector model, when one is set."""
         table = "memories" if kind == MEMORY else "episodes"
         source = "source_id" if kind == MEMORY else "''"
-        if self.vector_model is not None:
-            where, params = f"({where}) AND embedding_model = ?", [*params, self.vector_model]
+        where, params = self._model_filter(where, params)
         cursor = self._conn.execute(
             f"SELECT id, embedding, agent_id, project_id, channel, {source}, ts_epoch FROM {table} "
             f"WHERE {where} ORDER BY id",

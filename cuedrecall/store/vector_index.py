@@ -9,6 +9,11 @@ Rows that arrive below the newest id (vectors written again: a store re-embedded
 under another model) are merged in with ``insert``: one pass over the index a
 batch, not a rebuild from the rows.
 
+Vectors are held as int8 codes (``vector_codes``, vector-codes-v1): the arms
+rank by the codes and score the few rows near the cut from the stored float32
+vectors, which ``exact`` (given by the store) reads, so every score and row is
+an exact scan's while the index takes a quarter of float32's memory.
+
 Each row's sign bits (dimension > 0 is a 1, packed MSB first into uint64 words)
 are kept beside its vector: the far seats' coarse search (``coarse``) ranks the
 rows beyond the scan window by Hamming distance to the query's bits, popcount of
@@ -17,6 +22,7 @@ XOR over the whole slice at once, and reads the float vectors of the best few on
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +30,11 @@ import numpy as np
 from cuedrecall.store.base import Scope
 from cuedrecall.store.block_index import words
 from cuedrecall.store.scope_columns import ScopeColumns, open_gaps
+from cuedrecall.store.vector_codes import approximate, candidates, exact_scores, quantize
+
+# The stored float32 vectors of the given ids (an id deleted meanwhile is absent): the store's rows are the truth.
+ExactVectors = Callable[[list[int]], dict[int, np.ndarray]]
+_ROWS = ("_ids", "_codes", "_scale", "_band", "_bits", "_ts")  # the per-row arrays, in step
 
 
 def sign_words(vectors: np.ndarray, width: int) -> np.ndarray:
@@ -50,11 +61,16 @@ class IndexRow:
 class VectorIndex:
     """Vectors of one kind (memories or episodes) with their scope columns."""
 
-    def __init__(self, dim: int | None = None, capacity: int = 16) -> None:
+    def __init__(self, exact: ExactVectors, dim: int | None = None, capacity: int = 16) -> None:
+        """``capacity``: rows held before the first doubling (a store loading N rows asks for N exactly)."""
         self.dim = dim
+        self._exact = exact
         self._n = 0
+        capacity = max(1, capacity)
         self._ids = np.zeros(capacity, dtype=np.int64)
-        self._vecs = np.zeros((capacity, dim or 1), dtype=np.float32)
+        self._codes = np.zeros((capacity, dim or 1), dtype=np.int8)
+        self._scale = np.zeros(capacity, dtype=np.float32)
+        self._band = np.zeros(capacity, dtype=np.float32)
         self._bits = np.zeros((capacity, self._width), dtype=np.uint64)
         self._ts = np.zeros(capacity, dtype=np.float64)
         self._axes = ScopeColumns(capacity)
@@ -66,12 +82,21 @@ class VectorIndex:
 
     def _grow(self) -> None:
         """Double the capacity, keeping the rows."""
-        for name in ("_ids", "_vecs", "_bits", "_ts"):
+        for name in _ROWS:
             old = getattr(self, name)
             new = np.zeros((2 * old.shape[0],) + old.shape[1:], dtype=old.dtype)
             new[: self._n] = old[: self._n]
             setattr(self, name, new)
         self._axes.resize(self._ids.shape[0], self._n)
+
+    def _put(self, i: int, row: IndexRow) -> None:
+        """Write one row's codes, bits and columns at position i."""
+        codes, scale, band = quantize(row.vector)
+        self._ids[i] = row.row_id
+        self._codes[i], self._scale[i], self._band[i] = codes[0], scale[0], band[0]
+        self._bits[i] = sign_words(row.vector, self._width)[0]
+        self._axes.set(i, row.agent_id, row.project_id, row.channel, row.source_id)
+        self._ts[i] = row.ts_epoch
 
     def __len__(self) -> int:
         return self._n
@@ -80,18 +105,13 @@ class VectorIndex:
         """Append a row; ids must arrive in increasing order (callers rebuild otherwise)."""
         if self.dim is None:
             self.dim = int(row.vector.shape[0])
-            self._vecs = np.zeros((len(self._ids), self.dim), dtype=np.float32)
+            self._codes = np.zeros((len(self._ids), self.dim), dtype=np.int8)
             self._bits = np.zeros((len(self._ids), self._width), dtype=np.uint64)
         if row.vector.shape[0] != self.dim:
             return  # a vector of another width cannot be compared with the query: not indexed
         if self._n == len(self._ids):
             self._grow()
-        i = self._n
-        self._ids[i] = row.row_id
-        self._vecs[i] = row.vector
-        self._bits[i] = sign_words(row.vector, self._width)[0]
-        self._axes.set(i, row.agent_id, row.project_id, row.channel, row.source_id)
-        self._ts[i] = row.ts_epoch
+        self._put(self._n, row)
         self._n += 1
 
     def insert(self, rows: list[IndexRow]) -> None:
@@ -113,17 +133,13 @@ class VectorIndex:
             self._grow()
         ids = np.array([row.row_id for row in fresh], dtype=np.int64)
         places = np.searchsorted(self._ids[:n], ids)  # each new row goes before the old row at its place
-        for name in ("_ids", "_vecs", "_bits", "_ts"):
+        for name in _ROWS:
             open_gaps(getattr(self, name), places, n)
         self._axes.open_gaps(places, n)
         landing = places + np.arange(len(fresh))  # the gap each new row fills
         self._n = total
         for i, row in zip(landing.tolist(), fresh):
-            self._ids[i] = row.row_id
-            self._vecs[i] = row.vector
-            self._bits[i] = sign_words(row.vector, self._width)[0]
-            self._axes.set(i, row.agent_id, row.project_id, row.channel, row.source_id)
-            self._ts[i] = row.ts_epoch
+            self._put(i, row)
 
     def fits(self, row: IndexRow) -> bool:
         """Whether the row's vector has the index's width (any width fits an index that holds none)."""
@@ -140,7 +156,8 @@ class VectorIndex:
         i = self.position(row_id)
         if i is None:
             return
-        for arr in (self._ids, self._vecs, self._bits, self._ts):
+        for name in _ROWS:
+            arr = getattr(self, name)
             arr[i : self._n - 1] = arr[i + 1 : self._n]
         self._axes.delete(i, self._n)
         self._n -= 1
@@ -152,10 +169,7 @@ class VectorIndex:
         i = self.position(row.row_id)
         if i is None or row.vector.shape[0] != self.dim:
             return False
-        self._vecs[i] = row.vector
-        self._bits[i] = sign_words(row.vector, self._width)[0]
-        self._axes.set(i, row.agent_id, row.project_id, row.channel, row.source_id)
-        self._ts[i] = row.ts_epoch
+        self._put(i, row)
         return True
 
     def scope_mask(self, scope: Scope) -> np.ndarray:
@@ -189,15 +203,19 @@ class VectorIndex:
         rows = newest_first[start:stop]
         if rows.size == 0:
             return []
-        scores = self._scores(rows, query.astype(np.float32, copy=False))
-        keep = np.flatnonzero(scores >= floor)
-        if keep.size > depth:
-            # partial selection first (a full sort of 10k scores would dominate the arm);
+        query = query.astype(np.float32, copy=False)
+        approx = self._approximate(rows, query)
+        picked = candidates(approx, self._band[rows], float(np.linalg.norm(query)), floor, depth)
+        scores = self._scores(rows[picked], query)
+        passing = scores >= floor
+        picked, scores = picked[passing], scores[passing]
+        if picked.size > depth:
             # everything tied with the depth-th score stays, so the position tie-break holds
-            kth = -np.partition(-scores[keep], depth - 1)[depth - 1]
-            keep = keep[scores[keep] >= kth]
-        order = keep[np.lexsort((keep, -scores[keep]))][:depth]
-        return [(int(self._ids[rows[i]]), float(scores[i]), int(start + i)) for i in order]
+            kth = -np.partition(-scores, depth - 1)[depth - 1]
+            tied = scores >= kth
+            picked, scores = picked[tied], scores[tied]
+        order = np.lexsort((picked, -scores))[:depth]
+        return [(int(self._ids[rows[picked[j]]]), float(scores[j]), int(start + picked[j])) for j in order]
 
     def coarse(self, scope: Scope, query: np.ndarray, *, start: int,
                count: int) -> list[tuple[int, int, int, float]]:
@@ -220,32 +238,42 @@ class VectorIndex:
             keep = np.flatnonzero(distance <= kth)
         order = keep[np.lexsort((keep, distance[keep]))][:count]
         chosen = rows[order]
-        cosines = self._vecs[chosen] @ query.astype(np.float32, copy=False)
+        cosines = self._scores(chosen, query.astype(np.float32, copy=False))
         return [(int(self._ids[row]), int(start + i), int(distance[i]), float(cosine))
                 for row, i, cosine in zip(chosen, order, cosines)]
 
-    def _scores(self, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
-        """Dot products of the given rows (newest first) with the query.
+    def _approximate(self, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+        """The codes' dot products for the given rows (newest first).
 
-        When the rows fill most of the span they cover, one product over that
+        When the rows fill most of the span they cover, the product over that
         contiguous slice (a view, no copy) beats gathering them first.
         """
         low, high = int(rows[-1]), int(rows[0]) + 1
         if high - low <= 4 * rows.size:
-            return (self._vecs[low:high] @ query)[rows - low]
-        return self._vecs[rows] @ query
+            return approximate(self._codes[low:high], self._scale[low:high], query)[rows - low]
+        return approximate(self._codes[rows], self._scale[rows], query)
+
+    def _scores(self, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+        """Exact dot products of the given rows with the query, from the stored vectors (NaN for a row gone)."""
+        ids = self._ids[rows].tolist()
+        stored = self._exact(ids)
+        return exact_scores([stored.get(row_id) for row_id in ids], query)
+
+    def agent_ids(self, agent_id: str) -> np.ndarray:
+        """Ids of one agent's rows, or every row for agent "", oldest first."""
+        return self._ids[: self._n][self._axes.agent_mask(agent_id, self._n)]
 
     def agent_rows(self, agent_id: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(ids, vectors, times) of one agent's rows, or every row for agent "", oldest first."""
-        n = self._n
-        mask = self._axes.agent_mask(agent_id, n)
-        return self._ids[:n][mask], self._vecs[:n][mask], self._ts[:n][mask]
+        """(ids, stored vectors, times) of one agent's rows, or every row for agent "", oldest first."""
+        mask = self._axes.agent_mask(agent_id, self._n)
+        ids, times = self._ids[: self._n][mask], self._ts[: self._n][mask]
+        stored = self._exact(ids.tolist())
+        kept = np.array([row_id in stored for row_id in ids.tolist()], dtype=bool)
+        vectors = [stored[row_id] for row_id in ids[kept].tolist()]
+        matrix = np.stack(vectors) if vectors else np.zeros((0, self.dim or 0), dtype=np.float32)
+        return ids[kept], matrix, times[kept]
 
     def vectors_of(self, row_ids: list[int]) -> dict[int, np.ndarray]:
         """Stored vectors of the given ids that are indexed."""
-        out = {}
-        for row_id in row_ids:
-            i = self.position(row_id)
-            if i is not None:
-                out[row_id] = self._vecs[i]
-        return out
+        indexed = [row_id for row_id in row_ids if self.position(row_id) is not None]
+        return self._exact(indexed)

@@ -1,0 +1,89 @@
+"""vector-codes-v1 (store/vector_codes.py): the index holds int8 codes, and every vector arm returns what an exact
+float32 scan returns: the same rows, scores and order, reading stored vectors only for rows near the cut."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cuedrecall.store.base import Scope
+from cuedrecall.store.vector_codes import approximate, quantize
+from cuedrecall.store.vector_index import IndexRow, VectorIndex
+
+AGENTS = ("a", "b")
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(1, 400), st.floats(1e-3, 1e3))
+def test_the_band_bounds_the_codes_error_for_any_query(seed: int, dim: int, magnitude: float) -> None:
+    rng = np.random.default_rng(seed)
+    vectors = (rng.standard_normal((20, dim)) * magnitude).astype(np.float32)
+    vectors[0, rng.integers(dim)] *= 50  # one dominant dimension: the coarsest scale
+    query = rng.standard_normal(dim).astype(np.float32)
+    codes, scale, band = quantize(vectors)
+    exact = vectors.astype(np.float64) @ query.astype(np.float64)
+    error = np.abs(exact - approximate(codes, scale, query))
+    assert (error <= band * np.linalg.norm(query)).all()
+
+
+def test_a_vector_with_a_non_finite_value_is_always_scored_exactly() -> None:
+    codes, scale, band = quantize(np.array([[np.nan, 1.0], [0.5, 0.5]], dtype=np.float32))
+    assert band[0] == np.inf and not codes[0].any() and np.isfinite(band[1])
+
+
+def _exact_scan(vectors: np.ndarray, agents: list[str], agent: str, query: np.ndarray, floor: float, depth: int,
+                positions: tuple[int, int | None]) -> list[tuple[int, float, int]]:
+    """The rule the index keeps: the scope's rows newest first, sliced, best ``depth`` by score >= floor, ties to
+    the earlier position."""
+    rows = [i for i in range(len(vectors)) if agents[i] == agent][::-1][positions[0]:positions[1]]
+    start = positions[0]
+    scored = [(float(vectors[i] @ query), start + p, i + 1) for p, i in enumerate(rows)]
+    kept = sorted((s for s in scored if s[0] >= floor), key=lambda s: (-s[0], s[1]))[:depth]
+    return [(row_id, score, position) for score, position, row_id in kept]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 300), st.integers(1, 40), st.sampled_from([-2.0, -0.1, 0.0, 0.2]),
+       st.integers(0, 30), st.sampled_from([None, 5, 60]))
+def test_search_returns_the_exact_scans_rows_scores_and_order(seed: int, count: int, depth: int, floor: float,
+                                                              start: int, stop: int | None) -> None:
+    rng = np.random.default_rng(seed)
+    # eighths in [-1, 1]: every product is exact in float32, so the scan and the index agree to the bit, and
+    # repeated rows make ties that only the position can break
+    vectors = (rng.integers(-8, 9, size=(count, 16)) / 8).astype(np.float32)
+    vectors[rng.integers(count, size=count // 3)] = vectors[0]
+    agents = [AGENTS[i] for i in rng.integers(2, size=count)]
+    index = VectorIndex(lambda ids: {i: vectors[i - 1] for i in ids})
+    for i, (vector, agent) in enumerate(zip(vectors, agents), 1):
+        index.add(IndexRow(i, vector, agent, "", "", "", float(i)))
+    query = (rng.integers(-8, 9, size=16) / 8).astype(np.float32)
+    for agent in AGENTS:
+        found = index.search(Scope(agent), query, floor=floor, depth=depth, positions=(start, stop))
+        assert found == _exact_scan(vectors, agents, agent, query, floor, depth, (start, stop))
+
+
+def test_an_arm_reads_stored_vectors_only_near_its_cut() -> None:
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((5_000, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    asked: list[int] = []
+
+    def stored(ids: list[int]) -> dict[int, np.ndarray]:
+        asked.extend(ids)
+        return {i: vectors[i - 1] for i in ids}
+
+    index = VectorIndex(stored, capacity=5_000)
+    for i, vector in enumerate(vectors, 1):
+        index.add(IndexRow(i, vector, "a", "", "", "", float(i)))
+    query = vectors[17] + 0.5 * vectors[4_000]
+    found = index.search(Scope("a"), query / np.linalg.norm(query), floor=0.0, depth=10)
+    assert [row_id for row_id, _, _ in found][:2] == [18, 4_001]
+    assert len(asked) < 100  # of 5,000 rows: the ten and the few whose band reaches the tenth's score
+
+
+def test_the_index_holds_a_384_wide_row_in_under_a_third_of_its_float32_size() -> None:
+    index = VectorIndex(lambda ids: {}, capacity=1_000)
+    for i in range(1, 1_001):
+        index.add(IndexRow(i, np.full(384, 0.05, dtype=np.float32), "a", "", "", "", float(i)))
+    held = sum(getattr(index, name).nbytes for name in ("_ids", "_codes", "_scale", "_band", "_bits", "_ts"))
+    assert held / 1_000 < 384 * 4 / 3
