@@ -246,15 +246,15 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
             for kind in (MEMORY, EPISODE):
                 self._indexes[kind] = self._new_index(kind)  # the old index's memory goes before the new one's
                 index = self._new_index(kind, capacity=self._index_count(kind))
-                for row in self._index_rows(kind, "embedding IS NOT NULL", ()):
-                    index.add(row)
+                index.extend(self._index_rows(kind, "embedding IS NOT NULL", ()))
                 self._indexes[kind] = index
             self._rebuild_block_index()
             self.generation += 1
             self._stats_cache.clear()
 
     def _new_index(self, kind: str, capacity: int = 16) -> VectorIndex:
-        return VectorIndex(exact=lambda ids: self._stored_vectors(kind, ids), capacity=capacity)
+        spill = None if self.path == ":memory:" or self.path.startswith("file:") else str(Path(self.path).parent)
+        return VectorIndex(exact=lambda ids: self._stored_vectors(kind, ids), capacity=capacity, spill=spill)
 
     def _model_filter(self, where: str, params: Sequence[Any]) -> tuple[str, list[Any]]:
         """``where`` narrowed to the rows of the vector model, when one is set."""

@@ -22,18 +22,20 @@ XOR over the whole slice at once, and reads the float vectors of the best few on
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
 from cuedrecall.store.base import Scope
 from cuedrecall.store.block_index import words
+from cuedrecall.store.mapped import mapped_zeros, release
 from cuedrecall.store.scope_columns import ScopeColumns, open_gaps
 from cuedrecall.store.vector_codes import approximate, candidates, exact_scores, quantize
 
 # The stored float32 vectors of the given ids (an id deleted meanwhile is absent): the store's rows are the truth.
 ExactVectors = Callable[[list[int]], dict[int, np.ndarray]]
+SETTLE_ROWS = 8192  # 3 MiB of 384-wide codes
 _ROWS = ("_ids", "_codes", "_scale", "_band", "_bits", "_ts")  # the per-row arrays, in step
 
 
@@ -61,14 +63,17 @@ class IndexRow:
 class VectorIndex:
     """Vectors of one kind (memories or episodes) with their scope columns."""
 
-    def __init__(self, exact: ExactVectors, dim: int | None = None, capacity: int = 16) -> None:
-        """``capacity``: rows held before the first doubling (a store loading N rows asks for N exactly)."""
+    def __init__(self, exact: ExactVectors, dim: int | None = None, capacity: int = 16,
+                 spill: str | None = None) -> None:
+        """``capacity``: rows held before the first doubling (a store loading N rows asks for N exactly).
+        ``spill``: the directory of the file the codes are mapped from (``store/mapped.py``; None: in memory)."""
         self.dim = dim
         self._exact = exact
+        self._spill = spill
         self._n = 0
         capacity = max(1, capacity)
         self._ids = np.zeros(capacity, dtype=np.int64)
-        self._codes = np.zeros((capacity, dim or 1), dtype=np.int8)
+        self._codes = mapped_zeros((capacity, dim or 1), np.int8, spill)
         self._scale = np.zeros(capacity, dtype=np.float32)
         self._band = np.zeros(capacity, dtype=np.float32)
         self._bits = np.zeros((capacity, self._width), dtype=np.uint64)
@@ -84,10 +89,25 @@ class VectorIndex:
         """Double the capacity, keeping the rows."""
         for name in _ROWS:
             old = getattr(self, name)
-            new = np.zeros((2 * old.shape[0],) + old.shape[1:], dtype=old.dtype)
+            shape = (2 * old.shape[0],) + old.shape[1:]
+            new = mapped_zeros(shape, old.dtype, self._spill) if name == "_codes" else np.zeros(shape, old.dtype)
             new[: self._n] = old[: self._n]
             setattr(self, name, new)
         self._axes.resize(self._ids.shape[0], self._n)
+        self.settle()
+
+    def extend(self, rows: Iterable[IndexRow]) -> None:
+        """Append rows in id order (a load), releasing the codes' pages every SETTLE_ROWS rows: the load's peak
+        stays near what searches keep resident."""
+        for count, row in enumerate(rows, 1):
+            self.add(row)
+            if count % SETTLE_ROWS == 0:
+                self.settle()
+        self.settle()
+
+    def settle(self) -> None:
+        """After a bulk write (a load, a growth, rows moved): the codes' pages it touched stop being resident."""
+        release(self._codes)
 
     def _put(self, i: int, row: IndexRow) -> None:
         """Write one row's codes, bits and columns at position i."""
@@ -105,7 +125,7 @@ class VectorIndex:
         """Append a row; ids must arrive in increasing order (callers rebuild otherwise)."""
         if self.dim is None:
             self.dim = int(row.vector.shape[0])
-            self._codes = np.zeros((len(self._ids), self.dim), dtype=np.int8)
+            self._codes = mapped_zeros((len(self._ids), self.dim), np.int8, self._spill)
             self._bits = np.zeros((len(self._ids), self._width), dtype=np.uint64)
         if row.vector.shape[0] != self.dim:
             return  # a vector of another width cannot be compared with the query: not indexed
@@ -140,6 +160,7 @@ class VectorIndex:
         self._n = total
         for i, row in zip(landing.tolist(), fresh):
             self._put(i, row)
+        self.settle()
 
     def fits(self, row: IndexRow) -> bool:
         """Whether the row's vector has the index's width (any width fits an index that holds none)."""
@@ -161,6 +182,7 @@ class VectorIndex:
             arr[i : self._n - 1] = arr[i + 1 : self._n]
         self._axes.delete(i, self._n)
         self._n -= 1
+        self.settle()
         if self._n == 0:
             self.dim = None  # an empty index takes the width of the next vector it is given
 
