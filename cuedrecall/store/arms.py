@@ -14,6 +14,7 @@ import numpy as np
 from cuedrecall.store import term_counts
 from cuedrecall.store.base import EPISODE, MEMORY, CoarseHit, Hit, Period, Scope, make_ref
 from cuedrecall.store.predicates import like_escape, period_where, scope_where
+from cuedrecall.store.rows import TABLES
 from cuedrecall.store.term_counts import SCOPE_SCAN_ROWS, PlannedHits, TermPlan, plan_terms, run_plan
 from cuedrecall.text.fts import fts_expression
 from cuedrecall.text.words import words_expression
@@ -205,7 +206,20 @@ class SqliteArms:
 
     def row_count(self, table: str) -> int:
         """Rows in a table, across every agent (what FTS5's idf counts)."""
-        return self._cached(("rows", table), lambda: self._read(f"SELECT COUNT(*) FROM {table}")[0][0])
+        kind = next((kind for kind, name in TABLES.items() if name == table), None)
+        if kind is None:
+            return self._cached(("rows", table), lambda: self._read(f"SELECT COUNT(*) FROM {table}")[0][0])
+
+        def read(upto: dict[str, int]) -> tuple[int, dict[str, int]]:
+            count, top = self._read(f"SELECT (SELECT COUNT(*) FROM {table} WHERE id > ?), "
+                                    f"(SELECT COALESCE(MAX(id), 0) FROM {table})", (upto.get(kind, 0),))[0]
+            return count, {kind: top}
+
+        def grow(kept: int, upto: dict[str, int]) -> tuple[int, dict[str, int]]:
+            added, newest = read(upto)
+            return kept + added, newest
+
+        return self._kept(("rows", table), lambda: read({}), grow)
 
     def gram_count(self, table: str, gram: str) -> int:
         """Rows holding one trigram, from the fts5vocab table."""

@@ -139,10 +139,19 @@ def text_hash(text: str) -> str:
 def pool_counts(read: Callable[[str, Sequence[Any]], list[tuple]], scope: Scope, mark: str) -> tuple[int, int]:
     """(memories, episodes) in the scope, the gate's pool; episodes only where the scope shows them. ``mark`` is
     the backend's placeholder."""
-    mwhere, mparams = scope_where(scope, "t", MEMORY, mark=mark)
-    memories = read(f"SELECT COUNT(*) FROM memories t WHERE {mwhere}", mparams)[0][0]
-    episodes = 0
-    if scope.episodes_visible:
-        ewhere, eparams = scope_where(scope, "t", EPISODE, mark=mark)
-        episodes = read(f"SELECT COUNT(*) FROM episodes t WHERE {ewhere}", eparams)[0][0]
-    return int(memories), int(episodes)
+    return pool_growth(read, scope, mark, {})[0]
+
+
+def pool_growth(read: Callable[[str, Sequence[Any]], list[tuple]], scope: Scope, mark: str,
+                upto: dict[str, int]) -> tuple[tuple[int, int], dict[str, int]]:
+    """The pool counts of the records with ids above ``upto`` (kind -> id; a kind absent: every record), and the
+    newest id of each table the pool reads, from the same statement (store/grown_stats.py folds the counts into
+    kept ones)."""
+    counts, newest = {MEMORY: 0, EPISODE: 0}, {}
+    for kind in (MEMORY, EPISODE) if scope.episodes_visible else (MEMORY,):
+        where, params = scope_where(scope, "t", kind, mark=mark)
+        table = TABLES[kind]
+        count, top = read(f"SELECT (SELECT COUNT(*) FROM {table} t WHERE {where} AND t.id > {mark}), "
+                          f"(SELECT COALESCE(MAX(id), 0) FROM {table})", [*params, upto.get(kind, 0)])[0]
+        counts[kind], newest[kind] = int(count), int(top)
+    return (counts[MEMORY], counts[EPISODE]), newest

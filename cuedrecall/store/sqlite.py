@@ -30,7 +30,8 @@ from cuedrecall.store.graph import SqliteGraph
 from cuedrecall.store.locks import SnapshotLock
 from cuedrecall.store.maintenance import SqliteMaintenance
 from cuedrecall.store.predicates import listing_where, scope_where
-from cuedrecall.store.rows import RECORD_COLUMNS, TABLES, ids_by_kind, pool_counts, record_of
+from cuedrecall.store.grown_stats import GrownStats, Upto
+from cuedrecall.store.rows import RECORD_COLUMNS, TABLES, ids_by_kind, pool_growth, record_of
 from cuedrecall.store.schema import migrate
 from cuedrecall.store.term_counts import TermCounts
 from cuedrecall.store.vector_index import IndexRow, VectorIndex
@@ -119,6 +120,7 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
         self._data_version = -1
         self.generation = 0  # bumps on every change of records the log shows; keys caches of scope stats
         self._stats_cache: dict[tuple[Any, ...], Any] = {}
+        self._grown = GrownStats()  # counts and spans kept across writes that only add records
         self._vocab = TermCounts(self, common_term_ratio)
         self._rebuild_indexes()
 
@@ -251,6 +253,7 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
             self._rebuild_block_index()
             self.generation += 1
             self._stats_cache.clear()
+            self._grown.clear()
 
     def _new_index(self, kind: str, capacity: int = 16) -> VectorIndex:
         spill = None if self.path == ":memory:" or self.path.startswith("file:") else str(Path(self.path).parent)
@@ -326,6 +329,7 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
         if len(blocks) < len(touched):
             self.generation += 1
             self._stats_cache.clear()
+            self._grown.follow(touched)
         for kind in (MEMORY, EPISODE):
             ids = sorted(row_id for k, row_id in touched if k == kind)
             if ids and not self._apply_changes(kind, ids):
@@ -523,16 +527,28 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
 
     def pool_counts(self, scope: Scope) -> tuple[int, int]:
         """(memories, episodes) in the scope: the gate's pool."""
-        return self._cached(("pool", scope), lambda: pool_counts(self._read, scope, "?"))
+        def grow(kept: tuple[int, int], upto: Upto) -> tuple[tuple[int, int], Upto]:
+            (memories, episodes), newest = pool_growth(self._read, scope, "?", upto)
+            return (kept[0] + memories, kept[1] + episodes), newest
+
+        return self._kept(("pool", scope), lambda: pool_growth(self._read, scope, "?", {}), grow)
 
     def span(self, scope: Scope) -> tuple[float, float] | None:
         """(oldest, newest) memory time in the scope, epoch seconds; None when nothing is dated."""
-        def compute() -> tuple[float, float] | None:
+        def read(upto: Upto) -> tuple[tuple[float, float] | None, Upto]:
             where, params = scope_where(scope, "t", MEMORY)
-            low, high = self._read(f"SELECT MIN(t.ts_epoch), MAX(t.ts_epoch) FROM memories t WHERE {where}", params)[0]
-            return None if low is None else (low, high)
+            low, high, top = self._read(
+                f"SELECT MIN(t.ts_epoch), MAX(t.ts_epoch), (SELECT COALESCE(MAX(id), 0) FROM memories) "
+                f"FROM memories t WHERE {where} AND t.id > ?", [*params, upto.get(MEMORY, 0)])[0]
+            return (None if low is None else (low, high)), {MEMORY: top}
 
-        return self._cached(("span", scope), compute)
+        def grow(kept: tuple[float, float] | None, upto: Upto) -> tuple[tuple[float, float] | None, Upto]:
+            added, newest = read(upto)
+            if kept is None or added is None:
+                return kept or added, newest
+            return (min(kept[0], added[0]), max(kept[1], added[1])), newest
+
+        return self._kept(("span", scope), lambda: read({}), grow)
 
     def newest_episode_time(self, scope: Scope) -> str | None:
         """When the scope's newest episode was recorded: the episode penalty's boundary."""
@@ -568,6 +584,14 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
         with self._lock:
             self._catch_up()
             return self._indexes[MEMORY].dim or self._indexes[EPISODE].dim
+
+    def _kept(self, key: tuple[Any, ...], full: Any, grow: Any) -> Any:
+        """A statistic kept across writes that only add records (store/grown_stats.py), else as ``_cached``."""
+        with self._lock:
+            if self._writing:
+                return full()[0]
+            self._catch_up()
+            return self._grown.get(key, full, grow)
 
     def _cached(self, key: tuple[Any, ...], compute: Any) -> Any:
         """A read kept until the next change any connection makes; inside a write it is read afresh and not kept,
