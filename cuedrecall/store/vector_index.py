@@ -35,7 +35,7 @@ from cuedrecall.store.vector_codes import approximate, candidates, exact_scores,
 
 # The stored float32 vectors of the given ids (an id deleted meanwhile is absent): the store's rows are the truth.
 ExactVectors = Callable[[list[int]], dict[int, np.ndarray]]
-SETTLE_ROWS = 8192  # 3 MiB of 384-wide codes
+SETTLE_ROWS = 1024  # a load's batch: 384 KiB of 384-wide codes, 3 MiB of float64 while they are quantized
 _ROWS = ("_ids", "_codes", "_scale", "_band", "_bits", "_ts")  # the per-row arrays, in step
 
 
@@ -97,12 +97,25 @@ class VectorIndex:
         self.settle()
 
     def extend(self, rows: Iterable[IndexRow]) -> None:
-        """Append rows in id order (a load), releasing the codes' pages every SETTLE_ROWS rows: the load's peak
-        stays near what searches keep resident."""
-        for count, row in enumerate(rows, 1):
-            self.add(row)
-            if count % SETTLE_ROWS == 0:
-                self.settle()
+        """Append rows in id order (a load), SETTLE_ROWS at a time: each batch is quantized at once, then the codes'
+        pages it touched are released, so the load's peak stays near what searches keep resident."""
+        batch: list[IndexRow] = []
+        for row in rows:
+            if self.dim is None:
+                self._take_width(row)
+            if self.fits(row):
+                batch.append(row)
+            if len(batch) == SETTLE_ROWS:
+                self._append(batch)
+                batch = []
+        self._append(batch)
+
+    def _append(self, rows: list[IndexRow]) -> None:
+        while self._n + len(rows) > len(self._ids):
+            self._grow()
+        if rows:
+            self._put_rows(self._n, rows)
+            self._n += len(rows)
         self.settle()
 
     def settle(self) -> None:
@@ -111,12 +124,18 @@ class VectorIndex:
 
     def _put(self, i: int, row: IndexRow) -> None:
         """Write one row's codes, bits and columns at position i."""
-        codes, scale, band = quantize(row.vector)
-        self._ids[i] = row.row_id
-        self._codes[i], self._scale[i], self._band[i] = codes[0], scale[0], band[0]
-        self._bits[i] = sign_words(row.vector, self._width)[0]
-        self._axes.set(i, row.agent_id, row.project_id, row.channel, row.source_id)
-        self._ts[i] = row.ts_epoch
+        self._put_rows(i, [row])
+
+    def _put_rows(self, start: int, rows: list[IndexRow]) -> None:
+        """Write consecutive rows' codes, bits and columns from position ``start``."""
+        vectors = np.stack([row.vector for row in rows])
+        stop = start + len(rows)
+        self._ids[start:stop] = [row.row_id for row in rows]
+        self._codes[start:stop], self._scale[start:stop], self._band[start:stop] = quantize(vectors)
+        self._bits[start:stop] = sign_words(vectors, self._width)
+        for i, row in enumerate(rows, start):
+            self._axes.set(i, row.agent_id, row.project_id, row.channel, row.source_id)
+        self._ts[start:stop] = [row.ts_epoch for row in rows]
 
     def __len__(self) -> int:
         return self._n
@@ -124,15 +143,19 @@ class VectorIndex:
     def add(self, row: IndexRow) -> None:
         """Append a row; ids must arrive in increasing order (callers rebuild otherwise)."""
         if self.dim is None:
-            self.dim = int(row.vector.shape[0])
-            self._codes = mapped_zeros((len(self._ids), self.dim), np.int8, self._spill)
-            self._bits = np.zeros((len(self._ids), self._width), dtype=np.uint64)
+            self._take_width(row)
         if row.vector.shape[0] != self.dim:
             return  # a vector of another width cannot be compared with the query: not indexed
         if self._n == len(self._ids):
             self._grow()
         self._put(self._n, row)
         self._n += 1
+
+    def _take_width(self, row: IndexRow) -> None:
+        """The first row's width becomes the index's."""
+        self.dim = int(row.vector.shape[0])
+        self._codes = mapped_zeros((len(self._ids), self.dim), np.int8, self._spill)
+        self._bits = np.zeros((len(self._ids), self._width), dtype=np.uint64)
 
     def insert(self, rows: list[IndexRow]) -> None:
         """Add rows whose ids are not indexed, wherever their ids fall, keeping id order: the rows after each are
