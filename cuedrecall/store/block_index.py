@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cuedrecall.store.base import Scope
+from cuedrecall.store.mapped import mapped_zeros, release
 from cuedrecall.store.scope_columns import ScopeColumns
 
 KIND_CODES = {"mem": 0, "ep": 1}
@@ -74,14 +75,15 @@ class Found:
 class _ModelRows:
     """The rows of one model: bits, codes and keys in arrays that double as they fill."""
 
-    def __init__(self, nbytes: int, capacity: int = 64) -> None:
+    def __init__(self, nbytes: int, capacity: int = 64, spill: str | None = None) -> None:
         self.nbytes = nbytes
+        self.spill = spill  # where the codes' file is made (store/mapped.py); None: in memory
         self.width = (nbytes + 7) // 8
         self.dim: int | None = None  # the int8 codes' width, from the first code seen
         self.n = 0
         self.dead = 0
         self.words = np.zeros((capacity, self.width), dtype=np.uint64)
-        self.codes = np.zeros((capacity, 1), dtype=np.int8)
+        self.codes = mapped_zeros((capacity, 1), np.int8, spill)
         self.norms = np.zeros(capacity, dtype=np.float64)  # the code's length; 0 = no full-width code
         self.key = np.zeros(capacity, dtype=np.int64)  # kind << 60 | id << 16 | block: sorts as (kind, id, block)
         self.alive = np.zeros(capacity, dtype=bool)
@@ -99,10 +101,15 @@ class _ModelRows:
             capacity *= 2
         for name in ("words", "codes", "norms", "key", "alive"):
             old = getattr(self, name)
-            new = np.zeros((capacity,) + old.shape[1:], dtype=old.dtype)
+            new = self._zeros(name, (capacity,) + old.shape[1:], old.dtype)
             new[: self.n] = old[: self.n]
             setattr(self, name, new)
         self.axes.resize(capacity, self.n)
+        release(self.codes)
+
+    def _zeros(self, name: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        """A fresh column: the codes mapped from a file (the largest), the rest in memory."""
+        return mapped_zeros(shape, dtype, self.spill) if name == "codes" else np.zeros(shape, dtype=dtype)
 
     def add(self, record: RecordBlocks) -> None:
         k = len(record.blocks)
@@ -122,7 +129,7 @@ class _ModelRows:
             return
         if self.dim is None:
             self.dim = int(code.shape[0])
-            self.codes = np.zeros((self.key.shape[0], self.dim), dtype=np.int8)
+            self.codes = mapped_zeros((self.key.shape[0], self.dim), np.int8, self.spill)
         if code.shape[0] != self.dim:
             return  # a code of another width cannot re-rank against this model's queries
         self.codes[i] = code
@@ -146,11 +153,12 @@ class _ModelRows:
         capacity = max(64, self.key.shape[0])
         for name in ("words", "codes", "norms", "key", "alive"):
             old = getattr(self, name)
-            new = np.zeros((capacity,) + old.shape[1:], dtype=old.dtype)
+            new = self._zeros(name, (capacity,) + old.shape[1:], old.dtype)
             new[:count] = old[: self.n][kept]
             setattr(self, name, new)
         self.axes.keep(kept, capacity)
         self.n, self.dead = count, 0
+        release(self.codes)
 
     def search(self, scope: Scope, query: np.ndarray, *, examine: int, rerank: int,
                per_record: int) -> tuple[list[Found], str]:
@@ -207,8 +215,10 @@ def _first_per_record(sorted_keys: np.ndarray, order: np.ndarray) -> np.ndarray:
 class BlockIndex:
     """Every record's blocks, by model."""
 
-    def __init__(self) -> None:
+    def __init__(self, spill: str | None = None) -> None:
+        """``spill``: the directory of the files the codes are mapped from (``store/mapped.py``; None: in memory)."""
         self._models: dict[str, _ModelRows] = {}
+        self._spill = spill
 
     def __len__(self) -> int:
         return sum(rows.live for rows in self._models.values())
@@ -223,11 +233,16 @@ class BlockIndex:
         rows = self._models.get(record.model)
         nbytes = int(np.asarray(record.bits).shape[1])
         if rows is None or (rows.live == 0 and rows.nbytes != nbytes):
-            rows = self._models[record.model] = _ModelRows(nbytes)
+            rows = self._models[record.model] = _ModelRows(nbytes, spill=self._spill)
         if rows.nbytes != nbytes:
             return False
         rows.add(record)
         return True
+
+    def settle(self) -> None:
+        """After a bulk load: the codes' pages it touched stop being resident (searches bring back what they read)."""
+        for rows in self._models.values():
+            release(rows.codes)
 
     def remove(self, records: list[tuple[str, int]]) -> None:
         """Drop every block of these records, whatever their model."""

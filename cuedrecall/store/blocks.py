@@ -35,6 +35,7 @@ log = logging.getLogger("cuedrecall.store")
 
 _KIND_NAMES = {code: kind for kind, code in KIND_CODES.items()}
 _CHUNK = 500
+_SETTLE_RECORDS = 1024  # records a load adds between releases of the codes' pages
 
 
 class SqliteBlocks:
@@ -233,9 +234,12 @@ class SqliteBlocks:
                 for f in found], order
 
     def _rebuild_block_index(self) -> None:
-        index = BlockIndex()
-        for record in self._block_records("1 = 1", ()):
+        index = BlockIndex(spill=self._spill_dir())
+        for count, record in enumerate(self._block_records("1 = 1", ()), 1):
             index.add(record)
+            if count % _SETTLE_RECORDS == 0:
+                index.settle()  # the load's peak stays near what searches keep resident
+        index.settle()
         self._blocks = index
 
     def _apply_block_changes(self, records: list[tuple[str, int]]) -> None:

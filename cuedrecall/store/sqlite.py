@@ -115,7 +115,7 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
         if created:
             _private_side_files(self.path)
         self._indexes = {MEMORY: self._new_index(MEMORY), EPISODE: self._new_index(EPISODE)}
-        self._blocks = BlockIndex()
+        self._blocks = BlockIndex(spill=self._spill_dir())
         self._watermark = 0
         self._data_version = -1
         self.generation = 0  # bumps on every change of records the log shows; keys caches of scope stats
@@ -256,8 +256,13 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
             self._grown.clear()
 
     def _new_index(self, kind: str, capacity: int = 16) -> VectorIndex:
-        spill = None if self.path == ":memory:" or self.path.startswith("file:") else str(Path(self.path).parent)
-        return VectorIndex(exact=lambda ids: self._stored_vectors(kind, ids), capacity=capacity, spill=spill)
+        return VectorIndex(exact=lambda ids: self._stored_vectors(kind, ids), capacity=capacity,
+                           spill=self._spill_dir())
+
+    def _spill_dir(self) -> str | None:
+        """Where the indexes' codes files are made (store/mapped.py): beside the database file; in memory for a
+        database that has none."""
+        return None if self.path == ":memory:" or self.path.startswith("file:") else str(Path(self.path).parent)
 
     def _model_filter(self, where: str, params: Sequence[Any]) -> tuple[str, list[Any]]:
         """``where`` narrowed to the rows of the vector model, when one is set."""
