@@ -4,7 +4,6 @@ waits for them (store/sqlite.py, store/locks.py, handlers/portability/importer.p
 
 from __future__ import annotations
 
-import gc
 import subprocess
 import sys
 import threading
@@ -19,6 +18,7 @@ from conftest import open_memory
 from cuedrecall.api import Memory
 from cuedrecall.handlers.portability.importer import COMMIT_BATCH
 from cuedrecall.store.locks import SnapshotLock
+from cuedrecall.store.sqlite import READER_POOL
 
 HOLDER = """
 import sqlite3, sys
@@ -190,15 +190,33 @@ def test_recalls_on_many_threads_stay_whole_while_another_connection_writes(db_p
         assert found["messages"][-1]["ref"] == ref
 
 
-def test_a_reading_threads_connection_closes_when_the_thread_ends(memory: Memory) -> None:
+def test_snapshots_run_one_after_another_on_many_threads_share_one_reader_connection(memory: Memory) -> None:
     store = memory.store_
-    before = len(store._readers)  # type: ignore[attr-defined]
+    memory.recall(agent_id="a", query="anything")
+    before = set(store._readers)  # type: ignore[attr-defined]
     threads = [threading.Thread(target=lambda: memory.recall(agent_id="a", query="anything")) for _ in range(5)]
     for thread in threads:
         thread.start()
         thread.join(timeout=30)
-    gc.collect()
-    assert len(store._readers) == before  # type: ignore[attr-defined]  # a server's worker threads leak nothing
+    assert store._readers == before and len(before) == 1  # type: ignore[attr-defined]  # a server's worker threads
+
+
+def test_a_burst_of_concurrent_snapshots_leaves_at_most_the_pool_of_idle_connections(memory: Memory) -> None:
+    store = memory.store_
+    started, go = threading.Barrier(READER_POOL + 3), threading.Event()
+
+    def hold() -> None:
+        with store.snapshot():
+            started.wait(timeout=30)
+            go.wait(timeout=30)
+
+    threads = [threading.Thread(target=hold) for _ in range(READER_POOL + 3)]
+    for thread in threads:
+        thread.start()
+    go.set()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert len(store._readers) == READER_POOL  # type: ignore[attr-defined]  # the rest were closed
 
 
 def test_a_write_inside_a_snapshot_is_refused(memory: Memory) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-import weakref
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -37,19 +36,10 @@ from cuedrecall.store.term_counts import TermCounts
 from cuedrecall.store.vector_index import IndexRow, VectorIndex
 
 SNAPSHOT_TRIES = 3  # catch-ups a concurrent snapshot tries before it reads under the exclusive lock instead
-
-
-class _Reader:
-    """One thread's reader connection, held only by that thread's local storage: when the thread ends, the
-    storage goes and the connection is closed with it."""
-
-    __slots__ = ("conn", "__weakref__")
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-
-    def __del__(self) -> None:
-        self.conn.close()
+# Idle reader connections kept. A snapshot takes the most recently used one, whatever thread runs it, so one
+# client's calls reuse one connection (and its page cache) though a server hands them to different worker
+# threads; a burst of concurrent snapshots opens more, and those beyond this many close when given back.
+READER_POOL = 4
 
 
 def _blob(vector: np.ndarray | None) -> bytes | None:
@@ -111,7 +101,9 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
         # a file (not :memory:, which is one connection's own database) gives each reading thread a connection
         self._concurrent = self.path != ":memory:" and not self.path.startswith("file:")
         self._local = threading.local()  # .conn: this thread's reader connection while it is in a snapshot
-        self._readers: weakref.WeakSet[_Reader] = weakref.WeakSet()  # every thread's, for close()
+        self._idle: list[sqlite3.Connection] = []  # reader connections no snapshot holds, most recent last
+        self._readers: set[sqlite3.Connection] = set()  # every open reader connection, for close()
+        self._pool_guard = threading.Lock()
         if created:
             _private_side_files(self.path)
         self._indexes = {MEMORY: self._new_index(MEMORY), EPISODE: self._new_index(EPISODE)}
@@ -132,7 +124,7 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
     def close(self) -> None:
         with self._lock:
             for reader in list(self._readers):
-                reader.conn.close()
+                reader.close()
             self._main.close()
 
     # -- transactions and the index ------------------------------------------------
@@ -151,7 +143,14 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
             with self._exclusive_snapshot():  # nested, inside a write, or one connection only
                 yield
             return
-        conn = self._reader()
+        conn = self._take_reader()
+        try:
+            yield from self._shared_snapshot(conn)
+        finally:
+            self._give_back(conn)
+
+    def _shared_snapshot(self, conn: sqlite3.Connection) -> Iterator[None]:
+        """``snapshot``'s body on a reader connection this thread holds: the lock shared once the index matches."""
         for _ in range(SNAPSHOT_TRIES):
             if self._begin_shared(conn):
                 break
@@ -206,13 +205,28 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
                 self._conn.execute("COMMIT")
 
     def _reader(self) -> sqlite3.Connection:
-        """This thread's read-only connection to the file, opened on first use; closed when the thread ends (a
-        server's worker threads come and go) or by close()."""
-        reader = getattr(self._local, "reader", None)
-        if reader is None:
-            reader = self._local.reader = _Reader(open_reader(self.path))
-            self._readers.add(reader)
-        return reader.conn
+        """The reader connection the next snapshot takes (the most recently given back), opened when none is idle."""
+        with self._pool_guard:
+            if not self._idle:
+                self._idle.append(self._open_reader())
+            return self._idle[-1]
+
+    def _take_reader(self) -> sqlite3.Connection:
+        with self._pool_guard:
+            return self._idle.pop() if self._idle else self._open_reader()
+
+    def _give_back(self, conn: sqlite3.Connection) -> None:
+        with self._pool_guard:
+            if len(self._idle) < READER_POOL:
+                self._idle.append(conn)
+                return
+            self._readers.discard(conn)
+        conn.close()
+
+    def _open_reader(self) -> sqlite3.Connection:
+        conn = open_reader(self.path)
+        self._readers.add(conn)
+        return conn
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:

@@ -35,7 +35,10 @@ from cuedrecall.store.vector_codes import approximate, candidates, exact_scores,
 
 # The stored float32 vectors of the given ids (an id deleted meanwhile is absent): the store's rows are the truth.
 ExactVectors = Callable[[list[int]], dict[int, np.ndarray]]
-SETTLE_ROWS = 1024  # a load's batch: 384 KiB of 384-wide codes, 3 MiB of float64 while they are quantized
+SETTLE_ROWS = 256  # a load's batch: 96 KiB of 384-wide codes, a few MiB while they are read and quantized
+# The arrays mapped from files (store/mapped.py): the codes every arm reads near its window, and the sign bits
+# only the far seats (off by default) read; both resident only while read.
+_MAPPED = ("_codes", "_bits")
 _ROWS = ("_ids", "_codes", "_scale", "_band", "_bits", "_ts")  # the per-row arrays, in step
 
 
@@ -76,7 +79,7 @@ class VectorIndex:
         self._codes = mapped_zeros((capacity, dim or 1), np.int8, spill)
         self._scale = np.zeros(capacity, dtype=np.float32)
         self._band = np.zeros(capacity, dtype=np.float32)
-        self._bits = np.zeros((capacity, self._width), dtype=np.uint64)
+        self._bits = mapped_zeros((capacity, self._width), np.uint64, spill)
         self._ts = np.zeros(capacity, dtype=np.float64)
         self._axes = ScopeColumns(capacity)
 
@@ -90,7 +93,7 @@ class VectorIndex:
         for name in _ROWS:
             old = getattr(self, name)
             shape = (2 * old.shape[0],) + old.shape[1:]
-            new = mapped_zeros(shape, old.dtype, self._spill) if name == "_codes" else np.zeros(shape, old.dtype)
+            new = mapped_zeros(shape, old.dtype, self._spill) if name in _MAPPED else np.zeros(shape, old.dtype)
             new[: self._n] = old[: self._n]
             setattr(self, name, new)
         self._axes.resize(self._ids.shape[0], self._n)
@@ -120,7 +123,8 @@ class VectorIndex:
 
     def settle(self) -> None:
         """After a bulk write (a load, a growth, rows moved): the codes' pages it touched stop being resident."""
-        release(self._codes)
+        for name in _MAPPED:
+            release(getattr(self, name))
 
     def _put(self, i: int, row: IndexRow) -> None:
         """Write one row's codes, bits and columns at position i."""
@@ -155,7 +159,7 @@ class VectorIndex:
         """The first row's width becomes the index's."""
         self.dim = int(row.vector.shape[0])
         self._codes = mapped_zeros((len(self._ids), self.dim), np.int8, self._spill)
-        self._bits = np.zeros((len(self._ids), self._width), dtype=np.uint64)
+        self._bits = mapped_zeros((len(self._ids), self._width), np.uint64, self._spill)
 
     def insert(self, rows: list[IndexRow]) -> None:
         """Add rows whose ids are not indexed, wherever their ids fall, keeping id order: the rows after each are
