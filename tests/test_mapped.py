@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from cuedrecall.store.base import Scope
-from cuedrecall.store.mapped import PREFIX, mapped_zeros, release
+from cuedrecall.store.mapped import PREFIX, copy_rows, mapped_zeros, release
 from cuedrecall.store.vector_index import IndexRow, VectorIndex
 
 
@@ -68,3 +68,15 @@ def test_an_index_with_mapped_codes_answers_as_one_in_memory(tmp_path: Path) -> 
                                                                                         depth=20)
             assert mapped.coarse(scope, query, start=50, count=10) == in_memory.coarse(scope, query, start=50,
                                                                                        count=10)
+
+
+def test_a_chunked_copy_moves_the_same_rows_as_a_plain_one(tmp_path: Path) -> None:
+    rng = np.random.default_rng(9)
+    source = mapped_zeros((10_000, 8), np.int8, str(tmp_path))
+    source[:] = rng.integers(-127, 128, size=source.shape, dtype=np.int8)
+    keep = rng.random(9_000) < 0.3
+    grown, compacted = (mapped_zeros((20_000, 8), np.int8, str(tmp_path)) for _ in range(2))
+    assert copy_rows(grown, source, 9_000) == 9_000
+    assert (grown[:9_000] == source[:9_000]).all() and not grown[9_000:].any()
+    assert copy_rows(compacted, source, 9_000, keep) == int(keep.sum())
+    assert (compacted[: int(keep.sum())] == source[:9_000][keep]).all()

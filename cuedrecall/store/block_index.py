@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cuedrecall.store.base import Scope
-from cuedrecall.store.mapped import mapped_zeros, release
+from cuedrecall.store.mapped import copy_rows, mapped_zeros, release
 from cuedrecall.store.scope_columns import ScopeColumns
 
 KIND_CODES = {"mem": 0, "ep": 1}
@@ -102,10 +102,9 @@ class _ModelRows:
         for name in ("words", "codes", "norms", "key", "alive"):
             old = getattr(self, name)
             new = self._zeros(name, (capacity,) + old.shape[1:], old.dtype)
-            new[: self.n] = old[: self.n]
+            copy_rows(new, old, self.n)
             setattr(self, name, new)
         self.axes.resize(capacity, self.n)
-        release(self.codes)
 
     def _zeros(self, name: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         """A fresh column: the codes mapped from a file (the largest), the rest in memory."""
@@ -154,11 +153,10 @@ class _ModelRows:
         for name in ("words", "codes", "norms", "key", "alive"):
             old = getattr(self, name)
             new = self._zeros(name, (capacity,) + old.shape[1:], old.dtype)
-            new[:count] = old[: self.n][kept]
+            copy_rows(new, old, self.n, kept)
             setattr(self, name, new)
         self.axes.keep(kept, capacity)
         self.n, self.dead = count, 0
-        release(self.codes)
 
     def search(self, scope: Scope, query: np.ndarray, *, examine: int, rerank: int,
                per_record: int) -> tuple[list[Found], str]:

@@ -252,6 +252,8 @@ class SqliteBlocks:
                 marks = ",".join("?" * len(chunk))
                 for record in self._block_records(f"kind = ? AND record_id IN ({marks})", [kind, *chunk]):
                     self._blocks.add(record)
+        if len(records) >= _SETTLE_RECORDS // 4:
+            self._blocks.settle()  # a builder's batch wrote codes all over the file: searches bring back theirs
 
     def _block_records(self, where: str, params: Sequence[Any]) -> Iterator[RecordBlocks]:
         """The blocks with vectors that match ``where``, one record at a time."""

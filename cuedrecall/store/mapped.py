@@ -57,3 +57,21 @@ def release(array: np.ndarray) -> None:
         base = getattr(base, "base", None) if isinstance(base, np.ndarray) else getattr(base, "obj", None)
     if base is not None:
         base.madvise(mmap.MADV_DONTNEED)
+
+
+COPY_ROWS = 4096  # rows a chunked copy moves between releases
+
+
+def copy_rows(target: np.ndarray, source: np.ndarray, count: int, keep: np.ndarray | None = None) -> int:
+    """Copy the first ``count`` rows of ``source`` (those ``keep`` selects, when given) to the start of ``target``,
+    COPY_ROWS at a time, releasing both arrays' pages after each chunk: growing or compacting a mapped array never
+    holds both copies resident at once. Returns the rows copied."""
+    done = 0
+    for start in range(0, count, COPY_ROWS):
+        stop = min(start + COPY_ROWS, count)
+        rows = source[start:stop] if keep is None else source[start:stop][keep[start:stop]]
+        target[done : done + len(rows)] = rows
+        done += len(rows)
+        release(source)
+        release(target)
+    return done

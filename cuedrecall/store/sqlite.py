@@ -33,7 +33,7 @@ from cuedrecall.store.grown_stats import GrownStats, Upto
 from cuedrecall.store.rows import RECORD_COLUMNS, TABLES, ids_by_kind, pool_growth, record_of
 from cuedrecall.store.schema import migrate
 from cuedrecall.store.term_counts import TermCounts
-from cuedrecall.store.vector_index import IndexRow, VectorIndex
+from cuedrecall.store.vector_index import SETTLE_ROWS, IndexRow, VectorIndex
 
 SNAPSHOT_TRIES = 3  # catch-ups a concurrent snapshot tries before it reads under the exclusive lock instead
 # Idle reader connections kept. A snapshot takes the most recently used one, whatever thread runs it, so one
@@ -374,6 +374,8 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
             elif not index.replace(row):
                 new.append(row)
         index.insert(new)
+        if len(ids) >= SETTLE_ROWS:
+            index.settle()  # many rows rewritten (a re-embedding): searches bring back the codes they read
         return True
 
     # -- writes ---------------------------------------------------------------------

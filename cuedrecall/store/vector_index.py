@@ -29,7 +29,7 @@ import numpy as np
 
 from cuedrecall.store.base import Scope
 from cuedrecall.store.block_index import words
-from cuedrecall.store.mapped import mapped_zeros, release
+from cuedrecall.store.mapped import copy_rows, mapped_zeros, release
 from cuedrecall.store.scope_columns import ScopeColumns, open_gaps
 from cuedrecall.store.vector_codes import approximate, candidates, exact_scores, quantize
 
@@ -94,7 +94,7 @@ class VectorIndex:
             old = getattr(self, name)
             shape = (2 * old.shape[0],) + old.shape[1:]
             new = mapped_zeros(shape, old.dtype, self._spill) if name in _MAPPED else np.zeros(shape, old.dtype)
-            new[: self._n] = old[: self._n]
+            copy_rows(new, old, self._n)
             setattr(self, name, new)
         self._axes.resize(self._ids.shape[0], self._n)
         self.settle()
