@@ -62,23 +62,86 @@ def render(rows: list[dict[str, Any]], peers: dict[int, dict[str, Any]], argv: s
                 "limit 100, 1,000 exclusions), in process.", "", "| input | slowest ms |", "| --- | ---: |"]
         out += [f"| {name} | {ms:.1f} |" for name, ms in row["worst"].items()]
     if peers:
-        out += ["", "## Side by side with CPersona 2.6.14 over MCP stdio", "",
-                "Both servers at once over the same rows and vectors (CPersona imported ours with `import_memories`), "
-                "each query's vector from one `cuedrecall embed-server --embedding hash` (one HTTP call a recall on "
-                "both sides), blocks off on both; every question asked of both, alternating which goes first. Times "
-                "seen from the client. Peak: each server process's VmHWM after its queries.", "",
-                "| memories | ours p50 ms | CPersona p50 ms | ours p90 ms | CPersona p90 ms | ours p99 ms | "
-                "CPersona p99 ms | ours peak MiB | CPersona peak MiB | CPersona import s |",
-                "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-        notes = []
-        for size, peer in peers.items():
-            if "error" in peer:
-                notes.append(f"- {size:,}: not measured ({peer['error']})")
-                continue
-            ours, theirs = peer["ms"]["ours"], peer["ms"]["cpersona"]
-            out.append(f"| {size:,} | {_p(ours, .5)} | {_p(theirs, .5)} | {_p(ours, .9)} | {_p(theirs, .9)} | "
-                       f"{_p(ours, .99)} | {_p(theirs, .99)} | {_mib(peer['peak_kib'].get('ours'))} | "
-                       f"{_mib(peer['peak_kib'].get('cpersona'))} | {peer['import_s']:.1f} |")
-            notes.append(f"- {size:,}: CPersona imported {peer['imported']:,} memories; {peer['probe']}.")
-        out += ["", *notes]
+        out += ["", *render_peers(peers)]
     return "\n".join(out) + "\n"
+
+
+PEER_MODES = {
+    "defaults": "Headline: both at their defaults (CPersona: block arm and held seats on, task queue on, startup "
+                "calibration on; ours: blocks built through its queue, calibration on growth). Before the first "
+                "timed query each server's queue tool (`get_queue_status` on both) was polled every 2 s until it "
+                "answered nothing pending 3 times running, and CPersona's log had recorded the end of its startup "
+                "calibration (it runs beside its queue). CPersona's two derived files were then brought current with "
+                "its own operator commands, `python -m cpersona.block_index build` and `python -m "
+                "cpersona.vector_index build` (its server never starts the vector index build, and rebuilds the "
+                "block index only once it is far behind; recall reads both when present).",
+    "blocks-off": "Variant: blocks off on both, CPersona's task queue and startup calibration off "
+                  "(benchmarks/peer.py's PEER_SETTINGS), ours without calibration on growth; no vector index file.",
+}
+
+
+def _build_note(size: int, figures: dict[str, Any]) -> str:
+    """How long each side's background work took, and whether it finished before the timing."""
+    parts = []
+    for name, label in (("ours", "ours"), ("cpersona", "CPersona")):
+        row = figures["background"][name]
+        state = "finished" if row["finished"] else "NOT finished (timed anyway)"
+        parts.append(f"{label} {state} after {row['s']:.0f} s ({row['polls']} polls of `{row['tool']}`)")
+    for name, label in (("ours", "ours"), ("cpersona", "CPersona")):
+        cover = (figures.get("blocks") or {}).get(name)
+        if cover:
+            parts.append(f"{label}'s blocks then: {cover['records_with_rows']:,} of {cover['memories']:,} records "
+                         f"with block rows, {cover['embedded_blocks']:,} blocks embedded")
+    before = figures.get("block_index_before") or {}
+    if before:
+        parts.append(f"CPersona's block index file when its queue emptied: {before.get('rows', 0):,} blocks, "
+                     f"{before.get('changes_since_build', 0):,} changes behind (current by its own rule: "
+                     f"{before.get('current')})")
+    for module, label in (("block_index", "block index"), ("vector_index", "vector index")):
+        built = (figures.get(module) or {}).get("built") or {}
+        status = figures.get(f"{module}_status") or {}
+        if module in figures:
+            parts.append(f"its {label} file rebuilt by its command in {figures[module]['s']:.1f} s "
+                         f"({built.get('count', built.get('rows', '?'))} rows; built: {built.get('built')}), "
+                         f"usable after the queries: {status.get('usable')}")
+    return f"- {size:,}, background work: " + "; ".join(parts) + "."
+
+
+def render_peers(peers: dict[int, dict[str, Any]]) -> list[str]:
+    """The side by side with CPersona: one table, a row per size and mode, the defaults first."""
+    out = ["## Side by side with CPersona 2.6.14 over MCP stdio", "",
+           "Both servers at once over the same rows and vectors (CPersona imported ours with `import_memories`), "
+           "each query's vector from one `cuedrecall embed-server --embedding hash` (one HTTP call a recall on both "
+           "sides); every question asked of both, alternating which goes first, limit 10. Times seen from the "
+           "client. Rows: the mean number of rows a recall returned (its `messages`). Peak: each server process's "
+           "VmHWM after its queries (the background builds included); resident: its VmRSS after the queries.", "",
+           *[f"- {text}" for text in PEER_MODES.values()], "",
+           "| memories | mode | ours p50 ms | CPersona p50 ms | ours p90 ms | CPersona p90 ms | ours p99 ms | "
+           "CPersona p99 ms | ours rows | CPersona rows | ours peak MiB | CPersona peak MiB | ours resident MiB | "
+           "CPersona resident MiB |",
+           "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    notes = []
+    for mode in PEER_MODES:
+        for size, peer in peers.items():
+            figures = (peer.get("modes") or {}).get(mode)
+            if "error" in peer or figures is None:
+                continue
+            if "error" in figures:
+                notes.append(f"- {size:,} {mode}: not measured ({figures['error']})")
+                continue
+            ours, theirs = figures["ms"]["ours"], figures["ms"]["cpersona"]
+            rows = {name: sum(v) / len(v) if v else 0.0 for name, v in figures["rows"].items()}
+            out.append(f"| {size:,} | {mode} | {_p(ours, .5)} | {_p(theirs, .5)} | {_p(ours, .9)} | "
+                       f"{_p(theirs, .9)} | {_p(ours, .99)} | {_p(theirs, .99)} | {rows['ours']:.1f} | "
+                       f"{rows['cpersona']:.1f} | {_mib(figures['peak_kib'].get('ours'))} | "
+                       f"{_mib(figures['peak_kib'].get('cpersona'))} | {_mib(figures['rss_kib'].get('ours'))} | "
+                       f"{_mib(figures['rss_kib'].get('cpersona'))} |")
+            if "background" in figures:
+                notes.append(_build_note(size, figures))
+    for size, peer in peers.items():
+        if "error" in peer:
+            notes.append(f"- {size:,}: not measured ({peer['error']})")
+        else:
+            notes.append(f"- {size:,}: CPersona imported {peer['imported']:,} memories in {peer['import_s']:.1f} s "
+                         f"(cached import, benchmarks/speed.py); {peer['probe']}.")
+    return [*out, "", *notes]
