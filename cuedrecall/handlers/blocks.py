@@ -40,6 +40,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from cuedrecall import heap
 from cuedrecall.handlers import calibrate
 from cuedrecall.embed import EmbeddingError
 from cuedrecall.handlers import reembed
@@ -264,6 +265,7 @@ class BlockBuilder:
             log.info("backfill built the blocks of %d records (up to %s)", done, cursor)
 
     def _loop(self) -> None:
+        busy = False  # tasks ran since the queue was last found empty
         while not self._stop.is_set():
             try:
                 worked = self.run_one()
@@ -273,5 +275,9 @@ class BlockBuilder:
                 log.exception("the block builder failed a step")
                 worked = False
             if not worked:
+                if busy:
+                    heap.trim()  # the burst is over: what it freed goes back to the system
+                busy = False
                 self._stop.wait(self._idle)
+            busy = busy or worked
 
