@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "cuedrecall"
 
 # Lower rank = lower layer. A module may import its own layer or any below it.
 LAYERS: dict[str, int] = {
-    "errors": 0, "version": 0, "clock": 0, "config": 0, "text": 0,
+    "errors": 0, "version": 0, "clock": 0, "config": 0, "text": 0, "heap": 0,
     "store": 1, "embed": 1,
     "recall": 2, "graph": 2, "reconstruct": 2,
     "access": 3, "sessions": 3, "runtime": 3, "handlers": 3, "tools": 3, "api": 3,
