@@ -181,6 +181,7 @@ class _ModelRows:
         if self.dim == query.shape[0] and bool(np.all(self.norms[chosen] > 0)):
             unit = query.astype(np.float64) / (float(np.linalg.norm(query)) or 1.0)
             cosine = (self.codes[chosen].astype(np.float64) @ unit) / self.norms[chosen]
+            release(self.codes)  # rows read at random, a few hundred a search: none kept resident after it
             order = np.lexsort((keys[best], -cosine))
             return [self._found(chosen[i], int(distance[best[i]]), float(cosine[i]))
                     for i in _first_per_record(keys[best][order], order)], "vector"

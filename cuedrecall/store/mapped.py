@@ -43,6 +43,7 @@ def mapped_zeros(shape: tuple[int, ...], dtype: Any, directory: str | None) -> n
         os.unlink(path)
         os.posix_fallocate(fd, 0, size)
         region = mmap.mmap(fd, size)  # shared: writes land in the file's pages, which the kernel may reclaim
+        region.madvise(mmap.MADV_RANDOM)  # a read maps the page it needs, not its neighbours (no fault-around)
     except OSError:
         return np.zeros(shape, dtype=dtype)
     finally:
