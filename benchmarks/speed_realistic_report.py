@@ -43,15 +43,18 @@ def render(rows: list[dict[str, Any]], peers: dict[int, dict[str, Any]], argv: s
                    f"{_p(cpu, .9)} | {_p(cpu, .99)} | {_p(traced, .5)} | {_p(traced, .99)} |")
     out += ["", "## Build, ingest and memory", "",
             "Build: bulk insert, 1,024 memories a transaction (as an import). Ingest: 200 new turns stored one at a "
-            "time with `Memory.store` into a copy of the store of that size. Memory: a child process that opens the "
+            "time with `Memory.store` into a copy of the store of that size, each followed by a recall (an agent's "
+            "turn); the recall right after a store is timed apart. Memory: a child process that opens the "
             "store and runs 20 recalls; VmHWM is its peak resident set, VmRSS the resident set after the recalls.", "",
             "| memories | build s | build memories/s | database MiB | ingest memories/s | ingest p50 ms | "
-            "ingest p95 ms | open s | peak MiB (VmHWM) | resident MiB (VmRSS) | of which interpreter and imports MiB |",
-            "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+            "ingest p95 ms | recall after a store p50 ms | p99 ms | open s | peak MiB (VmHWM) | resident MiB (VmRSS) | "
+            "of which interpreter and imports MiB |",
+            "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for row in rows:
         rss, ing = row["rss"], row["ingest"]
         out.append(f"| {row['size']:,} | {row['build_s']:.1f} | {row['size'] / row['build_s']:,.0f} | "
                    f"{row['db_mib']:,.0f} | {ing['rate']:,.0f} | {ing['p50']:.2f} | {ing['p95']:.2f} | "
+                   f"{ing.get('after_p50', float('nan')):.1f} | {ing.get('after_p99', float('nan')):.1f} | "
                    f"{rss['open_s']:.2f} | {_mib(rss['peak_kib'])} | {_mib(rss['rss_kib'])} | "
                    f"{_mib(rss['baseline_kib'])} |")
     worst = [row for row in rows if "worst" in row]
