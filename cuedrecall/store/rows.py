@@ -143,15 +143,16 @@ def pool_counts(read: Callable[[str, Sequence[Any]], list[tuple]], scope: Scope,
 
 
 def pool_growth(read: Callable[[str, Sequence[Any]], list[tuple]], scope: Scope, mark: str,
-                upto: dict[str, int]) -> tuple[tuple[int, int], dict[str, int]]:
+                upto: dict[str, int], by_id: str = "") -> tuple[tuple[int, int], dict[str, int]]:
     """The pool counts of the records with ids above ``upto`` (kind -> id; a kind absent: every record), and the
     newest id of each table the pool reads, from the same statement (store/grown_stats.py folds the counts into
-    kept ones)."""
+    kept ones). ``by_id``: the backend's clause after the table that makes a count above an id walk the id range
+    (SQLite's ``NOT INDEXED``: else it walks the agent's index, every row of the scope, to find the new few)."""
     counts, newest = {MEMORY: 0, EPISODE: 0}, {}
     for kind in (MEMORY, EPISODE) if scope.episodes_visible else (MEMORY,):
         where, params = scope_where(scope, "t", kind, mark=mark)
-        table = TABLES[kind]
-        count, top = read(f"SELECT (SELECT COUNT(*) FROM {table} t WHERE {where} AND t.id > {mark}), "
+        table, hint = TABLES[kind], by_id if upto.get(kind) else ""
+        count, top = read(f"SELECT (SELECT COUNT(*) FROM {table} t{hint} WHERE {where} AND t.id > {mark}), "
                           f"(SELECT COALESCE(MAX(id), 0) FROM {table})", [*params, upto.get(kind, 0)])[0]
         counts[kind], newest[kind] = int(count), int(top)
     return (counts[MEMORY], counts[EPISODE]), newest

@@ -549,7 +549,7 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
     def pool_counts(self, scope: Scope) -> tuple[int, int]:
         """(memories, episodes) in the scope: the gate's pool."""
         def grow(kept: tuple[int, int], upto: Upto) -> tuple[tuple[int, int], Upto]:
-            (memories, episodes), newest = pool_growth(self._read, scope, "?", upto)
+            (memories, episodes), newest = pool_growth(self._read, scope, "?", upto, by_id=" NOT INDEXED")
             return (kept[0] + memories, kept[1] + episodes), newest
 
         return self._kept(("pool", scope), lambda: pool_growth(self._read, scope, "?", {}), grow)
@@ -558,9 +558,10 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
         """(oldest, newest) memory time in the scope, epoch seconds; None when nothing is dated."""
         def read(upto: Upto) -> tuple[tuple[float, float] | None, Upto]:
             where, params = scope_where(scope, "t", MEMORY)
+            by_id = " NOT INDEXED" if upto else ""  # new rows: the id range, not every row of the scope
             low, high, top = self._read(
                 f"SELECT MIN(t.ts_epoch), MAX(t.ts_epoch), (SELECT COALESCE(MAX(id), 0) FROM memories) "
-                f"FROM memories t WHERE {where} AND t.id > ?", [*params, upto.get(MEMORY, 0)])[0]
+                f"FROM memories t{by_id} WHERE {where} AND t.id > ?", [*params, upto.get(MEMORY, 0)])[0]
             return (None if low is None else (low, high)), {MEMORY: top}
 
         def grow(kept: tuple[float, float] | None, upto: Upto) -> tuple[tuple[float, float] | None, Upto]:
