@@ -36,6 +36,7 @@ class SqliteMaintenance:
 
         def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
         def _rebuild_indexes(self) -> None: ...
+        def _model_filter(self, where: str, params: Sequence[Any]) -> tuple[str, list[Any]]: ...
         def snapshot(self) -> AbstractContextManager[None]: ...
         def write(self) -> AbstractContextManager[sqlite3.Connection]: ...
 
@@ -195,8 +196,7 @@ class SqliteMaintenance:
         ``misfit_embeddings``' business, one of another model ``stale_embeddings``'.
         """
         table = _TABLES[kind][0]
-        model, model_params = ("embedding_model = ?", [self.vector_model]) if self.vector_model is not None else (
-            "1 = 1", [])
+        model, model_params = self._model_filter("1 = 1", ())  # the rows the index may hold (sqlite.py)
         where, params = agent_where(agent_id)
         where, params = f"{where} AND {model}", [*params, *model_params]
         with self.snapshot():
