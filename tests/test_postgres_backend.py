@@ -235,3 +235,21 @@ def test_a_postgres_store_never_reads_a_sidecar_beside_the_sqlite_path(tmp_path:
     with Memory(settings=settings, clock=fixed_clock(NOW), background=False) as memory:
         assert memory.store_.thresholds() == [] and memory.store_.betas() == {}
     assert sidecar.is_file() and not db_path.exists()
+
+
+def test_the_planner_knows_how_many_rows_a_vector_arm_compares(tmp_path: Path) -> None:
+    """Migration 2's statistics on the vector width: after ANALYZE the planner's estimate of a scope's comparable
+    rows is the real count, not PostgreSQL's 0.5% default for an expression, which planned a scope's scan window
+    as a sort of every row's vector."""
+    import psycopg
+
+    url = postgres_url()
+    settings = make_settings(db_url=url, db_path=":memory:", embedding_mode="hash")
+    with Memory(settings=settings, clock=fixed_clock(NOW), background=False) as memory:
+        for i in range(400):
+            assert memory.store(agent_id="a", content=f"note {i} about the harbour crane number {i * 7}")["ok"]
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("ANALYZE memories")
+        plan = conn.execute("EXPLAIN (FORMAT JSON) SELECT id FROM memories t WHERE t.agent_id = 'a' AND "
+                            "t.embedding IS NOT NULL AND vector_dims(t.embedding) = 384").fetchone()[0]
+    assert plan[0]["Plan"]["Plan Rows"] >= 200

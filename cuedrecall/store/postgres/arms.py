@@ -60,14 +60,13 @@ def row_length(lengths: Sequence[str]) -> str:
     return " + ".join(f"m.{column}" for column in lengths)
 
 
-def _bm25(table: str, lengths: Sequence[str], where: str, period: Period | None) -> tuple[str, list[Any]]:
+def _bm25(period: Period | None) -> tuple[str, list[Any]]:
     """The ranking half of a lexical arm's query, after CTE ``o`` (id, ts_epoch, len, term i, tf): df per
-    term among the matching rows, n and the mean row length over the scope (``where`` again, alias m), the
-    period, best first. Its parameters: the scope's again, the period's, then the depth."""
+    term among the matching rows, n and the mean row length over the scope (parameters: ``PgRecords._scope_lengths``),
+    the period, best first. Its parameters: n, the mean, the period's, then the depth."""
     pwhere, pparams = period_where("s", period)
-    mean = f"({row_length(lengths)})"
     return ("s AS (SELECT o.*, count(*) FILTER (WHERE o.tf > 0) OVER (PARTITION BY o.i) AS df FROM o), "
-            f"n AS MATERIALIZED (SELECT count(*) AS n, GREATEST(avg{mean}, 1) AS mean FROM {table} m WHERE {where}) "
+            "n AS (SELECT %s::float8 AS n, %s::float8 AS mean) "
             f"SELECT s.id, -SUM(CASE WHEN s.tf > 0 THEN GREATEST(ln((n.n - s.df + 0.5) / (s.df + 0.5)), {_IDF_FLOOR}) "
             f"* s.tf * ({_K1} + 1) / (s.tf + {_K1} * (1 - {_B} + {_B} * s.len / n.mean)) ELSE 0 END)::float8 AS raw "
             f"FROM s CROSS JOIN n WHERE TRUE{pwhere} GROUP BY s.id ORDER BY raw, s.id LIMIT %s", pparams)
@@ -86,6 +85,7 @@ class PgArms:
 
     if TYPE_CHECKING:  # provided by PgConnection and PgRecords
         def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
+        def _scope_lengths(self, kind: str, scope: Scope, lengths: Sequence[str]) -> tuple[int, Any]: ...
         def _model_filter(self, alias: str) -> tuple[str, list[Any]]: ...
         _vocab: TermCounts
         def pool_counts(self, scope: Scope) -> tuple[int, int]: ...
@@ -249,14 +249,14 @@ class PgArms:
         bodies = ", ".join(f"lower(m.{column}) AS body{j}" for j, column in enumerate(columns))
         tf = " + ".join(f"(char_length(c.body{j}) - char_length(replace(c.body{j}, lower(x.t), ''))) "
                         f"/ GREATEST(char_length(x.t), 1)" for j in range(len(columns)))
-        ranked, tail = _bm25(table, lengths, where, period)
+        ranked, tail = _bm25(period)
         rows = self._read(
             f"WITH g AS MATERIALIZED ({lookups}), "
             f"c AS MATERIALIZED (SELECT m.id, m.ts_epoch, {row_length(lengths)} AS len, "
             f"{bodies} FROM g JOIN {table} m ON m.id = g.id WHERE ({match}) AND {where}), "
             f"o AS MATERIALIZED (SELECT c.id, c.ts_epoch, c.len, x.i, {tf} AS tf FROM c CROSS JOIN unnest(%s::text[]) "
             f"WITH ORDINALITY AS x(t, i)), {ranked}",
-            [*terms, *terms, *params, list(terms), *params, *tail, depth])
+            [*terms, *terms, *params, list(terms), *self._scope_lengths(kind, scope, lengths), *tail, depth])
         return [Hit(make_ref(kind, row_id), rank, float(raw)) for rank, (row_id, raw) in enumerate(rows)]
 
     def _like_hits(self, scope: Scope, phrases: Sequence[str], depth: int, period: Period | None, first_rank: int,
@@ -285,14 +285,17 @@ class PgArms:
     def _word_query(self, scope: Scope, words: Sequence[str], depth: int, period: Period | None) -> list[Hit]:
         """The documented BM25 of the word arm: tf = the stemmed word's positions in the row, one query."""
         where, params = scope_where(scope, "m", MEMORY)
-        ranked, tail = _bm25("memories", ("word_len",), where, period)
+        ranked, tail = _bm25(period)
         rows = self._read(
             "WITH q AS (SELECT u.lexeme, row_number() OVER () AS i FROM unnest(to_tsvector('english', %s)) AS u), "
             "c AS MATERIALIZED (SELECT m.id, m.ts_epoch, m.word_len AS len, m.words FROM memories m "
             f"WHERE m.words @@ to_tsquery('english', %s) AND {where}), "
-            "o AS MATERIALIZED (SELECT c.id, c.ts_epoch, c.len, q.i, COALESCE((SELECT array_length(u.positions, 1) "
-            "FROM unnest(c.words) AS u WHERE u.lexeme = q.lexeme), 0) AS tf FROM c CROSS JOIN q), " + ranked,
-            [" ".join(words), words_query(words), *params, *params, *tail, depth])
+            # one unnest of each matching row's words, joined to the query's: the (row, word) pairs with tf > 0,
+            # all the ranking reads (a pair with tf = 0 adds nothing to a sum, a df or a row's presence)
+            "o AS MATERIALIZED (SELECT c.id, c.ts_epoch, c.len, q.i, COALESCE(array_length(u.positions, 1), 0) AS tf "
+            "FROM c CROSS JOIN LATERAL unnest(c.words) AS u JOIN q ON q.lexeme = u.lexeme), " + ranked,
+            [" ".join(words), words_query(words), *params, *self._scope_lengths(MEMORY, scope, ("word_len",)), *tail,
+             depth])
         return [Hit(make_ref(MEMORY, row_id), rank, float(raw)) for rank, (row_id, raw) in enumerate(rows)]
 
     def newest(self, scope: Scope, kind: str, limit: int, period: Period | None = None) -> list[Hit]:

@@ -73,6 +73,7 @@ class PgConnection:
         self._conn = connect(url)
         self._lock = threading.RLock()
         self._depth = 0  # open snapshot()/write() levels of this connection
+        self._memo: dict[tuple[Any, ...], Any] | None = None  # what one snapshot has read once (None outside)
 
     def close(self) -> None:
         with self._lock:
@@ -87,9 +88,11 @@ class PgConnection:
                 return
             self._conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             self._depth += 1
+            self._memo = {}
             try:
                 yield
             finally:
+                self._memo = None
                 self._depth -= 1
                 self._conn.execute("COMMIT")
 
@@ -119,3 +122,13 @@ class PgConnection:
     def _cached(self, key: tuple[Any, ...], compute: Any) -> Any:
         """No process-local cache: every server process over the database reads what is committed now."""
         return compute()
+
+    def _per_snapshot(self, key: tuple[Any, ...], compute: Any) -> Any:
+        """What one read snapshot computes once (a recall's arms share it): a REPEATABLE READ transaction sees
+        the same rows throughout, so the value cannot change inside it. Outside a snapshot, computed each time."""
+        with self._lock:
+            if self._memo is None:
+                return compute()
+            if key not in self._memo:
+                self._memo[key] = compute()
+            return self._memo[key]

@@ -13,7 +13,7 @@ import numpy as np
 
 from cuedrecall.store.base import EPISODE, MEMORY, Record, Scope, Threshold, make_ref, split_ref
 from cuedrecall.store.postgres.scope import listing_where, scope_where
-from cuedrecall.store.rows import RECORD_COLUMNS, TABLES, ids_by_kind, pool_counts, record_of
+from cuedrecall.store.rows import RECORD_COLUMNS, TABLES, ids_by_kind, record_of
 
 # every stored column (the derived grams, words and sign_bits are the database's business)
 MEMORY_COLUMNS = ("id", "agent_id", "project_id", "channel", "msg_id", "content", "source", "source_id", "timestamp",
@@ -21,6 +21,8 @@ MEMORY_COLUMNS = ("id", "agent_id", "project_id", "channel", "msg_id", "content"
 EPISODE_COLUMNS = ("id", "agent_id", "project_id", "channel", "summary", "keywords", "start_time", "end_time",
                    "ts_epoch", "resolved", "embedding", "embedding_model", "created_at")
 COLUMNS = {MEMORY: MEMORY_COLUMNS, EPISODE: EPISODE_COLUMNS}
+# kind -> every row length its lexical arms normalise by, as FTS5 counts tokens (the trigram arm's, the word arm's)
+_LENGTHS = {MEMORY: (("text_len",), ("word_len",)), EPISODE: (("summary_len", "keywords_len"),)}
 
 
 def as_vector(value: Any) -> np.ndarray | None:
@@ -43,6 +45,7 @@ class PgRecords:
 
     if TYPE_CHECKING:  # provided by PgConnection and PgGraph
         def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
+        def _per_snapshot(self, key: tuple[Any, ...], compute: Any) -> Any: ...
         def _delete_graph(self, conn: Any, agent_id: str) -> dict[str, int]: ...
         _conn: Any
         _lock: Any
@@ -195,8 +198,25 @@ class PgRecords:
     # -- scope statistics and vectors --------------------------------------------------------
 
     def pool_counts(self, scope: Scope) -> tuple[int, int]:
-        """(memories, episodes) in the scope: the gate's pool."""
-        return pool_counts(self._read, scope, "%s")
+        """(memories, episodes) in the scope: the gate's pool (the lexical arms' n, from the same scan)."""
+        memories = self._scope_lengths(MEMORY, scope, _LENGTHS[MEMORY][0])[0]
+        episodes = self._scope_lengths(EPISODE, scope, _LENGTHS[EPISODE][0])[0] if scope.episodes_visible else 0
+        return memories, episodes
+
+    def _scope_lengths(self, kind: str, scope: Scope, lengths: Sequence[str]) -> tuple[int, Any]:
+        """(rows, mean length) over the scope's rows of one kind, for one BM25 length (its columns summed).
+        One scan of the lengths index gives the count and every length of the kind, read once a snapshot, so
+        a recall's gate pool, trigram and word arms (and a plan's fallback query) share it."""
+        kind_lengths = _LENGTHS[kind]
+        where, params = scope_where(scope, "m", kind)
+
+        def read() -> dict[tuple[str, ...], tuple[int, Any]]:
+            means = ", ".join("GREATEST(avg(" + " + ".join(f"m.{c}" for c in columns) + "), 1)"
+                              for columns in kind_lengths)
+            n, *found = self._read(f"SELECT count(*), {means} FROM {TABLES[kind]} m WHERE {where}", params)[0]
+            return {columns: (int(n), mean) for columns, mean in zip(kind_lengths, found)}
+
+        return self._per_snapshot(("scope_lengths", kind, where, *params), read)[tuple(lengths)]
 
     def span(self, scope: Scope) -> tuple[float, float] | None:
         """(oldest, newest) memory time in the scope, epoch seconds; None when nothing is dated."""
