@@ -314,8 +314,11 @@ class ToolServer:
 
 
 def our_server(db_path: Path, embed_url: str, log_path: Path) -> ToolServer:
-    """``cuedrecall serve --db ... --embedding http`` with the shared /embed endpoint."""
-    env = {"CPERSONA_EMBEDDING_URL": embed_url, "CPERSONA_DB_PATH": str(db_path)}
+    """``cuedrecall serve --db ... --embedding http`` with the shared /embed endpoint, its block arm off as
+    ``PEER_SETTINGS`` turns CPersona's off (the same variant on both sides; both servers at their defaults are
+    ``benchmarks.speed_realistic_peer``'s headline)."""
+    env = {"CPERSONA_EMBEDDING_URL": embed_url, "CPERSONA_DB_PATH": str(db_path),
+           "CPERSONA_BLOCK_BUILD_ENABLED": "false", "CPERSONA_BLOCK_RETRIEVAL_ENABLED": "false"}
     return ToolServer("cuedrecall", sys.executable,
                       ["-m", "cuedrecall.cli", "serve", "--db", str(db_path), "--embedding", "http"],
                       env, log_path, cwd=REPO)
