@@ -36,6 +36,7 @@ from cuedrecall.embed.hashing import DIMENSIONS, hash_vector
 from cuedrecall.handlers.rows import embedding, episode_row, memory_row
 from cuedrecall.store.base import (
     ENTITY, EPISODE, MEMORY, AgentSummary, BlockSet, Hit, Mentions, NewRelation, Record, Scope, Store, Task, Threshold, make_ref,
+    memory_vectors,
 )
 from cuedrecall.store.sqlite import SqliteStore
 from cuedrecall.text.blocks import divide
@@ -323,7 +324,7 @@ def test_reads_inside_a_snapshot_see_one_state_while_another_thread_writes(store
             ranked(store.newest(scope, MEMORY, 10)),
             sorted(ranked(store.vector_near(scope, query, floor=-2.0, depth=10, window=10))),
             sorted(store.records([first, make_ref(MEMORY, number(first) + 1)])),
-            store.embedded_memories(A)[0].tolist(),
+            store.embedded_memory_ids(A)[0].tolist(),
         )
 
     with store.snapshot():
@@ -386,7 +387,7 @@ def test_delete_removes_the_row_from_records_every_arm_and_vectors(store: Store)
     assert ranked(store.newest(Scope(A), MEMORY, 10)) == [keep]
     assert store.newest(Scope(A), EPISODE, 10) == []
     assert store.pool_counts(Scope(A)) == (1, 0)
-    assert store.embedded_memories(A)[0].tolist() == [number(keep)]
+    assert store.embedded_memory_ids(A)[0].tolist() == [number(keep)]
 
 
 def test_update_memory_changes_content_and_vector_and_the_full_text_follows(store: Store) -> None:
@@ -739,21 +740,28 @@ def test_newest_episode_time_is_the_latest_recording_time_not_the_highest_id(
     assert store.newest_episode_time(Scope(NOBODY)) is None
 
 
-def test_embedded_memories_are_one_agents_or_everyones_oldest_first_unembedded_left_out(store: Store) -> None:
+def test_embedded_memory_ids_are_one_agents_or_everyones_oldest_first_unembedded_left_out(store: Store) -> None:
     assert store.embedding_dim() is None
     one = add_memory(store, "one", timestamp="2025-01-01T00:00:00Z")
     add_memory(store, "two without a vector", embedded=False)
     three = add_memory(store, "three of b", agent=B, timestamp="2025-01-03T00:00:00Z")
     four = add_memory(store, "four", timestamp="not a time")
-    ids, vectors, times = store.embedded_memories(A)
+    ids, times = store.embedded_memory_ids(A)
     assert ids.tolist() == [number(one), number(four)]
-    assert vectors.shape == (2, DIMENSIONS)
-    assert np.allclose(vectors[0], hash_vector("one")) and np.allclose(vectors[1], hash_vector("four"))
     assert times[0] == to_epoch("2025-01-01T00:00:00Z") and np.isnan(times[1])
-    ids, vectors, times = store.embedded_memories("")
-    assert ids.tolist() == [number(one), number(three), number(four)]
-    assert store.embedded_memories(NOBODY)[0].tolist() == []
+    assert store.embedded_memory_ids("")[0].tolist() == [number(one), number(three), number(four)]
+    assert store.embedded_memory_ids(NOBODY)[0].tolist() == []
     assert store.embedding_dim() == DIMENSIONS
+
+
+def test_memory_vectors_reads_the_sampled_ids_vectors_in_order_and_leaves_out_a_row_gone(store: Store) -> None:
+    one, two = add_memory(store, "one"), add_memory(store, "two")
+    unembedded = add_memory(store, "no vector", embedded=False)
+    read, vectors = memory_vectors(store, [number(two), number(unembedded), number(one)])
+    assert read.tolist() == [number(two), number(one)]
+    assert vectors.shape == (2, DIMENSIONS)
+    assert np.allclose(vectors[0], hash_vector("two")) and np.allclose(vectors[1], hash_vector("one"))
+    assert memory_vectors(store, [])[0].tolist() == [] and memory_vectors(store, [])[1].shape == (0, DIMENSIONS)
 
 
 def test_vectors_returns_the_stored_vectors_of_embedded_refs_only(store: Store) -> None:

@@ -40,7 +40,7 @@ def test_bulk_load_writes_searchable_rows_and_an_episode_every_so_often() -> Non
     memory = Memory(":memory:", settings=make_settings(), clock=fixed_clock(NOW))
     assert bulk_load(memory, 250, seed=1, episode_every=EPISODE_EVERY) == 250 // EPISODE_EVERY
     assert memory.store_.pool_counts(memory.scope(AGENT, None, "", "")) == (250, 250 // EPISODE_EVERY)
-    assert len(memory.store_.embedded_memories(AGENT)[0]) == 250
+    assert len(memory.store_.embedded_memory_ids(AGENT)[0]) == 250
     first = memory.list_memories(agent_id=AGENT, limit=1)["memories"][0]["content"]
     word = max(first.rstrip(".").split(), key=len)
     answer = memory.recall(agent_id=AGENT, query=word, limit=5, trace=True)

@@ -29,7 +29,7 @@ from cuedrecall.recall.context import RecallContext
 from cuedrecall.recall.fusion import fuse
 from cuedrecall.recall.params import resolve_params
 from cuedrecall.runtime import Runtime
-from cuedrecall.store.base import MEMORY, Scope, Task, Threshold, make_ref
+from cuedrecall.store.base import MEMORY, Scope, Task, Threshold, make_ref, memory_vectors
 
 PSEUDO_QUERIES = 40
 PSEUDO_DEPTH = 20
@@ -42,12 +42,15 @@ REEMBED = "reembed_vectors"  # handlers/reembed.py's task kind (that module impo
 def measure(rt: Runtime, agent_id: str, beta: float, sample_size: int = 200, method: str = "separation",
             percentile: float = 0.95, z_factor: float = 1.0, seed: int = 0) -> tuple[dict[str, Any], list[Threshold]]:
     """The report and the thresholds it found; nothing is written. CalibrationError when data is lacking."""
-    ids, vectors, times = rt.store.embedded_memories(agent_id)
+    ids, times = rt.store.embedded_memory_ids(agent_id)
     if len(ids) < MIN_SAMPLES:
         raise CalibrationError(f"Need at least {MIN_SAMPLES} embedded memories to calibrate, found {len(ids)}")
     rng = random.Random(seed)
     pick = sorted(rng.sample(range(len(ids)), min(sample_size, len(ids))))
-    positives, nulls = cosine_samples(vectors[pick], times[pick])
+    read, vectors = memory_vectors(rt.store, ids[pick])  # the sample's vectors only, not the agent's every one
+    present = set(read.tolist())  # a row deleted since its id was listed has no vector to read
+    pick = [p for p in pick if int(ids[p]) in present]
+    positives, nulls = cosine_samples(vectors, times[pick])
     cosine = threshold_from(method, positives, nulls, beta, percentile, z_factor, COSINE_FLOOR)
     found = [rt.calibration.threshold(agent_id, "cosine", cosine)]
     report: dict[str, Any] = {

@@ -596,8 +596,9 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
                     out[make_ref(kind, row_id)] = vec
             return out
 
-    def embedded_memories(self, agent_id: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(ids, vectors, times) of the agent's embedded memories ("" = every agent), oldest first."""
+    def embedded_memory_ids(self, agent_id: str) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, times) of the agent's embedded memories ("" = every agent), oldest first; ``vectors`` reads
+        the vectors of those a caller samples."""
         with self._lock:
             self._catch_up()
             return self._indexes[MEMORY].agent_rows(agent_id)

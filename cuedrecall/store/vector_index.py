@@ -312,15 +312,11 @@ class VectorIndex:
         """Ids of one agent's rows, or every row for agent "", oldest first."""
         return self._ids[: self._n][self._axes.agent_mask(agent_id, self._n)]
 
-    def agent_rows(self, agent_id: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(ids, stored vectors, times) of one agent's rows, or every row for agent "", oldest first."""
+    def agent_rows(self, agent_id: str) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, times) of one agent's rows, or every row for agent "", oldest first: no vector is read (a
+        caller reads the few it samples through ``vectors_of``)."""
         mask = self._axes.agent_mask(agent_id, self._n)
-        ids, times = self._ids[: self._n][mask], self._ts[: self._n][mask]
-        stored = self._exact(ids.tolist())
-        kept = np.array([row_id in stored for row_id in ids.tolist()], dtype=bool)
-        vectors = [stored[row_id] for row_id in ids[kept].tolist()]
-        matrix = np.stack(vectors) if vectors else np.zeros((0, self.dim or 0), dtype=np.float32)
-        return ids[kept], matrix, times[kept]
+        return self._ids[: self._n][mask].copy(), self._ts[: self._n][mask].copy()
 
     def vectors_of(self, row_ids: list[int]) -> dict[int, np.ndarray]:
         """Stored vectors of the given ids that are indexed."""

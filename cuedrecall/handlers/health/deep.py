@@ -18,7 +18,7 @@ from cuedrecall.handlers.health.run import (
     KINDS, NOTHING, Check, Finding, Repair, Run, finding, reembed, ref_items, rewrite,
 )
 from cuedrecall.handlers.rows import json_object
-from cuedrecall.store.base import EPISODE, MEMORY, make_ref
+from cuedrecall.store.base import EPISODE, MEMORY, make_ref, memory_vectors
 
 SHORT_CONTENT = 10  # characters
 NEAR_DUPLICATE_COSINE = 0.97
@@ -105,8 +105,8 @@ def close_pairs(vectors: np.ndarray, floor: float, keep: int) -> tuple[int, list
 
 def _near_duplicate(run: Run) -> Finding:
     """Pairs of the agent's memories (its newest NEAR_DUPLICATE_ROWS embedded) with cosine >= 0.97."""
-    ids, vectors, _ = run.rt.store.embedded_memories(run.agent_id)
-    ids, vectors = ids[-NEAR_DUPLICATE_ROWS:], vectors[-NEAR_DUPLICATE_ROWS:]
+    ids, _ = run.rt.store.embedded_memory_ids(run.agent_id)
+    ids, vectors = memory_vectors(run.rt.store, ids[-NEAR_DUPLICATE_ROWS:])
     count, best = close_pairs(vectors, NEAR_DUPLICATE_COSINE, PAIRS_SHOWN)
     if not count:
         return NOTHING

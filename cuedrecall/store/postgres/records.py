@@ -249,19 +249,19 @@ class PgRecords:
                 out[make_ref(kind, row_id)] = as_vector(vector)
         return out
 
-    def embedded_memories(self, agent_id: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(ids, vectors, times) of the agent's comparable memories ("" = every agent), oldest first."""
+    def embedded_memory_ids(self, agent_id: str) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, times) of the agent's comparable memories ("" = every agent), oldest first; ``vectors`` reads
+        the vectors of those a caller samples."""
         model, params = self._model_filter("t")
         agent = " AND t.agent_id = %s" if agent_id else ""
         dim = self.embedding_dim()
         rows = [] if dim is None else self._read(
-            f"SELECT t.id, t.embedding, t.ts_epoch FROM memories t WHERE t.embedding IS NOT NULL "
+            f"SELECT t.id, t.ts_epoch FROM memories t WHERE t.embedding IS NOT NULL "
             f"AND vector_dims(t.embedding) = %s{model}{agent} ORDER BY t.id",
             [dim, *params, *([agent_id] if agent_id else [])])
         ids = np.array([row[0] for row in rows], dtype=np.int64)
-        vectors = np.stack([as_vector(row[1]) for row in rows]) if rows else np.zeros((0, dim or 1), np.float32)
-        times = np.array([np.nan if row[2] is None else row[2] for row in rows], dtype=np.float64)
-        return ids, vectors, times
+        times = np.array([np.nan if row[1] is None else row[1] for row in rows], dtype=np.float64)
+        return ids, times
 
     def embedding_dim(self) -> int | None:
         """The width the vector arms compare: of the oldest comparable memory (else episode) vector."""
