@@ -11,6 +11,7 @@ assert the documented rule: every hit holds one of the query's terms, ranks run
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -253,3 +254,49 @@ def test_the_planner_knows_how_many_rows_a_vector_arm_compares(tmp_path: Path) -
         plan = conn.execute("EXPLAIN (FORMAT JSON) SELECT id FROM memories t WHERE t.agent_id = 'a' AND "
                             "t.embedding IS NOT NULL AND vector_dims(t.embedding) = 384").fetchone()[0]
     assert plan[0]["Plan"]["Plan Rows"] >= 200
+
+
+def test_a_snapshot_on_one_thread_does_not_hold_back_another_threads_recall(tmp_path: Path) -> None:
+    """Each snapshot reads on a reader connection of its own: a recall answers while another thread's snapshot
+    stays open (on one shared connection it would wait for that snapshot to end)."""
+    with open_backend("postgres", tmp_path) as memory:
+        assert memory.store(agent_id="a", content="the harbour crane lifts containers")["ok"]
+        store, entered, release = memory.runtime.store, threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with store.snapshot():
+                store.pool_counts(memory.scope("a", None, "", ""))
+                entered.set()
+                release.wait(60)
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        try:
+            assert entered.wait(30)
+            answered: dict[str, Any] = {}
+            asker = threading.Thread(target=lambda: answered.update(memory.recall(agent_id="a", query="harbour crane")),
+                                     daemon=True)
+            asker.start()
+            asker.join(30)
+            assert not asker.is_alive(), "the recall waited for another thread's open snapshot"
+            assert answered["messages"]
+        finally:
+            release.set()
+            holder.join()
+
+
+def test_a_snapshot_keeps_its_view_while_another_thread_writes(tmp_path: Path) -> None:
+    """REPEATABLE READ on the reader connection: rows committed by another thread after the snapshot began are
+    not seen inside it, and are seen by the next snapshot."""
+    with open_backend("postgres", tmp_path) as memory:
+        assert memory.store(agent_id="a", content="first note about the lighthouse")["ok"]
+        store = memory.runtime.store
+        count = "SELECT count(*) FROM memories WHERE agent_id = 'a'"
+        with store.snapshot():
+            assert store._read(count)[0][0] == 1
+            writer = threading.Thread(target=lambda: memory.store(agent_id="a", content="second note, the ferry"))
+            writer.start()
+            writer.join()
+            assert store._read(count)[0][0] == 1
+        with store.snapshot():
+            assert store._read(count)[0][0] == 2

@@ -65,45 +65,88 @@ def redact(url: str) -> str:
     return f"{scheme}://{user.split(':', 1)[0]}@{tail}"
 
 
+READER_POOL = 4  # idle reader connections a process keeps (more are opened while more snapshots run at once)
+
+
 class PgConnection:
-    """One connection, a lock around it, and the transaction forms the ``Store`` protocol asks for."""
+    """One connection for writes and plain reads, a pool of reader connections for snapshots, and the
+    transaction forms the ``Store`` protocol asks for.
+
+    Rule: a snapshot runs on a reader connection of its own (taken from the pool, opened when none is idle),
+    so one thread's recall never waits for another's: concurrent recalls in one server process read at
+    once, each in its own REPEATABLE READ transaction. A snapshot opened by the thread that holds a write
+    joins the write's transaction (it sees the write's own rows)."""
 
     def __init__(self, url: str) -> None:
         self.url = url
         self._conn = connect(url)
         self._lock = threading.RLock()
-        self._depth = 0  # open snapshot()/write() levels of this connection
-        self._memo: dict[tuple[Any, ...], Any] | None = None  # what one snapshot has read once (None outside)
+        self._depth = 0  # open write() levels of the main connection
+        self._writer: int | None = None  # the thread inside write()
+        self._idle: list[Any] = []  # reader connections not in a snapshot
+        self._pool_lock = threading.Lock()
+        self._local = threading.local()  # .conn / .memo: this thread's open snapshot
+        self._session: list[str] = []  # settings every connection of the store runs once opened (ensure_hnsw's)
 
     def close(self) -> None:
-        with self._lock:
+        with self._lock, self._pool_lock:
+            for reader in self._idle:
+                reader.close()
+            self._idle.clear()
             self._conn.close()
+
+    def configure(self, statement: str) -> None:
+        """A session setting for every connection of the store, those open now and those opened later."""
+        with self._lock, self._pool_lock:
+            self._session.append(statement)
+            for conn in (self._conn, *self._idle):
+                conn.execute(statement)
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
-        """A consistent read: one REPEATABLE READ transaction (nested ones, and one inside a write, join it)."""
-        with self._lock:
-            if self._depth:
-                yield
-                return
-            self._conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            self._depth += 1
-            self._memo = {}
+        """A consistent read: one REPEATABLE READ transaction on a reader connection (nested snapshots join it;
+        one inside this thread's write joins the write)."""
+        if getattr(self._local, "conn", None) is not None or self._writer == threading.get_ident():
+            yield
+            return
+        reader = self._take_reader()
+        reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        self._local.conn, self._local.memo = reader, {}
+        try:
+            yield
+        finally:
+            self._local.conn = self._local.memo = None
             try:
-                yield
+                reader.execute("COMMIT")
             finally:
-                self._memo = None
-                self._depth -= 1
-                self._conn.execute("COMMIT")
+                self._give_back(reader)
+
+    def _take_reader(self) -> Any:
+        with self._pool_lock:
+            if self._idle:
+                return self._idle.pop()
+            session = list(self._session)
+        reader = connect(self.url)
+        for statement in session:
+            reader.execute(statement)
+        return reader
+
+    def _give_back(self, reader: Any) -> None:
+        """Back to the pool when it is healthy and the pool has room; closed otherwise."""
+        with self._pool_lock:
+            if not reader.closed and not reader.broken and len(self._idle) < READER_POOL:
+                self._idle.append(reader)
+                return
+        reader.close()
 
     @contextmanager
     def write(self) -> Iterator[Any]:
         """One write transaction, serialised with every other writer of the database by the advisory lock."""
         with self._lock:
-            if self._depth:
+            if self._depth or getattr(self._local, "conn", None) is not None:
                 raise StoreError("write() inside snapshot() or write(): a write is one transaction of its own")
             self._conn.execute("BEGIN")
-            self._depth += 1
+            self._depth, self._writer = self._depth + 1, threading.get_ident()
             try:
                 self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
                 yield self._conn
@@ -112,12 +155,22 @@ class PgConnection:
                 self._conn.execute("ROLLBACK")
                 raise
             finally:
-                self._depth -= 1
+                self._depth, self._writer = self._depth - 1, None
+
+    @contextmanager
+    def _connection(self) -> Iterator[Any]:
+        """The connection this thread reads on: its snapshot's, else the main one (held under the lock)."""
+        reader = getattr(self._local, "conn", None)
+        if reader is not None:
+            yield reader
+            return
+        with self._lock:
+            yield self._conn
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
-        """The rows of one statement, in the open transaction when there is one."""
-        with self._lock:
-            return self._conn.execute(sql, params).fetchall()
+        """The rows of one statement, in this thread's open transaction when there is one."""
+        with self._connection() as conn:
+            return conn.execute(sql, params).fetchall()
 
     def _cached(self, key: tuple[Any, ...], compute: Any) -> Any:
         """No process-local cache: every server process over the database reads what is committed now."""
@@ -126,9 +179,9 @@ class PgConnection:
     def _per_snapshot(self, key: tuple[Any, ...], compute: Any) -> Any:
         """What one read snapshot computes once (a recall's arms share it): a REPEATABLE READ transaction sees
         the same rows throughout, so the value cannot change inside it. Outside a snapshot, computed each time."""
-        with self._lock:
-            if self._memo is None:
-                return compute()
-            if key not in self._memo:
-                self._memo[key] = compute()
-            return self._memo[key]
+        memo = getattr(self._local, "memo", None)
+        if memo is None:
+            return compute()
+        if key not in memo:
+            memo[key] = compute()
+        return memo[key]

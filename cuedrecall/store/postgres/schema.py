@@ -275,13 +275,17 @@ def migrate(conn: Any) -> int:
     return version
 
 
+# the HNSW walk's breadth for every connection of a store that reads the index: wider than pgvector's default,
+# since the scope and window filters drop rows after the walk
+HNSW_SEARCH = "SET hnsw.ef_search = 400"
+
+
 def ensure_hnsw(conn: Any, dim: int) -> None:
-    """The optional HNSW indexes over vectors of ``dim`` dimensions (approximate: CUEDRECALL_PG_HNSW), and a
-    search breadth for this session wider than pgvector's default (filters drop rows after the walk)."""
+    """The optional HNSW indexes over vectors of ``dim`` dimensions (approximate: CUEDRECALL_PG_HNSW); each
+    connection reading them runs ``HNSW_SEARCH``."""
     dim = int(dim)
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
         for table in ("memories", "episodes"):
             conn.execute(f"CREATE INDEX IF NOT EXISTS idx_{table}_hnsw_{dim} ON {table} USING hnsw "
                          f"((embedding::vector({dim})) vector_ip_ops) WHERE vector_dims(embedding) = {dim}")
-    conn.execute("SET hnsw.ef_search = 400")

@@ -16,7 +16,7 @@ from cuedrecall.store.postgres.connection import PgConnection, redact
 from cuedrecall.store.postgres.graph import PgGraph
 from cuedrecall.store.postgres.maintenance import PgMaintenance
 from cuedrecall.store.postgres.records import PgRecords
-from cuedrecall.store.postgres.schema import ensure_hnsw, migrate
+from cuedrecall.store.postgres.schema import HNSW_SEARCH, ensure_hnsw, migrate
 from cuedrecall.store.postgres.terms import PgTermCounts
 from cuedrecall.store.term_counts import TermCounts
 
@@ -39,6 +39,8 @@ class PostgresStore(PgRecords, PgArms, PgBlocks, PgGraph, PgBrowse, PgMaintenanc
             self.schema_version = migrate(self._conn)
             if self.hnsw_dim:
                 ensure_hnsw(self._conn, self.hnsw_dim)
+        if self.hnsw_dim:
+            self.configure(HNSW_SEARCH)
 
     def __repr__(self) -> str:
         return f"PostgresStore({redact(self.url)!r})"

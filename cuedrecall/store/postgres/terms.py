@@ -9,6 +9,7 @@ count some seconds old decides the same).
 from __future__ import annotations
 
 import time
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Sequence
 
 from cuedrecall.store.postgres.arms import words_query
@@ -23,10 +24,8 @@ class PgTermCounts:
     _row_counts: dict[str, tuple[float, int]]  # table -> (when read, rows), set by the store
 
     if TYPE_CHECKING:  # provided by PgConnection
-        _conn: Any
-        _lock: Any
-
         def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
+        def _connection(self) -> AbstractContextManager[Any]: ...
 
     def row_count(self, table: str) -> int:
         """Rows in the table, read at most every ROWS_TTL_S seconds."""
@@ -57,12 +56,12 @@ class PgTermCounts:
     def _index_count(self, sql: str, params: Sequence[Any]) -> int:
         """A count through the GIN index: a scan of every row would read each row's derived column out of line,
         which costs more than the index's bitmap whatever share of the rows matches."""
-        with self._lock:
-            self._conn.execute("SET enable_seqscan = off")
+        with self._connection() as conn:
+            conn.execute("SET enable_seqscan = off")
             try:
-                return int(self._conn.execute(sql, params).fetchone()[0])
+                return int(conn.execute(sql, params).fetchone()[0])
             finally:
-                self._conn.execute("RESET enable_seqscan")
+                conn.execute("RESET enable_seqscan")
 
 
 def _table(name: str) -> str:
