@@ -64,6 +64,8 @@ def migrate_sqlite(path: str, url: str, progress: Progress = lambda table, n: No
                 conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
                              f"GREATEST((SELECT MAX(id) FROM {table}), 1))")
         copied = {table: _count(target, table) for table in TABLE_COLUMNS}
+        with target._lock:  # the planner's statistics of the copied rows (the vector widths') now, not whenever
+            target._conn.execute("ANALYZE")  # autovacuum next passes: the vector arms' plans read them
     finally:
         target.close()
     wrong = {table: (expected[table], copied[table]) for table in TABLE_COLUMNS if expected[table] != copied[table]}
