@@ -24,6 +24,7 @@ import base64
 import json
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -313,6 +314,35 @@ class ToolServer:
         return peak_rss_kib(self.pid)
 
 
+def db_copy(source: Path, target: Path) -> Path:
+    """A consistent copy of an SQLite store (the online backup: WAL content included), with no derived file
+    (WAL, shared memory) of an earlier copy left beside it."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for old in target.parent.glob(target.name + "*"):
+        old.unlink()
+    with sqlite3.connect(source) as src, sqlite3.connect(target) as dst:
+        src.backup(dst)
+    src.close()
+    dst.close()
+    return target
+
+
+def served_copy(ours_db: Path, target: Path, embed_url: str) -> Path:
+    """A copy of our store whose vectors are labelled with the embed server's model name (``http:<url>``), for
+    ``our_server`` to serve.
+
+    The vectors are the same (the embed server runs the embedder the store was built with), but under
+    another label our server takes them for another model's: its vector arms would leave them out and it
+    would re-embed every row in the background while the queries are timed (and write that into the store).
+    """
+    db_copy(ours_db, target)
+    with sqlite3.connect(target) as dst:
+        for table in ("memories", "episodes"):
+            dst.execute(f"UPDATE {table} SET embedding_model = ? WHERE embedding IS NOT NULL", (f"http:{embed_url}",))
+    dst.close()
+    return target
+
+
 def our_server(db_path: Path, embed_url: str, log_path: Path) -> ToolServer:
     """``cuedrecall serve --db ... --embedding http`` with the shared /embed endpoint, its block arm off as
     ``PEER_SETTINGS`` turns CPersona's off (the same variant on both sides; both servers at their defaults are
@@ -387,7 +417,6 @@ class EmbedServer:
 
 def peer_ref_map(peer_db: Path, ours_db: Path, agent_id: str) -> dict[str, str]:
     """CPersona's ``mem:<its id>`` -> our ``mem:<our id>``, joined on the stored text (unique in the stores)."""
-    import sqlite3
 
     def rows(path: Path) -> list[tuple[int, str]]:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
@@ -403,7 +432,6 @@ def peer_ref_map(peer_db: Path, ours_db: Path, agent_id: str) -> dict[str, str]:
 
 def peer_record_keys(peer_db: Path, agent_id: str) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
     """From CPersona's database: the agent's memories as (id, msg_id) and episodes as (id, summary), by id."""
-    import sqlite3
 
     conn = sqlite3.connect(f"file:{peer_db}?mode=ro", uri=True)
     try:
@@ -422,7 +450,6 @@ MSG_ID_PROBE = "SELECT id FROM memories WHERE agent_id = ? AND project_id = ? AN
 
 def msg_id_probe(peer_db: Path, agent_id: str, repeat: int = 20) -> tuple[str, float]:
     """(SQLite's plan for CPersona's msg_id import probe, milliseconds per probe) on its database."""
-    import sqlite3
 
     conn = sqlite3.connect(f"file:{peer_db}?mode=ro", uri=True)
     try:

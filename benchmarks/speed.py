@@ -184,16 +184,6 @@ def build_store(workdir: Path, size: int, mode: str, fresh: bool,
     return path, seconds, False
 
 
-def copy_db(source: Path, target: Path) -> None:
-    """A consistent copy of an SQLite database (the backup API: WAL content included)."""
-    _remove_db(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with sqlite3.connect(source) as src, sqlite3.connect(target) as dst:
-        src.backup(dst)
-    src.close()
-    dst.close()
-
-
 def export_records(db_path: Path) -> list[peer_mod.ExportRecord]:
     """Our stored rows (id, text, timestamp, vector) in id order, for CPersona's import."""
     conn = sqlite3.connect(db_path)
@@ -389,8 +379,9 @@ async def run_side_by_side(size: int, ours_db: Path, peer_db: Path | None, workd
     result.texts = conditions
     deadline = time.monotonic() + budget
     async with AsyncExitStack() as stack:
+        served = peer_mod.served_copy(ours_db, workdir / "scratch" / f"ours-served-{size}.db", embed_url)
         servers = {"ours": await stack.enter_async_context(
-            peer_mod.our_server(ours_db, embed_url, logs / f"ours-{size}.log"))}
+            peer_mod.our_server(served, embed_url, logs / f"ours-{size}.log"))}
         if peer_db is not None:
             servers["cpersona"] = await stack.enter_async_context(
                 peer_mod.peer_server(peer_db, embed_url, logs / f"peer-{size}.log"))
@@ -483,9 +474,9 @@ async def run_ingest_mcp(size: int, ours_src: Path | None, peer_src: Path | None
     (scratch / "peer").mkdir(parents=True)
     ours_db, peer_db = scratch / "ours.db", scratch / "peer" / "cpersona.db"
     if ours_src is not None:
-        copy_db(ours_src, ours_db)
+        peer_mod.served_copy(ours_src, ours_db, embed_url)
     if with_peer and peer_src is not None:
-        copy_db(peer_src, peer_db)
+        peer_mod.db_copy(peer_src, peer_db)
     fresh = list(records(count, seed=5000 + size % 997))
     ms: dict[str, list[float]] = {"ours": [], "cpersona": []}
     logs = workdir / "logs"
@@ -618,7 +609,7 @@ def run_in_process(report: Report, sizes: list[int], local_sizes: list[int], pro
                                                   _task(progress, f"recall {size:,} in process (hash)", args.queries))
         report.peak[size] = measure_peak(path, "hash", args.queries)
         scratch = workdir / "ingest-inproc.db"
-        copy_db(path, scratch)
+        peer_mod.db_copy(path, scratch)
         with open_memory(scratch, "hash") as memory:
             report.ingest[size] = time_ingest(memory, args.ingest_count, seed=4000 + size % 997)
         _remove_db(scratch)

@@ -29,7 +29,6 @@ import io
 import json
 import os
 import platform
-import sqlite3
 import subprocess
 import sys
 import tarfile
@@ -66,31 +65,6 @@ def our_server(db_path: Path, embed_url: str, log_path: Path, mode: str,
                                env, log_path, cwd=tree)  # ``-m`` finds the package in its cwd first
 
 
-def _copy(source: Path, target: Path) -> Path:
-    """A fresh copy of an SQLite store (the online backup), with no derived files left beside it."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    for old in target.parent.glob(target.name + "*"):
-        old.unlink()
-    with sqlite3.connect(source) as src, sqlite3.connect(target) as dst:
-        src.backup(dst)
-    src.close()
-    dst.close()
-    return target
-
-
-def served_copy(ours_db: Path, target: Path, embed_url: str) -> Path:
-    """A copy of our store whose vectors are labelled with the embed server's model name (``http:<url>``).
-
-    The vectors are the same (the server embeds with the hash embedder too), but under another
-    label our server would re-embed every row in the background while the queries are timed.
-    """
-    _copy(ours_db, target)
-    with sqlite3.connect(target) as dst:
-        dst.execute("UPDATE memories SET embedding_model = ? WHERE embedding IS NOT NULL", (f"http:{embed_url}",))
-    dst.close()
-    return target
-
-
 async def _start(stack: AsyncExitStack, key: str, server: peer_mod.ToolServer,
                  started: dict[str, float]) -> peer_mod.ToolServer:
     started[key] = time.monotonic()  # its background work starts with the process
@@ -114,9 +88,9 @@ async def _timed(servers: dict[str, peer_mod.ToolServer], questions: list[str], 
 
 async def _one_mode(size: int, mode: str, store_path: Path, ours_src: Path, workdir: Path, embed_url: str,
                     questions: list[str], bound_s: float, tree: Path) -> dict[str, Any]:
-    ours_db = served_copy(ours_src, workdir / f"ours-served-{size}-{mode}.db", embed_url)
+    ours_db = peer_mod.served_copy(ours_src, workdir / f"ours-served-{size}-{mode}.db", embed_url)
     # the defaults' builds write into a copy: the cached import stays as imported, for the variant too
-    peer_db = _copy(store_path, workdir / f"peer-{size}" / "defaults" / "cpersona.db") if mode == "defaults" \
+    peer_db = peer_mod.db_copy(store_path, workdir / f"peer-{size}" / "defaults" / "cpersona.db") if mode == "defaults" \
         else store_path
     logs = workdir / "logs"
     peer_log, ours_log = logs / f"r-peer-{size}-{mode}.log", logs / f"r-ours-{size}-{mode}.log"

@@ -336,7 +336,10 @@ def _render_peer_settings(report: Report) -> list[str]:
               "| `CPERSONA_DB_PATH` | a file under the work folder | its own database per size |", "",
               "Our server runs with `CPERSONA_BLOCK_BUILD_ENABLED=false` and `CPERSONA_BLOCK_RETRIEVAL_ENABLED=false` "
               "(`peer.our_server`): the same variant on both sides, block arms off. Both servers at their defaults, "
-              "block arms on, are `benchmarks.speed_realistic_peer`'s headline.", "",
+              "block arms on, are `benchmarks.speed_realistic_peer`'s headline. It serves a copy of the store whose "
+              "vectors carry the embed server's label (`peer.served_copy`): the same vectors, which it would "
+              "otherwise take for another model's (left out of its vector arms and re-embedded in the background "
+              "while the queries are timed).", "",
               "Left at their defaults: the scan window (`CPERSONA_MAX_MEMORIES` 10000, the same as ours), "
               "rrf fusion, autocut, the keyword arm, the coarse cue index (auto: not built, so not read), no "
               "contiguous vector index file (an operator builds it with `python -m cpersona.vector_index build`; "
