@@ -71,7 +71,7 @@ def test_migrate_moves_every_table_with_its_ids_and_the_answers_stay_the_same(so
         assert left.pending_by_kind() == right.pending_by_kind()
         # the copy is analysed: the planner knows the vector widths (migration 2's statistics) at once
         analysed = right._read("SELECT count(*) FROM pg_stats_ext_exprs WHERE statistics_name = 'memories_vector_dims' "
-                               "AND most_common_vals IS NOT NULL")
+                               "AND statistics_schemaname = current_schema() AND most_common_vals IS NOT NULL")
         assert analysed[0][0] == 1
         # a new row after the copy takes a fresh id (the id sequences moved on)
         stored = postgres.store(agent_id=AGENT, content="a memory stored after the migration")
