@@ -417,7 +417,6 @@ class EmbedServer:
 
 def peer_ref_map(peer_db: Path, ours_db: Path, agent_id: str) -> dict[str, str]:
     """CPersona's ``mem:<its id>`` -> our ``mem:<our id>``, joined on the stored text (unique in the stores)."""
-
     def rows(path: Path) -> list[tuple[int, str]]:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
@@ -432,7 +431,6 @@ def peer_ref_map(peer_db: Path, ours_db: Path, agent_id: str) -> dict[str, str]:
 
 def peer_record_keys(peer_db: Path, agent_id: str) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
     """From CPersona's database: the agent's memories as (id, msg_id) and episodes as (id, summary), by id."""
-
     conn = sqlite3.connect(f"file:{peer_db}?mode=ro", uri=True)
     try:
         memories = conn.execute("SELECT id, msg_id FROM memories WHERE agent_id = ? ORDER BY id",
@@ -450,7 +448,6 @@ MSG_ID_PROBE = "SELECT id FROM memories WHERE agent_id = ? AND project_id = ? AN
 
 def msg_id_probe(peer_db: Path, agent_id: str, repeat: int = 20) -> tuple[str, float]:
     """(SQLite's plan for CPersona's msg_id import probe, milliseconds per probe) on its database."""
-
     conn = sqlite3.connect(f"file:{peer_db}?mode=ro", uri=True)
     try:
         plan = "; ".join(row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + MSG_ID_PROBE, (agent_id, "", "x")))
