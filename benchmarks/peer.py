@@ -343,15 +343,14 @@ def served_copy(ours_db: Path, target: Path, embed_url: str) -> Path:
     return target
 
 
-def our_server(db_path: Path, embed_url: str, log_path: Path) -> ToolServer:
-    """``cuedrecall serve --db ... --embedding http`` with the shared /embed endpoint, its block arm off as
-    ``PEER_SETTINGS`` turns CPersona's off (the same variant on both sides; both servers at their defaults are
-    ``benchmarks.speed_realistic_peer``'s headline)."""
-    env = {"CPERSONA_EMBEDDING_URL": embed_url, "CPERSONA_DB_PATH": str(db_path),
-           "CPERSONA_BLOCK_BUILD_ENABLED": "false", "CPERSONA_BLOCK_RETRIEVAL_ENABLED": "false"}
+def our_server(db_path: Path, embed_url: str, log_path: Path, settings: dict[str, str] | None = None,
+               tree: Path = REPO) -> ToolServer:
+    """``cuedrecall serve --db ... --embedding http`` from ``tree`` with the shared /embed endpoint and
+    ``settings`` (CPERSONA_* variables; none: every setting at its default)."""
+    env = {"CPERSONA_EMBEDDING_URL": embed_url, "CPERSONA_DB_PATH": str(db_path), **(settings or {})}
     return ToolServer("cuedrecall", sys.executable,
                       ["-m", "cuedrecall.cli", "serve", "--db", str(db_path), "--embedding", "http"],
-                      env, log_path, cwd=REPO)
+                      env, log_path, cwd=tree)  # ``-m`` finds the package in its cwd first
 
 
 def peer_server(db_path: Path, embed_url: str, log_path: Path, start_timeout: float = 300.0) -> ToolServer:

@@ -381,7 +381,7 @@ async def run_side_by_side(size: int, ours_db: Path, peer_db: Path | None, workd
     async with AsyncExitStack() as stack:
         served = peer_mod.served_copy(ours_db, workdir / "scratch" / f"ours-served-{size}.db", embed_url)
         servers = {"ours": await stack.enter_async_context(
-            peer_mod.our_server(served, embed_url, logs / f"ours-{size}.log"))}
+            peer_mod.our_server(served, embed_url, logs / f"ours-{size}.log", WITHOUT_BLOCKS))}
         if peer_db is not None:
             servers["cpersona"] = await stack.enter_async_context(
                 peer_mod.peer_server(peer_db, embed_url, logs / f"peer-{size}.log"))
@@ -483,7 +483,7 @@ async def run_ingest_mcp(size: int, ours_src: Path | None, peer_src: Path | None
     try:
         async with AsyncExitStack() as stack:
             servers = {"ours": await stack.enter_async_context(
-                peer_mod.our_server(ours_db, embed_url, logs / f"ours-ingest-{size}.log"))}
+                peer_mod.our_server(ours_db, embed_url, logs / f"ours-ingest-{size}.log", WITHOUT_BLOCKS))}
             if with_peer:
                 servers["cpersona"] = await stack.enter_async_context(
                     peer_mod.peer_server(peer_db, embed_url, logs / f"peer-ingest-{size}.log"))

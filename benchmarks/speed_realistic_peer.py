@@ -55,14 +55,9 @@ WARMUP = ("warm up", "hello there", "what happened last week", "how are you", "t
 
 def our_server(db_path: Path, embed_url: str, log_path: Path, mode: str,
                tree: Path = peer_mod.REPO) -> peer_mod.ToolServer:
-    """``cuedrecall serve --embedding http`` from ``tree``: at its defaults, or (blocks-off) as in process, blocks
-    and calibration on growth off."""
-    env = {"CPERSONA_EMBEDDING_URL": embed_url, "CPERSONA_DB_PATH": str(db_path)}
-    if mode == "blocks-off":
-        env.update({**WITHOUT_BLOCKS, "CPERSONA_CALIBRATE_ON_GROWTH": "false"})
-    return peer_mod.ToolServer("cuedrecall", sys.executable,
-                               ["-m", "cuedrecall.cli", "serve", "--db", str(db_path), "--embedding", "http"],
-                               env, log_path, cwd=tree)  # ``-m`` finds the package in its cwd first
+    """Our server at its defaults, or (blocks-off) as in process: blocks and calibration on growth off."""
+    settings = {**WITHOUT_BLOCKS, "CPERSONA_CALIBRATE_ON_GROWTH": "false"} if mode == "blocks-off" else None
+    return peer_mod.our_server(db_path, embed_url, log_path, settings, tree)
 
 
 async def _start(stack: AsyncExitStack, key: str, server: peer_mod.ToolServer,

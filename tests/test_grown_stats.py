@@ -15,7 +15,7 @@ from conftest import open_memory
 from cuedrecall.store.base import MEMORY, Scope
 from cuedrecall.store.grown_stats import GrownStats
 from cuedrecall.store.predicates import scope_where
-from cuedrecall.store.rows import pool_counts
+from cuedrecall.store.rows import pool_growth
 
 pytestmark = pytest.mark.sqlite_only  # the kept statistics are the SQLite store's (PostgreSQL counts each time)
 
@@ -42,7 +42,7 @@ def _fresh_span(store, scope: Scope) -> tuple[float, float] | None:  # type: ign
 def _agree(memory) -> None:  # type: ignore[no-untyped-def]
     store = memory.store_
     for scope in SCOPES:
-        assert store.pool_counts(scope) == pool_counts(store._read, scope, "?")
+        assert store.pool_counts(scope) == pool_growth(store._read, scope, "?", {})[0]  # a fresh read of every row
         assert store.span(scope) == _fresh_span(store, scope)
     for table in ("memories", "episodes"):
         assert store.row_count(table) == store._read(f"SELECT COUNT(*) FROM {table}")[0][0]

@@ -434,5 +434,5 @@ def memory_vectors(store: Store, ids: Sequence[int]) -> tuple[np.ndarray, np.nda
     found = store.vectors([make_ref(MEMORY, int(row_id)) for row_id in ids])
     kept = [int(row_id) for row_id in ids if make_ref(MEMORY, int(row_id)) in found]
     vectors = [found[make_ref(MEMORY, row_id)] for row_id in kept]
-    dim = store.embedding_dim() or 0
-    return np.array(kept, dtype=np.int64), (np.stack(vectors) if vectors else np.zeros((0, dim), np.float32))
+    stacked = np.stack(vectors) if vectors else np.zeros((0, store.embedding_dim() or 0), np.float32)
+    return np.array(kept, dtype=np.int64), stacked

@@ -202,7 +202,7 @@ class SqliteMaintenance:
         with self.snapshot():
             index = self._indexes[kind]
             width = index.dim or self._oldest_width(table, model, model_params)
-            indexed = set(index.agent_ids(agent_id).tolist())
+            indexed = set(index.agent_rows(agent_id)[0].tolist())
             rows = [] if width is None else self._read(
                 f"SELECT id FROM {table} WHERE {where} AND length(embedding) = ? ORDER BY id", [*params, 4 * width])
         expected = [row_id for (row_id,) in rows]

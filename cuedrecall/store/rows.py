@@ -136,12 +136,6 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def pool_counts(read: Callable[[str, Sequence[Any]], list[tuple]], scope: Scope, mark: str) -> tuple[int, int]:
-    """(memories, episodes) in the scope, the gate's pool; episodes only where the scope shows them. ``mark`` is
-    the backend's placeholder."""
-    return pool_growth(read, scope, mark, {})[0]
-
-
 def pool_growth(read: Callable[[str, Sequence[Any]], list[tuple]], scope: Scope, mark: str,
                 upto: dict[str, int], by_id: str = "") -> tuple[tuple[int, int], dict[str, int]]:
     """The pool counts of the records with ids above ``upto`` (kind -> id; a kind absent: every record), and the

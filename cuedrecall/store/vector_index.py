@@ -308,10 +308,6 @@ class VectorIndex:
         stored = self._exact(ids)
         return exact_scores([stored.get(row_id) for row_id in ids], query)
 
-    def agent_ids(self, agent_id: str) -> np.ndarray:
-        """Ids of one agent's rows, or every row for agent "", oldest first."""
-        return self._ids[: self._n][self._axes.agent_mask(agent_id, self._n)]
-
     def agent_rows(self, agent_id: str) -> tuple[np.ndarray, np.ndarray]:
         """(ids, times) of one agent's rows, or every row for agent "", oldest first: no vector is read (a
         caller reads the few it samples through ``vectors_of``)."""
