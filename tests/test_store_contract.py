@@ -1160,6 +1160,22 @@ def test_relations_between_records_need_both_ends_among_the_refs(store: Store, w
     assert store.relations_between(Scope(B), [world["harbour"], world["violin"]]) == []
 
 
+def test_anchored_relations_are_entity_relations_declared_from_the_refs(store: Store,
+                                                                        world: dict[str, str]) -> None:
+    harbour, violin = world["harbour"], world["violin"]
+    ana, berlin, paris = add_entity(store, "Ana"), add_entity(store, "Berlin"), add_entity(store, "Paris")
+    secret = add_entity(store, "Secret", project="p1")
+    first = relate(store, (ENTITY, ana), "lives in", (ENTITY, berlin), anchor=harbour)
+    second = relate(store, (ENTITY, ana), "lives in", (ENTITY, paris), anchor=violin)
+    relate(store, (ENTITY, ana), "lives in", (ENTITY, paris))  # no anchor
+    relate(store, (ENTITY, ana), "wrote", split(violin), anchor=violin)  # a record end: not an attribute
+    hidden = relate(store, (ENTITY, ana), "knows", (ENTITY, secret), anchor=harbour)  # an end only p1 reads
+    assert [r.id for r in store.anchored_relations(Scope(A, ""), [violin, harbour, "profile"])] == [first, second]
+    assert [r.id for r in store.anchored_relations(Scope(A, "p1"), [harbour])] == [first, hidden]
+    assert store.anchored_relations(Scope(A), []) == []
+    assert store.anchored_relations(Scope(B), [harbour, violin]) == []
+
+
 def test_deleting_a_record_or_an_entity_takes_what_names_it_and_a_text_change_takes_nothing(store: Store) -> None:
     keep, gone = add_memory(store, "kept"), add_memory(store, "deleted")
     ana = add_entity(store, "Ana", aliases=("a.",), mentioned_by=(keep, gone))

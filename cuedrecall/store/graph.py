@@ -217,3 +217,20 @@ class SqliteGraph:
                     if make_ref(relation.object_kind, relation.object_id) in wanted:
                         found[relation.id] = relation
         return [found[key] for key in sorted(found)]
+
+    def anchored_relations(self, scope: Scope, refs: Sequence[str]) -> list[Relation]:
+        """The relations between two entities declared from one of ``refs`` (their anchor), the relation and both
+        entities readable in the scope; by id."""
+        rwhere, rparams = scope_where(scope, "r", ENTITY)
+        swhere, sparams = scope_where(scope, "s", ENTITY)
+        owhere, oparams = scope_where(scope, "o", ENTITY)
+        found: dict[int, Relation] = {}
+        for chunk, marks in _chunks(sorted(set(refs))):
+            for row in self._read(
+                f"SELECT {RELATION_COLUMNS} FROM relations r JOIN entities s ON s.id = r.subject_id "
+                f"JOIN entities o ON o.id = r.object_id WHERE r.anchor_ref IN ({marks}) "
+                f"AND r.subject_kind = '{ENTITY}' AND r.object_kind = '{ENTITY}' AND {rwhere} AND {swhere} "
+                f"AND {owhere}", [*chunk, *rparams, *sparams, *oparams],
+            ):
+                found[row[0]] = Relation(*row)
+        return [found[key] for key in sorted(found)]
