@@ -151,6 +151,9 @@ class Settings:
                               "to (never stored text; unset = off)")
     trace_log_max_bytes: int = _setting(64 * 1024 * 1024, _number(int, 1024), "the trace log's size bound: past it "
                                         "the file is rotated to <path>.1 (one rotated file kept)")
+    trace_log_max_age_days: float = _setting(0.0, _number(float, 0, 36500), "trace log entries older than this "
+                                             "many days (by the recall's clock) are dropped, checked at most "
+                                             "hourly by an append (0 = off: the size bound alone)")
     export_dir: str = _setting("", _text, "the only folder export/import read and write (default: exports/ beside "
                                "the database)")
     max_import_bytes: int = _setting(100 * 1024 * 1024, _number(int, 1), "largest file import_memories reads")

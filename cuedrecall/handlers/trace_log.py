@@ -12,8 +12,14 @@ The rules:
 - Size bound: when an append would take the file past ``trace_log_max_bytes``, the file is first renamed to
   ``<path>.1`` (an older rotated file is replaced), so at most two files exist. An entry larger than the bound
   is still written, alone in a fresh file.
+- Age bound (``trace_log_max_age_days``, 0 = off): entries whose ``at`` is older than the limit by the
+  recall's clock are dropped. An append checks at most once an hour (per process; more often for a limit
+  under ten hours) whether the oldest line of either file has passed the limit, and only then rewrites that
+  file: the kept lines go to a temporary file in the same folder, which replaces the old one
+  (``os.replace``), so a crash leaves the old file whole. A line whose time cannot be read is kept: only
+  what is proved older goes. A log path (or its rotated file) that is a symbolic link is never rewritten.
 - Writing never fails the call: any failure (unwritable path, full disk, an unserialisable value) drops the
-  entry and is logged once per path.
+  entry and is logged once per path; a failed age pass is logged once and the entry still written.
 
 Each append opens, locks (``flock`` where the platform has it), writes and closes, so several processes can
 share one log and a rotation by one is seen by the next append of another.
@@ -25,11 +31,15 @@ import hashlib
 import json
 import logging
 import os
+import stat
+import tempfile
 import threading
 import uuid
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, BinaryIO, Iterator, Sequence
 
+from cuedrecall.clock import iso, parse_instant
 from cuedrecall.runtime import Runtime
 from cuedrecall.store.base import Scope
 
@@ -42,25 +52,35 @@ log = logging.getLogger("cuedrecall")
 
 ENTRY_VERSION = 1
 ROTATED_SUFFIX = ".1"
+PRUNE_EVERY = timedelta(hours=1)  # the most often an append looks for entries past the age limit
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _guard = threading.Lock()
-_logs: dict[tuple[str, int], "TraceLog"] = {}
+_logs: dict[tuple[str, int, float], "TraceLog"] = {}
 
 
 class TraceLog:
-    """One JSONL trace log with its size bound; ``append`` never raises."""
+    """One JSONL trace log with its size bound and optional age bound; ``append`` never raises."""
 
-    def __init__(self, path: str | Path, max_bytes: int) -> None:
+    def __init__(self, path: str | Path, max_bytes: int, max_age_days: float = 0.0) -> None:
         self.path = Path(path)
         self.max_bytes = max_bytes
+        self.max_age = timedelta(days=max_age_days) if max_age_days > 0 else None
+        self._every = min(PRUNE_EVERY, self.max_age / 10) if self.max_age is not None else PRUNE_EVERY
+        self._checked: datetime | None = None
         self._lock = threading.Lock()
         self._warned = False
+        self._prune_warned = False
 
     @property
     def rotated(self) -> Path:
         return self.path.with_name(self.path.name + ROTATED_SUFFIX)
 
-    def append(self, entry: dict[str, Any]) -> bool:
-        """Write one entry as a line, rotating first when it would pass the bound; False (logged once) on failure."""
+    def append(self, entry: dict[str, Any], now: datetime | None = None) -> bool:
+        """Write one entry as a line, rotating first when it would pass the bound; False (logged once) on
+        failure. With ``now`` (the recall's clock) and an age limit, old entries are dropped first, when due.
+        """
+        if now is not None and self.max_age is not None:
+            self._prune_when_due(now)
         try:
             line = (json.dumps(entry, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n").encode()
             with self._lock:
@@ -85,6 +105,133 @@ class TraceLog:
                             self.path, type(exc).__name__, exc)
             return False
 
+    def _prune_when_due(self, now: datetime) -> None:
+        """The age pass an append runs, at most once per ``_every`` of the clock; failures are logged once."""
+        checked = self._checked
+        if checked is not None and abs(now - checked) < self._every:
+            return
+        self._checked = now
+        try:
+            self.prune(now, only_when_oldest_is_old=True)
+        except Exception as exc:  # the age pass must never fail a recall either
+            if not self._prune_warned:
+                self._prune_warned = True
+                log.warning("old entries of the trace log %s cannot be dropped (%s: %s); entries are still "
+                            "written", self.path, type(exc).__name__, exc)
+
+    def prune(self, now: datetime, *, only_when_oldest_is_old: bool = False) -> int:
+        """Drop the entries older than the age limit at ``now`` from both files; how many were dropped.
+
+        ``only_when_oldest_is_old`` rewrites a file only when its first dated line has passed the limit (a
+        bounded check for appends: files are written oldest first). Raises OSError when a file cannot be
+        read or rewritten, or when the log path or its rotated file is a symbolic link.
+        """
+        if self.max_age is None:
+            return 0
+        return self.prune_before(now - self.max_age, only_when_oldest_is_old=only_when_oldest_is_old)
+
+    def prune_before(self, cutoff: datetime, *, only_when_oldest_is_old: bool = False) -> int:
+        """Drop the entries whose ``at`` is before ``cutoff`` (aware) from both files; the count dropped."""
+        with self._lock:
+            # the main file's lock serialises this with every append and rotation, in any process
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o644)
+            except OSError:
+                _refuse_link(self.path)
+                raise
+            with os.fdopen(fd, "ab") as handle:
+                _lock(handle)
+                if not _same_file(handle, self.path):
+                    return 0  # rotated or pruned by another process meanwhile: the next pass looks again
+                dropped = 0
+                for file in (self.rotated, self.path):
+                    dropped += _drop_older(file, cutoff, only_when_oldest_is_old)
+                return dropped
+
+
+def _refuse_link(file: Path) -> None:
+    """Raise the clear error when ``file`` is a symbolic link (an open with O_NOFOLLOW failed on it)."""
+    if os.path.islink(file):
+        raise OSError(f"{file} is a symbolic link: the trace log is not rewritten through it")
+
+
+def _entry_time(line: bytes) -> datetime | None:
+    """The ``at`` of a line holding an entry, or None (not JSON, not an object, no readable time)."""
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return None
+    return parse_instant(entry.get("at")) if isinstance(entry, dict) else None
+
+
+def _first_time(source: BinaryIO) -> datetime | None:
+    """The time of the first line that has one (the file's oldest, as it is written oldest first)."""
+    for line in source:
+        moment = _entry_time(line)
+        if moment is not None:
+            return moment
+    return None
+
+
+def _drop_older(file: Path, cutoff: datetime, only_when_oldest_is_old: bool) -> int:
+    """Rewrite ``file`` without its lines dated before ``cutoff``, through a temporary file and os.replace."""
+    try:
+        fd = os.open(file, os.O_RDONLY | _NOFOLLOW)
+    except FileNotFoundError:
+        return 0
+    except OSError:
+        _refuse_link(file)
+        raise
+    with os.fdopen(fd, "rb") as source:
+        mode = os.fstat(source.fileno()).st_mode
+        if not stat.S_ISREG(mode):
+            raise OSError(f"{file} is not a regular file")
+        if only_when_oldest_is_old:
+            oldest = _first_time(source)
+            if oldest is None or oldest >= cutoff:
+                return 0
+            source.seek(0)
+        out_fd, temporary = tempfile.mkstemp(dir=file.parent, prefix=f".{file.name}.", suffix=".prune")
+        dropped = 0
+        try:
+            with os.fdopen(out_fd, "wb") as out:
+                if hasattr(os, "fchmod"):
+                    os.fchmod(out.fileno(), stat.S_IMODE(mode))
+                for line in source:
+                    moment = _entry_time(line)
+                    if moment is not None and moment < cutoff:
+                        dropped += 1
+                    else:
+                        out.write(line)
+                out.flush()
+                os.fsync(out.fileno())
+            if dropped:
+                os.replace(temporary, file)
+                _sync_folder(file.parent)
+            else:
+                os.unlink(temporary)
+        except BaseException:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+            raise
+    return dropped
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make a rename durable where the platform allows opening a folder (POSIX); best effort."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
 
 def _lock(handle: Any) -> None:
     if fcntl is not None:
@@ -104,11 +251,11 @@ def trace_log(rt: Runtime) -> TraceLog | None:
     path = rt.settings.trace_log
     if not path:
         return None
-    key = (path, rt.settings.trace_log_max_bytes)
+    key = (path, rt.settings.trace_log_max_bytes, rt.settings.trace_log_max_age_days)
     with _guard:
         found = _logs.get(key)
         if found is None:
-            found = _logs[key] = TraceLog(path, rt.settings.trace_log_max_bytes)
+            found = _logs[key] = TraceLog(path, *key[1:])
         return found
 
 
@@ -127,18 +274,22 @@ def record(rt: Runtime, tool: str, scope: Scope, query: str, trace: Any, refs: S
     if target is None:
         return
     try:
-        entry = {"v": ENTRY_VERSION, "id": uuid.uuid4().hex[:16], "at": rt.now_iso(), "tool": tool,
+        now = rt.clock()
+        entry = {"v": ENTRY_VERSION, "id": uuid.uuid4().hex[:16], "at": iso(now), "tool": tool,
                  "scope": scope.as_dict(), "query_sha256": query_hash(query), "refs": list(refs), "trace": trace}
     except Exception as exc:  # a broken clock, say: still never the caller's problem
         log.warning("a trace log entry could not be made (%s)", type(exc).__name__)
         return
-    target.append(entry)
+    target.append(entry, now=now)
 
 
-def read_entries(path: str | Path, *, rotated: bool = True) -> Iterator[tuple[int, dict[str, Any]]]:
+def read_entries(
+    path: str | Path, *, rotated: bool = True, skipped: list[int] | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, entry) of every readable line, oldest first: the rotated file first when ``rotated``.
 
-    Line numbers count across both files. A line that is not a JSON object is skipped.
+    Line numbers count across both files. A line that is not a JSON object is skipped (its number appended to
+    ``skipped`` when given); a blank line is not counted as skipped.
     """
     path = Path(path)
     files = [path.with_name(path.name + ROTATED_SUFFIX), path] if rotated else [path]
@@ -154,6 +305,8 @@ def read_entries(path: str | Path, *, rotated: bool = True) -> Iterator[tuple[in
                 try:
                     entry = json.loads(line)
                 except ValueError:
-                    continue
+                    entry = None
                 if isinstance(entry, dict):
                     yield number, entry
+                elif skipped is not None:
+                    skipped.append(number)

@@ -3,7 +3,9 @@
 ``view FILE`` reads a trace, a recall or reconstruct response holding one (``recall
 --json`` with ``--trace``), a trace log entry, or a trace log (JSONL: the entry named by
 ``--entry``, else the newest), writes the self-contained page beside it (or to ``--out``)
-and prints the page's path. ``traces PATH`` lists a trace log's entries, newest first.
+and prints the page's path. ``traces PATH`` lists a trace log's entries, newest first;
+with ``--summary`` it counts a window of them instead (``handlers/trace_stats.py``),
+and ``--prune-days N`` drops the entries older than N days.
 """
 
 from __future__ import annotations
@@ -11,13 +13,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Callable
 
 from rich.console import Console
 from rich.table import Table
 
-from cuedrecall.handlers.trace_log import query_hash, read_entries
+from cuedrecall.clock import parse_instant, system_clock
+from cuedrecall.handlers.trace_log import TraceLog, query_hash, read_entries
+from cuedrecall.handlers.trace_stats import EVENTS, summarize_log
 from cuedrecall.ui.traces import summary
 
 
@@ -58,6 +63,89 @@ def traces(args: argparse.Namespace) -> int:
     if not path.exists() and not path.with_name(path.name + ".1").exists():
         print(f"cuedrecall: no trace log at {path}", file=sys.stderr)
         return 1
+    try:
+        if args.prune_days is not None:
+            return _prune(path, args)
+        if args.summary:
+            return _summary(path, args)
+        return _listing(path, args)
+    except (OSError, ValueError) as exc:
+        print(f"cuedrecall: {path}: {exc}", file=sys.stderr)
+        return 1
+
+
+def _instant(text: str | None, flag: str) -> datetime | None:
+    """A command-line instant (ISO-8601 date or time; UTC when it names no offset); ValueError names it."""
+    if text is None:
+        return None
+    moment = parse_instant(text)
+    if moment is None:
+        raise ValueError(f"{flag} {text!r} is not an ISO-8601 date or time (e.g. 2025-06-01, "
+                         "2025-06-01T12:00Z)")
+    return moment
+
+
+def _window(args: argparse.Namespace) -> tuple[datetime, datetime | None]:
+    """[since, until) of --summary: --since, else --days before --until (or now)."""
+    until = _instant(args.until, "--until")
+    since = _instant(args.since, "--since")
+    if since is None:
+        if args.days <= 0:
+            raise ValueError(f"--days {args.days:g} must be above 0")
+        since = (until or system_clock()) - timedelta(days=args.days)
+    if until is not None and until <= since:
+        raise ValueError("--until must come after the window's start")
+    return since, until
+
+
+def _prune(path: Path, args: argparse.Namespace) -> int:
+    if args.prune_days <= 0:
+        raise ValueError(f"--prune-days {args.prune_days:g} must be above 0")
+    now = _instant(args.until, "--until") or system_clock()
+    dropped = TraceLog(path, max_bytes=1 << 62).prune_before(now - timedelta(days=args.prune_days))
+    print(f"dropped {dropped} entries older than {args.prune_days:g} days from {path}")
+    return 0
+
+
+def _summary(path: Path, args: argparse.Namespace) -> int:
+    since, until = _window(args)
+    stats = summarize_log(path, since=since, until=until)
+    if args.json:
+        print(json.dumps(stats, ensure_ascii=False, indent=1))
+        return 0
+    console = Console()
+    window = stats["window"]
+    tools = ", ".join(f"{n} {tool}" for tool, n in stats["tools"].items()) or "none"
+    console.print(f"trace log {path}: {stats['recalls']} recalls ({tools}) from {window['since']} "
+                  f"to {window['until'] or 'now'}")
+    table = Table(title="suspected per stage")
+    for column in ("stage", "code", "count", "rate"):
+        table.add_column(column)
+    for row in stats["suspected"]:
+        table.add_row(str(row["stage"]), row["code"], str(row["count"]), f"{row['rate']:.1%}")
+    console.print(table if stats["suspected"] else "suspected: nothing")
+    table = Table(title="recalls where it happened")
+    for column in ("event", "count", "rate"):
+        table.add_column(column)
+    for name in EVENTS:
+        event = stats["events"][name]
+        label = f"{name} ({stats['relief_rows']} rows)" if name == "relief" else name
+        table.add_row(label, str(event["count"]), f"{event['rate']:.1%}")
+    console.print(table)
+    if stats["timing_ms"]:
+        table = Table(title="timing_ms")
+        for column in ("key", "n", "median", "p95"):
+            table.add_column(column)
+        for key, timing in stats["timing_ms"].items():
+            table.add_row(key, str(timing["n"]), f"{timing['median']:g}", f"{timing['p95']:g}")
+        console.print(table)
+    skipped = stats["skipped"]
+    print(f"skipped: {skipped['malformed_lines']} malformed lines, {skipped['no_trace']} entries without a "
+          f"trace, {skipped['undated']} without a time; {stats['outside_window']} outside the window")
+    return 0
+
+
+def _listing(path: Path, args: argparse.Namespace) -> int:
     wanted = query_hash(args.query) if args.query is not None else None
     rows = [summary(entry) for _, entry in read_entries(path) if wanted is None or entry.get("query_sha256") == wanted]
     rows = rows[::-1][: args.limit]
@@ -106,4 +194,12 @@ def add_parsers(add: Callable[..., argparse.ArgumentParser], handlers: dict[str,
     p.add_argument("path", help="the trace log (its rotated file <path>.1 is read too)")
     p.add_argument("--limit", type=int, default=50, help="entries to list (default 50)")
     p.add_argument("--query", help="only the entries of this question (matched by its hash)")
-    p.add_argument("--json", action="store_true", help="print the listing as JSON")
+    p.add_argument("--json", action="store_true", help="print the listing (or the summary) as JSON")
+    p.add_argument("--summary", action="store_true",
+                   help="count a window instead: suspected codes per stage, gate fallback, autocut, time "
+                        "cues, relief, timings")
+    p.add_argument("--days", type=float, default=7.0, help="with --summary: the window's length (default 7)")
+    p.add_argument("--since", help="with --summary: the window's start (ISO-8601; overrides --days)")
+    p.add_argument("--until", help="the window's end, or --prune-days's now (ISO-8601; default: now)")
+    p.add_argument("--prune-days", type=float,
+                   help="drop the entries older than this many days (rewritten through a temporary file)")
