@@ -117,6 +117,8 @@ class Settings:
     recall_depth_floor: int = _setting(0, _number(int, 0), "per-arm depth = max(limit, floor)")
     recall_library_max_limit: int = _setting(10000, _number(int, 1), "library clamp for limit and depth")
     recall_cue_time_limit_ms: int = _setting(1000, _number(int, 0), "time limit for the cue revision")
+    recall_cue_stages: int = _setting(2, _number(int, 2, 4), "most stages a time cue may run: 2 is cued-v0.3 (one "
+                                      "revision); 3 or 4 add stages-v1 (widen while a stage adds nothing usable)")
     fts_enabled: bool = _setting(True, _parse_bool, "lexical arms (FTS5 trigram)")
     keyword_common_ratio: float = _setting(
         0.1, _number(float, 0.0, 1.0), "keyword arms rank first without terms in more than this share of rows (1 = never)"

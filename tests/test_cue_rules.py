@@ -15,6 +15,9 @@ from cuedrecall.clock import fixed_clock
 from cuedrecall.embed.hashing import HashEmbedder
 from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.cued_v0_3 import BOUND, CUE_DEPTH, POLICY, SINGLE_PASS_POLICY
+# the process these tests run: the shipped settings turn gate relief on, and the trace names it (recall/policy.py)
+CUED = POLICY + "+relief-v1"
+UNCUED = SINGLE_PASS_POLICY + "+relief-v1"
 from cuedrecall.recall.pipeline import PassResult
 from cuedrecall.recall.process import bounded_move, seats
 from cuedrecall.store.base import Hit
@@ -424,7 +427,7 @@ def test_vague_cue_whose_period_holds_nothing_stops(weekly):
                                            "reason": "the cue period holds no candidate",
                                            "action": "stop: no wider period (a vague cue widens to no period)"}]
     assert "cue_stage_1" not in cued["trace"]["arms"]
-    assert cued["time_cue"] == {"policy": POLICY, "period": stages[0]["period"], "confidence": "vague",
+    assert cued["time_cue"] == {"policy": CUED, "period": stages[0]["period"], "confidence": "vague",
                                 "revised": False, "moved": 0, "seated": 0}
     assert cued["messages"] == uncued["messages"]
 
@@ -456,7 +459,7 @@ def test_cue_for_today_is_ignored_recent_only(weekly, time_cue, period, confiden
     uncued = recall(memory)
     cued = recall(memory, time_cue={**time_cue, "confidence": confidence})
     assert cued["messages"] == uncued["messages"]  # exactly the rows of a recall without the cue
-    assert cued["time_cue"] == {"policy": POLICY, "ignored": "recent_only", "period": period}
+    assert cued["time_cue"] == {"policy": CUED, "ignored": "recent_only", "period": period}
     assert cued["trace"]["cue_ignored"] == {"reason": "recent_only", "period": period}
     assert "cue" not in cued["trace"]["arms"] and cued["trace"]["reservation"] == []
     # a cue that starts more than 24 hours ago is used
@@ -523,7 +526,7 @@ def test_response_time_cue_reports_policy_period_confidence_revised_moved_seated
     summary = cued["time_cue"]
     assert set(summary) == {"policy", "period", "confidence", "revised", "moved", "seated"}
     start = datetime.fromisoformat(fifth).replace(tzinfo=UTC)
-    assert summary["policy"] == POLICY == "cued-v0.3"
+    assert summary["policy"] == CUED == "cued-v0.3+relief-v1"
     assert summary["period"] == [(start - timedelta(hours=12)).isoformat(), (start + timedelta(hours=36)).isoformat()]
     assert summary["confidence"] == "likely" and summary["revised"] is False
     assert summary["moved"] == 3  # the fifth row rose two places and the two it passed stepped down
@@ -539,13 +542,13 @@ def test_response_time_cue_reports_policy_period_confidence_revised_moved_seated
 def test_trace_policy_process_is_cued_v0_3_with_a_cue_and_single_pass_v0_without(weekly):
     memory, _ = weekly
     cued = recall(memory, time_cue=cue("sure", **JUNE))
-    assert cued["trace"]["policy"]["process"] == POLICY == "cued-v0.3"
+    assert cued["trace"]["policy"]["process"] == CUED == "cued-v0.3+relief-v1"
     for uncued in (recall(memory), recall(memory, time_cue=None), recall(memory, time_cue={})):
-        assert uncued["trace"]["policy"]["process"] == SINGLE_PASS_POLICY == "single-pass-v0"
+        assert uncued["trace"]["policy"]["process"] == UNCUED == "single-pass-v0+relief-v1"
         assert "time_cue" not in uncued and "time_cue" not in uncued["trace"]["request"]
         assert uncued["trace"]["stages"] == [{"stage": 0, "searched": "all arms", "next": None}]
     ignored = recall(memory, time_cue=cue("sure", after="2025-11-01"))
-    assert ignored["trace"]["policy"]["process"] == POLICY  # a cue was given, though not used
+    assert ignored["trace"]["policy"]["process"] == CUED  # a cue was given, though not used
 
 
 def test_recall_tool_description_says_pass_a_cue_only_when_the_request_names_a_time():

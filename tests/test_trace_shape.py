@@ -13,6 +13,7 @@ from cuedrecall.clock import fixed_clock
 from cuedrecall.demo import load_sample
 from cuedrecall.recall.cued_v0_3 import POLICY, SINGLE_PASS_POLICY
 from cuedrecall.recall.gate_v1 import POLICY as GATE_POLICY
+from cuedrecall.recall.policy import RELIEF
 from cuedrecall.recall.scoring_version import SCORING_VERSION
 from tests.conftest import NOW, make_settings
 
@@ -80,13 +81,17 @@ def check_common(trace: dict[str, Any], memory: Memory) -> None:
     assert set(order) == {"before_cut", "limit", "cut_by_count"}
     assert order["cut_by_count"] == order["before_cut"][order["limit"]:]
     for seat in trace["reservation"]:
-        assert set(seat) == {"ref", "kind"}
+        assert {"ref", "kind"} <= set(seat) <= {"ref", "kind", "relieved"}
     assert trace["stages"] and trace["stages"][0]["stage"] == 0
     assert isinstance(trace["suspected"], list)
     coverage = trace["coverage"]
     assert {"normalization", "parts", "covered_by", "uncovered", "records"} <= set(coverage)
     timing = trace["timing_ms"]
-    assert {"retrieve_and_score", "gate", "order", "coverage", "total"} <= set(timing)
+    # a mark per stage that ran, in the order they ran
+    assert list(timing)[:5] == ["arms", "fusion_and_scoring", "gate", "count", "held_seats"]
+    assert {"response", "coverage", "total"} <= set(timing)
+    assert list(timing)[-3:] == ["response", "coverage", "total"]
+    assert [s["stage"] for s in trace["stages"]] == list(range(len(trace["stages"])))
     assert all(isinstance(v, (int, float)) and v >= 0 for v in timing.values())
     assert timing["total"] >= max(v for k, v in timing.items() if k != "total")
 
@@ -95,7 +100,8 @@ def test_the_trace_without_a_cue(sample: Memory) -> None:
     response = traced(sample, query="bike shop brake pads", limit=3)
     trace = response["trace"]
     check_common(trace, sample)
-    assert trace["policy"] == {"scoring": SCORING_VERSION, "process": SINGLE_PASS_POLICY, "gate": GATE_POLICY}
+    assert trace["policy"] == {"scoring": SCORING_VERSION, "process": f"{SINGLE_PASS_POLICY}+{RELIEF}",
+                               "gate": GATE_POLICY}
     assert SINGLE_PASS_POLICY == "single-pass-v0"
     assert set(trace["arms"]) == ORDINARY_ARMS
     assert "time_cue" not in trace["request"]
@@ -113,7 +119,7 @@ def test_the_trace_with_a_cue(sample: Memory) -> None:
     response = traced(sample, query="bike shop brake pads", limit=3, time_cue=CUE)
     trace = response["trace"]
     check_common(trace, sample)
-    assert trace["policy"] == {"scoring": SCORING_VERSION, "process": POLICY, "gate": GATE_POLICY}
+    assert trace["policy"] == {"scoring": SCORING_VERSION, "process": f"{POLICY}+{RELIEF}", "gate": GATE_POLICY}
     assert POLICY == "cued-v0.3"
     assert trace["request"]["time_cue"]["confidence"] == "likely"
     assert "cue" in trace["arms"]
@@ -139,7 +145,7 @@ def test_an_ignored_cue_still_names_the_cued_policy(sample: Memory) -> None:
     trace = traced(sample, query="bike", limit=3, time_cue={"ago": {"unit": "days", "value": 0},
                                                             "confidence": "sure"})["trace"]
     check_common(trace, sample)
-    assert trace["policy"]["process"] == POLICY
+    assert trace["policy"]["process"] == f"{POLICY}+{RELIEF}"
     assert trace["cue_ignored"]["reason"] == "recent_only"
     assert "cue" not in trace["arms"]
 

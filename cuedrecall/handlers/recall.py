@@ -15,11 +15,12 @@ from cuedrecall.clock import to_epoch
 from cuedrecall.handlers import trace_log
 from cuedrecall.recall.context import RecallContext
 from cuedrecall.recall.coverage import record_coverage
-from cuedrecall.recall.cued_v0_3 import POLICY, SINGLE_PASS_POLICY
 from cuedrecall.recall.params import resolve_params
+from cuedrecall.recall.policy import process_policy
 from cuedrecall.recall.process import Outcome, recall_process
 from cuedrecall.recall.response import FULL_CONTENT_BUDGET, build_messages
 from cuedrecall.recall.scoring_version import SCORING_VERSION
+from cuedrecall.recall.stale import report as stale_conflicts
 from cuedrecall.recall.timecue import TimeCue, parse_time_cue
 from cuedrecall.recall.trace import Recorder, TraceRecorder
 from cuedrecall.runtime import Runtime
@@ -86,6 +87,9 @@ def _block_model(rt: Runtime) -> str:
 def _response(rt: Runtime, ctx: RecallContext, outcome: Outcome, full_content: bool) -> dict[str, Any]:
     messages = build_messages(ctx, outcome.rows, full_content)
     response: dict[str, Any] = {"messages": messages}
+    conflicts = stale_conflicts(ctx, messages)  # stale-v1: names the rows' roles, never drops or moves one
+    if conflicts:
+        response["conflicts"] = conflicts
     if ctx.params.depth != ctx.params.limit:
         response["depth"] = ctx.params.depth
     if outcome.gate_fallback:
@@ -122,6 +126,8 @@ def _trace_header(rt: Runtime, ctx: RecallContext, cue: TimeCue | None, limit: i
         request["propagation_seat"] = True
     if cue is not None:
         request["time_cue"] = cue.echo()
+        if p.cue_stages > 2:
+            request["cue_stages"] = p.cue_stages
     if ctx.lexical_terms:  # reconstruct's entity names: counted, not written (the trace holds no stored text)
         request["lexical_terms"] = len(ctx.lexical_terms)
     config = {
@@ -130,7 +136,7 @@ def _trace_header(rt: Runtime, ctx: RecallContext, cue: TimeCue | None, limit: i
         "autocut_enabled": p.autocut_enabled, "gate_relief": p.gate_relief,
         "calibration": rt.calibration.record(ctx.scope.agent_id),  # {origin: auto | explicit | none, memories_at}
     }
-    ctx.recorder.header({"scoring": SCORING_VERSION, "process": POLICY if cue is not None else SINGLE_PASS_POLICY,
+    ctx.recorder.header({"scoring": SCORING_VERSION, "process": process_policy(p, cue is not None),
                          "gate": p.gate_policy}, __version__, ctx.scope.as_dict(), request, config)
 
 

@@ -29,6 +29,7 @@ class Candidate:
     on_votes: bool = False  # the gate admitted it on its lexical votes though a vector arm reached it too
     block: BlockHit | None = None  # the block that reached it, for a block seat
     seat_detail: dict[str, Any] = field(default_factory=dict)  # what its seat says of it (match_reason)
+    relieved: float | None = None  # gate relief let it in: its closeness to the gate it failed (recall/relief.py)
 
     @property
     def is_profile(self) -> bool:

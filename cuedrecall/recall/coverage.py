@@ -33,7 +33,7 @@ def build_ledger(question: str, records: Sequence[tuple[str, str]]) -> dict[str,
 
 def record_coverage(question: str, returned: Sequence[tuple[str, str]], recorder: "Recorder") -> None:
     """Record the ledger over the returned records (ref, full stored text); ``{"error": type}`` if it fails."""
-    recorder.mark("order")
+    recorder.mark("response")
     try:
         ledger = build_ledger(question, list(dict(returned).items()))
     except Exception as exc:  # the ledger is an instrument: its failure must never fail the recall

@@ -41,6 +41,7 @@ class RecallParams:
     preview_chars: int = 500
     excerpt_chars: int = 800
     cue_time_limit_ms: int = 1000
+    cue_stages: int = 2  # most stages a time cue may run: 2 is cued-v0.3; more is stages-v1 (recall/stopping.py)
     block_retrieval: bool = False
     embedding_model: str = ""  # the model whose blocks the block arm may compare with the query
     keyword_seats: int = 0  # held places for lexical-only rows (0 = off)
@@ -81,7 +82,7 @@ def resolve_params(s: Settings, calibrated: dict[str, float], *, query: str, lim
         exclusions=normalise_exclusions(exclude_contents or []), confidence_enabled=s.confidence_enabled,
         fused_gate_enabled=s.fused_gate_enabled, preview_chars=s.recall_preview_chars,
         excerpt_chars=s.recall_excerpt_chars,
-        cue_time_limit_ms=s.recall_cue_time_limit_ms,
+        cue_time_limit_ms=s.recall_cue_time_limit_ms, cue_stages=s.recall_cue_stages,
         block_retrieval=s.block_retrieval_enabled and bool(embedding_model), embedding_model=embedding_model,
         keyword_seats=s.keyword_seats, far_seats=s.far_seats_enabled,
         propagation_seat=s.recall_propagation_seat and propagation,

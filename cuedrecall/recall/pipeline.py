@@ -48,25 +48,22 @@ class Ranking:
     ordered: list[Candidate]  # the admitted rows after the prior: the order the count cuts
     reached: frozenset[str]
     gate_fallback: bool
-    under: list[Candidate]  # refused by less than one step (gate relief on only)
+    under: Relief  # the rows refused by less than one step (gate relief on only), nothing admitted yet
 
 
 def rank(ctx: RecallContext) -> Ranking:
     """Arms, fusion, scoring, gate, autocut and prior: the order before the count cut."""
-    if ctx.blank:
-        arms = arm_stage.newest(ctx)
-        rows = [Candidate(hit.ref) for hit in arms["newest"]]
-    else:
-        arms = arm_stage.retrieve(ctx)
-        rows = fuse(ctx, arms)
+    arms = arm_stage.newest(ctx) if ctx.blank else arm_stage.retrieve(ctx)
+    ctx.recorder.mark("arms")
+    rows = [Candidate(hit.ref) for hit in arms["newest"]] if ctx.blank else fuse(ctx, arms)
     reached = frozenset(hit.ref for hits in arms.values() for hit in hits)
     rows = penalise(ctx, _with_profile(ctx, rows))
-    ctx.recorder.mark("retrieve_and_score")
+    ctx.recorder.mark("fusion_and_scoring")
     gated = gate(ctx, rows)
     admitted = gated.admitted if gated.fallback else autocut(ctx, gated.admitted)
     ordered = apply_prior(ctx, admitted)
     ctx.recorder.mark("gate")
-    under = [] if gated.fallback else just_under(ctx, rows, gated.decisions)
+    under = NO_RELIEF if gated.fallback else just_under(ctx, rows, gated.decisions)
     return Ranking(rows, admitted, ordered, reached, gated.fallback, under)
 
 
@@ -74,10 +71,14 @@ def single_pass(ctx: RecallContext) -> PassResult:
     ranking = rank(ctx)
     admitted = frozenset(row.ref for row in ranking.admitted)
     answer = count_cut(ctx, ranking.ordered)
+    ctx.recorder.mark("count")
     held = block_seats(ctx, answer)
     held += keyword_seats(ctx, ranking.scored, ranking.admitted, ranking.gate_fallback, answer + held)
     held += far_seats(ctx, answer + held, ranking.reached, admitted)
+    ctx.recorder.mark("held_seats")
     relief = relieve(ctx, ranking.under, answer, held)
+    if ctx.params.gate_relief:
+        ctx.recorder.mark("relief")
     return PassResult(answer, admitted, ranking.reached, ranking.gate_fallback, relief.admitted + held, relief)
 
 

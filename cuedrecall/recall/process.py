@@ -1,12 +1,14 @@
-"""The recall process, policy cued-v0.3: the single pass, then what a time cue may do after the count.
+"""The recall process: the single pass, then what a time cue may do after the count (docs/recall-process.md).
 
-Without a cue this is the single pass and nothing else. With one, the cue arm
-searches the period (widened once if it holds nothing), rows it found move up at
-most L places among those already returned, and up to L seats hold rows it found
-that the answer lacks (with gate relief, the seats left empty may take the period's
-rows one step under the gate). The rows the gate passes and the count returns are
-never changed (spec §2.6). The propagation seat, when on, is appended last, after
-the cue's seats.
+Without a cue this is the single pass. With one (cued-v0.3), the cue arm searches the
+period (widened once if it holds nothing; recall/stopping.py), rows it found move up
+at most L places among those already returned, and up to L seats hold rows it found
+that the answer lacks and the gate and autocut did not refuse. The rows the gate
+passes and the count returns are never changed. The variants named in policy.process
+(recall/policy.py) add to this: relief-v1 lets the seats the cue left empty take
+period rows one step under the gate, each marked ``relieved``; stages-v1 runs more
+stages; propagated-v1 proposes a strong hit's day as a cue when the caller gave none.
+The propagation seat, when on, is appended last, after the cue's seats.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from cuedrecall.recall.cue_arm import search_period
 from cuedrecall.recall.cue_propagation import BOUND as PROPAGATION_BOUND
 from cuedrecall.recall.cue_propagation import POLICY as PROPAGATION
 from cuedrecall.recall.cue_propagation import hit_day, strong_hit
-from cuedrecall.recall.cued_v0_3 import BOUND, CUE_RANK_K, MAX_CUE_STAGES, POLICY, SEATS, WIDER
+from cuedrecall.recall.cued_v0_3 import BOUND, CUE_RANK_K, SEATS, WIDER
 from cuedrecall.recall.pipeline import PassResult, single_pass
+from cuedrecall.recall.policy import process_policy
 from cuedrecall.recall.propagation import propagation_seat
 from cuedrecall.recall.relief import record as record_relief
+from cuedrecall.recall.stopping import FOUND, NOTHING_WIDER, STAGE_LIMIT, TIME_LIMIT, Verdict, after_stage
 from cuedrecall.recall.timecue import TimeCue, base_period, is_recent_only, period
 from cuedrecall.store.base import Hit
 
@@ -41,27 +45,34 @@ class Outcome:
 def recall_process(ctx: RecallContext, cue: TimeCue | None) -> Outcome:
     result = single_pass(ctx)
     if cue is None:
-        ctx.recorder.stage({"stage": 0, "searched": "all arms", "next": None})
-        record_relief(ctx, result.relief, [], 1)
+        ctx.recorder.stage({"searched": "all arms", "next": _next_after_pass(ctx, result)})
+        record_relief(ctx, result.relief, [])
         answer = _cue_propagated(ctx, result.answer) if ctx.params.cue_propagation else result.answer
         return Outcome(_propagated(ctx, result, answer + result.held), result.gate_fallback, None)
     span = _span(ctx)
     if is_recent_only(cue, ctx.now, span):
         return _ignored(ctx, cue, span, result)
-    found, confidence, searched, revised = _search(ctx, cue, span, ctx.params.cue_time_limit_ms)
+    found, confidence, searched, revised = _search(ctx, cue, span, result)
     bound = BOUND[confidence]
     answer, moves = bounded_move(result.answer, found, bound)
     seated = seats(found, answer + result.held, result, SEATS[confidence])
     for row in seated:
-        ctx.recorder.reservation(row.ref, "cue")
+        ctx.recorder.reservation(row.ref, "cue", relieved=row.relieved is not None)
     if ctx.recorder.enabled:
         ctx.recorder.cue({"bound": bound, "confidence": confidence, "lifted": moves,
                           "seated": [row.ref for row in seated]})
-    under = {row.ref for row in result.relief.under}
-    record_relief(ctx, result.relief, [row for row in seated if row.ref in under], 2 if revised else 1)
-    summary = {"policy": POLICY, "period": _iso_period(searched), "confidence": confidence, "revised": revised,
-               "moved": len(moves), "seated": len(seated)}
+    ctx.recorder.mark("cue_move_and_seats")
+    record_relief(ctx, result.relief, [row for row in seated if row.relieved is not None])
+    summary = {"policy": process_policy(ctx.params, True), "period": _iso_period(searched),
+               "confidence": confidence, "revised": revised, "moved": len(moves), "seated": len(seated)}
     return Outcome(_propagated(ctx, result, answer + result.held + seated), result.gate_fallback, summary)
+
+
+def _next_after_pass(ctx: RecallContext, result: PassResult) -> str | None:
+    """What the trace's first stage says started the next one: gate relief, when it admitted rows."""
+    if result.relief.admitted:
+        return "relieve the gate one step (FILTER_DROP suspected)"
+    return None
 
 
 def _cue_propagated(ctx: RecallContext, answer: list[Candidate]) -> list[Candidate]:
@@ -76,15 +87,19 @@ def _cue_propagated(ctx: RecallContext, answer: list[Candidate]) -> list[Candida
     for row in moved:
         row.cue_rank = None  # the caller gave no cue: match_reason says nothing of one
     if ctx.recorder.enabled:
-        ctx.recorder.stage({"stage": 1, "searched": f"the cue arm over the strong hit's day ({PROPAGATION})",
+        ctx.recorder.stage({"searched": f"the cue arm over the strong hit's day ({PROPAGATION})",
                             "source": hit.ref, "period": _iso_period(day), "found": len(found), "lifted": moves,
                             "next": None})
+    ctx.recorder.mark("cue_propagation")
     return moved
 
 
 def _propagated(ctx: RecallContext, result: PassResult, rows: list[Candidate]) -> list[Candidate]:
     """The rows with the propagation seat (off by default) appended last; its anchor is the uncued answer's."""
-    return rows + propagation_seat(ctx, result.answer, rows, result.gate_fallback)
+    seat = propagation_seat(ctx, result.answer, rows, result.gate_fallback)
+    if ctx.params.propagation_seat:
+        ctx.recorder.mark("propagation")
+    return rows + seat
 
 
 def _span(ctx: RecallContext) -> tuple[datetime | None, datetime | None] | None:
@@ -102,43 +117,57 @@ def _ignored(ctx: RecallContext, cue: TimeCue, span: Any, result: PassResult) ->
     """A cue for today or the future is not used (cued-v0.1): the rows are the uncued recall's."""
     own = _iso_period(base_period(cue, ctx.now, span))
     ctx.recorder.cue_ignored({"reason": "recent_only", "period": own})
-    ctx.recorder.stage({"stage": 0, "searched": "all arms", "next": None})
-    record_relief(ctx, result.relief, [], 1)
+    ctx.recorder.stage({"searched": "all arms", "next": _next_after_pass(ctx, result)})
+    record_relief(ctx, result.relief, [])
     return Outcome(_propagated(ctx, result, result.answer + result.held), result.gate_fallback,
-                   {"policy": POLICY, "ignored": "recent_only", "period": own})
+                   {"policy": process_policy(ctx.params, True), "ignored": "recent_only", "period": own})
 
 
 def _search(
-    ctx: RecallContext, cue: TimeCue, span: Any, time_limit_ms: int
+    ctx: RecallContext, cue: TimeCue, span: Any, result: PassResult
 ) -> tuple[list[Hit], str, tuple[datetime, datetime] | None, bool]:
-    """Stage 0 at the cue's confidence; one revision, one step wider, when the period held nothing."""
+    """The cue's stages: the period at the cue's confidence, then one step wider a stage while recall/stopping.py
+    says so (cued-v0.3: once, when the period held nothing); each stage's time is a mark of its own."""
     confidence = cue.confidence
-    for stage in range(MAX_CUE_STAGES):
+    stages = ctx.params.cue_stages
+    for stage in range(stages):
         searched = period(cue, confidence, ctx.now, span)
         found = search_period(ctx, searched, "cue" if stage == 0 else f"cue_stage_{stage}") if searched else []
-        last = bool(found) or stage + 1 >= MAX_CUE_STAGES
-        wider = None if last else WIDER[confidence]
-        over_time = not last and (time.perf_counter() - ctx.started) * 1000 > time_limit_ms
-        step = None if last else _next_step(wider, over_time)
-        if ctx.recorder.enabled:
-            ctx.recorder.stage({
-                "stage": stage, "searched": "all arms and the cue period" if stage == 0 else "the cue period only",
-                "confidence": confidence, "period": _iso_period(searched), "found": len(found), "next": step})
-        if last:
+        wider = WIDER[confidence]
+        over_time = (time.perf_counter() - ctx.started) * 1000 > ctx.params.cue_time_limit_ms
+        verdict = after_stage(len(found), _usable(found, result), stage=stage, stages=stages,
+                              wider=wider is not None, over_time=over_time)
+        step = _next_step(verdict, wider)
+        number = ctx.recorder.stage({
+            "searched": "all arms and the cue period" if stage == 0 else "the cue period only",
+            "confidence": confidence, "period": _iso_period(searched), "found": len(found), "next": step,
+            **({"stopped": verdict.stop} if verdict.stop is not None else {})})
+        ctx.recorder.mark("cue_search" if stage == 0 else f"cue_stage_{stage}")
+        if verdict.suspected is not None:
+            action = f"widened to the {wider} margin" if verdict.stop is None else step or f"stop: {verdict.stop}"
+            ctx.recorder.suspect(number, verdict.suspected, verdict.reason, action)
+        if verdict.stop is not None:
             return found, confidence, searched, stage > 0
-        action = step if wider is None or over_time else f"widened to the {wider} margin"
-        ctx.recorder.suspect(stage, "CANDIDATE_MISS", "the cue period holds no candidate", action)
-        if wider is None or over_time:
-            return found, confidence, searched, stage > 0
+        assert wider is not None  # after_stage widens only where a wider step exists
         confidence = wider
-    raise AssertionError("unreachable: the loop returns within MAX_CUE_STAGES")
+    raise AssertionError("unreachable: after_stage stops at the stage limit")
 
 
-def _next_step(wider: str | None, over_time: bool) -> str:
-    """What the process does after a stage that found nothing, as the trace's ``next`` says it."""
-    if wider is None:
+def _usable(found: list[Hit], result: PassResult) -> int:
+    """How many of a stage's rows the cue could use: rows the count returned (to move) or a seat may take."""
+    returned = {row.ref for row in result.answer}
+    under = {row.ref for row in result.relief.under}
+    return sum(1 for hit in found if hit.ref in returned or hit.ref in under
+               or not (hit.ref in result.reached and hit.ref not in result.admitted))
+
+
+def _next_step(verdict: Verdict, wider: str | None) -> str | None:
+    """What the process does after a stage, as the trace's ``next`` says it (None after a stage that found)."""
+    if verdict.stop == FOUND or (verdict.stop == STAGE_LIMIT and verdict.suspected is not None):
+        return None
+    if verdict.stop == NOTHING_WIDER:
         return "stop: no wider period (a vague cue widens to no period)"
-    if over_time:
+    if verdict.stop == TIME_LIMIT:
         return "stop: time limit"
     return f"widen to the {wider} margin"
 
@@ -174,7 +203,7 @@ def seats(found: list[Hit], answer: list[Candidate], result: PassResult, count: 
     present = {row.ref for row in answer}
     under = {row.ref for row in result.relief.under}
     out: list[Candidate] = []
-    for relieved in (False, True):  # the rows the gate did not refuse first; then those just under it
+    for relieved in (False, True):  # the rows the gate did not refuse first; then those just under it (relief-v1)
         for hit in found:
             if len(out) == count:
                 return out
@@ -182,5 +211,6 @@ def seats(found: list[Hit], answer: list[Candidate], result: PassResult, count: 
             eligible = hit.ref in under if relieved else not refused
             if eligible and hit.ref not in present:
                 present.add(hit.ref)
-                out.append(Candidate(hit.ref, cue_rank=hit.rank, seat="cue"))
+                closeness = result.relief.closeness[hit.ref] if relieved else None
+                out.append(Candidate(hit.ref, cue_rank=hit.rank, seat="cue", relieved=closeness))
     return out

@@ -20,7 +20,6 @@ candidates' scores as the arm ``propagation``, and ``policy.propagation``.
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 from typing import Any
 
@@ -45,7 +44,6 @@ def propagation_seat(ctx: RecallContext, answer: list[Candidate], present: list[
     p = ctx.params
     if not p.propagation_seat or ctx.blank or gate_fallback:
         return []
-    started = time.perf_counter()
     depth = max(DEPTH, p.depth)
     section: dict[str, Any] = {"policy": POLICY, "depth": depth, "candidates": 0, "seated": []}
     anchor = next((row.ref for row in answer if not row.is_profile and ctx.facts.get(row.ref) is not None), None)
@@ -64,7 +62,7 @@ def propagation_seat(ctx: RecallContext, answer: list[Candidate], present: list[
             section["seated"].append({"ref": ref, **detail})
         section["candidates"] = len(candidates)
         section["anchor"] = anchor
-    ctx.recorder.propagation(section, (time.perf_counter() - started) * 1000)
+    ctx.recorder.propagation(section)
     return seated
 
 

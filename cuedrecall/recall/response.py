@@ -6,6 +6,7 @@ from typing import Any
 
 from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.context import RecallContext
+from cuedrecall.recall.policy import RELIEF
 from cuedrecall.clock import to_epoch
 from cuedrecall.store.base import Record
 from cuedrecall.text.blocks import Span
@@ -24,7 +25,8 @@ def match_reason(row: Candidate, mode: str) -> dict[str, Any] | None:
         return {"signal": "block", "admission": "reservation", "order": "vector" if row.block.cosine is not None
                 else "hamming", "hamming": row.block.distance, "block": row.block.block}
     if row.seat == "cue":
-        return {"signal": row.seat, "admission": "reservation", "cue_rank": row.cue_rank}
+        seat = {"signal": row.seat, "admission": "reservation", "cue_rank": row.cue_rank}
+        return seat if row.relieved is None else {**seat, "relieved": _relieved(row.relieved)}
     if row.seat is not None:  # keyword (seat, rrf|rsf), far (cosine), propagation (fused_rank, cosine_rank)
         detail = {key: _round(value) if isinstance(value, float) else value for key, value in row.seat_detail.items()}
         return {"signal": row.seat, "admission": "reservation", **detail}
@@ -43,7 +45,15 @@ def match_reason(row: Candidate, mode: str) -> dict[str, Any] | None:
         reason["cue_rank"] = row.cue_rank
     if row.on_votes:  # admitted on its lexical votes, not on the cosine it also has
         reason["admitted_on"] = mode
+    if row.relieved is not None:  # the gate refused it; gate relief let it in (recall/relief.py)
+        reason["admission"] = "relief"
+        reason["relieved"] = _relieved(row.relieved)
     return reason
+
+
+def _relieved(closeness: float) -> dict[str, Any]:
+    """What a relieved row says of its relief: the policy, and how near it came to the gate it failed."""
+    return {"policy": RELIEF, "closeness": _round(closeness)}
 
 
 def confidence(ctx: RecallContext, row: Candidate, record: Record | None) -> dict[str, Any]:

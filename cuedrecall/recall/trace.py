@@ -13,7 +13,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from cuedrecall.recall.trace_schema import (
-    TRACE_VERSION, CueIgnored, CueSection, GateDecision, GateSection, Policy, PropagationSection, Stage, Trace,
+    TRACE_VERSION, CueIgnored, CueSection, GateDecision, GateSection, Policy, PropagationSection, Reservation, Stage,
+    StaleConflict, Trace,
 )
 
 if TYPE_CHECKING:
@@ -36,13 +37,15 @@ class Recorder:
     def gate(self, result: "GateResult") -> None: ...
     def autocut(self, fired: bool, at: int | None, dropped: list["Candidate"]) -> None: ...
     def order(self, rows: list["Candidate"], limit: int, cut: list["Candidate"]) -> None: ...
-    def reservation(self, ref: str, kind: str) -> None: ...
+    def reservation(self, ref: str, kind: str, *, relieved: bool = False) -> None: ...
     def block(self, order: str) -> None: ...
-    def stage(self, entry: Stage) -> None: ...
+    def stage(self, entry: Stage) -> int:
+        return 0
     def suspect(self, stage: int, code: str, reason: str, action: str) -> None: ...
     def cue(self, section: CueSection) -> None: ...
     def cue_ignored(self, section: CueIgnored) -> None: ...
-    def propagation(self, section: PropagationSection, elapsed_ms: float) -> None: ...
+    def propagation(self, section: PropagationSection) -> None: ...
+    def conflicts(self, entries: list[StaleConflict]) -> None: ...
     def coverage(self, ledger: dict[str, Any]) -> None: ...
     def bounds(self, section: dict[str, Any]) -> None: ...
     def mark(self, stage: str) -> None: ...
@@ -122,15 +125,22 @@ class TraceRecorder(Recorder):
             "before_cut": [row.ref for row in rows], "limit": limit, "cut_by_count": [row.ref for row in cut],
         }
 
-    def reservation(self, ref: str, kind: str) -> None:
-        self.data["reservation"].append({"ref": ref, "kind": kind})
+    def reservation(self, ref: str, kind: str, *, relieved: bool = False) -> None:
+        """A row a held place admitted; ``relieved``: a cue seat that took a row one step under the gate."""
+        entry: Reservation = {"ref": ref, "kind": kind}
+        if relieved:
+            entry["relieved"] = True
+        self.data["reservation"].append(entry)
 
     def block(self, order: str) -> None:
         """How the block arm ordered its hits: "vector" (int8 re-rank) or "hamming"."""
         self.data["block"] = {"order": order}
 
-    def stage(self, entry: Stage) -> None:
-        self.data["stages"].append(entry)
+    def stage(self, entry: Stage) -> int:
+        """Append a stage entry, numbered here (0, 1, ... in the order they ran, whoever ran them); its number."""
+        number = len(self.data["stages"])
+        self.data["stages"].append({"stage": number, **entry})
+        return number
 
     def suspect(self, stage: int, code: str, reason: str, action: str) -> None:
         self.data["suspected"].append({"stage": stage, "code": code, "reason": reason, "action": action})
@@ -141,11 +151,14 @@ class TraceRecorder(Recorder):
     def cue_ignored(self, section: CueIgnored) -> None:
         self.data["cue_ignored"] = section
 
-    def propagation(self, section: PropagationSection, elapsed_ms: float) -> None:
-        """The propagation seat's section; it names its policy in ``policy.propagation`` and its time."""
+    def propagation(self, section: PropagationSection) -> None:
+        """The propagation seat's section; it names its policy in ``policy.propagation`` (its time is a mark)."""
         self.data["propagation"] = section
         self.data["policy"]["propagation"] = section["policy"]
-        self.data["timing_ms"]["propagation"] = round(elapsed_ms, 3)
+
+    def conflicts(self, entries: list[StaleConflict]) -> None:
+        """stale-v1's conflicts among the returned rows (recall/stale.py); absent when they agree."""
+        self.data["conflicts"] = entries
 
     def coverage(self, ledger: dict[str, Any]) -> None:
         self.data["coverage"] = ledger
@@ -155,6 +168,7 @@ class TraceRecorder(Recorder):
         self.data["bounds"] = section
 
     def mark(self, stage: str) -> None:
+        """timing_ms[stage]: the time since the previous mark (stages mark as they end, in the order they ran)."""
         now = time.perf_counter()
         self.data["timing_ms"][stage] = round((now - self._last) * 1000, 3)
         self._last = now

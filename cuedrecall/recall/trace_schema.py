@@ -69,10 +69,14 @@ class OrderSection(TypedDict):
     cut_by_count: list[str]
 
 
-class Reservation(TypedDict):
+class _ReservationBase(TypedDict):
     ref: str
     kind: str  # in append order: "relief" (gate relief's rows), the held seats "block", "keyword", "far", "cue",
     # "propagation"
+
+
+class Reservation(_ReservationBase, total=False):
+    relieved: bool  # relief-v1: a cue seat the cue left empty took this row one step under the gate
 
 
 class Stage(TypedDict, total=False):
@@ -87,6 +91,7 @@ class Stage(TypedDict, total=False):
     source: str  # cue propagation: the strong hit whose day was searched
     lifted: list[dict[str, Any]]  # cue propagation: the rows it moved, {ref, from, to}
     seated: list[str]  # gate relief: the rows one step under the gate that the cue's empty seats took
+    stopped: str  # the cue's last stage: why the loop stopped (recall/stopping.py)
 
 
 class Suspect(TypedDict):
@@ -114,7 +119,7 @@ class BlockSection(TypedDict):
 
 class _PolicyBase(TypedDict):
     scoring: str
-    process: str  # "single-pass-v0" | "cued-v0.3"
+    process: str  # "single-pass-v0" | "cued-v0.3", then "+relief-v1", "+stages-v1", "+propagated-v1" (recall/policy.py)
     gate: str  # "gate-v1" (recall/gate_v1.py), or "gate-v0" when the setting asks for the gate before it
 
 
@@ -139,6 +144,16 @@ class PropagationSection(_PropagationBase, total=False):
     anchor: str  # the answer's first real record; absent when the answer held none (then nothing ran)
 
 
+class _StaleConflictBase(TypedDict):
+    why: str  # stale-v1's rule: "same_msg_id", "supersedes", "corrects", "corrects+supersedes", "entity_attribute"
+
+
+class StaleConflict(_StaleConflictBase, total=False):
+    current: str
+    undecided: list[str]  # the newest, sharing one time: which is current is unknown
+    stale: list[str]  # newest first
+
+
 class Trace(TypedDict, total=False):
     trace_version: int
     policy: Policy
@@ -160,6 +175,7 @@ class Trace(TypedDict, total=False):
     cue: CueSection
     cue_ignored: CueIgnored
     propagation: PropagationSection
+    conflicts: list[StaleConflict]  # recall/stale.py: returned rows that are versions of one thing (refs only)
     coverage: dict[str, Any]  # recall/coverage.py's ledger
     bounds: dict[str, Any]  # recall/bounds.py: the caps in force and what each left out
     keyword_terms: dict[str, Any]  # arm -> its keyword-budget-v1 plan (store/term_counts.py) and the pass it used
