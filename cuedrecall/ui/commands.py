@@ -116,8 +116,8 @@ def _summary(path: Path, args: argparse.Namespace) -> int:
     console = Console()
     window = stats["window"]
     tools = ", ".join(f"{n} {tool}" for tool, n in stats["tools"].items()) or "none"
-    console.print(f"trace log {path}: {stats['recalls']} recalls ({tools}) from {window['since']} "
-                  f"to {window['until'] or 'now'}")
+    print(f"trace log {path}: {stats['recalls']} recalls ({tools}) from {window['since']} "
+          f"to {window['until'] or 'now'}")
     table = Table(title="suspected per stage")
     for column in ("stage", "code", "count", "rate"):
         table.add_column(column)
