@@ -129,10 +129,17 @@ def test_a_declared_role_predicate_names_the_subjects_role_on_the_object() -> No
     assert "roles" not in by_ref["mem:2"]
 
 
-def test_versions_with_one_timestamp_are_reported_as_a_conflict() -> None:
+def test_versions_with_one_timestamp_are_reported_as_an_undecided_conflict() -> None:
     a, b = Row(record(1, msg_id="m"), 0), Row(record(2, msg_id="m"), 1)
     item = build_item([a, b], [], 40, held=False, hop_bound=False)
-    assert conflicts(item) == [{"refs": ["mem:1", "mem:2"], "reason": "same_msg_id_same_timestamp", "msg_id": "m"}]
+    assert conflicts(item) == [{"why": "same_msg_id", "undecided": ["mem:1", "mem:2"], "msg_id": "m"}]
+    assert all("roles" not in claim for claim in claims(item, []))  # neither replaces the other
+
+
+def test_versions_at_two_times_are_a_conflict_with_the_newest_current() -> None:
+    old, new = Row(record(1, msg_id="m"), 0), Row(record(2, msg_id="m", ts="2026-06-02T10:00:00Z"), 1)
+    item = build_item([old, new], [], 40, held=False, hop_bound=False)
+    assert conflicts(item) == [{"why": "same_msg_id", "current": "mem:2", "stale": ["mem:1"], "msg_id": "m"}]
 
 
 def test_max_evidence_keeps_the_head_then_members_then_walked_rows_and_counts_the_rest() -> None:

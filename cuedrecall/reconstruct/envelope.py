@@ -55,6 +55,8 @@ def envelope(built: Built, request: Request, found: Candidates, *, trace: bool,
                                  "excluded_without_provenance": found.excluded_without_provenance}
     elif found.excluded_without_provenance:
         out["reconstruction"] = {"excluded_without_provenance": found.excluded_without_provenance}
+    if built.conflicts:  # stale-v1's conflicts between items (those inside one item are the item's)
+        out["conflicts"] = built.conflicts
     if shortfall:
         out["shortfall_reason"] = shortfall
     if built.reserved_count:

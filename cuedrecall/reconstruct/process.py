@@ -16,13 +16,16 @@ from typing import Any
 from cuedrecall.config import Settings
 from cuedrecall.graph.relations import RecordRelation, record_relations
 from cuedrecall.graph.walk import walk
+from cuedrecall.recall.stale import anchored
 from cuedrecall.reconstruct.allocate import Allocation, allocate
 from cuedrecall.reconstruct.bundle import bundle
 from cuedrecall.reconstruct.quotes import Blocks, Query, head_quote, passage_quote
 from cuedrecall.reconstruct.resolve import Resolved, head_quote_chars, resolve_budget
 from cuedrecall.reconstruct.rows import Row
-from cuedrecall.reconstruct.structure import Item, build_item, claims, conflicts, independence_reason
-from cuedrecall.store.base import Scope, Store
+from cuedrecall.reconstruct.structure import (
+    Item, build_item, claims, conflicts, independence_reason, spanning_conflicts,
+)
+from cuedrecall.store.base import Relation, Scope, Store
 from cuedrecall.text.blocks import Span, divide
 from cuedrecall.text.excerpts import partitions
 
@@ -49,6 +52,7 @@ class Built:
     held: int  # held items before allocation
     evidence_reached: bool
     quote_bases: set[str] = field(default_factory=set)
+    conflicts: list[dict[str, Any]] = field(default_factory=list)  # stale-v1's that span two returned items
 
     @property
     def reserved_count(self) -> int:
@@ -70,13 +74,15 @@ def reconstruct_items(store: Store, s: Settings, request: Request, rows: list[Ro
                         hop_bound=walked.hop_bound[i]) for i, cluster in enumerate(chosen)]
     every_relation = relations + (record_relations(store, request.scope, _walked_refs(walked_rows))
                                   if any(walked_rows) else [])
+    attributes = anchored(store, request.scope, [row.ref for row in rows] + _walked_refs(walked_rows))
     quoted, bases = _quotes(store, s, request, items)
     allocation = allocate([len(q[0]["content"]) for q in quoted],
                           [[len(e["content"]) for e in q[1]] for q in quoted], budget.effective)
-    shown = [_item(item, quoted[i], allocation.excerpts[i], every_relation)
+    shown = [_item(item, quoted[i], allocation.excerpts[i], every_relation, attributes)
              for i, item in enumerate(items[: allocation.items])]
-    return Built(shown, items[: allocation.items], clusters, budget, allocation, len(window), len(held),
-                 walked.evidence_reached, bases)
+    returned = items[: allocation.items]
+    return Built(shown, returned, clusters, budget, allocation, len(window), len(held), walked.evidence_reached,
+                 bases, spanning_conflicts(returned, every_relation, attributes))
 
 
 def _choose(clusters: list[list[Row]], count: int) -> tuple[list[list[Row]], list[list[Row]]]:
@@ -146,13 +152,14 @@ def _blocks(store: Store, model: str, row: Row, stored: list[tuple[int, int, boo
 
 
 def _item(item: Item, quoted: tuple[dict[str, Any], list[dict[str, Any]]], carried: int,
-          relations: list[RecordRelation]) -> dict[str, Any]:
+          relations: list[RecordRelation], attributes: list[Relation]) -> dict[str, Any]:
     head, passages = quoted
-    out: dict[str, Any] = {"content": head["content"], "head_ref": item.head.ref, "claims": claims(item, relations)}
+    out: dict[str, Any] = {"content": head["content"], "head_ref": item.head.ref,
+                           "claims": claims(item, relations, attributes)}
     reason = independence_reason(item)
     if reason != "singleton":  # an item of one record needs no reason
         out["independence_reason"] = reason
-    found = conflicts(item)
+    found = conflicts(item, relations, attributes)
     if found:
         out["conflicts"] = found
     if item.claims_omitted:

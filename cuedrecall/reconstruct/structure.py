@@ -7,25 +7,27 @@
 - Claims: every retained row, newest first (undated last, memories before
   episodes, then relevance), with ``as_of``, ``why`` (the key that joined it; absent
   for a row nothing joined) and, for walked rows, ``hops``.
-- Roles say what another retained row is to a claim: the next newer version
-  ``supersedes`` it, an episode whose span holds its time ``supports`` it, and a
-  declared relation with a role predicate names its subject's role.
-- Conflicts: versions of one message with one timestamp, which time cannot order.
+- Roles say what another retained row is to a claim: the record stale-v1 finds
+  current over it (``recall/stale.py``: a newer version of its message, or a newer
+  statement of an entity attribute) ``supersedes`` it, an episode whose span holds
+  its time ``supports`` it, and a declared relation with a role predicate names its
+  subject's role.
+- Conflicts: stale-v1's conflicts among the item's retained rows; those that span
+  two items are the answer's own (``spanning_conflicts``).
 """
 
 from __future__ import annotations
 
-import math
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from cuedrecall.clock import to_epoch
 from cuedrecall.graph.relations import ROLE_PREDICATES, RecordRelation
+from cuedrecall.recall.stale import Conflict, find
 from cuedrecall.reconstruct.policy_v1 import KEYS
 from cuedrecall.reconstruct.rows import Row
-from cuedrecall.store.base import EPISODE, MEMORY
+from cuedrecall.store.base import EPISODE, MEMORY, Relation
 
 
 @dataclass
@@ -43,6 +45,9 @@ def build_item(members: list[Row], walked: Sequence[Row], max_evidence: int, *, 
     head = choose_head(members)
     ordered = [head, *sorted((row for row in members if row is not head), key=lambda row: row.relevance), *walked]
     return Item(members, head, ordered[:max_evidence], max(0, len(ordered) - max_evidence), held, hop_bound)
+
+
+_BY_TIME = ("same_msg_id", "entity_attribute")  # the rules where time says which record is current
 
 
 def _version_key(row: Row) -> tuple[str, str] | None:
@@ -69,7 +74,10 @@ def independence_reason(item: Item) -> str:
     return next((key for key in KEYS if key in found), "singleton")
 
 
-def claims(item: Item, relations: Sequence[RecordRelation]) -> list[dict[str, Any]]:
+def claims(item: Item, relations: Sequence[RecordRelation],
+           attributes: Sequence[Relation] = ()) -> list[dict[str, Any]]:
+    """The item's claims; ``attributes``: the entity relations anchored at its rows (stale-v1 reads them)."""
+    found = item_conflicts(item, relations, attributes)
     out = []
     for row in sorted(item.retained, key=_newest_first):
         claim: dict[str, Any] = {"ref": row.ref, "as_of": row.record.timestamp}
@@ -77,19 +85,21 @@ def claims(item: Item, relations: Sequence[RecordRelation]) -> list[dict[str, An
             claim["why"] = row.why
         if row.hops is not None:
             claim["hops"] = row.hops
-        found = roles(row, item.retained, relations)
-        if found:
-            claim["roles"] = found
+        named = roles(row, item.retained, relations, found)
+        if named:
+            claim["roles"] = named
         out.append(claim)
     return out
 
 
-def roles(claim: Row, retained: Sequence[Row], relations: Sequence[RecordRelation]) -> list[dict[str, str]]:
+def roles(claim: Row, retained: Sequence[Row], relations: Sequence[RecordRelation],
+          conflicts: Sequence[Conflict] = ()) -> list[dict[str, str]]:
     """What other retained rows are to this claim; each entry's ref is the subject of the role."""
     out: list[dict[str, str]] = []
-    newer = _next_version(claim, retained)
-    if newer is not None:
-        out.append({"ref": newer.ref, "role": "supersedes"})
+    for conflict in conflicts:  # a declared replacement is named below, by its own predicate
+        if conflict.why in _BY_TIME and claim.ref in conflict.stale:
+            out += [{"ref": ref, "role": "supersedes"} for ref in conflict.newer()
+                    if {"ref": ref, "role": "supersedes"} not in out]
     out += [{"ref": episode.ref, "role": "supports"} for episode in retained if _holds(episode, claim)]
     present = {row.ref for row in retained}
     for relation in relations:
@@ -98,14 +108,6 @@ def roles(claim: Row, retained: Sequence[Row], relations: Sequence[RecordRelatio
             if entry not in out:
                 out.append(entry)
     return out
-
-
-def _next_version(claim: Row, retained: Sequence[Row]) -> Row | None:
-    key, moment = _version_key(claim), claim.record.ts_epoch
-    if key is None or moment is None:
-        return None
-    later = [row for row in retained if _version_key(row) == key and (row.record.ts_epoch or -math.inf) > moment]
-    return min(later, key=lambda row: (row.record.ts_epoch, row.relevance), default=None)
 
 
 def _holds(episode: Row, claim: Row) -> bool:
@@ -119,12 +121,23 @@ def _holds(episode: Row, claim: Row) -> bool:
     return start is not None and end is not None and start <= c.ts_epoch <= end
 
 
-def conflicts(item: Item) -> list[dict[str, Any]]:
-    """Versions of one message (msg_id, project) stored with the same timestamp: which is current is unknown."""
-    groups: dict[tuple[str, str, str], list[str]] = defaultdict(list)
-    for row in item.retained:
-        key = _version_key(row)
-        if key is not None:
-            groups[(*key, row.record.timestamp)].append(row.ref)
-    return [{"refs": sorted(refs), "reason": "same_msg_id_same_timestamp", "msg_id": key[0]}
-            for key, refs in groups.items() if len(refs) > 1]
+def item_conflicts(item: Item, relations: Sequence[RecordRelation] = (),
+                   attributes: Sequence[Relation] = ()) -> list[Conflict]:
+    """stale-v1's conflicts among the item's retained rows (recall/stale.py: the recall's own rule)."""
+    return find([row.record for row in item.retained], relations, attributes)
+
+
+def conflicts(item: Item, relations: Sequence[RecordRelation] = (),
+              attributes: Sequence[Relation] = ()) -> list[dict[str, Any]]:
+    """The item's conflicts as its answer lists them: the current (or undecided newest) and the stale refs."""
+    return [conflict.as_dict() for conflict in item_conflicts(item, relations, attributes)]
+
+
+def spanning_conflicts(items: Sequence[Item], relations: Sequence[RecordRelation],
+                       attributes: Sequence[Relation]) -> list[dict[str, Any]]:
+    """stale-v1's conflicts among the retained rows of all the items that no single item holds whole (records
+    that state two values of one entity attribute seldom share an item: sharing an entity never bundles)."""
+    records = {row.ref: row.record for item in items for row in item.retained}
+    held = [{row.ref for row in item.retained} for item in items]
+    return [conflict.as_dict() for conflict in find(list(records.values()), relations, attributes)
+            if not any(set(conflict.refs) <= refs for refs in held)]
