@@ -19,7 +19,7 @@ import pytest
 
 from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock
-from conftest import NOW, make_settings
+from conftest import NOW, make_settings, open_memory
 
 AGENT = "newcomer"
 CI = "We moved the CI pipeline from Jenkins to GitHub Actions; builds now take 6 minutes instead of 20."
@@ -99,14 +99,33 @@ def test_a_question_about_nothing_stored_returns_nothing(memory: Memory) -> None
     assert texts == []
 
 
-def test_a_row_admitted_on_its_lexical_votes_says_so_in_its_match_reason(tmp_path) -> None:
-    from conftest import make_settings, open_memory
+def test_a_row_admitted_on_its_lexical_votes_says_so_in_its_match_reason(tmp_path: Path) -> None:
+    """gate-v1 judges a row a vector arm reached on its cosine first, then on its lexical votes (gate.decide).
+
+    With the cosine bar calibrated at 0.95 (an explicit calibration, which the small-pool bar does not
+    lower), the sentence about the bug clears the gate only on its votes, while the record that is the
+    query word for word clears it on cosine: only the first says ``admitted_on``.
+    """
     memory = open_memory(tmp_path / "v.db", settings=make_settings(word_arm_enabled=True))
-    memory.store(agent_id="me", content="The flaky login test was a timezone bug in the session cookie.")
-    memory.store(agent_id="me", content="Lunch was pizza on Wednesday.")
+    exact = memory.store(agent_id="me", content="login timezone bug")["ref"]
+    sentence = memory.store(agent_id="me",
+                            content="The flaky login test was a timezone bug in the session cookie.")
+    lunch = memory.store(agent_id="me", content="Lunch was pizza on Wednesday.")["ref"]
+    memory.calibration.set("me", "cosine", 0.95)
     answer = memory.recall(agent_id="me", query="login timezone bug", trace=True)
-    judged = {d["ref"]: d for d in answer["trace"]["gate"]["decisions"]}
-    for message in answer["messages"]:
-        reason = message.get("match_reason") or {}
-        decision = judged.get(message.get("ref"), {})
-        assert ("admitted_on" in reason) == bool(decision.get("lexical") and decision.get("passed"))
+    trace = answer["trace"]
+    on_vector = {hit["ref"] for hit in trace["arms"]["vector_near"]}
+    assert {exact, sentence["ref"]} <= on_vector  # a vector arm reached both: each has a cosine
+    judged = {d["ref"]: d for d in trace["gate"]["decisions"]}
+    voted, cosine = judged[sentence["ref"]], judged[exact]
+    assert voted["passed"] and voted.get("lexical") is True and voted["signal"] == "rrf"
+    assert cosine["passed"] and cosine["signal"] == "cosine" and "lexical" not in cosine
+    reasons = {m["ref"]: m.get("match_reason") or {} for m in answer["messages"]}
+    assert lunch not in reasons
+    assert reasons[sentence["ref"]]["admitted_on"] == "rrf"
+    assert reasons[sentence["ref"]]["cosine"] < 0.95  # its cosine alone would not have let it in
+    assert "admitted_on" not in reasons[exact]
+    for message in answer["messages"]:  # the rule, row by row: admitted_on exactly when passed on the votes
+        decision = judged[message["ref"]]
+        on_votes = bool(decision.get("lexical") and decision["passed"])
+        assert ("admitted_on" in message["match_reason"]) == on_votes
