@@ -155,3 +155,11 @@ def test_a_live_log_is_summarised(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert stats["recalls"] == 3 and stats["tools"] == {"recall": 2, "reconstruct": 1}
     assert stats["events"]["time_cue_given"]["count"] == 1 and stats["timing_ms"]["total"]["n"] == 3
     assert stats["skipped"] == {"malformed_lines": 0, "no_trace": 0, "undated": 0}
+
+
+@pytest.mark.parametrize("argv", [["--summary", "--days", "1e12"], ["--summary", "--days", "nan"],
+                                  ["--prune-days", "inf"], ["--summary", "--until", "0001-01-01"]])
+def test_a_window_beyond_the_calendar_is_refused_not_raised(
+        log: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    assert cli_main(["traces", str(log), *argv]) == 1
+    assert capsys.readouterr().err.startswith("cuedrecall: ")

@@ -132,6 +132,8 @@ class TraceLog:
 
     def prune_before(self, cutoff: datetime, *, only_when_oldest_is_old: bool = False) -> int:
         """Drop the entries whose ``at`` is before ``cutoff`` (aware) from both files; the count dropped."""
+        if not os.path.lexists(self.path) and not os.path.lexists(self.rotated):
+            return 0  # nothing written yet (or no folder): nothing to drop, nothing created
         with self._lock:
             # the main file's lock serialises this with every append and rotation, in any process
             try:

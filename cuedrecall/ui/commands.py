@@ -72,6 +72,9 @@ def traces(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"cuedrecall: {path}: {exc}", file=sys.stderr)
         return 1
+    except OverflowError:
+        print("cuedrecall: the window or the age reaches past the dates a clock can hold", file=sys.stderr)
+        return 1
 
 
 def _instant(text: str | None, flag: str) -> datetime | None:
@@ -90,7 +93,7 @@ def _window(args: argparse.Namespace) -> tuple[datetime, datetime | None]:
     until = _instant(args.until, "--until")
     since = _instant(args.since, "--since")
     if since is None:
-        if args.days <= 0:
+        if not args.days > 0:  # NaN too
             raise ValueError(f"--days {args.days:g} must be above 0")
         since = (until or system_clock()) - timedelta(days=args.days)
     if until is not None and until <= since:
@@ -99,7 +102,7 @@ def _window(args: argparse.Namespace) -> tuple[datetime, datetime | None]:
 
 
 def _prune(path: Path, args: argparse.Namespace) -> int:
-    if args.prune_days <= 0:
+    if not args.prune_days > 0:  # NaN too
         raise ValueError(f"--prune-days {args.prune_days:g} must be above 0")
     now = _instant(args.until, "--until") or system_clock()
     dropped = TraceLog(path, max_bytes=1 << 62).prune_before(now - timedelta(days=args.prune_days))
