@@ -44,6 +44,7 @@ def print_trace(trace: Trace, console: Console) -> None:
     _gate(trace, console)
     _cuts(trace, console)
     _loop(trace, console)
+    _conflicts(trace, console)
     _coverage(trace, console)
     _timing(trace, console)
     _other(trace, console)
@@ -196,6 +197,14 @@ def _loop(trace: Trace, console: Console) -> None:
         console.print(table)
     else:
         console.print("suspected: nothing")
+
+
+def _conflicts(trace: Trace, console: Console) -> None:
+    """stale-v1's conflicts among the returned rows (recall/stale.py); nothing when they agreed."""
+    for conflict in trace.get("conflicts") or []:
+        current = conflict.get("current") or "undecided among " + ", ".join(conflict.get("undecided") or [])
+        stale = ", ".join(conflict.get("stale") or []) or "none"
+        console.print(f"conflict ({conflict.get('why')}): current {current}, stale {stale}")
 
 
 def _coverage(trace: Trace, console: Console) -> None:

@@ -3,11 +3,13 @@ holds refs only, and reconstruct reads the same rule."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from conftest import open_memory
 from cuedrecall.api import Memory
@@ -16,6 +18,7 @@ from cuedrecall.graph.relations import RecordRelation
 from cuedrecall.recall import trace_schema as schema
 from cuedrecall.recall.stale import find, roles
 from cuedrecall.store.base import ENTITY, MEMORY, Record, Relation
+from cuedrecall.trace_view import print_trace
 
 A = "agent"
 OLD, NEW = "2026-01-01T00:00:00Z", "2026-03-01T00:00:00Z"
@@ -136,6 +139,13 @@ def test_the_trace_names_the_conflict_by_refs_only(launch: Memory) -> None:
     written = json.dumps(answer["trace"])
     for text in ("rocket launch date", "March 3", "March 9", "launch"):  # stored text, and the msg_id
         assert text not in written
+
+
+def test_the_trace_view_prints_the_conflict(launch: Memory) -> None:
+    link_versions(launch, 1, 2)
+    out = io.StringIO()
+    print_trace(recall(launch, trace=True)["trace"], Console(file=out, width=160, color_system=None))
+    assert "conflict (same_msg_id): current mem:2, stale mem:1" in out.getvalue()
 
 
 def test_a_recall_without_a_conflict_is_unchanged(launch: Memory) -> None:
