@@ -47,6 +47,55 @@ def test_places_fell_and_appended_rows() -> None:
     assert tc.appended(["a"], ["a", "x"], 0) == ["a"]
 
 
+def _rows(a: list[float], b: list[float], c: list[float]) -> list[dict[str, float]]:
+    """Study rows holding only the three scores the verdict reads."""
+    return [{"ndcg_a": x, "ndcg_b": y, "ndcg_c": z} for x, y, z in zip(a, b, c, strict=True)]
+
+
+def test_the_verdict_passes_when_the_cue_beats_both_controls() -> None:
+    """Ten questions, the cue above both controls on each: p = 1/1024 twice, and the higher mean."""
+    v = tc.verdict(_rows([0.2] * 10, [0.6] * 10, [0.3] * 10))
+    assert v["vs_a"] == {"rose": 10, "fell": 0, "tied": 0, "p": 1 / 1024}
+    assert v["vs_c"] == {"rose": 10, "fell": 0, "tied": 0, "p": 1 / 1024}
+    assert v["means"] == pytest.approx({"a": 0.2, "b": 0.6, "c": 0.3})
+    assert v["n"] == 10 and v["passed"] is True
+
+
+def test_the_verdict_makes_no_claim_when_the_extra_rows_do_as_well() -> None:
+    """The cue beats no cue on all ten, but the extra rows score the same as the cue: no rise against (c)."""
+    v = tc.verdict(_rows([0.2] * 10, [0.6] * 10, [0.6] * 10))
+    assert v["vs_a"]["p"] == 1 / 1024
+    assert v["vs_c"] == {"rose": 0, "fell": 0, "tied": 10, "p": 1.0}
+    assert v["passed"] is False
+
+
+def test_the_verdict_makes_no_claim_on_a_lower_mean_despite_the_sign_test() -> None:
+    """Nine small rises and one large fall: the sign test passes (p = 11/1024) but the cue's mean is lower."""
+    a = [0.5] * 10
+    b = [0.51] * 9 + [0.0]
+    v = tc.verdict(_rows(a, b, a))
+    assert v["vs_a"]["p"] == pytest.approx(11 / 1024) and v["vs_a"]["p"] < tc.ALPHA
+    assert v["means"]["b"] < v["means"]["a"]
+    assert v["passed"] is False
+
+
+def test_the_verdict_makes_no_claim_on_too_few_questions() -> None:
+    """Four questions that all rise: p = 1/16, above 0.05, so even a clean sweep is no claim."""
+    v = tc.verdict(_rows([0.0] * 4, [1.0] * 4, [0.0] * 4))
+    assert v["vs_a"]["p"] == v["vs_c"]["p"] == 1 / 16
+    assert v["passed"] is False
+
+
+def test_the_verdict_table_prints_the_verdict_it_computed() -> None:
+    passing = [{"dataset": "d", "embedder": "hash", "mode": "rrf", **r}
+               for r in _rows([0.2] * 10, [0.6] * 10, [0.3] * 10)]
+    failing = [{**r, "dataset": "e"} for r in passing[:4]]
+    table = tc.verdict_table(passing + failing)
+    row = {line.split("|")[1].strip(): line for line in table[2:]}
+    assert row["d"].rstrip().endswith("| **pass** |") and "| 10 / 0 | 0.00098 |" in row["d"]
+    assert row["e"].rstrip().endswith("| **no claim** |") and "| 4 / 0 | 0.062 |" in row["e"]
+
+
 def _daily(start: str, days: int) -> list[datetime]:
     first = datetime.fromisoformat(start)
     return [first + timedelta(days=i, hours=12) for i in range(days)]
@@ -117,6 +166,26 @@ def test_main_runs_end_to_end_on_tiny_data(tmp_path: Path) -> None:
     assert out.with_suffix(".png").stat().st_size > 0
     questions = len(generate_long_span(seed=0, size="small").questions)
     line = next(l for l in text.splitlines() if l.startswith(f"| long-span-small | hash | rrf | {questions} |"))
-    assert line.rstrip().endswith(("**pass** |", "**no claim** |"))
+    verdicts = text[verdict:text.index("Invariant check")].splitlines()
+    assert line in verdicts
+    for row in verdicts:
+        if row.startswith("| ") and row.rstrip().endswith(("**pass** |", "**no claim** |")):
+            assert_verdict_follows_the_rule(row)
     assert re.search(r"in 0 of \d+ cued recalls", text)  # §2.6: the cue never changes the returned rows
     assert "## Wrong cues" in text
+
+
+def assert_verdict_follows_the_rule(line: str) -> None:
+    """A verdict row's label is what the rule gives for the figures the row prints: each p is the sign test of
+    its rises and falls, and **pass** needs both p under ALPHA and (b)'s mean above (a)'s and (c)'s."""
+    cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+    mean_a, mean_b, mean_c = (float(x) for x in cells[4:7])
+    for counts, printed in ((cells[7], cells[8]), (cells[9], cells[10])):
+        rose, fell = (int(x) for x in counts.split(" / "))
+        assert float(printed) == pytest.approx(tc.sign_test(rose, fell), rel=0.01, abs=5e-4)
+    p_a, p_c = float(cells[8]), float(cells[10])
+    if mean_b in (mean_a, mean_c):  # the means tie at three decimals: the rounded table cannot decide
+        assert cells[11] in ("**pass**", "**no claim**")
+        return
+    expected = p_a < tc.ALPHA and p_c < tc.ALPHA and mean_b > mean_a and mean_b > mean_c
+    assert cells[11] == ("**pass**" if expected else "**no claim**")
