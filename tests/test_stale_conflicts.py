@@ -1,5 +1,5 @@
-"""Stale conflicts (stale-v1, recall/stale.py): each rule makes a conflict, nothing is dropped or moved, the trace
-holds refs only, and reconstruct reads the same rule."""
+"""Stale conflicts (stale-v1, recall/stale.py): each rule makes a conflict, nothing is dropped or moved,
+the trace holds refs only, and reconstruct reads the same rule."""
 
 from __future__ import annotations
 
@@ -70,22 +70,24 @@ def link_versions(memory: Memory, *ids: int) -> None:
         conn.execute(f"UPDATE memories SET msg_id = 'launch' WHERE id IN ({', '.join(map(str, ids))})")
 
 
-# -- the rules, each firing in a recall ----------------------------------------------------------------------------
+# -- the rules, each firing in a recall ------------------------------------------------------------------
 
-def test_same_msg_id_versions_are_both_returned_with_their_roles_and_nothing_dropped_or_moved(launch: Memory) -> None:
+def test_same_msg_id_versions_are_both_returned_with_roles_and_nothing_dropped_or_moved(
+        launch: Memory) -> None:
     before = recall(launch)
     link_versions(launch, 1, 2)
     after = recall(launch)
     assert refs(after) == refs(before) and {"mem:1", "mem:2"} <= set(refs(after))
     assert without_roles(after) == without_roles(before)
-    assert after["conflicts"] == [{"why": "same_msg_id", "current": "mem:2", "stale": ["mem:1"], "msg_id": "launch"}]
+    assert after["conflicts"] == [
+        {"why": "same_msg_id", "current": "mem:2", "stale": ["mem:1"], "msg_id": "launch"}]
     role = {m["ref"]: m.get("conflict_role") for m in after["messages"]}
     assert role == {"mem:2": "current", "mem:1": "stale"}
 
 
 @pytest.mark.parametrize("predicate", ["supersedes", "corrects"])
-def test_a_declared_supersedes_or_corrects_makes_its_subject_current_whatever_the_times(launch: Memory,
-                                                                                          predicate: str) -> None:
+def test_a_declared_supersedes_or_corrects_makes_its_subject_current_whatever_the_times(
+        launch: Memory, predicate: str) -> None:
     before = recall(launch)
     launch.declare_associations(agent_id=A, associations={"relations": [
         {"subject": "mem:1", "predicate": predicate, "object": "mem:2"}]})  # the older one replaces the newer
@@ -102,7 +104,7 @@ def test_entity_attribute_values_that_differ_make_the_older_statement_stale(tmp_
     memory.store(agent_id=A, message=turn("Ana likes long walks by the river.", OLD))
     before = memory.recall(agent_id=A, query="where does Ana live", limit=10)
     for anchor, city in (("mem:1", "Berlin"), ("mem:2", "Paris"), ("mem:3", "Berlin")):
-        predicate = "lives in" if anchor != "mem:3" else "walks in"  # another attribute: no conflict of its own
+        predicate = "lives in" if anchor != "mem:3" else "walks in"  # another attribute: no conflict
         memory.declare_associations(agent_id=A, anchor_ref=anchor, associations={"relations": [
             {"subject": "Ana", "predicate": predicate, "object": city}]})
     ana = memory.store_.find_entity(A, "", "", "ana")
@@ -155,10 +157,11 @@ def test_a_recall_without_a_conflict_is_unchanged(launch: Memory) -> None:
     assert not any("conflict_role" in m for m in answer["messages"])
 
 
-# -- the rule on hand-made records ---------------------------------------------------------------------------------
+# -- the rule on hand-made records -----------------------------------------------------------------------
 
 def test_versions_sharing_the_newest_time_are_undecided_and_an_older_one_still_stale() -> None:
-    found = find([record(1, ts=NEW, msg_id="m"), record(2, msg_id="m"), record(3, ts=NEW, msg_id="m")], [], [])
+    rows = [record(1, ts=NEW, msg_id="m"), record(2, msg_id="m"), record(3, ts=NEW, msg_id="m")]
+    found = find(rows, [], [])
     assert [c.as_dict() for c in found] == [
         {"why": "same_msg_id", "undecided": ["mem:1", "mem:3"], "stale": ["mem:2"], "msg_id": "m"}]
     assert roles(found) == {"mem:1": "undecided", "mem:3": "undecided", "mem:2": "stale"}
@@ -185,7 +188,8 @@ def test_a_circle_of_declared_replacements_is_undecided_and_other_predicates_are
     rows = [record(1), record(2), record(3)]
     circle = [declared("mem:1", "supersedes", "mem:2", 1), declared("mem:2", "supersedes", "mem:1", 2),
               declared("mem:3", "supports", "mem:1", 3), declared("mem:3", "supersedes", "mem:9", 4)]
-    assert [c.as_dict() for c in find(rows, circle, [])] == [{"why": "supersedes", "undecided": ["mem:1", "mem:2"]}]
+    assert [c.as_dict() for c in find(rows, circle, [])] == [
+        {"why": "supersedes", "undecided": ["mem:1", "mem:2"]}]
 
 
 def test_an_attribute_stated_with_a_shared_value_is_no_conflict() -> None:
@@ -206,7 +210,7 @@ def test_attribute_statements_of_one_time_that_differ_are_undecided() -> None:
          "attribute": "lives in"}]
 
 
-# -- reconstruct reads the same rule -------------------------------------------------------------------------------
+# -- reconstruct reads the same rule ---------------------------------------------------------------------
 
 def test_reconstruct_lists_the_same_conflict_in_the_item_and_the_same_roles(launch: Memory) -> None:
     link_versions(launch, 1, 2)

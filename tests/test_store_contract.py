@@ -1170,7 +1170,8 @@ def test_anchored_relations_are_entity_relations_declared_from_the_refs(store: S
     relate(store, (ENTITY, ana), "lives in", (ENTITY, paris))  # no anchor
     relate(store, (ENTITY, ana), "wrote", split(violin), anchor=violin)  # a record end: not an attribute
     hidden = relate(store, (ENTITY, ana), "knows", (ENTITY, secret), anchor=harbour)  # an end only p1 reads
-    assert [r.id for r in store.anchored_relations(Scope(A, ""), [violin, harbour, "profile"])] == [first, second]
+    found = store.anchored_relations(Scope(A, ""), [violin, harbour, "profile"])
+    assert [r.id for r in found] == [first, second]
     assert [r.id for r in store.anchored_relations(Scope(A, "p1"), [harbour])] == [first, hidden]
     assert store.anchored_relations(Scope(A), []) == []
     assert store.anchored_relations(Scope(B), [harbour, violin]) == []

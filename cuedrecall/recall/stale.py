@@ -28,15 +28,15 @@ if TYPE_CHECKING:
     from cuedrecall.recall.context import RecallContext
 
 POLICY = "stale-v1"
-REPLACING = ("supersedes", "corrects")  # declared record -> record predicates whose subject replaces the object
+REPLACING = ("supersedes", "corrects")  # record -> record predicates whose subject replaces the object
 _PRIORITY = {"stale": 0, "undecided": 1, "current": 2}  # a record with two roles shows the first of these
 
 
 @dataclass(frozen=True)
 class Conflict:
-    """One group of returned records that disagree: its current one (or the undecided newest) and the stale."""
+    """One group of returned records that disagree: the current one (or the undecided newest), the stale."""
 
-    why: str  # "same_msg_id", "supersedes", "corrects", "corrects+supersedes" (a mixed chain), "entity_attribute"
+    why: str  # "same_msg_id", "supersedes", "corrects", "corrects+supersedes" (mixed), "entity_attribute"
     current: str | None  # None when the newest share one time: then ``undecided`` holds them
     undecided: tuple[str, ...] = ()
     stale: tuple[str, ...] = ()  # newest first
@@ -64,7 +64,7 @@ class Conflict:
         return out
 
     def as_dict(self) -> dict[str, Any]:
-        """The answer's entry: the trace's, and what the records share (the msg_id, the entity and attribute)."""
+        """The answer's entry: the trace's, and what the records share (msg_id, or entity and attribute)."""
         out: dict[str, Any] = dict(self.as_trace())
         if self.msg_id:
             out["msg_id"] = self.msg_id
@@ -81,7 +81,8 @@ def find(records: Sequence[Record], relations: Sequence[RecordRelation],
     entity -> entity relations with their anchor (those anchored at one of the records count)."""
     by_ref = {record.ref: record for record in records}
     place = {ref: i for i, ref in enumerate(by_ref)}
-    found = [*_versions(list(by_ref.values())), *_declared(by_ref, relations), *_attributes(by_ref, attributes)]
+    found = [*_versions(list(by_ref.values())), *_declared(by_ref, relations),
+             *_attributes(by_ref, attributes)]
     return sorted(dict.fromkeys(found), key=lambda c: min(place[ref] for ref in c.refs))
 
 
@@ -93,7 +94,7 @@ def anchored(store: Store, scope: Scope, refs: Sequence[str]) -> list[Relation]:
 
 
 def among(store: Store, scope: Scope, records: Sequence[Record]) -> list[Conflict]:
-    """The conflicts among records one answer returns (best first), reading what the store declares of them."""
+    """The conflicts among records one answer returns (best first), reading what is declared of them."""
     refs = [record.ref for record in records]
     if len(refs) < 2:
         return []
@@ -101,11 +102,12 @@ def among(store: Store, scope: Scope, records: Sequence[Record]) -> list[Conflic
 
 
 def roles(conflicts: Sequence[Conflict]) -> dict[str, str]:
-    """Each involved record's role, "current", "undecided" or "stale"; stale wins where two conflicts differ."""
+    """Each involved record's role: "current", "undecided" or "stale" (stale wins where two differ)."""
     out: dict[str, str] = {}
     for conflict in conflicts:
         named = [(conflict.current, "current")] if conflict.current else []
-        named += [(ref, "undecided") for ref in conflict.undecided] + [(ref, "stale") for ref in conflict.stale]
+        named += [(ref, "undecided") for ref in conflict.undecided]
+        named += [(ref, "stale") for ref in conflict.stale]
         for ref, role in named:
             if ref not in out or _PRIORITY[role] < _PRIORITY[out[ref]]:
                 out[ref] = role
@@ -133,7 +135,7 @@ def _newness(record: Record) -> tuple[bool, float]:
 
 
 def _by_time(why: str, records: list[Record], **shared: Any) -> Conflict:
-    """The newest of ``records`` (in answer order) is current, the rest stale; a tie at the newest is undecided."""
+    """The newest of ``records`` (answer order) is current, the rest stale; a tie at the top is undecided."""
     ordered = sorted(records, key=_newness, reverse=True)  # stable: ties keep the answer's order
     top = [record.ref for record in ordered if _newness(record) == _newness(ordered[0])]
     stale = tuple(record.ref for record in ordered[len(top):])
@@ -147,7 +149,8 @@ def _versions(records: list[Record]) -> list[Conflict]:
     for record in records:
         if record.kind == MEMORY and record.msg_id:
             groups[(record.msg_id, record.project_id)].append(record)
-    return [_by_time("same_msg_id", members, msg_id=key[0]) for key, members in groups.items() if len(members) > 1]
+    return [_by_time("same_msg_id", members, msg_id=key[0])
+            for key, members in groups.items() if len(members) > 1]
 
 
 def _declared(by_ref: dict[str, Record], relations: Sequence[RecordRelation]) -> list[Conflict]:
@@ -225,8 +228,9 @@ def _attributes(by_ref: dict[str, Record], attributes: Sequence[Relation]) -> li
 
 def _disagreement(anchors: list[Record], values: dict[str, set[int]], entity_id: int,
                   predicate: str) -> Conflict | None:
-    """The newest statement is current; an older one sharing no value with it is stale. Newest statements of one
-    time that share no value leave it undecided (and an older one is stale when it shares a value with none)."""
+    """The newest statement is current; an older one sharing no value with it is stale. Newest statements
+    of one time that share no value leave it undecided; an older one is then stale when it shares a value
+    with none of them."""
     ordered = sorted(anchors, key=_newness, reverse=True)
     top = [record.ref for record in ordered if _newness(record) == _newness(ordered[0])]
     split = any(values[a].isdisjoint(values[b]) for i, a in enumerate(top) for b in top[i + 1:])

@@ -145,7 +145,7 @@ class PropagationSection(_PropagationBase, total=False):
 
 
 class _StaleConflictBase(TypedDict):
-    why: str  # stale-v1's rule: "same_msg_id", "supersedes", "corrects", "corrects+supersedes", "entity_attribute"
+    why: str  # stale-v1's rule: same_msg_id, supersedes, corrects, corrects+supersedes, entity_attribute
 
 
 class StaleConflict(_StaleConflictBase, total=False):
@@ -175,7 +175,7 @@ class Trace(TypedDict, total=False):
     cue: CueSection
     cue_ignored: CueIgnored
     propagation: PropagationSection
-    conflicts: list[StaleConflict]  # recall/stale.py: returned rows that are versions of one thing (refs only)
+    conflicts: list[StaleConflict]  # recall/stale.py: returned rows that are versions of one thing, refs
     coverage: dict[str, Any]  # recall/coverage.py's ledger
     bounds: dict[str, Any]  # recall/bounds.py: the caps in force and what each left out
     keyword_terms: dict[str, Any]  # arm -> its keyword-budget-v1 plan (store/term_counts.py) and the pass it used

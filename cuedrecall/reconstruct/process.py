@@ -81,8 +81,8 @@ def reconstruct_items(store: Store, s: Settings, request: Request, rows: list[Ro
     shown = [_item(item, quoted[i], allocation.excerpts[i], every_relation, attributes)
              for i, item in enumerate(items[: allocation.items])]
     returned = items[: allocation.items]
-    return Built(shown, returned, clusters, budget, allocation, len(window), len(held), walked.evidence_reached,
-                 bases, spanning_conflicts(returned, every_relation, attributes))
+    return Built(shown, returned, clusters, budget, allocation, len(window), len(held),
+                 walked.evidence_reached, bases, spanning_conflicts(returned, every_relation, attributes))
 
 
 def _choose(clusters: list[list[Row]], count: int) -> tuple[list[list[Row]], list[list[Row]]]:

@@ -219,8 +219,8 @@ class SqliteGraph:
         return [found[key] for key in sorted(found)]
 
     def anchored_relations(self, scope: Scope, refs: Sequence[str]) -> list[Relation]:
-        """The relations between two entities declared from one of ``refs`` (their anchor), the relation and both
-        entities readable in the scope; by id."""
+        """The relations between two entities declared from one of ``refs`` (their anchor), the relation
+        and both entities readable in the scope; by id."""
         rwhere, rparams = scope_where(scope, "r", ENTITY)
         swhere, sparams = scope_where(scope, "s", ENTITY)
         owhere, oparams = scope_where(scope, "o", ENTITY)

@@ -180,8 +180,8 @@ class PgGraph:
         return [found[key] for key in sorted(found)]
 
     def anchored_relations(self, scope: Scope, refs: Sequence[str]) -> list[Relation]:
-        """The relations between two entities declared from one of ``refs`` (their anchor), the relation and both
-        entities readable in the scope; by id."""
+        """The relations between two entities declared from one of ``refs`` (their anchor), the relation
+        and both entities readable in the scope; by id."""
         rwhere, rparams = scope_where(scope, "r", ENTITY)
         swhere, sparams = scope_where(scope, "s", ENTITY)
         owhere, oparams = scope_where(scope, "o", ENTITY)
@@ -190,7 +190,8 @@ class PgGraph:
             return []
         rows = self._read(
             f"SELECT {RELATION_COLUMNS} FROM relations r JOIN entities s ON s.id = r.subject_id "
-            f"JOIN entities o ON o.id = r.object_id WHERE r.anchor_ref = ANY(%s) AND r.subject_kind = '{ENTITY}' "
-            f"AND r.object_kind = '{ENTITY}' AND {rwhere} AND {swhere} AND {owhere} ORDER BY r.id",
+            f"JOIN entities o ON o.id = r.object_id WHERE r.anchor_ref = ANY(%s) "
+            f"AND r.subject_kind = '{ENTITY}' AND r.object_kind = '{ENTITY}' AND {rwhere} AND {swhere} "
+            f"AND {owhere} ORDER BY r.id",
             [anchors, *rparams, *sparams, *oparams])
         return [Relation(*row) for row in rows]
