@@ -20,11 +20,13 @@ import sys
 import argparse
 
 import math
+import pickle
 import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -141,10 +143,26 @@ class PrefetchEmbedder:
     embedded once however many stores and fusion modes read it.
     """
 
-    def __init__(self, base: Any, batch: int = 64) -> None:
+    def __init__(self, base: Any, batch: int = 64, cache: Path | None = None) -> None:
         self.base = base
         self.batch = batch
         self._vectors: dict[str, np.ndarray] = {}
+        # an optional file of vectors an earlier run of the same model computed (``--embed-cache``): read here,
+        # written by ``save``; the vectors are the model's own, so a run with it stores what one without would
+        self.cache = None if cache is None else Path(cache) / f"{_safe(base.model)}.pkl"
+        if self.cache is not None and self.cache.exists():
+            with self.cache.open("rb") as f:
+                self._vectors = pickle.load(f)
+
+    def save(self) -> None:
+        """Write every vector computed so far to the cache file (nothing without one)."""
+        if self.cache is None:
+            return
+        self.cache.parent.mkdir(parents=True, exist_ok=True)
+        part = self.cache.with_suffix(".part")
+        with part.open("wb") as f:
+            pickle.dump(self._vectors, f, protocol=pickle.HIGHEST_PROTOCOL)
+        part.replace(self.cache)
 
     @property
     def mode(self) -> str:
@@ -177,22 +195,39 @@ class PrefetchEmbedder:
         return np.stack([self._vectors[t] for t in items]) if items else self.base.embed(items)
 
 
-def new_embedder(mode: str) -> PrefetchEmbedder:
-    return PrefetchEmbedder(make_embedder(mode))
+def new_embedder(mode: str, cache: Path | None = None) -> PrefetchEmbedder:
+    return PrefetchEmbedder(make_embedder(mode), cache=cache)
 
 
-def prefetched_embedder(mode: str, datasets: Sequence["Dataset"], progress: Any) -> PrefetchEmbedder:
+def prefetched_embedder(mode: str, datasets: Sequence["Dataset"], progress: Any,
+                        cache: Path | None = None) -> PrefetchEmbedder:
     """An embedder that has already embedded every text of the datasets, with a progress bar."""
-    embedder = new_embedder(mode)
+    embedder = new_embedder(mode, cache)
     texts = dataset_texts(datasets)
     task = progress.add_task(f"embedding ({mode})", total=embedder.pending(texts))
     embedder.prefetch(texts, lambda n: progress.advance(task, n))
+    embedder.save()
     return embedder
 
 
 # The block arm and its background build, off for a run that does not measure them (as CPERSONA_* variables,
 # so a variant may turn them on).
 WITHOUT_BLOCKS = {"CPERSONA_BLOCK_BUILD_ENABLED": "false", "CPERSONA_BLOCK_RETRIEVAL_ENABLED": "false"}
+# The shipped defaults: blocks built and searched, as a user runs them. The build is not left to a thread: the
+# replay drains the queue after each batch of records (``ConversationStore.advance``), so every question finds
+# the blocks of everything stored before it.
+SHIPPED = {"CPERSONA_BLOCK_BUILD_ENABLED": "true", "CPERSONA_BLOCK_RETRIEVAL_ENABLED": "true"}
+DEFAULTS = {"shipped": SHIPPED, "no-blocks": WITHOUT_BLOCKS}
+
+
+def add_defaults_option(parser: argparse.ArgumentParser, default: str) -> None:
+    """``--defaults shipped|no-blocks`` and ``--embed-cache`` for a study that may run at the shipped defaults."""
+    parser.add_argument("--defaults", choices=sorted(DEFAULTS), default=default,
+                        help="shipped: every setting at its default, blocks built (drained before each question) "
+                             "and searched; no-blocks: the same with the block build and arm off, as the "
+                             "figures before blocks were measured (default: %(default)s)")
+    parser.add_argument("--embed-cache", type=Path, metavar="DIR",
+                        help="keep the computed vectors in DIR and reuse them in a later run (default: none)")
 
 
 def settings_for(embedder: str, mode: str, path: Path | str, environ: Mapping[str, str] | None = None) -> Settings:
@@ -266,6 +301,20 @@ class ConversationStore:
 
     def close(self) -> None:
         self.memory.close()
+
+    @contextmanager
+    def using(self, **overrides: Any) -> Iterator[None]:
+        """Recall with these settings changed (``gate_relief=False``, ``recall_cue_stages=3``), then as before.
+
+        Recall reads its settings afresh on every call, so one store built once is recalled under several
+        policies side by side; the stored rows, blocks and calibration are the same for each.
+        """
+        before = self.memory.runtime.settings
+        self.memory.runtime = replace(self.memory.runtime, settings=replace(before, **overrides))
+        try:
+            yield
+        finally:
+            self.memory.runtime = replace(self.memory.runtime, settings=before)
 
     def advance(self, until: str | None = None, progress: Callable[[int], None] | None = None) -> int:
         """Store every turn timed at or before ``until`` (everything when None); returns how many records.

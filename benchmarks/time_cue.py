@@ -2,6 +2,10 @@
 
     python -m benchmarks.time_cue --embedders local hash --long-span large
 
+Stores run at the shipped defaults (``--defaults shipped``: blocks built, drained
+before each question, and searched; word arm; gate relief as shipped);
+``--defaults no-blocks`` runs them as the figures before blocks were measured.
+
 Over the questions that get a cue from ``benchmarks.cues.extract_cue`` (question
 text and asked_at only), each question is recalled (a) without a cue, (b) with
 the cue, (c) without a cue but with as many extra rows as seats (b) held, and
@@ -146,9 +150,11 @@ def study_question(store: h.ConversationStore, dataset: h.Dataset, question: Any
     gold_ep = store.gold(question, with_episodes=True)
     now = datetime.fromisoformat(question.asked_at)
     span = store.memory_span()
-    a = store.ask(question, limit=limit)
+    a = store.ask(question, limit=limit, trace=True)
     b = store.ask(question, limit=limit, time_cue=cue)
     summary = b.get("time_cue") or {}
+    policies = {"policy_a": ((a.get("trace") or {}).get("policy") or {}).get("process", "?"),
+                "policy_b": summary.get("policy", "?")}
     seats = int(summary.get("seated", 0))
     c = store.ask(question, limit=limit + seats) if seats else a
     ra, rb, rc = h.best_first(a), h.best_first(b), h.best_first(c)
@@ -161,7 +167,8 @@ def study_question(store: h.ConversationStore, dataset: h.Dataset, question: Any
         "revised": bool(summary.get("revised")), "seats": seats, "gold": len(gold),
         "in_period": holds(searched_period(cue, now, span), evidence_times),
         "len_a": len(ra), "len_b": len(rb), "len_c": len(rc), "same_rows_b": same_rows(ra, b),
-        "c_reordered": rc[: len(ra)] != ra,
+        "c_reordered": rc[: len(ra)] != ra, **policies,
+        "relieved_b": sum(1 for m in b.get("messages") or [] if (m.get("match_reason") or {}).get("relieved")),
     }
     for name, ranked in (("a", ra), ("b", rb), ("c", rc), ("d", rd)):
         row[f"ndcg_{name}"] = h.ndcg(ranked, gold)
@@ -197,12 +204,13 @@ def run_dataset(dataset: h.Dataset, embedder: h.PrefetchEmbedder, mode: str, arg
     for conversation in dataset.conversations:
         cued = {q.qid: explain_cue(q.text, q.asked_at) for q in conversation.questions}
         questions = [q for q in conversation.questions if cued[q.qid] is not None]
-        store = h.ConversationStore(conversation, embedder, mode, workdir)
+        store = h.ConversationStore(conversation, embedder, mode, workdir, h.DEFAULTS[args.defaults])
         try:
             for question in h.replay(store, questions, args.history):
                 rule, cue = cued[question.qid]
                 rows.append(study_question(store, dataset, question, cue, rule, args.limit))
                 advance()
+            embedder.save()
         finally:
             store.close()
     return rows
@@ -294,10 +302,15 @@ def setup_lines(args: argparse.Namespace, models: dict[str, str], datasets: Sequ
                "session)" if args.history == "asked" else
                "`all`: the whole conversation is stored first, so a long-span question may see records from "
                "after its asked_at; relative cues are read from its asked_at")
+    defaults = ("the shipped defaults: blocks built (the build queue drained after each batch of records, before "
+                "any question) and searched, the word arm, gate relief as shipped"
+                if args.defaults == "shipped" else
+                "the defaults with the block build and arm off (`--defaults no-blocks`), as before blocks existed")
     return [
         "## Setup", "",
-        f"- Fusion mode(s): {', '.join(args.modes)}; limit {args.limit}; default settings (the environment is "
-        "not read), no calibration (the heuristic gate); policy cued-v0.3.",
+        f"- Fusion mode(s): {', '.join(args.modes)}; limit {args.limit}; {defaults} (the environment is not "
+        "read); the gate calibrates itself as the store grows (at 50, 200 and 1,000 memories, the queue drained "
+        "before the next question).",
         "- One store per conversation; turns stored with `Memory.store`, session summaries archived as episodes "
         "over the session's time (see `benchmarks/harness.py`).",
         f"- History: {history}.",
@@ -387,6 +400,12 @@ def render(argv: Sequence[str], args: argparse.Namespace, datasets: Sequence[h.D
         *verdict_table(rows), "",
         f"Invariant check (§2.6): in {b_changed} of {len(rows)} cued recalls the rows of (b), its cue seats "
         "aside, differed from those of (a).", "",
+        "Policies the recalls ran (`policy.process` of (a)'s trace, `time_cue.policy` of (b)): "
+        + "; ".join(f"{dataset}, {embedder}, {mode}: (a) " + ", ".join(f"`{p}`" for p in sorted({r['policy_a'] for r in g}))
+                    + "; (b) " + ", ".join(f"`{p}`" for p in sorted({r['policy_b'] for r in g}))
+                    + f"; rows gate relief let in with the cue: {sum(r['relieved_b'] for r in g)}"
+                    for (dataset, embedder, mode), g in h.group_rows(rows, ("dataset", "embedder", "mode")).items())
+        + ".", "",
         "## Secondary (no verdict)", "",
         *secondary_table(rows), "",
         "### By cue confidence", "", *breakdown_table(rows, "confidence"), "",
@@ -444,6 +463,7 @@ def plot(rows: Sequence[dict[str, Any]], path: Path) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = h.study_parser(PROG, __doc__.splitlines()[0], "time_cue.md", ["local"], ["rrf"])
+    h.add_defaults_option(parser, "shipped")
     return parser
 
 
@@ -456,7 +476,7 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], li
     with Progress(console=console) as progress:
         asked = progress.add_task("cued questions", total=cued * len(args.embedders) * len(args.modes))
         for name in args.embedders:
-            embedder = h.prefetched_embedder(name, datasets, progress)
+            embedder = h.prefetched_embedder(name, datasets, progress, args.embed_cache)
             for dataset in datasets:
                 for mode in args.modes:
                     rows += run_dataset(dataset, embedder, mode, args, workdir, lambda: progress.advance(asked))
