@@ -2,10 +2,10 @@
 
     python -m benchmarks.suspected_confirmed --data PATH/locomo10.json
 
-A recall can only *suspect* a failure while it runs (``trace.suspected``: CANDIDATE_MISS
-when a time cue's period held nothing, FILTER_DROP when gate relief saw rows just under
-the gate); ``benchmarks.recall_trace_confirm.confirm`` *confirms* one afterwards from the
-trace and the evidence refs (spec recall-process-v0 §1.3). Every scored LoCoMo question is
+A recall can only *suspect* a failure while it runs (``trace.suspected``, docs/recall-process.md:
+CANDIDATE_MISS when a time cue's period held nothing, FILTER_DROP when gate relief saw rows
+just under the gate); ``benchmarks.recall_trace_confirm.confirm`` *confirms* one afterwards
+from the trace and the evidence refs (spec recall-process-v0 §1.3). Every scored LoCoMo question is
 recalled at the server's defaults (the packaged embedder, the word arm and the block arm
 on, the replay's calibrations run), with the cue ``benchmarks.cues.extract_cue`` reads in
 its text where it finds one. Per code the report counts recalls where it was suspected and
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -193,6 +194,7 @@ def evaluate_conversation(conversation: Conversation, embedder: h.PrefetchEmbedd
 def run(args: argparse.Namespace, console: Any) -> tuple[list[Conversation], list[dict[str, Any]], str]:
     from rich.progress import Progress
 
+    args.code = code_tree()  # at the start, before others' edits during the run
     conversations = load_locomo(args.data, limit_conversations=args.limit_conversations)
     dataset = h.Dataset("locomo", conversations)
     workdir = h.workdir_for(args.workdir)
@@ -243,7 +245,21 @@ def stage_table(rows: Sequence[dict[str, Any]]) -> list[str]:
     counts = Counter((r["judged"].confirmed, r["stages"]) for r in rows if r["judged"].confirmed)
     table = [[code, stages, n] for (code, stages), n in sorted(counts.items())]
     header = ["confirmed code", "stages of the evidence", "failed recalls"]
-    return h.markdown_table(header, table or [["", "", 0]])
+    return h.markdown_table(header, table or [["", "", 0]], "llr")
+
+
+def code_tree() -> str:
+    """Which code ran: the commit, and whether cuedrecall/ had uncommitted edits (others edit it)."""
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", *args], cwd=h.REPO, capture_output=True, text=True, timeout=30,
+                                  check=True).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    dirty = git("status", "--porcelain", "--", "cuedrecall")
+    edits = f", with uncommitted edits in {len(dirty.splitlines())} file(s) under cuedrecall/"
+    return f"the working tree at commit {head}" + (edits if dirty else ", cuedrecall/ clean")
 
 
 def overview(summary: dict[str, Any]) -> str:
@@ -287,7 +303,7 @@ def render(argv: Sequence[str], args: argparse.Namespace, conversations: Sequenc
         ("- Precision: suspected & confirmed over suspected; recall: suspected & confirmed over confirmed. "
          "A suspicion whose action rescued the evidence (relief admitting it, a wider cue period finding "
          "it) counts as suspected only, returned."),
-        f"- Ran in {seconds:.0f} s.", "",
+        f"- Code: {getattr(args, 'code', None) or code_tree()}. Ran in {seconds:.0f} s.", "",
         "## Per code", "", overview(summary), "", *code_table(summary), "",
         "## Confirmed failures with no suspicion at all", "", *unsuspected_table(summary), "",
         "## Where the evidence of the failed recalls stopped", "",
