@@ -34,7 +34,8 @@ from benchmarks.datasets import Conversation
 from benchmarks.time_cue import ALPHA, appended, rose_fell, sign_test
 
 PROG = "benchmarks.relief"
-LAYOUTS = ("per-conversation", "one-agent", "long-span")
+LAYOUTS = ("per-conversation", "one-agent", "long-span", "small-stores")
+SMALL_SIZES = (50, 100, 200)
 OFF = {"gate_relief": False}
 ON = {"gate_relief": True}
 STAGES = 3
@@ -61,8 +62,16 @@ def one_agent(conversations: Sequence[Conversation], conv_id: str = "locomo-all"
     return Conversation(conv_id, tuple(turns), tuple(sessions), tuple(questions))
 
 
-def layouts(datasets: Sequence[h.Dataset], wanted: Sequence[str]) -> list[tuple[str, str, list[Conversation],
-                                                                                 str]]:
+def small_stores(conversations: Sequence[Conversation], size: int) -> list[Conversation]:
+    """``benchmarks.small_store``'s windows: each conversation's turns in time order cut into consecutive windows
+    of ``size`` turns, each a store of its own (memories only) asked the questions whose evidence lies inside it."""
+    from benchmarks.small_store import windows
+
+    return [Conversation(w.agent_id, w.turns, (), w.questions) for c in conversations for w in windows(c, size, None)]
+
+
+def layouts(datasets: Sequence[h.Dataset], wanted: Sequence[str],
+            sizes: Sequence[int] = SMALL_SIZES) -> list[tuple[str, str, list[Conversation], str]]:
     """(layout, dataset, conversations, history) for each layout asked for and present."""
     out = []
     for d in datasets:
@@ -71,6 +80,8 @@ def layouts(datasets: Sequence[h.Dataset], wanted: Sequence[str]) -> list[tuple[
                 out.append(("per-conversation", d.name, list(d.conversations), "asked"))
             if "one-agent" in wanted:
                 out.append(("one-agent", d.name, [one_agent(d.conversations)], "all"))
+            if "small-stores" in wanted:
+                out += [(f"small-stores-{n}", d.name, small_stores(d.conversations, n), "all") for n in sizes]
         elif "long-span" in wanted:
             out.append(("long-span", d.name, list(d.conversations), "asked"))
     return out
@@ -344,7 +355,9 @@ RULE = """## The rule (fixed before any number below)
 5. **Sets.** LoCoMo one conversation per agent and every LoCoMo conversation under one agent: the scored
    questions (category 5 left out), without a cue; the cued questions (the time-cue study's set: every question
    `benchmarks.cues.extract_cue` gives a cue, all categories) without and with their cue; the long-span history:
-   its questions (all cued) without and with the cue.
+   its questions (all cued) without and with the cue; and small stores, the pools relief was made for
+   (`small-stores-N`: `benchmarks.small_store`'s windows of N LoCoMo turns, each a store of its own, asked the
+   questions whose evidence lies inside it), without a cue and, where the question gives one, with it.
 6. **Verdict on relief.** Relief *helps* on a set when, on NDCG over the returned rows, relief on beats relief
    off **and** beats (x), each by the one-sided sign test at p < {alpha} with the higher mean. It *hurts* on a set
    when relief off beats relief on in hit@10 or NDCG@10 over the first 10 rows at p < {alpha}. **Keep on** only
@@ -375,7 +388,10 @@ def render(argv: Sequence[str], args: argparse.Namespace, datasets: Sequence[h.D
         "- Layouts: `per-conversation` (LoCoMo, one agent per conversation, history `asked`: every question "
         "comes after its conversation's last session); `one-agent` (every LoCoMo conversation stored under one "
         "agent, history `all`: the whole memory is stored first, the conversations' times interleave, and each "
-        "question is asked at its own asked_at); `long-span` (the generated history, history `asked`).",
+        "question is asked at its own asked_at); `long-span` (the generated history, history `asked`); "
+        "`small-stores-N` (`benchmarks.small_store`'s windows: each LoCoMo conversation's turns in time order cut "
+        "into consecutive windows of N turns, each a store of its own holding those memories only, asked the "
+        "questions whose evidence lies wholly inside it, history `all`).",
         "- Embedders: " + ", ".join(f"`{k}` ({v})" for k, v in models.items()) + ".",
         *h.dataset_facts(datasets),
         "- Policies the recalls ran (trace `policy.process`): " + "; ".join(policies(rows)) + ".", "",
@@ -428,13 +444,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser = h.study_parser(PROG, __doc__.splitlines()[0], "relief.md", ["local"], ["rrf"])
     h.add_defaults_option(parser, "shipped")
     parser.add_argument("--layouts", nargs="+", choices=LAYOUTS, default=list(LAYOUTS))
+    parser.add_argument("--small-sizes", nargs="+", type=int, default=list(SMALL_SIZES),
+                        help="window sizes of the small-stores layout (default: %(default)s)")
     return parser
 
 
 def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], list[dict[str, Any]], dict[str, str]]:
     datasets = h.load_datasets(args.locomo, args.limit_conversations, args.long_span, args.seed)
     workdir = h.workdir_for(args.workdir)
-    plan = layouts(datasets, args.layouts)
+    plan = layouts(datasets, args.layouts, args.small_sizes)
     total = sum(len(c.questions) for _l, _d, cs, _h in plan for c in cs) * len(args.embedders) * len(args.modes)
     rows: list[dict[str, Any]] = []
     models: dict[str, str] = {}
