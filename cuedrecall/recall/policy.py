@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import Final
 
+from cuedrecall.recall.cue_propagation import POLICY as PROPAGATED
 from cuedrecall.recall.cued_v0_3 import POLICY as CUED, SINGLE_PASS_POLICY as SINGLE_PASS
 from cuedrecall.recall.params import RecallParams
 
 RELIEF: Final = "relief-v1"
 STAGES: Final = "stages-v1"
-PROPAGATED: Final = "propagated-v1"
 
 
 def process_policy(params: RecallParams, cued: bool) -> str:

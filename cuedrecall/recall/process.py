@@ -23,8 +23,10 @@ from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.context import RecallContext
 from cuedrecall.recall.cue_arm import search_period
 from cuedrecall.recall.cue_propagation import BOUND as PROPAGATION_BOUND
-from cuedrecall.recall.cue_propagation import POLICY as PROPAGATION
-from cuedrecall.recall.cue_propagation import hit_day, strong_hit
+from cuedrecall.recall.cue_propagation import POLICY as PROPAGATED
+from cuedrecall.recall.cue_propagation import SEAT as PROPAGATED_SEAT
+from cuedrecall.recall.cue_propagation import SEATS as PROPAGATION_SEATS
+from cuedrecall.recall.cue_propagation import hit_period, neighbours, strong_hit
 from cuedrecall.recall.cued_v0_3 import BOUND, CUE_RANK_K, SEATS, WIDER
 from cuedrecall.recall.pipeline import PassResult, single_pass
 from cuedrecall.recall.policy import process_policy
@@ -32,6 +34,7 @@ from cuedrecall.recall.propagation import propagation_seat
 from cuedrecall.recall.relief import record as record_relief
 from cuedrecall.recall.stopping import FOUND, NOTHING_WIDER, STAGE_LIMIT, TIME_LIMIT, Verdict, after_stage
 from cuedrecall.recall.timecue import TimeCue, base_period, is_recent_only, period
+from cuedrecall.recall.trace_schema import Stage
 from cuedrecall.store.base import Hit
 
 
@@ -47,14 +50,17 @@ def recall_process(ctx: RecallContext, cue: TimeCue | None) -> Outcome:
     if cue is None:
         ctx.recorder.stage({"searched": "all arms", "next": _next_after_pass(ctx, result)})
         record_relief(ctx, result.relief, [])
-        answer = _cue_propagated(ctx, result.answer) if ctx.params.cue_propagation else result.answer
-        return Outcome(_propagated(ctx, result, answer + result.held), result.gate_fallback, None)
+        answer, proposed = _cue_propagated(ctx, result) if ctx.params.cue_propagation else (result.answer, [])
+        return Outcome(_propagated(ctx, result, answer + result.held + proposed), result.gate_fallback, None)
     span = _span(ctx)
     if is_recent_only(cue, ctx.now, span):
         return _ignored(ctx, cue, span, result)
     found, confidence, searched, revised = _search(ctx, cue, span, result)
     bound = BOUND[confidence]
     answer, moves = bounded_move(result.answer, found, bound)
+    cue_rank = {hit.ref: hit.rank for hit in found}
+    for row in result.held:  # held places never move, but a row the cue arm ranked says so (§2.7)
+        row.cue_rank = cue_rank.get(row.ref)
     seated = seats(found, answer + result.held, result, SEATS[confidence])
     for row in seated:
         ctx.recorder.reservation(row.ref, "cue", relieved=row.relieved is not None)
@@ -75,23 +81,31 @@ def _next_after_pass(ctx: RecallContext, result: PassResult) -> str | None:
     return None
 
 
-def _cue_propagated(ctx: RecallContext, answer: list[Candidate]) -> list[Candidate]:
-    """The answer after cue propagation (recall/cue_propagation.py): a strong hit's day searched, its rows moved
-    up at most one place; traced as stage 1."""
-    hit = strong_hit(answer)
-    day = hit_day(ctx, hit) if hit is not None else None
-    if hit is None or day is None:
-        return answer
-    found = search_period(ctx, day, "propagated_cue")
-    moved, moves = bounded_move(answer, found, PROPAGATION_BOUND)
+def _cue_propagated(ctx: RecallContext, result: PassResult) -> tuple[list[Candidate], list[Candidate]]:
+    """propagated-v1 (recall/cue_propagation.py): the answer after a strong hit's period moved its rows at most
+    one place, and the one seat it held; one stage of the trace."""
+    hit = strong_hit(result.answer)
+    proposed = hit_period(ctx, hit) if hit is not None else None
+    if hit is None or proposed is None:
+        return result.answer, []
+    entry: Stage = {"searched": f"the cue arm over the strong hit's period ({PROPAGATED})", "source": hit.ref,
+                    "period": _iso_period(proposed), "next": None}
+    if (time.perf_counter() - ctx.started) * 1000 > ctx.params.cue_time_limit_ms:
+        ctx.recorder.stage({**entry, "found": 0, "stopped": TIME_LIMIT})
+        return result.answer, []
+    found = neighbours(search_period(ctx, proposed, PROPAGATED_SEAT), hit.ref)
+    ctx.recorder.arms({PROPAGATED_SEAT: found})  # the arm as the move and the seat read it: the hit left out
+    moved, moves = bounded_move(result.answer, found, PROPAGATION_BOUND)
     for row in moved:
-        row.cue_rank = None  # the caller gave no cue: match_reason says nothing of one
+        row.cue_rank = None  # the caller gave no cue: an answer row's match_reason says nothing of one
+    seated = seats(found, moved + result.held, result, PROPAGATION_SEATS, kind=PROPAGATED_SEAT, relief=False)
+    for row in seated:
+        ctx.recorder.reservation(row.ref, PROPAGATED_SEAT)
     if ctx.recorder.enabled:
-        ctx.recorder.stage({"searched": f"the cue arm over the strong hit's day ({PROPAGATION})",
-                            "source": hit.ref, "period": _iso_period(day), "found": len(found), "lifted": moves,
-                            "next": None})
+        ctx.recorder.stage({**entry, "found": len(found), "lifted": moves, "seated": [row.ref for row in seated],
+                            "stopped": FOUND if found else "a proposed cue is not revised"})
     ctx.recorder.mark("cue_propagation")
-    return moved
+    return moved, seated
 
 
 def _propagated(ctx: RecallContext, result: PassResult, rows: list[Candidate]) -> list[Candidate]:
@@ -197,13 +211,14 @@ def bounded_move(
     return [row for _, row in ordered], moves
 
 
-def seats(found: list[Hit], answer: list[Candidate], result: PassResult, count: int) -> list[Candidate]:
+def seats(found: list[Hit], answer: list[Candidate], result: PassResult, count: int, *, kind: str = "cue",
+          relief: bool = True) -> list[Candidate]:
     """Up to ``count`` cue rows the answer lacks that the gate and autocut did not refuse, in cue order; with gate
-    relief, the seats left empty then take the period's rows one step under the gate, in cue order."""
+    relief (and ``relief``), the seats left empty then take the period's rows one step under the gate."""
     present = {row.ref for row in answer}
     under = {row.ref for row in result.relief.under}
     out: list[Candidate] = []
-    for relieved in (False, True):  # the rows the gate did not refuse first; then those just under it (relief-v1)
+    for relieved in (False, True) if relief else (False,):  # not refused first; then just under it (relief-v1)
         for hit in found:
             if len(out) == count:
                 return out
@@ -212,5 +227,5 @@ def seats(found: list[Hit], answer: list[Candidate], result: PassResult, count: 
             if eligible and hit.ref not in present:
                 present.add(hit.ref)
                 closeness = result.relief.closeness[hit.ref] if relieved else None
-                out.append(Candidate(hit.ref, cue_rank=hit.rank, seat="cue", relieved=closeness))
+                out.append(Candidate(hit.ref, cue_rank=hit.rank, seat=kind, relieved=closeness))
     return out

@@ -22,13 +22,16 @@ def _round(value: float | None) -> float | None:
 def match_reason(row: Candidate, mode: str) -> dict[str, Any] | None:
     """Why the row is here: the signal it was admitted on and its scores, or the seat that held it."""
     if row.block is not None:
-        return {"signal": "block", "admission": "reservation", "order": "vector" if row.block.cosine is not None
-                else "hamming", "hamming": row.block.distance, "block": row.block.block}
+        block = {"signal": "block", "admission": "reservation", "order": "vector" if row.block.cosine is not None
+                 else "hamming", "hamming": row.block.distance, "block": row.block.block}
+        return block if row.cue_rank is None else {**block, "cue_rank": row.cue_rank}
     if row.seat == "cue":
         seat = {"signal": row.seat, "admission": "reservation", "cue_rank": row.cue_rank}
         return seat if row.relieved is None else {**seat, "relieved": _relieved(row.relieved)}
     if row.seat is not None:  # keyword (seat, rrf|rsf), far (cosine), propagation (fused_rank, cosine_rank)
         detail = {key: _round(value) if isinstance(value, float) else value for key, value in row.seat_detail.items()}
+        if row.cue_rank is not None:
+            detail["cue_rank"] = row.cue_rank
         return {"signal": row.seat, "admission": "reservation", **detail}
     signal = row.signal(mode)
     if signal in (None, "profile"):

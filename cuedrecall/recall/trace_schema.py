@@ -88,7 +88,7 @@ class Stage(TypedDict, total=False):
     next: Optional[str]
     reason: str  # gate relief's stage: why it ran (FILTER_DROP suspected, or a cue seat for a row just under)
     admitted: list[str]  # gate relief: the rows it appended after the answer
-    source: str  # cue propagation: the strong hit whose day was searched
+    source: str  # cue propagation: the strong hit whose period was searched
     lifted: list[dict[str, Any]]  # cue propagation: the rows it moved, {ref, from, to}
     seated: list[str]  # gate relief: the rows one step under the gate that the cue's empty seats took
     stopped: str  # the cue's last stage: why the loop stopped (recall/stopping.py)
