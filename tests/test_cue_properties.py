@@ -30,7 +30,7 @@ from cuedrecall.config import Settings
 from cuedrecall.recall.candidates import ORDINARY_ARMS
 from cuedrecall.recall.cued_v0_3 import BOUND, CONFIDENCES, POLICY, SEATS, SINGLE_PASS_POLICY
 from cuedrecall.recall.gate_v1 import RELIEF_STEP
-from cuedrecall.recall.policy import RELIEF
+from cuedrecall.recall.policy import RELIEF, STAGES
 from cuedrecall.store.base import EPISODE, MEMORY, Scope
 from conftest import NO_AUTO_CALIBRATION, NO_BLOCKS, visible
 
@@ -104,6 +104,7 @@ store_spec = st.fixed_dictionaries({
         "episode_penalty_enabled": st.booleans(),
         "autocut_enabled": st.booleans(),
         "recall_depth_floor": st.sampled_from((0, 0, 20)),
+        "recall_cue_stages": st.sampled_from((2, 2, 3, 4)),  # 2 is cued-v0.3; more is stages-v1
     }),
 })
 
@@ -275,7 +276,9 @@ def check_cue(memory: Memory, rows: dict[str, Row], scope: Scope, args: dict[str
     assert cued.get("ok") is not False, cued
     summary, trace = cued["time_cue"], cued["trace"]
     relief = memory.runtime.settings.gate_relief
-    process = POLICY + (f"+{RELIEF}" if relief else "")  # cued-v0.3 exactly, or with relief-v1 named
+    more = memory.runtime.settings.recall_cue_stages > 2
+    # cued-v0.3 exactly, or with each variant in force named
+    process = POLICY + (f"+{RELIEF}" if relief else "") + (f"+{STAGES}" if more else "")
     assert summary["policy"] == process and trace["policy"]["process"] == process
 
     # (4) isolation: every returned ref and every ref on the cue arm lies inside the scope
@@ -385,17 +388,25 @@ def check_cue(memory: Memory, rows: dict[str, Row], scope: Scope, args: dict[str
     if not relief:  # cued-v0.3: no seat holds a row the gate or autocut refused
         assert not {m["ref"] for m in seated} & refused
 
-    # stages: one, or two after a revision that widened by one step (then relief's stage, where it ran)
+    # stages: one a confidence step, each one step wider than the last, at most recall_cue_stages of them; only
+    # the last stage's rows move or take seats, so whatever the number of stages the bound is the caller's L or less
     stages = [s for s in trace["stages"] if "confidence" in s]
     assert [s["stage"] for s in trace["stages"]] == list(range(len(trace["stages"])))
-    assert summary["revised"] == (len(stages) == 2)
-    assert len(stages) in (1, 2)
-    if summary["revised"]:
-        assert stages[0]["found"] == 0 and stages[0]["next"] == f"widen to the {confidence} margin"
-        assert [s["code"] for s in trace["suspected"]][:1] == ["CANDIDATE_MISS"]
-        assert confidence == {"sure": "likely", "likely": "vague"}[cue["confidence"]]
-    else:
-        assert confidence == cue["confidence"]
+    limit = memory.runtime.settings.recall_cue_stages
+    assert 1 <= len(stages) <= limit and summary["revised"] == (len(stages) > 1)
+    steps = list(CONFIDENCES[CONFIDENCES.index(cue["confidence"]):])
+    assert [s["confidence"] for s in stages] == steps[: len(stages)] and confidence == steps[len(stages) - 1]
+    assert bound <= BOUND[cue["confidence"]] and SEATS[confidence] <= SEATS[cue["confidence"]]
+    cue_suspects = [s for s in trace["suspected"] if "cue period" in s["reason"]]
+    for number, stage in enumerate(stages[:-1]):
+        assert stage["next"] == f"widen to the {steps[number + 1]} margin"
+        assert stage["found"] == 0 or limit > 2, "cued-v0.3 widens only a period that held nothing"
+        expected = "CANDIDATE_MISS" if stage["found"] == 0 else "FILTER_DROP"
+        assert cue_suspects[number]["code"] == expected and cue_suspects[number]["stage"] == stage["stage"]
+    assert stages[-1]["stopped"] in ("found", "no wider period", "stage limit", "time limit")
+    if stages[-1]["stopped"] == "stage limit":
+        assert len(stages) == limit
+    FIRED["beyond_two"] += len(stages) > 2
     assert stages[-1]["found"] == len(arm)
 
 
@@ -414,6 +425,7 @@ def test_a_cue_only_reorders_the_answer_within_L_and_adds_at_most_L_seats_inside
     FIRED.clear()
     minimal_property()
     assert FIRED["moved"] and FIRED["seated"] and FIRED["revised"] and FIRED["recent_only"], FIRED
+    assert FIRED["beyond_two"], FIRED  # stages-v1 ran a third stage somewhere: its bounds were checked
 
 
 # The shipped configuration embeds every record with the packaged model, and its gate judges real cosines: the
