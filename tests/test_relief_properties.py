@@ -199,9 +199,18 @@ def test_relief_fills_the_empty_places_with_the_rows_just_under_the_gate(tmp_pat
     stage = trace["stages"][-1]
     assert (stage["stage"], stage["admitted"], stage["seated"]) == (1, ["mem:2", "mem:3"], [])
     assert stage["reason"].startswith("FILTER_DROP suspected")
+    assert trace["stages"][0]["next"] == "relieve the gate one step (FILTER_DROP suspected)"
+    # a relieved row is marked: it does not pass for a row the gate admitted
+    by_ref = {m["ref"]: m["match_reason"] for m in response["messages"]}
+    assert "relieved" not in by_ref["mem:1"] and by_ref["mem:1"].get("admission") is None
+    for ref in ("mem:2", "mem:3"):
+        assert by_ref[ref]["admission"] == "relief" and by_ref[ref]["relieved"]["policy"] == "relief-v1"
+        assert RELIEF_STEP <= by_ref[ref]["relieved"]["closeness"] < 1
+    assert trace["policy"]["process"] == "single-pass-v0+relief-v1"
     (tmp_path / "off").mkdir()
     with high_gate(tmp_path / "off", relief=False) as memory:
-        assert keys(memory.recall(agent_id="a", query=QUERY, limit=5)) == ["mem:1"]
+        off = memory.recall(agent_id="a", query=QUERY, limit=5, trace=True)
+    assert keys(off) == ["mem:1"] and off["trace"]["policy"]["process"] == "single-pass-v0"
 
 
 def test_a_full_answer_is_not_relieved_but_a_cue_seat_may_take_a_period_row_just_under(tmp_path: Any) -> None:
@@ -211,6 +220,17 @@ def test_a_full_answer_is_not_relieved_but_a_cue_seat_may_take_a_period_row_just
         cued = memory.recall(agent_id="a", query=QUERY, limit=1, time_cue=JUNE, trace=True)
     assert keys(cued) == ["mem:1", "mem:3"]  # the notes of June 12, one step under the gate, in a cue seat
     assert cued["trace"]["cue"]["seated"] == ["mem:3"] and cued["trace"]["stages"][-1]["seated"] == ["mem:3"]
+    # relief-v1 is named, and the seat it filled says it holds a refused row
+    assert cued["trace"]["policy"]["process"] == cued["time_cue"]["policy"] == "cued-v0.3+relief-v1"
+    seat = cued["messages"][0]["match_reason"]
+    assert seat["signal"] == "cue" and seat["relieved"]["policy"] == "relief-v1"
+    assert seat["relieved"]["closeness"] >= RELIEF_STEP
+    assert {"ref": "mem:3", "kind": "cue", "relieved": True} in cued["trace"]["reservation"]
+    refused = {d["ref"] for d in cued["trace"]["gate"]["decisions"] if d.get("reason") == "below_gate"}
+    assert "mem:3" in refused
     (tmp_path / "off").mkdir()
-    with high_gate(tmp_path / "off", relief=False) as memory:  # without relief a seat may not hold a refused row
-        assert keys(memory.recall(agent_id="a", query=QUERY, limit=1, time_cue=JUNE)) == ["mem:1"]
+    with high_gate(tmp_path / "off", relief=False) as memory:  # cued-v0.3: a seat never holds a refused row,
+        exact = memory.recall(agent_id="a", query=QUERY, limit=1, time_cue=JUNE, trace=True)  # even just under
+    assert keys(exact) == ["mem:1"] and exact["trace"]["policy"]["process"] == "cued-v0.3"
+    assert "mem:3" in {d["ref"] for d in exact["trace"]["gate"]["decisions"] if d.get("reason") == "below_gate"}
+    assert "mem:3" in {hit["ref"] for hit in exact["trace"]["arms"]["cue"]}  # the cue found it, and passed it over
