@@ -27,7 +27,7 @@ from cuedrecall.recall.cue_propagation import POLICY as PROPAGATED
 from cuedrecall.recall.cue_propagation import SEAT as PROPAGATED_SEAT
 from cuedrecall.recall.cue_propagation import SEATS as PROPAGATION_SEATS
 from cuedrecall.recall.cue_propagation import hit_period, neighbours, strong_hit
-from cuedrecall.recall.cued_v0_3 import BOUND, CUE_RANK_K, SEATS, WIDER
+from cuedrecall.recall.cued_v0_3 import BOUND, CUE_RANK_K, SEATS, WIDER, Confidence
 from cuedrecall.recall.pipeline import PassResult, single_pass
 from cuedrecall.recall.policy import process_policy
 from cuedrecall.recall.propagation import propagation_seat
@@ -139,7 +139,7 @@ def _ignored(ctx: RecallContext, cue: TimeCue, span: Any, result: PassResult) ->
 
 def _search(
     ctx: RecallContext, cue: TimeCue, span: Any, result: PassResult
-) -> tuple[list[Hit], str, tuple[datetime, datetime] | None, bool]:
+) -> tuple[list[Hit], Confidence, tuple[datetime, datetime] | None, bool]:
     """The cue's stages: the period at the cue's confidence, then one step wider a stage while recall/stopping.py
     says so (cued-v0.3: once, when the period held nothing); each stage's time is a mark of its own."""
     confidence = cue.confidence
