@@ -30,7 +30,7 @@ from cuedrecall.access import LOCAL, Principal, load_acl
 from cuedrecall.api import Memory
 from cuedrecall.config import Settings
 from cuedrecall.errors import SettingsError
-from cuedrecall.server.http_guard import WILDCARD_BINDS, BodyLimit, HostGuard, policy_of
+from cuedrecall.server.http_guard import WILDCARD_BINDS, BodyLimit, HostGuard, policy_of, server_limits
 from cuedrecall.server.http_wellformed import WellFormedBody
 from cuedrecall.server.stdio import stdio_transport
 from cuedrecall.tools import TOOLS
@@ -209,4 +209,5 @@ def serve_http(memory: Memory, host: str, port: int) -> None:
     if host in WILDCARD_BINDS and not memory.settings.http_allowed_hosts:
         log.warning("serving on every address (%s), but only loopback Host names are answered: set "
                     "CUEDRECALL_HTTP_ALLOWED_HOSTS to the names other machines use", host)
-    uvicorn.run(http_app(memory, bind_host=host), host=host, port=port, log_level="warning")
+    # the head deadline (slowloris), keep-alive and concurrency limits of http_guard.server_limits
+    uvicorn.run(http_app(memory, bind_host=host), host=host, port=port, log_level="warning", **server_limits())

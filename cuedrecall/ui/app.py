@@ -40,7 +40,7 @@ from cuedrecall.api import Memory
 from cuedrecall.config import Settings
 from cuedrecall.errors import ToolArgumentError
 from cuedrecall.handlers.browse import PAGE_MAX
-from cuedrecall.server.http_guard import BodyLimit, HostGuard, policy_of
+from cuedrecall.server.http_guard import HEADER_TIMEOUT, BodyLimit, HostGuard, policy_of, server_limits
 from cuedrecall.ui import markup
 from cuedrecall.ui.trace_html import trace_fragment
 from cuedrecall.ui.traces import TraceLogReader
@@ -237,9 +237,11 @@ def _search_arguments(tool: str, body: dict[str, Any]) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def running(app: ASGIApp, port: int = 0, lifespan: str = "off") -> Iterator[str]:
+def running(app: ASGIApp, port: int = 0, lifespan: str = "off",
+            header_timeout: float = HEADER_TIMEOUT) -> Iterator[str]:
     """``app`` under uvicorn on 127.0.0.1 (a free port when 0) in a background thread; yields the base URL.
-    ``lifespan="on"`` for an app that starts work in its lifespan (the MCP HTTP app's session manager)."""
+    ``lifespan="on"`` for an app that starts work in its lifespan (the MCP HTTP app's session manager). The
+    server keeps the limits of ``http_guard.server_limits`` (head deadline, keep-alive, concurrency)."""
     import uvicorn
 
     # proto IPPROTO_TCP, not 0: asyncio turns Nagle off (TCP_NODELAY) only on sockets that say they are TCP, and a
@@ -247,7 +249,8 @@ def running(app: ASGIApp, port: int = 0, lifespan: str = "off") -> Iterator[str]
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan=lifespan))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan=lifespan,
+                                           **server_limits(header_timeout)))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
