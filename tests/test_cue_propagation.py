@@ -72,7 +72,7 @@ def check(before: dict[str, Any], answer: dict[str, Any]) -> None:
         assert not seated
         return
     FIRED["proposed"] += 1
-    assert stage["source"] == old[0]
+    assert stage["source"] == old[0] == kept[0]  # the strong hit keeps first place
     assert all(m["from"] - m["to"] <= BOUND for m in stage["lifted"])
     # a seat never holds a row the gate or autocut refused, and says where it came from
     refused = {d["ref"] for d in trace["gate"]["decisions"] if not d["passed"]} | set(

@@ -7,7 +7,7 @@ searched by the cue arm: its day (12 hours either side of its time), widened to 
 episode's own span when the hit is an episode. What the arm finds there, the hit
 itself left out (it proposed the cue; its neighbours in time and the period's
 episodes, ranked again from 0), is a vague cue: the rows it found
-among the answer rise at most BOUND places, and SEATS held place takes its best
+among the answer below the hit (which keeps first place) rise at most BOUND places, and SEATS held place takes its best
 row the answer lacks that the gate and autocut did not refuse. One stage, never
 revised; it does not run once the cue time limit has passed. So the count's rows
 are always returned, none rises more than BOUND places, and at most SEATS row is added.

@@ -95,7 +95,9 @@ def _cue_propagated(ctx: RecallContext, result: PassResult) -> tuple[list[Candid
         return result.answer, []
     found = neighbours(search_period(ctx, proposed, PROPAGATED_SEAT), hit.ref)
     ctx.recorder.arms({PROPAGATED_SEAT: found})  # the arm as the move and the seat read it: the hit left out
-    moved, moves = bounded_move(result.answer, found, PROPAGATION_BOUND)
+    rest, moves = bounded_move(result.answer[1:], found, PROPAGATION_BOUND)  # the hit keeps first place
+    moved = result.answer[:1] + rest
+    moves = [{**move, "from": move["from"] + 1, "to": move["to"] + 1} for move in moves]
     for row in moved:
         row.cue_rank = None  # the caller gave no cue: an answer row's match_reason says nothing of one
     seated = seats(found, moved + result.held, result, PROPAGATION_SEATS, kind=PROPAGATED_SEAT, relief=False)
