@@ -169,9 +169,12 @@ def test_a_listing_limit_far_beyond_64_bits_is_still_clamped(seeded: Memory) -> 
 
 
 def test_fts_and_sql_syntax_in_a_query_is_searched_as_text(seeded: Memory) -> None:
-    for query in ['"', "*", "NEAR(", "ferry OR x", "-ferry", "a:b", "'; DROP TABLE memories; --", "ferry\x00"]:
+    for query in ['"', "*", "NEAR(", "ferry OR x", "-ferry", "a:b", "'; DROP TABLE memories; --"]:
         answer = seeded.recall(agent_id=A, query=query)
         assert "messages" in answer and answer.get("ok") is not False, (query, answer)
+    # a NUL is refused by name on every backend (PostgreSQL text cannot hold one): test_named_refusals.py
+    answer = seeded.recall(agent_id=A, query="ferry\x00")
+    assert answer["ok"] is False and "argument 'query'" in answer["error"] and answer["messages"] == []
     assert seeded.list_memories(agent_id=A)["count"] == 1
 
 

@@ -77,19 +77,26 @@ class _Run:
 
 
 def declare(store: Store, bucket: Bucket, declaration: Declaration, anchor_ref: str, now: str) -> dict[str, Any]:
-    """Retract, then declare, in one write transaction; the answer ``{ok, result: "declared", entities,
-    mentions, relations, dropped, retracted?}``."""
+    """Retract, then declare, in one write transaction of its own (``declare_in``'s answer)."""
     with store.write() as conn:
-        run = _Run(store, conn, bucket, now)
-        anchor = _anchor(run, anchor_ref)
-        retracted = _retract(run, declaration) if declaration.retracting else None
-        declared = [_entity(run, i, entry) for i, entry in enumerate(declaration.entities)]
-        mentioned = list(dict.fromkeys(entity_id for entity_id in declared if entity_id is not None))
-        if anchor:
-            for entity_id in mentioned:
-                store.add_mention(conn, entity_id, anchor, now)
-        for i, relation in enumerate(declaration.relations):
-            _relation(run, i, relation, anchor)
+        return declare_in(store, conn, bucket, declaration, anchor_ref, now)
+
+
+def declare_in(store: Store, conn: Any, bucket: Bucket, declaration: Declaration, anchor_ref: str,
+               now: str) -> dict[str, Any]:
+    """Retract, then declare, inside the caller's write transaction ``conn`` (a store and its rider commit or
+    roll back together); the answer ``{ok, result: "declared", entities, mentions, relations, dropped,
+    retracted?}``."""
+    run = _Run(store, conn, bucket, now)
+    anchor = _anchor(run, anchor_ref)
+    retracted = _retract(run, declaration) if declaration.retracting else None
+    declared = [_entity(run, i, entry) for i, entry in enumerate(declaration.entities)]
+    mentioned = list(dict.fromkeys(entity_id for entity_id in declared if entity_id is not None))
+    if anchor:
+        for entity_id in mentioned:
+            store.add_mention(conn, entity_id, anchor, now)
+    for i, relation in enumerate(declaration.relations):
+        _relation(run, i, relation, anchor)
     out: dict[str, Any] = {"ok": True, "result": "declared", "entities": run.entities,
                            "mentions": len(mentioned) if anchor else 0, "relations": run.relations,
                            "dropped": run.dropped}

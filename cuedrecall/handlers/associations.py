@@ -15,12 +15,13 @@ from typing import Any
 from cuedrecall.errors import ToolArgumentError
 from cuedrecall.graph.declare import (
     MAX_ALIASES, MAX_ENTITIES, MAX_RELATIONS, MAX_RETRACTIONS, Bucket, Declaration, EntityDeclaration,
-    RelationDeclaration, declare,
+    RelationDeclaration, declare, declare_in,
 )
 from cuedrecall.graph.names import MAX_NAME
 from cuedrecall.graph.traverse import traverse as traverse_graph
 from cuedrecall.runtime import Runtime
 from cuedrecall.store.base import Scope
+from cuedrecall.tools.bounds import check_ref_range
 
 _KINDS = ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"), (dict, "an object"),
           (list, "an array"), (type(None), "null"))
@@ -40,15 +41,21 @@ def traverse(rt: Runtime, agent_id: str, entity: str, max_hops: int, limit: int,
                           limit=limit)
 
 
-def declare_rider(rt: Runtime, agent_id: str, project_id: str, channel: str, associations: dict[str, Any],
-                  anchor_ref: str) -> dict[str, Any]:
-    """store's ``associations``: declared against the stored memory; a malformed declaration is answered
-    ``{ok: false, error}`` in place of the report, and never fails the store."""
+def parse_rider(associations: dict[str, Any]) -> Declaration | dict[str, Any]:
+    """store's ``associations``, checked before anything is written: the declaration, or the ``{ok: false,
+    error}`` report a malformed one is answered with (a malformed rider never fails the store)."""
     try:
-        declaration = parse_declaration(associations, None)
+        return parse_declaration(associations, None)
     except ToolArgumentError as exc:
         return {"ok": False, "error": f"{exc}: nothing was declared (the memory is stored)"}
-    return declare(rt.store, Bucket(agent_id, project_id, channel), declaration, anchor_ref, rt.now_iso())
+
+
+def declare_rider(rt: Runtime, conn: Any, agent_id: str, project_id: str, channel: str,
+                  declaration: Declaration, anchor_ref: str) -> dict[str, Any]:
+    """store's ``associations``, declared against the stored memory inside the store's own transaction
+    ``conn``: a failure here rolls the memory back too, so a store answered ok:false has written nothing."""
+    bucket = Bucket(agent_id, project_id, channel)
+    return declare_in(rt.store, conn, bucket, declaration, anchor_ref, rt.now_iso())
 
 
 def parse_declaration(associations: dict[str, Any] | None, retract: dict[str, Any] | None) -> Declaration:
@@ -117,6 +124,7 @@ def _string(label: str, value: Any) -> str:
         raise _wrong(label, "a string", value)
     if len(value.strip()) > MAX_NAME:
         raise ToolArgumentError(f"argument '{label}' is too long ({len(value.strip())}, at most {MAX_NAME})")
+    check_ref_range(label, value)  # a ref's id past 64 bits: refused by name, before it could reach SQL
     return value
 
 

@@ -18,6 +18,7 @@ from cuedrecall.clock import iso, parse_instant
 from cuedrecall.errors import ToolArgumentError
 from cuedrecall.runtime import Runtime
 from cuedrecall.store.base import EPISODE, MEMORY, Record, Scope
+from cuedrecall.tools.bounds import check_value
 
 PAGE_MAX = 200
 PREVIEW_CHARS = 500
@@ -39,6 +40,10 @@ def browse(rt: Runtime, *, kind: str, agent_id: str, project_id: str | None = No
         raise ToolArgumentError(f"argument 'kind' must be memories or episodes, not {str(kind)[:40]!r}")
     if not agent_id:
         raise ToolArgumentError("argument 'agent_id' is required")
+    for name, value in (("agent_id", agent_id), ("project_id", project_id), ("channel", channel),
+                        ("limit", limit), ("before_id", before_id), ("offset", offset), ("after", after),
+                        ("before", before)):
+        check_value(name, value)  # the tools' rules: a 64-bit integer, no NUL or lone surrogate in a string
     if not 1 <= limit <= PAGE_MAX:
         raise ToolArgumentError(f"argument 'limit' must be between 1 and {PAGE_MAX}")
     if offset < 0 or (before_id is not None and before_id < 1):

@@ -9,7 +9,7 @@ from typing import Any
 
 from cuedrecall.clock import to_epoch
 from cuedrecall.errors import ToolArgumentError
-from cuedrecall.handlers.associations import declare_rider
+from cuedrecall.handlers.associations import declare_rider, parse_rider
 from cuedrecall.handlers.blocks import QUEUED, queue_build
 from cuedrecall.handlers.rows import embedding, episode_row, json_text, memory_row
 from cuedrecall.runtime import Runtime
@@ -57,27 +57,31 @@ def store(rt: Runtime, agent_id: str, message: dict[str, Any] | None, channel: s
 
     ``associations``, when given, is declared against the memory the store resolved to
     (the new row, or the one a duplicate was skipped for) in the store's project and
-    channel, and reported under ``associations``; a malformed one never fails the store.
+    channel, in the same write transaction as the row, and reported under
+    ``associations``: a failure while declaring writes neither. A malformed one (checked
+    before anything is written) never fails the store; its report says what was wrong.
     """
-    answer = _store(rt, agent_id, message, channel, project_id, content, id, source, timestamp, metadata, lock)
-    if associations is not None and answer.get("ok") and isinstance(answer.get("id"), int):
-        answer["associations"] = declare_rider(rt, agent_id, project_id, channel, associations,
-                                               make_ref(MEMORY, answer["id"]))
-    return answer
-
-
-def _store(rt: Runtime, agent_id: str, message: dict[str, Any] | None, channel: str, project_id: str,
-           content: str | None, id: str | None, source: Any, timestamp: str | None,
-           metadata: dict[str, Any] | None, lock: bool) -> dict[str, Any]:
+    rider = None if associations is None else parse_rider(associations)
     top = {"content": content, "id": id, "source": source, "timestamp": timestamp, "metadata": metadata}
     checked = _checked_message(rt, _one_message(message, {k: v for k, v in top.items() if v is not None}))
     if "reason" in checked:
         return {"ok": False, "result": "rejected", "reason": checked["reason"], "error": checked["reason"]}
+
+    def declared(conn: Any, memory_id: int) -> dict[str, Any]:
+        """The rider's report for the memory ``memory_id``, declared in the transaction ``conn``."""
+        if rider is None or isinstance(rider, dict):
+            return {} if rider is None else {"associations": rider}
+        report = declare_rider(rt, conn, agent_id, project_id, channel, rider, make_ref(MEMORY, memory_id))
+        return {"associations": report}
+
     projects = [project_id, ""] if project_id else [""]
     channels = [channel, ""] if channel else [""]
     duplicate = rt.store.find_duplicate(agent_id, projects, channels, checked["msg_id"], checked["content"])
     if duplicate:  # known before embedding: a repeat costs no model call
-        return _skipped(duplicate)
+        if rider is None or isinstance(rider, dict):
+            return {**_skipped(duplicate), **declared(None, duplicate[1])}
+        with rt.store.write() as conn:
+            return {**_skipped(duplicate), **declared(conn, duplicate[1])}
     vector = rt.embed([checked["content"]])[0]
     row = memory_row(agent_id=agent_id, project_id=project_id, channel=channel, msg_id=checked["msg_id"],
                      content=checked["content"], source=checked["source"], timestamp=checked["timestamp"],
@@ -88,15 +92,16 @@ def _store(rt: Runtime, agent_id: str, message: dict[str, Any] | None, channel: 
         # this one embedded, and two servers storing one text at once must keep one row
         duplicate = rt.store.find_duplicate(agent_id, projects, channels, checked["msg_id"], checked["content"])
         if duplicate:
-            return _skipped(duplicate)
+            return {**_skipped(duplicate), **declared(conn, duplicate[1])}
         new_id = rt.store.insert_memory(conn, row)
         queued = queue_build(rt, conn, make_ref(MEMORY, new_id))
+        rider_report = declared(conn, new_id)  # in this transaction: a failure here rolls the memory back
     out = {"ok": True, "result": "stored", "id": new_id, "ref": make_ref(MEMORY, new_id), "embedded": vector is not None}
     if lock:
         out["locked"] = True
     if queued:
         out["blocks"] = dict(QUEUED)
-    return with_truncated(out, checked["truncated"])
+    return with_truncated({**out, **rider_report}, checked["truncated"])
 
 
 def _skipped(duplicate: tuple[str, int]) -> dict[str, Any]:

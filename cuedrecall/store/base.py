@@ -24,8 +24,10 @@ def make_ref(kind: str, row_id: int) -> str:
 def split_ref(ref: str) -> tuple[str, int]:
     """``"mem:12"`` -> ``("mem", 12)``; ValueError for anything else."""
     kind, _, number = ref.partition(":")
-    if kind not in (MEMORY, EPISODE) or not number.isdigit():
-        raise ValueError(f"not a record ref: {ref!r} (expected mem:<id> or ep:<id>)")
+    # an id past SQLite's and PostgreSQL's 64-bit integer names no record: refused here, before SQL overflows
+    digits = number.isdigit() and number.isascii()
+    if kind not in (MEMORY, EPISODE) or not digits or int(number) > 2**63 - 1:
+        raise ValueError(f"not a record ref: {ref!r} (expected mem:<id> or ep:<id>, the id below 2**63)")
     return kind, int(number)
 
 

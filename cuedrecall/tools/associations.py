@@ -11,6 +11,7 @@ from cuedrecall.handlers import associations
 from cuedrecall.tools.common import (
     AGENT, CHANNEL_READ, CHANNEL_WRITE, PROJECT_READ, PROJECT_WRITE, SESSION_KEY, SOURCE_ID,
 )
+from cuedrecall.tools.bounds import check_ref_range
 from cuedrecall.tools.spec import Param, Tool, on_agent
 
 _NAME = {"type": "string", "maxLength": MAX_NAME}
@@ -61,7 +62,8 @@ TOOLS = [
          "associations": Param("object", "{entities: [{name, aliases}], relations: [{subject, predicate, "
                                "object}]}", properties=ASSOCIATIONS),
          "anchor_ref": Param("string", "the record they were said in (mem:<id>, ep:<id>): each entity is marked as "
-                             "mentioned by it, and the relations cite it", default="", max_length=64),
+                             "mentioned by it, and the relations cite it", default="", max_length=64,
+                             refine=check_ref_range),
          "retract": Param("object", "{relations: [ids], mentions: [{entity, ref}]}: removed before anything "
                           "is declared", properties=_RETRACT),
          "channel": CHANNEL_WRITE, "project_id": PROJECT_WRITE, "session_key": SESSION_KEY},

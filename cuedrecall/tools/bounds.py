@@ -4,6 +4,8 @@ A value a caller sends is refused (ToolArgumentError naming the argument, so not
 written) when, anywhere inside it:
 
 - a string holds a lone surrogate (``"\\ud800"`` in JSON): it cannot be stored as UTF-8;
+- a string (or an object's key) holds a NUL character: PostgreSQL text cannot hold one, so neither backend
+  takes it (one rule for both, whatever the argument: content, query, profile, a name, an identifier);
 - a number is NaN or infinite, or an integer lies outside SQLite's 64-bit range;
 - an object or array is nested deeper than ``MAX_DEPTH`` levels;
 - a string is longer than ``MAX_TEXT`` characters, or the value holds more than
@@ -87,6 +89,9 @@ def _check_scalar(where: str, item: Any) -> None:
     if isinstance(item, str):
         if len(item) > MAX_TEXT:
             raise ToolArgumentError(f"argument '{where}' is too long ({len(item):,} characters, at most {MAX_TEXT:,})")
+        if "\x00" in item:
+            raise ToolArgumentError(f"argument '{where}' must not contain a NUL character (U+0000): "
+                                    "PostgreSQL text cannot hold one, so no backend takes it")
         if has_surrogate(item):
             raise ToolArgumentError(f"argument '{where}' is not valid Unicode text (it holds a lone surrogate, "
                                     "which UTF-8 cannot carry)")
@@ -112,6 +117,18 @@ def check_ref(name: str, ref: Any, where: str = "") -> None:
     if match is None or int(match.group(2)) > MAX_INT:
         raise ToolArgumentError(f"argument '{name}': {where or name} is not a record ref: {shown(ref)} (expected "
                                 "mem:<id> or ep:<id>, the id a positive integer below 2**63)")
+
+
+def check_ref_range(name: str, text: Any) -> None:
+    """A string that reads as a record ref (``mem:<digits>``, ``ep:<digits>``) must hold an id within SQLite's
+    64-bit range; anything else (a name, a malformed ref) is left to the caller's own rule. Checked before any
+    conversion of the id reaches SQL, where a larger one overflows."""
+    if not isinstance(text, str):
+        return
+    kind, _, number = text.strip().partition(":")
+    if kind in ("mem", "ep") and number.isdigit() and number.isascii() and int(number) > MAX_INT:
+        raise ToolArgumentError(f"argument '{name}' is out of range: {shown(text, 40)} names a record id "
+                                "above 2**63-1, which no record has")
 
 
 def _json_type(value: Any) -> str:

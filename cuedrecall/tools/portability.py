@@ -7,7 +7,7 @@ from typing import Any
 from cuedrecall.access import READ, WRITE, Demand
 from cuedrecall.handlers import portability
 from cuedrecall.handlers.merge import merge_memories
-from cuedrecall.tools.common import AGENT_OR_ALL, NAME_MAX, SESSION_KEY
+from cuedrecall.tools.common import AGENT_OR_ALL, SESSION_KEY, identifier
 from cuedrecall.tools.spec import Param, Tool, on_agent
 
 
@@ -17,7 +17,7 @@ def _merge_demands(bound: dict[str, Any]) -> list[Demand]:
     return [Demand(bound["source_agent_id"], source_need), Demand(bound["target_agent_id"], WRITE)]
 
 
-_AGENT_ARG = Param("string", "an agent id", required=True, non_empty=True, max_length=NAME_MAX)
+_AGENT_ARG = identifier("an agent id", required=True, non_empty=True)
 
 TOOLS = [
     Tool(
@@ -27,7 +27,9 @@ TOOLS = [
          "output_path": Param("string", "file to write, relative to the server's export folder (an absolute path "
                                         "only inside it); the file is created 0600, no folder is made",
                               required=True, non_empty=True, max_length=1024),
-         "include_embeddings": Param("boolean", "also write the vectors", default=False)},
+         "include_embeddings": Param("boolean", "also write the vectors", default=False),
+         "overwrite": Param("boolean", "replace an existing file that is not this agent's own export (needs "
+                                       "write access on what it holds)", default=False)},
         portability.export_jsonl, on_agent(WRITE), destructive=True, takes_principal=True,
     ),
     Tool(
@@ -37,8 +39,8 @@ TOOLS = [
         {"input_path": Param("string", "file to read, relative to the server's export folder (an absolute path "
                                        "only inside it)", required=True,
                              non_empty=True, max_length=1024),
-         "target_agent_id": Param("string", "file every record under this agent (\"\" keeps each record's)",
-                                  default="", max_length=NAME_MAX),
+         "target_agent_id": identifier("file every record under this agent (\"\" keeps each record's)",
+                                       default=""),
          "dry_run": Param("boolean", "count what would be imported without writing", default=False),
          "session_key": SESSION_KEY},
         portability.import_jsonl, on_agent(WRITE, "target_agent_id"), takes_principal=True,

@@ -68,9 +68,10 @@ class Param:
         return [self.type, "null"] if self.nullable and self.type != "object" else self.type
 
     def check(self, name: str, value: Any) -> Any:
-        """The value when it is acceptable, else ToolArgumentError naming the argument."""
+        """The value when it is acceptable, else ToolArgumentError naming the argument. A null where null is
+        accepted stands for the argument left out: its default."""
         if value is None and self.nullable:
-            return None
+            return self.default
         value = self._decoded(value)
         if self.clamp and (type(value) is int or type(value) is float and math.isfinite(value)):
             value = self._bounded(name, value)  # a clamped number is moved to its bound, however far out
