@@ -293,7 +293,8 @@ def test_an_export_file_is_created_0600(confined: Memory, folder: Path, open_uma
     old = folder / "old.jsonl"
     old.write_text("an earlier file\n", encoding="utf-8")
     old.chmod(0o644)
-    assert confined.export_memories(agent_id=AGENT, output_path="old.jsonl")["ok"] is True
+    # not an export of this agent: replaced only when the caller says overwrite
+    assert confined.export_memories(agent_id=AGENT, output_path="old.jsonl", overwrite=True)["ok"] is True
     assert _mode(old) == 0o600 and old.read_text(encoding="utf-8").startswith('{"_type": "header"')
     assert sorted(p.name for p in folder.iterdir()) == ["new.jsonl", "old.jsonl"]  # no temp file left
 

@@ -1,29 +1,33 @@
 """export_memories: one agent's (or every agent's) records written as a ``cuedrecall-export/1`` file.
 
 The file goes into the export folder (``paths``), created 0600 under a temporary
-name and renamed into place: never half a file. Export never replaces another
-agent's export without write access on that agent.
+name in the opened folder and renamed into place: never half a file. What export
+replaces (``_replace_denial``): nothing but a regular file; without ``overwrite``,
+only its own export of the same agent (our header naming that agent); with
+``overwrite: true``, any regular file whose contents the caller may write (the
+agent its header names; every agent when it names none or is not an export).
+Either way the caller needs write access on what the file holds.
 """
 
 from __future__ import annotations
 
 import base64
-import json
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from cuedrecall.access import EVERY_AGENT, LOCAL, WRITE, Demand, Principal, denied
-from cuedrecall.handlers.portability.formats import EPISODE_KEYS, FORMAT, MEMORY_KEYS
-from cuedrecall.handlers.portability.paths import ResolvedPath, default_folder, refuse, resolve, write_private
+from cuedrecall.handlers.portability.formats import EPISODE_KEYS, FORMAT, MEMORY_KEYS, VERSIONS
+from cuedrecall.handlers.portability.paths import (Existing, ResolvedPath, default_folder, existing, opened, refuse,
+                                                   resolve, write_private)
 from cuedrecall.handlers.rows import json_object
 from cuedrecall.runtime import Runtime
 from cuedrecall.store.base import EPISODE, MEMORY
 
 
 def export_jsonl(rt: Runtime, agent_id: str, output_path: str, include_embeddings: bool,
-                 anywhere: bool = False, principal: Principal = LOCAL) -> dict[str, Any]:
+                 overwrite: bool = False, anywhere: bool = False,
+                 principal: Principal = LOCAL) -> dict[str, Any]:
     """Write one agent's (or every agent's) records into the export folder.
 
     The file is created 0600 under a temporary name and renamed into place: never
@@ -31,30 +35,58 @@ def export_jsonl(rt: Runtime, agent_id: str, output_path: str, include_embedding
     ``anywhere`` (not a tool argument: the operator's command line) takes any path.
     """
     path = _destination(rt, output_path, anywhere)
-    owner = _owner(path.real)
-    if owner is not None and not principal.allows(Demand(owner or EVERY_AGENT, WRITE)):
-        return denied("export_memories", Demand(owner or EVERY_AGENT, WRITE), principal)  # another's export
-    lines, counts = _lines(rt, agent_id, include_embeddings)
-    write_private(path.real, lines)
+    with opened(rt, path) as (folder_fd, name):
+        found = existing(folder_fd, name, "output_path")
+        refusal = _replace_denial(found, agent_id, overwrite, principal, anywhere)
+        if refusal is not None:
+            return refusal
+        lines, counts = _lines(rt, agent_id, include_embeddings)
+        write_private(folder_fd, name, lines, found)
     return {"ok": True, "path": str(path.shown), **counts}
 
 
 def _destination(rt: Runtime, output_path: str, anywhere: bool) -> ResolvedPath:
-    """The file to write: confined (see ``paths.resolve``), not a folder, in a folder that exists.
-
-    Only the default export folder is made here (0700); any other folder must exist.
-    """
+    """The file to write, its spelling confined (see ``paths.resolve``); the default export folder made 0700."""
     path = resolve(rt, "output_path", output_path, anywhere=anywhere)
     if path.confined and not rt.settings.export_dir:
         try:
             default_folder(rt.settings.db_path).mkdir(mode=0o700, exist_ok=True)
         except OSError:
-            pass  # answered just below: its folder does not exist
-    if path.real.is_dir():
-        raise refuse("output_path", "names a folder, not a file")
-    if not path.real.parent.is_dir():
-        raise refuse("output_path", "names a folder that does not exist (export never creates folders)")
+            pass  # answered when it is opened: its folder does not exist
     return path
+
+
+def _replace_denial(found: Existing | None, agent_id: str, overwrite: bool, principal: Principal,
+                    anywhere: bool) -> dict[str, Any] | None:
+    """The replace rule; None when the export may go ahead, else the answer (or a refusal raised).
+
+    Nothing there: go ahead. Otherwise the caller needs write access on what the file
+    holds (the agent its export header names; every agent for any other file), and,
+    unless it is our export of this same agent, ``overwrite: true``. The operator's
+    command line (``anywhere``) replaces any regular file.
+    """
+    if found is None or anywhere:
+        return None
+    holder = _holder(found)
+    demand = Demand(holder or EVERY_AGENT, WRITE)
+    if not principal.allows(demand):
+        return denied("export_memories", demand, principal)
+    ours = found.header is not None and found.header.get("version") == FORMAT and holder == agent_id
+    if not ours and not overwrite:
+        held = "another agent's export" if holder is not None else "a file that is not an export of this agent"
+        raise refuse("output_path", f"names an existing file that export did not write for this agent ({held}): "
+                                    "export replaces only its own export of the same agent, or, with "
+                                    "'overwrite': true, a file whose contents the caller may write")
+    return None
+
+
+def _holder(found: Existing) -> str | None:
+    """The agent an export file's header names ("" = every agent); None for a file that is not an export."""
+    header = found.header
+    if header is None or header.get("_type") != "header" or header.get("version") not in VERSIONS:
+        return None
+    agent = header.get("agent_id")
+    return agent if isinstance(agent, str) else None
 
 
 def _lines(rt: Runtime, agent_id: str, include_embeddings: bool) -> tuple[list[dict[str, Any]], dict[str, int]]:
@@ -85,17 +117,3 @@ def _encode(vector: np.ndarray | None, model: str) -> dict[str, str]:
         return {}
     encoded = base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
     return {"embedding_b64": encoded, "embedding_model": model}
-
-
-def _owner(path: Path) -> str | None:
-    """The agent an existing export at ``path`` belongs to ("" = every agent), None when there is no export
-    there to replace (no file, or not one of ours)."""
-    try:
-        with path.open(encoding="utf-8") as handle:
-            header = json.loads(handle.readline(64 * 1024) or "null")
-    except (OSError, ValueError):
-        return None
-    if not isinstance(header, dict) or header.get("_type") != "header":
-        return None
-    agent = header.get("agent_id")
-    return agent if isinstance(agent, str) else None

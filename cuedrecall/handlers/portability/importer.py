@@ -6,15 +6,17 @@ format (``formats``) before anything is written. The rules an import keeps, one
 function each: the read check (``_read_denial``), the lock rule (``_keeps_lock``),
 the profile rule (``_import_profile``) and which vectors are kept
 (``_vectors_for``). Each memory or episode imported queues its block build in the
-same transaction, so a dry run's roll-back takes the queued builds with it.
+same transaction.
 
 Why batches: one transaction over a 60,000-row file held SQLite's write lock for
 longer than another process's store would wait, and that store failed. A batch is
 embedded before its transaction opens and committed before the next is read, so
 the lock is held for one batch's inserts at a time. A failure part-way keeps the
 batches committed before it; running the file again adds only what is missing (an
-import is idempotent). A dry run writes nothing, so it stays one transaction, rolled
-back, with no embedding (its counts need none).
+import is idempotent). A dry run takes no write lock at all (``_dry_run``): it counts
+with the store's plain reads, each short, and with what the file's earlier records
+would have added, so a dry run of a large file never keeps another process's store
+waiting; it embeds nothing (its counts need none).
 """
 
 from __future__ import annotations
@@ -38,10 +40,9 @@ from cuedrecall.text.sanitise import sanitise
 
 
 COMMIT_BATCH = 500  # records per transaction: the write lock is never held for more than one batch's inserts
-
-
-class _DryRun(Exception):
-    """Raised inside the transaction to roll back a dry run."""
+# (added, skipped) count of each record type
+_COUNTED = {"memory": ("imported_memories", "skipped_memories"), "episode": ("imported_episodes", "skipped_episodes"),
+            "profile": ("profile_updated", "skipped_profiles")}
 
 
 def import_jsonl(
@@ -87,7 +88,7 @@ def import_jsonl(
     if progress:
         progress(len(records) - len(todo))
     if dry_run:
-        _write_batch(rt, records, agents, vectors, counts, target_agent_id, anywhere, foreign, roll_back=True)
+        _dry_run(rt, records, agents, counts)
         if progress:
             progress(len(todo))
         return _answer(dry_run, counts, present)
@@ -118,22 +119,53 @@ def _agent_of(item: dict[str, Any], target_agent_id: str) -> str:
 
 
 def _write_batch(rt: Runtime, records: list[dict[str, Any]], agents: list[str], vectors: list[Any],
-                 counts: dict[str, Any], target_agent_id: str, anywhere: bool, foreign: bool,
-                 roll_back: bool = False) -> None:
-    """One transaction over ``records`` (committed, or counted and rolled back when ``roll_back``)."""
+                 counts: dict[str, Any], target_agent_id: str, anywhere: bool, foreign: bool) -> None:
+    """One transaction over ``records``, counted once it is committed."""
     added = dict.fromkeys(counts, 0)
-    try:
-        with rt.store.write() as conn:
-            for item, agent, vector in zip(records, agents, vectors):
-                own = item.get("agent_id") if isinstance(item.get("agent_id"), str) else ""
-                keep_lock = _keeps_lock(own, target_agent_id, anywhere)
-                added[_import_one(rt, conn, item, agent, vector, keep_lock, foreign)] += 1
-            if roll_back:
-                raise _DryRun()  # counted inside the transaction, then rolled back
-    except _DryRun:
-        pass
-    for key, value in added.items():  # counted once the batch is committed (or, a dry run, rolled back)
+    with rt.store.write() as conn:
+        for item, agent, vector in zip(records, agents, vectors):
+            own = item.get("agent_id") if isinstance(item.get("agent_id"), str) else ""
+            keep_lock = _keeps_lock(own, target_agent_id, anywhere)
+            added[_import_one(rt, conn, item, agent, vector, keep_lock, foreign)] += 1
+    for key, value in added.items():
         counts[key] += value
+
+
+def _dry_run(rt: Runtime, records: list[dict[str, Any]], agents: list[str], counts: dict[str, Any]) -> None:
+    """The counts an import would give, under no write lock: each record is checked with the store's plain
+    reads (each its own short read) and against what the file's earlier records would have added."""
+    seen: set[tuple[str, ...]] = set()
+    for item, agent in zip(records, agents):
+        keys, reason = _dry_keys(rt, item, agent)
+        if reason is None and not seen.intersection(keys):
+            seen.update(keys)
+            counts[_COUNTED[item["_type"]][0]] += 1
+        else:
+            counts[_COUNTED[item["_type"]][1]] += 1
+
+
+def _dry_keys(rt: Runtime, item: dict[str, Any], agent: str) -> tuple[list[tuple[str, ...]], str | None]:
+    """(what the record would add, as keys a later record's duplicate shares; why the store already makes it a
+    skip, or None): the same rules as ``_import_memory``, ``_import_episode`` and ``_import_profile``."""
+    store = rt.store
+    project, channel = as_text(item.get("project_id")), as_text(item.get("channel"))
+    if item["_type"] == "profile":
+        content = sanitise(as_text(item.get("content")), rt.settings.max_profile_length)[0]
+        existing = store.profile(agent)
+        if as_text(item.get("user_id")) or not content.strip() or (existing is not None and existing[0].strip()):
+            return [], "skipped"
+        return [("profile", agent)], None
+    if item["_type"] == "episode":
+        summary = sanitise(as_text(item.get("summary")), rt.settings.max_content_length)[0]
+        if not summary.strip() or store.find_episode(agent, project, channel, summary) is not None:
+            return [], "skipped"
+        return [("episode", agent, project, channel, summary)], None
+    content = sanitise(as_text(item.get("content")), rt.settings.max_content_length)[0]
+    msg_id = as_text(item.get("msg_id"))
+    if not content.strip() or store.find_duplicate(agent, [project], [channel], msg_id, content):
+        return [], "skipped"
+    keys = [("content", agent, project, channel, content)]
+    return keys + ([("msg_id", agent, project, msg_id)] if msg_id else []), None
 
 
 def _read_denial(records: list[dict[str, Any]], principal: Principal) -> dict[str, Any] | None:
@@ -239,7 +271,7 @@ def _import_memory(rt: Runtime, conn: Any, item: dict[str, Any], agent: str, vec
         source=source, timestamp=timestamp if parse_instant(timestamp) else created_at, metadata=metadata,
         created_at=created_at, vector=vector, model=rt.embedder.model,
         locked=keep_lock and bool(item.get("locked"))))
-    queue_build(rt, conn, make_ref(MEMORY, memory_id))  # committed, or rolled back (a dry run), with the row
+    queue_build(rt, conn, make_ref(MEMORY, memory_id))  # committed with the row
     return "imported_memories"
 
 

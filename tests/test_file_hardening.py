@@ -1,0 +1,236 @@
+"""Attacks on the files export, import, backup and the trace log touch, each reproduced and refused.
+
+A local user who can write in the export folder races the server (swapping a
+sub-folder for a symbolic link), plants a pipe or a ``.partial`` file, or shares the
+folder with other tenants; a reader of the trace log tries to recover a query.
+Each test names the rule it holds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import pytest
+
+from conftest import failed, make_settings, open_memory
+from cuedrecall.access import WRITE, Principal
+from cuedrecall.api import Memory
+
+AGENT = "agent-a"
+OTHER = "agent-b"
+RACE_ATTEMPTS = 150  # exports and imports made while the racer swaps the sub-folder
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    path = tmp_path / "exchange"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def confined(tmp_path: Path, folder: Path) -> Iterator[Memory]:
+    with open_memory(tmp_path / "db" / "m.db", settings=make_settings(export_dir=str(folder))) as memory:
+        memory.store(agent_id=AGENT, message={"content": "what the database holds"})
+        yield memory
+
+
+def _export_file(agent: str, content: str) -> str:
+    header = {"_type": "header", "version": "cuedrecall-export/1", "agent_id": agent, "memory_count": 1}
+    record = {"_type": "memory", "agent_id": agent, "content": content}
+    return "".join(json.dumps(line) + "\n" for line in (header, record))
+
+
+# -- 1. a symbolic link swapped in while export or import runs ---------------------------------
+
+class _Swapper:
+    """Swaps ``folder/sub`` between a real folder and a symbolic link to ``target``, until stopped."""
+
+    def __init__(self, folder: Path, target: Path) -> None:
+        self.sub, self.parked, self.target = folder / "sub", folder / ".parked", target
+        self.stop = threading.Event()
+        self.swaps = 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                os.rename(self.sub, self.parked)
+                os.symlink(self.target, self.sub)
+                time.sleep(0.0002)
+                os.unlink(self.sub)
+                os.rename(self.parked, self.sub)
+                self.swaps += 1
+            except OSError:
+                continue  # the server's temp file or rename got in the way: swap again
+
+    def __enter__(self) -> "_Swapper":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop.set()
+        self.thread.join(10)
+        if self.sub.is_symlink():
+            self.sub.unlink()
+        if self.parked.exists():
+            os.rename(self.parked, self.sub)
+
+
+def test_a_symlink_swapped_in_during_export_or_import_never_leads_outside(tmp_path: Path, folder: Path,
+                                                                          confined: Memory) -> None:
+    db_folder = tmp_path / "db"
+    db = db_folder / "m.db"
+    (db_folder / "victim.jsonl").write_text(_export_file(AGENT, "read from outside the folder"), "utf-8")
+    (folder / "sub").mkdir()
+    (folder / "sub" / "victim.jsonl").write_text(_export_file(AGENT, "read from inside"), "utf-8")
+    outside_before = sorted(p.name for p in db_folder.iterdir())
+    db_inode = db.stat().st_ino
+    with _Swapper(folder, db_folder) as swapper:
+        for attempt in range(RACE_ATTEMPTS):
+            confined.export_memories(agent_id=AGENT, output_path=f"sub/x{attempt}.jsonl")
+            confined.export_memories(agent_id=AGENT, output_path="sub/m.db", overwrite=True)
+            confined.import_memories(input_path="sub/victim.jsonl", target_agent_id="copy", dry_run=True)
+            confined.import_memories(input_path="sub/victim.jsonl", target_agent_id="copy")
+    assert swapper.swaps > 0
+    written_outside = sorted(p.name for p in db_folder.iterdir() if not p.name.startswith("m.db-"))
+    assert written_outside == [n for n in outside_before if not n.startswith("m.db-")]
+    assert db.stat().st_ino == db_inode  # the live database was never replaced
+    contents = [m["content"] for m in confined.list_memories(agent_id="copy")["memories"]]
+    assert "read from outside the folder" not in contents
+    assert confined.list_memories(agent_id=AGENT)["count"] == 1
+
+
+def test_a_symlink_inside_the_folder_is_walked_from_the_folders_already_open(confined: Memory,
+                                                                             folder: Path) -> None:
+    (folder / "real").mkdir()
+    (folder / "real" / "deeper").mkdir()
+    (folder / "alias").symlink_to("real/deeper")  # relative, stays inside
+    (folder / "up").symlink_to("real/deeper/../..")  # back to the folder itself, never past it
+    (folder / "out").symlink_to("real/../..")  # one step past the folder
+    assert confined.export_memories(agent_id=AGENT, output_path="alias/x.jsonl")["ok"] is True
+    assert (folder / "real" / "deeper" / "x.jsonl").is_file()
+    assert confined.export_memories(agent_id=AGENT, output_path="up/y.jsonl")["ok"] is True
+    assert (folder / "y.jsonl").is_file()
+    refused = confined.export_memories(agent_id=AGENT, output_path="out/z.jsonl")
+    assert failed(refused, "argument 'output_path'") and "symbolic link" in refused["error"]
+    (folder / "loop").symlink_to("loop")
+    refused = confined.import_memories(input_path="loop/z.jsonl")
+    assert failed(refused, "argument 'input_path'")
+
+
+# -- 3. a pipe (or another non-file) at the destination ------------------------------------------
+
+@pytest.mark.parametrize("tool", ["export", "import"])
+def test_a_pipe_in_the_export_folder_is_refused_without_waiting(confined: Memory, folder: Path, tool: str) -> None:
+    pipe = folder / "pipe.jsonl"
+    os.mkfifo(pipe)
+    answers: list[dict[str, Any]] = []
+
+    def call() -> None:
+        if tool == "export":
+            answers.append(confined.export_memories(agent_id=AGENT, output_path="pipe.jsonl"))
+        else:
+            answers.append(confined.import_memories(input_path="pipe.jsonl"))
+
+    worker = threading.Thread(target=call, daemon=True)
+    worker.start()
+    worker.join(10)
+    if worker.is_alive():  # it waits on the pipe: let it go, then fail
+        open(pipe, "wb").close()
+        worker.join(10)
+        pytest.fail("the call waited on a pipe")
+    argument = "output_path" if tool == "export" else "input_path"
+    assert failed(answers[0], f"argument '{argument}'"), answers
+    assert stat.S_ISFIFO(os.lstat(pipe).st_mode)  # left as it was
+
+
+def test_a_symlink_at_the_destination_is_never_written_through(confined: Memory, folder: Path,
+                                                               tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("not yours\n", "utf-8")
+    (folder / "link.jsonl").symlink_to(target)
+    refused = confined.export_memories(agent_id=AGENT, output_path="link.jsonl", overwrite=True)
+    assert failed(refused, "argument 'output_path'") and "symbolic link" in refused["error"]
+    assert target.read_text("utf-8") == "not yours\n" and (folder / "link.jsonl").is_symlink()
+
+
+# -- 5. other tenants' files in a shared export folder --------------------------------------------
+
+def _only(agent: str) -> Principal:
+    return Principal(f"{agent}-only", MappingProxyType({agent: WRITE}))
+
+
+@pytest.mark.parametrize("name, content", [
+    ("notes.txt", "an operator's notes, not an export\n"),
+    ("cpersona.jsonl", json.dumps({"_type": "header", "version": "cpersona-export/1.2", "agent_id": OTHER}) + "\n"),
+    ("theirs.jsonl", _export_file(OTHER, "b's export")),
+    ("empty.jsonl", ""),
+])
+def test_an_export_never_replaces_a_file_it_did_not_write_for_the_same_agent(confined: Memory, folder: Path,
+                                                                            name: str, content: str) -> None:
+    (folder / name).write_text(content, "utf-8")
+    for extra in ({}, {"overwrite": True}):  # overwrite needs write access on what the file holds
+        answer = confined.call("export_memories", {"agent_id": AGENT, "output_path": name, **extra},
+                               principal=_only(AGENT))
+        assert answer["ok"] is False, answer
+        assert (folder / name).read_text("utf-8") == content
+
+
+def test_an_agents_own_export_is_replaced_and_overwrite_replaces_what_the_caller_may_write(
+        confined: Memory, folder: Path) -> None:
+    first = confined.call("export_memories", {"agent_id": AGENT, "output_path": "mine.jsonl"}, principal=_only(AGENT))
+    again = confined.call("export_memories", {"agent_id": AGENT, "output_path": "mine.jsonl"}, principal=_only(AGENT))
+    assert first["ok"] is True and again["ok"] is True
+    (folder / "notes.txt").write_text("notes\n", "utf-8")
+    refused = confined.export_memories(agent_id=AGENT, output_path="notes.txt")
+    assert failed(refused, "argument 'output_path'") and "overwrite" in refused["error"]
+    assert confined.export_memories(agent_id=AGENT, output_path="notes.txt", overwrite=True)["ok"] is True
+    assert (folder / "notes.txt").read_text("utf-8").startswith('{"_type": "header"')
+
+
+# -- 4. a dry run takes no write lock -------------------------------------------------------------
+
+def test_a_dry_run_counts_as_the_import_would_and_never_takes_the_write_lock(confined: Memory, folder: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = [{"_type": "header", "version": "cuedrecall-export/1", "memory_count": 5, "episode_count": 2,
+              "profile_count": 2},
+             {"_type": "memory", "agent_id": AGENT, "content": "what the database holds"},  # already stored
+             {"_type": "memory", "agent_id": AGENT, "content": "new one", "msg_id": "m1"},
+             {"_type": "memory", "agent_id": AGENT, "content": "new one again", "msg_id": "m1"},  # same msg_id
+             {"_type": "memory", "agent_id": AGENT, "content": "new one"},  # same content
+             {"_type": "memory", "agent_id": AGENT, "content": "  "},  # empty
+             {"_type": "episode", "agent_id": AGENT, "summary": "a week"},
+             {"_type": "episode", "agent_id": AGENT, "summary": "a week"},
+             {"_type": "profile", "agent_id": AGENT, "content": "first profile"},
+             {"_type": "profile", "agent_id": AGENT, "content": "second profile"}]
+    (folder / "f.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines), "utf-8")
+
+    def no_write() -> Any:
+        raise AssertionError("a dry run asked for the write lock")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(confined.store_, "write", no_write)
+        dry = confined.import_memories(input_path="f.jsonl", dry_run=True)
+    real = confined.import_memories(input_path="f.jsonl")
+    assert dry["ok"] is True and dry["dry_run"] is True
+    assert {k: v for k, v in dry.items() if k != "dry_run"} == {k: v for k, v in real.items() if k != "dry_run"}
+    assert (dry["imported_memories"], dry["skipped_memories"], dry["imported_episodes"]) == (1, 4, 1)
+
+
+# -- argument errors name the argument ------------------------------------------------------------
+
+def test_a_name_too_long_for_the_file_system_is_a_clear_refusal(confined: Memory) -> None:
+    name = "x" * 256 + ".jsonl"
+    exported = confined.export_memories(agent_id=AGENT, output_path=name)
+    imported = confined.import_memories(input_path=f"sub/{name}")
+    assert failed(exported, "argument 'output_path'") and "255 bytes" in exported["error"], exported
+    assert failed(imported, "argument 'input_path'") and "255 bytes" in imported["error"], imported
