@@ -187,12 +187,12 @@ def note_growth(rt: Runtime, agent_id: str, added: int | None) -> bool:
     if known is not None and added is not None:
         estimate, upcoming = known[0] + added, known[1]
         if upcoming is None or estimate < upcoming:
-            rt.calibration.growth[agent_id] = (estimate, upcoming)
+            rt.calibration.growth.put(agent_id, (estimate, upcoming))
             return False
     count = _memories(rt, agent_id)
     measured = rt.calibration.measured_at(agent_id)
     due = due_milestone(count, measured)
-    rt.calibration.growth[agent_id] = (count, next_milestone(count if due else measured))
+    rt.calibration.growth.put(agent_id, (count, next_milestone(count if due else measured)))
     if due is None:
         return False
     with rt.store.write() as conn:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from cuedrecall.store.base import Store, Threshold
+from cuedrecall.store.bounded import Lru
 
 PRECISION_BETA = {"strict": 2.0, "balanced": 1.0, "lenient": 0.5}
 METHODS = ("separation", "percentile", "zscore")
@@ -29,6 +30,7 @@ MIN_SAMPLES = 10
 AUTO_MILESTONES = (50, 200, 1000)  # an agent's gate is calibrated anew as its memories reach each of these
 RECORD = "@"  # a calibration row whose signal starts with this is the calibration's record, not a threshold
 MEMORIES_AT = "@memories_at"
+GROWTH_MAX = 4096  # agents whose growth toward the next milestone is estimated in memory (docs/caches.md)
 AUTO = "@auto"
 
 
@@ -97,7 +99,7 @@ class Calibration:
         self.scoring = scoring
         # this process's estimate of each agent's memories and its next milestone (handlers/calibrate.py), so a
         # write checks for a milestone without counting the agent's memories
-        self.growth: dict[str, tuple[int, int | None]] = {}
+        self.growth: Lru[tuple[int, int | None]] = Lru(GROWTH_MAX)  # an agent that left is counted again
         # the current rows split by agent (thresholds, records), kept while the store hands back the same cached
         # list: every recall reads them, and they change only when some connection writes the table
         self._split: tuple[list[Threshold], dict[str, dict[str, float]], dict[str, dict[str, float]]] | None = None

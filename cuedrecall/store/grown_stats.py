@@ -8,6 +8,11 @@ that kind's table when it was read. Changes that touched a record at or below
 that id (an update, a delete) drop it, to be read again in full; changes that
 only added newer records leave it ``behind``, and its next use reads the
 records above its ids alone (a range of the primary key) and folds them in.
+
+At most ``MAX_KEPT`` statistics are kept (the least recently used leaves first): a
+recall may name any scope (agent, project, channel, source), and a run of distinct
+ones must not grow the process. A statistic that left is read in full on its next
+use, so eviction changes cost, never an answer.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Hashable
+
+from cuedrecall.store.bounded import Lru
 
 Upto = dict[str, int]  # record kind -> the newest id of its table the value covers
 Full = Callable[[], tuple[Any, Upto]]
@@ -29,10 +36,17 @@ class _Kept:
 
 
 class GrownStats:
-    """The kept statistics of one store, keyed like its other caches."""
+    """The kept statistics of one store, keyed like its other caches; at most ``limit`` of them."""
 
-    def __init__(self) -> None:
-        self._kept: dict[Hashable, _Kept] = {}
+    # A kept value is a scope's counts (a few ints per kind, its projects and channels): at 4,096 entries a few
+    # MB at most, while the scopes one process recalls in a working hour are far fewer.
+    MAX_KEPT = 4096
+
+    def __init__(self, limit: int = MAX_KEPT) -> None:
+        self._kept: Lru[_Kept] = Lru(limit)
+
+    def __len__(self) -> int:
+        return len(self._kept)
 
     def clear(self) -> None:
         self._kept.clear()
@@ -42,10 +56,10 @@ class GrownStats:
         lowest: dict[str, int] = {}
         for kind, row_id in touched:
             lowest[kind] = min(row_id, lowest.get(kind, row_id))
-        for key, kept in list(self._kept.items()):
+        for key, kept in self._kept.items():
             changed = [kind for kind in kept.upto if kind in lowest]
             if any(lowest[kind] <= kept.upto[kind] for kind in changed):
-                del self._kept[key]
+                self._kept.pop(key)
             elif changed:
                 kept.behind = True
 
@@ -53,7 +67,7 @@ class GrownStats:
         kept = self._kept.get(key)
         if kept is None:
             value, upto = full()
-            self._kept[key] = _Kept(value, upto)
+            self._kept.put(key, _Kept(value, upto))
             return value
         if kept.behind:
             kept.value, kept.upto = grow(kept.value, kept.upto)

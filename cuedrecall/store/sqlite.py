@@ -29,6 +29,7 @@ from cuedrecall.store.graph import SqliteGraph
 from cuedrecall.store.locks import SnapshotLock
 from cuedrecall.store.maintenance import SqliteMaintenance
 from cuedrecall.store.predicates import listing_where, scope_where
+from cuedrecall.store.bounded import Lru
 from cuedrecall.store.grown_stats import GrownStats, Upto
 from cuedrecall.store.rows import RECORD_COLUMNS, TABLES, ids_by_kind, pool_growth, record_of
 from cuedrecall.store.schema import migrate
@@ -40,6 +41,7 @@ SNAPSHOT_TRIES = 3  # catch-ups a concurrent snapshot tries before it reads unde
 # client's calls reuse one connection (and its page cache) though a server hands them to different worker
 # threads; a burst of concurrent snapshots opens more, and those beyond this many close when given back.
 READER_POOL = 4
+STATS_CACHE_MAX = 1024  # reads kept until the next change (``_cached``), least recently used leaving first
 
 
 def _blob(vector: np.ndarray | None) -> bytes | None:
@@ -111,7 +113,9 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
         self._watermark = 0
         self._data_version = -1
         self.generation = 0  # bumps on every change of records the log shows; keys caches of scope stats
-        self._stats_cache: dict[tuple[Any, ...], Any] = {}
+        # reads kept until the next change (profiles, graph presence, browse buckets per agent): bounded, since a
+        # caller may name any agent; docs/caches.md
+        self._stats_cache: Lru[Any] = Lru(STATS_CACHE_MAX)
         self._grown = GrownStats()  # counts and spans kept across writes that only add records
         self._vocab = TermCounts(self, common_term_ratio)
         self._rebuild_indexes()
@@ -624,8 +628,8 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
                 return compute()
             self._catch_up()
             if key not in self._stats_cache:
-                self._stats_cache[key] = compute()
-            return self._stats_cache[key]
+                self._stats_cache.put(key, compute())
+            return self._stats_cache.get(key)
 
 
 __all__ = ["SqliteStore", "StoreError", "scope_where"]
