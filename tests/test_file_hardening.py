@@ -234,3 +234,34 @@ def test_a_name_too_long_for_the_file_system_is_a_clear_refusal(confined: Memory
     imported = confined.import_memories(input_path=f"sub/{name}")
     assert failed(exported, "argument 'output_path'") and "255 bytes" in exported["error"], exported
     assert failed(imported, "argument 'input_path'") and "255 bytes" in imported["error"], imported
+
+
+# -- 2. backup never follows a planted partial file -----------------------------------------------
+
+@pytest.fixture
+def open_umask() -> Iterator[None]:
+    """A permissive umask, so a private mode must come from the code, not the environment."""
+    old = os.umask(0o000)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def test_a_backup_never_follows_a_planted_partial_file_and_is_created_0600(tmp_path: Path,
+                                                                          open_umask: None) -> None:
+    from cuedrecall.cli import main
+
+    db = tmp_path / "m.db"
+    with open_memory(db) as memory:
+        memory.store(agent_id=AGENT, message={"content": "backed up"})
+    victim = tmp_path / "victim.txt"
+    victim.write_text("someone else's file\n", "utf-8")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "copy.db.partial").symlink_to(victim)  # planted by whoever can write in the folder
+    assert main(["backup", str(db), str(shared / "copy.db")]) == 0
+    assert victim.read_text("utf-8") == "someone else's file\n"
+    assert (shared / "copy.db.partial").is_symlink()
+    assert stat.S_IMODE((shared / "copy.db").stat().st_mode) == 0o600
+    assert sorted(p.name for p in shared.iterdir()) == ["copy.db", "copy.db.partial"]  # no temporary left

@@ -5,7 +5,9 @@ backup API, one step from a read-only connection); the source is only read, and 
 path that names no database is refused without creating one; an existing
 destination is kept unless the operator says ``force``; the destination is never
 the database itself or one of its side files; the copy is private (0600), checked
-(``integrity_check``) and renamed into place whole. A refusal is an answer
+(``integrity_check``) and renamed into place whole, from a fresh private folder
+made in the destination's folder (never a name that was there: a planted
+``<dest>.partial`` or link is not followed). A refusal is an answer
 ``{"ok": false, "error": ...}`` naming what was wrong, with nothing written.
 """
 
@@ -47,7 +49,7 @@ def backup(db: str, dest: str, *, force: bool = False) -> dict[str, Any]:
     if problem is not None:
         return _refusal(problem)
     try:
-        held = backup_database(source, target)
+        held = backup_database(source, target, replace=force)
     except (StoreError, OSError) as exc:
         return _refusal(f"the backup failed, nothing was written at {dest}: {exc}")
     return {"ok": True, "source": str(source), "dest": str(target), **held}
