@@ -25,6 +25,7 @@ from cuedrecall.handlers.blocks import BlockBuilder, building
 from cuedrecall.handlers.session import paused_answer
 from cuedrecall.recall.calibration import Calibration
 from cuedrecall.runtime import Runtime, open_runtime
+from cuedrecall.sessions import SessionKey
 from cuedrecall.store.base import Scope, Store
 from cuedrecall.tools import TOOLS, Tool
 from cuedrecall.tools.bounds import shown
@@ -128,7 +129,8 @@ class Memory:
     def _dispatch(self, spec: Tool, arguments: Any, principal: Principal, library: dict[str, Any]) -> dict[str, Any]:
         rt = self.runtime
         bound = spec.bind(arguments)
-        session_key = bound.pop("session_key", "")
+        # a session is the caller's own: the same key named by another principal is another session
+        session_key = SessionKey.of(principal.client_id, bound.pop("session_key", None) or "")
         if spec.omit_agent and not bound.get("agent_id"):
             bound["agent_id"] = _sole_agent(principal)
         for demand in spec.demands(bound):

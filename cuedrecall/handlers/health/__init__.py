@@ -20,6 +20,7 @@ from cuedrecall.handlers.reembed import REEMBED
 from cuedrecall.handlers.health.registry import HEALTH_CHECKS, not_run
 from cuedrecall.handlers.health.run import SAMPLE, Check, Finding, Repair, Run
 from cuedrecall.runtime import Runtime
+from cuedrecall.sessions import SessionKey
 from cuedrecall.store.base import TASK_ATTEMPTS
 
 __all__ = ["DEEP_CHECKS", "HEALTH_CHECKS", "check_health", "deep_check", "queue_status", "session_findings"]
@@ -48,7 +49,7 @@ def _selected(checks: list[str], registry: dict[str, Any], tolerated: dict[str, 
     return [name for name in registry if not checks or name in checks]
 
 
-def _skip_reason(rt: Runtime, fix: bool, session_key: str) -> str:
+def _skip_reason(rt: Runtime, fix: bool, session_key: SessionKey) -> str:
     """Why a fix only looks ("" when it may repair): the caller's session is paused."""
     left = rt.pauses.remaining(session_key, rt.clock())
     if not fix or left <= 0:
@@ -98,7 +99,8 @@ def _health_issues(run: Run, names: list[str], repairing: bool) -> tuple[list[di
     return issues, open_severities
 
 
-def check_health(rt: Runtime, agent_id: str, fix: bool, checks: list[str], session_key: str) -> dict[str, Any]:
+def check_health(rt: Runtime, agent_id: str, fix: bool, checks: list[str],
+                 session_key: SessionKey) -> dict[str, Any]:
     """Run the named checks (all for none) over one agent's rows ("" = every agent), repairing with ``fix``.
 
     ``severity_summary`` counts the issues found; ``status`` is the verdict on what is
@@ -119,7 +121,8 @@ def check_health(rt: Runtime, agent_id: str, fix: bool, checks: list[str], sessi
     return _with_skip(out, skipped)
 
 
-def deep_check(rt: Runtime, agent_id: str, fix: bool, checks: list[str], session_key: str) -> dict[str, Any]:
+def deep_check(rt: Runtime, agent_id: str, fix: bool, checks: list[str],
+               session_key: SessionKey) -> dict[str, Any]:
     """The slower checks of one agent's memory; with ``fix``, the repairs that are safe (see DEEP_CHECKS).
 
     A check CPersona 2.6 has and cuedrecall does not (NOT_IMPLEMENTED) is answered under
