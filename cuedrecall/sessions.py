@@ -33,7 +33,7 @@ class SessionKey:
 class Pauses:
     """Pause deadlines per (caller, session key); a deadline in the past is no pause."""
 
-    MAX_PAUSES = 10_000  # live pauses at once; a pause needs a write grant on every agent, so few are expected
+    MAX_PAUSES = 10_000  # live pauses at once; pausing needs a write grant on every agent: few are expected
 
     def __init__(self, limit: int = MAX_PAUSES) -> None:
         self.limit = limit
@@ -52,8 +52,8 @@ class Pauses:
                 for other in [k for k, deadline in self._until.items() if deadline <= now]:
                     del self._until[other]
             if key not in self._until and len(self._until) >= self.limit:
-                raise ToolArgumentError(f"argument 'session_key': {self.limit:,} sessions are paused already; "
-                                        "resume one (or let one expire) first")
+                raise ToolArgumentError(f"argument 'session_key': {self.limit:,} sessions are paused "
+                                        "already; resume one (or let one expire) first")
             self._until[key] = until
         return until
 

@@ -20,10 +20,13 @@ NOBODY = Principal("nobody", {"a": READ})
 
 
 def test_another_clients_write_with_a_paused_key_is_kept(memory: Memory) -> None:
-    assert memory.call("pause_persistence", {"session_key": "k", "ttl_seconds": 60}, principal=ADMIN)["paused"]
-    theirs = memory.call("store", {"agent_id": "a", "content": "from X", "session_key": "k"}, principal=CLIENT_X)
+    pause = {"session_key": "k", "ttl_seconds": 60}
+    assert memory.call("pause_persistence", pause, principal=ADMIN)["paused"]
+    theirs = memory.call("store", {"agent_id": "a", "content": "from X", "session_key": "k"},
+                         principal=CLIENT_X)
     assert theirs["result"] == "stored", theirs
-    mine = memory.call("store", {"agent_id": "a", "content": "from admin", "session_key": "k"}, principal=ADMIN)
+    mine = memory.call("store", {"agent_id": "a", "content": "from admin", "session_key": "k"},
+                       principal=ADMIN)
     assert mine["result"] == "skipped" and mine["persisted"] is False
     assert [m["content"] for m in memory.list_memories(agent_id="a")["memories"]] == ["from X"]
 
@@ -40,8 +43,8 @@ def test_another_principal_cannot_lift_a_pause(memory: Memory) -> None:
     memory.call("pause_persistence", {"ttl_seconds": 60}, principal=ADMIN)  # the admin's shared bucket
     assert memory.call("resume_persistence", {}, principal=OTHER_ADMIN)["was_active"] is False
     assert memory.call("persistence_status", {}, principal=ADMIN)["paused"] is True
-    assert memory.call("store", {"agent_id": "a", "content": "other admin"}, principal=OTHER_ADMIN)["result"] \
-        == "stored"
+    stored = memory.call("store", {"agent_id": "a", "content": "other admin"}, principal=OTHER_ADMIN)
+    assert stored["result"] == "stored"
     assert memory.call("resume_persistence", {}, principal=ADMIN)["was_active"] is True
 
 
@@ -67,6 +70,7 @@ def test_pauses_are_bounded_and_expired_ones_leave_first() -> None:
 def test_a_pause_past_the_bound_is_refused_by_name(memory: Memory) -> None:
     memory.runtime.pauses.limit = 2
     for key in ("k1", "k2"):
-        assert memory.call("pause_persistence", {"session_key": key, "ttl_seconds": 60}, principal=ADMIN)["paused"]
+        answer = memory.call("pause_persistence", {"session_key": key, "ttl_seconds": 60}, principal=ADMIN)
+        assert answer["paused"]
     answer = memory.call("pause_persistence", {"session_key": "k3", "ttl_seconds": 60}, principal=ADMIN)
     assert failed(answer, "session_key")

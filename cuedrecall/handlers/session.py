@@ -14,13 +14,14 @@ from cuedrecall.sessions import SessionKey, scope
 
 
 def pause_persistence(rt: Runtime, ttl_seconds: int, session_key: SessionKey) -> dict[str, Any]:
-    """Until the pause ends, this session's writes are answered but not kept. Pausing again resets the time."""
+    """Until the pause ends, this session's writes are answered but not kept. Pausing again resets it."""
     until = rt.pauses.pause(session_key, ttl_seconds, rt.clock())
     return {"paused": True, "expires_at": iso(until), "ttl_seconds": ttl_seconds, "scope": scope(session_key)}
 
 
 def resume_persistence(rt: Runtime, session_key: SessionKey) -> dict[str, Any]:
-    return {"paused": False, "was_active": rt.pauses.resume(session_key, rt.clock()), "scope": scope(session_key)}
+    was_active = rt.pauses.resume(session_key, rt.clock())
+    return {"paused": False, "was_active": was_active, "scope": scope(session_key)}
 
 
 def persistence_status(rt: Runtime, session_key: SessionKey) -> dict[str, Any]:

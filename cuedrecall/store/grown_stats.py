@@ -38,8 +38,8 @@ class _Kept:
 class GrownStats:
     """The kept statistics of one store, keyed like its other caches; at most ``limit`` of them."""
 
-    # A kept value is a scope's counts (a few ints per kind, its projects and channels): at 4,096 entries a few
-    # MB at most, while the scopes one process recalls in a working hour are far fewer.
+    # A kept value is a scope's counts (a few ints per kind, its projects and channels): at 4,096 entries
+    # a few MB at most, while the scopes one process recalls in a working hour are far fewer.
     MAX_KEPT = 4096
 
     def __init__(self, limit: int = MAX_KEPT) -> None:
