@@ -136,7 +136,7 @@ class Settings:
                                          "memories reach 50, 200 and 1,000 (and, at a start, after a model change)")
     recall_gate: str = _setting("gate-v1", _choice("gate-v1", "gate-v0"), "the gate's policy: gate-v0 judged a row "
                                 "the vector arm reached on its cosine alone, with no common-word or small-pool rule")
-    gate_relief: bool = _setting(True, _parse_bool, "when rows sit just under the gate and the answer has room, "
+    gate_relief: bool = _setting(False, _parse_bool, "when rows sit just under the gate and the answer has room, "
                                  "fill it with them, one bounded step under (gate-v1)")
     recall_precision: str = _setting("balanced", _choice("strict", "balanced", "lenient"), "gate beta")
     auth_token: str = _setting("", _text, "bearer token for the HTTP transport")
