@@ -44,14 +44,22 @@ class Memory:
         embedder: Embedder | None = None,
         clock: Clock = system_clock,
         background: bool = True,
+        read_only: bool = False,
     ) -> None:
         """``background=False`` starts no block-builder thread and queues no backfill: the queue waits for
         ``blocks.drain()`` or for a server (one-shot commands, tests). Rows whose vectors another model made queue
-        their re-embedding either way (``handlers.reembed``)."""
+        their re-embedding either way (``handlers.reembed``). ``read_only`` (the read-only explorer) writes
+        nothing at all: no re-embedding or calibration queued, no sidecar adopted, no queue runner, every write
+        tool refused and the store's write transaction closed to it."""
         settings = settings or Settings.from_env()
         if path is not None:
             settings = replace(settings, db_path=str(path))
         self.runtime: Runtime = open_runtime(settings, embedder, clock)
+        self.read_only = read_only
+        self.blocks: BlockBuilder | None = None
+        if read_only:
+            self.runtime.store.read_only = True
+            return
         rt = self.runtime
         calibrate.adopt_sidecar(rt)
         growing = calibrate.calibrating_on_growth(rt)
@@ -64,7 +72,6 @@ class Memory:
                 calibrate.recalibrate_stale(rt)
         # the queue's runner (blocks, calibrations) while either is on: a daemon thread (and the backfill queued),
         # unless the caller runs the queue itself (blocks.drain()) or leaves it to a server
-        self.blocks: BlockBuilder | None = None
         if building(rt) or growing or reembedding:
             self.blocks = BlockBuilder(lambda: self.runtime)
             if background:
@@ -129,6 +136,9 @@ class Memory:
     def _dispatch(self, spec: Tool, arguments: Any, principal: Principal, library: dict[str, Any]) -> dict[str, Any]:
         rt = self.runtime
         bound = spec.bind(arguments)
+        if self.read_only and not spec.read_only:
+            return {"ok": False, "error": f"{spec.name} writes, and this memory was opened read-only (the "
+                                          "explorer without --write): nothing was written", **spec.failure}
         # a session is the caller's own: the same key named by another principal is another session
         session_key = SessionKey.of(principal.client_id, bound.pop("session_key", None) or "")
         if spec.omit_agent and not bound.get("agent_id"):

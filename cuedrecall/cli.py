@@ -24,12 +24,13 @@ def _settings(args: argparse.Namespace) -> Settings:
     return Settings.from_env(**overrides)
 
 
-def _memory(args: argparse.Namespace, background: bool = False) -> Any:
+def _memory(args: argparse.Namespace, background: bool = False, read_only: bool = False) -> Any:
     """The store the command works on. Only the server builds blocks in the background: a one-shot command
-    leaves the queue to the server (or to ``build-blocks``) and exits as soon as its work is done."""
+    leaves the queue to the server (or to ``build-blocks``) and exits as soon as its work is done.
+    ``read_only`` (the explorer without --write) writes nothing at all (``Memory``'s ``read_only``)."""
     from cuedrecall.api import Memory
 
-    return Memory(settings=_settings(args), background=background)
+    return Memory(settings=_settings(args), background=background, read_only=read_only)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

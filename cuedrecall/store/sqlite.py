@@ -83,6 +83,8 @@ def _private_side_files(path: str) -> None:
 class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, SqliteBrowse):
     """All SQL of cuedrecall's embedded backend. One writer at a time; the indexes follow every commit."""
 
+    read_only = False  # set by a read-only opener (the explorer without --write): ``write`` refuses
+
     def __init__(self, path: str | Path, *, common_term_ratio: float = 0.1, vector_model: str | None = None) -> None:
         """``vector_model``: the only ``embedding_model`` whose vectors the vector index holds, so no vector arm
         compares a query with a vector of another model (None: any model, as every width-fitting vector)."""
@@ -240,6 +242,8 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
         (``busy.begin_write``), within a bound."""
         if self._lock.holds_shared():
             raise StoreError("a write inside a snapshot: a snapshot only reads")
+        if self.read_only:
+            raise StoreError("this store was opened for reading only: nothing was written")
         with self._lock:
             begin_write(self._main, self.write_wait_s)
             self._writing = True

@@ -169,7 +169,7 @@ def _listing(path: Path, args: argparse.Namespace) -> int:
 def ui(args: argparse.Namespace, memory: Callable[..., Any]) -> int:
     from cuedrecall.ui.app import serve
 
-    with memory(args, background=args.write) as opened:
+    with memory(args, background=args.write, read_only=not args.write) as opened:  # read-only: writes nothing
         traces_path = args.traces or opened.settings.trace_log or None
 
         def announce(line: str) -> None:

@@ -142,6 +142,8 @@ class PgConnection:
     @contextmanager
     def write(self) -> Iterator[Any]:
         """One write transaction, serialised with every other writer of the database by the advisory lock."""
+        if getattr(self, "read_only", False):  # a read-only opener (the explorer without --write)
+            raise StoreError("this store was opened for reading only: nothing was written")
         with self._lock:
             if self._depth or getattr(self._local, "conn", None) is not None:
                 raise StoreError("write() inside snapshot() or write(): a write is one transaction of its own")
