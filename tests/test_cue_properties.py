@@ -237,9 +237,10 @@ def passed_gate(trace: dict[str, Any]) -> list[str]:
 
 
 def cue_arm(trace: dict[str, Any]) -> list[dict[str, Any]]:
-    """The cue arm of the last stage searched: cue_stage_1 after a revision, else cue."""
+    """The cue arm of the last stage searched: cue_stage_N after N widenings, else cue."""
     arms = trace["arms"]
-    return arms.get("cue_stage_1", arms.get("cue", []))
+    staged = sorted((int(name.rsplit("_", 1)[1]), name) for name in arms if name.startswith("cue_stage_"))
+    return arms[staged[-1][1]] if staged else arms.get("cue", [])
 
 
 def ordinary_refs(trace: dict[str, Any]) -> set[str]:
@@ -292,7 +293,7 @@ def check_cue(memory: Memory, rows: dict[str, Row], scope: Scope, args: dict[str
     # the caller's exclude_contents hold for the cue arm too: a text the caller holds never comes back
     excluded = set(args.get("exclude_contents", []))
     assert not excluded & {rows[m["ref"]].text for m in cued["messages"] if "ref" in m}
-    cue_hits = trace["arms"].get("cue", []) + trace["arms"].get("cue_stage_1", [])
+    cue_hits = [hit for name, hits in trace["arms"].items() if name.startswith("cue") for hit in hits]
     assert not excluded & {rows[hit["ref"]].text for hit in cue_hits}
 
     # (1) the gate passed the same rows; nothing before the count moved
