@@ -166,7 +166,7 @@ def build(spec: dict[str, Any], *, shipped: bool = False
           ) -> tuple[Memory, dict[str, Row], dict[str, list[tuple[str, datetime]]]]:
     """The drawn store. By default the cue's policy alone over the minimal configuration (hash embedder, no blocks,
     no relief: cued-v0.3 exactly); ``shipped``: the configuration a user runs (every setting at its default: the
-    packaged embedder, the word arm, blocks built and searched, gate relief, calibration on growth), with the
+    packaged embedder, the word arm, blocks built and searched, calibration on growth, gate relief off), with the
     background work (block builds, calibrations) run to the end before the first recall."""
     if shipped:
         settings_ = Settings.from_env({}, db_path=":memory:")
@@ -461,14 +461,14 @@ shipped_store = st.fixed_dictionaries({
 def shipped_property(spec: dict[str, Any], data: st.DataObject) -> None:
     memory, rows, texts = build(spec, shipped=True)
     shipped = memory.runtime.settings
-    assert shipped.embedding_mode == "local" and shipped.word_arm_enabled and shipped.gate_relief
+    assert shipped.embedding_mode == "local" and shipped.word_arm_enabled and not shipped.gate_relief
     assert shipped.block_build_enabled and shipped.block_retrieval_enabled
     check_drawn_requests(memory, rows, texts, data, phrases=True)
 
 
 def test_at_the_shipped_defaults_a_cue_only_reorders_within_L_and_adds_at_most_L_seats() -> None:
     """The same invariants over the configuration that ships: packaged embedder, word arm, blocks built and
-    searched (their seats are the single pass's own), gate relief on and named in the policy."""
+    searched (their seats are the single pass's own), gate relief off: the policy is exactly cued-v0.3."""
     FIRED.clear()
     shipped_property()
     assert FIRED["moved"] and FIRED["seated"] and FIRED["block_seats"], FIRED

@@ -15,9 +15,9 @@ from cuedrecall.clock import fixed_clock
 from cuedrecall.embed.hashing import HashEmbedder
 from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.cued_v0_3 import BOUND, CUE_DEPTH, POLICY, SINGLE_PASS_POLICY
-# the process these tests run: the shipped settings turn gate relief on, and the trace names it (recall/policy.py)
-CUED = POLICY + "+relief-v1"
-UNCUED = SINGLE_PASS_POLICY + "+relief-v1"
+# the process these tests run: the shipped settings (gate relief off) run exactly cued-v0.3 (recall/policy.py)
+CUED = POLICY
+UNCUED = SINGLE_PASS_POLICY
 from cuedrecall.recall.pipeline import PassResult
 from cuedrecall.recall.process import bounded_move, seats
 from cuedrecall.store.base import Hit
@@ -526,7 +526,7 @@ def test_response_time_cue_reports_policy_period_confidence_revised_moved_seated
     summary = cued["time_cue"]
     assert set(summary) == {"policy", "period", "confidence", "revised", "moved", "seated"}
     start = datetime.fromisoformat(fifth).replace(tzinfo=UTC)
-    assert summary["policy"] == CUED == "cued-v0.3+relief-v1"
+    assert summary["policy"] == CUED == "cued-v0.3"
     assert summary["period"] == [(start - timedelta(hours=12)).isoformat(), (start + timedelta(hours=36)).isoformat()]
     assert summary["confidence"] == "likely" and summary["revised"] is False
     assert summary["moved"] == 3  # the fifth row rose two places and the two it passed stepped down
@@ -542,9 +542,9 @@ def test_response_time_cue_reports_policy_period_confidence_revised_moved_seated
 def test_trace_policy_process_is_cued_v0_3_with_a_cue_and_single_pass_v0_without(weekly):
     memory, _ = weekly
     cued = recall(memory, time_cue=cue("sure", **JUNE))
-    assert cued["trace"]["policy"]["process"] == CUED == "cued-v0.3+relief-v1"
+    assert cued["trace"]["policy"]["process"] == CUED == "cued-v0.3"
     for uncued in (recall(memory), recall(memory, time_cue=None), recall(memory, time_cue={})):
-        assert uncued["trace"]["policy"]["process"] == UNCUED == "single-pass-v0+relief-v1"
+        assert uncued["trace"]["policy"]["process"] == UNCUED == "single-pass-v0"
         assert "time_cue" not in uncued and "time_cue" not in uncued["trace"]["request"]
         assert uncued["trace"]["stages"] == [{"stage": 0, "searched": "all arms", "next": None}]
     ignored = recall(memory, time_cue=cue("sure", after="2025-11-01"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,9 +14,10 @@ from cuedrecall.clock import fixed_clock
 from cuedrecall.demo import load_sample
 from cuedrecall.recall.cued_v0_3 import POLICY, SINGLE_PASS_POLICY
 from cuedrecall.recall.gate_v1 import POLICY as GATE_POLICY
-from cuedrecall.recall.policy import RELIEF
+from cuedrecall.recall.params import resolve_params
+from cuedrecall.recall.policy import RELIEF, process_policy
 from cuedrecall.recall.scoring_version import SCORING_VERSION
-from tests.conftest import NOW, make_settings
+from tests.conftest import NOW, make_settings, open_memory
 
 FIELDS = ["trace_version", "policy", "server_version", "scope", "request", "config", "arms", "fusion", "scoring",
           "gate", "autocut", "order", "reservation", "stages", "suspected", "coverage", "timing_ms"]
@@ -100,8 +102,7 @@ def test_the_trace_without_a_cue(sample: Memory) -> None:
     response = traced(sample, query="bike shop brake pads", limit=3)
     trace = response["trace"]
     check_common(trace, sample)
-    assert trace["policy"] == {"scoring": SCORING_VERSION, "process": f"{SINGLE_PASS_POLICY}+{RELIEF}",
-                               "gate": GATE_POLICY}
+    assert trace["policy"] == {"scoring": SCORING_VERSION, "process": SINGLE_PASS_POLICY, "gate": GATE_POLICY}
     assert SINGLE_PASS_POLICY == "single-pass-v0"
     assert set(trace["arms"]) == ORDINARY_ARMS
     assert "time_cue" not in trace["request"]
@@ -119,7 +120,7 @@ def test_the_trace_with_a_cue(sample: Memory) -> None:
     response = traced(sample, query="bike shop brake pads", limit=3, time_cue=CUE)
     trace = response["trace"]
     check_common(trace, sample)
-    assert trace["policy"] == {"scoring": SCORING_VERSION, "process": f"{POLICY}+{RELIEF}", "gate": GATE_POLICY}
+    assert trace["policy"] == {"scoring": SCORING_VERSION, "process": POLICY, "gate": GATE_POLICY}
     assert POLICY == "cued-v0.3"
     assert trace["request"]["time_cue"]["confidence"] == "likely"
     assert "cue" in trace["arms"]
@@ -145,7 +146,7 @@ def test_an_ignored_cue_still_names_the_cued_policy(sample: Memory) -> None:
     trace = traced(sample, query="bike", limit=3, time_cue={"ago": {"unit": "days", "value": 0},
                                                             "confidence": "sure"})["trace"]
     check_common(trace, sample)
-    assert trace["policy"]["process"] == f"{POLICY}+{RELIEF}"
+    assert trace["policy"]["process"] == POLICY
     assert trace["cue_ignored"]["reason"] == "recent_only"
     assert "cue" not in trace["arms"]
 
@@ -181,3 +182,18 @@ def test_rsf_fusion_votes() -> None:
     check_common(trace, memory)
     assert trace["request"]["mode"] == "rsf"
     assert any(d["signal"] in ("cosine", "rsf") for d in trace["gate"]["decisions"])
+
+
+def test_the_policy_names_every_variant_in_force_and_nothing_else(tmp_path: Path) -> None:
+    """policy.process is the base policy then each variant that is on, whether or not it fired this call."""
+    base = resolve_params(make_settings(), {}, query="bike", limit=3)
+    assert process_policy(base, cued=False) == "single-pass-v0" and process_policy(base, cued=True) == "cued-v0.3"
+    every = resolve_params(make_settings(gate_relief=True, recall_cue_stages=3, cue_propagation=True), {},
+                           query="bike", limit=3)
+    assert process_policy(every, cued=True) == f"cued-v0.3+{RELIEF}+stages-v1"  # a caller's cue: none proposed
+    assert process_policy(every, cued=False) == f"single-pass-v0+{RELIEF}+propagated-v1"  # stages need a cue
+    with open_memory(tmp_path / "m.db", settings=make_settings(gate_relief=True)) as memory:
+        memory.store(agent_id="a", message={"content": "the bike shop fixed the brakes"})
+        trace = memory.recall(agent_id="a", query="bike", trace=True,
+                              time_cue={"after": "2025-01-01", "confidence": "vague"})["trace"]
+    assert trace["policy"]["process"] == f"cued-v0.3+{RELIEF}"
