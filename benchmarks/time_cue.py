@@ -30,6 +30,7 @@ from rich.table import Table
 
 from benchmarks import harness as h
 from benchmarks.cues import explain_cue
+from cuedrecall.config import Settings
 from cuedrecall.recall.cued_v0_3 import BOUND, WIDER
 from cuedrecall.recall.timecue import base_period, is_recent_only, parse_time_cue, period
 
@@ -303,7 +304,8 @@ def setup_lines(args: argparse.Namespace, models: dict[str, str], datasets: Sequ
                "`all`: the whole conversation is stored first, so a long-span question may see records from "
                "after its asked_at; relative cues are read from its asked_at")
     defaults = ("the shipped defaults: blocks built (the build queue drained after each batch of records, before "
-                "any question) and searched, the word arm, gate relief as shipped"
+                "any question) and searched, the word arm, gate relief as shipped "
+                f"({'on' if Settings().gate_relief else 'off'})"
                 if args.defaults == "shipped" else
                 "the defaults with the block build and arm off (`--defaults no-blocks`), as before blocks existed")
     return [
