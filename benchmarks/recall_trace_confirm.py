@@ -267,7 +267,7 @@ def _verdict(ref: str, e: dict[str, Any], found: dict[str, Any]) -> tuple[str | 
 
 def _log_items(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Items from a trace log: each entry's recall trace (a reconstruct's ``trace.recall``) with its gold refs."""
-    from cuedrecall.handlers.trace_log import query_hash, read_entries
+    from cuedrecall.handlers.trace_log import read_entries, stored_query_hash
 
     if not Path(args.trace_log).exists() and not Path(args.trace_log + ".1").exists():
         raise OSError(f"no trace log at {args.trace_log}")
@@ -277,11 +277,12 @@ def _log_items(args: argparse.Namespace) -> list[dict[str, Any]]:
         with open(args.answers, encoding="utf-8") as handle:
             answers = [json.loads(line) for line in handle if line.strip()]
         for answer in answers:
-            match = ({"id": answer["entry"]} if "entry" in answer else {"query_sha256": query_hash(answer["query"])})
+            match = ({"id": answer["entry"]} if "entry" in answer
+                     else {"query_sha256": stored_query_hash(answer["query"], args.db)})
             key, value = next(iter(match.items()))
             wanted += [(entry, answer) for entry in entries if entry.get(key) == value]
     else:
-        hashes = {query_hash(q) for q in args.query or []}
+        hashes = {stored_query_hash(q, args.db) for q in args.query or []}
         ids = set(args.entry or [])
         for entry in entries:
             if (not ids and not hashes) or entry.get("id") in ids or entry.get("query_sha256") in hashes:
@@ -385,6 +386,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quote", action="append", metavar="TEXT", help="with --trace: a gold quote (repeatable)")
     parser.add_argument("--trace-log", metavar="PATH", help="the server's trace log (CUEDRECALL_TRACE_LOG)")
     parser.add_argument("--entry", nargs="+", metavar="ID", help="with --trace-log: the entries to judge")
+    parser.add_argument("--db", help="with --trace-log and a query: the database the log was written for (its "
+                                     "secret keys the query hashes)")
     parser.add_argument("--query", action="append", metavar="TEXT",
                         help="with --trace-log: the entries of this question (repeatable)")
     parser.add_argument("--answers", metavar="FILE", help='with --trace-log: JSONL of {"entry" or "query", "gold", '

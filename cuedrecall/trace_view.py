@@ -3,11 +3,18 @@
 The trace holds refs, ranks, scores and reasons, never stored text, and these
 tables show only what it holds. Every field is read defensively: a trace from
 another version, or one whose coverage ledger failed, still prints.
+
+``write_page`` writes what ``cuedrecall view`` renders: the page holds the trace's
+refs and scopes, so it is private, 0600 whatever the umask, never written through a
+symbolic link, a pipe or a device.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -246,3 +253,22 @@ def _other(trace: Trace, console: Console) -> None:
     extra = {key: value for key, value in trace.items() if key not in _SHOWN}
     for key, value in extra.items():
         console.print(f"{key}: {_compact(value)}")
+
+
+def write_page(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` as a private file (0600), never through a link or into a pipe; OSError
+    saying why otherwise."""
+    flags = (os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+             | getattr(os, "O_CLOEXEC", 0))
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        if os.path.islink(path):
+            raise OSError(f"{path} is a symbolic link: the page is not written through it") from None
+        raise
+    with os.fdopen(fd, "wb") as out:
+        if not stat.S_ISREG(os.fstat(out.fileno()).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        os.fchmod(out.fileno(), 0o600)
+        out.truncate(0)
+        out.write(text.encode("utf-8"))

@@ -265,3 +265,71 @@ def test_a_backup_never_follows_a_planted_partial_file_and_is_created_0600(tmp_p
     assert (shared / "copy.db.partial").is_symlink()
     assert stat.S_IMODE((shared / "copy.db").stat().st_mode) == 0o600
     assert sorted(p.name for p in shared.iterdir()) == ["copy.db", "copy.db.partial"]  # no temporary left
+
+
+# -- 6. the trace log and view pages are private; a logged query needs the database's secret -----
+
+def test_the_trace_log_and_its_rotated_file_are_created_0600(tmp_path: Path, open_umask: None) -> None:
+    from cuedrecall.handlers.trace_log import TraceLog
+
+    log = TraceLog(tmp_path / "t.jsonl", max_bytes=200)
+    assert log.append({"id": "a", "pad": "x" * 150}) and log.append({"id": "b", "pad": "x" * 150})
+    assert stat.S_IMODE((tmp_path / "t.jsonl").stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "t.jsonl.1").stat().st_mode) == 0o600
+
+
+def test_a_pipe_at_the_trace_log_path_drops_the_entry_without_waiting(tmp_path: Path) -> None:
+    from cuedrecall.handlers.trace_log import TraceLog
+
+    os.mkfifo(tmp_path / "t.jsonl")
+    done: list[bool] = []
+    worker = threading.Thread(target=lambda: done.append(TraceLog(tmp_path / "t.jsonl", 10**6).append({"id": "a"})),
+                              daemon=True)
+    worker.start()
+    worker.join(10)
+    if worker.is_alive():
+        open(tmp_path / "t.jsonl", "rb").close()  # let it go, then fail
+        pytest.fail("the append waited on a pipe")
+    assert done == [False]
+
+
+def test_a_view_page_is_created_0600_and_never_through_a_link(tmp_path: Path, open_umask: None,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from cuedrecall.cli import main
+
+    with open_memory(tmp_path / "m.db") as memory:
+        memory.store(agent_id=AGENT, message={"content": "the ferry timetable changed"})
+        answer = memory.recall(agent_id=AGENT, query="ferry", limit=2, trace=True)
+    traced = tmp_path / "answer.json"
+    traced.write_text(json.dumps(answer), "utf-8")
+    assert main(["view", str(traced), "--out", str(tmp_path / "page.html")]) == 0
+    assert stat.S_IMODE((tmp_path / "page.html").stat().st_mode) == 0o600
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep\n", "utf-8")
+    (tmp_path / "link.html").symlink_to(victim)
+    assert main(["view", str(traced), "--out", str(tmp_path / "link.html")]) == 1
+    assert victim.read_text("utf-8") == "keep\n" and "symbolic link" in capsys.readouterr().err
+
+
+def test_a_logged_query_is_hashed_with_the_databases_own_secret(tmp_path: Path) -> None:
+    import hashlib
+
+    from cuedrecall.handlers.trace_log import QUERY_SECRET, query_hash, query_secret, read_entries
+    from cuedrecall.store.database_secret import stored_secret
+
+    query = "ok"  # short: an unkeyed hash of it would be found by trying every two letters
+    hashes = []
+    for name in ("one", "two", "one"):
+        log = tmp_path / f"{name}.jsonl"
+        with open_memory(tmp_path / f"{name}.db", settings=make_settings(trace_log=str(log))) as memory:
+            memory.store(agent_id=AGENT, message={"content": "ok then"})
+            memory.recall(agent_id=AGENT, query=query, limit=1)
+            secret = query_secret(memory.runtime)
+            assert len(secret) == 32
+            # what `traces --query --db` reads back, without writing (either backend)
+            assert stored_secret(memory.settings.db_path, memory.settings.db_url, QUERY_SECRET) == secret
+        entry = [entry for _, entry in read_entries(log)][-1]
+        assert entry["query_sha256"] == query_hash(query, secret) != hashlib.sha256(query.encode()).hexdigest()
+        hashes.append(entry["query_sha256"])
+    assert hashes[0] != hashes[1]  # each database its own secret
+    assert hashes[0] == hashes[2]  # made once, kept with the database

@@ -16,7 +16,7 @@ from cuedrecall.api import Memory
 from cuedrecall.cli import main as cli_main
 from cuedrecall.clock import fixed_clock
 from cuedrecall.demo import CUE_QUERY, JUNE_CUE, load_sample
-from cuedrecall.handlers.trace_log import TraceLog, query_hash, read_entries
+from cuedrecall.handlers.trace_log import TraceLog, query_hash, query_secret, read_entries
 from tests.conftest import NOW, make_settings
 
 
@@ -54,7 +54,8 @@ def test_every_recall_and_reconstruct_appends_its_trace_and_returned_refs(logged
     assert set(first) == {"v", "id", "at", "tool", "scope", "query_sha256", "refs", "trace"}
     assert (first["tool"], second["tool"]) == ("recall", "reconstruct")
     assert first["at"] == NOW and first["id"] != second["id"]
-    assert first["scope"]["agent_id"] == "demo" and first["query_sha256"] == query_hash(CUE_QUERY)
+    assert first["scope"]["agent_id"] == "demo"
+    assert first["query_sha256"] == query_hash(CUE_QUERY, query_secret(memory.runtime))  # keyed by the database
     assert first["refs"] == [m["ref"] for m in recalled["messages"]]
     assert first["trace"]["trace_version"] == 1 and first["trace"]["cue"]["bound"] == 2  # the cue's own section
     cited = {c["ref"] for item in rebuilt["items"] for c in item["claims"]}
@@ -149,7 +150,8 @@ def test_traces_lists_the_log_and_the_confirmation_tool_reads_it(
     listed = json.loads(capsys.readouterr().out)
     assert [row["tool"] for row in listed] == ["reconstruct", "recall", "recall"]  # newest first
     assert listed[2]["cued"] is True and listed[2]["refs"] == len(cued["messages"])
-    assert cli_main(["traces", str(log), "--query", CUE_QUERY, "--json"]) == 0
+    db = memory.settings.db_path  # the query hash is keyed by this database's secret
+    assert cli_main(["traces", str(log), "--query", CUE_QUERY, "--db", db, "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)) == 2
     assert cli_main(["traces", str(log)]) == 0 and "trace log" in capsys.readouterr().out
 
@@ -161,7 +163,7 @@ def test_traces_lists_the_log_and_the_confirmation_tool_reads_it(
     answers = tmp_path / "answers.jsonl"
     answers.write_text(json.dumps({"query": CUE_QUERY, "gold": ["mem:12"]}) + "\n"
                        + json.dumps({"entry": listed[1]["id"], "gold": ["mem:999"]}) + "\n", encoding="utf-8")
-    assert confirm_main(["--trace-log", str(log), "--answers", str(answers), "--json"]) == 0
+    assert confirm_main(["--trace-log", str(log), "--answers", str(answers), "--db", db, "--json"]) == 0
     codes = [item["code"] for item in json.loads(capsys.readouterr().out)["items"]]
     assert len(codes) == 3 and codes[-1] == "CANDIDATE_MISS"
     with pytest.raises(SystemExit):

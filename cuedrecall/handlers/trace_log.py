@@ -3,8 +3,11 @@
 The rules:
 
 - An entry holds ``v`` (ENTRY_VERSION), ``id`` (random, stable across rotation), ``at`` (the runtime clock),
-  ``tool``, ``scope``, ``query_sha256`` (a hash of the query: a caller holding the question finds its entries;
-  the query itself is never written), ``refs`` (the refs the call returned, in the response's order) and
+  ``tool``, ``scope``, ``query_sha256`` (HMAC-SHA256 of the query keyed by a random secret kept in the
+  database, ``store/database_secret.py``: whoever holds the question and can read the database finds its
+  entries with ``traces --query``, but a reader of the log alone cannot test guesses, even of a short query;
+  the query itself is never written; ``null`` when the secret cannot be had), ``refs`` (the refs the call
+  returned, in the response's order) and
   ``trace`` (the trace the tool returns with ``trace: true``: refs, ranks, scores and reasons, never stored
   text). Nothing else.
 - The call is traced for the log even when the caller did not ask for a trace; the caller's response is
@@ -23,11 +26,18 @@ The rules:
 
 Each append opens, locks (``flock`` where the platform has it), writes and closes, so several processes can
 share one log and a rotation by one is seen by the next append of another.
+
+The files are private: created 0600 (``os.open`` with that mode, whatever the umask adds), opened with
+``O_NOFOLLOW``. A log path that is a symbolic link is written through only when the link belongs to this
+server's user (or root) and leads to an existing regular file; a link another user planted, a pipe or a
+device is refused (the entry dropped, logged once).
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import hmac
 import json
 import logging
 import os
@@ -42,6 +52,7 @@ from typing import Any, BinaryIO, Iterator, Sequence
 from cuedrecall.clock import iso, parse_instant
 from cuedrecall.runtime import Runtime
 from cuedrecall.store.base import Scope
+from cuedrecall.store.database_secret import database_secret, stored_secret
 
 try:  # POSIX: a lock between processes sharing the log
     import fcntl
@@ -54,6 +65,8 @@ ENTRY_VERSION = 1
 ROTATED_SUFFIX = ".1"
 PRUNE_EVERY = timedelta(hours=1)  # the most often an append looks for entries past the age limit
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_APPEND = os.O_WRONLY | os.O_APPEND | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+QUERY_SECRET = "trace_query_hmac"  # the database secret keying query hashes
 _guard = threading.Lock()
 _logs: dict[tuple[str, int, float], "TraceLog"] = {}
 
@@ -85,14 +98,14 @@ class TraceLog:
             line = (json.dumps(entry, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n").encode()
             with self._lock:
                 for _ in range(3):
-                    with open(self.path, "ab") as handle:
+                    with os.fdopen(open_private(self.path), "ab") as handle:
                         _lock(handle)
                         if not _same_file(handle, self.path):
                             continue  # another process rotated it between our open and our lock
                         size = os.fstat(handle.fileno()).st_size
                         if size and size + len(line) > self.max_bytes:
                             os.replace(self.path, self.rotated)
-                            with open(self.path, "ab") as fresh:
+                            with os.fdopen(open_private(self.path), "ab") as fresh:
                                 fresh.write(line)
                         else:
                             handle.write(line)
@@ -137,7 +150,7 @@ class TraceLog:
         with self._lock:
             # the main file's lock serialises this with every append and rotation, in any process
             try:
-                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o644)
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o600)
             except OSError:
                 _refuse_link(self.path)
                 raise
@@ -149,6 +162,27 @@ class TraceLog:
                 for file in (self.rotated, self.path):
                     dropped += _drop_older(file, cutoff, only_when_oldest_is_old)
                 return dropped
+
+
+def open_private(path: Path) -> int:
+    """``path`` opened for appending, created 0600; never a pipe, a device or a link another user made.
+
+    A symbolic link is followed only when it belongs to this server's user (or root) and leads to an existing
+    regular file (nothing is created through a link).
+    """
+    try:
+        fd = os.open(path, _APPEND | os.O_CREAT | _NOFOLLOW, 0o600)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP or not os.path.islink(path):
+            raise
+        if os.lstat(path).st_uid not in (os.getuid(), 0):
+            raise OSError(f"{path} is a symbolic link another user made: the trace log is not written "
+                          "through it") from None
+        fd = os.open(path, _APPEND)  # no O_CREAT: only a file that is already there
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{path} is not a regular file")
+    return fd
 
 
 def _refuse_link(file: Path) -> None:
@@ -265,9 +299,32 @@ def enabled(rt: Runtime) -> bool:
     return bool(rt.settings.trace_log)
 
 
-def query_hash(query: str) -> str:
-    """The hash entries carry instead of the query (sha256 of its UTF-8, hex)."""
-    return hashlib.sha256(query.encode("utf-8")).hexdigest()
+def query_hash(query: str, secret: bytes) -> str:
+    """The hash entries carry instead of the query: HMAC-SHA256 of its UTF-8 keyed by the database's secret, hex."""
+    return hmac.new(secret, query.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def query_secret(rt: Runtime) -> bytes:
+    """The database's secret keying query hashes (made once, kept in the database)."""
+    return database_secret(rt.store, QUERY_SECRET)
+
+
+def stored_query_hash(query: str, db: str | None = None) -> str:
+    """The hash a logged query carries, for the database ``db`` (else CPERSONA_DB_PATH / CUEDRECALL_DB_URL as the
+    server reads them); ValueError when that database has no secret yet or cannot be read."""
+    from cuedrecall.config import Settings
+
+    settings = Settings.from_env(**({"db_path": db, "db_url": ""} if db else {}))
+    where = settings.db_url.split("@")[-1] if settings.db_url else settings.db_path
+    try:
+        secret = stored_secret(settings.db_path, settings.db_url, QUERY_SECRET)
+    except Exception as exc:
+        raise ValueError(f"the database {where} cannot be read for its query secret ({type(exc).__name__}: "
+                         f"{exc}); --db names the database the log was written for") from None
+    if secret is None:
+        raise ValueError(f"the database {where} has no query secret yet (no trace was logged against it): "
+                         "--db names the database the log was written for")
+    return query_hash(query, secret)
 
 
 def record(rt: Runtime, tool: str, scope: Scope, query: str, trace: Any, refs: Sequence[str]) -> None:
@@ -276,9 +333,15 @@ def record(rt: Runtime, tool: str, scope: Scope, query: str, trace: Any, refs: S
     if target is None:
         return
     try:
+        hashed: str | None = query_hash(query, query_secret(rt))
+    except Exception as exc:  # no secret (a store that cannot write now): no hash rather than an unkeyed one
+        hashed = None
+        log.warning("the trace log entry carries no query hash: the database secret cannot be had (%s)",
+                    type(exc).__name__)
+    try:
         now = rt.clock()
         entry = {"v": ENTRY_VERSION, "id": uuid.uuid4().hex[:16], "at": iso(now), "tool": tool,
-                 "scope": scope.as_dict(), "query_sha256": query_hash(query), "refs": list(refs), "trace": trace}
+                 "scope": scope.as_dict(), "query_sha256": hashed, "refs": list(refs), "trace": trace}
     except Exception as exc:  # a broken clock, say: still never the caller's problem
         log.warning("a trace log entry could not be made (%s)", type(exc).__name__)
         return

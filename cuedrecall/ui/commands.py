@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cuedrecall.clock import parse_instant, system_clock
-from cuedrecall.handlers.trace_log import TraceLog, query_hash, read_entries
+from cuedrecall.handlers.trace_log import TraceLog, read_entries, stored_query_hash
 from cuedrecall.handlers.trace_stats import EVENTS, summarize_log
 from cuedrecall.ui.traces import summary
 
@@ -52,8 +52,14 @@ def view(args: argparse.Namespace) -> int:
         return 1
     from cuedrecall.ui.trace_html import trace_page
 
+    from cuedrecall.trace_view import write_page
+
     out = Path(args.out) if args.out else source.with_name(f"{source.stem}{suffix}.html")
-    out.write_text(trace_page(obj, question=args.question), encoding="utf-8")
+    try:
+        write_page(out, trace_page(obj, question=args.question))  # 0600, never through a link
+    except OSError as exc:
+        print(f"cuedrecall: {exc}", file=sys.stderr)
+        return 1
     print(out.resolve())
     return 0
 
@@ -149,7 +155,7 @@ def _summary(path: Path, args: argparse.Namespace) -> int:
 
 
 def _listing(path: Path, args: argparse.Namespace) -> int:
-    wanted = query_hash(args.query) if args.query is not None else None
+    wanted = stored_query_hash(args.query, args.db) if args.query is not None else None
     rows = [summary(entry) for _, entry in read_entries(path) if wanted is None or entry.get("query_sha256") == wanted]
     rows = rows[::-1][: args.limit]
     if args.json:
@@ -196,7 +202,10 @@ def add_parsers(add: Callable[..., argparse.ArgumentParser], handlers: dict[str,
             db=False)
     p.add_argument("path", help="the trace log (its rotated file <path>.1 is read too)")
     p.add_argument("--limit", type=int, default=50, help="entries to list (default 50)")
-    p.add_argument("--query", help="only the entries of this question (matched by its hash)")
+    p.add_argument("--query", help="only the entries of this question (matched by its hash, keyed by the "
+                                   "database's secret: see --db)")
+    p.add_argument("--db", help="with --query: the database the log was written for (default: CPERSONA_DB_PATH "
+                                "or ~/.cuedrecall/memory.db)")
     p.add_argument("--json", action="store_true", help="print the listing (or the summary) as JSON")
     p.add_argument("--summary", action="store_true",
                    help="count a window instead: suspected codes per stage, gate fallback, autocut, time "
