@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
 def speed_main(argv: list[str] | None, description: str, measure_one: Any, render: Any, out_name: str) -> int:
     """The flow of a side-by-side speed study on LoCoMo text: parse, measure each size, write the report."""
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--locomo", type=Path, required=True, help="LoCoMo JSON (the development split)")
+    parser.add_argument("--locomo", type=Path, help="LoCoMo JSON (the development split)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--questions", type=int, default=150)
     parser.add_argument("--out", type=Path, default=RESULTS / out_name)

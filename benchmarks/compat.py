@@ -55,7 +55,7 @@ from benchmarks import peer as peer_mod
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 RESULTS = HERE / "results"
-REFERENCE_TOOLS = REPO.parent / "shared" / "reference" / "cpersona-2.6.14-tools.json"
+REFERENCE_TOOLS = REPO / "tests" / "fixtures" / "cpersona-2.6.14-tools.json"  # tests/fixtures/README.md
 CALL_TIMEOUT = 60.0
 
 A = "compat-agent"  # the agent of the session
@@ -1046,7 +1046,7 @@ def render(argv: Sequence[str], ours: Run, theirs: Run, reference: dict[str, Any
             out.append(f"| {'ours' if run is ours else 'CPersona'} | {_cell(r.label)} | "
                        f"{_cell('; '.join(f[:300] for f in r.failures))} |")
     out += ["", "## Tools and arguments", "",
-            "CPersona 2.6.14's declarations (`shared/reference/cpersona-2.6.14-tools.json`, its exact tools/list) "
+            "CPersona 2.6.14's declarations (`tests/fixtures/cpersona-2.6.14-tools.json`, its exact tools/list) "
             "next to ours (`cuedrecall.tools.TOOLS`): type, required, default, minimum/maximum, clamp, maxLength "
             "and enum; an argument only one side has is listed too. \"clamped differently\" means only the bounds "
             "differ; the note says what each side does with a value outside them (CPersona's SDK refuses a value "

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
@@ -32,6 +33,7 @@ __all__ = [
     "Question",
     "Conversation",
     "load_locomo",
+    "locomo_file",
     "generate_long_span",
     "LONG_SPAN_START",
     "LONG_SPAN_SIZES",
@@ -227,7 +229,19 @@ def _locomo_conversation(item: dict) -> Conversation:
     )
 
 
-def load_locomo(path, *, limit_conversations: int | None = None) -> list[Conversation]:
+def locomo_file(path: str | Path | None, option: str = "--locomo") -> Path:
+    """The LoCoMo file at ``path``. Without one (no path, or no file there) the benchmark cannot run: it stops
+    with one line saying how to get the data, and exit code 2."""
+    if path is None or not Path(path).is_file():
+        where = f"not found at {path}" if path else "not given"
+        print(f"LoCoMo {where}: download locomo10.json from the LoCoMo repository "
+              f"(github.com/snap-research/locomo) and pass {option} PATH", file=sys.stderr)
+        raise SystemExit(2)
+    return Path(path)
+
+
+def load_locomo(path, *, limit_conversations: int | None = None,
+                option: str = "--locomo") -> list[Conversation]:
     """Load a LoCoMo JSON file (for instance ``locomo10.json``).
 
     Each turn becomes a :class:`Turn` with ``msg_id = "<sample_id>:<dia_id>"``
@@ -235,9 +249,10 @@ def load_locomo(path, *, limit_conversations: int | None = None) -> list[Convers
     ``i``-th turn, so turns keep their order. Questions are asked the day after
     the conversation's last session; evidence ids that name no turn are
     dropped, and a question left without evidence is dropped. Category 5
-    (adversarial) questions are kept; metrics usually leave them out.
+    (adversarial) questions are kept; metrics usually leave them out. Without
+    the file the run stops with one line naming ``option`` (:func:`locomo_file`).
     """
-    with Path(path).open(encoding="utf-8") as fh:
+    with locomo_file(path, option).open(encoding="utf-8") as fh:
         data = json.load(fh)
     if limit_conversations is not None:
         data = data[: max(0, int(limit_conversations))]

@@ -189,7 +189,7 @@ def show(case: dict[str, Any], conversations: Sequence[Conversation], console: A
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"python -m {PROG}", description=__doc__.splitlines()[0])
-    parser.add_argument("--data", required=True, type=Path, help="LoCoMo JSON (locomo10.json or a split)")
+    parser.add_argument("--data", type=Path, help="LoCoMo JSON (locomo10.json or a split)")
     parser.add_argument("--fixture", type=Path, default=FIXTURE, help="the fixture (default: %(default)s)")
     parser.add_argument("--show", nargs="+", metavar="QID", help="print these cases' text, run nothing")
     parser.add_argument("--add", nargs="+", default=[], metavar="QID", help="add these questions as cases")
@@ -203,7 +203,7 @@ def main(argv: Sequence[str] | None = None, console: Any = None) -> int:
     args = build_parser().parse_args(argv)
     console = console or Console()
     fixture = json.loads(args.fixture.read_text(encoding="utf-8")) if args.fixture.exists() else {"cases": []}
-    conversations = load_locomo(args.data)
+    conversations = load_locomo(args.data, option="--data")
     if args.show:
         cases = {case["qid"]: case for case in fixture["cases"]}
         for qid in args.show:

@@ -69,7 +69,7 @@ def alice_ms(path: Path, questions: list[str]) -> list[float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--locomo", type=Path, required=True)
+    parser.add_argument("--locomo", type=Path, help="LoCoMo JSON")
     parser.add_argument("--others", type=int, nargs="+", default=[0, 10_000, 100_000])
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--workdir", type=Path, default=HERE / ".cache" / "noisy")

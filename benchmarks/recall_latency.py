@@ -21,6 +21,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from benchmarks import realistic
+from benchmarks.datasets import locomo_file
 from benchmarks.harness import WITHOUT_BLOCKS
 from benchmarks.synthetic import AGENT, bulk_load, queries
 from cuedrecall.api import Memory
@@ -75,8 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="cuedrecall-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
     locomo = args.locomo if args.corpus == "realistic" else None
-    if args.corpus == "realistic" and locomo is None:
-        parser.error("--corpus realistic needs --locomo")
+    if args.corpus == "realistic":
+        locomo_file(locomo)  # one line saying how to get LoCoMo, exit code 2
     texts = realistic.questions(locomo, args.queries) if locomo else queries(args.queries)
     rows = []
     with Progress(console=Console(stderr=True)) as progress:

@@ -202,7 +202,7 @@ def _copy(source: Path, target: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--locomo", type=Path, required=True, help="LoCoMo JSON (the development split)")
+    parser.add_argument("--locomo", type=Path, help="LoCoMo JSON (the development split)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--peer-sizes", type=int, nargs="*", default=[])
     parser.add_argument("--queries", type=int, default=150)

@@ -1,6 +1,6 @@
 """The realistic corpus side by side with CPersona 2.6.14 over MCP stdio (benchmarks/speed_realistic.py, step 6).
 
-    python -m benchmarks.speed_realistic_peer --sizes 10000 100000 --modes defaults blocks-off
+    python -m benchmarks.speed_realistic_peer --locomo PATH --sizes 10000 100000 --modes defaults blocks-off
 
 The rule: CPersona is measured at ITS defaults (block arm and held seats on, its task queue
 on), its background work finished before timing; switching its features off to match ours
@@ -136,6 +136,7 @@ async def _one_size(size: int, ours_db: Path, workdir: Path, embed_url: str, que
 
 def side_by_side(args: argparse.Namespace, questions: list[str], save: Any = None) -> dict[int, dict[str, Any]]:
     """Each peer size's figures, by mode; an error names what failed instead of the figures."""
+    (args.workdir / "logs").mkdir(parents=True, exist_ok=True)
     peer_mod.ensure_peer(log=args.workdir / "logs" / "peer-install.log")
     modes = tuple(getattr(args, "modes", MODES))
     bound_s = float(getattr(args, "wait_bound", WAIT_BOUND_S))
@@ -190,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.speed_realistic_report import render_peers
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--locomo", type=Path, default=peer_mod.REPO.parent / "shared/data/locomo/locomo10-dev.json")
+    parser.add_argument("--locomo", type=Path, help="LoCoMo JSON (the development split)")
     parser.add_argument("--sizes", dest="peer_sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument("--queries", type=int, default=150)

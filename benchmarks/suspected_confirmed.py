@@ -195,7 +195,7 @@ def run(args: argparse.Namespace, console: Any) -> tuple[list[Conversation], lis
     from rich.progress import Progress
 
     args.code = code_tree()  # at the start, before others' edits during the run
-    conversations = load_locomo(args.data, limit_conversations=args.limit_conversations)
+    conversations = load_locomo(args.data, limit_conversations=args.limit_conversations, option="--data")
     dataset = h.Dataset("locomo", conversations)
     workdir = h.workdir_for(args.workdir)
     dump = None
@@ -337,7 +337,7 @@ def print_summary(rows: Sequence[dict[str, Any]], console: Any) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"python -m {PROG}", description=__doc__.splitlines()[0])
-    parser.add_argument("--data", required=True, type=Path,
+    parser.add_argument("--data", type=Path,
                         help="LoCoMo JSON file (locomo10.json or a split of it)")
     parser.add_argument("--limit-conversations", type=int, default=None,
                         help="only the first N conversations")

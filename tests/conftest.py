@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import site
+import sys
+import sysconfig
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -161,3 +165,84 @@ def database_at(path: Path, version: int, memory_text: str, when: str) -> None:
     conn.execute("INSERT INTO memories(agent_id, content, timestamp, created_at) VALUES ('a', ?, ?, ?)",
                  (memory_text, when, when))
     conn.close()
+
+
+# -- nothing outside the repository (issue 25) ---------------------------------------------------
+#
+# A clone must pass its tests alone: no test may read or write a file outside the repository, the
+# temporary folder, the installed Python and packages, the system's own files (/proc, /sys, /dev, /etc)
+# and the user's cache folder that libraries write to (~/.cache: matplotlib's font list). An audit hook
+# records every other path the test process opens; the test that opened it fails, and anything opened
+# outside a test (collection, a module's fixture) fails the session. Child processes are not watched.
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+LOCOMO_MINI = FIXTURES / "locomo_mini.json"  # LoCoMo's layout, text of our own (fixtures/make_locomo_mini.py)
+
+
+def _allowed_roots() -> tuple[str, ...]:
+    """The folders a test may open files in, each ending in a separator, as written and as resolved."""
+    candidates: list[str | Path] = [
+        REPO_ROOT, tempfile.gettempdir(), "/tmp", "/var/tmp", "/proc", "/sys", "/dev", "/etc",
+        sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *sysconfig.get_paths().values(),
+        *getattr(site, "getsitepackages", list)(), site.getusersitepackages(),
+        os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache",
+    ]
+    forms = (os.path.abspath(c) for c in candidates)
+    roots = {form.rstrip(os.sep) + os.sep for c in forms for form in (c, os.path.realpath(c))}
+    return tuple(sorted(roots))
+
+
+_ALLOWED = _allowed_roots()
+_OUTSIDE: list[str] = []  # paths opened outside _ALLOWED, in order
+_SEEN = [0]  # how many of them a test or _LOOSE has taken
+_LOOSE: list[str] = []  # those opened outside any test
+
+
+def _outside(path: Any) -> str | None:
+    """The path, absolute, when it lies outside every allowed folder; None otherwise (or not a path)."""
+    if isinstance(path, int) or path is None:
+        return None
+    text = os.fsdecode(path)
+    if text in ("", ":memory:") or text.startswith("file:"):  # SQLite's in-memory and URI forms
+        return None
+    absolute = os.path.abspath(text)
+    if (absolute + os.sep).startswith(_ALLOWED) or (os.path.realpath(absolute) + os.sep).startswith(_ALLOWED):
+        return None
+    return absolute
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    """Record a file opened outside the allowed folders (``open``: builtins, io, os.open; ``sqlite3.connect``)."""
+    if event != "open" and event != "sqlite3.connect":
+        return
+    try:
+        found = _outside(args[0])
+    except Exception:  # never let the audit break the open it watches
+        return
+    if found is not None:
+        _OUTSIDE.append(found)
+
+
+sys.addaudithook(_audit)
+
+
+@pytest.fixture(autouse=True)
+def _nothing_outside_the_repository() -> Iterator[None]:
+    """Fail the test that opened a file outside the allowed folders, naming the file."""
+    start = len(_OUTSIDE)
+    _LOOSE.extend(_OUTSIDE[_SEEN[0]:start])
+    yield
+    end = len(_OUTSIDE)
+    opened = list(dict.fromkeys(_OUTSIDE[start:end]))
+    _SEEN[0] = end
+    if opened:
+        pytest.fail(f"opened outside the repository: {', '.join(opened)}", pytrace=False)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run when a file outside the allowed folders was opened outside any test."""
+    loose = list(dict.fromkeys(_LOOSE + _OUTSIDE[_SEEN[0]:]))
+    if loose:
+        print(f"\nopened outside the repository, outside any test: {', '.join(loose)}", file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks import block_speed
+from conftest import LOCOMO_MINI as LOCOMO
 
-LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10-dev.json"
+from benchmarks import block_speed
 
 
 def test_the_benchmark_builds_blocks_and_times_the_arm_on_and_off(tmp_path: Path) -> None:

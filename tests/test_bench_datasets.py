@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import re
 import time
 from collections import Counter, defaultdict
-from datetime import date, datetime
+from datetime import date, datetime, timezone
 from functools import lru_cache
-from pathlib import Path
 
 import pytest
+from conftest import FIXTURES, LOCOMO_MINI
 
+from benchmarks import locomo_check
 from benchmarks.cues import cue_period, extract_cue
 from benchmarks.datasets import (
     Conversation,
@@ -19,9 +22,9 @@ from benchmarks.datasets import (
     Turn,
     generate_long_span,
     load_locomo,
+    locomo_file,
 )
-
-LOCOMO = Path(__file__).resolve().parents[1].parent / "shared/data/locomo/locomo10-dev.json"
+from benchmarks.locomo_check import problems
 
 
 def ts(value: str) -> datetime:
@@ -31,18 +34,32 @@ def ts(value: str) -> datetime:
 
 
 # --------------------------------------------------------------------------
-# LoCoMo
+# LoCoMo: the loader on tests/fixtures/locomo_mini.json (LoCoMo's layout, our own text; the real file's
+# counts are checked by python -m benchmarks.locomo_check, never in the suite)
 # --------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def locomo() -> list[Conversation]:
-    return load_locomo(LOCOMO)
+    return load_locomo(LOCOMO_MINI)
 
 
-def test_locomo_has_six_conversations(locomo):
-    assert len(locomo) == 6
-    assert [c.conv_id for c in locomo] == ["conv-26", "conv-30", "conv-41", "conv-42", "conv-43", "conv-44"]
+@pytest.fixture(scope="module")
+def raw() -> list[dict]:
+    return json.loads(LOCOMO_MINI.read_text(encoding="utf-8"))
+
+
+def test_the_fixture_is_what_its_script_writes() -> None:
+    spec = importlib.util.spec_from_file_location("make_locomo_mini", FIXTURES / "make_locomo_mini.py")
+    assert spec and spec.loader
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.render() == LOCOMO_MINI.read_text(encoding="utf-8")
+
+
+def test_locomo_reads_every_conversation(locomo):
+    assert [(c.conv_id, len(c.turns), len(c.questions)) for c in locomo] == [
+        ("mini-1", 108, 63), ("mini-2", 60, 35), ("mini-3", 48, 27)]
     for c in locomo:
         assert isinstance(c, Conversation)
         assert c.turns and c.sessions and c.questions
@@ -52,8 +69,14 @@ def test_locomo_has_six_conversations(locomo):
 
 
 def test_locomo_limit_conversations():
-    assert [c.conv_id for c in load_locomo(LOCOMO, limit_conversations=2)] == ["conv-26", "conv-30"]
-    assert load_locomo(str(LOCOMO), limit_conversations=0) == []
+    assert [c.conv_id for c in load_locomo(LOCOMO_MINI, limit_conversations=2)] == ["mini-1", "mini-2"]
+    assert load_locomo(str(LOCOMO_MINI), limit_conversations=0) == []
+
+
+def test_locomo_holds_to_the_loaders_rules(locomo):
+    """Ids unique, evidence naming known turns, timestamps increasing within a session, summaries spanning
+    their turns, questions asked at midnight after the last turn: the rules benchmarks.locomo_check checks."""
+    assert {c.conv_id: problems(c) for c in locomo} == {c.conv_id: [] for c in locomo}
 
 
 def test_locomo_evidence_refers_to_existing_turns(locomo):
@@ -67,6 +90,20 @@ def test_locomo_evidence_refers_to_existing_turns(locomo):
             assert set(q.evidence) <= known, q.qid
 
 
+def test_locomo_evidence_ids_are_split_deduplicated_and_checked(locomo, raw):
+    questions = {q.text: q for c in locomo for q in c.questions}
+    assert questions["What did Ines talk about in March 2023 and in July 2023?"].evidence == (
+        "mini-1:D1:3", "mini-1:D9:3")  # "D1:3; D9:3", one string
+    assert questions["What is the name of Tomas's bread starter, again?"].evidence == ("mini-1:D5:7",)
+    flat = questions["Which street is Tomas's new flat on?"]
+    assert flat.evidence == ("mini-1:D6:3",)  # its D30:1 names no turn
+    # a question whose evidence names no turn (a session without turns, or none at all) is dropped
+    assert [len(item["qa"]) for item in raw] == [63, 37, 27]
+    assert "What did Priya say on 5 November?" not in questions
+    assert "What is Priya's favourite colour?" not in questions
+    assert [q.qid for q in locomo[1].questions][-2:] == ["mini-2:q33", "mini-2:q34"]  # the file's index
+
+
 def test_locomo_timestamps_increase_within_session(locomo):
     for c in locomo:
         by_session = defaultdict(list)
@@ -76,36 +113,67 @@ def test_locomo_timestamps_increase_within_session(locomo):
             assert all(a < b for a, b in zip(stamps, stamps[1:])), (c.conv_id, session)
 
 
-def test_locomo_asked_at_after_every_turn(locomo):
+def test_locomo_session_times_are_read_in_every_written_form(locomo):
+    first = {(c.conv_id, t.session): ts(t.timestamp) for c in reversed(locomo) for t in reversed(c.turns)}
+    utc = timezone.utc
+    assert first[("mini-1", 1)] == datetime(2023, 3, 3, 10, 14, tzinfo=utc)  # "10:14 am on 3 March, 2023"
+    assert first[("mini-1", 4)] == datetime(2023, 4, 20, 12, 30, tzinfo=utc)  # "12:30 pm": noon
+    assert first[("mini-1", 7)] == datetime(2023, 6, 15, 0, 10, tzinfo=utc)  # "12:10 am": after midnight
+    assert first[("mini-2", 2)] == datetime(2023, 8, 29, 17, 30, tzinfo=utc)  # "29 August 2023", no comma
+    assert first[("mini-2", 3)] == datetime(2023, 9, 11, 20, 15, tzinfo=utc)  # "8:15 p.m."
+    assert first[("mini-3", 4)] == datetime(2024, 2, 29, 22, 30, tzinfo=utc)  # a leap day
+
+
+def test_locomo_sessions_are_ordered_by_number_not_by_key(locomo, raw):
+    keys = [k for k in raw[0]["conversation"] if k.startswith("session_") and not k.endswith("date_time")]
+    assert keys[:2] == ["session_1", "session_2"] and "session_10_date_time" in raw[0]["conversation"]
+    sessions = [t.session for t in locomo[0].turns]
+    assert sessions == sorted(sessions) and sorted(set(sessions)) == list(range(1, 10))
+
+
+def test_locomo_asked_at_the_day_after_the_last_turn_at_midnight(locomo):
+    assert {c.conv_id: {q.asked_at for q in c.questions} for c in locomo} == {
+        "mini-1": {"2023-07-20T00:00:00+00:00"},  # session 10's date-time (6 August) has no turns
+        "mini-2": {"2023-10-23T00:00:00+00:00"},  # nor has session 6's (5 November)
+        "mini-3": {"2024-03-01T00:00:00+00:00"},  # the day after 29 February
+    }
     for c in locomo:
         last = max(ts(t.timestamp) for t in c.turns)
         for q in c.questions:
             asked = ts(q.asked_at)
-            assert asked > last
-            assert (asked.hour, asked.minute, asked.second) == (0, 0, 0)
+            assert asked > last and (asked.hour, asked.minute, asked.second) == (0, 0, 0)
             assert asked.date() == last.date().fromordinal(last.date().toordinal() + 1)
 
 
 def test_locomo_turns_carry_speaker_text_and_image_caption(locomo):
     c = locomo[0]
     first = c.turns[0]
-    assert first.msg_id == "conv-26:D1:1"
-    assert first.content == "Caroline: Hey Mel! Good to see you! How have you been?"
-    assert first.speaker == "Caroline" and first.session == 1
-    assert ts(first.timestamp) == datetime.fromisoformat("2023-05-08T13:56:00+00:00")
-    assert ts(c.turns[1].timestamp) == datetime.fromisoformat("2023-05-08T13:56:01+00:00")
-    shared = [t for conv in locomo for t in conv.turns if " [shares: " in t.content]
-    assert shared and all(t.content.endswith("]") for t in shared)
+    assert first.msg_id == "mini-1:D1:1"
+    assert first.content == "Ines: Hey Tomas, good to hear from you. I have so much to tell you."
+    assert first.speaker == "Ines" and first.session == 1
+    assert ts(first.timestamp) == datetime.fromisoformat("2023-03-03T10:14:00+00:00")
+    assert ts(c.turns[1].timestamp) == datetime.fromisoformat("2023-03-03T10:14:01+00:00")
+    assert c.turns[1].content.startswith("Tomas: ") and c.turns[1].speaker == "Tomas"
+    shared = {t.msg_id: t.content for conv in locomo for t in conv.turns if " [shares: " in t.content}
+    assert len(shared) == 10 and all(t.endswith("]") for t in shared.values())
+    assert shared["mini-1:D1:5"] == (
+        "Ines: Yes, I went with a deep teal glaze. Ruth, the teacher, said it was a brave choice for a "
+        "beginner. [shares: a photo of a teal ceramic bowl on a workbench]")
 
 
-def test_locomo_session_times_without_turns_are_skipped(locomo):
-    c = locomo[0]  # conv-26 lists date-times for sessions 20-35 but no turns for them
-    sessions = {t.session for t in c.turns}
-    assert max(sessions) == 19
-    assert {s.session for s in c.sessions} <= sessions
+def test_locomo_session_times_without_turns_are_skipped(locomo, raw):
+    conversations = [item["conversation"] for item in raw]
+    assert "session_10_date_time" in conversations[0] and "session_10" not in conversations[0]
+    assert conversations[1]["session_6"] == [] and "session_6_date_time" in conversations[1]
+    assert [max(t.session for t in c.turns) for c in locomo] == [9, 5, 4]
+    for c in locomo:
+        assert {s.session for s in c.sessions} <= {t.session for t in c.turns}
 
 
 def test_locomo_session_summaries_span_their_turns(locomo):
+    summarised = [[s.session for s in c.sessions] for c in locomo]
+    assert summarised == [list(range(1, 10)), [1, 2, 3, 4, 5], [1, 2, 4]]  # mini-3's session 3 has none
+    assert locomo[0].sessions[0].summary.startswith("Ines and Tomas caught up on 3 March 2023.")
     for c in locomo:
         by_session = defaultdict(list)
         for t in c.turns:
@@ -118,17 +186,41 @@ def test_locomo_session_summaries_span_their_turns(locomo):
 
 def test_locomo_questions_categories_and_answers(locomo):
     cats = Counter(q.category for c in locomo for q in c.questions)
-    assert set(cats) == {"1", "2", "3", "4", "5"}
-    assert cats["5"] > 0  # kept; metrics leave them out
+    assert cats == {"1": 6, "2": 24, "3": 12, "4": 66, "5": 17}  # category 5 kept; metrics leave it out
     for c in locomo:
         qids = [q.qid for q in c.questions]
         assert len(qids) == len(set(qids))
         for q in c.questions:
-            assert isinstance(q.answer, str) and q.text
-    # integer answers are stringified; adversarial ones use adversarial_answer
+            assert isinstance(q.answer, str) and q.answer and q.text
     answers = {q.text: q.answer for c in locomo for q in c.questions}
-    assert answers["When did Melanie paint a sunrise?"] == "2022"
-    assert all(q.answer for c in locomo for q in c.questions if q.category == "5")
+    # integer answers are stringified
+    assert answers["How many kilometres was the fun run Tomas ran in Harbourside?"] == "10"
+    assert answers["In which year did Priya's grandmother move to Gdansk?"] == "1964"
+    # adversarial questions answer with adversarial_answer; an answer, when there is one, comes first
+    assert answers["What colour glaze did Tomas use on the first pottery bowl?"] == "teal"
+    assert answers["Which snack did Tomas make for the book club?"] == "None, Marguerite made them"
+    assert answers["When did Tomas adopt Pebble?"] == "1 April 2023"  # the Saturday before session 3
+
+
+def test_a_missing_locomo_file_stops_with_one_line_saying_how_to_get_it(tmp_path, capsys):
+    missing = tmp_path / "locomo10.json"
+    with pytest.raises(SystemExit) as stopped:
+        load_locomo(missing)
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"LoCoMo not found at {missing}: download locomo10.json")
+    assert "snap-research/locomo" in err and "--locomo PATH" in err
+    with pytest.raises(SystemExit):
+        locomo_file(None, "--data")
+    assert capsys.readouterr().err.startswith("LoCoMo not given:") is True
+    assert locomo_file(LOCOMO_MINI) == LOCOMO_MINI
+
+
+def test_the_check_benchmark_reports_each_conversation(capsys):
+    assert locomo_check.main(["--locomo", str(LOCOMO_MINI)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "mini-1: 108 turns in 9 sessions, 9 summaries, 63 questions (1:2 2:12 3:6 4:34 5:9)"
+    assert out[-1] == "3 conversations, 0 broken rules"
 
 
 # --------------------------------------------------------------------------

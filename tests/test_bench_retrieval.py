@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import LOCOMO_MINI
 
 from benchmarks import harness as h
 from benchmarks.datasets import generate_long_span
@@ -138,7 +139,7 @@ def test_a_replay_with_blocks_on_builds_them_before_each_question(tmp_path: Path
 def test_main_runs_end_to_end_on_tiny_data(tmp_path: Path) -> None:
     out = tmp_path / "results" / "retrieval.md"
     dump = tmp_path / "traces.jsonl"
-    locomo = h.DEFAULT_LOCOMO if h.DEFAULT_LOCOMO.exists() else "none"
+    locomo = LOCOMO_MINI
     argv = ["--locomo", str(locomo), "--limit-conversations", "1", "--long-span", "small", "--embedders", "hash",
             "--modes", "rrf", "--out", str(out), "--workdir", str(tmp_path / "db"), "--dump-traces", str(dump)]
     assert main(argv) == 0
@@ -150,9 +151,8 @@ def test_main_runs_end_to_end_on_tiny_data(tmp_path: Path) -> None:
     cells = [c.strip() for c in rows[0].strip("|").split("|")]
     assert cells[-1] == str(len(generate_long_span(seed=0, size="small").questions))  # every question is scored
     assert all(0.0 <= float(c) <= 1.0 for c in cells[4:9])
-    if locomo != "none":
-        assert "| locomo | hash | rrf | 5 adversarial" not in text  # category 5 is left out
-        assert "| locomo | hash | rrf | 4 single-hop" in text
+    assert "| locomo | hash | rrf | 5 adversarial" not in text  # category 5 is left out
+    assert "| locomo | hash | rrf | 4 single-hop" in text
     items = [json.loads(line) for line in dump.read_text(encoding="utf-8").splitlines()]
     assert items and {"id", "gold", "trace"} <= set(items[0])
     assert "Why the evidence was missed" in text

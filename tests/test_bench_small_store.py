@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks import harness as h
+from conftest import LOCOMO_MINI
+
 from benchmarks.datasets import Conversation, Question, Turn
 from benchmarks.small_store import SYSTEMS, main, windows
 
@@ -30,7 +31,7 @@ def test_windows_are_consecutive_turns_asked_the_questions_they_hold_the_evidenc
 
 def test_a_tiny_run_writes_every_system_side_by_side(tmp_path: Path) -> None:
     out = tmp_path / "small_store.md"
-    argv = ["--locomo", str(h.DEFAULT_LOCOMO), "--limit-conversations", "1", "--sizes", "10", "50", "--most", "2",
+    argv = ["--locomo", str(LOCOMO_MINI), "--limit-conversations", "1", "--sizes", "10", "50", "--most", "2",
             "--embedders", "hash", "--workdir", str(tmp_path / "db"), "--out", str(out)]
     assert main(argv) == 0
     text = out.read_text(encoding="utf-8")

@@ -5,11 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import LOCOMO_MINI as LOCOMO
 
 from benchmarks import noisy_neighbours, realistic, speed_realistic
-
-LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10-dev.json"
-pytestmark = pytest.mark.skipif(not LOCOMO.exists(), reason="the LoCoMo file is not in shared/data")
 
 
 def test_the_corpus_mixes_locomo_and_long_span_turns_and_every_text_is_distinct() -> None:

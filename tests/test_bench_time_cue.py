@@ -8,6 +8,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from conftest import LOCOMO_MINI
 
 from benchmarks import harness as h
 from benchmarks import time_cue as tc
@@ -153,7 +154,7 @@ def test_wrong_cues_on_a_generated_store_hold_no_evidence_in_the_period_searched
 
 def test_main_runs_end_to_end_on_tiny_data(tmp_path: Path) -> None:
     out = tmp_path / "results" / "time_cue.md"
-    locomo = h.DEFAULT_LOCOMO if h.DEFAULT_LOCOMO.exists() else "none"
+    locomo = LOCOMO_MINI
     argv = ["--locomo", str(locomo), "--limit-conversations", "1", "--long-span", "small", "--embedders", "hash",
             "--out", str(out), "--workdir", str(tmp_path / "db")]
     assert tc.main(argv) == 0

@@ -61,7 +61,8 @@ def test_the_readme_shows_examples_and_each_passes_its_tools_schema_and_runs(mem
         assert result.get("ok") is not False, (name, result)
 
 
-CPERSONA_TOOLS = Path(__file__).resolve().parents[2] / "shared" / "reference" / "cpersona-2.6.14-tools.json"
+# CPersona 2.6.14's tools/list, recorded (tests/fixtures/README.md)
+CPERSONA_TOOLS = Path(__file__).resolve().parent / "fixtures" / "cpersona-2.6.14-tools.json"
 
 
 def test_the_tool_list_is_what_a_cpersona_client_expects_less_the_three_left_out() -> None:
