@@ -24,7 +24,7 @@ import mcp.types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
-from cuedrecall.server.jsonrpc import PARSE_ERROR, Refusal, error_body, message_of, request_id
+from cuedrecall.server.jsonrpc import PARSE_ERROR, Refusal, error_body, log_refusal, message_of, request_id
 
 log = logging.getLogger("cuedrecall")
 
@@ -62,7 +62,9 @@ def incoming(raw: bytes) -> Incoming | None:
     try:
         return SessionMessage(message_of(raw))
     except Refusal as refusal:
-        log.warning("stdio: refused a line of %d bytes: %s", len(raw), refusal.message)
+        log_refusal("stdio", len(raw), refusal)
+        if not refusal.answered:
+            return None  # a notification is never answered, not even when refused
         return answer_line(request_id(raw), refusal.code, refusal.message)
 
 

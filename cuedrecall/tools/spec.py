@@ -75,6 +75,10 @@ class Param:
         value = self._decoded(value)
         if self.clamp and (type(value) is int or type(value) is float and math.isfinite(value)):
             value = self._bounded(name, value)  # a clamped number is moved to its bound, however far out
+        if self.max_length is not None and self.type == "string" and isinstance(value, str) \
+                and len(value) > self.max_length:  # the argument's own bound first, not check_value's wider one
+            raise ToolArgumentError(f"argument '{name}' is too long ({len(value):,} characters, at most "
+                                    f"{self.max_length:,})")
         check_value(name, value)  # surrogates, NaN, 64-bit range, depth, size: whatever the declared type
         if not any(isinstance(value, _JSON_TYPES[kind]) for kind in self.also):
             value = self._typed(name, value)

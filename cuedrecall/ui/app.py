@@ -41,6 +41,7 @@ from cuedrecall.config import Settings
 from cuedrecall.errors import ToolArgumentError
 from cuedrecall.handlers.browse import PAGE_MAX
 from cuedrecall.server.http_guard import HEADER_TIMEOUT, BodyLimit, HostGuard, policy_of, server_limits
+from cuedrecall.server.jsonrpc import Refusal, parsed
 from cuedrecall.ui import markup
 from cuedrecall.ui.trace_html import trace_fragment
 from cuedrecall.ui.traces import TraceLogReader
@@ -206,10 +207,12 @@ async def _refused(request: Request, exc: Exception) -> Response:
 
 
 async def _json(request: Request) -> dict[str, Any]:
+    """The body as a JSON object, read with the MCP transports' rules (``server.jsonrpc.parsed``: the message
+    bounds checked on the bytes before an object is made, so a body costs memory in proportion to its size)."""
     try:
-        body = await request.json()
-    except ValueError:
-        raise ToolArgumentError("the request body must be a JSON object") from None
+        body = parsed(await request.body())
+    except Refusal as refusal:
+        raise ToolArgumentError(f"the request body must be a JSON object ({refusal.message})") from None
     if not isinstance(body, dict):
         raise ToolArgumentError("the request body must be a JSON object")
     return body
