@@ -11,7 +11,12 @@ agent's rows, each as one agent, most aimed at another agent's rows, and after e
   get_contents reports another agent's refs (and unknown ones) as ``missing``;
 - a write changes the rows of the agents it acts for only (the caller; a merge's source and target, the
   source only when moving); a refused call (``ok: false``) changes nothing at all; update, delete, lock and
-  unlock of another agent's row are refused.
+  unlock of another agent's row are refused;
+- a call with a NUL character in any one of its strings (a text, a name, an identifier, a key) is refused
+  naming that argument, never a failure inside the server, and changes nothing (PostgreSQL text cannot hold
+  a NUL, so neither backend takes one: the same refusal on both, tests/test_named_refusals.py);
+- a flood of recalls, each naming a scope never seen (a new source_id), keeps the store's per-scope
+  statistics within their bound (docs/caches.md) and still answers only the scope asked for.
 
 Read semantics (tests/test_isolation.py): agent exact; project None = every project, "" = the global pool
 only, "X" = X and the pool; channel "" = every channel, "C" = C and ""; a source_id ending in a letter or digit
@@ -220,6 +225,7 @@ class Call:
     scope: Scope | None = None
     target: str | None = None
     target_owner: str | None = None  # the agent owning ``target`` when the call was made
+    nul: str | None = None  # the argument a NUL character was put in: the call must be refused naming it
 
 
 def _read_scope(c: Chooser, caller: str) -> Scope:
@@ -352,6 +358,80 @@ def merge_call(w: World, c: Chooser) -> Call:
     return Call("merge_memories", args, target, frozenset({target, source} if mode == "move" else {target}))
 
 
+def _strings(value: Any, where: str) -> list[tuple[str, str]]:
+    """(argument path, top-level argument) of every string inside ``value``, keys included."""
+    if isinstance(value, str):
+        return [(where, where.split(".")[0].split("[")[0])]
+    if isinstance(value, list):
+        return [found for i, item in enumerate(value) for found in _strings(item, f"{where}[{i}]")]
+    if isinstance(value, dict):
+        return [(f"{where}.{key}", where.split(".")[0].split("[")[0]) for key in value] + \
+            [found for key, item in value.items() for found in _strings(item, f"{where}.{key}")]
+    return []
+
+
+def _with_nul(value: Any, path: list[str | int], at: int) -> Any:
+    """``value`` with a NUL put into the string at ``path`` (a key when the path's last step names one)."""
+    if not path:
+        return value[:at] + "\x00" + value[at:]
+    step, rest = path[0], path[1:]
+    if isinstance(value, list):
+        return [_with_nul(item, rest, at) if i == step else item for i, item in enumerate(value)]
+    if not rest and isinstance(step, str) and step.startswith("\x01key:"):
+        key = step[len("\x01key:"):]
+        return {(k[:at] + "\x00" + k[at:] if k == key else k): v for k, v in value.items()}
+    return {k: (_with_nul(v, rest, at) if k == step else v) for k, v in value.items()}
+
+
+def _path(value: Any, want: int) -> tuple[list[str | int], int]:
+    """The path of the ``want``-th string inside ``value`` (depth first, a dict's keys before its values)."""
+    found: list[list[str | int]] = []
+
+    def walk(item: Any, trail: list[str | int]) -> None:
+        if isinstance(item, str):
+            found.append(trail)
+        elif isinstance(item, list):
+            for i, child in enumerate(item):
+                walk(child, [*trail, i])
+        elif isinstance(item, dict):
+            for key in item:
+                found.append([*trail, "\x01key:" + key])
+            for key, child in item.items():
+                walk(child, [*trail, key])
+
+    walk(value, [])
+    return found[want % len(found)], len(found)
+
+
+def nul_call(w: World, c: Chooser) -> Call:
+    """Any other call with a NUL put into one of its strings: refused naming that argument, nothing
+    written."""
+    for _ in range(20):
+        base = c.pick(_WEIGHTED)(w, c)
+        names = [name for name, value in base.args.items() if _strings(value, name)]
+        if names:
+            break
+    else:
+        return base
+    name = c.pick(sorted(names))
+    path, _ = _path(base.args[name], c.integer(0, 10_000))
+    text = base.args[name]
+    for step in path:
+        text = step[len("\x01key:"):] if isinstance(step, str) and step.startswith("\x01key:") else text[step]
+    args = {**base.args, name: _with_nul(base.args[name], path, c.integer(0, len(text)))}
+    return Call(base.tool, args, base.caller, frozenset(), base.scope, base.target, base.target_owner,
+                nul=name)
+
+
+def flood_call(w: World, c: Chooser) -> Call:
+    """A recall naming a source never seen before: one more scope statistic the store may keep."""
+    w.serial += 1
+    caller = _agent(c, unknown=True)
+    scope = Scope(caller, c.pick(READ_PROJECTS), c.pick(READ_CHANNELS), f"flood-{w.serial}")
+    args = {"agent_id": caller, "query": _query(w, c), **_scope_args(scope)}
+    return Call("recall", args, caller, scope=scope)
+
+
 def wipe_call(w: World, c: Chooser) -> Call:
     caller = _agent(c)
     return Call("delete_agent_data", {"agent_id": caller}, caller, frozenset({caller}), Scope(caller))
@@ -363,6 +443,9 @@ CALLS: tuple[tuple[Callable[[World, Chooser], Call], int], ...] = (
     (row_write_call, 24), (agent_write_call, 20), (merge_call, 3), (wipe_call, 1),
 )
 _WEIGHTED = [make for make, weight in CALLS for _ in range(weight)]
+# the hostile calls, drawn beside the others: a NUL in any string, a scope never seen before
+HOSTILE: tuple[tuple[Callable[[World, Chooser], Call], int], ...] = ((nul_call, 12), (flood_call, 12))
+_ALL = _WEIGHTED + [make for make, weight in HOSTILE for _ in range(weight)]
 
 
 # -- the rules ------------------------------------------------------------------------------------------------
@@ -400,11 +483,15 @@ def rule_breaks(w: World, call: Call, answer: dict[str, Any], shown: str, before
         problems.append(f"changed the rows of {sorted(set(changed) - call.actors)}, acting for {sorted(call.actors)}")
     if call.target_owner not in (None, call.caller) and answer.get("ok") is not False:
         problems.append(f"{call.tool} of {call.target} (owned by {call.target_owner}) was not refused")
-    if call.tool == "get_contents":  # a read: the world is as it was before the call
+    if call.tool == "get_contents" and call.nul is None:  # a read: the world is as it was before the call
         asked = [r["ref"] if isinstance(r, dict) else r for r in call.args["refs"]]
         others = [r for r in asked if r not in w.refs or w.refs[r].agent_id != call.caller]
         if sorted(set(answer.get("missing", []))) != sorted(set(others)):
             problems.append(f"missing {answer.get('missing')}, expected {sorted(set(others))}")
+    if call.nul is not None:
+        error = str(answer.get("error", ""))
+        if answer.get("ok") is not False or f"argument '{call.nul}" not in error or "NUL" not in error:
+            problems.append(f"a NUL in '{call.nul}' was not refused by name: {error[:200] or answer}")
     if call.tool == "store" and answer.get("result") == "skipped":
         owner = w.refs.get(f"mem:{answer.get('id')}")
         if owner is None or owner.agent_id != call.caller:
@@ -422,9 +509,9 @@ class Outcome:
     shown: int
 
 
-def step(w: World, c: Chooser) -> Outcome:
-    """One random call, made and checked; the world is read back after a write."""
-    call = c.pick(_WEIGHTED)(w, c)
+def step(w: World, c: Chooser, make: Callable[[World, Chooser], Call] | None = None) -> Outcome:
+    """One random call (of ``make`` when given), made and checked; the world is read back after a write."""
+    call = (make or c.pick(_ALL))(w, c)
     db = w.memory.settings.db_path
     prior = (w.refs, w.tokens)  # reload() makes new dicts, so these stay as they were
     before = snapshot(db)
@@ -434,9 +521,18 @@ def step(w: World, c: Chooser) -> Outcome:
     if before != after:
         w.reload()
     problems = rule_breaks(w, call, answer, shown, before, after, prior)
+    kept, bound = _scope_stats(w)
+    if kept > bound:
+        problems.append(f"{call.tool}: the store keeps {kept} scope statistics, over its bound of {bound}")
     if before != after:
         _replenish(w, random.Random(w.serial))
     return Outcome(call, problems, answer.get("ok") is False, len(set(TOKEN.findall(shown))))
+
+
+def _scope_stats(w: World) -> tuple[int, int]:
+    """(scope statistics the store keeps, their bound); (0, 0) where the backend keeps none."""
+    grown = getattr(w.memory.store_, "_grown", None)
+    return (len(grown), grown._kept.limit) if grown is not None else (0, 0)
 
 
 def _replenish(w: World, rng: random.Random) -> None:

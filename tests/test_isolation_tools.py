@@ -10,6 +10,7 @@ the repairs) through ``Memory.call``. The world, the calls and the rules are ben
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Sequence
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 from benchmarks import isolation_fuzz as fuzz
 from conftest import visible
 from cuedrecall.store.base import EPISODE, MEMORY, Scope
+from cuedrecall.store.grown_stats import GrownStats
 
 STEPS = 25  # calls per drawn world
 
@@ -50,6 +52,21 @@ def test_no_tool_call_reads_or_changes_another_agents_rows_or_rows_outside_the_s
         for _ in range(STEPS):
             outcome = fuzz.step(world, chooser)
             assert outcome.problems == []
+    finally:
+        world.memory.close()
+
+
+def test_a_nul_in_any_string_is_refused_by_name_and_a_flood_of_scopes_stays_bounded(tmp_path: Path) -> None:
+    """The fuzzer's hostile calls: a NUL put into one string of any call, recalls naming scopes never seen."""
+    world = fuzz.open_world(tmp_path, 7)
+    world.memory.store_._grown = GrownStats(limit=8)  # a small bound, so a few recalls pass it
+    chooser = fuzz.RandomChooser(random.Random(7))
+    try:
+        for make in (fuzz.nul_call, fuzz.flood_call) * 20:
+            outcome = fuzz.step(world, chooser, make)
+            assert outcome.problems == []
+            assert outcome.call.nul is None or outcome.refused
+        assert fuzz._scope_stats(world) == (8, 8)
     finally:
         world.memory.close()
 
