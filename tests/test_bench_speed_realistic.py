@@ -58,3 +58,21 @@ def test_the_latency_benchmark_builds_the_realistic_corpus_when_asked(tmp_path: 
     assert recall_latency.main(argv) == 0
     text = out.read_text(encoding="utf-8")
     assert "realistic corpus" in text and "| 300 |" in text
+
+
+def test_the_side_by_side_makes_its_log_folder_before_installing_the_peer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh --workdir has no logs/ yet: the install log used to die with FileNotFoundError there."""
+    import argparse
+
+    from benchmarks import peer, speed_realistic_peer
+
+    def install(log: Path) -> str:
+        log.write_text("installed\n", encoding="utf-8")
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(peer, "ensure_peer", install)
+    args = argparse.Namespace(workdir=tmp_path / "fresh", peer_sizes=[])
+    with pytest.raises(RuntimeError, match="stop here"):
+        speed_realistic_peer.side_by_side(args, [])
+    assert (tmp_path / "fresh" / "logs" / "peer-install.log").read_text(encoding="utf-8") == "installed\n"
