@@ -170,7 +170,8 @@ def database_at(path: Path, version: int, memory_text: str, when: str) -> None:
 # -- nothing outside the repository (issue 25) ---------------------------------------------------
 #
 # A clone must pass its tests alone: no test may read or write a file outside the repository, the
-# temporary folder, the installed Python and packages, the system's own files (/proc, /sys, /dev, /etc)
+# temporary folder, the installed Python and packages, the system's own files (/proc, /sys, /dev, /etc;
+# the fonts, time zones and libraries under /usr: matplotlib scans the fonts when it builds its font list)
 # and the user's cache folder that libraries write to (~/.cache: matplotlib's font list). An audit hook
 # records every other path the test process opens; the test that opened it fails, and anything opened
 # outside a test (collection, a module's fixture) fails the session. Child processes are not watched.
@@ -184,6 +185,7 @@ def _allowed_roots() -> tuple[str, ...]:
     """The folders a test may open files in, each ending in a separator, as written and as resolved."""
     candidates: list[str | Path] = [
         REPO_ROOT, tempfile.gettempdir(), "/tmp", "/var/tmp", "/proc", "/sys", "/dev", "/etc",
+        "/usr/share", "/usr/lib", "/usr/lib64", "/usr/local/share", "/System/Library", "/Library/Fonts",
         sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *sysconfig.get_paths().values(),
         *getattr(site, "getsitepackages", list)(), site.getusersitepackages(),
         os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache",
