@@ -15,7 +15,17 @@ integers over 4,300 digits, nesting past the transport's bound, which the SDK's 
 client meets with an exception that ends its session) go as raw lines and raw HTTP
 bodies in the raw phase, each of which must be answered.
 
-    python -m benchmarks.fuzz --calls 3000 --raw 300 --out benchmarks/results/fuzz.md
+The shapes phase sends what fits inside the body bound but once cost the server 1.5-1.8 GB
+(the adversarial probe): arrays of millions of zeros, empty objects or empty strings, objects
+of a million members, strings of 12-16 MB, each up to 16 MiB, and the same just under the
+message bounds; method names the server does not have, params that do not fit the method.
+Each must be answered (a JSON-RPC error, or the tool's ``ok: false``). The framing phase (HTTP)
+sends every combination of Content-Length (right, short, over the bound, not a number, two
+that differ) and Transfer-Encoding (none, chunked, twice, ``gzip, chunked``) over a store call:
+each is answered 4xx or served, never a 5xx; one that is ambiguous is refused and writes
+nothing; a request head never finished is closed within the head deadline.
+
+    python -m benchmarks.fuzz --calls 3000 --raw 300 --shapes 60 --out benchmarks/results/fuzz.md
 
 ``tests/test_fuzz_mcp.py`` runs the same strategies for a few hundred calls.
 """
@@ -29,6 +39,7 @@ import os
 import platform
 import random
 import shlex
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -54,6 +65,7 @@ from mcp.shared.exceptions import McpError
 from cuedrecall.api import ERROR_MAX, Memory
 from cuedrecall.clock import fixed_clock
 from cuedrecall.config import Settings
+from cuedrecall.server.http_guard import HEADER_TIMEOUT
 from cuedrecall.server.mcp import http_app
 from cuedrecall.tools import TOOLS
 from cuedrecall.ui.app import running
@@ -221,6 +233,8 @@ class Target:
     session: ClientSession
     url: str = ""  # the HTTP server's base URL ("" over stdio)
     answer_wait: timedelta = timedelta(seconds=60)
+    body_bound: int = 16 * 1024 * 1024  # the HTTP server's body bound
+    head_deadline: float = HEADER_TIMEOUT  # the HTTP server's deadline on a request head
 
     def call(self, name: str, arguments: dict[str, Any]) -> Any:
         try:
@@ -276,13 +290,15 @@ def stdio_target(workdir: Path) -> Iterator[Target]:
 
 
 @contextlib.contextmanager
-def http_target(workdir: Path) -> Iterator[Target]:
+def http_target(workdir: Path, body_bound: int = 16 * 1024 * 1024,
+                head_deadline: float = HEADER_TIMEOUT) -> Iterator[Target]:
     """The streamable HTTP app over a fresh database under uvicorn on loopback, and a client session to it."""
     db = workdir / "http.db"
-    with Memory(db, settings=_settings(auth_token=TOKEN), clock=fixed_clock("2025-11-01T12:00:00+00:00")) as memory, \
-            running(http_app(memory), lifespan="on") as url, start_blocking_portal() as portal, \
-            portal.wrap_async_context_manager(_http_session(url)) as session:
-        yield Target("http", db, portal, session, url)
+    settings = _settings(auth_token=TOKEN, http_max_body=body_bound)
+    with Memory(db, settings=settings, clock=fixed_clock("2025-11-01T12:00:00+00:00")) as memory, \
+            running(http_app(memory), lifespan="on", header_timeout=head_deadline) as url, \
+            start_blocking_portal() as portal, portal.wrap_async_context_manager(_http_session(url)) as session:
+        yield Target("http", db, portal, session, url, body_bound=body_bound, head_deadline=head_deadline)
 
 
 # -- the run ---------------------------------------------------------------------------------------------------
@@ -406,6 +422,156 @@ def raw_http(url: str, messages: list[tuple[bytes, int]]) -> tuple[int, list[str
     return len(messages), failures
 
 
+# -- shapes inside the body bound, and method names: what once cost 1.5 GB or 3 KB of log each --------------------
+
+SIZES = (1024 * 1024, 4 * 1024 * 1024, 16 * 1024 * 1024 - 4096)  # bytes of one body, all under the HTTP bound
+
+
+def shape_messages(count: int, seed: int) -> list[tuple[bytes, int | None]]:
+    """``count`` messages with their ids (None: a notification, never answered): a tool call whose argument
+    is a hostile shape (``benchmarks.request_memory``) of 1, 4 or 16 MiB or just under the message bounds, or a
+    method the server does not have, or a ``tools/call`` whose params do not fit it."""
+    from benchmarks.request_memory import SHAPES, body_for
+
+    rng = random.Random(seed)
+    out: list[tuple[bytes, int | None]] = []
+    for number in range(count):
+        request_id = 5000 + number
+        kind = rng.random()
+        if kind < 0.7:
+            tool, shape = rng.choice(sorted(BASE)), rng.choice(sorted(SHAPES))
+            out.append((body_for(tool, shape, rng.choice(SIZES), request_id, under=rng.random() < 0.4), request_id))
+        elif kind < 0.8:
+            method = rng.choice(["tools/nope", "", "TOOLS/CALL", "tools/call/", "\u0000", "x" * 300,
+                                 "notifications/initialized", "rpc.discover"])
+            out.append((json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method,
+                                    "params": {"x": [1] * rng.randrange(200)}}).encode(), request_id))
+        elif kind < 0.9:
+            params = rng.choice([{}, {"arguments": {}}, {"name": 5}, {"name": "recall", "arguments": [1, 2]},
+                                 {"name": ["recall"]}])
+            out.append((json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                                    "params": params}).encode(), request_id))
+        else:
+            method = rng.choice(["notifications/nope", "notifications/cancelled", "tools/call"])
+            out.append((json.dumps({"jsonrpc": "2.0", "method": method, "params": {"x": 1}}).encode(), None))
+    return out
+
+
+def shapes_stdio(workdir: Path, messages: list[tuple[bytes, int | None]]) -> tuple[int, list[str]]:
+    """The shape messages as lines to a ``cuedrecall serve`` process: each request answered with its id, the
+    process alive to the end and exiting 0, its log a few short lines."""
+    script = [json.dumps(_INIT).encode(), b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+              *(line for line, _ in messages)]
+    done = subprocess.run(
+        [sys.executable, "-m", "cuedrecall.cli", "serve", "--db", str(workdir / "shapes.db"), "--embedding", "hash"],
+        input=b"\n".join(script) + b"\n", capture_output=True, timeout=1200, cwd=REPO,
+        env={"PATH": os.environ.get("PATH", ""), "HOME": str(workdir), "PYTHONPATH": str(REPO)})
+    failures = [] if done.returncode == 0 else [f"stdio shapes: the server exited {done.returncode}"]
+    answered = {body.get("id") for body in map(json.loads, done.stdout.splitlines())}
+    unanswered = [request_id for _, request_id in messages if request_id is not None and request_id not in answered]
+    if unanswered:
+        failures.append(f"stdio shapes: {len(unanswered)} requests never answered (ids {unanswered[:10]})")
+    longest = max(map(len, done.stderr.splitlines()), default=0)
+    if longest > 400:
+        failures.append(f"stdio shapes: a log line of {longest} bytes")
+    return len(messages), failures
+
+
+def shapes_http(url: str, messages: list[tuple[bytes, int | None]]) -> tuple[int, list[str]]:
+    """The shape messages as HTTP bodies: each request answered with a JSON-RPC error or the tool's answer
+    (never a 5xx, never empty), each notification 202."""
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+               "Authorization": f"Bearer {TOKEN}"}
+    failures = []
+    with httpx.Client(timeout=300) as client:
+        for body, request_id in messages:
+            response = client.post(url + "/mcp/", content=body, headers=headers)
+            if request_id is None:
+                if response.status_code != 202:
+                    failures.append(f"http shapes: a notification answered {response.status_code}")
+            elif response.status_code >= 500 or str(request_id) not in response.text:
+                failures.append(f"http shapes: id {request_id} answered {response.status_code} {response.text[:120]!r}")
+    return len(messages), failures
+
+
+# -- framing: every Content-Length x Transfer-Encoding combination -------------------------------------------------
+
+LENGTHS = ("none", "right", "short", "over the bound", "not a number", "two that differ")
+CODINGS = ("none", "chunked", "chunked twice", "gzip, chunked")
+
+
+def _framed(length: str, coding: str, payload: bytes, bound: int) -> bytes:
+    """A POST of ``payload`` with the given Content-Length and Transfer-Encoding headers."""
+    lines = ["POST /mcp/ HTTP/1.1", "Host: 127.0.0.1", f"Authorization: Bearer {TOKEN}",
+             "Content-Type: application/json", "Accept: application/json, text/event-stream"]
+    lines += {"none": [], "right": [f"Content-Length: {len(payload)}"], "short": [f"Content-Length: {len(payload) // 2}"],
+              "over the bound": [f"Content-Length: {bound + 1}"], "not a number": ["Content-Length: 12abc"],
+              "two that differ": [f"Content-Length: {len(payload)}", f"Content-Length: {len(payload) + 1}"]}[length]
+    lines += {"none": [], "chunked": ["Transfer-Encoding: chunked"],
+              "chunked twice": ["Transfer-Encoding: chunked", "Transfer-Encoding: chunked"],
+              "gzip, chunked": ["Transfer-Encoding: gzip, chunked"]}[coding]
+    if coding == "none":
+        body = payload
+    else:
+        body = b"".join(b"%x\r\n%s\r\n" % (len(payload[i:i + 65536]), payload[i:i + 65536])
+                        for i in range(0, len(payload), 65536)) + b"0\r\n\r\n"
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+def _exchange(url: str, request: bytes, wait: float) -> tuple[bytes, float]:
+    """The bytes the server answers until it closes or ``wait`` seconds pass, and the seconds taken."""
+    host, port = url.split("//", 1)[1].split(":")
+    started, answer = time.monotonic(), b""
+    with socket.create_connection((host, int(port)), timeout=wait) as sock:
+        with contextlib.suppress(OSError):
+            sock.sendall(request)
+        while time.monotonic() - started < wait:
+            sock.settimeout(max(0.05, wait - (time.monotonic() - started)))
+            try:
+                chunk = sock.recv(65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            answer += chunk
+            if answer.startswith(b"HTTP/1.1 4") and b"\r\n\r\n" in answer:
+                break  # a refusal: what follows is its short body
+    return answer, time.monotonic() - started
+
+
+def framing_http(target: Target) -> tuple[int, list[str]]:
+    """Every framing combination over a store call (a small one, and one past the body bound), then a head never
+    finished. Ambiguous framing must be refused (4xx) and write nothing; nothing may be a 5xx or go unanswered."""
+    failures, sent, bound = [], 0, target.body_bound
+    for size in ("small", "past the bound"):
+        for length in LENGTHS:
+            for coding in CODINGS:
+                marker = f"framing-{size}-{length}-{coding}".replace(" ", "_")
+                content = marker if size == "small" else marker + " " + "x" * bound
+                payload = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                    "name": "store", "arguments": {"agent_id": "framing", "content": content}}}).encode()
+                before = row_counts(target.db)
+                answer, _ = _exchange(target.url, _framed(length, coding, payload, bound), 30.0)
+                sent += 1
+                status = answer[9:12].decode("ascii", "replace")
+                where = f"framing {size}, Content-Length {length}, Transfer-Encoding {coding}"
+                ambiguous = coding != "none" and length != "none" or coding in ("chunked twice", "gzip, chunked") \
+                    or length in ("not a number", "two that differ", "over the bound") or size != "small"
+                if not status.isdigit() or status.startswith("5"):
+                    failures.append(f"{where}: answered {answer[:60]!r}")
+                elif ambiguous and not status.startswith("4"):
+                    failures.append(f"{where}: served ({status}), not refused")
+                elif ambiguous and row_counts(target.db) != before:
+                    failures.append(f"{where}: refused but a row was written")
+    head = b"POST /mcp/ HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Never-Ends: 1"
+    _, held = _exchange(target.url, head, target.head_deadline + 10)
+    sent += 1
+    if held > target.head_deadline + 3:
+        failures.append(f"framing: a head never finished was held {held:.0f} s (deadline "
+                        f"{target.head_deadline:g} s)")
+    return sent, failures
+
+
 # -- the report ------------------------------------------------------------------------------------------------
 
 
@@ -423,8 +589,8 @@ def report(tallies: dict[str, Tally], raw: dict[str, tuple[int, list[str]]], arg
         a = tally.answers
         lines.append(f"| {transport} | {sum(tally.calls.values())} | {a['result']} | {a['ok: false']} | "
                      f"{a['JSON-RPC error']} | {a['raised']} | {len(tally.failures)} |")
-    for transport, (sent, failures) in raw.items():
-        lines.append(f"| {transport} raw bytes | {sent} | | | | | {len(failures)} |")
+    for phase, (sent, failures) in raw.items():
+        lines.append(f"| {phase} | {sent} | | | | | {len(failures)} |")
     lines += ["", "Calls per tool (both transports): " + ", ".join(
         f"{name} {sum(t.calls[name] for t in tallies.values())}" for name in sorted(TOOLS)), ""]
     lines += ["Columns: *result* a tool's valid answer, *ok: false* a refusal naming the problem (rows counted before "
@@ -436,7 +602,15 @@ def report(tallies: dict[str, Tally], raw: dict[str, tuple[int, list[str]]], arg
               "The HTTP server is `http_app` with the body check (`server.http_wellformed`) inside or, until it is "
               "wired there, around it. The SDK's HTTP client ends its session on any 4xx (a 413 or a parse "
               "error), so the client phase keeps each call under the body bound and the transport's nesting bound; "
-              "the raw phase sends what lies beyond.", ""]
+              "the raw phase sends what lies beyond. *Shapes*: a tool call whose argument is an array of zeros, empty "
+              "objects or empty strings, an object of many members or a string of 12-16 MB (1, 4 or 16 MiB bodies, "
+              "or just under the message bounds of `server/jsonrpc.py`), a method the server does not have, params "
+              "that do not fit `tools/call`, notifications of unknown methods: every request answered with its id "
+              "(never a 5xx), every notification 202 over HTTP, no stdio log line over 400 bytes. *Framing*: each "
+              "Content-Length (none, right, short, over the bound, not a number, two that differ) with each "
+              "Transfer-Encoding (none, chunked, twice, `gzip, chunked`) over a small store call and one past the "
+              "body bound: never a 5xx, ambiguous framing or a body past the bound refused 4xx with no row "
+              "written; then a request head never finished, which must be closed within the head deadline.", ""]
     found = [f for tally in tallies.values() for f in tally.failures] + [f for _, fs in raw.values() for f in fs]
     lines += ["## Failures", ""] + ([f"- {failure}" for failure in found[:50]] or ["None."]) + [""]
     return "\n".join(lines)
@@ -459,6 +633,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.fuzz", description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=1000, help="drawn calls per transport")
     parser.add_argument("--raw", type=int, default=100, help="raw damaged messages per transport")
+    parser.add_argument("--shapes", type=int, default=30, help="hostile shapes and method names per transport")
     parser.add_argument("--seed", type=int, default=16)
     parser.add_argument("--transports", nargs="+", default=["stdio", "http"], choices=["stdio", "http"])
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks/results/fuzz.md")
@@ -467,14 +642,21 @@ def main(argv: list[str] | None = None) -> int:
     tallies: dict[str, Tally] = {}
     raw: dict[str, tuple[int, list[str]]] = {}
     messages = raw_messages(args.raw, args.seed)
+    shapes = shape_messages(args.shapes, args.seed)
+
+    def http_phases(target: Target) -> None:
+        raw["http raw bytes"] = raw_http(target.url, messages)
+        raw["http shapes"] = shapes_http(target.url, shapes)
+        raw["http framing"] = framing_http(target)
+
     with tempfile.TemporaryDirectory(prefix="cuedrecall-fuzz-") as tmp:
         work = Path(tmp)
         if "stdio" in args.transports:
             tallies["stdio"] = _guarded_run("stdio", lambda: stdio_target(work), args.calls, args.seed)
-            raw["stdio"] = raw_stdio(work, messages)
+            raw["stdio raw bytes"] = raw_stdio(work, messages)
+            raw["stdio shapes"] = shapes_stdio(work, shapes)
         if "http" in args.transports:
-            tallies["http"] = _guarded_run("http", lambda: http_target(work), args.calls, args.seed,
-                                           lambda target: raw.__setitem__("http", raw_http(target.url, messages)))
+            tallies["http"] = _guarded_run("http", lambda: http_target(work), args.calls, args.seed, http_phases)
     text = report(tallies, raw, argv if argv is not None else sys.argv[1:], time.monotonic() - started)
     args.out.write_text(text)
     print(text)

@@ -91,3 +91,21 @@ def test_the_rule_catches_a_refused_call_that_wrote(tmp_path: Path) -> None:
     assert fuzz.problem_with("store", Answer(), (1, 0), (1, 0)) is None
     Answer.content[0].text = "Traceback (most recent call last): ..."
     assert fuzz.problem_with("store", Answer(), (1, 0), (1, 0)) is not None
+
+
+def test_hostile_shapes_and_method_names_over_stdio_are_each_answered(tmp_path: Path) -> None:
+    """Arrays of millions of values inside the body bound (once 1.5 GB each), unknown methods (once 3 KB of log
+    each), params that do not fit: each request answered with its id, the log lines short."""
+    sent, failures = fuzz.shapes_stdio(tmp_path, fuzz.shape_messages(12, seed=3))
+    assert sent == 12 and failures == []
+
+
+def test_hostile_shapes_and_method_names_over_http_are_each_answered(http_target: fuzz.Target) -> None:
+    sent, failures = fuzz.shapes_http(http_target.url, fuzz.shape_messages(12, seed=4))
+    assert sent == 12 and failures == []
+
+
+def test_every_framing_combination_over_http_is_refused_or_served_never_a_5xx(tmp_path: Path) -> None:
+    with fuzz.http_target(tmp_path, body_bound=64 * 1024, head_deadline=1.0) as target:
+        sent, failures = fuzz.framing_http(target)
+    assert sent == 2 * len(fuzz.LENGTHS) * len(fuzz.CODINGS) + 1 and failures == []
