@@ -143,10 +143,6 @@ class BodyTooLarge(Exception):
     """The body read so far passed the bound."""
 
 
-class BodyTooSlow(Exception):
-    """The body did not arrive whole within ``BODY_TIMEOUT``."""
-
-
 def framing_problem(headers: Headers) -> str | None:
     """Why the request's framing is ambiguous (an answer of 400 before a byte is read), or None.
 
@@ -262,6 +258,7 @@ class GuardedH11Protocol(H11Protocol):
     """
 
     header_timeout = HEADER_TIMEOUT
+    _head_deadline: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -281,7 +278,7 @@ class GuardedH11Protocol(H11Protocol):
             self._head_deadline = self.loop.call_later(self.header_timeout, self._head_overdue)
 
     def _disarm_head_deadline(self) -> None:
-        deadline = getattr(self, "_head_deadline", None)
+        deadline = self._head_deadline
         if deadline is not None:
             deadline.cancel()
             self._head_deadline = None

@@ -38,10 +38,12 @@ from pydantic import ValidationError
 log = logging.getLogger("cuedrecall")
 
 MAX_DEPTH = 100  # objects and arrays within one message: above any argument's own bound (tools.bounds.MAX_DEPTH)
-MAX_ITEMS = 500_000  # commas, colons and opening brackets outside strings: every value and key but the first of
-# each container. tools.bounds.MAX_NODES (100,000 values in one argument) is at most 200,000 items, as object members
-MAX_STRING = 12_000_000  # bytes inside one string's quotes: the longest string a tool takes (tools.bounds.MAX_TEXT,
-# 1,000,000 characters) written wholly as escaped surrogate pairs (12 bytes a character)
+# Items: commas, colons and opening brackets outside strings (every value and key but the first of each
+# container). tools.bounds.MAX_NODES, 100,000 values in one argument, is at most 200,000 items (object members).
+MAX_ITEMS = 500_000
+# Bytes inside one string's quotes: the longest string a tool takes (tools.bounds.MAX_TEXT, 1,000,000
+# characters) written wholly as escaped surrogate pairs (12 bytes a character).
+MAX_STRING = 12_000_000
 MESSAGE_BOUNDS = {"depth": MAX_DEPTH, "items": MAX_ITEMS, "string bytes": MAX_STRING}
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 _ID = re.compile(rb'"id"\s*:\s*(-?[0-9]{1,19}(?![0-9.eE])|"[^"\\]{0,200}")')
@@ -56,7 +58,7 @@ _SPECIAL[[ord("]"), ord("}"), ord('"'), ord("\\")]] = True
 
 
 def _methods(union: type[Any]) -> dict[str, type[Any]]:
-    """The model of each method a union of the SDK's message models (ClientRequest, ClientNotification) takes."""
+    """The model of each method in a union of the SDK's models (ClientRequest, ClientNotification)."""
     members = get_args(union.model_fields["root"].annotation)
     return {get_args(model.model_fields["method"].annotation)[0]: model for model in members}
 
@@ -126,7 +128,7 @@ def check_method(data: Any) -> None:
     if model is None:
         raise Refusal(METHOD_NOT_FOUND, f"Method not found: {method[:80]!r}", answered)
     try:
-        model.model_validate({"method": method, "params": data["params"]} if "params" in data else {"method": method})
+        model.model_validate({"method": method, **({"params": data["params"]} if "params" in data else {})})
     except ValidationError as exc:
         raise Refusal(INVALID_PARAMS, f"Invalid params for {method}: {_first_error(exc)}", answered) from None
     except Exception:  # anything a validator raises: still a refusal the caller can read
@@ -134,7 +136,7 @@ def check_method(data: Any) -> None:
 
 
 def _first_error(exc: ValidationError) -> str:
-    """The first of pydantic's errors in a few words: where and what (the rest are the union's other members)."""
+    """The first of pydantic's errors in a few words: where and what."""
     errors = exc.errors(include_url=False, include_input=False)
     if not errors:
         return "not accepted"
@@ -150,7 +152,7 @@ def _reason(exc: Exception) -> str:
     return text[:200]
 
 
-# -- the bounds, on the bytes ------------------------------------------------------------------------------------
+# -- the bounds, on the bytes --------------------------------------------------------------------------------
 
 
 def bounds_problem(raw: bytes) -> str | None:
@@ -165,11 +167,14 @@ def bounds_problem(raw: bytes) -> str | None:
     if scan.depth > MAX_DEPTH:
         return f"the message is nested deeper than {MAX_DEPTH} levels"
     if scan.items > MAX_ITEMS:
-        return (f"the message holds more than {MAX_ITEMS:,} items (values and keys of its arrays and objects; "
-                f"no argument may hold more than 100,000 values)")
+        return (f"the message holds more than {MAX_ITEMS:,} items (values and keys of its arrays and "
+                "objects; no argument may hold more than 100,000 values)")
     if scan.longest > MAX_STRING:
         return f"the message holds a string longer than {MAX_STRING:,} bytes"
     return None
+
+
+_Chunk = tuple[int, np.ndarray, np.ndarray, np.ndarray]  # offset, real quotes, inside strings, depth after
 
 
 class _Scan:
@@ -190,7 +195,7 @@ class _Scan:
     def over(self) -> bool:
         return self.depth > MAX_DEPTH or self.items > MAX_ITEMS or self.longest > MAX_STRING
 
-    def chunks(self, stop_early: bool = False) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray] | None]:
+    def chunks(self, stop_early: bool = False) -> Iterator[_Chunk | None]:
         """Per chunk: its offset, the real quotes, whether each byte is inside a string (an opening quote is,
         a closing one is not), and the depth after each byte; None for a chunk of plain bytes (no quote,
         backslash, bracket, comma or colon: the inside of a long string, a long number), which changes nothing
@@ -280,7 +285,7 @@ def request_id(raw: bytes) -> Any:
     return None
 
 
-# -- the log: one short line a refusal, at most REFUSALS_LOGGED a minute -------------------------------------------
+# -- the log: one short line a refusal, at most REFUSALS_LOGGED a minute ---------------------------------------
 
 REFUSALS_LOGGED = 10  # warnings a minute; the rest at debug, their number told when the minute ends
 
