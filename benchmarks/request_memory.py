@@ -1,0 +1,356 @@
+"""Peak memory of the server for the worst request body per tool, over streamable HTTP and stdio.
+
+Each tool gets bodies just under the HTTP body bound (16 MiB) that put one shape in one of its
+arguments (its first array or object argument, else its first argument): the probe's array of
+zeros, an array of empty objects, an object of many members, an array of empty strings, one long
+string, one long string with a character outside the BMP (Python holds it 4 bytes a character).
+The server runs in a subprocess (``cuedrecall serve``); before each request its peak RSS is reset
+(``/proc/PID/clear_refs``, Linux) and after the answer ``VmHWM`` is read from ``/proc/PID/status``, so each
+figure is that one request's peak. The last phase sends the worst body over HTTP from three clients at once.
+
+    python -m benchmarks.request_memory --out benchmarks/results/request-memory.md
+
+``--repo PATH`` serves another checkout (a worktree of an older commit) for a before/after figure;
+``--append`` adds the run's section to the file instead of replacing it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import select
+import shlex
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from benchmarks.fuzz import BASE
+from cuedrecall.server.jsonrpc import MAX_ITEMS, MAX_STRING  # the message bounds: the largest bodies parsed
+from cuedrecall.tools import TOOLS
+
+REPO = Path(__file__).resolve().parents[1]
+TOKEN = "memory-bench"
+BODY = 16 * 1024 * 1024 - 4096  # under the default HTTP body bound, room left for the call around the value
+WAIT = 300.0  # seconds one answer may take before the run gives up on it
+MIB = 1024 * 1024
+
+
+def _fill(unit: bytes, size: int) -> bytes:
+    """``[unit, unit, ...]`` of about ``size`` bytes."""
+    return b"[" + b",".join([unit] * max(1, size // (len(unit) + 1))) + b"]"
+
+
+def _members(size: int) -> bytes:
+    count = size // 12
+    return b"{" + b",".join(b'"%d":0' % i for i in range(count)) + b"}"
+
+
+SHAPES: dict[str, Callable[[int], bytes]] = {
+    "zeros": lambda size: _fill(b"0", size),
+    "empty objects": lambda size: _fill(b"{}", size),
+    "members": _members,
+    "empty strings": lambda size: _fill(b'""', size),
+    "long string": lambda size: b'"' + b"x" * (size - 2) + b'"',
+    "wide string": lambda size: b'"\\ud83d\\ude00' + b"x" * (size - 14) + b'"',
+}
+
+
+UNDER = 1_000  # items or bytes left below a bound by the "under the bounds" bodies
+
+
+def under_size(shape: str) -> int:
+    """Bytes of a ``shape`` value just under the message bounds: the largest body the server parses."""
+    items = MAX_ITEMS - UNDER
+    return {"zeros": items * 2, "empty objects": items // 2 * 3, "members": items // 2 * 12,
+            "empty strings": items * 3}.get(shape, MAX_STRING - UNDER)
+
+
+def target_argument(tool: str) -> str:
+    """The argument a tool's hostile bodies go in: its first array or object argument, else its first one."""
+    params = TOOLS[tool].params
+    for name, param in params.items():
+        if param.type in ("array", "object"):
+            return name
+    return next(iter(params), "extra")
+
+
+def body_for(tool: str, shape: str, size: int, request_id: int = 7, under: bool = False) -> bytes:
+    """One ``tools/call`` of ``tool`` with valid arguments (the fuzzer's) but its target argument ``shape``,
+    about ``size`` bytes in all, or (``under``) just under the message bounds."""
+    target = target_argument(tool)
+    valid = {key: value for key, value in BASE[tool].items() if key != target}
+    others = json.dumps(valid).encode()[1:-1]
+    head = (b'{"jsonrpc":"2.0","id":' + str(request_id).encode() + b',"method":"tools/call","params":{"name":"'
+            + tool.encode() + b'","arguments":{' + others + (b"," if others else b"") + b'"' + target.encode()
+            + b'":')
+    tail = b"}}}"
+    return head + SHAPES[shape](under_size(shape) if under else size - len(head) - len(tail)) + tail
+
+
+def _kib(pid: int, field: str) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def _reset_peak(pid: int) -> None:
+    with open(f"/proc/{pid}/clear_refs", "w") as refs:
+        refs.write("5")  # the peak RSS (VmHWM) back to the current RSS
+
+
+@dataclass
+class Figure:
+    tool: str
+    shape: str
+    before_mib: float
+    peak_mib: float
+    seconds: float
+    answer: str
+
+
+def _short(answer: bytes) -> str:
+    """What the server said, in a few words: the HTTP status or JSON-RPC code and the start of the error."""
+    text = answer.decode("utf-8", "replace")
+    if "data: " in text:
+        text = text.split("data: ", 1)[1]
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return text[:60].replace("\n", " ").replace("|", "/")
+    if "error" in body and isinstance(body["error"], dict):
+        return f"{body['error'].get('code')}: {str(body['error'].get('message'))[:70]}".replace("|", "/")
+    if isinstance(body.get("error"), str):
+        return body["error"][:70].replace("|", "/")
+    try:
+        inner = json.loads(body["result"]["content"][0]["text"])
+        return ("ok: false: " + str(inner.get("error"))[:70] if inner.get("ok") is False else "result").replace(
+            "|", "/")
+    except (KeyError, IndexError, TypeError, ValueError):
+        return text[:60].replace("|", "/")
+
+
+class Server:
+    """One ``cuedrecall serve`` child process (stdio or HTTP) over a fresh database."""
+
+    def __init__(self, transport: str, repo: Path, work: Path) -> None:
+        self.transport = transport
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(work), "PYTHONPATH": str(repo),
+               "CUEDRECALL_AUTH_TOKEN": TOKEN}
+        args = [sys.executable, "-m", "cuedrecall.cli", "serve", "--db", str(work / f"{transport}.db"),
+                "--embedding", "hash"]
+        if transport == "http":
+            self.port = _free_port()
+            args += ["--http", "--port", str(self.port)]
+        self.process = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=open(work / f"{transport}-stderr.log", "wb"), cwd=repo, env=env)
+        self._lines = b""
+        if transport == "http":
+            self._wait_listening()
+        else:
+            init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}}
+            self.send(json.dumps(init).encode())
+            self.process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+            self.process.stdin.flush()
+
+    def _wait_listening(self) -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError("the HTTP server did not start")
+
+    def send(self, body: bytes) -> bytes:
+        """One request, its answer (an HTTP body, or one stdio line)."""
+        if self.transport == "http":
+            headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json",
+                       "Accept": "application/json, text/event-stream"}
+            try:
+                response = httpx.post(f"http://127.0.0.1:{self.port}/mcp/", content=body, headers=headers,
+                                      timeout=WAIT)
+            except httpx.HTTPError as exc:
+                return f"{type(exc).__name__}".encode()
+            return f"{response.status_code} ".encode() + response.content if response.status_code != 200 \
+                else response.content
+        self.process.stdin.write(body + b"\n")
+        self.process.stdin.flush()
+        return self._line()
+
+    def _line(self) -> bytes:
+        deadline = time.monotonic() + WAIT
+        fd = self.process.stdout.fileno()
+        while b"\n" not in self._lines:
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                return b"no answer in time"
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return b"the server exited"
+            self._lines += chunk
+        line, self._lines = self._lines.split(b"\n", 1)
+        return line
+
+    def measure(self, tool: str, shape: str, body: bytes) -> Figure:
+        pid = self.process.pid
+        _reset_peak(pid)
+        before = _kib(pid, "VmRSS")
+        started = time.monotonic()
+        answer = self.send(body)
+        seconds = time.monotonic() - started
+        peak = _kib(pid, "VmHWM")
+        return Figure(tool, shape, before / 1024, peak / 1024, seconds, _short(answer))
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=30)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def serving(transport: str, repo: Path, work: Path) -> Iterator[Server]:
+    server = Server(transport, repo, work)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def three_at_once(server: Server, body: bytes) -> tuple[float, float, float]:
+    """The peak RSS (MiB) while three clients send ``body`` at once, the RSS before, and the seconds taken."""
+    pid = server.process.pid
+    _reset_peak(pid)
+    before = _kib(pid, "VmRSS")
+    started = time.monotonic()
+    threads = [threading.Thread(target=server.send, args=(body,)) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=WAIT)
+    return _kib(pid, "VmHWM") / 1024, before / 1024, time.monotonic() - started
+
+
+def run(transports: list[str], tools: list[str], shapes: list[str], size: int, repo: Path,
+        concurrent: bool) -> tuple[dict[str, list[Figure]], dict[str, float], tuple[float, float, float] | None]:
+    figures: dict[str, list[Figure]] = {}
+    idle: dict[str, float] = {}
+    together = None
+    with tempfile.TemporaryDirectory(prefix="cuedrecall-reqmem-") as tmp:
+        for transport in transports:
+            with serving(transport, repo, Path(tmp)) as server:
+                server.send(body_for("recall", "zeros", 200))  # warm: the tools' modules loaded
+                idle[transport] = _kib(server.process.pid, "VmRSS") / 1024
+                figures[transport] = []
+                for tool in tools:
+                    for shape, under in ((shape, under) for shape in shapes for under in (False, True)):
+                        label = f"{shape}, under the bounds" if under else shape
+                        figure = server.measure(tool, label, body_for(tool, shape, size, under=under))
+                        figures[transport].append(figure)
+                        print(f"{transport} {tool} {shape}: peak {figure.peak_mib:.0f} MiB "
+                              f"(+{figure.peak_mib - figure.before_mib:.0f}) {figure.seconds:.1f} s {figure.answer}",
+                              flush=True)
+                if transport == "http" and concurrent:
+                    worst = max(figures[transport], key=lambda f: f.peak_mib - f.before_mib)
+                    shape, _, under = worst.shape.partition(", ")
+                    together = three_at_once(server, body_for(worst.tool, shape, size, under=bool(under)))
+    return figures, idle, together
+
+
+def report(figures: dict[str, list[Figure]], idle: dict[str, float], together: tuple[float, float, float] | None,
+           argv: list[str], title: str, seconds: float) -> str:
+    lines = [f"## {title}", "", f"Command: `python -m benchmarks.request_memory {shlex.join(argv)}` ({seconds:.0f} s, "
+             f"Python {platform.python_version()}, {platform.machine()}).", ""]
+    lines += [f"Idle RSS after a first call: " + ", ".join(f"{t} {mib:.0f} MiB" for t, mib in idle.items()) + ".",
+              ""]
+    worst_rows = []
+    for transport, rows in figures.items():
+        by_tool: dict[str, Figure] = {}
+        for figure in rows:
+            best = by_tool.get(figure.tool)
+            if best is None or figure.peak_mib - figure.before_mib > best.peak_mib - best.before_mib:
+                by_tool[figure.tool] = figure
+        worst_rows.append((transport, by_tool))
+    lines += ["Worst body per tool (the shape whose request raised the peak most):", "",
+              "| transport | tool | argument | worst shape | peak RSS MiB | over the RSS before, MiB | seconds | "
+              "answer |", "|---|---|---|---|---:|---:|---:|---|"]
+    for transport, by_tool in worst_rows:
+        for tool, f in by_tool.items():
+            lines.append(f"| {transport} | {tool} | {target_argument(tool)} | {f.shape} | {f.peak_mib:.0f} | "
+                         f"{f.peak_mib - f.before_mib:.0f} | {f.seconds:.1f} | {f.answer} |")
+    lines += ["", "Per shape, the largest rise over all tools:", "", "| transport | shape | largest rise MiB | "
+              "tool |", "|---|---|---:|---|"]
+    for transport, rows in figures.items():
+        for shape in dict.fromkeys(f.shape for f in rows):
+            f = max((f for f in rows if f.shape == shape), key=lambda f: f.peak_mib - f.before_mib)
+            lines.append(f"| {transport} | {shape} | {f.peak_mib - f.before_mib:.0f} | {f.tool} |")
+    if together is not None:
+        peak, before, took = together
+        lines += ["", f"Three clients at once, the worst body each, over HTTP: peak {peak:.0f} MiB, "
+                      f"{peak - before:.0f} MiB over the RSS before ({took:.1f} s)."]
+    return "\n".join(lines) + "\n"
+
+
+HEADER = """# Request memory: peak RSS for the worst body per tool
+
+`benchmarks/request_memory.py` sends each tool bodies just under the 16 MiB HTTP body bound that put one
+shape in one argument (the probe's array of zeros, empty objects, many object members, empty strings, one
+long string, one long string with a character outside the BMP), and the same shapes "under the bounds":
+as large as the message bounds of `cuedrecall/server/jsonrpc.py` let through (499,000 items, a string of
+11,999,000 bytes), the largest bodies the server parses. It reads the server process's peak RSS (`VmHWM`,
+reset before each request through `/proc/PID/clear_refs`). Over stdio the same bodies go as lines.
+
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.request_memory", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--transports", nargs="+", default=["http", "stdio"], choices=["http", "stdio"])
+    parser.add_argument("--tools", nargs="+", default=sorted(TOOLS), choices=sorted(TOOLS))
+    parser.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=list(SHAPES))
+    parser.add_argument("--bytes", type=int, default=BODY, help="size of each body")
+    parser.add_argument("--repo", type=Path, default=REPO, help="the checkout to serve (default: this one)")
+    parser.add_argument("--title", default="This checkout")
+    parser.add_argument("--no-concurrent", action="store_true", help="skip the three-clients-at-once phase")
+    parser.add_argument("--append", action="store_true", help="add this run's section to --out")
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks/results/request-memory.md")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    figures, idle, together = run(args.transports, args.tools, args.shapes, args.bytes, args.repo.resolve(),
+                                  not args.no_concurrent)
+    section = report(figures, idle, together, argv if argv is not None else sys.argv[1:], args.title,
+                     time.monotonic() - started)
+    if args.append and args.out.exists():
+        args.out.write_text(args.out.read_text().rstrip("\n") + "\n\n" + section)
+    else:
+        args.out.write_text(HEADER + section)
+    print(section)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
