@@ -491,6 +491,9 @@ def test_relative_cue_uses_the_library_clock(tmp_path):
     ("March", "time_cue"),
     ({"after": "2025-03-01"}, "time_cue.confidence"),
     ({"after": "2025-03-01", "confidence": "certain"}, "time_cue.confidence"),
+    ({"after": "2025-03-01", "confidence": "maybe"}, "time_cue.confidence must be one of sure, likely, vague, "
+                                                      "not 'maybe'"),
+    ({"after": "last tuesday"}, "time_cue.after is not a date or timestamp: 'last tuesday'"),
     ({"after": "March", "confidence": "sure"}, "time_cue.after"),
     ({"after": "2025-02-30", "confidence": "sure"}, "time_cue.after"),
     ({"before": "", "confidence": "sure"}, "time_cue.before"),

@@ -101,33 +101,51 @@ def _sure(**fields: object) -> dict[str, object]:
     return {"confidence": "sure", **fields}
 
 
-_DATE_SHAPE = "must be a date (YYYY-MM-DD) or an ISO-8601 timestamp"
-_AGO_SHAPE = 'time_cue.ago must be {"unit": ..., "value": ...} or "long_ago"'
-_UNIT = "time_cue.ago.unit must be one of days, weeks, months"
-_VALUE = "time_cue.ago.value must be a whole number, 0 or more"
+_DATE_SHAPE = "must be a date (YYYY-MM-DD) or an ISO-8601 timestamp, not"
+_AGO_SHAPE = 'time_cue.ago must be {"unit": ..., "value": ...} or "long_ago", not'
+_UNIT = "time_cue.ago.unit must be one of days, weeks, months, not"
+_VALUE = "time_cue.ago.value must be a whole number, 0 or more, not"
+_REQUIRED = "time_cue.confidence is required: one of sure, likely, vague"
+_NEITHER = "time_cue needs either after/before or ago, not both and not neither"
 
 
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        ("2026-08-01", "time_cue must be an object"),
-        ([1], "time_cue must be an object"),
+        ("2026-08-01", "time_cue must be an object, not '2026-08-01'"),
+        ([1], "time_cue must be an object, not [1]"),
         (
             _sure(after="2026-08-01", zeta=1, alpha=2),
-            "time_cue has unknown fields: ['alpha', 'zeta']",
+            "time_cue has unknown fields: ['alpha', 'zeta'] (it takes after, ago, before, confidence)",
         ),
-        ({"after": "2026-08-01"}, "time_cue.confidence is required: one of sure, likely, vague"),
+        ({"after": "2026-08-01"}, _REQUIRED),
+        ({"after": "2026-08-01", "confidence": None}, _REQUIRED),
         (
             {"after": "2026-08-01", "confidence": "certain"},
-            "time_cue.confidence is required: one of sure, likely, vague",
+            "time_cue.confidence must be one of sure, likely, vague, not 'certain'",
         ),
         (
-            _sure(after="2026-08-01", ago="long_ago"),
-            "time_cue needs either after/before or ago, not both and not neither",
+            {"after": "2025-01-01", "confidence": "maybe"},
+            "time_cue.confidence must be one of sure, likely, vague, not 'maybe'",
         ),
-        (_sure(), "time_cue needs either after/before or ago, not both and not neither"),
-        (_sure(after=20260801), f"time_cue.after {_DATE_SHAPE}"),
-        (_sure(before="  "), f"time_cue.before {_DATE_SHAPE}"),
+        ({"ago": "long_ago", "confidence": 2}, "time_cue.confidence must be one of sure, likely, vague, "
+                                                "not 2"),
+        ({"after": "last tuesday"}, f"{_REQUIRED}; time_cue.after is not a date or timestamp: "
+                                    "'last tuesday'"),
+        (
+            {"confidence": "maybe"},
+            f"time_cue.confidence must be one of sure, likely, vague, not 'maybe'; {_NEITHER}",
+        ),
+        (_sure(after="2026-08-01", ago="long_ago"), _NEITHER),
+        (_sure(), _NEITHER),
+        (_sure(after=20260801), f"time_cue.after {_DATE_SHAPE} 20260801"),
+        (_sure(before="  "), f"time_cue.before {_DATE_SHAPE} '  '"),
+        (_sure(after="x" * 200), "time_cue.after is not a date or timestamp: '" + "x" * 76 + "..."),
+        (
+            _sure(after="tomorrow", before="2026-02-30"),
+            "time_cue.after is not a date or timestamp: 'tomorrow'; "
+            "time_cue.before is not a date or timestamp: '2026-02-30'",
+        ),
         (_sure(after="last tuesday"), "time_cue.after is not a date or timestamp: 'last tuesday'"),
         (_sure(before="2026-02-30"), "time_cue.before is not a date or timestamp: '2026-02-30'"),
         (
@@ -138,16 +156,19 @@ _VALUE = "time_cue.ago.value must be a whole number, 0 or more"
             _sure(after="2026-08-01T10:00Z", before="2026-08-01T10:00Z"),
             "time_cue.before must be later than time_cue.after",
         ),
-        (_sure(ago="recently"), _AGO_SHAPE),
-        (_sure(ago={"unit": "days"}), _AGO_SHAPE),
-        (_sure(ago={"unit": "days", "value": 1, "extra": 0}), _AGO_SHAPE),
-        (_sure(ago=3), _AGO_SHAPE),
-        (_sure(ago={"unit": "years", "value": 1}), _UNIT),
-        (_sure(ago={"unit": 7, "value": 1}), _UNIT),
-        (_sure(ago={"unit": "days", "value": -1}), _VALUE),
-        (_sure(ago={"unit": "days", "value": 1.5}), _VALUE),
-        (_sure(ago={"unit": "days", "value": True}), _VALUE),
-        (_sure(ago={"unit": "days", "value": "3"}), _VALUE),
+        (_sure(ago="recently"), f"{_AGO_SHAPE} 'recently'"),
+        (_sure(ago={"unit": "days"}), f'{_AGO_SHAPE} {{"unit": "days"}}'),
+        (
+            _sure(ago={"unit": "days", "value": 1, "extra": 0}),
+            f'{_AGO_SHAPE} {{"unit": "days", "value": 1, "extra": 0}}',
+        ),
+        (_sure(ago=3), f"{_AGO_SHAPE} 3"),
+        (_sure(ago={"unit": "years", "value": 1}), f"{_UNIT} 'years'"),
+        (_sure(ago={"unit": 7, "value": 1}), f"{_UNIT} 7"),
+        (_sure(ago={"unit": "days", "value": -1}), f"{_VALUE} -1"),
+        (_sure(ago={"unit": "days", "value": 1.5}), f"{_VALUE} 1.5"),
+        (_sure(ago={"unit": "days", "value": True}), f"{_VALUE} true"),
+        (_sure(ago={"unit": "days", "value": "3"}), f"{_VALUE} '3'"),
     ],
 )
 def test_unreadable_cue_is_refused_with_its_message(raw, message):

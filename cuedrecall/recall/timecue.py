@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ _ONE_SECOND = timedelta(seconds=1)
 
 _FIELDS = frozenset({"after", "before", "ago", "confidence"})
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_SHOWN_CHARS = 80  # the most of a caller's value a message quotes
 
 Period = tuple[datetime, datetime]
 Span = tuple[datetime | None, datetime | None]
@@ -102,14 +104,26 @@ def _times(delta: timedelta, factor: float) -> timedelta:
 # --- parsing ---------------------------------------------------------------------------
 
 
+def _shown(value: object) -> str:
+    """The caller's value as a message quotes it: a string in quotes, anything else as JSON; long ones cut."""
+    if isinstance(value, str):
+        text = f"'{value}'"
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, default=str)
+        except (TypeError, ValueError):  # a circular structure from a library caller
+            text = repr(value)
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
+
+
 def _parse_bound(field: str, value: object) -> datetime:
     """One absolute end; a date names the whole day, so before moves to the next midnight."""
     if not isinstance(value, str) or not value.strip():
         raise TimeCueError(
-            f"time_cue.{field} must be a date (YYYY-MM-DD) or an ISO-8601 timestamp"
+            f"time_cue.{field} must be a date (YYYY-MM-DD) or an ISO-8601 timestamp, not {_shown(value)}"
         )
     text = value.strip()
-    unreadable = TimeCueError(f"time_cue.{field} is not a date or timestamp: '{value}'")
+    unreadable = TimeCueError(f"time_cue.{field} is not a date or timestamp: {_shown(value)}")
     if _DATE.fullmatch(text):
         try:
             midnight = datetime.combine(date.fromisoformat(text), time(), UTC)
@@ -127,13 +141,14 @@ def _parse_ago(value: object) -> Ago | Literal["long_ago"]:
     if value == LONG_AGO:
         return LONG_AGO
     if not isinstance(value, Mapping) or set(value) != {"unit", "value"}:
-        raise TimeCueError('time_cue.ago must be {"unit": ..., "value": ...} or "long_ago"')
+        raise TimeCueError(f'time_cue.ago must be {{"unit": ..., "value": ...}} or "long_ago", '
+                           f"not {_shown(value)}")
     unit, count = value["unit"], value["value"]
     if not isinstance(unit, str) or unit not in UNIT_LENGTH:
-        raise TimeCueError("time_cue.ago.unit must be one of days, weeks, months")
+        raise TimeCueError(f"time_cue.ago.unit must be one of {', '.join(UNIT_LENGTH)}, not {_shown(unit)}")
     # bool is an int subclass, and True is not a number of days.
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-        raise TimeCueError("time_cue.ago.value must be a whole number, 0 or more")
+        raise TimeCueError(f"time_cue.ago.value must be a whole number, 0 or more, not {_shown(count)}")
     return Ago(unit, count)
 
 
@@ -142,30 +157,57 @@ def _given(raw: Mapping[object, object], field: str) -> bool:
     return raw.get(field) is not None
 
 
+def _confidence_fault(raw: Mapping[object, object]) -> str | None:
+    """What is wrong with the cue's confidence, None when nothing is."""
+    if not _given(raw, "confidence"):
+        return f"time_cue.confidence is required: one of {', '.join(CONFIDENCES)}"
+    value = raw["confidence"]
+    if not isinstance(value, str) or value not in CONFIDENCES:
+        return f"time_cue.confidence must be one of {', '.join(CONFIDENCES)}, not {_shown(value)}"
+    return None
+
+
 def parse_time_cue(raw: object) -> TimeCue | None:
-    """The caller's time_cue argument as a TimeCue; None or {} is no cue; TimeCueError otherwise."""
+    """The caller's time_cue argument as a TimeCue; None or {} is no cue; TimeCueError otherwise.
+
+    Every fault of the cue is named with the field and the value that was sent (joined by "; "), so a
+    caller with a missing confidence and an unreadable date learns of both at once.
+    """
     if raw is None:
         return None
     if not isinstance(raw, Mapping):
-        raise TimeCueError("time_cue must be an object")
+        raise TimeCueError(f"time_cue must be an object, not {_shown(raw)}")
     if not raw:
         return None
     unknown = sorted(str(key) for key in raw if key not in _FIELDS)
     if unknown:
-        raise TimeCueError(f"time_cue has unknown fields: {unknown}")
-    confidence = raw.get("confidence")
-    if not isinstance(confidence, str) or confidence not in CONFIDENCES:
-        raise TimeCueError("time_cue.confidence is required: one of sure, likely, vague")
+        raise TimeCueError(f"time_cue has unknown fields: {unknown} (it takes {', '.join(sorted(_FIELDS))})")
+    faults = [fault for fault in (_confidence_fault(raw),) if fault]
     absolute = _given(raw, "after") or _given(raw, "before")
+    bounds: dict[str, datetime | None] = {"after": None, "before": None}
+    ago: Ago | Literal["long_ago"] | None = None
     if absolute == _given(raw, "ago"):
-        raise TimeCueError("time_cue needs either after/before or ago, not both and not neither")
-    if not absolute:
-        return TimeCue(confidence, ago=_parse_ago(raw["ago"]))  # type: ignore[arg-type]
-    after = _parse_bound("after", raw["after"]) if _given(raw, "after") else None
-    before = _parse_bound("before", raw["before"]) if _given(raw, "before") else None
+        faults.append("time_cue needs either after/before or ago, not both and not neither")
+    else:
+        for field in ("after", "before", "ago"):
+            if not _given(raw, field):
+                continue
+            try:
+                if field == "ago":
+                    ago = _parse_ago(raw[field])
+                else:
+                    bounds[field] = _parse_bound(field, raw[field])
+            except TimeCueError as exc:
+                faults.append(str(exc))
+    after, before = bounds["after"], bounds["before"]
     if after is not None and before is not None and before <= after:
-        raise TimeCueError("time_cue.before must be later than time_cue.after")
-    return TimeCue(confidence, after=after, before=before)  # type: ignore[arg-type]
+        faults.append("time_cue.before must be later than time_cue.after")
+    if faults:
+        raise TimeCueError("; ".join(faults))
+    confidence: Confidence = raw["confidence"]  # type: ignore[assignment]
+    if ago is not None:
+        return TimeCue(confidence, ago=ago)
+    return TimeCue(confidence, after=after, before=before)
 
 
 # --- periods -----------------------------------------------------------------------------
