@@ -178,13 +178,15 @@ def test_fts_and_sql_syntax_in_a_query_is_searched_as_text(seeded: Memory) -> No
     assert seeded.list_memories(agent_id=A)["count"] == 1
 
 
+# any text but a lone surrogate and NUL (PostgreSQL text cannot hold one, so both backends refuse it by name)
+_TEXT = st.characters(exclude_categories=("Cs",), exclude_characters="\x00")
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(st.characters(exclude_categories=("Cs",)), max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    | st.text(_TEXT, max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(_TEXT, max_size=5), inner, max_size=4),
     max_leaves=30,
 )
-POISON = st.sampled_from([SURROGATE, "\udfff", float("nan"), float("inf"), 2**63, -(2**63) - 1])
+POISON = st.sampled_from([SURROGATE, "\udfff", float("nan"), float("inf"), 2**63, -(2**63) - 1, "a\x00b"])
 
 
 @given(JSON_VALUES)
