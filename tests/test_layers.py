@@ -18,7 +18,7 @@ LAYERS: dict[str, int] = {
     "store": 1, "embed": 1,
     "recall": 2, "graph": 2, "reconstruct": 2,
     "access": 3, "sessions": 3, "runtime": 3, "handlers": 3, "tools": 3, "api": 3,
-    "server": 4, "cli": 4, "demo": 4, "trace_view": 4, "ui": 4,
+    "server": 4, "cli": 4, "__main__": 4, "demo": 4, "trace_view": 4, "ui": 4,
 }
 PACKAGE_INIT_RANK = LAYERS["api"]  # ``import cuedrecall`` runs __init__, which imports the API
 
