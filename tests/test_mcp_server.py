@@ -21,6 +21,7 @@ from cuedrecall.api import Memory
 from cuedrecall.errors import SettingsError
 from cuedrecall.server.mcp import http_app
 from cuedrecall.tools import TOOLS
+from cuedrecall.version import __version__
 
 REPO = Path(__file__).resolve().parents[1]
 AGENT = "mcp-agent"
@@ -236,3 +237,56 @@ async def test_concurrent_http_clients_lose_no_write(authed: tuple[Memory, str])
             group.start_soon(client, number)
     contents = {m["content"] for m in memory.list_memories(agent_id=AGENT)["memories"]}
     assert contents == {f"client {n} note {i}" for n in range(4) for i in range(8)}
+
+
+# -- the front door: /mcp without a redirect, /health, isError (issue 25) -------------------------------------
+
+
+def test_post_to_mcp_is_answered_in_place_without_a_redirect(authed: tuple[Memory, str]) -> None:
+    _, url = authed
+    headers = {**_HEADERS, "Authorization": f"Bearer {TOKEN}"}
+    for path in ("/mcp", "/mcp/"):
+        response = httpx.post(url + path, json=_INITIALIZE, headers=headers, timeout=10, follow_redirects=False)
+        assert response.status_code == 200, (path, response.status_code, response.headers.get("location"))
+        assert "serverInfo" in response.text
+
+
+def test_health_needs_no_token_and_says_status_version_and_backend_only(authed: tuple[Memory, str]) -> None:
+    memory, url = authed
+    memory.store(agent_id=AGENT, message={"content": "a private note about the harbour"})
+    response = httpx.get(url + "/health", timeout=10)
+    assert response.status_code == 200
+    body = response.json()
+    assert body == {"status": "ok", "version": __version__, "backend": {"kind": "sqlite", "reachable": True}}
+    assert "harbour" not in response.text and AGENT not in response.text  # no data, no agent ids
+    assert httpx.post(url + "/health", timeout=10).status_code == 405
+    # the Host guard still applies: a foreign Host name is refused before /health answers
+    assert httpx.get(url + "/health", headers={"Host": "evil.example"}, timeout=10).status_code != 200
+
+
+def test_health_says_degraded_when_the_store_does_not_answer(authed: tuple[Memory, str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    memory, url = authed
+
+    def down() -> None:
+        raise OSError("the disk went away")
+
+    monkeypatch.setattr(memory.store_, "thresholds", down)
+    response = httpx.get(url + "/health", timeout=10)
+    assert response.status_code == 503
+    assert response.json()["status"] == "degraded" and response.json()["backend"]["reachable"] is False
+
+
+@pytest.mark.anyio
+async def test_a_failed_call_sets_is_error_and_keeps_the_ok_false_body(authed: tuple[Memory, str]) -> None:
+    _, url = authed
+    client = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
+    async with client, streamable_http_client(url + "/mcp", http_client=client) as (read, write, _), \
+            ClientSession(read, write) as session:
+        await session.initialize()
+        refused = await session.call_tool("recall", {"agent_id": AGENT, "query": "x", "limit": "ten"})
+        served = await session.call_tool("recall", {"agent_id": AGENT, "query": "x"})
+    assert refused.isError is True
+    body = _payload(refused)
+    assert body["ok"] is False and "limit" in body["error"]
+    assert served.isError is False and _payload(served).get("ok") is not False

@@ -23,7 +23,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
-from starlette.routing import Mount
+from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from cuedrecall.access import LOCAL, Principal, load_acl
@@ -86,12 +86,19 @@ def build_server(memory: Memory, principal: Principal = LOCAL) -> Server:
     # The SDK's schema check would answer bad input with its own wording; ours names the argument
     # and keeps the tool's response shape, so validation is left to Memory.call.
     @server.call_tool(validate_input=False)
-    async def call_tool(name: str, arguments: dict[str, Any] | None) -> list[types.TextContent]:
+    async def call_tool(name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
         call = functools.partial(memory.call, name, arguments or {}, principal=caller())
         result = await anyio.to_thread.run_sync(call)
-        return [types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))]
+        return tool_result(result)
 
     return server
+
+
+def tool_result(result: dict[str, Any]) -> types.CallToolResult:
+    """The tool's JSON as the call's text; a refused call (``ok: false``) also sets MCP's ``isError``, so a client
+    that reads only the flag still sees the failure, and the body still names what was wrong."""
+    text = types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))
+    return types.CallToolResult(content=[text], isError=result.get("ok") is False)
 
 
 def stdio_principal(settings: Settings) -> Principal:
@@ -197,10 +204,57 @@ def http_app(memory: Memory, bind_host: str = "") -> ASGIApp:
         async with manager.run():
             yield
 
-    app: ASGIApp = Starlette(routes=[Mount("/mcp", app=handle)], lifespan=lifespan)
+    # /mcp is answered where it is (a Mount alone would redirect it to /mcp/ with a 307 strict clients do not follow)
+    endpoint = _Endpoint(handle)
+    app: ASGIApp = Starlette(routes=[Route("/mcp", endpoint=endpoint), Mount("/mcp", app=handle)],
+                             lifespan=lifespan)
     policy = policy_of(settings.http_allowed_hosts, settings.http_allowed_origins, bind_host)
     # the well-formedness check reads the body, so it sits inside the bound: at most that many bytes are read
-    return HostGuard(BearerAuth(BodyLimit(WellFormedBody(app), settings.http_max_body), authenticate), policy)
+    guarded = BearerAuth(BodyLimit(WellFormedBody(app), settings.http_max_body), authenticate)
+    return HostGuard(Health(guarded, memory), policy)
+
+
+class _Endpoint:
+    """An ASGI app as a Starlette route's endpoint (a class instance, so Starlette passes it the raw scope)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
+
+
+class Health:
+    """``GET /health`` without a token: the status, the version and whether the store answers a read, nothing
+    of what it holds; every other request goes on to ``app``. It sits inside the Host/Origin guard."""
+
+    PATH = "/health"
+
+    def __init__(self, app: ASGIApp, memory: Memory) -> None:
+        self.app = app
+        self.memory = memory
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path") != self.PATH:
+            await self.app(scope, receive, send)
+            return
+        if scope.get("method") not in ("GET", "HEAD"):
+            await JSONResponse({"error": "method not allowed"}, status_code=405, headers={"Allow": "GET"})(
+                scope, receive, send)
+            return
+        reachable = await anyio.to_thread.run_sync(self._backend_answers)
+        body = {"status": "ok" if reachable else "degraded", "version": __version__,
+                "backend": {"kind": "postgresql" if self.memory.settings.db_url else "sqlite",
+                            "reachable": reachable}}
+        await JSONResponse(body, status_code=200 if reachable else 503)(scope, receive, send)
+
+    def _backend_answers(self) -> bool:
+        try:
+            self.memory.store_.thresholds()  # one small read: the store answers
+        except Exception:  # noqa: BLE001 - any failure to read is "not reachable", never a 500
+            log.warning("health: the store did not answer a read", exc_info=True)
+            return False
+        return True
 
 
 def serve_http(memory: Memory, host: str, port: int) -> None:
