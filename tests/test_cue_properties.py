@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -466,6 +467,7 @@ def shipped_property(spec: dict[str, Any], data: st.DataObject) -> None:
     check_drawn_requests(memory, rows, texts, data, phrases=True)
 
 
+@pytest.mark.sqlite_only  # the shipped store is SQLite in memory whatever the suite's backend: once is enough
 def test_at_the_shipped_defaults_a_cue_only_reorders_within_L_and_adds_at_most_L_seats() -> None:
     """The same invariants over the configuration that ships: packaged embedder, word arm, blocks built and
     searched (their seats are the single pass's own), gate relief off: the policy is exactly cued-v0.3."""
