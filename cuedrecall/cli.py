@@ -191,18 +191,24 @@ def _progress() -> Progress:
                     console=Console(stderr=True))
 
 
+DB_HELP = "database file (default: CUEDRECALL_DB_PATH or ~/.cuedrecall/memory.db)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cuedrecall", description="Long-term memory server for AI agents.")
     parser.add_argument("--version", action="version", version=f"cuedrecall {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def add(name: str, handler: Any, help_text: str, db: bool = True) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_text, description=help_text)
+    def add(name: str, handler: Any, help_text: str, db: bool = True, embedding: bool = True,
+            epilog: str | None = None) -> argparse.ArgumentParser:
+        """A subcommand; ``--db`` and ``--embedding`` only where the command opens a store or an embedder."""
+        p = sub.add_parser(name, help=help_text, description=help_text, epilog=epilog)
         p.set_defaults(handler=handler)
         if db:
-            p.add_argument("--db", help="database file (default: CPERSONA_DB_PATH or ~/.cuedrecall/memory.db)")
-        p.add_argument("--embedding", choices=["local", "http", "hash", "none"],
-                       help="embedder (default: CPERSONA_EMBEDDING_MODE or local)")
+            p.add_argument("--db", help=DB_HELP)
+        if embedding:
+            p.add_argument("--embedding", choices=["local", "http", "hash", "none"],
+                           help="embedder (default: CUEDRECALL_EMBEDDING_MODE or local)")
         return p
 
     p = add("serve", cmd_serve, "Run the MCP server (stdio by default).")
@@ -241,13 +247,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-tasks", type=int, default=None, help="stop after this many tasks (default: all due)")
 
     p = add("backup", cmd_backup, "Copy a database, live or not, as one committed state (SQLite's online backup).",
-            db=False)
+            db=False, embedding=False)
     p.add_argument("source", help="the database file to copy")
     p.add_argument("dest", help="the file to write (refused if it exists, unless --force)")
     p.add_argument("--force", action="store_true", help="replace an existing destination file")
 
     p = add("migrate", cmd_migrate, "Move a SQLite store into an empty PostgreSQL database (counts verified).",
-            db=False)
+            db=False, embedding=False)
     p.add_argument("--from", dest="source", required=True, help="sqlite:<path> of the store to copy")
     p.add_argument("--to", dest="target", required=True, help="postgresql://... URL of an empty database")
 

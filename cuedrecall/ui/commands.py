@@ -186,8 +186,9 @@ def ui(args: argparse.Namespace, memory: Callable[..., Any]) -> int:
 
 
 def add_parsers(add: Callable[..., argparse.ArgumentParser], handlers: dict[str, Callable[..., int]]) -> None:
-    """The three subcommands, on the ``cuedrecall`` parser's ``add`` (name, handler, help, db)."""
-    p = add("view", handlers["view"], "Write a recall or reconstruct trace as a self-contained HTML page.", db=False)
+    """The three subcommands, on the ``cuedrecall`` parser's ``add`` (name, handler, help, db, embedding)."""
+    p = add("view", handlers["view"], "Write a recall or reconstruct trace as a self-contained HTML page.",
+            db=False, embedding=False)
     p.add_argument("file", help="a trace, a response holding one (recall --json --trace), or a trace log (JSONL)")
     p.add_argument("--out", help="the page to write (default: beside the file, .html)")
     p.add_argument("--question", help="the question asked: the coverage ledger marks its words")
@@ -199,13 +200,13 @@ def add_parsers(add: Callable[..., argparse.ArgumentParser], handlers: dict[str,
     p.add_argument("--traces", help="a trace log to open (default: CUEDRECALL_TRACE_LOG)")
 
     p = add("traces", handlers["traces"], "List a trace log's entries (CUEDRECALL_TRACE_LOG), newest first.",
-            db=False)
+            db=False, embedding=False)
     p.add_argument("path", help="the trace log (its rotated file <path>.1 is read too)")
     p.add_argument("--limit", type=int, default=50, help="entries to list (default 50)")
     p.add_argument("--query", help="only the entries of this question (matched by its hash, keyed by the "
                                    "database's secret: see --db)")
-    p.add_argument("--db", help="with --query: the database the log was written for (default: CPERSONA_DB_PATH "
-                                "or ~/.cuedrecall/memory.db)")
+    p.add_argument("--db", help="with --query: the database the log was written for (default: "
+                                "CUEDRECALL_DB_PATH or ~/.cuedrecall/memory.db)")
     p.add_argument("--json", action="store_true", help="print the listing (or the summary) as JSON")
     p.add_argument("--summary", action="store_true",
                    help="count a window instead: suspected codes per stage, gate fallback, autocut, time "

@@ -1,0 +1,88 @@
+"""A newcomer's first hour with the command line: help that names our variables, options only where they
+act, export that keeps an existing file, a server that leaves its writes in the .db, an empty recall that
+says so, and build-blocks counts that add up."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import open_memory
+from cuedrecall.cli import build_parser, main
+
+REPO = Path(__file__).resolve().parents[1]
+ON_POSTGRES = os.environ.get("CUEDRECALL_TEST_BACKEND", "") == "postgres"
+sqlite_only = pytest.mark.skipif(ON_POSTGRES, reason="the WAL is SQLite's")
+# the commands that open a store or run an embedder: the only ones --embedding changes anything for
+EMBEDDING_ACTS = {"serve", "demo", "recall", "export", "import", "calibrate", "build-blocks", "embed-server", "ui"}
+LONG = " ".join(f"Entry {i}: we talked about the garden shed for a while." for i in range(30))
+
+
+def _subcommands() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(sub.choices)
+
+
+def _options(parser: argparse.ArgumentParser) -> set[str]:
+    return {option for action in parser._actions for option in action.option_strings}
+
+
+def _db(tmp_path: Path, texts: list[str], agent: str = "default") -> Path:
+    path = tmp_path / "store.db"
+    with open_memory(path) as memory:
+        for text in texts:
+            memory.store(agent_id=agent, message={"content": text})
+    return path
+
+
+# -- 1. help names CUEDRECALL_* --------------------------------------------------------------------------
+
+
+def test_no_help_names_a_cpersona_variable_and_the_defaults_name_ours() -> None:
+    commands = _subcommands()
+    texts = {name: parser.format_help() for name, parser in commands.items()}
+    texts[""] = build_parser().format_help()
+    assert not [name for name, text in texts.items() if "CPERSONA_" in text]
+    for name, parser in commands.items():
+        flat = " ".join(texts[name].split())  # argparse folds long help lines
+        if "--db" in _options(parser):
+            assert "CUEDRECALL_DB_PATH" in flat, name
+        if "--embedding" in _options(parser):
+            assert "CUEDRECALL_EMBEDDING_MODE" in flat, name
+
+
+def test_the_readme_names_the_cpersona_aliases_once_in_its_settings_section() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    settings = readme.split("\n## Settings\n", 1)[1].split("\n## ", 1)[0]
+    assert "`CPERSONA_<NAME>`" in settings and "is read too" in settings
+    assert readme.count("`CPERSONA_<NAME>`") == 1
+    assert readme.count("CPERSONA_") == settings.count("CPERSONA_")  # nowhere else: our names everywhere
+
+
+# -- 2. --embedding only where it acts --------------------------------------------------------------------
+
+
+def test_embedding_is_offered_only_where_an_embedder_runs() -> None:
+    offered = {name for name, parser in _subcommands().items() if "--embedding" in _options(parser)}
+    assert offered == EMBEDDING_ACTS
+
+
+@pytest.mark.parametrize("argv", [["backup", "a.db", "b.db"], ["view", "trace.json"], ["traces", "log.jsonl"],
+                                  ["migrate", "--from", "sqlite:a.db", "--to", "postgresql://x/y"]])
+def test_embedding_is_a_usage_error_where_it_does_nothing(argv: list[str], capsys: pytest.CaptureFixture[str]
+                                                          ) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main([*argv, "--embedding", "hash"])
+    assert caught.value.code == 2
+    assert "--embedding" in capsys.readouterr().err
