@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any, Sequence
 
@@ -77,7 +78,13 @@ def cmd_recall(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    """Write an agent's (or every agent's) records to a JSONL file; an existing file only with --force."""
     # the operator's command on the server's own machine: any path (anywhere=True, which no tool caller can send)
+    target = os.path.abspath(os.path.expanduser(args.path))
+    if not args.force and os.path.lexists(target):
+        refusal = (f"output_path names an existing file, {target}: export replaces a file only with --force "
+                   "(backup refuses the same way)")
+        return _finish({"ok": False, "error": refusal})
     with _memory(args) as memory:
         result = memory.call("export_memories", {"agent_id": args.agent, "output_path": args.path,
                                                  "include_embeddings": args.embeddings}, anywhere=True)
@@ -228,7 +235,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the raw JSON response")
 
     p = add("export", cmd_export, "Export memories, episodes and profile to JSONL.")
-    p.add_argument("path", help="file to write")
+    p.add_argument("path", help="file to write (refused if it exists, unless --force)")
+    p.add_argument("--force", action="store_true", help="replace an existing file")
     p.add_argument("--agent", default="", help="agent id (default: every agent)")
     p.add_argument("--embeddings", action="store_true", help="include vectors")
 

@@ -167,8 +167,8 @@ def test_the_operators_export_still_refuses_the_database_itself(
 ) -> None:
     db = _db_with(tmp_path, "e.db", ["anything"])
     before = db.read_bytes()
-    for target in (db, Path(str(db) + "-wal")):
-        assert main(["export", str(target), "--db", str(db), "--embedding", "hash"]) == 1
+    for target in (db, Path(str(db) + "-wal")):  # even with --force, which replaces any other existing file
+        assert main(["export", str(target), "--db", str(db), "--embedding", "hash", "--force"]) == 1
         result = json.loads(capsys.readouterr().out)
         assert result["ok"] is False and "output_path" in result["error"] and "database" in result["error"]
     assert db.read_bytes() == before

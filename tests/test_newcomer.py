@@ -86,3 +86,37 @@ def test_embedding_is_a_usage_error_where_it_does_nothing(argv: list[str], capsy
         main([*argv, "--embedding", "hash"])
     assert caught.value.code == 2
     assert "--embedding" in capsys.readouterr().err
+
+
+# -- 3. export keeps an existing file ---------------------------------------------------------------------
+
+
+def test_export_refuses_an_existing_file_without_force(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = _db(tmp_path, ["buy oat milk on the way home"])
+    out = tmp_path / "notes.jsonl"
+    out.write_text("my own notes\n", encoding="utf-8")
+    assert main(["export", str(out), "--db", str(db), "--embedding", "hash"]) == 1
+    captured = capsys.readouterr()
+    result = json.loads(captured.out)
+    assert result["ok"] is False and "output_path" in result["error"] and "--force" in result["error"]
+    assert str(out) in result["error"] and "--force" in captured.err
+    assert out.read_text(encoding="utf-8") == "my own notes\n"  # untouched
+
+    assert main(["export", str(out), "--db", str(db), "--embedding", "hash", "--force"]) == 0
+    assert json.loads(capsys.readouterr().out)["memories"] == 1
+    assert json.loads(out.read_text(encoding="utf-8").splitlines()[0])["_type"] == "header"
+
+
+def test_export_refuses_a_dangling_link_without_force(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = _db(tmp_path, ["anything"])
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(tmp_path / "nowhere.jsonl")
+    assert main(["export", str(link), "--db", str(db), "--embedding", "hash"]) == 1
+    assert "--force" in json.loads(capsys.readouterr().out)["error"]
+    assert not (tmp_path / "nowhere.jsonl").exists()
+
+
+def test_export_to_a_new_file_needs_no_force(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = _db(tmp_path, ["anything"])
+    assert main(["export", str(tmp_path / "new.jsonl"), "--db", str(db), "--embedding", "hash"]) == 0
+    assert json.loads(capsys.readouterr().out)["ok"] is True
