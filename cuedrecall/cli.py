@@ -66,15 +66,34 @@ def cmd_recall(args: argparse.Namespace) -> int:
         arguments["trace"] = True
     with _memory(args) as memory:
         answer = memory.recall(**arguments)
+        empty = None if answer.get("ok") is False or answer["messages"] else _nothing_found(memory, args)
     if args.json or answer.get("ok") is False:
         print(json.dumps(answer, ensure_ascii=False, indent=2))
         return 1 if answer.get("ok") is False else 0
-    Console().print(rows_table(f"recall {args.query!r}", answer["messages"]))
+    if empty is not None:
+        print(empty)
+    else:
+        Console().print(rows_table(f"recall {args.query!r}", answer["messages"]))
     if args.trace:
         from cuedrecall.trace_view import print_trace
 
         print_trace(answer["trace"], Console())
     return 0
+
+
+_AGENTS_NAMED = 10  # the most agent ids an empty recall lists
+
+
+def _nothing_found(memory: Any, args: argparse.Namespace) -> str:
+    """Why a recall printed no row: the agent holds nothing (and which agents do), or nothing matched."""
+    held = [a for a in memory.agents()["agents"] if a["memories"] or a["episodes"]]
+    if any(a["agent_id"] == args.agent for a in held):
+        cue = " within the time cue" if args.cue else ""
+        return f"no memory of agent {args.agent!r} matches {args.query!r}{cue}"
+    names = ", ".join(repr(a["agent_id"]) for a in held[:_AGENTS_NAMED])
+    names += ", ..." if len(held) > _AGENTS_NAMED else ""
+    where = f"agents with memories: {names} (choose one with --agent)" if held else "the database holds none"
+    return f"agent {args.agent!r} has no memories in {memory.settings.db_path}; {where}"
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -120,3 +120,33 @@ def test_export_to_a_new_file_needs_no_force(tmp_path: Path, capsys: pytest.Capt
     db = _db(tmp_path, ["anything"])
     assert main(["export", str(tmp_path / "new.jsonl"), "--db", str(db), "--embedding", "hash"]) == 0
     assert json.loads(capsys.readouterr().out)["ok"] is True
+
+
+# -- 5. an empty recall says why --------------------------------------------------------------------------
+
+
+def test_recall_for_an_agent_with_no_memories_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = _db(tmp_path, ["buy oat milk on the way home"])
+    assert main(["recall", "oat milk", "--db", str(db), "--embedding", "hash", "--agent", "nobody"]) == 0
+    out = capsys.readouterr().out
+    assert "agent 'nobody' has no memories" in out
+    assert "agents with memories: 'default'" in out and "--agent" in out
+    assert "recall 'oat milk'" not in out  # no empty table
+
+
+def test_recall_in_an_empty_database_says_it_holds_none(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["recall", "", "--db", str(tmp_path / "empty.db"), "--embedding", "hash"]) == 0
+    out = capsys.readouterr().out
+    assert "agent 'default' has no memories" in out and "the database holds none" in out
+
+
+def test_recall_with_nothing_matching_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = _db(tmp_path, ["buy oat milk on the way home"])
+    assert main(["recall", "zzz qqq", "--db", str(db), "--embedding", "hash"]) == 0
+    assert "no memory of agent 'default' matches 'zzz qqq'" in capsys.readouterr().out
+
+
+def test_recall_json_stays_the_raw_answer_when_empty(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = _db(tmp_path, ["buy oat milk on the way home"])
+    assert main(["recall", "x", "--db", str(db), "--embedding", "hash", "--agent", "nobody", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["messages"] == []
