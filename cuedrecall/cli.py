@@ -6,8 +6,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
-from typing import Any, Sequence
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterator, Sequence
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -36,17 +39,49 @@ def _memory(args: argparse.Namespace, background: bool = False, read_only: bool 
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    """Serve until the client goes (stdin closed), Ctrl-C or SIGTERM; then close the store, which folds the
+    WAL into the database file, so the .db alone holds every write (a copy of it loses nothing)."""
     import anyio
 
     from cuedrecall.server import serve_http, serve_stdio
 
     memory = _memory(args, background=True)
-    if args.http:
-        settings = memory.settings
-        serve_http(memory, args.host or settings.http_host, args.port or settings.http_port)
-    else:
-        anyio.run(serve_stdio, memory)
+    stopped = False
+    try:
+        if args.http:
+            settings = memory.settings
+            serve_http(memory, args.host or settings.http_host, args.port or settings.http_port)
+        else:
+            with _sigterm_exits():
+                anyio.run(serve_stdio, memory)
+    except (KeyboardInterrupt, SystemExit):
+        stopped = True  # Ctrl-C, or SIGTERM (``_sigterm_exits``): how a server is stopped, a clean stop
+    finally:
+        memory.close()
+    if stopped and not args.http:
+        # the store is closed; the transport's thread blocked reading stdin would keep the process alive
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     return 0
+
+
+@contextmanager
+def _sigterm_exits() -> Iterator[None]:
+    """SIGTERM (how a client or a service manager stops the stdio server) raises SystemExit in the main
+    thread instead of ending the process on the spot, so the store is closed on the way out."""
+    if threading.current_thread() is not threading.main_thread():  # signals go to the main thread only
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(0)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

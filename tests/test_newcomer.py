@@ -122,6 +122,109 @@ def test_export_to_a_new_file_needs_no_force(tmp_path: Path, capsys: pytest.Capt
     assert json.loads(capsys.readouterr().out)["ok"] is True
 
 
+# -- 4. a clean stop leaves the writes in the .db ---------------------------------------------------------
+
+
+def _count_alone(db: Path, tmp_path: Path) -> int:
+    """The memories a copy of the .db file alone holds (no -wal beside it)."""
+    copy = tmp_path / "copied" / "alone.db"
+    copy.parent.mkdir(exist_ok=True)
+    shutil.copyfile(db, copy)
+    conn = sqlite3.connect(copy)
+    try:
+        return int(conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def _wal_empty(db: Path) -> bool:
+    wal = Path(str(db) + "-wal")
+    return not wal.exists() or wal.stat().st_size == 0
+
+
+@sqlite_only
+def test_a_closed_memory_folds_its_wal_into_the_database_file_while_another_connection_is_open(
+        tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    memory = open_memory(db)
+    other = sqlite3.connect(db)  # another process's connection (the explorer, a second server), idle
+    try:
+        for i in range(40):
+            memory.store(agent_id="a", message={"content": f"note {i}: the spare key is under the bench"})
+        assert other.execute("SELECT COUNT(*) FROM memories").fetchone()[0] == 40
+        memory.close()
+        assert _wal_empty(db)
+        assert _count_alone(db, tmp_path) == 40
+    finally:
+        other.close()
+
+
+@sqlite_only
+def test_a_read_only_memory_writes_nothing_when_it_closes(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with open_memory(db) as memory:
+        memory.store(agent_id="a", message={"content": "a note"})
+    before = db.read_bytes()
+    with open_memory(db, read_only=True) as memory:
+        assert memory.recall(agent_id="a", query="")["messages"]
+    assert db.read_bytes() == before
+
+
+def _serve(db: Path, tmp_path: Path) -> subprocess.Popen[str]:
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
+    return subprocess.Popen([sys.executable, "-m", "cuedrecall.cli", "serve", "--db", str(db), "--embedding", "hash"],
+                            env=env, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _ask(server: subprocess.Popen[str], message: dict[str, Any]) -> dict[str, Any] | None:
+    """Send one JSON-RPC message; the answer to a request (None for a notification)."""
+    assert server.stdin is not None and server.stdout is not None
+    server.stdin.write(json.dumps(message) + "\n")
+    server.stdin.flush()
+    if "id" not in message:
+        return None
+    while True:
+        line = server.stdout.readline()
+        assert line, "the server closed its output"
+        answer = json.loads(line)
+        if answer.get("id") == message["id"]:
+            return answer
+
+
+def _store_over_stdio(server: subprocess.Popen[str], count: int) -> None:
+    _ask(server, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                  "params": {"protocolVersion": "2025-03-26", "capabilities": {},
+                             "clientInfo": {"name": "newcomer", "version": "0"}}})
+    _ask(server, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    for i in range(count):
+        answer = _ask(server, {"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call",
+                               "params": {"name": "store", "arguments": {
+                                   "agent_id": "a", "message": {"content": f"note {i}: {LONG}"}}}})
+        assert answer is not None and "result" in answer and not answer["result"].get("isError")
+
+
+@sqlite_only
+@pytest.mark.parametrize("stop", ["stdin closed", "SIGTERM"])
+def test_the_stdio_server_stopped_cleanly_leaves_its_writes_in_the_db_file(tmp_path: Path, stop: str) -> None:
+    db = tmp_path / "served.db"
+    server = _serve(db, tmp_path)
+    try:
+        _store_over_stdio(server, 12)
+        if stop == "SIGTERM":
+            server.send_signal(signal.SIGTERM)
+        else:
+            assert server.stdin is not None
+            server.stdin.close()
+        assert server.wait(timeout=90) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    assert _wal_empty(db)
+    assert _count_alone(db, tmp_path) == 12
+
+
 # -- 5. an empty recall says why --------------------------------------------------------------------------
 
 

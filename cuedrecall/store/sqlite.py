@@ -41,6 +41,7 @@ SNAPSHOT_TRIES = 3  # catch-ups a concurrent snapshot tries before it reads unde
 # client's calls reuse one connection (and its page cache) though a server hands them to different worker
 # threads; a burst of concurrent snapshots opens more, and those beyond this many close when given back.
 READER_POOL = 4
+CLOSE_CHECKPOINT_MS = 1000  # the most a close waits on another process's read to empty the WAL
 STATS_CACHE_MAX = 1024  # reads kept until the next change (``_cached``), least recently used leaving first
 
 
@@ -128,10 +129,26 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
         return getattr(self._local, "conn", None) or self._main
 
     def close(self) -> None:
+        """Close every connection, folding the WAL into the database file first (``_checkpoint``)."""
         with self._lock:
             for reader in list(self._readers):
                 reader.close()
+            self._checkpoint()
             self._main.close()
+
+    def _checkpoint(self) -> None:
+        """Copy the WAL's pages into the database file and empty it, so the .db alone holds every commit
+        (a copy of the file loses nothing). SQLite does this by itself only when the last connection closes;
+        another process with the file open (the explorer, a second server) would leave it in the -wal file.
+        Best effort: another process's read in progress makes it wait at most CLOSE_CHECKPOINT_MS, and what
+        is left is folded in by a later close or checkpoint. A read-only store writes nothing."""
+        if self.read_only or not self._concurrent:
+            return
+        try:
+            self._main.execute(f"PRAGMA busy_timeout={CLOSE_CHECKPOINT_MS}")
+            self._main.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        except sqlite3.Error:  # closed already, or busy past the bound: nothing lost, the WAL stays valid
+            pass
 
     # -- transactions and the index ------------------------------------------------
 
