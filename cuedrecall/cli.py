@@ -184,6 +184,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 def cmd_build_blocks(args: argparse.Namespace) -> int:
     """Run the block queue (builds and the backfill) until nothing is due, then print what is left."""
+    from cuedrecall.handlers.blocks import build_report
+
     with _memory(args) as memory:
         if memory.blocks is None:
             print("cuedrecall: blocks are not built (CUEDRECALL_BLOCK_BUILD_ENABLED is off, or the embedder "
@@ -191,8 +193,7 @@ def cmd_build_blocks(args: argparse.Namespace) -> int:
             return 1
         memory.blocks.queue_backfill()  # what was stored before blocks existed, too
         ran = memory.blocks.drain(args.max_tasks)
-        counts = memory.store_.block_counts("", memory.embedder.model)
-        result = {"ok": True, "tasks_run": ran, "pending": memory.store_.pending_tasks(), **counts}
+        result = {"ok": True, "tasks_run": ran, **build_report(memory.runtime)}
     return _finish(result)
 
 
@@ -253,6 +254,12 @@ def _progress() -> Progress:
 
 
 DB_HELP = "database file (default: CUEDRECALL_DB_PATH or ~/.cuedrecall/memory.db)"
+BUILD_BLOCKS_EPILOG = (
+    "It prints JSON: tasks_run (queue tasks run now), pending_tasks (left queued), model, and the records "
+    "under the current model: records = records_divided (text of two or more blocks, each block embedded "
+    "and searched) + records_single_block (text of one block: nothing to search beyond the record's own "
+    "vector) + records_lacking_blocks (not done yet); block_rows counts the blocks of the divided records."
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -305,7 +312,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--precision", choices=["strict", "balanced", "lenient"],
                    help="set the agent's precision first, then calibrate")
 
-    p = add("build-blocks", cmd_build_blocks, "Build the queued blocks now (and the backfill), in this process.")
+    p = add("build-blocks", cmd_build_blocks,
+            "Build the queued blocks now (and the backfill), in this process.", epilog=BUILD_BLOCKS_EPILOG)
     p.add_argument("--max-tasks", type=int, default=None, help="stop after this many tasks (default: all due)")
 
     p = add("backup", cmd_backup, "Copy a database, live or not, as one committed state (SQLite's online backup).",

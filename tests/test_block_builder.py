@@ -192,7 +192,8 @@ def test_the_stored_blocks_are_the_divider_s_spans_with_sign_bits_and_int8_codes
         assert memory.store_.block_spans([ref, short]) == {
             ref: [(s.start, s.end, s.forced) for s in spans], short: [(0, len("one sentence only"), False)]}
         counts = memory.store_.block_counts(A, MODEL)
-        assert counts == {"records_with_blocks": 2, "records_lacking_blocks": 0, "block_rows": len(spans)}
+        assert counts == {"records_with_blocks": 2, "records_divided": 1, "records_lacking_blocks": 0,
+                          "block_rows": len(spans)}
         vectors = HashEmbedder().embed([s.text(ENGLISH) for s in spans])
         bits, codes = quantise(vectors)
         assert bits.shape == (len(spans), 48) and codes.dtype == np.int8
@@ -378,7 +379,8 @@ def test_missing_blocks_reports_the_records_lacking_a_set_and_a_fix_advances_the
         memory.store(agent_id=B, content=ENGLISH)
         found = next(i for i in memory.check_health(agent_id=A)["issues"] if i["check"] == "missing_blocks")
         assert found["count"] == 3 and found["severity"] == "info" and found["sample_refs"] == refs
-        assert found["blocks"] == {"records_with_blocks": 0, "records_lacking_blocks": 3, "block_rows": 0}
+        assert found["blocks"] == {"records_with_blocks": 0, "records_divided": 0,
+                                   "records_lacking_blocks": 3, "block_rows": 0}
         fixed = memory.check_health(agent_id=A, fix=True, checks=["missing_blocks"])
         issue = fixed["issues"][0]
         assert issue["fixed"] == 2 and issue["remaining"] == 1 and fixed["status"] == "healthy"

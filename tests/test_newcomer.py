@@ -253,3 +253,25 @@ def test_recall_json_stays_the_raw_answer_when_empty(tmp_path: Path, capsys: pyt
     db = _db(tmp_path, ["buy oat milk on the way home"])
     assert main(["recall", "x", "--db", str(db), "--embedding", "hash", "--agent", "nobody", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["messages"] == []
+
+
+# -- 6. build-blocks counts that add up -------------------------------------------------------------------
+
+
+def test_build_blocks_counts_add_up(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = _db(tmp_path, ["buy oat milk", "the plumber comes on wednesday", LONG, "call mum"])
+    assert main(["build-blocks", "--db", str(db), "--embedding", "hash"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["records"] == 4
+    assert (result["records_divided"], result["records_single_block"], result["records_lacking_blocks"]) == (1, 3, 0)
+    assert result["records"] == (result["records_divided"] + result["records_single_block"]
+                                 + result["records_lacking_blocks"])
+    assert result["block_rows"] == 30  # the divided record's blocks; the single-block ones have none
+    assert result["pending_tasks"] == 0 and result["model"] and result["tasks_run"] >= 1
+
+
+def test_build_blocks_help_says_what_each_count_means() -> None:
+    text = " ".join(_subcommands()["build-blocks"].format_help().split())
+    for field in ("records_divided", "records_single_block", "records_lacking_blocks", "block_rows",
+                  "pending_tasks"):
+        assert field in text

@@ -911,6 +911,7 @@ def test_a_block_set_is_written_for_the_current_text_only(store: Store) -> None:
     assert spans[0][0] == 0 and spans[-1][1] == len(new) and len(spans) == len(divide(new))
     assert write_set(store, block_set(store, ref)) is True  # written again: replaced, not added to
     assert store.block_counts(A)["block_rows"] == len(spans)
+    assert store.block_counts(A)["records_divided"] == store.block_counts(A)["records_with_blocks"] == 1
     with store.write() as conn:
         store.delete(conn, ref)
     assert store.record_text(ref) is None and write_set(store, stale) is False
@@ -929,7 +930,8 @@ def test_a_memorys_new_text_takes_its_old_blocks_away_and_a_deleted_records_bloc
     with store.write() as conn:
         store.delete(conn, episode)
     assert block_refs(store, Scope(A)) == [] and store.block_spans([episode]) == {}
-    assert store.block_counts(A) == {"records_with_blocks": 0, "records_lacking_blocks": 1, "block_rows": 0}
+    assert store.block_counts(A) == {"records_with_blocks": 0, "records_divided": 0,
+                                     "records_lacking_blocks": 1, "block_rows": 0}
 
 
 def test_the_block_arm_finds_a_record_by_the_block_that_holds_the_answer(store: Store) -> None:
@@ -956,7 +958,8 @@ def test_a_record_of_one_block_is_marked_done_and_never_searched(store: Store) -
     assert [r for r, _, _ in store.records_lacking_blocks(None, 10, MODEL)] == [long]
     assert store.block_spans([short]) == {short: [(0, len("a single short sentence about the brass key"), False)]}
     assert block_refs(store, Scope(A)) == []
-    assert store.block_counts(A) == {"records_with_blocks": 1, "records_lacking_blocks": 1, "block_rows": 0}
+    assert store.block_counts(A) == {"records_with_blocks": 1, "records_divided": 0,
+                                     "records_lacking_blocks": 1, "block_rows": 0}
 
 
 def test_records_lacking_blocks_walk_memories_then_episodes_by_id_after_the_cursor(store: Store) -> None:

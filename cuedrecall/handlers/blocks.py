@@ -163,6 +163,24 @@ def backfill_step(rt: Runtime, after: str | None, *, agent_id: str = "", limit: 
     return done, cursor, len(rows) >= limit
 
 
+def build_report(rt: Runtime) -> dict[str, Any]:
+    """What ``cuedrecall build-blocks`` reports, under the current embedder's model, every agent.
+
+    ``records`` = ``records_divided`` (text of two or more blocks: each block embedded,
+    ``block_rows`` of them in all) + ``records_single_block`` (text of one block: marked
+    done, nothing to search beyond the record's own vector, so no block row) +
+    ``records_lacking_blocks`` (no set yet: queued or waiting for the backfill).
+    ``pending_tasks``: queue tasks still waiting (builds, backfill, re-embedding, calibration).
+    """
+    model = rt.embedder.model
+    counts = rt.store.block_counts("", model)
+    with_set, divided = counts["records_with_blocks"], counts["records_divided"]
+    lacking = counts["records_lacking_blocks"]
+    return {"pending_tasks": rt.store.pending_tasks(), "model": model, "records": with_set + lacking,
+            "records_divided": divided, "records_single_block": with_set - divided,
+            "records_lacking_blocks": lacking, "block_rows": counts["block_rows"]}
+
+
 class BlockBuilder:
     """Runs the queue's tasks: a daemon thread (``start``/``stop``), or the calling thread (``drain``).
 

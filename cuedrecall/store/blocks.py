@@ -176,23 +176,25 @@ class SqliteBlocks:
         return out
 
     def block_counts(self, agent_id: str, model: str = "") -> dict[str, int]:
-        """Records with a current block set (of this model; of any for ""), records lacking one, block rows
-        with vectors; one agent's or every agent's ("")."""
-        records = done = 0
+        """Records with a current block set (of this model; of any for ""): divided into blocks with vectors
+        or marked done as one block; records lacking a set; block rows with vectors; one agent's or every
+        agent's (""). records_with_blocks counts both kinds of set, so it may exceed what block_rows shows."""
+        records = done = divided = 0
         model_where = " AND b.model = ?" if model else ""
         for kind in (MEMORY, EPISODE):
             table = TEXT_COLUMNS[kind][0]
             where, params = ("t.agent_id = ?", [agent_id]) if agent_id else ("1 = 1", [])
-            total, built = self._read(
-                f"SELECT COUNT(*), COUNT(b.record_id) FROM {table} t LEFT JOIN blocks b ON b.kind = ? "
-                f"AND b.record_id = t.id AND b.block = 0{model_where} WHERE {where}",
+            total, built, split = self._read(
+                f"SELECT COUNT(*), COUNT(b.record_id), COUNT(b.bits) FROM {table} t LEFT JOIN blocks b ON "
+                f"b.kind = ? AND b.record_id = t.id AND b.block = 0{model_where} WHERE {where}",
                 [kind, *([model] if model else []), *params],
             )[0]
-            records, done = records + total, done + built
+            records, done, divided = records + total, done + built, divided + split
         where = " AND agent_id = ?" if agent_id else ""
         rows = self._read(f"SELECT COUNT(*) FROM blocks b WHERE bits IS NOT NULL{where}{model_where}",
                           [*([agent_id] if agent_id else []), *([model] if model else [])])[0][0]
-        return {"records_with_blocks": done, "records_lacking_blocks": records - done, "block_rows": rows}
+        return {"records_with_blocks": done, "records_divided": divided,
+                "records_lacking_blocks": records - done, "block_rows": rows}
 
     def block_spans(self, refs: Sequence[str]) -> dict[str, list[tuple[int, int, bool]]]:
         """(start, end, forced) of each block of the records' current sets, in order (a done-marker: one span

@@ -161,22 +161,24 @@ class PgBlocks:
         return out
 
     def block_counts(self, agent_id: str, model: str = "") -> dict[str, int]:
-        """Records with a current block set (of this model; any for ""), records lacking one, block rows with
-        vectors; one agent's or every agent's ("")."""
-        records = done = 0
+        """Records with a current block set (of this model; any for ""): divided into blocks with vectors or
+        marked done as one block; records lacking a set; block rows with vectors; one agent's or every
+        agent's ("")."""
+        records = done = divided = 0
         model_where = " AND b.model = %s" if model else ""
         for kind in (MEMORY, EPISODE):
             where, params = ("t.agent_id = %s", [agent_id]) if agent_id else ("TRUE", [])
-            total, built = self._read(
-                f"SELECT COUNT(*), COUNT(b.record_id) FROM {TEXT_COLUMNS[kind][0]} t LEFT JOIN blocks b ON b.kind = %s "
-                f"AND b.record_id = t.id AND b.block = 0{model_where} WHERE {where}",
+            total, built, split = self._read(
+                f"SELECT COUNT(*), COUNT(b.record_id), COUNT(b.bits) FROM {TEXT_COLUMNS[kind][0]} t "
+                f"LEFT JOIN blocks b ON b.kind = %s AND b.record_id = t.id AND b.block = 0{model_where} "
+                f"WHERE {where}",
                 [kind, *([model] if model else []), *params])[0]
-            records, done = records + total, done + built
+            records, done, divided = records + total, done + built, divided + split
         where = " AND b.agent_id = %s" if agent_id else ""
         rows = self._read(f"SELECT COUNT(*) FROM blocks b WHERE bits IS NOT NULL{where}{model_where}",
                           [*([agent_id] if agent_id else []), *([model] if model else [])])[0][0]
-        return {"records_with_blocks": int(done), "records_lacking_blocks": int(records - done),
-                "block_rows": int(rows)}
+        return {"records_with_blocks": int(done), "records_divided": int(divided),
+                "records_lacking_blocks": int(records - done), "block_rows": int(rows)}
 
     def block_spans(self, refs: Sequence[str]) -> dict[str, list[tuple[int, int, bool]]]:
         """(start, end, forced) of each block of the records' current sets, in order; no set: absent."""
