@@ -76,8 +76,9 @@ def run_demo(embedding_mode: str = "local", console: Console | None = None) -> d
             if memory.blocks is not None:  # the blocks a server builds in the background, built here and now
                 memory.blocks.drain()
                 built = memory.store_.block_counts("demo")
-                console.print(f"divided {built['records_with_blocks']} records into {built['block_rows']} blocks for "
-                              "the block arm")
+                single = built["records_with_blocks"] - built["records_divided"]
+                console.print(f"divided {built['records_divided']} records into {built['block_rows']} blocks for "
+                              f"the block arm ({single} short enough to stay one block)")
             query = "what did the bike shop do?"
             answer = memory.recall(agent_id="demo", query=query, limit=5)
             console.print(rows_table(f"recall {query!r}", answer["messages"]))
