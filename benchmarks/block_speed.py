@@ -1,6 +1,6 @@
 """What the block arm costs a recall, and how fast blocks are built, on conversational text.
 
-    python -m benchmarks.block_speed --locomo ../shared/data/locomo/locomo10-dev.json --sizes 10000 100000
+    python -m benchmarks.block_speed --locomo PATH/TO/locomo10.json --sizes 10000 100000
 
 The store holds LoCoMo's turns repeated to each size (hash embedder: the query's
 embedding is excluded and the build rate is the pipeline's, not a model's). For

@@ -18,6 +18,7 @@ from __future__ import annotations
 import sys
 
 import argparse
+import os
 
 import math
 import pickle
@@ -43,7 +44,8 @@ from cuedrecall.handlers.calibrate import TASK as CALIBRATE
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).parent / "results"
-DEFAULT_LOCOMO = REPO.parent / "shared" / "data" / "locomo" / "locomo10-dev.json"
+# LoCoMo is never vendored: a study takes its path (--locomo PATH), or CUEDRECALL_LOCOMO names it once for all
+DEFAULT_LOCOMO: str | None = os.environ.get("CUEDRECALL_LOCOMO") or None
 LIMIT = 10
 LOCOMO_CATEGORIES = {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "single-hop", "5": "adversarial"}
 LOCOMO_EXCLUDED = frozenset({"5"})  # adversarial: left out of retrieval metrics
@@ -562,8 +564,8 @@ def study_parser(prog: str, description: str, out_name: str, embedders: list[str
                  modes: list[str]) -> argparse.ArgumentParser:
     """The options of a study over LoCoMo and the long-span history (retrieval, time cue)."""
     parser = argparse.ArgumentParser(prog=f"python -m {prog}", description=description)
-    parser.add_argument("--locomo", default=str(DEFAULT_LOCOMO),
-                        help="LoCoMo JSON file, or 'none' to skip it (default: %(default)s)")
+    parser.add_argument("--locomo", default=DEFAULT_LOCOMO,
+                        help="LoCoMo JSON file, or 'none' to skip it (default: $CUEDRECALL_LOCOMO)")
     parser.add_argument("--long-span", choices=["small", "large", "none"], default="large",
                         help="size of the generated long-span history, or none (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="long-span generator seed (default: %(default)s)")

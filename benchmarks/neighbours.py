@@ -109,7 +109,7 @@ def _changes(rows: list[dict]) -> list[str]:
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.neighbours", description=__doc__.split("\n")[0])
-    parser.add_argument("--locomo", default=str(h.DEFAULT_LOCOMO), help="LoCoMo JSON file, or 'none'")
+    parser.add_argument("--locomo", default=h.DEFAULT_LOCOMO, help="LoCoMo JSON file, or 'none'")
     parser.add_argument("--long-span", choices=["small", "large", "none"], default="large")
     parser.add_argument("--embedders", nargs="+", choices=["local", "hash"], default=["local"])
     parser.add_argument("--limit-conversations", type=int, default=None)

@@ -1,6 +1,6 @@
 """No noisy neighbours: one agent's 20-row recall while other agents hold 0, 10,000 and 100,000 rows of the same text.
 
-    python -m benchmarks.noisy_neighbours --locomo ../shared/data/locomo/locomo10-dev.json
+    python -m benchmarks.noisy_neighbours --locomo PATH/TO/locomo10.json
 
 The rows are the realistic corpus's (``benchmarks/realistic.py``): alice holds 20 turns,
 spread evenly among the others' rows (ten other agents share the rest), so her words are

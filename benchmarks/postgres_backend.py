@@ -183,7 +183,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--url", help="a postgresql:// URL (default: a private pgserver)")
     parser.add_argument("--embedders", nargs="+", choices=["local", "hash"], default=["hash", "local"])
     parser.add_argument("--long-span", choices=["small", "large", "none"], default="large")
-    parser.add_argument("--locomo", default=str(h.DEFAULT_LOCOMO))
+    parser.add_argument("--locomo", default=h.DEFAULT_LOCOMO)
     parser.add_argument("--sizes", nargs="*", type=int, default=[100_000], help="latency store sizes (none: skip)")
     parser.add_argument("--queries", type=int, default=100, help="timed recalls per store")
     parser.add_argument("--no-quality", action="store_true", help="latency only")

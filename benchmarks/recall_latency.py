@@ -1,7 +1,7 @@
 """Recall latency per store size, query embedding excluded (hash embedder): only the pipeline is timed.
 
     python -m benchmarks.recall_latency --sizes 1000 10000 100000 --queries 100
-    python -m benchmarks.recall_latency --corpus realistic --locomo ../shared/data/locomo/locomo10-dev.json
+    python -m benchmarks.recall_latency --corpus realistic --locomo PATH/TO/locomo10.json
 
 The store is the synthetic one (``benchmarks/synthetic.py``) or, with ``--corpus realistic``,
 conversational turns (``benchmarks/realistic.py``) asked the realistic questions. Writes a markdown table to benchmarks/results/recall_latency.md (the command at the top).

@@ -808,7 +808,7 @@ def _fmt(value: float, digits: int) -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"python -m {PROG}", description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", choices=DATASETS, default=list(DATASETS))
-    parser.add_argument("--locomo", default=str(h.DEFAULT_LOCOMO), help="LoCoMo JSON file (default: %(default)s)")
+    parser.add_argument("--locomo", default=h.DEFAULT_LOCOMO, help="LoCoMo JSON file (default: $CUEDRECALL_LOCOMO)")
     parser.add_argument("--long-span", choices=["small", "large"], default="large",
                         help="size of the generated long-span history, as benchmarks.time_cue (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="long-span generator seed (default: %(default)s)")

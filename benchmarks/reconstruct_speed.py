@@ -32,7 +32,7 @@ WAYS = ("recall top 20", "reconstruct", "reconstruct + trace")
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"python -m {PROG}", description=__doc__.splitlines()[0])
-    parser.add_argument("--locomo", default=str(h.DEFAULT_LOCOMO))
+    parser.add_argument("--locomo", default=h.DEFAULT_LOCOMO)
     parser.add_argument("--embedders", nargs="+", choices=["local", "hash"], default=["local", "hash"])
     parser.add_argument("--limit-conversations", type=int, default=None)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "reconstruct_speed.md"))

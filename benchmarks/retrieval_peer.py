@@ -74,7 +74,7 @@ ALL = "**all**"
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"python -m {PROG}", description=__doc__.splitlines()[0])
-    parser.add_argument("--locomo", default=str(h.DEFAULT_LOCOMO), help="LoCoMo JSON file (default: %(default)s)")
+    parser.add_argument("--locomo", default=h.DEFAULT_LOCOMO, help="LoCoMo JSON file (default: $CUEDRECALL_LOCOMO)")
     parser.add_argument("--embedders", nargs="+", choices=["local", "hash"], default=["local", "hash"])
     parser.add_argument("--limit-conversations", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--limit", type=int, default=h.LIMIT, help="recall limit (default: %(default)s)")

@@ -223,7 +223,7 @@ def render(argv: Sequence[str], args: argparse.Namespace, rows: Sequence[dict[st
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"python -m {PROG}", description=__doc__.splitlines()[0])
-    parser.add_argument("--locomo", default=str(h.DEFAULT_LOCOMO), help="LoCoMo JSON file (default: %(default)s)")
+    parser.add_argument("--locomo", default=h.DEFAULT_LOCOMO, help="LoCoMo JSON file (default: $CUEDRECALL_LOCOMO)")
     parser.add_argument("--embedders", nargs="+", choices=["local", "hash"], default=["local", "hash"])
     parser.add_argument("--sizes", nargs="+", type=int, default=list(SIZES), help="window sizes (memories)")
     parser.add_argument("--most", type=int, default=None, help="at most this many windows per conversation and size")

@@ -1,6 +1,6 @@
 """Speed on conversational text: recall p50/p90/p99, RSS, ingest and the worst inputs, beside CPersona 2.6.14.
 
-    python -m benchmarks.speed_realistic --locomo ../shared/data/locomo/locomo10-dev.json \\
+    python -m benchmarks.speed_realistic --locomo PATH/TO/locomo10.json \\
         --sizes 10000 100000 --peer-sizes 10000 100000
 
 The store is ``benchmarks/realistic.py``'s: LoCoMo's turns and the long-span

@@ -1,6 +1,6 @@
 """What the word arm costs a recall, on conversational text, measured on and off side by side.
 
-    python -m benchmarks.word_arm_speed --locomo ../shared/data/locomo/locomo10-dev.json --sizes 10000 100000
+    python -m benchmarks.word_arm_speed --locomo PATH/TO/locomo10.json --sizes 10000 100000
 
 The store holds LoCoMo's turns repeated to each size (hash embedder: the query's
 embedding is excluded; blocks off on both sides, so only the word arm differs). For
