@@ -4,9 +4,11 @@ reading thread gets a connection of its own.
 The rule: the driver's "database is locked" never reaches a caller. A write's
 ``BEGIN IMMEDIATE`` lets SQLite wait ``BUSY_TIMEOUT_MS`` at a time (SQLite answers
 busy at once where waiting cannot help) and retries each busy answer, with a short
-growing pause, until ``wait_s`` has passed; then it raises a StoreError saying the
-database was busy and nothing was written (``errors.describe_storage_error`` words it
-for the caller). Reads never wait on a writer in WAL mode.
+growing pause, until ``wait_s`` has passed since the write was asked for (its time
+queued behind this process's other writers counts: the bound is on the whole wait);
+then it raises a StoreError saying the database was busy and nothing was written
+(``errors.describe_storage_error`` words it for the caller). Reads never wait on a
+writer in WAL mode.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from cuedrecall.errors import StoreError
 
 WRITE_WAIT_S = 30.0  # how long a write waits for another process's write lock before it answers "busy"
 BUSY_TIMEOUT_MS = 5000  # one wait inside SQLite; a write retries such waits until its bound has passed
+WRITE_SLICE_S = 0.25  # SQLite's lock is waited for this long at a time, the process's lock free between
 _BUSY_WORDS = ("database is locked", "database is busy", "table is locked")
 
 
@@ -26,9 +29,10 @@ def is_busy(exc: sqlite3.OperationalError) -> bool:
     return any(word in str(exc).lower() for word in _BUSY_WORDS)
 
 
-def begin_write(conn: sqlite3.Connection, wait_s: float) -> None:
-    """``BEGIN IMMEDIATE`` on ``conn``, retried while SQLite answers busy, for ``wait_s`` seconds in all."""
-    deadline = time.monotonic() + wait_s
+def begin_write(conn: sqlite3.Connection, wait_s: float, deadline: float | None = None) -> None:
+    """``BEGIN IMMEDIATE`` on ``conn``, retried while SQLite answers busy, for ``wait_s`` seconds in all, or
+    until ``deadline`` (``time.monotonic()``) when one is given: tried once at least."""
+    deadline = time.monotonic() + wait_s if deadline is None else deadline
     pause = 0.01
     try:
         while True:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -23,7 +24,7 @@ from cuedrecall.store.base import EPISODE, MEMORY, Record, Scope, Threshold, mak
 from cuedrecall.store.arms import SqliteArms
 from cuedrecall.store.block_index import BlockIndex
 from cuedrecall.store.blocks import SqliteBlocks
-from cuedrecall.store.busy import BUSY_TIMEOUT_MS, WRITE_WAIT_S, begin_write, open_reader
+from cuedrecall.store.busy import BUSY_TIMEOUT_MS, WRITE_SLICE_S, WRITE_WAIT_S, begin_write, open_reader
 from cuedrecall.store.browse import SqliteBrowse
 from cuedrecall.store.graph import SqliteGraph
 from cuedrecall.store.locks import SnapshotLock
@@ -256,24 +257,43 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
         """One write transaction under the writer lock; the index catches up after commit.
 
         The lock is SQLite's too: another process's long transaction is waited for
-        (``busy.begin_write``), within a bound."""
+        (``busy.begin_write``), within a bound that counts from here, in slices of
+        ``WRITE_SLICE_S`` with this process's lock given back between them: the other
+        threads' reads, and writes that then wait their own bound beside this one, go on
+        (held for the whole wait, each call queued behind it waited that long before its own
+        wait began: a server's k-th store in flight answered after k bounds, issue 24)."""
         if self._lock.holds_shared():
             raise StoreError("a write inside a snapshot: a snapshot only reads")
         if self.read_only:
             raise StoreError("this store was opened for reading only: nothing was written")
-        with self._lock:
-            begin_write(self._main, self.write_wait_s)
-            self._writing = True
-            try:
-                yield self._main
-                self._main.execute("COMMIT")
-            except BaseException:
-                if self._main.in_transaction:  # SQLite itself rolls back on some errors (a full disk, I/O)
-                    self._main.execute("ROLLBACK")
+        deadline = time.monotonic() + self.write_wait_s
+        while True:
+            with self._lock:
+                if self._begin_within(deadline):
+                    self._writing = True
+                    try:
+                        yield self._main
+                        self._main.execute("COMMIT")
+                    except BaseException:
+                        if self._main.in_transaction:  # SQLite rolls back itself on a full disk, I/O errors
+                            self._main.execute("ROLLBACK")
+                        raise
+                    finally:
+                        self._writing = False
+                    self._catch_up(force=True)
+                    return
+            time.sleep(0.001)  # the lock given back: this process's other threads take it first
+
+    def _begin_within(self, deadline: float) -> bool:
+        """``BEGIN IMMEDIATE`` within one slice of the wait; False when the slice passed, the bound not."""
+        end = min(deadline, time.monotonic() + WRITE_SLICE_S)
+        try:
+            begin_write(self._main, self.write_wait_s, end)
+        except StoreError:
+            if end >= deadline:
                 raise
-            finally:
-                self._writing = False
-            self._catch_up(force=True)
+            return False
+        return True
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         with self._lock:
