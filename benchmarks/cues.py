@@ -2,7 +2,7 @@
 
 ``extract_cue(question, asked_at)`` reads only the question's text and the
 date it was asked (its "now"), never an answer or evidence, and returns a
-``time_cue`` in the shape of spec section 2.1, or ``None`` when the text names
+``time_cue`` in the shape docs/recall-process.md#reading-a-cue gives, or ``None`` when the text names
 no time:
 
 * absolute: ``{"after": "YYYY-MM-DD", "before": "YYYY-MM-DD", "confidence": c}``
@@ -631,7 +631,7 @@ def explain_cue(question: str, asked_at: str | datetime) -> tuple[str, dict] | N
 def extract_cue(question: str, asked_at: str | datetime) -> dict | None:
     """The time cue a question's text states, read against the date it was asked.
 
-    Only ``question`` and ``asked_at`` are read. Returns a spec 2.1 ``time_cue``
+    Only ``question`` and ``asked_at`` are read. Returns a ``time_cue`` (docs/recall-process.md#reading-a-cue)
     dict, or ``None`` when no rule matches.
     """
     found = explain_cue(question, asked_at)
@@ -642,7 +642,7 @@ def cue_period(
     cue: dict, now: str | datetime, *, oldest: str | datetime | None = None
 ) -> tuple[datetime, datetime] | None:
     """The nominal period a cue names, before any confidence margin, as a
-    half-open UTC interval ``[start, end)``, following spec section 2.7:
+    half-open UTC interval ``[start, end)``, following docs/recall-process.md#periods:
 
     * an absolute date names the whole day (``before`` includes it);
     * ``{"unit": u, "value": n}`` is one unit long, centred ``n`` units before

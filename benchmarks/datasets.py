@@ -821,7 +821,7 @@ def _month_index(d: date) -> int:
 
 
 def _inside_ago_window(asked: datetime, unit_days: int, n: int, first: datetime, last: datetime) -> bool:
-    """Whether [first, last] lies inside the period "n units ago" (spec 2.7:
+    """Whether [first, last] lies inside the period "n units ago" (docs/recall-process.md#periods:
     one unit long, centred n units before now, ending no later than now),
     with an hour of margin on each side."""
     unit = timedelta(days=unit_days)

@@ -1,4 +1,4 @@
-"""The traces of hand-attributed LoCoMo failures, regenerated (spec recall-process-v0 §1.4.2).
+"""The traces of hand-attributed LoCoMo failures, regenerated (docs/trace.md#what-makes-the-trace-ready).
 
     python -m benchmarks.manual_attribution --data PATH/locomo10.json
     python -m benchmarks.manual_attribution --data PATH/locomo10.json --show conv-26:q4

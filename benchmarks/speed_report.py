@@ -199,7 +199,7 @@ def _render_mcp(report: Report) -> list[str]:
                 tail = (" too" if met else " either") if met == (verdict == "meets") else ""
                 inside = (f"; inside the servers (trace condition, `timing_ms.total`) it is {ratio:.3f}, which "
                           f"{'meets' if met else 'does not meet'} it{tail}")
-            lines += [f"DESIGN.md §9 bar (recall p50 at 100k at most a fifth of CPersona's): at {biggest['size']:,} "
+            lines += [f"Bar of docs/benchmarks.md#the-bars (recall p50 at 100k at most a fifth of CPersona's): at {biggest['size']:,} "
                       f"the plain p50 ratio over MCP is {biggest['ratio_p50']:.3f}, which {verdict} it (query "
                       f"embedding included on both sides, one HTTP call each){inside}.", ""]
     for size, error in sorted(report.peer_errors.items()):
@@ -262,7 +262,7 @@ def _render_ingest(report: Report) -> list[str]:
              f"{args.ingest_count} new memories stored one by one, into an empty store and into a copy of each "
              "size's store. In process: `Memory.store` (hash embedder, embedding included). Over MCP: the `store` "
              "tool of each server, interleaved, each call embedding through the shared embed-server. "
-             "DESIGN.md §9 bar: storing stays as fast at 100k as at 1k.", "",
+             "Bar of docs/benchmarks.md#the-bars: storing stays as fast at 100k as at 1k.", "",
              "| memories before | ours in process /s | per call p50 ms | p95 ms | ours MCP /s | CPersona MCP /s | "
              "ours MCP p50 ms | CPersona MCP p50 ms |",
              "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]

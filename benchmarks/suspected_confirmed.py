@@ -5,7 +5,7 @@
 A recall can only *suspect* a failure while it runs (``trace.suspected``, docs/recall-process.md:
 CANDIDATE_MISS when a time cue's period held nothing, FILTER_DROP when gate relief saw rows
 just under the gate); ``benchmarks.recall_trace_confirm.confirm`` *confirms* one afterwards
-from the trace and the evidence refs (spec recall-process-v0 §1.3). Every scored LoCoMo question is
+from the trace and the evidence refs (docs/trace.md#suspected-and-confirmed-failures). Every scored LoCoMo question is
 recalled at the server's defaults (the packaged embedder, the word arm and the block arm
 on, the replay's calibrations run), with the cue ``benchmarks.cues.extract_cue`` reads in
 its text where it finds one. Per code the report counts recalls where it was suspected and

@@ -1,4 +1,4 @@
-"""The time-cue study (spec recall-process-v0 §2.11): does a stated time beat no cue AND as many extra rows?
+"""The time-cue study (docs/benchmarks.md#the-time-cue-study): does a stated time beat no cue AND as many extra rows?
 
     python -m benchmarks.time_cue --embedders local hash --long-span large
 
@@ -84,8 +84,8 @@ def wrong_cue(cue: dict[str, Any], now: datetime, span: tuple[datetime, datetime
 
     Returns (cue, shift in days) for the first shift in ``SHIFTS`` whose period, as
     the server widens it for the confidence and for the one wider step it searches
-    when the first finds nothing (§2.5), holds no evidence time; whose own period ends
-    no later than now and is not ignored as recent-only (§2.8); and which holds at
+    when the first finds nothing (docs/recall-process.md#one-revision), holds no evidence time; whose own period ends
+    no later than now and is not ignored as recent-only (docs/recall-process.md#a-cue-for-today-is-not-used); and which holds at
     least one stored memory from before now. None when no shift qualifies.
     """
     parsed = parse_time_cue(cue)
@@ -136,7 +136,7 @@ def appended(uncued: Sequence[str], wider: Sequence[str], extra: int) -> list[st
 
 
 def same_rows(uncued: Sequence[str], cued: dict[str, Any]) -> bool:
-    """Spec §2.6: the cued answer, its cue seats left out, holds exactly the uncued rows."""
+    """docs/recall-process.md#invariants: the cued answer, its cue seats left out, holds exactly the uncued rows."""
     seats = set(cue_seats(cued))
     return sorted(r for r in h.best_first(cued) if r not in seats) == sorted(uncued)
 
@@ -288,8 +288,8 @@ RULE = """## The rule (fixed before any number below)
    reordering any.
 7. **Wrong cues.** For each cued question, the cue's own period (as the server reads it) is moved by the
    first of {shifts} days whose period, widened by the same confidence's margin and by the next wider one
-   (the one revision, §2.5), holds no evidence turn and no evidence session's episode, ends no later than
-   now, is not a recent-only cue (§2.8), and holds at least one stored memory from before now. The moved cue is absolute, day-aligned, with the same confidence.
+   (the one revision, docs/recall-process.md#one-revision), holds no evidence turn and no evidence session's episode, ends no later than
+   now, is not a recent-only cue (docs/recall-process.md#a-cue-for-today-is-not-used), and holds at least one stored memory from before now. The moved cue is absolute, day-aligned, with the same confidence.
    Questions where no shift qualifies have no wrong cue. Reported against (a): mean score change, questions
    where the evidence fell, the most places any evidence row fell in the returned list, against the bound
    L of the confidence searched (a row rises at most L places, so the evidence can fall at most L places,
@@ -400,7 +400,7 @@ def render(argv: Sequence[str], args: argparse.Namespace, datasets: Sequence[h.D
         rule, *setup_lines(args, models, datasets),
         "## Verdict", "",
         *verdict_table(rows), "",
-        f"Invariant check (§2.6): in {b_changed} of {len(rows)} cued recalls the rows of (b), its cue seats "
+        f"Invariant check (docs/recall-process.md#invariants): in {b_changed} of {len(rows)} cued recalls the rows of (b), its cue seats "
         "aside, differed from those of (a).", "",
         "Policies the recalls ran (`policy.process` of (a)'s trace, `time_cue.policy` of (b)): "
         + "; ".join(f"{dataset}, {embedder}, {mode}: (a) " + ", ".join(f"`{p}`" for p in sorted({r['policy_a'] for r in g}))

@@ -127,7 +127,7 @@ def failed(result: dict[str, Any], argument: str) -> bool:
 
 def visible(row: Any, scope: Scope) -> bool:
     """The read semantics, written out independently of the store: ``row`` has agent_id,
-    project_id, channel, kind and source_id (spec §2.6: isolation is the search space)."""
+    project_id, channel, kind and source_id (docs/recall-process.md#invariants: isolation is the search space)."""
     if row.agent_id != scope.agent_id:
         return False
     if scope.project_id is not None and row.project_id not in ({"", scope.project_id} if scope.project_id else {""}):

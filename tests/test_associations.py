@@ -1,6 +1,6 @@
 """declare_associations and store's associations rider: what is declared, dropped, retracted, and where it is seen.
 
-Each test names one rule of the associative layer (DESIGN.md §7) and checks it
+Each test names one rule of the associative layer (docs/reconstruct-and-graph.md) and checks it
 through ``Memory``, so validation, pauses and transactions run as over MCP. What the
 graph holds is read back with ``traverse`` or, for "nothing was written", from the
 database file's graph tables.

@@ -172,7 +172,7 @@ def test_main_runs_end_to_end_on_tiny_data(tmp_path: Path) -> None:
     for row in verdicts:
         if row.startswith("| ") and row.rstrip().endswith(("**pass** |", "**no claim** |")):
             assert_verdict_follows_the_rule(row)
-    assert re.search(r"in 0 of \d+ cued recalls", text)  # §2.6: the cue never changes the returned rows
+    assert re.search(r"in 0 of \d+ cued recalls", text)  # docs/recall-process.md#invariants: the cue never changes the returned rows
     assert "## Wrong cues" in text
 
 

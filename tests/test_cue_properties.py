@@ -1,4 +1,4 @@
-"""The invariants of a time cue (spec recall-process-v0 §2.6), checked on random stores, queries and cues.
+"""The invariants of a time cue (docs/recall-process.md#invariants), checked on random stores, queries and cues.
 
 For every drawn store (memories and episodes over three agents, projects and channels across nine months),
 scope, query, limit and cue, the recall with the cue is compared with the same recall without it:
@@ -306,7 +306,7 @@ def check_cue(memory: Memory, rows: dict[str, Row], scope: Scope, args: dict[str
     before = best_first(uncued)
     after = best_first(cued)
     FIRED["block_seats"] += sum((m.get("match_reason") or {}).get("signal") == "block" for m in cued["messages"])
-    if summary.get("ignored") == "recent_only":  # §2.8: exactly the rows of the uncued recall
+    if summary.get("ignored") == "recent_only":  # docs/recall-process.md#a-cue-for-today-is-not-used: exactly the rows of the uncued recall
         FIRED["recent_only"] += 1
         assert cued["messages"] == uncued["messages"]
         assert trace["cue_ignored"] == {"reason": "recent_only", "period": summary["period"]}

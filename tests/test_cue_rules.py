@@ -1,4 +1,4 @@
-"""The rules of the time cue (spec recall-process-v0 §2.1–§2.11), one example each, named after the rule."""
+"""The rules of the time cue (docs/recall-process.md#the-time-cue-cued-v03), one example each, named after the rule."""
 
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ def weekly(memory: Memory) -> tuple[Memory, list[tuple[str, str]]]:
     return memory, notes
 
 
-# --- §2.3, §2.7: the bounded move ---------------------------------------------------------------------
+# --- the bounded move (docs/recall-process.md#the-bounded-move) ---------------------------------------------
 
 
 @pytest.mark.parametrize("confidence", ["sure", "likely", "vague"])
@@ -158,7 +158,7 @@ def test_other_ties_keep_original_order():
     assert bounded_move(rows(*REFS), [], 3) == (rows(*REFS), [])
 
 
-# --- §2.4, §2.11: the seats ---------------------------------------------------------------------------
+# --- the seats (docs/recall-process.md#the-seats) -----------------------------------------------------------
 
 
 def _pass(answer: list[str], admitted: set[str], reached: set[str]) -> PassResult:
@@ -243,7 +243,7 @@ def test_cue_rank_on_rows_the_cue_arm_ranked(weekly):
     assert [hit["rank"] for hit in cued["trace"]["arms"]["cue"]] == [0, 1, 2]
 
 
-# --- §2.2, §2.10, §2.11: the cue arm ------------------------------------------------------------------
+# --- the cue arm (docs/recall-process.md#the-cue-arm) -------------------------------------------------------
 
 
 def test_cue_arm_searches_episodes_in_the_period(memory):
@@ -373,7 +373,7 @@ def test_empty_query_with_cue_returns_the_periods_newest_records_as_seats_or_mov
         assert answer_refs(everything).index(ref) - answer_refs(cued).index(ref) == 3
 
 
-# --- §2.5: one revision ---------------------------------------------------------------------------------
+# --- one revision (docs/recall-process.md#one-revision) -----------------------------------------------------
 
 
 def test_empty_period_suspects_candidate_miss_and_widens_once(weekly):
@@ -443,7 +443,7 @@ def test_revision_stops_at_the_time_limit(tmp_path):
     assert cued["time_cue"]["revised"] is False and cued["time_cue"]["confidence"] == "sure"
 
 
-# --- §2.8, §2.7: which cues are used ----------------------------------------------------------------------
+# --- which cues are used (docs/recall-process.md#a-cue-for-today-is-not-used, docs/recall-process.md#periods) ---
 
 
 @pytest.mark.parametrize("time_cue, period", [
@@ -567,7 +567,7 @@ def test_recall_tool_description_says_pass_a_cue_only_when_the_request_names_a_t
 
 
 def test_cue_arm_merge_breaks_ties_by_first_appearance_memories_before_episodes(memory, monkeypatch):
-    # reference §5.4: the lists are memory vector, memory keyword, then episode vector and episode full text;
+    # docs/recall-process.md#the-cue-arm: the lists are memory vector, memory keyword, then episode vector and episode full text;
     # the merge sorts by total votes, ties by first appearance
     mem = put(memory, "bike shop repair chain", "2025-06-10")
     ep = memory.archive_episode(agent_id="a", summary="bike shop repair brake pads",

@@ -1,4 +1,4 @@
-"""The package's imports run one way (DESIGN.md §3): each layer knows only the ones below it, with no circles.
+"""The package's imports run one way (docs/architecture.md#layers-and-the-import-direction): each layer knows only the ones below it, with no circles.
 
 Every import counts: module level, inside functions, and type-only ones under
 ``TYPE_CHECKING``. Importing the bare package ``cuedrecall`` counts as importing

@@ -1,4 +1,4 @@
-"""The trace reproduces a manual attribution on a real store (spec recall-process-v0 §1.4.2).
+"""The trace reproduces a manual attribution on a real store (docs/trace.md#what-makes-the-trace-ready).
 
 tests/fixtures/manual_attribution.json holds failed LoCoMo recalls (server defaults), each looked at by
 hand and attributed to the stage that lost the evidence, with the reasoning written out, and the trace of

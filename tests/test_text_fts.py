@@ -1,4 +1,4 @@
-"""The FTS expression builder (reference §3.1.5) and exclusion (§3.1.6)."""
+"""The FTS expression builder and exclusion (docs/recall-process.md#the-arms)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The coverage ledger's parts (spec §1.5, reference §6)."""
+"""The coverage ledger's parts (docs/trace.md#the-coverage-ledger)."""
 
 from __future__ import annotations
 

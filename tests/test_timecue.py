@@ -1,4 +1,5 @@
-"""The time cue: parsing (reference §5.1, §5.10) and periods (§5.2, §5.3)."""
+"""The time cue: parsing (docs/recall-process.md#reading-a-cue) and periods (docs/recall-process.md#periods,
+docs/recall-process.md#a-cue-for-today-is-not-used)."""
 
 from __future__ import annotations
 

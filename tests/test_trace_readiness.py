@@ -1,4 +1,4 @@
-"""What makes the trace ready (spec recall-process-v0 §1.4), checked before anything relies on it.
+"""What makes the trace ready (docs/trace.md#what-makes-the-trace-ready), checked before anything relies on it.
 
 1. It names deliberate defects correctly: a disabled arm gives CANDIDATE_MISS, a
    gate forced high gives FILTER_DROP, the episode penalty on a store with an
@@ -8,7 +8,7 @@
 3. It changes nothing when not requested: the response minus "trace" is the
    untraced response, byte for byte.
 
-Also: the trace never holds stored text (§1.1), and the coverage ledger (§1.5).
+Also: the trace never holds stored text (docs/trace.md#what-a-trace-holds), and the coverage ledger (docs/trace.md#the-coverage-ledger).
 Every store is built in the test with the hash embedder and a pinned clock.
 """
 
@@ -388,7 +388,7 @@ def test_the_trace_does_not_echo_the_query_or_exclusions() -> None:
     assert not any(isinstance(v, str) and "bike" in v.lower() for v in trace["request"].values())
 
 
-# -- the coverage ledger (spec §1.5) ---------------------------------------------------------
+# -- the coverage ledger (docs/trace.md#the-coverage-ledger) ----------------------------------------------
 
 QUESTION = ("CPersona 2.5.5a1 のリリース前に包括コードレビューで最優先度 P1 と判定されたバグ bug-218 は "
             "PR #354 の a/b で直す?")

@@ -1,4 +1,4 @@
-"""The trace's shape, trace_version 1: every field of spec recall-process-v0 §1.2's table is present."""
+"""The trace's shape, trace_version 1: every field of docs/trace.md#the-sections is present."""
 
 from __future__ import annotations
 

@@ -63,7 +63,7 @@ def _entity(entity: Entity, found: Reach, aliases: dict[int, Any], mentions: dic
 def _readable_anchors(store: Store, scope: Scope, relations: list[Relation]) -> set[str]:
     """The records the relations were declared in that the scope may read. A relation is readable in its
     project and channel, but the record it cites may lie in another, or carry a source the read leaves out:
-    such an anchor is not named (isolation is the search space, spec §2.6)."""
+    such an anchor is not named (isolation is the search space, docs/recall-process.md#invariants)."""
     refs = sorted({relation.anchor_ref for relation in relations if relation.anchor_ref})
     return {ref for ref, record in store.records(refs).items() if scope.reads(record)} if refs else set()
 

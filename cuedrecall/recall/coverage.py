@@ -1,4 +1,4 @@
-"""The coverage ledger (spec §1.5): which parts of the question the returned records hold.
+"""The coverage ledger (docs/trace.md#the-coverage-ledger): which parts of the question the returned records hold.
 
 Recorded only, after the answer is final; nothing in the recall reads it. Parts
 are spans of the normalised question, records are refs: the ledger holds no text.

@@ -1,6 +1,6 @@
 """Far seats: up to two held places for memories beyond the scan window, found by sign bits (off by default).
 
-The rule (CPersona 2.6's far seats, reference §3.1.8 and §3.12): for a non-blank
+The rule (CPersona 2.6's far seats, docs/recall-process.md#far-seats): for a non-blank
 query with a query vector, the 256 memories of the scope at scan positions from
 max(window, reach) on whose sign bits are nearest the query's (Hamming distance,
 ties by position) are re-read as float vectors; those whose cosine reaches the

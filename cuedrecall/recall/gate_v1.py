@@ -36,7 +36,8 @@ OUTLIER_Z: Final = 2.0
 OUTLIER_MAX_POOL: Final = 500
 HEURISTIC_FLOOR: Final = 0.2  # heuristic_minimum of a pool of 500 or more
 
-# Gate relief (spec §4): one bounded step. A row the gate refused below its threshold is "just under" when its
+# Gate relief (docs/recall-process.md#gate-relief-relief-v1): one bounded step.
+# A row the gate refused below its threshold is "just under" when its
 # score is at least RELIEF_STEP of that threshold (on the signal nearest to passing). FILTER_DROP is suspected
 # when at least RELIEF_SUSPECT rows sit just under while the answer has an empty place; relief then fills at
 # most RELIEF_ROWS of the empty places (never beyond the limit), and a cue's seats may take its period's rows

@@ -1,6 +1,6 @@
 """Keyword seats: held places after the count for rows only the lexical arms found (off by default).
 
-The rule (CPersona 2.6's keyword seats, reference §3.12): with n = ``keyword_seats``
+The rule (CPersona 2.6's keyword seats, docs/recall-process.md#keyword-seats): with n = ``keyword_seats``
 (0..10) above 0, when the gate and autocut admitted something and the gate's
 fallback did not fire, the first n rows of the order *before the gate* that only a
 lexical arm reached, that the answer does not hold, and that the gate and autocut

@@ -59,7 +59,7 @@ def recall_process(ctx: RecallContext, cue: TimeCue | None) -> Outcome:
     bound = BOUND[confidence]
     answer, moves = bounded_move(result.answer, found, bound)
     cue_rank = {hit.ref: hit.rank for hit in found}
-    for row in result.held:  # held places never move, but a row the cue arm ranked says so (§2.7)
+    for row in result.held:  # held places never move, but a row the cue arm ranked says so (docs/recall-process.md#what-the-response-says)
         row.cue_rank = cue_rank.get(row.ref)
     seated = seats(found, answer + result.held, result, SEATS[confidence])
     for row in seated:

@@ -1,6 +1,6 @@
 """The propagation seat (policy propagation-v1): one held place for what a deeper search ranks near the best row.
 
-The rule (CPersona 2.6's propagation seat, reference §3.12, off by default): for a
+The rule (CPersona 2.6's propagation seat, docs/recall-process.md#the-propagation-seat, off by default): for a
 non-blank query whose gate fallback did not fire, the anchor is the first real
 record of the answer (before any cue move). The ordinary arms run again at depth
 max(100, depth), then scoring, the gate, autocut and the prior, with the trace

@@ -1,4 +1,4 @@
-"""The time cue: reading it (spec §2.1, §2.7) and turning it into a period (§2.7, §2.8)."""
+"""The time cue: reading it (docs/recall-process.md#reading-a-cue) and turning it into a period (docs/recall-process.md#periods)."""
 
 from __future__ import annotations
 
@@ -259,6 +259,6 @@ def period(
 
 
 def is_recent_only(cue: TimeCue, now: datetime, span: Span | None) -> bool:
-    """Whether the cue's own period starts within 24 hours of now, so it is not used (§2.8)."""
+    """Whether the cue's own period starts within 24 hours of now, so it is not used (docs/recall-process.md#a-cue-for-today-is-not-used)."""
     base = base_period(cue, now, span)
     return base is not None and base[0] >= _earlier(to_utc(now), RECENT_ONLY)

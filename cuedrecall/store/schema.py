@@ -116,7 +116,7 @@ MIGRATIONS: list[tuple[int, str]] = [
         END;
 
         -- The change log lets every process's vector index catch up with writes
-        -- made by any connection, without rebuilding (DESIGN.md section 4).
+        -- made by any connection, without rebuilding (docs/storage.md#sqlite-the-default).
         CREATE TABLE change_log (
             seq INTEGER PRIMARY KEY AUTOINCREMENT,
             kind TEXT NOT NULL,

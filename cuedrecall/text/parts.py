@@ -1,4 +1,4 @@
-"""The coverage ledger's parts: the words of a question, cut by script (spec §1.5)."""
+"""The coverage ledger's parts: the words of a question, cut by script (docs/trace.md#the-coverage-ledger)."""
 
 from __future__ import annotations
 
