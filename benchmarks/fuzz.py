@@ -26,6 +26,10 @@ each is answered 4xx or served, never a 5xx; one that is ambiguous is refused an
 nothing; a request head never finished is closed within the head deadline.
 
     python -m benchmarks.fuzz --calls 3000 --raw 300 --shapes 60 --out benchmarks/results/fuzz.md
+    python -m benchmarks.fuzz --backend postgres --calls 1500 --raw 150 --shapes 40 --out benchmarks/results/fuzz.md
+
+``--backend postgres`` runs every server over a private PostgreSQL server (pgserver, benchmarks/pg.py), a fresh
+schema each; the rows a refused call must leave alone are then counted through the store's read methods.
 
 ``tests/test_fuzz_mcp.py`` runs the same strategies for a few hundred calls.
 """
@@ -62,6 +66,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import McpError
 
+from benchmarks import pg
 from cuedrecall.api import ERROR_MAX, Memory
 from cuedrecall.clock import fixed_clock
 from cuedrecall.config import Settings
@@ -211,9 +216,17 @@ def problem_with(name: str, answer: Any, rows_before: tuple[int, ...], rows_afte
     return None
 
 
-def row_counts(db: Path) -> tuple[int, ...]:
-    """The rows of every table a tool writes, read through a connection of our own."""
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+def row_counts(target: Target) -> tuple[int, ...]:
+    """The rows of every table a tool writes: on SQLite read from the file through a connection of our own, on
+    PostgreSQL through a read-only store of our own on the same database (``isolation_fuzz.Snapshot``: the
+    store's read methods, no SQL here)."""
+    if target.db_url:
+        tables: dict[str, int] = {}
+        for rows in target.reader()().values():
+            for table, held in rows.items():
+                tables[table] = tables.get(table, 0) + len(held)
+        return tuple(tables.get(table, 0) for table in TABLES)
+    conn = sqlite3.connect(f"file:{target.db}?mode=ro", uri=True, timeout=30)
     try:
         return tuple(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in TABLES)
     finally:
@@ -235,6 +248,22 @@ class Target:
     answer_wait: timedelta = timedelta(seconds=60)
     body_bound: int = 16 * 1024 * 1024  # the HTTP server's body bound
     head_deadline: float = HEADER_TIMEOUT  # the HTTP server's deadline on a request head
+    db_url: str = ""  # the PostgreSQL database the server uses ("" = the SQLite file ``db``)
+    _reader: Any = None  # a read-only store of our own on ``db_url``, and its snapshot (opened on first use)
+
+    def reader(self) -> Any:
+        """The rows of ``db_url`` read through a read-only Memory of our own (opened on first use)."""
+        if self._reader is None:
+            from benchmarks.isolation_fuzz import Snapshot
+
+            memory = Memory(settings=_settings(db_url=self.db_url), background=False, read_only=True)
+            self._reader = (memory, Snapshot(memory.store_))
+        return self._reader[1]
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader[0].close()
+            self._reader = None
 
     def call(self, name: str, arguments: dict[str, Any]) -> Any:
         try:
@@ -261,11 +290,17 @@ def _settings(**overrides: Any) -> Settings:
     return Settings.from_env({}, embedding_mode="hash", **overrides)
 
 
+def _server_env(home: Path, db_url: str = "") -> dict[str, str]:
+    """A ``cuedrecall serve`` child's environment: HOME in the work folder, PostgreSQL when ``db_url``."""
+    return {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "PYTHONPATH": str(REPO),
+            **({"CUEDRECALL_DB_URL": db_url} if db_url else {})}
+
+
 @contextlib.asynccontextmanager
-async def _stdio_session(db: Path, home: Path) -> AsyncIterator[ClientSession]:
+async def _stdio_session(db: Path, home: Path, db_url: str = "") -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "cuedrecall.cli", "serve", "--db", str(db), "--embedding", "hash"],
-        env={"PATH": os.environ.get("PATH", ""), "HOME": str(home), "PYTHONPATH": str(REPO)}, cwd=str(REPO))
+        env=_server_env(home, db_url), cwd=str(REPO))
     with open(home / "stdio-stderr.log", "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
@@ -282,23 +317,35 @@ async def _http_session(url: str) -> AsyncIterator[ClientSession]:
 
 
 @contextlib.contextmanager
-def stdio_target(workdir: Path) -> Iterator[Target]:
-    """A ``cuedrecall serve`` child process over a fresh database, and a client session on its stdio."""
+def stdio_target(workdir: Path, db_url: str = "") -> Iterator[Target]:
+    """A ``cuedrecall serve`` child process over a fresh database (the SQLite file, or the PostgreSQL database at
+    ``db_url``), and a client session on its stdio."""
     db = workdir / "stdio.db"
-    with start_blocking_portal() as portal, portal.wrap_async_context_manager(_stdio_session(db, workdir)) as session:
-        yield Target("stdio", db, portal, session)
+    with start_blocking_portal() as portal, \
+            portal.wrap_async_context_manager(_stdio_session(db, workdir, db_url)) as session:
+        target = Target("stdio", db, portal, session, db_url=db_url)
+        try:
+            yield target
+        finally:
+            target.close()
 
 
 @contextlib.contextmanager
 def http_target(workdir: Path, body_bound: int = 16 * 1024 * 1024,
-                head_deadline: float = HEADER_TIMEOUT) -> Iterator[Target]:
-    """The streamable HTTP app over a fresh database under uvicorn on loopback, and a client session to it."""
+                head_deadline: float = HEADER_TIMEOUT, db_url: str = "") -> Iterator[Target]:
+    """The streamable HTTP app over a fresh database (the SQLite file, or the PostgreSQL database at ``db_url``)
+    under uvicorn on loopback, and a client session to it."""
     db = workdir / "http.db"
-    settings = _settings(auth_token=TOKEN, http_max_body=body_bound)
+    settings = _settings(auth_token=TOKEN, http_max_body=body_bound, db_url=db_url)
     with Memory(db, settings=settings, clock=fixed_clock("2025-11-01T12:00:00+00:00")) as memory, \
             running(http_app(memory), lifespan="on", header_timeout=head_deadline) as url, \
             start_blocking_portal() as portal, portal.wrap_async_context_manager(_http_session(url)) as session:
-        yield Target("http", db, portal, session, url, body_bound=body_bound, head_deadline=head_deadline)
+        target = Target("http", db, portal, session, url, body_bound=body_bound, head_deadline=head_deadline,
+                        db_url=db_url)
+        try:
+            yield target
+        finally:
+            target.close()
 
 
 # -- the run ---------------------------------------------------------------------------------------------------
@@ -334,9 +381,9 @@ def _payload_ok(answer: Any) -> Any:
 
 def one_call(target: Target, name: str, arguments: dict[str, Any], tally: Tally) -> str | None:
     """Make one call, check it against the rule, count it; the problem found, or None."""
-    before = row_counts(target.db)
+    before = row_counts(target)
     answer = target.call(name, arguments)
-    problem = problem_with(name, answer, before, row_counts(target.db) if _payload_ok(answer) is False else before)
+    problem = problem_with(name, answer, before, row_counts(target) if _payload_ok(answer) is False else before)
     tally.add(name, answer, problem)
     return problem
 
@@ -387,15 +434,14 @@ def raw_messages(count: int, seed: int) -> list[tuple[bytes, int]]:
     return out
 
 
-def raw_stdio(workdir: Path, messages: list[tuple[bytes, int]]) -> tuple[int, list[str]]:
+def raw_stdio(workdir: Path, messages: list[tuple[bytes, int]], db_url: str = "") -> tuple[int, list[str]]:
     """The raw messages as lines to a ``cuedrecall serve`` process: each must be answered (its id, or null when
     unreadable), the process must exit cleanly at EOF, nothing may carry a traceback."""
     script = [json.dumps(_INIT).encode(), b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
               *(line for line, _ in messages)]
     done = subprocess.run(
         [sys.executable, "-m", "cuedrecall.cli", "serve", "--db", str(workdir / "raw.db"), "--embedding", "hash"],
-        input=b"\n".join(script) + b"\n", capture_output=True, timeout=600, cwd=REPO,
-        env={"PATH": os.environ.get("PATH", ""), "HOME": str(workdir), "PYTHONPATH": str(REPO)})
+        input=b"\n".join(script) + b"\n", capture_output=True, timeout=600, cwd=REPO, env=_server_env(workdir, db_url))
     failures = [] if done.returncode == 0 else [f"stdio raw: the server exited {done.returncode}"]
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     answered = {body.get("id") for body in answers}
@@ -457,7 +503,7 @@ def shape_messages(count: int, seed: int) -> list[tuple[bytes, int | None]]:
     return out
 
 
-def shapes_stdio(workdir: Path, messages: list[tuple[bytes, int | None]]) -> tuple[int, list[str]]:
+def shapes_stdio(workdir: Path, messages: list[tuple[bytes, int | None]], db_url: str = "") -> tuple[int, list[str]]:
     """The shape messages as lines to a ``cuedrecall serve`` process: each request answered with its id, the
     process alive to the end and exiting 0, its log a few short lines."""
     script = [json.dumps(_INIT).encode(), b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
@@ -465,7 +511,7 @@ def shapes_stdio(workdir: Path, messages: list[tuple[bytes, int | None]]) -> tup
     done = subprocess.run(
         [sys.executable, "-m", "cuedrecall.cli", "serve", "--db", str(workdir / "shapes.db"), "--embedding", "hash"],
         input=b"\n".join(script) + b"\n", capture_output=True, timeout=1200, cwd=REPO,
-        env={"PATH": os.environ.get("PATH", ""), "HOME": str(workdir), "PYTHONPATH": str(REPO)})
+        env=_server_env(workdir, db_url))
     failures = [] if done.returncode == 0 else [f"stdio shapes: the server exited {done.returncode}"]
     answered = {body.get("id") for body in map(json.loads, done.stdout.splitlines())}
     unanswered = [request_id for _, request_id in messages if request_id is not None and request_id not in answered]
@@ -550,7 +596,7 @@ def framing_http(target: Target) -> tuple[int, list[str]]:
                 content = marker if size == "small" else marker + " " + "x" * bound
                 payload = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
                     "name": "store", "arguments": {"agent_id": "framing", "content": content}}}).encode()
-                before = row_counts(target.db)
+                before = row_counts(target)
                 answer, _ = _exchange(target.url, _framed(length, coding, payload, bound), 30.0)
                 sent += 1
                 status = answer[9:12].decode("ascii", "replace")
@@ -561,7 +607,7 @@ def framing_http(target: Target) -> tuple[int, list[str]]:
                     failures.append(f"{where}: answered {answer[:60]!r}")
                 elif ambiguous and not status.startswith("4"):
                     failures.append(f"{where}: served ({status}), not refused")
-                elif ambiguous and row_counts(target.db) != before:
+                elif ambiguous and row_counts(target) != before:
                     failures.append(f"{where}: refused but a row was written")
     head = b"POST /mcp/ HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Never-Ends: 1"
     _, held = _exchange(target.url, head, target.head_deadline + 10)
@@ -575,12 +621,22 @@ def framing_http(target: Target) -> tuple[int, list[str]]:
 # -- the report ------------------------------------------------------------------------------------------------
 
 
-def report(tallies: dict[str, Tally], raw: dict[str, tuple[int, list[str]]], argv: list[str], seconds: float) -> str:
-    lines = ["# Hostile-input fuzzing (issue 16)", "",
-             "Every tool called through the real MCP client (`mcp` ClientSession) with arguments drawn by "
-             "hypothesis (`benchmarks/fuzz.py`), and raw damaged lines and bodies the client cannot send. The rule: "
-             "every call gets a well-formed answer, the server never dies, never answers a traceback, never "
-             "writes on a refused call.", "",
+HEAD = [
+    "# Hostile-input fuzzing (issue 16)", "",
+    ("Every tool called through the real MCP client (`mcp` ClientSession) with arguments drawn by hypothesis "
+     "(`benchmarks/fuzz.py`), and raw damaged lines and bodies the client cannot send. The rule: every call gets a "
+     "well-formed answer, the server never dies, never answers a traceback, never writes on a refused call. "
+     "`--backend postgres` runs every server over a private PostgreSQL 16 + pgvector server (pgserver), a fresh "
+     "schema per server; the rows are then counted through a read-only store of the fuzzer's own "
+     "(`isolation_fuzz.Snapshot`, the store's read methods), on SQLite from the file."), ""]
+
+
+def report(tallies: dict[str, Tally], raw: dict[str, tuple[int, list[str]]], argv: list[str], seconds: float,
+           backend: str = "sqlite") -> str:
+    """This backend's section of the results file."""
+    from benchmarks.pg import BACKEND_TITLES
+
+    lines = [f"## {BACKEND_TITLES[backend]}", "",
              f"Command: `python -m benchmarks.fuzz {shlex.join(argv)}` ({seconds:.0f} s, Python "
              f"{platform.python_version()}, {platform.machine()}).", "",
              "| transport | calls | result | ok: false | JSON-RPC error | raised | failures |",
@@ -593,7 +649,14 @@ def report(tallies: dict[str, Tally], raw: dict[str, tuple[int, list[str]]], arg
         lines.append(f"| {phase} | {sent} | | | | | {len(failures)} |")
     lines += ["", "Calls per tool (both transports): " + ", ".join(
         f"{name} {sum(t.calls[name] for t in tallies.values())}" for name in sorted(TOOLS)), ""]
-    lines += ["Columns: *result* a tool's valid answer, *ok: false* a refusal naming the problem (rows counted before "
+    found = [f for tally in tallies.values() for f in tally.failures] + [f for _, fs in raw.values() for f in fs]
+    lines += ["### Failures", ""] + ([f"- {failure}" for failure in found[:50]] or ["None."]) + [""]
+    return "\n".join(lines)
+
+
+def _columns() -> str:
+    """What the columns and phases of each section mean."""
+    lines = ["Columns: *result* a tool's valid answer, *ok: false* a refusal naming the problem (rows counted before "
               "and after: unchanged), *JSON-RPC error* the transport's own answer to a message it cannot read, "
               "*raised* the client call failed (a finding). Raw bytes: valid calls with one argument replaced by a "
               "lone surrogate escape, a 5,000-digit integer, nesting 500 or 1,000 deep, invalid UTF-8, NaN, 1e999 "
@@ -611,8 +674,6 @@ def report(tallies: dict[str, Tally], raw: dict[str, tuple[int, list[str]]], arg
               "Transfer-Encoding (none, chunked, twice, `gzip, chunked`) over a small store call and one past the "
               "body bound: never a 5xx, ambiguous framing or a body past the bound refused 4xx with no row "
               "written; then a request head never finished, which must be closed within the head deadline.", ""]
-    found = [f for tally in tallies.values() for f in tally.failures] + [f for _, fs in raw.values() for f in fs]
-    lines += ["## Failures", ""] + ([f"- {failure}" for failure in found[:50]] or ["None."]) + [""]
     return "\n".join(lines)
 
 
@@ -636,7 +697,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shapes", type=int, default=30, help="hostile shapes and method names per transport")
     parser.add_argument("--seed", type=int, default=16)
     parser.add_argument("--transports", nargs="+", default=["stdio", "http"], choices=["stdio", "http"])
-    parser.add_argument("--out", type=Path, default=REPO / "benchmarks/results/fuzz.md")
+    parser.add_argument("--backend", choices=pg.BACKENDS, default="sqlite",
+                        help="postgres: every server over a private PostgreSQL server (pgserver), a fresh schema each")
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks/results/fuzz.md",
+                        help="the results file: this backend's section is replaced, the other's kept")
     args = parser.parse_args(argv)
     started = time.monotonic()
     tallies: dict[str, Tally] = {}
@@ -649,17 +713,26 @@ def main(argv: list[str] | None = None) -> int:
         raw["http shapes"] = shapes_http(target.url, shapes)
         raw["http framing"] = framing_http(target)
 
-    with tempfile.TemporaryDirectory(prefix="cuedrecall-fuzz-") as tmp:
-        work = Path(tmp)
-        if "stdio" in args.transports:
-            tallies["stdio"] = _guarded_run("stdio", lambda: stdio_target(work), args.calls, args.seed)
-            raw["stdio raw bytes"] = raw_stdio(work, messages)
-            raw["stdio shapes"] = shapes_stdio(work, shapes)
-        if "http" in args.transports:
-            tallies["http"] = _guarded_run("http", lambda: http_target(work), args.calls, args.seed, http_phases)
-    text = report(tallies, raw, argv if argv is not None else sys.argv[1:], time.monotonic() - started)
-    args.out.write_text(text)
-    print(text)
+    def url() -> str:
+        return pg.db_url(args.backend)  # a fresh database for each server
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="cuedrecall-fuzz-") as tmp:
+            work = Path(tmp)
+            if "stdio" in args.transports:
+                tallies["stdio"] = _guarded_run("stdio", lambda: stdio_target(work, url()), args.calls, args.seed)
+                raw["stdio raw bytes"] = raw_stdio(work, messages, url())
+                raw["stdio shapes"] = shapes_stdio(work, shapes, url())
+            if "http" in args.transports:
+                tallies["http"] = _guarded_run("http", lambda: http_target(work, db_url=url()), args.calls, args.seed,
+                                               http_phases)
+    finally:
+        pg.stop()
+    section = report(tallies, raw, argv if argv is not None else sys.argv[1:], time.monotonic() - started,
+                     args.backend)
+    old = args.out.read_text() if args.out.exists() else ""
+    args.out.write_text(pg.with_section(old, args.backend, section, "\n".join(HEAD).strip() + "\n\n" + _columns()))
+    print(section)
     return 0
 
 

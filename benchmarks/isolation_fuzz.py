@@ -23,6 +23,10 @@ only, "X" = X and the pool; channel "" = every channel, "C" = C and ""; a source
 names one source, any other is a prefix of it; episodes are left out when source_id is set unless channel is.
 
     python -m benchmarks.isolation_fuzz --calls 10000 --out benchmarks/results/isolation.md
+    python -m benchmarks.isolation_fuzz --backend postgres --calls 3000 --out benchmarks/results/isolation.md
+
+The rows are read before and after each call through the store's read methods (``Snapshot``), so the check is
+the same on SQLite and on PostgreSQL (``--backend postgres``: a private pgserver, benchmarks/pg.py).
 """
 
 from __future__ import annotations
@@ -31,11 +35,10 @@ import argparse
 import json
 import random
 import re
-import sqlite3
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
@@ -59,7 +62,8 @@ FOUND = (
     "project, channel or source asked for: fixed in cuedrecall/graph/traverse.py (`Scope.reads`), "
     "tests/test_isolation_tools.py::test_traverse_names_a_relations_anchor_only_when_the_scope_reads_that_record",
 )
-SNAPSHOT_TABLES = ("memories", "episodes", "profiles", "entities", "relations", "calibration", "recall_precision")
+SNAPSHOT_TABLES = ("memories", "episodes", "profiles", "entities", "entity_aliases", "entity_mentions", "relations",
+                   "calibration", "recall_precision")
 
 
 class Chooser(Protocol):
@@ -129,6 +133,7 @@ class World:
 
     def __init__(self, memory: Any) -> None:
         self.memory = memory
+        self.snapshot = Snapshot(memory.store_, AGENTS)
         self.serial = 0
         self.refs: dict[str, Owner] = {}
         self.tokens: dict[str, list[Owner]] = {}
@@ -179,7 +184,7 @@ class World:
                               row["channel"], source if isinstance(source, str) else "")
                 self.refs[f"{prefix}:{row['id']}"] = owner
                 self._own(row[field_name], owner)
-        for agent, table in snapshot(self.memory.settings.db_path).items():
+        for agent, table in self.snapshot().items():
             for profile in table["profiles"]:
                 self._own(str(profile), Owner("profile", agent))
             for entity in table["entities"]:
@@ -190,24 +195,98 @@ class World:
             self.tokens.setdefault(token, []).append(owner)
 
 
-def snapshot(db_path: str) -> dict[str, dict[str, list[tuple]]]:
-    """Every agent's rows of every table that holds an agent's data, and its entities' aliases and mentions,
-    read from the file by a connection of its own."""
-    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
-    try:
+ENTITY_WINDOW = 4096  # ids probed past the highest entity id seen: entity ids grow by a few a call
+
+
+class Snapshot:
+    """Every agent's rows of every table that holds an agent's data (memories, episodes, profiles, entities and
+    their aliases and mentions, relations, calibration, recall precision), read through the store's own read
+    methods, so the same snapshot holds on SQLite and PostgreSQL (no SQL outside cuedrecall/store/).
+
+    Entities have no list of their own in the store's API: they are read by id (``Store.entities``), up to
+    ``ENTITY_WINDOW`` past the highest id seen so far (kept across snapshots). Relations are read per agent:
+    those between two entities (``entity_relations``) and those between two records (``relations_between``);
+    a relation between an entity and a record has no read method and is not in the snapshot. Mentions are read
+    per agent of the mentioning record (``mentioning``), for every entity of any agent."""
+
+    def __init__(self, store: Any, agents: Sequence[str] = ()) -> None:
+        self.store = store
+        self.agents = tuple(agents)
+        self.highest = 0
+
+    def _entities(self) -> list[Any]:
+        found: dict[int, Any] = {}
+        start = 1
+        while True:
+            top = max(self.highest, start - 1) + ENTITY_WINDOW
+            batch = self.store.entities(range(start, top + 1))
+            found.update(batch)
+            self.highest = max([self.highest, *batch])
+            if self.highest <= top - ENTITY_WINDOW // 2:
+                break
+            start = top + 1
+        return [found[key] for key in sorted(found)]
+
+    def __call__(self) -> dict[str, dict[str, list[tuple]]]:
+        from cuedrecall.store.base import EPISODE, MEMORY, make_ref
+        from cuedrecall.store.base import Scope as StoreScope
+
         out: dict[str, dict[str, list[tuple]]] = {}
-        for table in SNAPSHOT_TABLES:
-            names = [d[1] for d in conn.execute(f"PRAGMA table_info({table})")]
-            column = names.index("agent_id")
-            for row in conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2"):
-                out.setdefault(row[column], {t: [] for t in (*SNAPSHOT_TABLES, "graph")})[table].append(row)
-        for table in ("entity_aliases", "entity_mentions"):
-            for row in conn.execute(f"SELECT e.agent_id, x.* FROM {table} x JOIN entities e ON e.id = x.entity_id "
-                                    "ORDER BY 1, 2, 3"):
-                out.setdefault(row[0], {t: [] for t in (*SNAPSHOT_TABLES, "graph")})["graph"].append((table, *row))
+
+        def add(agent: str, table: str, row: tuple) -> None:
+            out.setdefault(agent, {t: [] for t in SNAPSHOT_TABLES})[table].append(row)
+
+        store = self.store
+        refs: list[str] = []
+        record_agents: set[str] = set()
+        for kind, table in ((MEMORY, "memories"), (EPISODE, "episodes")):
+            for row in store.export_rows(kind, ""):
+                add(row["agent_id"], table, tuple((key, _plain(value)) for key, value in sorted(row.items())))
+                refs.append(make_ref(kind, row["id"]))
+                record_agents.add(row["agent_id"])
+        for profile in store.profiles(""):
+            add(profile[0], "profiles", tuple(profile))
+        for threshold in store.thresholds():
+            add(threshold.agent_id, "calibration", astuple(threshold))
+        for agent, beta in sorted(store.betas().items()):
+            add(agent, "recall_precision", (agent, beta))
+        entities = self._entities()
+        by_agent: dict[str, list[int]] = {}
+        for entity in entities:
+            add(entity.agent_id, "entities", astuple(entity))
+            by_agent.setdefault(entity.agent_id, []).append(entity.id)
+        owner = {entity.id: entity.agent_id for entity in entities}
+        ids = sorted(owner)
+        for entity_id, hits in sorted(store.aliases(ids).items()):
+            for hit in hits:
+                add(owner[entity_id], "entity_aliases", (entity_id, hit.written, hit.normalized))
+        relations: dict[int, Any] = {}
+        for agent in sorted(set(by_agent) | record_agents | set(self.agents)):
+            scope = StoreScope(agent)
+            if by_agent.get(agent):
+                relations.update((r.id, r) for r in store.entity_relations(scope, by_agent[agent]))
+            if refs:
+                relations.update((r.id, r) for r in store.relations_between(scope, refs))
+            if ids and agent in record_agents:
+                for entity_id, mentions in sorted(store.mentioning(scope, ids, 1_000_000).items()):
+                    for ref in mentions.refs:
+                        add(owner[entity_id], "entity_mentions", (entity_id, ref))
+        for key in sorted(relations):
+            add(relations[key].agent_id, "relations", astuple(relations[key]))
+        for tables in out.values():
+            tables["entity_mentions"].sort()
         return out
-    finally:
-        conn.close()
+
+
+def _plain(value: Any) -> Any:
+    """A column value that compares by value (a vector as its bytes)."""
+    if hasattr(value, "tobytes"):
+        return value.tobytes()
+    if isinstance(value, list):
+        return tuple(map(_plain, value))
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True, default=str)
+    return value
 
 
 # -- the calls ----------------------------------------------------------------------------------------------
@@ -512,12 +591,11 @@ class Outcome:
 def step(w: World, c: Chooser, make: Callable[[World, Chooser], Call] | None = None) -> Outcome:
     """One random call (of ``make`` when given), made and checked; the world is read back after a write."""
     call = (make or c.pick(_ALL))(w, c)
-    db = w.memory.settings.db_path
     prior = (w.refs, w.tokens)  # reload() makes new dicts, so these stay as they were
-    before = snapshot(db)
+    before = w.snapshot()
     answer = w.memory.call(call.tool, call.args)
     shown = json.dumps(answer, ensure_ascii=False) + _exported(w, call, answer)
-    after = snapshot(db)
+    after = w.snapshot()
     if before != after:
         w.reload()
     problems = rule_breaks(w, call, answer, shown, before, after, prior)
@@ -564,13 +642,14 @@ def _exported(w: World, call: Call, answer: dict[str, Any]) -> str:
     return text
 
 
-def open_world(workdir: Path, seed: int) -> World:
-    """A fresh store in ``workdir`` (hash embedder, no background work), populated."""
+def open_world(workdir: Path, seed: int, db_url: str = "") -> World:
+    """A fresh store in ``workdir``, or in the PostgreSQL database at ``db_url`` (hash embedder, no background
+    work), populated."""
     from cuedrecall.api import Memory
     from cuedrecall.clock import fixed_clock
     from cuedrecall.config import Settings
 
-    settings = Settings.from_env({}, db_path=str(workdir / "iso.db"), embedding_mode="hash",
+    settings = Settings.from_env({}, db_path=str(workdir / "iso.db"), db_url=db_url, embedding_mode="hash",
                                  block_build_enabled=False, block_retrieval_enabled=False, calibrate_on_growth=False)
     world = World(Memory(settings=settings, clock=fixed_clock("2025-11-01T12:00:00+00:00"), background=False))
     (workdir / "exports").mkdir(exist_ok=True)
@@ -585,10 +664,18 @@ class Report:
     showing: dict[str, int] = field(default_factory=dict)  # answers (or exported files) showing some row's text
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    nul: int = 0  # calls with a NUL put into one string (each must be refused naming that argument)
+    nul_refused: int = 0
+    flood: int = 0  # recalls naming a scope never seen
 
 
-def run(calls: int, seed: int, workdir: Path, progress: Callable[[str], None] | None = None) -> Report:
-    world = open_world(workdir, seed)
+def _flood(call: Call) -> bool:
+    return call.nul is None and str(call.args.get("source_id", "")).startswith("flood-")
+
+
+def run(calls: int, seed: int, workdir: Path, progress: Callable[[str], None] | None = None,
+        db_url: str = "") -> Report:
+    world = open_world(workdir, seed, db_url)
     chooser, report, started = RandomChooser(random.Random(seed)), Report(), time.monotonic()
     try:
         for n in range(calls):
@@ -598,6 +685,9 @@ def run(calls: int, seed: int, workdir: Path, progress: Callable[[str], None] | 
             report.refused[tool] = report.refused.get(tool, 0) + out.refused
             report.showing[tool] = report.showing.get(tool, 0) + bool(out.shown)
             report.problems += out.problems
+            report.nul += out.call.nul is not None
+            report.nul_refused += out.call.nul is not None and out.refused
+            report.flood += _flood(out.call)
             if progress and (n + 1) % 1000 == 0:
                 progress(f"{n + 1} calls, {len(report.problems)} problems")
     finally:
@@ -606,33 +696,56 @@ def run(calls: int, seed: int, workdir: Path, progress: Callable[[str], None] | 
     return report
 
 
-def markdown(report: Report, command: str) -> str:
+HEAD = ("# Isolation fuzz (issue 16)\n\n"
+        "Random calls of every tool that reads or writes an agent's rows, as one of three agents (or an unknown "
+        "one), against a store where every text carries a token of its own; after each call the rules of "
+        "`benchmarks/isolation_fuzz.py` are checked (no ref or token outside the scope asked for, no row of another "
+        "agent changed, a refused call changes nothing, another agent's refs reported missing, a NUL in any string "
+        "refused by name with nothing written, a flood of new scopes kept within the statistics' bound). The rows "
+        "are read before and after each call through the store's own read methods (`Snapshot`), the same on both "
+        "backends; `--backend postgres` runs the store in a private PostgreSQL 16 + pgvector server (pgserver), a "
+        "fresh schema per run.\n")
+TAIL = "## Found while the fuzzer was built, and fixed\n\n" + "\n".join(f"- {f}" for f in FOUND) + "\n"
+
+
+def markdown(report: Report, command: str, backend: str = "sqlite") -> str:
+    """This backend's section of the results file."""
+    from benchmarks.pg import BACKEND_TITLES
+
     rows = "\n".join(f"| {tool} | {n} | {report.refused.get(tool, 0)} | {report.showing.get(tool, 0)} |"
                      for tool, n in sorted(report.calls.items(), key=lambda kv: -kv[1]))
     problems = "\n".join(f"- {p}" for p in report.problems[:50]) or "none"
-    return (f"# Isolation fuzz (issue 16)\n\nCommand: `{command}`\n\n"
-            "Random calls of every tool that reads or writes an agent's rows, as one of three agents (or an "
-            "unknown one), against a store where every text carries a token of its own; after each call the rules "
-            "of `benchmarks/isolation_fuzz.py` are checked (no ref or token outside the scope asked for, no row "
-            "of another agent changed, a refused call changes nothing, another agent's refs reported missing).\n\n"
+    return (f"## {BACKEND_TITLES[backend]}\n\nCommand: `{command}`\n\n"
             f"- calls: {sum(report.calls.values())}\n- rule breaks: {len(report.problems)}\n"
+            f"- hostile calls among them: {report.nul} with a NUL in one string ({report.nul_refused} refused), "
+            f"{report.flood} recalls naming a scope never seen\n"
             f"- time: {report.seconds:.0f} s\n\n| tool | calls | refused (ok: false) | answers showing some row's text "
             f"|\n|---|---:|---:|---:|\n{rows}\n\n"
-            f"## Rule breaks (the first 50)\n\n{problems}\n\n"
-            "## Found while the fuzzer was built, and fixed\n\n" + "\n".join(f"- {f}" for f in FOUND) + "\n")
+            f"### Rule breaks (the first 50)\n\n{problems}\n")
 
 
 def main(argv: list[str] | None = None) -> int:
+    from benchmarks import pg
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=16)
-    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "isolation.md")
+    parser.add_argument("--backend", choices=pg.BACKENDS, default="sqlite",
+                        help="postgres: a private PostgreSQL server (pgserver), a fresh schema for the run")
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "isolation.md",
+                        help="the results file: this backend's section is replaced, the other's kept")
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="isolation-") as workdir:
-        report = run(args.calls, args.seed, Path(workdir), progress=lambda line: print(line, flush=True))
+    try:
+        with tempfile.TemporaryDirectory(prefix="isolation-") as workdir:
+            report = run(args.calls, args.seed, Path(workdir), progress=lambda line: print(line, flush=True),
+                         db_url=pg.db_url(args.backend))
+    finally:
+        pg.stop()
     command = "python -m benchmarks.isolation_fuzz " + " ".join(argv if argv is not None else sys.argv[1:])
-    args.out.write_text(markdown(report, command.strip()), encoding="utf-8")
-    print(markdown(report, command.strip()))
+    section = markdown(report, command.strip(), args.backend)
+    old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
+    args.out.write_text(pg.with_section(old, args.backend, section, HEAD, TAIL), encoding="utf-8")
+    print(section)
     return 1 if report.problems else 0
 
 

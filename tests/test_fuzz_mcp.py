@@ -10,6 +10,7 @@ answered. ``python -m benchmarks.fuzz`` runs thousands of calls and reports the 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from benchmarks import fuzz
+from benchmarks import fuzz, pg
 from cuedrecall.tools import TOOLS
 
 CALLS = 120  # per transport: a few seconds each
@@ -109,3 +110,26 @@ def test_every_framing_combination_over_http_is_refused_or_served_never_a_5xx(tm
     with fuzz.http_target(tmp_path, body_bound=64 * 1024, head_deadline=1.0) as target:
         sent, failures = fuzz.framing_http(target)
     assert sent == 2 * len(fuzz.LENGTHS) * len(fuzz.CODINGS) + 1 and failures == []
+
+
+@pytest.mark.skipif(not pg.available(), reason="pgserver is not installed (pip install -c constraints.txt '.[test,postgres]')")
+def test_the_postgres_backend_option_runs_the_fuzzing_over_postgresql(tmp_path: Path) -> None:
+    """``--backend postgres``: a stdio server over a private PostgreSQL server answers a few drawn and raw calls by
+    the same rule, the results file gains a PostgreSQL section and keeps the SQLite one; an HTTP server over
+    PostgreSQL too, its rows counted through the store's read methods."""
+    out = tmp_path / "fuzz.md"
+    out.write_text("# old\n\n<!-- sqlite -->\n## SQLite\n\nkept\n<!-- /sqlite -->\n")
+    assert fuzz.main(["--backend", "postgres", "--transports", "stdio", "--calls", "8", "--raw", "4", "--shapes", "0",
+                      "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "## SQLite\n\nkept" in text and "## PostgreSQL" in text and "| stdio | 8 |" in text
+    assert "### Failures\n\nNone." in text.split("## PostgreSQL")[1]
+    try:
+        with fuzz.http_target(tmp_path, db_url=pg.fresh_url()) as target:
+            before = fuzz.row_counts(target)
+            stored = target.call("store", {"agent_id": "pg", "content": "the ferry over postgres"})
+            assert json.loads(stored.content[0].text)["ok"] is True
+            assert fuzz.row_counts(target)[0] == before[0] + 1 and not (tmp_path / "http.db").exists()
+            assert fuzz.fuzz(target, 8, seed=3).failures == []
+    finally:
+        pg.stop()

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchmarks import isolation_fuzz as fuzz
+from benchmarks import pg
 from conftest import visible
 from cuedrecall.store.base import EPISODE, MEMORY, Scope
 from cuedrecall.store.grown_stats import GrownStats
@@ -196,3 +197,36 @@ def test_scope_reads_one_record_as_every_arm_reads_the_scope(record: Any, scope:
     conftest.visible, the statement every arm is checked against."""
     full = Scope(scope.agent_id, scope.project_id, scope.channel, scope.source_id)
     assert full.reads(record) == visible(record, full)
+
+
+@pytest.mark.skipif(not pg.available(), reason="pgserver is not installed (pip install -c constraints.txt '.[test,postgres]')")
+def test_the_postgres_backend_option_runs_the_isolation_fuzz_over_postgresql(tmp_path: Path) -> None:
+    """``--backend postgres``: the world in a private PostgreSQL server, a few dozen calls checked by the same rules
+    (the rows read through the store's read methods), the results file's SQLite section kept."""
+    out = tmp_path / "isolation.md"
+    out.write_text("# old\n\n<!-- sqlite -->\n## SQLite\n\nkept\n<!-- /sqlite -->\n")
+    assert fuzz.main(["--backend", "postgres", "--calls", "40", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "## SQLite\n\nkept" in text and "## PostgreSQL" in text and "- calls: 40\n- rule breaks: 0" in text
+
+
+def test_the_snapshot_sees_a_change_in_every_table_it_reads(tmp_path: Path) -> None:
+    """The backend-neutral snapshot is not blind: a write of each kind changes its agent's rows."""
+    world = fuzz.open_world(tmp_path, 3)
+    try:
+        m = world.memory
+        for write in (lambda: m.store(agent_id="agent-2", content="one more"),
+                      lambda: m.update_profile(agent_id="agent-2", profile="another"),
+                      lambda: m.call("set_recall_precision", {"agent_id": "agent-2", "precision": "strict"}),
+                      lambda: m.call("declare_associations", {"agent_id": "agent-2", "associations": {
+                          "entities": [{"name": "Quay", "aliases": ["Pier"]}],
+                          "relations": [{"subject": "Quay", "predicate": "near", "object": "Alice"}]}})):
+            before = world.snapshot()
+            write()
+            after = world.snapshot()
+            assert [a for a in set(before) | set(after) if before.get(a) != after.get(a)] == ["agent-2"]
+        tables = world.snapshot()["agent-2"]
+        assert all(tables[t] for t in ("memories", "episodes", "profiles", "entities", "entity_aliases",
+                                        "entity_mentions", "relations", "recall_precision"))
+    finally:
+        world.memory.close()
