@@ -602,12 +602,14 @@ async def call(server: peer_mod.ToolServer, tool: str, arguments: dict[str, Any]
         result = await server.session.call_tool(tool, arguments)
     ms = (time.perf_counter() - start) * 1000
     text = "".join(getattr(part, "text", "") for part in result.content)
-    if result.isError:
-        return None, text or "(empty)", ms
     try:
         answer = json.loads(text)
     except ValueError:
+        if result.isError:
+            return None, text or "(empty)", ms
         return None, f"answer is not JSON: {text[:200]!r}", ms
+    if result.isError and isinstance(answer, dict) and answer.get("ok") is not False:
+        return None, f"isError set on an answer that is not ok: false: {text[:200]!r}", ms
     if not isinstance(answer, dict):
         return None, f"answer is not a JSON object: {text[:200]!r}", ms
     return answer, None, ms
