@@ -43,8 +43,9 @@ WARMUP = 5
 
 
 def settings(db_path: Path, blocks: bool) -> Settings:
-    return Settings.from_env({}, embedding_mode="hash", db_path=str(db_path), block_build_enabled=True,
-                             block_retrieval_enabled=blocks)
+    return Settings.from_env(
+        {}, embedding_mode="hash", db_path=str(db_path), block_build_enabled=True, block_retrieval_enabled=blocks
+    )
 
 
 def build_store(path: Path, texts: list[str], size: int) -> None:
@@ -58,10 +59,18 @@ def build_store(path: Path, texts: list[str], size: int) -> None:
             vectors = memory.embed(chunk)
             with memory.store_.write() as conn:
                 for text, vector in zip(chunk, vectors):
-                    memory.store_.insert_memory(conn, {
-                        "agent_id": AGENT, "content": text, "timestamp": NOW, "ts_epoch":
-                        datetime.fromisoformat(NOW).timestamp(), "created_at": NOW, "embedding": vector,
-                        "embedding_model": model})
+                    memory.store_.insert_memory(
+                        conn,
+                        {
+                            "agent_id": AGENT,
+                            "content": text,
+                            "timestamp": NOW,
+                            "ts_epoch": datetime.fromisoformat(NOW).timestamp(),
+                            "created_at": NOW,
+                            "embedding": vector,
+                            "embedding_model": model,
+                        },
+                    )
 
 
 def build_blocks(path: Path) -> tuple[float, int]:
@@ -109,30 +118,44 @@ def measure(size: int, texts: list[str], questions: list[str], workdir: Path) ->
     bare = workdir / f"bare-{size}.db"
     shutil.copy(path, bare)
     seconds, blocks = build_blocks(path)
-    with Memory(settings=settings(path, True), clock=fixed_clock(NOW), background=False) as on, \
-            Memory(settings=settings(path, False), clock=fixed_clock(NOW), background=False) as off:
+    with (
+        Memory(settings=settings(path, True), clock=fixed_clock(NOW), background=False) as on,
+        Memory(settings=settings(path, False), clock=fixed_clock(NOW), background=False) as off,
+    ):
         timed = interleaved(on, off, questions)
     busy, built_meanwhile = during_backfill(bare, questions)
-    return {"size": size, "blocks": blocks, "build_s": seconds, "on": timed["on"], "off": timed["off"],
-            "busy": busy, "built_meanwhile": built_meanwhile}
+    return {
+        "size": size,
+        "blocks": blocks,
+        "build_s": seconds,
+        "on": timed["on"],
+        "off": timed["off"],
+        "busy": busy,
+        "built_meanwhile": built_meanwhile,
+    }
 
 
 def report(rows: list[dict[str, object]], argv: list[str], questions: int) -> str:
-    lines = [f"`python -m benchmarks.block_speed {' '.join(argv)}`", "",
-             f"LoCoMo turns repeated to each size, one agent, hash embedder (query embedding excluded); "
-             f"{questions} LoCoMo questions, limit 10, rrf. Arm on/off interleaved query by query after the "
-             "build; \"during backfill\": a copy of the store without blocks, recalled with the arm on while a "
-             "background builder fills it.", "",
-             "| memories | blocks | build s | blocks/s | p50 off | p50 on | on/off | p95 off | p95 on | "
-             "p50 during backfill | blocks built meanwhile |",
-             "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        f"`python -m benchmarks.block_speed {' '.join(argv)}`",
+        "",
+        f"LoCoMo turns repeated to each size, one agent, hash embedder (query embedding excluded); "
+        f"{questions} LoCoMo questions, limit 10, rrf. Arm on/off interleaved query by query after the "
+        'build; "during backfill": a copy of the store without blocks, recalled with the arm on while a '
+        "background builder fills it.",
+        "",
+        "| memories | blocks | build s | blocks/s | p50 off | p50 on | on/off | p95 off | p95 on | "
+        "p50 during backfill | blocks built meanwhile |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for row in rows:
         on, off, busy = row["on"], row["off"], row["busy"]
         p50_on, p50_off = statistics.median(on), statistics.median(off)  # type: ignore[arg-type]
         lines.append(
             f"| {row['size']:,} | {row['blocks']:,} | {row['build_s']:.1f} | {row['blocks'] / row['build_s']:,.0f} | "
             f"{p50_off:.1f} | {p50_on:.1f} | {p50_on / p50_off:.2f} | {percentile(off, 0.95):.1f} | "
-            f"{percentile(on, 0.95):.1f} | {statistics.median(busy):.1f} | {row['built_meanwhile']:,} |")
+            f"{percentile(on, 0.95):.1f} | {statistics.median(busy):.1f} | {row['built_meanwhile']:,} |"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -44,7 +44,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +73,8 @@ OTHER_CHANNEL = "The build server password rotates every ninety days"
 LOCKED = "Ana's passport number is stored in the office safe"
 LONG = "Meeting notes of the architecture review. " + " ".join(
     f"Point {i}: the storage layer keeps one SQLite file per deployment and the index is rebuilt on start."
-    for i in range(1, 9))
+    for i in range(1, 9)
+)
 RIDER = "Ana runs the Osaka office, also called the Kansai branch"
 TEA_UPDATED = "Ana prefers green tea with honey in the morning, never coffee"
 PAUSED_TEXT = "This sentence was said off the record and must not be kept"
@@ -86,6 +87,7 @@ SELF = {"type": "Agent", "id": "self"}
 
 
 # -- expectations --------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -107,11 +109,20 @@ class Rule:
         if self.op == "at_most":
             return f"{path} ≤ {self.value} rows"
         return {
-            "has": path, "eq": f"{path} = {value}", "list": f"{path} list", "non_empty": f"{path} non-empty",
-            "int": f"{path} integer", "bool": f"{path} boolean", "one_of": f"{path} in {value}",
-            "best_is": f"last of {path} is {value}", "includes": f"{path} holds {value}",
-            "excludes": f"{path} lacks {value}", "contains": f"{path} mentions {value}", "absent": f"no {path}",
-            "refused": "refused (ok:false or an MCP error)", "succeeded": "no error",
+            "has": path,
+            "eq": f"{path} = {value}",
+            "list": f"{path} list",
+            "non_empty": f"{path} non-empty",
+            "int": f"{path} integer",
+            "bool": f"{path} boolean",
+            "one_of": f"{path} in {value}",
+            "best_is": f"last of {path} is {value}",
+            "includes": f"{path} holds {value}",
+            "excludes": f"{path} lacks {value}",
+            "contains": f"{path} mentions {value}",
+            "absent": f"no {path}",
+            "refused": "refused (ok:false or an MCP error)",
+            "succeeded": "no error",
         }[self.op]
 
 
@@ -232,18 +243,27 @@ def check(rule: Rule, response: dict[str, Any] | None, mcp_error: str | None) ->
     if rule.op == "has":
         return None
     if rule.op == "eq":
-        return None if value == rule.value and type(value) is type(rule.value) else \
-            f"{rule.path} is {_short(value)}, expected {_short(rule.value)}"
+        return (
+            None
+            if value == rule.value and type(value) is type(rule.value)
+            else f"{rule.path} is {_short(value)}, expected {_short(rule.value)}"
+        )
     if rule.op == "one_of":
         return None if value in rule.value else f"{rule.path} is {_short(value)}, expected one of {rule.value}"
     if rule.op == "int":
-        return None if isinstance(value, int) and not isinstance(value, bool) else \
-            f"{rule.path} is {_short(value)}, expected an integer"
+        return (
+            None
+            if isinstance(value, int) and not isinstance(value, bool)
+            else f"{rule.path} is {_short(value)}, expected an integer"
+        )
     if rule.op == "bool":
         return None if isinstance(value, bool) else f"{rule.path} is {_short(value)}, expected a boolean"
     if rule.op == "contains":
-        return None if isinstance(value, str) and rule.value.lower() in value.lower() else \
-            f"{rule.path} is {_short(value)}, expected it to contain {rule.value!r}"
+        return (
+            None
+            if isinstance(value, str) and rule.value.lower() in value.lower()
+            else f"{rule.path} is {_short(value)}, expected it to contain {rule.value!r}"
+        )
     if not isinstance(value, list):
         return f"{rule.path} is {_short(value)}, expected a list"
     if rule.op == "list":
@@ -251,14 +271,18 @@ def check(rule: Rule, response: dict[str, Any] | None, mcp_error: str | None) ->
     if rule.op == "non_empty":
         return None if value else f"{rule.path} is empty"
     if rule.op == "at_most":
-        return None if len(value) <= rule.value else \
-            f"{rule.path} has {len(value)} items, expected at most {rule.value}"
+        return (
+            None if len(value) <= rule.value else f"{rule.path} has {len(value)} items, expected at most {rule.value}"
+        )
     contents = [_content(row) for row in value]
     if rule.op == "best_is":
         if not value:
             return f"{rule.path} is empty, expected {_short(rule.value)} last"
-        return None if contents[-1] == rule.value else f"{rule.path} ends with {_short(contents[-1])}, expected " \
-                                                       f"{_short(rule.value)}"
+        return (
+            None
+            if contents[-1] == rule.value
+            else f"{rule.path} ends with {_short(contents[-1])}, expected {_short(rule.value)}"
+        )
     if rule.op == "includes":
         return None if rule.value in contents else f"{rule.path} lacks {_short(rule.value)} ({len(value)} rows)"
     if rule.op == "excludes":
@@ -268,8 +292,12 @@ def check(rule: Rule, response: dict[str, Any] | None, mcp_error: str | None) ->
         if not value:
             return f"{rule.path} is empty"
         wrong = [lookup(row, field_path) for row in value if lookup(row, field_path) != wanted]
-        return None if not wrong else f"{len(wrong)} of {len(value)} rows of {rule.path} have {field_path} " \
-                                      f"{_short(wrong[0] if wrong[0] is not _MISSING else 'missing')}"
+        return (
+            None
+            if not wrong
+            else f"{len(wrong)} of {len(value)} rows of {rule.path} have {field_path} "
+            f"{_short(wrong[0] if wrong[0] is not _MISSING else 'missing')}"
+        )
     raise ValueError(f"unknown rule {rule.op!r}")
 
 
@@ -279,6 +307,7 @@ def _short(value: Any, limit: int = 70) -> str:
 
 
 # -- the session ---------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Step:
@@ -300,8 +329,14 @@ class Step:
         return own if own is not None else self.expect
 
 
-def step(label: str, tool: str, arguments: dict[str, Any], *expect: Rule | list[Rule],
-         ours: list[Rule] | None = None, cpersona: list[Rule] | None = None) -> Step:
+def step(
+    label: str,
+    tool: str,
+    arguments: dict[str, Any],
+    *expect: Rule | list[Rule],
+    ours: list[Rule] | None = None,
+    cpersona: list[Rule] | None = None,
+) -> Step:
     rules: list[Rule] = []
     for item in expect:
         rules.extend(item if isinstance(item, list) else [item])
@@ -316,221 +351,627 @@ CUE = {"after": "2025-03-01", "before": "2025-04-01", "confidence": "likely"}
 
 SESSION: list[Step] = [
     # store: every form a client writes
-    step("store top-level", "store",
-         {"agent_id": A, "content": TEA, "id": "msg-1", "source": ANA, "timestamp": "2025-03-01T09:00:00+00:00",
-          "metadata": {"topic": "drinks"}, **S}, STORED, is_bool("embedded")),
-    step("store message form", "store",
-         {"agent_id": A, "message": {"content": HIKE, "id": "msg-2", "source": BOB,
-                                     "timestamp": "2025-03-02T10:00:00+00:00"},
-          "channel": "chan-1", "project_id": "proj-x", **S}, STORED),
-    step("store source as a word", "store",
-         {"agent_id": A, "message": {"content": BUDGET, "id": "msg-3", "source": "user",
-                                     "timestamp": "2025-03-03T11:00:00+00:00"}, **S}, STORED),
-    step("store agent source", "store",
-         {"agent_id": A, "message": {"content": SAILS, "id": "msg-4", "source": SELF,
-                                     "timestamp": "2025-03-04T12:00:00+00:00"}, **S}, STORED),
-    step("store other channel", "store",
-         {"agent_id": A, "content": OTHER_CHANNEL, "id": "msg-5", "source": BOB,
-          "timestamp": "2025-03-05T13:00:00+00:00", "channel": "chan-2", **S}, STORED),
-    step("store long", "store",
-         {"agent_id": A, "content": LONG, "id": "msg-6", "source": SELF, "timestamp": "2025-03-06T14:00:00+00:00",
-          **S}, STORED),
-    step("store duplicate id", "store",
-         {"agent_id": A, "content": "A different text under an id already stored", "id": "msg-1", **S},
-         eq("ok", True), eq("result", "skipped"), has("reason"), eq("id", "${store top-level.id}")),
-    step("store duplicate content", "store",
-         {"agent_id": A, "content": TEA, "id": "msg-1-again", "source": ANA, **S},
-         eq("ok", True), eq("result", "skipped"), has("reason"), eq("id", "${store top-level.id}")),
-    step("store lock", "store",
-         {"agent_id": A, "content": LOCKED, "id": "msg-7", "source": ANA, "timestamp": "2025-03-07T15:00:00+00:00",
-          "lock": True, **S}, STORED),
-    step("store associations rider", "store",
-         {"agent_id": A, "content": RIDER, "id": "msg-8", "source": ANA, "timestamp": "2025-03-08T16:00:00+00:00",
-          "associations": {"entities": [{"name": "Osaka office", "aliases": ["Kansai branch"]}]}, **S},
-         STORED, has("associations")),
-    step("store empty content", "store", {"agent_id": A, "content": "   ", **S},
-         eq("ok", False), eq("result", "rejected")),
-
+    step(
+        "store top-level",
+        "store",
+        {
+            "agent_id": A,
+            "content": TEA,
+            "id": "msg-1",
+            "source": ANA,
+            "timestamp": "2025-03-01T09:00:00+00:00",
+            "metadata": {"topic": "drinks"},
+            **S,
+        },
+        STORED,
+        is_bool("embedded"),
+    ),
+    step(
+        "store message form",
+        "store",
+        {
+            "agent_id": A,
+            "message": {"content": HIKE, "id": "msg-2", "source": BOB, "timestamp": "2025-03-02T10:00:00+00:00"},
+            "channel": "chan-1",
+            "project_id": "proj-x",
+            **S,
+        },
+        STORED,
+    ),
+    step(
+        "store source as a word",
+        "store",
+        {
+            "agent_id": A,
+            "message": {"content": BUDGET, "id": "msg-3", "source": "user", "timestamp": "2025-03-03T11:00:00+00:00"},
+            **S,
+        },
+        STORED,
+    ),
+    step(
+        "store agent source",
+        "store",
+        {
+            "agent_id": A,
+            "message": {"content": SAILS, "id": "msg-4", "source": SELF, "timestamp": "2025-03-04T12:00:00+00:00"},
+            **S,
+        },
+        STORED,
+    ),
+    step(
+        "store other channel",
+        "store",
+        {
+            "agent_id": A,
+            "content": OTHER_CHANNEL,
+            "id": "msg-5",
+            "source": BOB,
+            "timestamp": "2025-03-05T13:00:00+00:00",
+            "channel": "chan-2",
+            **S,
+        },
+        STORED,
+    ),
+    step(
+        "store long",
+        "store",
+        {"agent_id": A, "content": LONG, "id": "msg-6", "source": SELF, "timestamp": "2025-03-06T14:00:00+00:00", **S},
+        STORED,
+    ),
+    step(
+        "store duplicate id",
+        "store",
+        {"agent_id": A, "content": "A different text under an id already stored", "id": "msg-1", **S},
+        eq("ok", True),
+        eq("result", "skipped"),
+        has("reason"),
+        eq("id", "${store top-level.id}"),
+    ),
+    step(
+        "store duplicate content",
+        "store",
+        {"agent_id": A, "content": TEA, "id": "msg-1-again", "source": ANA, **S},
+        eq("ok", True),
+        eq("result", "skipped"),
+        has("reason"),
+        eq("id", "${store top-level.id}"),
+    ),
+    step(
+        "store lock",
+        "store",
+        {
+            "agent_id": A,
+            "content": LOCKED,
+            "id": "msg-7",
+            "source": ANA,
+            "timestamp": "2025-03-07T15:00:00+00:00",
+            "lock": True,
+            **S,
+        },
+        STORED,
+    ),
+    step(
+        "store associations rider",
+        "store",
+        {
+            "agent_id": A,
+            "content": RIDER,
+            "id": "msg-8",
+            "source": ANA,
+            "timestamp": "2025-03-08T16:00:00+00:00",
+            "associations": {"entities": [{"name": "Osaka office", "aliases": ["Kansai branch"]}]},
+            **S,
+        },
+        STORED,
+        has("associations"),
+    ),
+    step(
+        "store empty content",
+        "store",
+        {"agent_id": A, "content": "   ", **S},
+        eq("ok", False),
+        eq("result", "rejected"),
+    ),
     # recall: every argument
-    step("recall query", "recall", {"agent_id": A, "query": "green tea", **S},
-         RECALLED, best_is("messages", TEA), has(*MESSAGE_KEYS)),
+    step(
+        "recall query",
+        "recall",
+        {"agent_id": A, "query": "green tea", **S},
+        RECALLED,
+        best_is("messages", TEA),
+        has(*MESSAGE_KEYS),
+    ),
     step("recall empty query", "recall", {"agent_id": A, "query": "", **S}, RECALLED, non_empty("messages")),
-    step("recall limit", "recall", {"agent_id": A, "query": "", "limit": 2, **S}, RECALLED,
-         non_empty("messages"), at_most("messages", 2)),
+    step(
+        "recall limit",
+        "recall",
+        {"agent_id": A, "query": "", "limit": 2, **S},
+        RECALLED,
+        non_empty("messages"),
+        at_most("messages", 2),
+    ),
     step("recall limit out of range", "recall", {"agent_id": A, "query": "tea", "limit": 1000, **S}, refused()),
-    step("recall deep", "recall", {"agent_id": A, "query": "sails regatta", "deep": True, **S}, RECALLED,
-         best_is("messages", SAILS)),
-    step("recall channel", "recall", {"agent_id": A, "query": "", "channel": "chan-1", "limit": 20, **S},
-         RECALLED, includes("messages", HIKE), includes("messages", TEA), excludes("messages", OTHER_CHANNEL)),
-    step("recall project", "recall", {"agent_id": A, "query": "", "project_id": "proj-x", "limit": 20, **S},
-         RECALLED, includes("messages", HIKE), includes("messages", TEA)),
-    step("recall global pool only", "recall", {"agent_id": A, "query": "", "project_id": "", "limit": 20, **S},
-         RECALLED, includes("messages", TEA), excludes("messages", HIKE)),
-    step("recall source_id", "recall", {"agent_id": A, "query": "", "source_id": "discord:bob", "limit": 20, **S},
-         RECALLED, includes("messages", HIKE), every("messages", "source.id", "discord:bob")),
-    step("recall exclude_contents", "recall",
-         {"agent_id": A, "query": "green tea", "exclude_contents": [TEA], **S}, RECALLED, excludes("messages", TEA)),
-    step("recall preview", "recall", {"agent_id": A, "query": "architecture review storage layer", "deep": True, **S},
-         RECALLED, best_is("messages", LONG[:500]), eq("messages.-1.content_truncated", True),
-         eq("messages.-1.ref", "mem:${store long.id}")),
-    step("recall full_content", "recall",
-         {"agent_id": A, "query": "architecture review storage layer", "deep": True, "full_content": True, **S},
-         RECALLED, best_is("messages", LONG)),
-    step("recall trace", "recall", {"agent_id": A, "query": "green tea", "trace": True, **S}, RECALLED,
-         best_is("messages", TEA), has("trace")),
-    step("recall time_cue object", "recall", {"agent_id": A, "query": "budget review", "time_cue": CUE, **S},
-         RECALLED, best_is("messages", BUDGET), eq("time_cue.confidence", "likely")),
-    step("recall time_cue JSON text", "recall",
-         {"agent_id": A, "query": "budget review", "time_cue": json.dumps(CUE), **S},
-         RECALLED, best_is("messages", BUDGET), eq("time_cue.confidence", "likely")),
-    step("recall time_cue ago", "recall",
-         {"agent_id": A, "query": "budget review", "time_cue": {"ago": "long_ago", "confidence": "vague"}, **S},
-         RECALLED, best_is("messages", BUDGET), has("time_cue")),
-    step("recall_with_context", "recall_with_context",
-         {"agent_id": A, "query": "green tea", "limit": 10, **S, "external_context": [
-             {"role": "user", "content": TEA, "name": "Ana", "user_id": "ana",
-              "timestamp": "2025-03-10T09:00:00+00:00"},
-             {"role": "assistant", "content": "Noted: green tea, no coffee."},
-             {"role": "system", "content": "Be brief."}]},
-         RECALLED, includes("messages", "Noted: green tea, no coffee."), excludes("messages", "Be brief."),
-         includes("messages", TEA), has("context_filter_only")),
-
+    step(
+        "recall deep",
+        "recall",
+        {"agent_id": A, "query": "sails regatta", "deep": True, **S},
+        RECALLED,
+        best_is("messages", SAILS),
+    ),
+    step(
+        "recall channel",
+        "recall",
+        {"agent_id": A, "query": "", "channel": "chan-1", "limit": 20, **S},
+        RECALLED,
+        includes("messages", HIKE),
+        includes("messages", TEA),
+        excludes("messages", OTHER_CHANNEL),
+    ),
+    step(
+        "recall project",
+        "recall",
+        {"agent_id": A, "query": "", "project_id": "proj-x", "limit": 20, **S},
+        RECALLED,
+        includes("messages", HIKE),
+        includes("messages", TEA),
+    ),
+    step(
+        "recall global pool only",
+        "recall",
+        {"agent_id": A, "query": "", "project_id": "", "limit": 20, **S},
+        RECALLED,
+        includes("messages", TEA),
+        excludes("messages", HIKE),
+    ),
+    step(
+        "recall source_id",
+        "recall",
+        {"agent_id": A, "query": "", "source_id": "discord:bob", "limit": 20, **S},
+        RECALLED,
+        includes("messages", HIKE),
+        every("messages", "source.id", "discord:bob"),
+    ),
+    step(
+        "recall exclude_contents",
+        "recall",
+        {"agent_id": A, "query": "green tea", "exclude_contents": [TEA], **S},
+        RECALLED,
+        excludes("messages", TEA),
+    ),
+    step(
+        "recall preview",
+        "recall",
+        {"agent_id": A, "query": "architecture review storage layer", "deep": True, **S},
+        RECALLED,
+        best_is("messages", LONG[:500]),
+        eq("messages.-1.content_truncated", True),
+        eq("messages.-1.ref", "mem:${store long.id}"),
+    ),
+    step(
+        "recall full_content",
+        "recall",
+        {"agent_id": A, "query": "architecture review storage layer", "deep": True, "full_content": True, **S},
+        RECALLED,
+        best_is("messages", LONG),
+    ),
+    step(
+        "recall trace",
+        "recall",
+        {"agent_id": A, "query": "green tea", "trace": True, **S},
+        RECALLED,
+        best_is("messages", TEA),
+        has("trace"),
+    ),
+    step(
+        "recall time_cue object",
+        "recall",
+        {"agent_id": A, "query": "budget review", "time_cue": CUE, **S},
+        RECALLED,
+        best_is("messages", BUDGET),
+        eq("time_cue.confidence", "likely"),
+    ),
+    step(
+        "recall time_cue JSON text",
+        "recall",
+        {"agent_id": A, "query": "budget review", "time_cue": json.dumps(CUE), **S},
+        RECALLED,
+        best_is("messages", BUDGET),
+        eq("time_cue.confidence", "likely"),
+    ),
+    step(
+        "recall time_cue ago",
+        "recall",
+        {"agent_id": A, "query": "budget review", "time_cue": {"ago": "long_ago", "confidence": "vague"}, **S},
+        RECALLED,
+        best_is("messages", BUDGET),
+        has("time_cue"),
+    ),
+    step(
+        "recall_with_context",
+        "recall_with_context",
+        {
+            "agent_id": A,
+            "query": "green tea",
+            "limit": 10,
+            **S,
+            "external_context": [
+                {
+                    "role": "user",
+                    "content": TEA,
+                    "name": "Ana",
+                    "user_id": "ana",
+                    "timestamp": "2025-03-10T09:00:00+00:00",
+                },
+                {"role": "assistant", "content": "Noted: green tea, no coffee."},
+                {"role": "system", "content": "Be brief."},
+            ],
+        },
+        RECALLED,
+        includes("messages", "Noted: green tea, no coffee."),
+        excludes("messages", "Be brief."),
+        includes("messages", TEA),
+        has("context_filter_only"),
+    ),
     # reading whole texts
-    step("get_contents", "get_contents",
-         {"agent_id": A, "refs": ["mem:${store long.id}", "mem:999999"]},
-         succeeded(), is_list("items"), eq("items.0.content", LONG), eq("items.0.ref", "mem:${store long.id}"),
-         eq("missing", ["mem:999999"]), eq("count", 1)),
-
+    step(
+        "get_contents",
+        "get_contents",
+        {"agent_id": A, "refs": ["mem:${store long.id}", "mem:999999"]},
+        succeeded(),
+        is_list("items"),
+        eq("items.0.content", LONG),
+        eq("items.0.ref", "mem:${store long.id}"),
+        eq("missing", ["mem:999999"]),
+        eq("count", 1),
+    ),
     # episodes
-    step("archive_episode", "archive_episode",
-         {"agent_id": A, "summary": "Planned the April hike and the regatta; Ana wants tea at the stops.",
-          "keywords": "hike regatta tea", "resolved": True, **S, "history": [
-              {"role": "user", "content": "Shall we plan the hike?", "timestamp": "2025-03-10T10:30:00+00:00"},
-              {"role": "assistant", "content": "Yes: first Saturday of April.",
-               "timestamp": "2025-03-10T09:15:00+00:00"},
-              {"role": "user", "content": "And the regatta.", "timestamp": "2025-03-10T11:45:00+00:00"}]},
-         eq("ok", True), is_int("episode_id")),
-    step("list_episodes", "list_episodes", {"agent_id": A},
-         succeeded(), is_list("episodes"), eq("count", 1), eq("episodes.0.id", "${archive_episode.episode_id}"),
-         eq("episodes.0.start_time", "2025-03-10T09:15:00+00:00"),
-         eq("episodes.0.end_time", "2025-03-10T11:45:00+00:00"), has("episodes.0.summary", "episodes.0.keywords")),
-
+    step(
+        "archive_episode",
+        "archive_episode",
+        {
+            "agent_id": A,
+            "summary": "Planned the April hike and the regatta; Ana wants tea at the stops.",
+            "keywords": "hike regatta tea",
+            "resolved": True,
+            **S,
+            "history": [
+                {"role": "user", "content": "Shall we plan the hike?", "timestamp": "2025-03-10T10:30:00+00:00"},
+                {
+                    "role": "assistant",
+                    "content": "Yes: first Saturday of April.",
+                    "timestamp": "2025-03-10T09:15:00+00:00",
+                },
+                {"role": "user", "content": "And the regatta.", "timestamp": "2025-03-10T11:45:00+00:00"},
+            ],
+        },
+        eq("ok", True),
+        is_int("episode_id"),
+    ),
+    step(
+        "list_episodes",
+        "list_episodes",
+        {"agent_id": A},
+        succeeded(),
+        is_list("episodes"),
+        eq("count", 1),
+        eq("episodes.0.id", "${archive_episode.episode_id}"),
+        eq("episodes.0.start_time", "2025-03-10T09:15:00+00:00"),
+        eq("episodes.0.end_time", "2025-03-10T11:45:00+00:00"),
+        has("episodes.0.summary", "episodes.0.keywords"),
+    ),
     # correcting, protecting, deleting
-    step("update_memory by id", "update_memory",
-         {"memory_id": "${store top-level.id}", "content": TEA_UPDATED, "agent_id": A, **S},
-         eq("ok", True), eq("updated_id", "${store top-level.id}")),
-    step("update_memory by ref", "update_memory",
-         {"memory_id": "mem:${store source as a word.id}", "content": BUDGET + " (confirmed)", "agent_id": A, **S},
-         eq("ok", True), eq("updated_id", "${store source as a word.id}")),
-    step("update_memory locked", "update_memory",
-         {"memory_id": "${store lock.id}", "content": "changed", "agent_id": A, **S},
-         eq("ok", False), contains_text("error", "locked")),
-    step("recall after update", "recall", {"agent_id": A, "query": "green tea honey", **S}, RECALLED,
-         includes("messages", TEA_UPDATED), excludes("messages", TEA)),
-    step("lock_memory", "lock_memory", {"memory_id": "${store agent source.id}", "agent_id": A, **S},
-         eq("ok", True), eq("locked_id", "${store agent source.id}")),
-    step("delete_memory locked", "delete_memory", {"memory_id": "${store agent source.id}", "agent_id": A, **S},
-         eq("ok", False), has("error")),
-    step("unlock_memory", "unlock_memory", {"memory_id": "${store agent source.id}", "agent_id": A, **S},
-         eq("ok", True), eq("unlocked_id", "${store agent source.id}")),
-    step("delete_memory", "delete_memory", {"memory_id": "${store agent source.id}", "agent_id": A, **S},
-         eq("ok", True), eq("deleted_id", "${store agent source.id}")),
-    step("delete_memory again", "delete_memory", {"memory_id": "${store agent source.id}", "agent_id": A, **S},
-         eq("ok", False), has("error")),
-
+    step(
+        "update_memory by id",
+        "update_memory",
+        {"memory_id": "${store top-level.id}", "content": TEA_UPDATED, "agent_id": A, **S},
+        eq("ok", True),
+        eq("updated_id", "${store top-level.id}"),
+    ),
+    step(
+        "update_memory by ref",
+        "update_memory",
+        {"memory_id": "mem:${store source as a word.id}", "content": BUDGET + " (confirmed)", "agent_id": A, **S},
+        eq("ok", True),
+        eq("updated_id", "${store source as a word.id}"),
+    ),
+    step(
+        "update_memory locked",
+        "update_memory",
+        {"memory_id": "${store lock.id}", "content": "changed", "agent_id": A, **S},
+        eq("ok", False),
+        contains_text("error", "locked"),
+    ),
+    step(
+        "recall after update",
+        "recall",
+        {"agent_id": A, "query": "green tea honey", **S},
+        RECALLED,
+        includes("messages", TEA_UPDATED),
+        excludes("messages", TEA),
+    ),
+    step(
+        "lock_memory",
+        "lock_memory",
+        {"memory_id": "${store agent source.id}", "agent_id": A, **S},
+        eq("ok", True),
+        eq("locked_id", "${store agent source.id}"),
+    ),
+    step(
+        "delete_memory locked",
+        "delete_memory",
+        {"memory_id": "${store agent source.id}", "agent_id": A, **S},
+        eq("ok", False),
+        has("error"),
+    ),
+    step(
+        "unlock_memory",
+        "unlock_memory",
+        {"memory_id": "${store agent source.id}", "agent_id": A, **S},
+        eq("ok", True),
+        eq("unlocked_id", "${store agent source.id}"),
+    ),
+    step(
+        "delete_memory",
+        "delete_memory",
+        {"memory_id": "${store agent source.id}", "agent_id": A, **S},
+        eq("ok", True),
+        eq("deleted_id", "${store agent source.id}"),
+    ),
+    step(
+        "delete_memory again",
+        "delete_memory",
+        {"memory_id": "${store agent source.id}", "agent_id": A, **S},
+        eq("ok", False),
+        has("error"),
+    ),
     # browsing
-    step("list_memories", "list_memories", {"agent_id": A, "limit": 1000},
-         succeeded(), is_list("memories"), eq("count", 7), at_most("memories", 500), excludes("memories", SAILS),
-         includes("memories", TEA_UPDATED),
-         has("memories.0.id", "memories.0.agent_id", "memories.0.project_id", "memories.0.content",
-             "memories.0.source", "memories.0.timestamp", "memories.0.created_at", "memories.0.locked",
-             "memories.0.channel")),
-    step("list_memories project", "list_memories", {"agent_id": A, "project_id": "proj-x", "limit": 1},
-         succeeded(), eq("count", 1), at_most("memories", 1)),
-
+    step(
+        "list_memories",
+        "list_memories",
+        {"agent_id": A, "limit": 1000},
+        succeeded(),
+        is_list("memories"),
+        eq("count", 7),
+        at_most("memories", 500),
+        excludes("memories", SAILS),
+        includes("memories", TEA_UPDATED),
+        has(
+            "memories.0.id",
+            "memories.0.agent_id",
+            "memories.0.project_id",
+            "memories.0.content",
+            "memories.0.source",
+            "memories.0.timestamp",
+            "memories.0.created_at",
+            "memories.0.locked",
+            "memories.0.channel",
+        ),
+    ),
+    step(
+        "list_memories project",
+        "list_memories",
+        {"agent_id": A, "project_id": "proj-x", "limit": 1},
+        succeeded(),
+        eq("count", 1),
+        at_most("memories", 1),
+    ),
     # profile
     step("get_profile empty", "get_profile", {"agent_id": A}, succeeded(), eq("profile", "")),
-    step("update_profile", "update_profile", {"agent_id": A, "profile": PROFILE, **S},
-         eq("ok", True), eq("profiles_updated", 1)),
+    step(
+        "update_profile",
+        "update_profile",
+        {"agent_id": A, "profile": PROFILE, **S},
+        eq("ok", True),
+        eq("profiles_updated", 1),
+    ),
     step("get_profile", "get_profile", {"agent_id": A}, succeeded(), eq("profile", PROFILE)),
-
     # retrieval quality
-    step("calibrate_threshold", "calibrate_threshold", {"agent_id": A, "sample_size": 50, **S},
-         is_bool("ok")),
+    step("calibrate_threshold", "calibrate_threshold", {"agent_id": A, "sample_size": 50, **S}, is_bool("ok")),
     # with too few embedded memories the gate cannot be recalibrated: set_recall_precision answers ok:false
     # (echoing what was asked) and the precision stays as it was
-    step("set_recall_precision", "set_recall_precision", {"agent_id": A, "precision": "strict", **S},
-         is_bool("ok"), eq("agent_id", A), eq("precision", "strict"), has("beta", "cleared")),
-    step("get_recall_precision", "get_recall_precision", {"agent_id": A},
-         eq("ok", True), eq("agent_id", A), one_of("precision", "strict", "balanced", "lenient", "custom"),
-         has("beta", "overridden")),
-    step("set_recall_precision clear", "set_recall_precision", {"agent_id": A, **S},
-         is_bool("ok"), eq("agent_id", A), eq("cleared", True)),
-
+    step(
+        "set_recall_precision",
+        "set_recall_precision",
+        {"agent_id": A, "precision": "strict", **S},
+        is_bool("ok"),
+        eq("agent_id", A),
+        eq("precision", "strict"),
+        has("beta", "cleared"),
+    ),
+    step(
+        "get_recall_precision",
+        "get_recall_precision",
+        {"agent_id": A},
+        eq("ok", True),
+        eq("agent_id", A),
+        one_of("precision", "strict", "balanced", "lenient", "custom"),
+        has("beta", "overridden"),
+    ),
+    step(
+        "set_recall_precision clear",
+        "set_recall_precision",
+        {"agent_id": A, **S},
+        is_bool("ok"),
+        eq("agent_id", A),
+        eq("cleared", True),
+    ),
     # portability
-    step("export_memories", "export_memories", {"agent_id": A, "output_path": EXPORT_NAME},
-         eq("ok", True), eq("memories", 7), eq("episodes", 1), has("path", "profiles")),
-    step("import_memories dry_run", "import_memories",
-         {"input_path": EXPORT_NAME, "target_agent_id": IMPORTED, "dry_run": True, **S},
-         eq("ok", True), eq("dry_run", True), eq("imported_memories", 7)),
-    step("import_memories", "import_memories", {"input_path": EXPORT_NAME, "target_agent_id": IMPORTED, **S},
-         eq("ok", True), eq("imported_memories", 7), eq("imported_episodes", 1), has("skipped_memories")),
-    step("import_memories again", "import_memories", {"input_path": EXPORT_NAME, "target_agent_id": IMPORTED, **S},
-         eq("ok", True), eq("imported_memories", 0), eq("skipped_memories", 7)),
-    step("export outside the folder", "export_memories", {"agent_id": A, "output_path": "../escape.jsonl"},
-         refused()),
-    step("merge_memories dry_run", "merge_memories",
-         {"source_agent_id": A, "target_agent_id": B, "strategy": "skip", "mode": "copy", "dry_run": True, **S},
-         eq("ok", True), eq("dry_run", True), eq("merged_memories", 7), has("skipped_memories", "merged_episodes")),
+    step(
+        "export_memories",
+        "export_memories",
+        {"agent_id": A, "output_path": EXPORT_NAME},
+        eq("ok", True),
+        eq("memories", 7),
+        eq("episodes", 1),
+        has("path", "profiles"),
+    ),
+    step(
+        "import_memories dry_run",
+        "import_memories",
+        {"input_path": EXPORT_NAME, "target_agent_id": IMPORTED, "dry_run": True, **S},
+        eq("ok", True),
+        eq("dry_run", True),
+        eq("imported_memories", 7),
+    ),
+    step(
+        "import_memories",
+        "import_memories",
+        {"input_path": EXPORT_NAME, "target_agent_id": IMPORTED, **S},
+        eq("ok", True),
+        eq("imported_memories", 7),
+        eq("imported_episodes", 1),
+        has("skipped_memories"),
+    ),
+    step(
+        "import_memories again",
+        "import_memories",
+        {"input_path": EXPORT_NAME, "target_agent_id": IMPORTED, **S},
+        eq("ok", True),
+        eq("imported_memories", 0),
+        eq("skipped_memories", 7),
+    ),
+    step("export outside the folder", "export_memories", {"agent_id": A, "output_path": "../escape.jsonl"}, refused()),
+    step(
+        "merge_memories dry_run",
+        "merge_memories",
+        {"source_agent_id": A, "target_agent_id": B, "strategy": "skip", "mode": "copy", "dry_run": True, **S},
+        eq("ok", True),
+        eq("dry_run", True),
+        eq("merged_memories", 7),
+        has("skipped_memories", "merged_episodes"),
+    ),
     step("list_memories after dry_run", "list_memories", {"agent_id": B}, succeeded(), eq("count", 0)),
-    step("delete_agent_data", "delete_agent_data", {"agent_id": IMPORTED, **S},
-         eq("ok", True), eq("deleted_memories", 7), eq("deleted_episodes", 1),
-         has("deleted_profiles", "agent_id")),
-
+    step(
+        "delete_agent_data",
+        "delete_agent_data",
+        {"agent_id": IMPORTED, **S},
+        eq("ok", True),
+        eq("deleted_memories", 7),
+        eq("deleted_episodes", 1),
+        has("deleted_profiles", "agent_id"),
+    ),
     # health and housekeeping
-    step("check_health", "check_health", {"agent_id": A, **S},
-         succeeded(), one_of("status", "healthy", "degraded", "unhealthy"), is_list("issues"), has("checks_run")),
-    step("deep_check", "deep_check", {"agent_id": A, **S},
-         succeeded(), eq("agent_id", A), has("checks_run", "results")),
+    step(
+        "check_health",
+        "check_health",
+        {"agent_id": A, **S},
+        succeeded(),
+        one_of("status", "healthy", "degraded", "unhealthy"),
+        is_list("issues"),
+        has("checks_run"),
+    ),
+    step(
+        "deep_check", "deep_check", {"agent_id": A, **S}, succeeded(), eq("agent_id", A), has("checks_run", "results")
+    ),
     step("get_queue_status", "get_queue_status", {}, is_bool("enabled"), is_int("pending")),
-    step("get_session_findings", "get_session_findings", {"per_kind_limit": 3, "include_summary": True, **S},
-         succeeded(), has("findings", "summary")),
-
+    step(
+        "get_session_findings",
+        "get_session_findings",
+        {"per_kind_limit": 3, "include_summary": True, **S},
+        succeeded(),
+        has("findings", "summary"),
+    ),
     # session controls
     step("persistence_status", "persistence_status", {"session_key": PAUSED_KEY}, eq("paused", False)),
-    step("pause_persistence", "pause_persistence", {"ttl_seconds": 600, "session_key": PAUSED_KEY},
-         eq("paused", True), eq("ttl_seconds", 600), eq("scope", "session"), has("expires_at")),
-    step("persistence_status paused", "persistence_status", {"session_key": PAUSED_KEY},
-         eq("paused", True), has("ttl_remaining_seconds", "expires_at")),
-    step("store while paused", "store", {"agent_id": A, "content": PAUSED_TEXT, "session_key": PAUSED_KEY},
-         eq("ok", True), eq("persisted", False), eq("id", "no-persist")),
-    step("update_profile while paused", "update_profile",
-         {"agent_id": A, "profile": "off the record", "session_key": PAUSED_KEY},
-         eq("ok", True), eq("persisted", False)),
+    step(
+        "pause_persistence",
+        "pause_persistence",
+        {"ttl_seconds": 600, "session_key": PAUSED_KEY},
+        eq("paused", True),
+        eq("ttl_seconds", 600),
+        eq("scope", "session"),
+        has("expires_at"),
+    ),
+    step(
+        "persistence_status paused",
+        "persistence_status",
+        {"session_key": PAUSED_KEY},
+        eq("paused", True),
+        has("ttl_remaining_seconds", "expires_at"),
+    ),
+    step(
+        "store while paused",
+        "store",
+        {"agent_id": A, "content": PAUSED_TEXT, "session_key": PAUSED_KEY},
+        eq("ok", True),
+        eq("persisted", False),
+        eq("id", "no-persist"),
+    ),
+    step(
+        "update_profile while paused",
+        "update_profile",
+        {"agent_id": A, "profile": "off the record", "session_key": PAUSED_KEY},
+        eq("ok", True),
+        eq("persisted", False),
+    ),
     step("store other session", "store", {"agent_id": A, "content": AFTER_RESUME, **S}, STORED),
-    step("recall while paused", "recall", {"agent_id": A, "query": "", "limit": 20, "session_key": PAUSED_KEY},
-         RECALLED, excludes("messages", PAUSED_TEXT), includes("messages", AFTER_RESUME)),
-    step("resume_persistence", "resume_persistence", {"session_key": PAUSED_KEY},
-         eq("paused", False), eq("was_active", True)),
+    step(
+        "recall while paused",
+        "recall",
+        {"agent_id": A, "query": "", "limit": 20, "session_key": PAUSED_KEY},
+        RECALLED,
+        excludes("messages", PAUSED_TEXT),
+        includes("messages", AFTER_RESUME),
+    ),
+    step(
+        "resume_persistence",
+        "resume_persistence",
+        {"session_key": PAUSED_KEY},
+        eq("paused", False),
+        eq("was_active", True),
+    ),
     step("get_profile after pause", "get_profile", {"agent_id": A}, eq("profile", PROFILE)),
-
     # reconstruct and the associative tools
-    step("reconstruct", "reconstruct", {"agent_id": A, "query": "the April hike", "count": 3, **S},
-         is_list("items"), has("returned_count"), has("effective_count")),
-    step("declare_associations", "declare_associations",
-         {"agent_id": A, "anchor_ref": "mem:${store associations rider.id}", **S,
-          "associations": {"entities": [{"name": "Ana", "aliases": ["Ana K."]}],
-                           "relations": [{"subject": "Ana", "predicate": "leads", "object": "Osaka office"}]}},
-         eq("ok", True), eq("result", "declared"), is_list("entities")),
-    step("traverse", "traverse", {"agent_id": A, "entity": "Ana", "max_hops": 2, "limit": 10},
-         succeeded(), is_list("entities"), is_list("relations")),
-
+    step(
+        "reconstruct",
+        "reconstruct",
+        {"agent_id": A, "query": "the April hike", "count": 3, **S},
+        is_list("items"),
+        has("returned_count"),
+        has("effective_count"),
+    ),
+    step(
+        "declare_associations",
+        "declare_associations",
+        {
+            "agent_id": A,
+            "anchor_ref": "mem:${store associations rider.id}",
+            **S,
+            "associations": {
+                "entities": [{"name": "Ana", "aliases": ["Ana K."]}],
+                "relations": [{"subject": "Ana", "predicate": "leads", "object": "Osaka office"}],
+            },
+        },
+        eq("ok", True),
+        eq("result", "declared"),
+        is_list("entities"),
+    ),
+    step(
+        "traverse",
+        "traverse",
+        {"agent_id": A, "entity": "Ana", "max_hops": 2, "limit": 10},
+        succeeded(),
+        is_list("entities"),
+        is_list("relations"),
+    ),
     # deleting an episode and an agent
-    step("delete_episode", "delete_episode", {"episode_id": "${archive_episode.episode_id}", "agent_id": A, **S},
-         eq("ok", True), eq("deleted_id", "${archive_episode.episode_id}")),
+    step(
+        "delete_episode",
+        "delete_episode",
+        {"episode_id": "${archive_episode.episode_id}", "agent_id": A, **S},
+        eq("ok", True),
+        eq("deleted_id", "${archive_episode.episode_id}"),
+    ),
     step("list_episodes after delete", "list_episodes", {"agent_id": A}, succeeded(), eq("count", 0)),
-    step("delete_agent_data session agent", "delete_agent_data", {"agent_id": A, **S},
-         eq("ok", True), eq("deleted_memories", 8), eq("deleted_episodes", 0), eq("deleted_profiles", 1)),
+    step(
+        "delete_agent_data session agent",
+        "delete_agent_data",
+        {"agent_id": A, **S},
+        eq("ok", True),
+        eq("deleted_memories", 8),
+        eq("deleted_episodes", 0),
+        eq("deleted_profiles", 1),
+    ),
     step("list_memories after delete", "list_memories", {"agent_id": A}, succeeded(), eq("count", 0)),
 ]
 
@@ -592,8 +1033,9 @@ class StepResult:
         return out
 
 
-async def call(server: peer_mod.ToolServer, tool: str, arguments: dict[str, Any]) -> tuple[
-        dict[str, Any] | None, str | None, float]:
+async def call(
+    server: peer_mod.ToolServer, tool: str, arguments: dict[str, Any]
+) -> tuple[dict[str, Any] | None, str | None, float]:
     """(the JSON answer, or None with the MCP error's text, milliseconds)."""
     import time
 
@@ -615,8 +1057,9 @@ async def call(server: peer_mod.ToolServer, tool: str, arguments: dict[str, Any]
     return answer, None, ms
 
 
-async def run_session(server: peer_mod.ToolServer, steps: Sequence[Step] = SESSION,
-                      name: str = "ours") -> list[StepResult]:
+async def run_session(
+    server: peer_mod.ToolServer, steps: Sequence[Step] = SESSION, name: str = "ours"
+) -> list[StepResult]:
     """Call every step in order over the server's MCP session and check its rules (``name``: ours | cpersona)."""
     responses: dict[str, Any] = {}
     results = []
@@ -639,16 +1082,27 @@ async def run_session(server: peer_mod.ToolServer, steps: Sequence[Step] = SESSI
 
 # -- the two servers -----------------------------------------------------------------------------
 
+
 def our_environment(folder: Path) -> dict[str, str]:
-    return {"CPERSONA_EMBEDDING_MODE": "hash", "CPERSONA_DB_PATH": str(folder / "memory.db"),
-            "CPERSONA_EXPORT_DIR": str(folder / "exports")}
+    return {
+        "CPERSONA_EMBEDDING_MODE": "hash",
+        "CPERSONA_DB_PATH": str(folder / "memory.db"),
+        "CPERSONA_EXPORT_DIR": str(folder / "exports"),
+    }
 
 
 def our_compat_server(folder: Path) -> peer_mod.ToolServer:
     """``cuedrecall serve`` over stdio: hash embedder, its own database and export folder under ``folder``."""
     (folder / "exports").mkdir(parents=True, exist_ok=True)
-    return peer_mod.ToolServer("cuedrecall", sys.executable, ["-m", "cuedrecall.cli", "serve"],
-                               our_environment(folder), folder / "server.log", cwd=REPO, start_timeout=120)
+    return peer_mod.ToolServer(
+        "cuedrecall",
+        sys.executable,
+        ["-m", "cuedrecall.cli", "serve"],
+        our_environment(folder),
+        folder / "server.log",
+        cwd=REPO,
+        start_timeout=120,
+    )
 
 
 def peer_compat_environment(folder: Path) -> dict[str, str]:
@@ -656,18 +1110,30 @@ def peer_compat_environment(folder: Path) -> dict[str, str]:
     export folder (``PEER_SETTINGS`` below, each with why); everything else at its defaults."""
     home = folder / "home"
     home.mkdir(parents=True, exist_ok=True)
-    return {"CPERSONA_EMBEDDING_MODE": "none", "CPERSONA_UPDATE_CHECK": "false", "CPERSONA_OPERATING_CONTEXT": "off",
-            "CPERSONA_TRANSPORT": "stdio", "CPERSONA_DB_PATH": str(folder / "cpersona.db"),
-            "CPERSONA_EXPORT_DIR": str(folder / "exports"), "HOME": str(home)}
+    return {
+        "CPERSONA_EMBEDDING_MODE": "none",
+        "CPERSONA_UPDATE_CHECK": "false",
+        "CPERSONA_OPERATING_CONTEXT": "off",
+        "CPERSONA_TRANSPORT": "stdio",
+        "CPERSONA_DB_PATH": str(folder / "cpersona.db"),
+        "CPERSONA_EXPORT_DIR": str(folder / "exports"),
+        "HOME": str(home),
+    }
 
 
 def peer_compat_server(folder: Path, venv: Path) -> peer_mod.ToolServer:
     (folder / "exports").mkdir(parents=True, exist_ok=True)
     # started in its export folder: CPersona reads a relative output_path/input_path against its working
     # directory (started anywhere else it refuses a plain file name as outside CPERSONA_EXPORT_DIR)
-    return peer_mod.ToolServer("cpersona", str(peer_mod.peer_python(venv)), ["-m", peer_mod.PEER_PACKAGE],
-                               peer_compat_environment(folder), folder / "server.log", cwd=folder / "exports",
-                               start_timeout=300)
+    return peer_mod.ToolServer(
+        "cpersona",
+        str(peer_mod.peer_python(venv)),
+        ["-m", peer_mod.PEER_PACKAGE],
+        peer_compat_environment(folder),
+        folder / "server.log",
+        cwd=folder / "exports",
+        start_timeout=300,
+    )
 
 
 def find_peer(log: Path) -> tuple[Path, str]:
@@ -709,8 +1175,10 @@ def key_differences(ours: dict[str, Any], theirs: dict[str, Any]) -> dict[str, s
             found[f"-{prefix}{key}"] = f"only CPersona answers `{prefix}{key}`"
         for key in sorted(set(mine) & set(yours)):
             if mine[key] != yours[key]:
-                found[f"~{prefix}{key}"] = (f"`{prefix}{key}` is {'/'.join(sorted(mine[key]))} in ours, "
-                                            f"{'/'.join(sorted(yours[key]))} in CPersona")
+                found[f"~{prefix}{key}"] = (
+                    f"`{prefix}{key}` is {'/'.join(sorted(mine[key]))} in ours, "
+                    f"{'/'.join(sorted(yours[key]))} in CPersona"
+                )
 
     def typed(*rows: dict[str, Any]) -> dict[str, set[str]]:
         out: dict[str, set[str]] = {}
@@ -788,7 +1256,8 @@ class Comparison:
         out: dict[str, str | None] = {}
         for item in self.items:
             out[item] = given.get(item) or next(
-                (reason for pattern, reason in given.items() if fnmatch.fnmatchcase(item, pattern)), None)
+                (reason for pattern, reason in given.items() if fnmatch.fnmatchcase(item, pattern)), None
+            )
         return out
 
     @property
@@ -801,6 +1270,7 @@ def compare(steps: Sequence[Step], ours: Sequence[StepResult], theirs: Sequence[
 
 
 # -- the tool surface, CPersona's declarations next to ours ---------------------------------------------
+
 
 @dataclass
 class ArgumentRow:
@@ -901,8 +1371,17 @@ def argument_table(reference: dict[str, Any]) -> list[ArgumentRow]:
         spec = TOOLS.get(tool)
         if spec is None:
             noted = _noted(tool, "(tool)")
-            rows.append(ArgumentRow(tool, "(tool)", f"{len(theirs_props)} arguments", "absent", ["absent"],
-                                    noted[0] if noted else "different (no note)", noted[1] if noted else ""))
+            rows.append(
+                ArgumentRow(
+                    tool,
+                    "(tool)",
+                    f"{len(theirs_props)} arguments",
+                    "absent",
+                    ["absent"],
+                    noted[0] if noted else "different (no note)",
+                    noted[1] if noted else "",
+                )
+            )
             continue
         for name in [*theirs_props, *(n for n in spec.params if n not in theirs_props)]:
             theirs, mine = theirs_props.get(name), spec.params.get(name)
@@ -913,8 +1392,9 @@ def argument_table(reference: dict[str, Any]) -> list[ArgumentRow]:
             else:
                 facets = argument_facets(theirs, name in required, mine)
                 shown_theirs, shown_mine = _describe_theirs(theirs, name in required), _describe_mine(mine)
-            verdict = "same" if not facets else "clamped differently" if set(facets) <= _BOUNDS else \
-                "different (no note)"
+            verdict = (
+                "same" if not facets else "clamped differently" if set(facets) <= _BOUNDS else "different (no note)"
+            )
             noted = _noted(tool, name)
             if noted and facets:
                 verdict, note = noted
@@ -925,6 +1405,7 @@ def argument_table(reference: dict[str, Any]) -> list[ArgumentRow]:
 
 
 # -- the report ----------------------------------------------------------------------------------
+
 
 @dataclass
 class Run:
@@ -944,12 +1425,12 @@ OUR_SETTINGS = {
 }
 PEER_SETTINGS = {
     "CPERSONA_EMBEDDING_MODE": "none: CPersona has no in-process embedder; without one it runs keyword/FTS-only "
-                               "(its documented degraded mode)",
+    "(its documented degraded mode)",
     "CPERSONA_UPDATE_CHECK": "false: no request to the package index",
     "CPERSONA_OPERATING_CONTEXT": "off: no operator sidecar read from a home directory",
     "CPERSONA_DB_PATH": "a new database in a temporary folder",
     "CPERSONA_EXPORT_DIR": "a new temporary folder, which is also its working directory (it reads a relative "
-                           "path against the working directory)",
+    "path against the working directory)",
     "HOME": "a new temporary folder",
 }
 
@@ -973,15 +1454,16 @@ def render(argv: Sequence[str], ours: Run, theirs: Run, reference: dict[str, Any
     verdicts: dict[str, int] = {}
     for row in table:
         verdicts[row.verdict] = verdicts.get(row.verdict, 0) + 1
-    from cuedrecall.tools import TOOLS
     from importlib.metadata import version
+
+    from cuedrecall.tools import TOOLS
 
     out = [
         "# Compatibility with CPersona 2.6.14",
         "",
         f"Command: `{' '.join(['python -m benchmarks.compat', *map(shlex.quote, argv)])}`",
         "",
-        f"Run {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}; Python {sys.version.split()[0]}; "
+        f"Run {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}; Python {sys.version.split()[0]}; "
         f"mcp {version('mcp')} (the official client drives both servers over stdio). "
         f"Ours: cuedrecall {ours.version}, {len(TOOLS)} tools. CPersona: {theirs.version}, {len(reference)} tools "
         f"(`python -m cpersona` from PyPI, installed into benchmarks/.peer/).",
@@ -1004,12 +1486,12 @@ def render(argv: Sequence[str], ours: Run, theirs: Run, reference: dict[str, Any
         "start-up included).",
         f"- Same outcome and the same response keys: **{len(same)}** steps.",
         f"- Different, every difference with a reason: **{len(explained)}** steps.",
-        f"- Different with a difference no reason explains (\"unexplained\"): **{len(unexplained)}** steps "
+        f'- Different with a difference no reason explains ("unexplained"): **{len(unexplained)}** steps '
         f"({items_unexplained} differences).",
         f"- The {sum(c.items.__len__() for c in comparisons)} differences by kind of reason: "
         + ", ".join(f"{n} {k}" for k, n in sorted(reason_kinds(comparisons).items(), key=lambda kv: -kv[1]))
-        + " (\"gap\": ours lacks what CPersona 2.6.14 answers; \"deliberate\": a design choice; \"ours adds\": a "
-          "key a CPersona client can ignore; \"environment\": how the benchmark runs CPersona).",
+        + ' ("gap": ours lacks what CPersona 2.6.14 answers; "deliberate": a design choice; "ours adds": a '
+        'key a CPersona client can ignore; "environment": how the benchmark runs CPersona).',
         f"- Tools and arguments ({len(table)} rows: CPersona's tools and arguments, and the arguments only ours "
         "has): " + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items(), key=lambda kv: -kv[1])) + ".",
         "",
@@ -1028,47 +1510,67 @@ def render(argv: Sequence[str], ours: Run, theirs: Run, reference: dict[str, Any
         "|---:|---|---|---|---|---|---|",
     ]
     for number, c in enumerate(comparisons, 1):
-        diff = "same" if not c.items else f"{len(c.items)}" + (f" ({len(c.unexplained)} unexplained)"
-                                                               if c.unexplained else "")
+        diff = (
+            "same"
+            if not c.items
+            else f"{len(c.items)}" + (f" ({len(c.unexplained)} unexplained)" if c.unexplained else "")
+        )
         reads = "; ".join(rule.brief() for rule in c.step.expect)
         if c.step.ours is not None:
             reads = f"CPersona: {reads}; ours: " + "; ".join(rule.brief() for rule in c.step.ours)
-        out.append(f"| {number} | {_cell(c.step.label)} | `{c.step.tool}` | {_cell(reads)} | {_mark(c.ours)} | "
-                   f"{_mark(c.theirs)} | {diff} |")
-    out += ["", "## Differences and their reasons", "",
-            "| step | difference | reason |", "|---|---|---|"]
+        out.append(
+            f"| {number} | {_cell(c.step.label)} | `{c.step.tool}` | {_cell(reads)} | {_mark(c.ours)} | "
+            f"{_mark(c.theirs)} | {diff} |"
+        )
+    out += ["", "## Differences and their reasons", "", "| step | difference | reason |", "|---|---|---|"]
     for c in comparisons:
         for item, reason in c.reasons().items():
-            out.append(f"| {_cell(c.step.label)} | `{_cell(item)}`: {_cell(c.items[item])} | "
-                       f"{_cell(reason) if reason else '**unexplained**'} |")
+            out.append(
+                f"| {_cell(c.step.label)} | `{_cell(item)}`: {_cell(c.items[item])} | "
+                f"{_cell(reason) if reason else '**unexplained**'} |"
+            )
     failed = [(run, r) for run in (ours, theirs) for r in run.results if not r.passed]
     if failed:
         out += ["", "## Failed steps", "", "| server | step | what the client read |", "|---|---|---|"]
         for run, r in failed:
-            out.append(f"| {'ours' if run is ours else 'CPersona'} | {_cell(r.label)} | "
-                       f"{_cell('; '.join(f[:300] for f in r.failures))} |")
-    out += ["", "## Tools and arguments", "",
-            "CPersona 2.6.14's declarations (`tests/fixtures/cpersona-2.6.14-tools.json`, its exact tools/list) "
-            "next to ours (`cuedrecall.tools.TOOLS`): type, required, default, minimum/maximum, clamp, maxLength "
-            "and enum; an argument only one side has is listed too. \"clamped differently\" means only the bounds "
-            "differ; the note says what each side does with a value outside them (CPersona's SDK refuses a value "
-            "outside the bounds its schema declares; its handlers clamp some others). Ours also refuses an "
-            "argument it does not declare (CPersona's schemas allow extra properties); "
-            + ("every argument of a CPersona tool ours has is declared by ours." if not missing_arguments else
-               f"{len(missing_arguments)} arguments of CPersona's tools are not declared by ours: "
-               + ", ".join(missing_arguments) + "."),
-            "",
-            "| tool | argument | CPersona | ours | differs in | verdict | note |",
-            "|---|---|---|---|---|---|---|"]
+            out.append(
+                f"| {'ours' if run is ours else 'CPersona'} | {_cell(r.label)} | "
+                f"{_cell('; '.join(f[:300] for f in r.failures))} |"
+            )
+    out += [
+        "",
+        "## Tools and arguments",
+        "",
+        "CPersona 2.6.14's declarations (`tests/fixtures/cpersona-2.6.14-tools.json`, its exact tools/list) "
+        "next to ours (`cuedrecall.tools.TOOLS`): type, required, default, minimum/maximum, clamp, maxLength "
+        'and enum; an argument only one side has is listed too. "clamped differently" means only the bounds '
+        "differ; the note says what each side does with a value outside them (CPersona's SDK refuses a value "
+        "outside the bounds its schema declares; its handlers clamp some others). Ours also refuses an "
+        "argument it does not declare (CPersona's schemas allow extra properties); "
+        + (
+            "every argument of a CPersona tool ours has is declared by ours."
+            if not missing_arguments
+            else f"{len(missing_arguments)} arguments of CPersona's tools are not declared by ours: "
+            + ", ".join(missing_arguments)
+            + "."
+        ),
+        "",
+        "| tool | argument | CPersona | ours | differs in | verdict | note |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for row in table:
-        out.append(f"| `{row.tool}` | `{row.argument}` | {_cell(row.theirs)} | {_cell(row.mine)} | "
-                   f"{', '.join(row.facets) or '—'} | {row.verdict} | {_cell(row.note)} |")
+        out.append(
+            f"| `{row.tool}` | `{row.argument}` | {_cell(row.theirs)} | {_cell(row.mine)} | "
+            f"{', '.join(row.facets) or '—'} | {row.verdict} | {_cell(row.note)} |"
+        )
     return "\n".join(out) + "\n"
 
 
 def print_results(run: Run) -> None:
-    print(f"{run.name} ({run.version}): {sum(r.passed for r in run.results)}/{len(run.results)} steps pass "
-          f"in {run.seconds:.1f} s")
+    print(
+        f"{run.name} ({run.version}): {sum(r.passed for r in run.results)}/{len(run.results)} steps pass "
+        f"in {run.seconds:.1f} s"
+    )
     for r in run.results:
         if not r.passed:
             print(f"  FAIL {r.label}: " + "; ".join(f[:200] for f in r.failures))
@@ -1124,17 +1626,29 @@ def reason_kinds(comparisons: Sequence[Comparison]) -> dict[str, int]:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.compat", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.compat",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     only = parser.add_mutually_exclusive_group()
     only.add_argument("--ours-only", action="store_true", help="run the session against our server only")
     only.add_argument("--peer-only", action="store_true", help="run the session against CPersona 2.6.14 only")
-    parser.add_argument("--out", type=Path, default=RESULTS / "compat.md",
-                        help="the report (written when both servers ran)")
-    parser.add_argument("--reference", type=Path, default=REFERENCE_TOOLS,
-                        help="CPersona 2.6.14's tools/list (input schemas), for the table of arguments")
-    parser.add_argument("--workdir", type=Path, default=None,
-                        help="where the databases, export folders and server logs go (default: a temporary folder)")
+    parser.add_argument(
+        "--out", type=Path, default=RESULTS / "compat.md", help="the report (written when both servers ran)"
+    )
+    parser.add_argument(
+        "--reference",
+        type=Path,
+        default=REFERENCE_TOOLS,
+        help="CPersona 2.6.14's tools/list (input schemas), for the table of arguments",
+    )
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="where the databases, export folders and server logs go (default: a temporary folder)",
+    )
     return parser.parse_args(argv)
 
 
@@ -1156,9 +1670,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(render(report_argv, ours, theirs, reference), encoding="utf-8")
     comparisons = compare(SESSION, ours.results, theirs.results)
-    print(f"{sum(not c.items for c in comparisons)} steps the same, "
-          f"{sum(bool(c.items) and not c.unexplained for c in comparisons)} different with reasons, "
-          f"{sum(bool(c.unexplained) for c in comparisons)} with unexplained differences; wrote {args.out}")
+    print(
+        f"{sum(not c.items for c in comparisons)} steps the same, "
+        f"{sum(bool(c.items) and not c.unexplained for c in comparisons)} different with reasons, "
+        f"{sum(bool(c.unexplained) for c in comparisons)} with unexplained differences; wrote {args.out}"
+    )
     return 0
 
 
@@ -1171,63 +1687,109 @@ def main(argv: Sequence[str] | None = None) -> int:
 # (how the benchmark runs CPersona), "gap" (ours lacks what CPersona 2.6.14 answers: work to do).
 
 _REF = "ours adds: `ref` (mem:<id>), the form recall rows carry and get_contents and the id arguments take"
-_ADVISORY = ("environment: CPersona runs without an embedder here and attaches its degraded-mode `advisory` to "
-             "every recall; ours runs with the hash embedder (ours too answers an `advisory` when its embedding "
-             "mode is none)")
-_NO_GRAPH = ("deliberate: the associative layer is not built yet, so ours has no entities, mentions or relations "
-             "to count; CPersona 2.6.14 carries them through export, import and merge")
-_PROFILE_COUNT = ("gap: ours answers `profile_updated` as a count (0/1, with `skipped_profiles`), CPersona as a "
-                  "boolean; a truth test reads both alike, a comparison with true does not")
+_ADVISORY = (
+    "environment: CPersona runs without an embedder here and attaches its degraded-mode `advisory` to "
+    "every recall; ours runs with the hash embedder (ours too answers an `advisory` when its embedding "
+    "mode is none)"
+)
+_NO_GRAPH = (
+    "deliberate: the associative layer is not built yet, so ours has no entities, mentions or relations "
+    "to count; CPersona 2.6.14 carries them through export, import and merge"
+)
+_PROFILE_COUNT = (
+    "gap: ours answers `profile_updated` as a count (0/1, with `skipped_profiles`), CPersona as a "
+    "boolean; a truth test reads both alike, a comparison with true does not"
+)
 _IMPORT = {"+skipped_profiles": _PROFILE_COUNT, "~profile_updated": _PROFILE_COUNT, "-associations": _NO_GRAPH}
-_CALIBRATE = ("ours adds: with too little data to recalibrate, ours answers the refusal in `error` (as CPersona "
-              "2.6.14) and also the calibration's own answer under `calibrate` (the key a successful answer uses). "
-              "Both answer ok:false and echo agent_id, precision, beta, cleared")
-_HEALTH_FIXED = ("gap: ours answers `fixed` as the number of rows repaired (0 here), CPersona as a boolean; a truth "
-                 "test reads both alike")
-_RIDER = ("ours adds: the rider answers what declare_associations answers, `ok` and `result` included; CPersona's "
-          "rider leaves them out")
+_CALIBRATE = (
+    "ours adds: with too little data to recalibrate, ours answers the refusal in `error` (as CPersona "
+    "2.6.14) and also the calibration's own answer under `calibrate` (the key a successful answer uses). "
+    "Both answer ok:false and echo agent_id, precision, beta, cleared"
+)
+_HEALTH_FIXED = (
+    "gap: ours answers `fixed` as the number of rows repaired (0 here), CPersona as a boolean; a truth "
+    "test reads both alike"
+)
+_RIDER = (
+    "ours adds: the rider answers what declare_associations answers, `ok` and `result` included; CPersona's "
+    "rider leaves them out"
+)
 
 REASONS: dict[str, dict[str, str]] = {
-    **{label: {"+ref": _REF} for label in (
-        "store top-level", "store message form", "store source as a word", "store agent source",
-        "store other channel", "store long", "store other session")},
+    **{
+        label: {"+ref": _REF}
+        for label in (
+            "store top-level",
+            "store message form",
+            "store source as a word",
+            "store agent source",
+            "store other channel",
+            "store long",
+            "store other session",
+        )
+    },
     "store lock": {"+ref": _REF},
-    "store associations rider": {
-        "+ref": _REF,
-        "+associations.ok": _RIDER, "+associations.result": _RIDER},
-    "store empty content": {"+error": "ours adds: the refusal is also in `error`, the key every other failure "
-                                      "carries (CPersona's store refusals carry only `reason`)"},
-    **{label: {"-advisory": _ADVISORY} for label in (
-        "recall query", "recall empty query", "recall limit", "recall deep", "recall channel", "recall project",
-        "recall global pool only", "recall source_id", "recall exclude_contents", "recall trace",
-        "recall time_cue object", "recall time_cue ago", "recall_with_context", "recall after update",
-        "recall while paused", "reconstruct")},
+    "store associations rider": {"+ref": _REF, "+associations.ok": _RIDER, "+associations.result": _RIDER},
+    "store empty content": {
+        "+error": "ours adds: the refusal is also in `error`, the key every other failure "
+        "carries (CPersona's store refusals carry only `reason`)"
+    },
+    **{
+        label: {"-advisory": _ADVISORY}
+        for label in (
+            "recall query",
+            "recall empty query",
+            "recall limit",
+            "recall deep",
+            "recall channel",
+            "recall project",
+            "recall global pool only",
+            "recall source_id",
+            "recall exclude_contents",
+            "recall trace",
+            "recall time_cue object",
+            "recall time_cue ago",
+            "recall_with_context",
+            "recall after update",
+            "recall while paused",
+            "reconstruct",
+        )
+    },
     "recall limit out of range": {
         "form": "deliberate: ours checks arguments itself and answers in the tool's own shape (ok:false, an error "
-                "naming the argument, messages: []); CPersona's MCP SDK refuses the call against its schema with a "
-                "protocol error"},
+        "naming the argument, messages: []); CPersona's MCP SDK refuses the call against its schema with a "
+        "protocol error"
+    },
     "recall preview": {"-advisory": _ADVISORY},
     "recall full_content": {
         "-advisory": _ADVISORY,
         "+full_content_budget_chars": "ours adds: it names the full_content budget (200,000 characters) on every "
-                                      "full_content answer; CPersona 2.6.14 left it out of this one (the spec lists "
-                                      "it among recall's optional keys)"},
+        "full_content answer; CPersona 2.6.14 left it out of this one (the spec lists "
+        "it among recall's optional keys)",
+    },
     "recall time_cue JSON text": {
         "outcome": "deliberate: ours reads an object sent as JSON text (for clients that can only send strings); "
-                   "CPersona's MCP SDK refuses a string where its schema declares an object"},
-    "get_contents": {"-items[].source": "gap: ours' items carry ref, content, timestamp and id but not the row's "
-                                        "`source`"},
-    "archive_episode": {"+ref": "ours adds: `ref` (ep:<id>), the form recall rows carry",
-                        "+embedded": "ours adds: `embedded`, whether the summary got a vector (as store answers)"},
+        "CPersona's MCP SDK refuses a string where its schema declares an object"
+    },
+    "get_contents": {
+        "-items[].source": "gap: ours' items carry ref, content, timestamp and id but not the row's `source`"
+    },
+    "archive_episode": {
+        "+ref": "ours adds: `ref` (ep:<id>), the form recall rows carry",
+        "+embedded": "ours adds: `embedded`, whether the summary got a vector (as store answers)",
+    },
     "list_episodes": {
         "+episodes[].*": "ours adds: each episode's channel, resolved flag, ref (ep:<id>) and `time` (its start, "
-                         "else when it was recorded: the instant recall files it under)"},
+        "else when it was recorded: the instant recall files it under)"
+    },
     "update_memory by id": {"+embedded": "ours adds: `embedded`, whether the new text got a vector"},
     "update_memory by ref": {
         "outcome": "deliberate: ours takes a ref (mem:<id>) wherever a memory id is declared; CPersona's schema "
-                   "declares an integer and its MCP SDK refuses the string"},
-    "list_memories": {"+memories[].ref": "ours adds: `ref` on every row (CPersona adds it only to a row its "
-                                         "character budget cut)"},
+        "declares an integer and its MCP SDK refuses the string"
+    },
+    "list_memories": {
+        "+memories[].ref": "ours adds: `ref` on every row (CPersona adds it only to a row its character budget cut)"
+    },
     "calibrate_threshold": {"+agent_id": "ours adds: the refusal echoes agent_id"},
     "set_recall_precision": {"+calibrate*": _CALIBRATE, "-error": _CALIBRATE},
     "set_recall_precision clear": {"+calibrate*": _CALIBRATE, "-error": _CALIBRATE},
@@ -1235,7 +1797,8 @@ REASONS: dict[str, dict[str, str]] = {
         "+default_precision": "ours adds: the server's default level (CPERSONA_RECALL_PRECISION)",
         "+thresholds": "ours adds: the agent's calibrated thresholds, one per signal",
         "-global_*": "gap: ours answers no `global_precision`/`global_beta` (its server-wide level is "
-                     "`default_precision`)"},
+        "`default_precision`)",
+    },
     "export_memories": {"-associations": _NO_GRAPH},
     "import_memories dry_run": _IMPORT,
     "import_memories": _IMPORT,
@@ -1244,132 +1807,213 @@ REASONS: dict[str, dict[str, str]] = {
     "check_health": {
         "~fixed": _HEALTH_FIXED,
         "-issues[].*": "gap: CPersona's issue entries also carry a type, whether a fix repairs it, whether a person "
-                       "should look, and a hint; ours name the check, its severity, count and a sentence",
-        "+issues[].*": "ours adds: each issue's sentence (`detail`), a few refs it concerns, and check-specific "
-                       "counts",
+        "should look, and a hint; ours name the check, its severity, count and a sentence",
+        "+issues[].*": "ours adds: each issue's sentence (`detail`), a few refs it concerns, and check-specific counts",
         "+stats.embedded_*": "ours adds: how many memories and episodes have a vector",
         "-stats.*": "gap: ours' stats count memories and episodes (and the embedded ones); CPersona's add the "
-                    "database size, profiles, pending tasks, the distribution over the axes and the agent's own "
-                    "counts"},
+        "database size, profiles, pending tasks, the distribution over the axes and the agent's own "
+        "counts",
+    },
     "deep_check": {
         "~fixed": _HEALTH_FIXED,
         "-results.stale_profile": "gap: ours has no stale_profile check (CPersona's: a profile not updated for "
-                                  "30 days)"},
+        "30 days)",
+    },
     "get_queue_status": {
         "+pending_by_kind": "ours adds: the pending tasks by kind (block builds, re-embedding, calibration)",
         "-max_retries": "gap: ours answers no retry settings (a task is tried 3 times, a fixed policy)",
-        "-retry_delay": "gap: as max_retries"},
+        "-retry_delay": "gap: as max_retries",
+    },
     "get_session_findings": {
         "-_meta": "gap: ours answers no `_meta` (CPersona: its server version and auditor version)",
         "-counts_by_kind.*": "deliberate: the kinds are each server's own check names (ours: check_health's), "
-                             "so the kinds found differ",
+        "so the kinds found differ",
         "+counts_by_severity.*": "ours adds: every severity is counted, zeros included",
         "+counts_by_kind.*": "deliberate: the kinds are each server's own check names (ours: check_health's), "
-                             "so the kinds found differ"},
+        "so the kinds found differ",
+    },
     "persistence_status": {
-        "~ttl_remaining_seconds": "gap: not paused, ours answers ttl_remaining_seconds 0, CPersona null"},
+        "~ttl_remaining_seconds": "gap: not paused, ours answers ttl_remaining_seconds 0, CPersona null"
+    },
     "reconstruct": {
         "-advisory": _ADVISORY,
-        "-reserved_count": ("deliberate: CPersona holds one more item after the count here, a row of its keyword "
-                            "seats (on by default under rrf; it runs without an embedder, so no block seat); ours "
-                            "keeps keyword seats off by default (CUEDRECALL_KEYWORD_SEATS, measured in seats.md)"),
-        "+items[].quote_basis": ("ours adds: every head quote says how it was chosen (`quote_basis`: whole, blocks, "
-                                 "lexical or start); CPersona 2.6.14 leaves the key out"),
-        "-shortfall_reason": ("environment: CPersona runs without an embedder here and its lexical arms find two "
-                              "items for the three asked, so it says why (exhausted_candidates); ours, with the hash "
-                              "embedder, fills the three")},
+        "-reserved_count": (
+            "deliberate: CPersona holds one more item after the count here, a row of its keyword "
+            "seats (on by default under rrf; it runs without an embedder, so no block seat); ours "
+            "keeps keyword seats off by default (CUEDRECALL_KEYWORD_SEATS, measured in seats.md)"
+        ),
+        "+items[].quote_basis": (
+            "ours adds: every head quote says how it was chosen (`quote_basis`: whole, blocks, "
+            "lexical or start); CPersona 2.6.14 leaves the key out"
+        ),
+        "-shortfall_reason": (
+            "environment: CPersona runs without an embedder here and its lexical arms find two "
+            "items for the three asked, so it says why (exhausted_candidates); ours, with the hash "
+            "embedder, fills the three"
+        ),
+    },
 }
 
 # Ours builds blocks in the background and says so on every write that queues one; CPersona answers the same key
 # only when it has an embedder to build them with, and here it runs without one.
-_BLOCKS = ("environment: ours answers `blocks: {status: queued}` on a write (its blocks are built in the "
-           "background); CPersona answers the same only when it has an embedder, and here it runs without one")
-for _label in ("store top-level", "store message form", "store source as a word", "store agent source",
-               "store other channel", "store long", "store other session", "store lock", "store associations rider",
-               "archive_episode", "update_memory by id"):
+_BLOCKS = (
+    "environment: ours answers `blocks: {status: queued}` on a write (its blocks are built in the "
+    "background); CPersona answers the same only when it has an embedder, and here it runs without one"
+)
+for _label in (
+    "store top-level",
+    "store message form",
+    "store source as a word",
+    "store agent source",
+    "store other channel",
+    "store long",
+    "store other session",
+    "store lock",
+    "store associations rider",
+    "archive_episode",
+    "update_memory by id",
+):
     REASONS.setdefault(_label, {})["+blocks"] = _BLOCKS
 
 # NOTES: (tool, argument) -> (verdict, why), for every argument whose declaration differs from CPersona's;
 # ("*", argument) applies to that argument of every tool, (tool, "(tool)") to a tool ours does not have.
-_NAME_CAP = ("deliberately different", "ours refuses a name longer than 256 characters (the cap CPersona declares "
-                                       "for session_key, channel and project_id on store); CPersona declares none")
-_TEXT_CAP = ("deliberately different", "ours refuses a text over 1,000,000 characters outright; shorter texts are "
-                                       "cut to the stored cap (16,000; the profile 2,000) as CPersona cuts them")
-_NULLABLE_SCOPE = ("deliberately different", "omitted means every project in both (ours also declares an explicit "
-                                             "null, meaning the same); ours refuses a name over 256 characters, "
-                                             "CPersona declares no cap on a read")
-_REF_ID = ("deliberately different", "ours also takes the ref recall rows carry (mem:<id> / ep:<id>) and refuses an "
-                                     "id below 1, which no row has")
-_PATH = ("deliberately different", "ours confines the path to CPERSONA_EXPORT_DIR (default exports/ beside the "
-                                   "database) and reads a relative name inside it; CPersona reads a relative path "
-                                   "against its working directory and refuses it when that is outside the export "
-                                   "folder (seen: a plain name refused with CPersona started elsewhere). Ours caps "
-                                   "the path at 1024 characters")
+_NAME_CAP = (
+    "deliberately different",
+    "ours refuses a name longer than 256 characters (the cap CPersona declares "
+    "for session_key, channel and project_id on store); CPersona declares none",
+)
+_TEXT_CAP = (
+    "deliberately different",
+    "ours refuses a text over 1,000,000 characters outright; shorter texts are "
+    "cut to the stored cap (16,000; the profile 2,000) as CPersona cuts them",
+)
+_NULLABLE_SCOPE = (
+    "deliberately different",
+    "omitted means every project in both (ours also declares an explicit "
+    "null, meaning the same); ours refuses a name over 256 characters, "
+    "CPersona declares no cap on a read",
+)
+_REF_ID = (
+    "deliberately different",
+    "ours also takes the ref recall rows carry (mem:<id> / ep:<id>) and refuses an id below 1, which no row has",
+)
+_PATH = (
+    "deliberately different",
+    "ours confines the path to CPERSONA_EXPORT_DIR (default exports/ beside the "
+    "database) and reads a relative name inside it; CPersona reads a relative path "
+    "against its working directory and refuses it when that is outside the export "
+    "folder (seen: a plain name refused with CPersona started elsewhere). Ours caps "
+    "the path at 1024 characters",
+)
 NOTES: dict[tuple[str, str], tuple[str, str]] = {
     ("get_operating_context", "(tool)"): (
-        "deliberately different", "absent: ours reads no operator sidecar; project_id is always taken literally "
-                                  "(what CPersona does without a sidecar, its default)"),
+        "deliberately different",
+        "absent: ours reads no operator sidecar; project_id is always taken literally "
+        "(what CPersona does without a sidecar, its default)",
+    ),
     ("migrate_channel_axis", "(tool)"): (
-        "deliberately different", "absent: a repair of rows CPersona's older versions filed under channel "
-                                  "`discord`; ours never files rows that way"),
+        "deliberately different",
+        "absent: a repair of rows CPersona's older versions filed under channel "
+        "`discord`; ours never files rows that way",
+    ),
     ("check_update", "(tool)"): (
-        "deliberately different", "absent: ours makes no request to a package index and never installs itself; "
-                                  "upgrades go through the package manager"),
-    **{("*", name): _NAME_CAP for name in ("agent_id", "target_agent_id", "source_agent_id", "channel",
-                                           "project_id", "source_id", "entity")},
+        "deliberately different",
+        "absent: ours makes no request to a package index and never installs itself; "
+        "upgrades go through the package manager",
+    ),
+    **{
+        ("*", name): _NAME_CAP
+        for name in ("agent_id", "target_agent_id", "source_agent_id", "channel", "project_id", "source_id", "entity")
+    },
     ("declare_associations", "anchor_ref"): (
-        "deliberately different", "ours refuses an anchor_ref over 64 characters (a ref is mem:<id> or ep:<id>)"),
+        "deliberately different",
+        "ours refuses an anchor_ref over 64 characters (a ref is mem:<id> or ep:<id>)",
+    ),
     **{("*", name): _TEXT_CAP for name in ("content", "summary", "profile")},
-    ("*", "query"): ("deliberately different", "ours refuses a query over 16,000 characters (the stored-text cap); "
-                                               "CPersona declares none"),
-    ("store", "source"): ("deliberately different", "ours also reads a word (\"user\", \"assistant\") or null at "
-                                                    "the top level, as CPersona reads them inside message"),
-    **{(tool, "project_id"): _NULLABLE_SCOPE for tool in ("recall", "recall_with_context", "list_memories",
-                                                          "list_episodes", "traverse", "reconstruct")},
-    ("*", "time_cue"): ("same", "ours also declares an explicit null, which means no cue (as omitting it); a cue "
-                                "sent as JSON text is read too"),
-    ("reconstruct", "mode"): ("deliberately different", "ours sizes lite and pro in characters of quotes (lite "
-                                                        "2,800; pro the largest budget and 15 items, lowered to the "
-                                                        "maximum), not in cl100k tokens: no used_tokens"),
+    ("*", "query"): (
+        "deliberately different",
+        "ours refuses a query over 16,000 characters (the stored-text cap); CPersona declares none",
+    ),
+    ("store", "source"): (
+        "deliberately different",
+        'ours also reads a word ("user", "assistant") or null at the top level, as CPersona reads them inside message',
+    ),
+    **{
+        (tool, "project_id"): _NULLABLE_SCOPE
+        for tool in ("recall", "recall_with_context", "list_memories", "list_episodes", "traverse", "reconstruct")
+    },
+    ("*", "time_cue"): (
+        "same",
+        "ours also declares an explicit null, which means no cue (as omitting it); a cue sent as JSON text is read too",
+    ),
+    ("reconstruct", "mode"): (
+        "deliberately different",
+        "ours sizes lite and pro in characters of quotes (lite "
+        "2,800; pro the largest budget and 15 items, lowered to the "
+        "maximum), not in cl100k tokens: no used_tokens",
+    ),
     ("archive_episode", "resolved"): ("same", "null reads as false in both; ours declares it"),
     ("archive_episode", "start_time"): (
-        "deliberately different", "ours only: the start given directly (overrides history's earliest timestamp)"),
+        "deliberately different",
+        "ours only: the start given directly (overrides history's earliest timestamp)",
+    ),
     ("archive_episode", "end_time"): (
-        "deliberately different", "ours only: the end given directly (overrides history's latest timestamp)"),
-    ("list_memories", "limit"): ("same", "clamped to [0, 500] in both: CPersona in its handler (its schema "
-                                         "declares no bounds), ours in its declaration"),
-    ("list_episodes", "limit"): ("same", "clamped to [0, 200] in both: CPersona in its handler, ours in its "
-                                         "declaration"),
+        "deliberately different",
+        "ours only: the end given directly (overrides history's latest timestamp)",
+    ),
+    ("list_memories", "limit"): (
+        "same",
+        "clamped to [0, 500] in both: CPersona in its handler (its schema declares no bounds), ours in its declaration",
+    ),
+    ("list_episodes", "limit"): (
+        "same",
+        "clamped to [0, 200] in both: CPersona in its handler, ours in its declaration",
+    ),
     ("calibrate_threshold", "sample_size"): (
-        "clamped differently", "0 means 200 and 5,000 is the ceiling in both; CPersona clamps the floor to 1, ours "
-                               "to 10 (both need 10 vectors to calibrate)"),
-    ("calibrate_threshold", "z_factor"): ("same", "0 means 1.0 and the value is clamped to [-10, 10] in both "
-                                                  "(CPersona in its handler)"),
+        "clamped differently",
+        "0 means 200 and 5,000 is the ceiling in both; CPersona clamps the floor to 1, ours "
+        "to 10 (both need 10 vectors to calibrate)",
+    ),
+    ("calibrate_threshold", "z_factor"): (
+        "same",
+        "0 means 1.0 and the value is clamped to [-10, 10] in both (CPersona in its handler)",
+    ),
     ("calibrate_threshold", "percentile"): (
-        "same", "0 means 0.95 and a value above 1 is a percent in both; CPersona refuses in its handler what ends "
-                "outside (0, 1], ours refuses a value outside 0..100 as an argument error"),
+        "same",
+        "0 means 0.95 and a value above 1 is a percent in both; CPersona refuses in its handler what ends "
+        "outside (0, 1], ours refuses a value outside 0..100 as an argument error",
+    ),
     ("set_recall_precision", "precision"): (
-        "same", "both accept strict, balanced, lenient or \"\" (clear); CPersona refuses another word in its "
-                "handler, ours as an argument error"),
+        "same",
+        'both accept strict, balanced, lenient or "" (clear); CPersona refuses another word in its '
+        "handler, ours as an argument error",
+    ),
     ("set_recall_precision", "beta"): (
-        "clamped differently", "ours refuses a beta below 0 or above 100; CPersona reads a beta of 0 or less as "
-                               "none and declares no ceiling"),
+        "clamped differently",
+        "ours refuses a beta below 0 or above 100; CPersona reads a beta of 0 or less as none and declares no ceiling",
+    ),
     **{(tool, "memory_id"): _REF_ID for tool in ("update_memory", "delete_memory", "lock_memory", "unlock_memory")},
     ("delete_episode", "episode_id"): _REF_ID,
     ("export_memories", "agent_id"): (
-        "deliberately different", "ours lets it be omitted, meaning \"\" (every agent, as in CPersona); ours "
-                                  "refuses a name over 256 characters"),
+        "deliberately different",
+        'ours lets it be omitted, meaning "" (every agent, as in CPersona); ours refuses a name over 256 characters',
+    ),
     ("export_memories", "output_path"): _PATH,
     ("import_memories", "input_path"): _PATH,
     ("merge_memories", "strategy"): ("same", "skip is the only strategy in both; ours declares it as an enum"),
     ("merge_memories", "mode"): ("same", "copy or move in both; ours declares them as an enum"),
     ("get_session_findings", "per_kind_limit"): (
-        "clamped differently", "CPersona's description says minimum 1 (its schema declares no bound); ours moves a "
-                               "smaller value up to 1"),
-    ("traverse", "max_hops"): ("clamped differently", "CPersona's schema declares 0..5, so its SDK refuses a value "
-                                                      "outside; ours moves it to the bound"),
-    ("traverse", "limit"): ("clamped differently", "CPersona's schema declares 1..100, so its SDK refuses a value "
-                                                   "outside; ours moves it to the bound"),
+        "clamped differently",
+        "CPersona's description says minimum 1 (its schema declares no bound); ours moves a smaller value up to 1",
+    ),
+    ("traverse", "max_hops"): (
+        "clamped differently",
+        "CPersona's schema declares 0..5, so its SDK refuses a value outside; ours moves it to the bound",
+    ),
+    ("traverse", "limit"): (
+        "clamped differently",
+        "CPersona's schema declares 1..100, so its SDK refuses a value outside; ours moves it to the bound",
+    ),
 }
 
 

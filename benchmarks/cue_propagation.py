@@ -71,8 +71,11 @@ def propagation_stage(response: dict[str, Any]) -> dict[str, Any] | None:
 
 def propagated_seats(response: dict[str, Any]) -> list[str]:
     """Refs of the rows the propagated seat admitted, best first."""
-    return [m["ref"] for m in reversed(response.get("messages") or [])
-            if reason(m).get("admission") == "reservation" and reason(m).get("signal") == SEAT]
+    return [
+        m["ref"]
+        for m in reversed(response.get("messages") or [])
+        if reason(m).get("admission") == "reservation" and reason(m).get("signal") == SEAT
+    ]
 
 
 def what_it_did(response: dict[str, Any], gold: Sequence[str]) -> dict[str, Any]:
@@ -86,16 +89,33 @@ def what_it_did(response: dict[str, Any], gold: Sequence[str]) -> dict[str, Any]
     seated = propagated_seats(response)
     evidence = set(gold)
     if stage is None:
-        return {"fired": False, "found": 0, "moved": False, "rose": 0, "rose_gold": False, "fell_gold": False,
-                "source_fell": False, "seated": len(seated), "seated_gold": any(r in evidence for r in seated),
-                "stopped": None}
+        return {
+            "fired": False,
+            "found": 0,
+            "moved": False,
+            "rose": 0,
+            "rose_gold": False,
+            "fell_gold": False,
+            "source_fell": False,
+            "seated": len(seated),
+            "seated_gold": any(r in evidence for r in seated),
+            "stopped": None,
+        }
     lifted = stage.get("lifted") or []
     rose = [m["ref"] for m in lifted if m["to"] < m["from"]]
     fell = [m["ref"] for m in lifted if m["to"] > m["from"]]
-    return {"fired": True, "found": int(stage.get("found", 0)), "moved": bool(lifted), "rose": len(rose),
-            "rose_gold": any(r in evidence for r in rose), "fell_gold": any(r in evidence for r in fell),
-            "source_fell": stage.get("source") in fell, "seated": len(seated),
-            "seated_gold": any(r in evidence for r in seated), "stopped": stage.get("stopped")}
+    return {
+        "fired": True,
+        "found": int(stage.get("found", 0)),
+        "moved": bool(lifted),
+        "rose": len(rose),
+        "rose_gold": any(r in evidence for r in rose),
+        "fell_gold": any(r in evidence for r in fell),
+        "source_fell": stage.get("source") in fell,
+        "seated": len(seated),
+        "seated_gold": any(r in evidence for r in seated),
+        "stopped": stage.get("stopped"),
+    }
 
 
 def policy(response: dict[str, Any]) -> str:
@@ -106,9 +126,15 @@ def metrics(ranked: Sequence[str], gold: Sequence[str]) -> dict[str, float]:
     """The scores of one ranking: over the first 10 rows, and over all the returned rows."""
     evidence = set(gold)
     share = (lambda rows: len(evidence & set(rows)) / len(evidence)) if evidence else (lambda rows: 0.0)
-    return {"rows": float(len(ranked)), "hit@10": h.recall_any(ranked, gold, 10), "recall@10": share(ranked[:10]),
-            "ndcg@10": h.ndcg(ranked, gold, 10), "hit": float(bool(evidence & set(ranked))),
-            "recall": share(ranked), "ndcg": h.ndcg(ranked, gold)}
+    return {
+        "rows": float(len(ranked)),
+        "hit@10": h.recall_any(ranked, gold, 10),
+        "recall@10": share(ranked[:10]),
+        "ndcg@10": h.ndcg(ranked, gold, 10),
+        "hit": float(bool(evidence & set(ranked))),
+        "recall": share(ranked),
+        "ndcg": h.ndcg(ranked, gold),
+    }
 
 
 def put(row: dict[str, Any], name: str, ranked: Sequence[str], gold: Sequence[str]) -> None:
@@ -119,8 +145,9 @@ def put(row: dict[str, Any], name: str, ranked: Sequence[str], gold: Sequence[st
 # -- one question ----------------------------------------------------------------------------------
 
 
-def study_question(store: h.ConversationStore, question: Any, gold: Sequence[str], limit: int,
-                   row: dict[str, Any]) -> None:
+def study_question(
+    store: h.ConversationStore, question: Any, gold: Sequence[str], limit: int, row: dict[str, Any]
+) -> None:
     """(off), (on), (w) = off with limit + s, and (d) = off's rows with (w)'s first s new rows appended."""
     with store.using(**OFF):
         off = store.ask(question, limit=limit, trace=True)
@@ -138,8 +165,16 @@ def study_question(store: h.ConversationStore, question: Any, gold: Sequence[str
     row["policy_off"], row["policy_on"] = policy(off), policy(on)
 
 
-def run_store(layout: str, dataset: str, conversation: Conversation, history: str, embedder: h.PrefetchEmbedder,
-              args: argparse.Namespace, workdir: Path, advance: Any) -> list[dict[str, Any]]:
+def run_store(
+    layout: str,
+    dataset: str,
+    conversation: Conversation,
+    history: str,
+    embedder: h.PrefetchEmbedder,
+    args: argparse.Namespace,
+    workdir: Path,
+    advance: Any,
+) -> list[dict[str, Any]]:
     locomo = dataset == "locomo"
     questions = [q for q in conversation.questions if not (locomo and q.category in h.LOCOMO_EXCLUDED)]
     store = h.ConversationStore(conversation, embedder, args.mode, workdir, h.DEFAULTS[args.defaults])
@@ -147,8 +182,14 @@ def run_store(layout: str, dataset: str, conversation: Conversation, history: st
     try:
         for question in h.replay(store, questions, history):
             gold = store.gold(question)
-            row: dict[str, Any] = {"layout": layout, "dataset": dataset, "embedder": embedder.mode,
-                                   "qid": question.qid, "category": question.category, "gold": len(gold)}
+            row: dict[str, Any] = {
+                "layout": layout,
+                "dataset": dataset,
+                "embedder": embedder.mode,
+                "qid": question.qid,
+                "category": question.category,
+                "gold": len(gold),
+            }
             study_question(store, question, gold, args.limit, row)
             rows.append(row)
             advance()
@@ -178,8 +219,15 @@ def layouts(datasets: Sequence[h.Dataset], wanted: Sequence[str]) -> list[tuple[
 def compare(rows: Sequence[dict[str, Any]], x: str, y: str, metric: str) -> dict[str, Any]:
     """Per question, x rose over y or fell below it on ``metric``; one-sided sign tests both ways; the means."""
     rose, fell, tied = rose_fell([r[f"{metric}:{x}"] for r in rows], [r[f"{metric}:{y}"] for r in rows])
-    return {"rose": rose, "fell": fell, "tied": tied, "p": sign_test(rose, fell), "p_fell": sign_test(fell, rose),
-            "mx": h.mean(r[f"{metric}:{x}"] for r in rows), "my": h.mean(r[f"{metric}:{y}"] for r in rows)}
+    return {
+        "rose": rose,
+        "fell": fell,
+        "tied": tied,
+        "p": sign_test(rose, fell),
+        "p_fell": sign_test(fell, rose),
+        "mx": h.mean(r[f"{metric}:{x}"] for r in rows),
+        "my": h.mean(r[f"{metric}:{y}"] for r in rows),
+    }
 
 
 def beats(t: dict[str, Any]) -> bool:
@@ -196,14 +244,19 @@ def counts(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """How often propagation fired, moved rows, seated a row, and for the evidence."""
     n = len(rows)
     fired = [r for r in rows if r["fired"]]
-    return {"n": n, "fired": len(fired), "found": sum(1 for r in fired if r["found"]),
-            "moved": sum(1 for r in rows if r["moved"]), "seated": sum(1 for r in rows if r["seated"]),
-            "rose_gold": sum(1 for r in rows if r["rose_gold"]),
-            "fell_gold": sum(1 for r in rows if r.get("fell_gold")),
-            "source_fell": sum(1 for r in rows if r.get("source_fell")),
-            "seated_gold": sum(1 for r in rows if r["seated_gold"]),
-            "changed": sum(1 for r in rows if r["changed"]),
-            "time_limit": sum(1 for r in fired if r["stopped"] == TIME_LIMIT)}
+    return {
+        "n": n,
+        "fired": len(fired),
+        "found": sum(1 for r in fired if r["found"]),
+        "moved": sum(1 for r in rows if r["moved"]),
+        "seated": sum(1 for r in rows if r["seated"]),
+        "rose_gold": sum(1 for r in rows if r["rose_gold"]),
+        "fell_gold": sum(1 for r in rows if r.get("fell_gold")),
+        "source_fell": sum(1 for r in rows if r.get("source_fell")),
+        "seated_gold": sum(1 for r in rows if r["seated_gold"]),
+        "changed": sum(1 for r in rows if r["changed"]),
+        "time_limit": sum(1 for r in fired if r["stopped"] == TIME_LIMIT),
+    }
 
 
 def judge(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -221,8 +274,9 @@ def verdict(judged: Sequence[dict[str, Any]]) -> bool:
 
 
 def question_sets(rows: Sequence[dict[str, Any]]) -> list[tuple[str, str, list[dict[str, Any]]]]:
-    return [(layout, embedder, group) for (layout, embedder), group
-            in h.group_rows(rows, ("layout", "embedder")).items()]
+    return [
+        (layout, embedder, group) for (layout, embedder), group in h.group_rows(rows, ("layout", "embedder")).items()
+    ]
 
 
 # -- the report ------------------------------------------------------------------------------------
@@ -273,16 +327,22 @@ RULE = """## The rule (fixed before any number below)
 
 def code_tree() -> str:
     """Which code ran: the commit, and whether cuedrecall/ had uncommitted edits (others edit it)."""
+
     def git(*args: str) -> str:
         try:
-            return subprocess.run(["git", *args], cwd=h.REPO, capture_output=True, text=True, timeout=30,
-                                  check=True).stdout.strip()
+            return subprocess.run(
+                ["git", *args], cwd=h.REPO, capture_output=True, text=True, timeout=30, check=True
+            ).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             return ""
+
     head = git("rev-parse", "--short", "HEAD") or "unknown"
     dirty = git("status", "--porcelain", "--", "cuedrecall")
-    return f"commit {head}" + (f", with uncommitted edits in {len(dirty.splitlines())} file(s) under cuedrecall/"
-                               if dirty else ", cuedrecall/ clean")
+    return f"commit {head}" + (
+        f", with uncommitted edits in {len(dirty.splitlines())} file(s) under cuedrecall/"
+        if dirty
+        else ", cuedrecall/ clean"
+    )
 
 
 def tables(rows: Sequence[dict[str, Any]]) -> dict[str, list[list[Any]]]:
@@ -291,20 +351,47 @@ def tables(rows: Sequence[dict[str, Any]]) -> dict[str, list[list[Any]]]:
         c = counts(group)
         j = judge(group)
         n = c["n"]
-        out["fired"].append([layout, n, _pct(c["fired"], n), _pct(c["moved"], n), _pct(c["seated"], n),
-                             c["rose_gold"], c["fell_gold"], c["source_fell"], c["seated_gold"], _pct(c["changed"], n), c["time_limit"],
-                             *(f"{h.mean(r[f'rows:{v}'] for r in group):.2f}" for v in ("off", "on", "w"))])
-        out["ten"].append([layout, n, *(" / ".join(f"{h.mean(r[f'{m}:{v}'] for r in group):.3f}"
-                                                   for v in ("off", "on", "w"))
-                                        for m in ("hit@10", "recall@10", "ndcg@10"))])
-        out["equal"].append([layout, n, *(" / ".join(f"{h.mean(r[f'{m}:{v}'] for r in group):.3f}"
-                                                     for v in ("off", "on", "w", "d"))
-                                          for m in ("hit", "recall", "ndcg"))])
+        out["fired"].append(
+            [
+                layout,
+                n,
+                _pct(c["fired"], n),
+                _pct(c["moved"], n),
+                _pct(c["seated"], n),
+                c["rose_gold"],
+                c["fell_gold"],
+                c["source_fell"],
+                c["seated_gold"],
+                _pct(c["changed"], n),
+                c["time_limit"],
+                *(f"{h.mean(r[f'rows:{v}'] for r in group):.2f}" for v in ("off", "on", "w")),
+            ]
+        )
+        out["ten"].append(
+            [
+                layout,
+                n,
+                *(
+                    " / ".join(f"{h.mean(r[f'{m}:{v}'] for r in group):.3f}" for v in ("off", "on", "w"))
+                    for m in ("hit@10", "recall@10", "ndcg@10")
+                ),
+            ]
+        )
+        out["equal"].append(
+            [
+                layout,
+                n,
+                *(
+                    " / ".join(f"{h.mean(r[f'{m}:{v}'] for r in group):.3f}" for v in ("off", "on", "w", "d"))
+                    for m in ("hit", "recall", "ndcg")
+                ),
+            ]
+        )
         for control in (*CONTROLS, "d"):
-            out["updown"].append([layout, f"on vs ({control})",
-                                  *(_rf(j["tests"][(control, m)]) for m in HARM)])
-        out["verdict"].append([layout, embedder, f"{c['fired']} of {n}", "yes" if j["helps"] else "no",
-                               "; ".join(j["hurts"]) or "no"])
+            out["updown"].append([layout, f"on vs ({control})", *(_rf(j["tests"][(control, m)]) for m in HARM)])
+        out["verdict"].append(
+            [layout, embedder, f"{c['fired']} of {n}", "yes" if j["helps"] else "no", "; ".join(j["hurts"]) or "no"]
+        )
     return out
 
 
@@ -316,8 +403,14 @@ def policies(rows: Sequence[dict[str, Any]]) -> str:
     return "; ".join(f"({k}) " + ", ".join(f"`{v}`" for v in sorted(vs)) for k, vs in names.items())
 
 
-def render(argv: Sequence[str], args: argparse.Namespace, datasets: Sequence[h.Dataset],
-           rows: Sequence[dict[str, Any]], models: dict[str, str], png: Path) -> str:
+def render(
+    argv: Sequence[str],
+    args: argparse.Namespace,
+    datasets: Sequence[h.Dataset],
+    rows: Sequence[dict[str, Any]],
+    models: dict[str, str],
+    png: Path,
+) -> str:
     t = tables(rows)
     judged = [judge(group) for _l, _e, group in question_sets(rows)]
     on = verdict(judged)
@@ -325,36 +418,73 @@ def render(argv: Sequence[str], args: argparse.Namespace, datasets: Sequence[h.D
     commands = [*kept, h.command_line(PROG, argv)] if kept else [h.command_line(PROG, argv)]
     trees = sorted(set(getattr(args, "trees", None) or [code_tree()]))
     lines = [
-        "# Cue propagation (propagated-v1) against both controls", "",
-        *(f"Command: `{c}`" for c in commands), "",
-        "Code: " + "; ".join(trees) + ".", "",
+        "# Cue propagation (propagated-v1) against both controls",
+        "",
+        *(f"Command: `{c}`" for c in commands),
+        "",
+        "Code: " + "; ".join(trees) + ".",
+        "",
         RULE.format(limit=args.limit, alpha=ALPHA),
-        "## Setup", "",
-        (f"- Defaults: `{args.defaults}`; fusion {args.mode}; limit {args.limit}; the environment is not read; the "
-        "settings of every variant are the defaults but `cue_propagation` (and the limit of (w))."),
-        ("- Layouts: `per-conversation` (LoCoMo, one agent per conversation, history `asked`: each question sees what "
-        "was stored before it was asked); `one-agent` (every LoCoMo conversation under one agent, history `all`: "
-        "the whole memory stored first, each question asked at its own asked_at); `long-span` (the generated "
-        "history, history `asked`)."),
+        "## Setup",
+        "",
+        (
+            f"- Defaults: `{args.defaults}`; fusion {args.mode}; limit {args.limit}; the environment is not read; the "
+            "settings of every variant are the defaults but `cue_propagation` (and the limit of (w))."
+        ),
+        (
+            "- Layouts: `per-conversation` (LoCoMo, one agent per conversation, history `asked`: each question sees what "
+            "was stored before it was asked); `one-agent` (every LoCoMo conversation under one agent, history `all`: "
+            "the whole memory stored first, each question asked at its own asked_at); `long-span` (the generated "
+            "history, history `asked`)."
+        ),
         "- Embedders: " + ", ".join(f"`{k}` ({v})" for k, v in models.items()) + ".",
         *h.dataset_facts(datasets),
-        "- Policies the recalls ran (trace `policy.process`): " + policies(rows) + ".", "",
-        "## What propagation did", "",
-        *h.markdown_table(["set", "n", "fired (strong hit)", "moved a row", "seated a row",
-                           "an evidence row rose", "an evidence row fell", "the strong hit fell",
-                           "the seat held evidence", "answer changed", "stopped by the time limit", "rows: off",
-                           "rows: on", "rows: (w)"], t["fired"], "l" + "r" * 13), "",
-        "## The first 10 rows (off / on / (w))", "",
-        *h.markdown_table(["set", "n", "hit@10", "recall@10", "NDCG@10"], t["ten"], "lrrrr"), "",
-        "## At equal rows: over the returned rows (off / on / (w) / (d))", "",
-        *h.markdown_table(["set", "n", "hit", "recall", "NDCG"], t["equal"], "lrrrr"), "",
-        "## Up / down per question (on against each control; one-sided sign test)", "",
-        *h.markdown_table(["set", "compared", *HARM], t["updown"], "ll" + "r" * len(HARM)), "",
-        "## Verdict", "",
-        *h.markdown_table(["set", "embedder", "fired", "helps (beats off and (w))", "hurts"], t["verdict"],
-                          "lllll"), "",
-        (f"**{'On by default' if on else 'Keep off'}**: propagated-v1 helps on {sum(j['helps'] for j in judged)} of "
-        f"{len(judged)} sets and hurts on {sum(bool(j['hurts']) for j in judged)}."), "",
+        "- Policies the recalls ran (trace `policy.process`): " + policies(rows) + ".",
+        "",
+        "## What propagation did",
+        "",
+        *h.markdown_table(
+            [
+                "set",
+                "n",
+                "fired (strong hit)",
+                "moved a row",
+                "seated a row",
+                "an evidence row rose",
+                "an evidence row fell",
+                "the strong hit fell",
+                "the seat held evidence",
+                "answer changed",
+                "stopped by the time limit",
+                "rows: off",
+                "rows: on",
+                "rows: (w)",
+            ],
+            t["fired"],
+            "l" + "r" * 13,
+        ),
+        "",
+        "## The first 10 rows (off / on / (w))",
+        "",
+        *h.markdown_table(["set", "n", "hit@10", "recall@10", "NDCG@10"], t["ten"], "lrrrr"),
+        "",
+        "## At equal rows: over the returned rows (off / on / (w) / (d))",
+        "",
+        *h.markdown_table(["set", "n", "hit", "recall", "NDCG"], t["equal"], "lrrrr"),
+        "",
+        "## Up / down per question (on against each control; one-sided sign test)",
+        "",
+        *h.markdown_table(["set", "compared", *HARM], t["updown"], "ll" + "r" * len(HARM)),
+        "",
+        "## Verdict",
+        "",
+        *h.markdown_table(["set", "embedder", "fired", "helps (beats off and (w))", "hurts"], t["verdict"], "lllll"),
+        "",
+        (
+            f"**{'On by default' if on else 'Keep off'}**: propagated-v1 helps on {sum(j['helps'] for j in judged)} of "
+            f"{len(judged)} sets and hurts on {sum(bool(j['hurts']) for j in judged)}."
+        ),
+        "",
     ]
     return "\n".join(lines)
 
@@ -370,8 +500,18 @@ def print_summary(rows: Sequence[dict[str, Any]], console: Console) -> None:
     for layout, _embedder, group in question_sets(rows):
         c = counts(group)
         t_off, t_w = compare(group, "on", "off", PRIMARY), compare(group, "on", "w", PRIMARY)
-        table.add_row(layout, str(c["n"]), str(c["fired"]), str(c["moved"]), str(c["seated"]), f"{t_off['my']:.3f}",
-                      f"{t_off['mx']:.3f}", f"{t_w['my']:.3f}", _p(t_off["p"]), _p(t_w["p"]))
+        table.add_row(
+            layout,
+            str(c["n"]),
+            str(c["fired"]),
+            str(c["moved"]),
+            str(c["seated"]),
+            f"{t_off['my']:.3f}",
+            f"{t_off['mx']:.3f}",
+            f"{t_w['my']:.3f}",
+            _p(t_off["p"]),
+            _p(t_w["p"]),
+        )
     console.print(table)
 
 
@@ -383,8 +523,13 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_defaults_option(parser, "shipped")
     parser.add_argument("--layouts", nargs="+", choices=LAYOUTS, default=list(LAYOUTS))
     parser.add_argument("--rows", type=Path, help="also keep the rows (JSON) here, for --merge")
-    parser.add_argument("--merge", type=Path, nargs="+", metavar="ROWS",
-                        help="run nothing: write the report from rows kept by earlier runs (--rows)")
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        metavar="ROWS",
+        help="run nothing: write the report from rows kept by earlier runs (--rows)",
+    )
     return parser
 
 
@@ -405,14 +550,17 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], li
             embedder = h.prefetched_embedder(name, datasets, progress, args.embed_cache)
             for layout, dataset, conversations, history in plan:
                 for conversation in conversations:
-                    rows += run_store(layout, dataset, conversation, history, embedder, args, workdir,
-                                      lambda: progress.advance(asked))
+                    rows += run_store(
+                        layout, dataset, conversation, history, embedder, args, workdir, lambda: progress.advance(asked)
+                    )
             models[name] = embedder.model
     if args.rows:
         args.rows.parent.mkdir(parents=True, exist_ok=True)
         argv = sys.argv[1:]
-        args.rows.write_text(json.dumps({"command": h.command_line(PROG, argv), "tree": tree, "models": models,
-                                         "rows": rows}), encoding="utf-8")
+        args.rows.write_text(
+            json.dumps({"command": h.command_line(PROG, argv), "tree": tree, "models": models, "rows": rows}),
+            encoding="utf-8",
+        )
     return datasets, rows, models
 
 

@@ -30,15 +30,15 @@ import math
 import re
 import sys
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta
 
 __all__ = [
-    "RULES",
     "CONFIDENCE",
     "CUE_RULES",
-    "extract_cue",
-    "explain_cue",
+    "RULES",
     "cue_period",
+    "explain_cue",
+    "extract_cue",
     "main",
 ]
 
@@ -49,27 +49,63 @@ __all__ = [
 
 RULES: tuple[tuple[str, str, str], ...] = (
     ("between", "sure", "between 11 August and 15 August 2023; from May 3 to May 9 -> that span"),
-    ("day", "sure", "on 8 May / May 8th / 8 May, 2023 / 8th of May / 2023-05-08 -> that day (year: the latest not after asked_at)"),
+    (
+        "day",
+        "sure",
+        "on 8 May / May 8th / 8 May, 2023 / 8th of May / 2023-05-08 -> that day (year: the latest not after asked_at)",
+    ),
     ("day_before_yesterday", "sure", "the day before yesterday -> that day"),
     ("yesterday", "sure", "yesterday -> that day"),
     ("last_weekday", "likely", "last Friday / this past Friday -> the latest such day before asked_at"),
-    ("weekday_before_after", "likely", "the Monday before 24 July -> from that Monday to 24 July (after: from the date to the day)"),
-    ("last_weekend", "likely", "last weekend / this past weekend / over the weekend -> the latest Saturday and Sunday before asked_at"),
+    (
+        "weekday_before_after",
+        "likely",
+        "the Monday before 24 July -> from that Monday to 24 July (after: from the date to the day)",
+    ),
+    (
+        "last_weekend",
+        "likely",
+        "last weekend / this past weekend / over the weekend -> the latest Saturday and Sunday before asked_at",
+    ),
     ("weekend_before_after", "likely", "the weekend before 4 October -> from that Saturday to 4 October"),
     ("nth_week_of_month", "likely", "the second week of November / the first weekend of August 2023 -> those days"),
     ("week_before_after", "likely", "the week before 16 November -> the 7 days before it, and the day itself"),
-    ("n_before_after", "likely", "two weeks before 11 August / the day after 3 May -> from N units (and half a unit) before the date to the date"),
-    ("month_part", "likely", "in early / mid / late March (2024); the beginning / end / first half of March -> that part of the month"),
-    ("month", "likely", "in March / in March 2024 / during March / March 2024 / last March / this March -> that month (year: the latest such month not after asked_at; 'last': before asked_at's month)"),
-    ("season", "vague", "last summer / in the summer / summer 2021 -> Jun-Aug (spring Mar-May, autumn Sep-Nov, winter Dec-Feb)"),
+    (
+        "n_before_after",
+        "likely",
+        "two weeks before 11 August / the day after 3 May -> from N units (and half a unit) before the date to the date",
+    ),
+    (
+        "month_part",
+        "likely",
+        "in early / mid / late March (2024); the beginning / end / first half of March -> that part of the month",
+    ),
+    (
+        "month",
+        "likely",
+        "in March / in March 2024 / during March / March 2024 / last March / this March -> that month (year: the latest such month not after asked_at; 'last': before asked_at's month)",
+    ),
+    (
+        "season",
+        "vague",
+        "last summer / in the summer / summer 2021 -> Jun-Aug (spring Mar-May, autumn Sep-Nov, winter Dec-Feb)",
+    ),
     ("year_part", "likely", "in early / mid / late 2022 -> Jan-Apr / May-Aug / Sep-Dec"),
     ("year", "likely", "in 2022 / during 2022 -> that year"),
-    ("n_ago", "likely", "3 days ago / two weeks ago / a couple of months ago / a few weeks back / a year ago -> ago N units (a year = 12 months)"),
+    (
+        "n_ago",
+        "likely",
+        "3 days ago / two weeks ago / a couple of months ago / a few weeks back / a year ago -> ago N units (a year = 12 months)",
+    ),
     ("week_before_last", "likely", "the week before last -> ago 2 weeks"),
     ("last_week", "likely", "last week -> ago 1 week"),
     ("month_before_last", "likely", "the month before last -> ago 2 months"),
     ("last_month", "likely", "last month -> ago 1 month"),
-    ("past_window", "likely", "in the past 3 weeks / over the last few days / in the past month -> from N units before asked_at to asked_at"),
+    (
+        "past_window",
+        "likely",
+        "in the past 3 weeks / over the last few days / in the past month -> from N units before asked_at to asked_at",
+    ),
     ("earlier_this_year", "vague", "earlier this year / this year -> from 1 January of asked_at's year to asked_at"),
     ("last_year", "vague", "last year -> asked_at's previous calendar year"),
     ("open_before", "vague", "before / as of / by / until 8 May 2023 -> before the end of that period"),
@@ -90,13 +126,35 @@ CUE_RULES = "Time-cue rules (rule -> confidence: what it reads)\n" + "\n".join(
 # --------------------------------------------------------------------------
 
 _MONTHS_FULL = (
-    "january", "february", "march", "april", "may", "june", "july",
-    "august", "september", "october", "november", "december",
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
 )
 _MONTH_OF = {name: i + 1 for i, name in enumerate(_MONTHS_FULL)}
 _MONTH_OF.update(
-    {"jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8,
-     "sep": 9, "sept": 9, "oct": 10, "nov": 11, "dec": 12}
+    {
+        "jan": 1,
+        "feb": 2,
+        "mar": 3,
+        "apr": 4,
+        "jun": 6,
+        "jul": 7,
+        "aug": 8,
+        "sep": 9,
+        "sept": 9,
+        "oct": 10,
+        "nov": 11,
+        "dec": 12,
+    }
 )
 _MON_FULL = "|".join(_MONTHS_FULL)
 _MON_ANY = _MON_FULL + "|sept|sep|jan|feb|mar|apr|jun|jul|aug|oct|nov|dec"
@@ -105,9 +163,25 @@ _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
 _WD = "|".join(_WEEKDAYS)
 
 _NUMBER_WORDS = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
-    "a couple of": 2, "couple of": 2, "a couple": 2, "a few": 3, "few": 3,
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "a couple of": 2,
+    "couple of": 2,
+    "a couple": 2,
+    "a few": 3,
+    "few": 3,
 }
 _NUM = (
     r"(?:\d{1,3}|a\s+couple\s+of|a\s+couple|couple\s+of|a\s+few|few|"
@@ -120,8 +194,7 @@ _PART = (
     r"early|mid|middle\s+of|late|beginning\s+of|start\s+of|end\s+of|"
     r"first\s+half\s+of|second\s+half\s+of"
 )
-_ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3,
-             "fourth": 4, "4th": 4, "last": -1}
+_ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4, "last": -1}
 
 _SEASON_START = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
 
@@ -228,8 +301,9 @@ def _nth_week(part: str, first: date, last: date) -> tuple[date, date]:
         lo = first + timedelta(days=7 * (n - 1))
         return lo, min(lo + timedelta(days=6), last)
     # weekend: the n-th Saturday of the month and the Sunday after it
-    saturdays = [first + timedelta(days=i) for i in range((last - first).days + 1)
-                 if (first + timedelta(days=i)).weekday() == 5]
+    saturdays = [
+        first + timedelta(days=i) for i in range((last - first).days + 1) if (first + timedelta(days=i)).weekday() == 5
+    ]
     sat = saturdays[-1] if n == -1 else saturdays[min(n, len(saturdays)) - 1]
     return sat, sat + timedelta(days=1)
 
@@ -307,21 +381,39 @@ def _find_exprs(text: str) -> list[_Expr]:
     for m in _RE_DAY_FIRST.finditer(text):
         d, mon, y = m.groups()
         if 1 <= int(d) <= 31:
-            found.append(_Expr(m.start(), m.end(), "day", month=_MONTH_OF[mon.lower()],
-                               day=int(d), year=int(y) if y else None))
+            found.append(
+                _Expr(m.start(), m.end(), "day", month=_MONTH_OF[mon.lower()], day=int(d), year=int(y) if y else None)
+            )
     for m in _RE_MONTH_FIRST.finditer(text):
         mon, d, y = m.groups()
         if 1 <= int(d) <= 31:
-            found.append(_Expr(m.start(), m.end(), "day", month=_MONTH_OF[mon.lower()],
-                               day=int(d), year=int(y) if y else None))
+            found.append(
+                _Expr(m.start(), m.end(), "day", month=_MONTH_OF[mon.lower()], day=int(d), year=int(y) if y else None)
+            )
     for m in _RE_NTH_WEEK.finditer(text):
         ordinal, what, mon, y = m.groups()
-        found.append(_Expr(m.start(), m.end(), "nth_week", month=_MONTH_OF[mon.lower()],
-                           year=int(y) if y else None, part=f"{ordinal.lower()}:{what.lower()}"))
+        found.append(
+            _Expr(
+                m.start(),
+                m.end(),
+                "nth_week",
+                month=_MONTH_OF[mon.lower()],
+                year=int(y) if y else None,
+                part=f"{ordinal.lower()}:{what.lower()}",
+            )
+        )
     for m in _RE_MONTH_YEAR.finditer(text):
         part, mon, y = m.groups()
-        found.append(_Expr(m.start(), m.end(), "month_part" if part else "month",
-                           month=_MONTH_OF[mon.lower()], year=int(y), part=part))
+        found.append(
+            _Expr(
+                m.start(),
+                m.end(),
+                "month_part" if part else "month",
+                month=_MONTH_OF[mon.lower()],
+                year=int(y),
+                part=part,
+            )
+        )
     for m in _RE_MONTH.finditer(text):
         part, mon = m.groups()
         left = text[: m.start()]
@@ -334,8 +426,11 @@ def _find_exprs(text: str) -> list[_Expr]:
             mod = "last"
         elif re.search(r"\bthis\s+$", left, _FLAGS):
             mod = "this"
-        found.append(_Expr(m.start(), m.end(), "month_part" if part else "month",
-                           month=_MONTH_OF[mon.lower()], part=part, mod=mod))
+        found.append(
+            _Expr(
+                m.start(), m.end(), "month_part" if part else "month", month=_MONTH_OF[mon.lower()], part=part, mod=mod
+            )
+        )
     for m in _RE_SEASON.finditer(text):
         name, y = m.groups()
         left = text[: m.start()]
@@ -343,7 +438,8 @@ def _find_exprs(text: str) -> list[_Expr]:
             continue
         if not y and not re.search(
             r"\b(?:in|during|over|last|this|since|before|after|by|until|throughout)\s+(?:the\s+)?$",
-            left, _FLAGS,
+            left,
+            _FLAGS,
         ):
             continue
         mod = None
@@ -351,8 +447,7 @@ def _find_exprs(text: str) -> list[_Expr]:
             mod = "last"
         elif re.search(r"\bthis\s+$", left, _FLAGS):
             mod = "this"
-        found.append(_Expr(m.start(), m.end(), "season", year=int(y) if y else None,
-                           part=name.lower(), mod=mod))
+        found.append(_Expr(m.start(), m.end(), "season", year=int(y) if y else None, part=name.lower(), mod=mod))
     for m in _RE_YEAR_PART.finditer(text):
         part, y = m.groups()
         found.append(_Expr(m.start(), m.end(), "year_part", year=int(y), part=part.lower()))
@@ -361,7 +456,8 @@ def _find_exprs(text: str) -> list[_Expr]:
         if not re.search(
             r"\b(?:in|during|throughout|since|before|after|by|until|of|as\s+of|prior\s+to|"
             r"the\s+year)\s+$",
-            left, _FLAGS,
+            left,
+            _FLAGS,
         ) and not _between_second(left):
             continue
         found.append(_Expr(m.start(), m.end(), "year", year=int(m.group(1))))
@@ -432,9 +528,7 @@ _REL_WEEK = re.compile(r"\bthe\s+week\s+(before|after)\s+(?:the\s+)?$", _FLAGS)
 _REL_WEEKEND = re.compile(r"\bweekend\s+(before|after)\s+(?:the\s+)?$", _FLAGS)
 _REL_WEEKDAY = re.compile(rf"\b({_WD})\s+(before|after)\s+(?:the\s+)?$", _FLAGS)
 _REL_N = re.compile(rf"\b({_NUM}|the)\s+(day|week|month)s?\s+(before|after)\s+(?:the\s+)?$", _FLAGS)
-_REL_OPEN_BEFORE = re.compile(
-    r"\b(?:before|prior\s+to|until|till|up\s+to|as\s+of|by)\s+(?:the\s+)?$", _FLAGS
-)
+_REL_OPEN_BEFORE = re.compile(r"\b(?:before|prior\s+to|until|till|up\s+to|as\s+of|by)\s+(?:the\s+)?$", _FLAGS)
 _REL_OPEN_AFTER = re.compile(r"\b(?:after|since)\s+(?:the\s+)?$", _FLAGS)
 _REL_BETWEEN = re.compile(r"\b(?:between|from)\s+(?:the\s+)?$", _FLAGS)
 _GAP_AND = re.compile(r"\s*(?:and|to|until|till|through|-|\u2013)\s*", _FLAGS)
@@ -450,7 +544,7 @@ def _explicit_candidates(text: str, today: date) -> list[_Cand]:
         a, b = exprs[i], exprs[i + 1]
         if i in used:
             continue
-        if not _REL_BETWEEN.search(text[: a.start]) or not _GAP_AND.fullmatch(text[a.end: b.start]):
+        if not _REL_BETWEEN.search(text[: a.start]) or not _GAP_AND.fullmatch(text[a.end : b.start]):
             continue
         pb = b.period(today)
         if pb is None:
@@ -509,9 +603,13 @@ def _explicit_candidates(text: str, today: date) -> list[_Cand]:
             cands.append(_absolute("open_after", lo, None, e.start))
         else:
             rule = {
-                "day": "day", "month": "month", "month_part": "month_part",
-                "nth_week": "nth_week_of_month", "season": "season",
-                "year": "year", "year_part": "year_part",
+                "day": "day",
+                "month": "month",
+                "month_part": "month_part",
+                "nth_week": "nth_week_of_month",
+                "season": "season",
+                "year": "year",
+                "year_part": "year_part",
             }[e.kind]
             cands.append(_absolute(rule, lo, hi, e.start))
     return cands
@@ -522,9 +620,7 @@ _NOT_ANCHORED = rf"(?!\s+(?:before|after|of)\b)(?!\s+in\s+(?:{_MON_FULL})\b)"
 _RE_DAY_BEFORE_YESTERDAY = re.compile(r"\bthe\s+day\s+before\s+yesterday\b", _FLAGS)
 _RE_YESTERDAY = re.compile(r"\byesterday\b", _FLAGS)
 _RE_LAST_WEEKDAY = re.compile(rf"\b(?:last|this\s+past|past)\s+({_WD})\b{_NOT_ANCHORED}", _FLAGS)
-_RE_LAST_WEEKEND = re.compile(
-    rf"\b(?:last|this\s+past|past|over\s+the)\s+weekend\b{_NOT_ANCHORED}", _FLAGS
-)
+_RE_LAST_WEEKEND = re.compile(rf"\b(?:last|this\s+past|past|over\s+the)\s+weekend\b{_NOT_ANCHORED}", _FLAGS)
 _RE_N_AGO = re.compile(rf"(?<!how )\b({_NUM})\s+(day|week|month|year)s?\s+(?:ago|back)\b", _FLAGS)
 _RE_WEEK_BEFORE_LAST = re.compile(r"\bthe\s+week\s+before\s+last\b", _FLAGS)
 _RE_MONTH_BEFORE_LAST = re.compile(r"\bthe\s+month\s+before\s+last\b", _FLAGS)
@@ -613,7 +709,7 @@ def _as_datetime(asked_at: str | datetime | date) -> datetime:
     else:
         raise TypeError(f"asked_at must be an ISO string or a datetime, not {type(asked_at).__name__}")
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     return dt
 
 
@@ -665,13 +761,13 @@ def cue_period(
         return centre - unit / 2, min(centre + unit / 2, now_dt)
     after, before = cue.get("after"), cue.get("before")
     if after is not None:
-        start = datetime.combine(date.fromisoformat(after), time(0, 0), tzinfo=timezone.utc)
+        start = datetime.combine(date.fromisoformat(after), time(0, 0), tzinfo=UTC)
     elif oldest_dt is not None:
         start = oldest_dt
     else:
         return None
     if before is not None:
-        end = datetime.combine(date.fromisoformat(before) + timedelta(days=1), time(0, 0), tzinfo=timezone.utc)
+        end = datetime.combine(date.fromisoformat(before) + timedelta(days=1), time(0, 0), tzinfo=UTC)
     else:
         end = now_dt
     return start, end

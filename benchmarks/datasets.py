@@ -22,21 +22,21 @@ import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "Turn",
-    "SessionSummary",
-    "Question",
+    "LONG_SPAN_SIZES",
+    "LONG_SPAN_START",
     "Conversation",
+    "Question",
+    "SessionSummary",
+    "Turn",
+    "generate_long_span",
     "load_locomo",
     "locomo_file",
-    "generate_long_span",
-    "LONG_SPAN_START",
-    "LONG_SPAN_SIZES",
 ]
 
 
@@ -82,7 +82,7 @@ class Conversation:
 
 
 def _iso(dt: datetime) -> str:
-    return dt.astimezone(timezone.utc).isoformat()
+    return dt.astimezone(UTC).isoformat()
 
 
 # --------------------------------------------------------------------------
@@ -93,8 +93,18 @@ _MONTH_NUMBER = {
     name: i + 1
     for i, name in enumerate(
         [
-            "january", "february", "march", "april", "may", "june", "july",
-            "august", "september", "october", "november", "december",
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
         ]
     )
 }
@@ -116,7 +126,7 @@ def _parse_locomo_time(text: str) -> datetime:
     if month is None:
         raise ValueError(f"unknown month in LoCoMo session time: {text!r}")
     h = int(hour) % 12 + (12 if ampm.lower() == "p" else 0)
-    return datetime(int(year), month, int(day), h, int(minute), tzinfo=timezone.utc)
+    return datetime(int(year), month, int(day), h, int(minute), tzinfo=UTC)
 
 
 def _evidence_refs(raw) -> list[str]:
@@ -192,11 +202,9 @@ def _locomo_conversation(item: dict) -> Conversation:
     # The questions are asked the day after the last session, at 00:00 UTC.
     last_turn = max((datetime.fromisoformat(t.timestamp) for t in turns), default=None)
     if last_turn is None:
-        asked = datetime(1970, 1, 1, tzinfo=timezone.utc)
+        asked = datetime(1970, 1, 1, tzinfo=UTC)
     else:
-        asked = datetime.combine(
-            last_turn.date() + timedelta(days=1), time(0, 0), tzinfo=timezone.utc
-        )
+        asked = datetime.combine(last_turn.date() + timedelta(days=1), time(0, 0), tzinfo=UTC)
     asked_at = _iso(asked)
 
     known = {t.msg_id for t in turns}
@@ -234,14 +242,16 @@ def locomo_file(path: str | Path | None, option: str = "--locomo") -> Path:
     with one line saying how to get the data, and exit code 2."""
     if path is None or not Path(path).is_file():
         where = f"not found at {path}" if path else "not given"
-        print(f"LoCoMo {where}: download locomo10.json from the LoCoMo repository "
-              f"(github.com/snap-research/locomo) and pass {option} PATH", file=sys.stderr)
+        print(
+            f"LoCoMo {where}: download locomo10.json from the LoCoMo repository "
+            f"(github.com/snap-research/locomo) and pass {option} PATH",
+            file=sys.stderr,
+        )
         raise SystemExit(2)
     return Path(path)
 
 
-def load_locomo(path, *, limit_conversations: int | None = None,
-                option: str = "--locomo") -> list[Conversation]:
+def load_locomo(path, *, limit_conversations: int | None = None, option: str = "--locomo") -> list[Conversation]:
     """Load a LoCoMo JSON file (for instance ``locomo10.json``).
 
     Each turn becomes a :class:`Turn` with ``msg_id = "<sample_id>:<dia_id>"``
@@ -293,7 +303,7 @@ LONG_SPAN_SIZES = {
 _PASSING_SHARE = 0.15
 
 # Questions are never asked after this (the absolute ones draw a date up to 100 days on).
-_QUESTION_HORIZON = datetime(2025, 12, 31, 18, 0, tzinfo=timezone.utc)
+_QUESTION_HORIZON = datetime(2025, 12, 31, 18, 0, tzinfo=UTC)
 
 _CORPUS_FILE = Path(__file__).parent / "data" / "long_span.json"
 
@@ -358,8 +368,17 @@ def _topic(raw: dict[str, Any]) -> _Topic:
 def _load_corpus(path: Path) -> _Corpus:
     """Read the generator's text from ``path`` (the layout of data/long_span.json)."""
     raw = json.loads(path.read_text(encoding="utf-8"))
-    phrases = ("ack_leads", "acks", "topic_closers", "assistant_closers", "small_talk_replies",
-               "user_leads", "user_tails", "assistant_leads", "assistant_tails")
+    phrases = (
+        "ack_leads",
+        "acks",
+        "topic_closers",
+        "assistant_closers",
+        "small_talk_replies",
+        "user_leads",
+        "user_tails",
+        "assistant_leads",
+        "assistant_tails",
+    )
     return _Corpus(
         topics=tuple(_topic(t) for t in raw["topics"]),
         small_talk={k: _Theme(t["label"], _tuples(t["pairs"])) for k, t in raw["small_talk"].items()},
@@ -376,8 +395,18 @@ def _corpus() -> _Corpus:
 
 
 _MONTH_NAMES = (
-    "January", "February", "March", "April", "May", "June", "July",
-    "August", "September", "October", "November", "December",
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
 )
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
@@ -731,7 +760,7 @@ def _schedule(rng: random.Random, planned: list[_PlannedSession]) -> None:
         rng.shuffle(sessions)
         for i, (s, hour) in enumerate(zip(sessions, hours)):
             minute = rng.randint(0, 24) + (30 if i > 0 and hours[i - 1] == hour else 0)
-            s.start = datetime.combine(day, time(hour, minute), tzinfo=timezone.utc)
+            s.start = datetime.combine(day, time(hour, minute), tzinfo=UTC)
 
 
 def _plan(rng: random.Random, size: str) -> list[_PlannedSession]:
@@ -768,8 +797,9 @@ def _session_turns(rng: random.Random, prefix: str, s: _PlannedSession) -> list[
     for i, (speaker, text, _) in enumerate(s.lines or (), start=1):
         if i > 1:
             ts = ts + timedelta(seconds=rng.randint(20, 110))
-        turns.append(Turn(msg_id=f"{prefix}:{s.number}:{i}", content=text, timestamp=_iso(ts),
-                          speaker=speaker, session=s.number))
+        turns.append(
+            Turn(msg_id=f"{prefix}:{s.number}:{i}", content=text, timestamp=_iso(ts), speaker=speaker, session=s.number)
+        )
     return turns
 
 
@@ -786,8 +816,13 @@ def _session_summary(s: _PlannedSession, turns: list[Turn]) -> SessionSummary:
         label = _corpus().small_talk[s.theme].label
         summary = f"On {when} the user and the assistant chatted about {label}."
         keywords = f"small talk, {s.theme}"
-    return SessionSummary(session=s.number, summary=summary, keywords=keywords,
-                          start_time=turns[0].timestamp, end_time=turns[-1].timestamp)
+    return SessionSummary(
+        session=s.number,
+        summary=summary,
+        keywords=keywords,
+        start_time=turns[0].timestamp,
+        end_time=turns[-1].timestamp,
+    )
 
 
 def _write(rng: random.Random, prefix: str, planned: list[_PlannedSession]) -> _Written:
@@ -966,19 +1001,22 @@ def _occurrence_questions(
             kind = "absolute"
             made = _absolute_when(rng, s)
         when, asked = made
-        questions.append(Question(
-            qid=f"{prefix}:{s.topic.key}:{s.occurrence}:q{j}",
-            text=_question_text(rng, s.topic, when),
-            asked_at=_iso(asked),
-            evidence=tuple(t.msg_id for t in ev),
-            category=kind,
-            answer=" ".join(t.content for t in ev),
-        ))
+        questions.append(
+            Question(
+                qid=f"{prefix}:{s.topic.key}:{s.occurrence}:q{j}",
+                text=_question_text(rng, s.topic, when),
+                asked_at=_iso(asked),
+                evidence=tuple(t.msg_id for t in ev),
+                category=kind,
+                answer=" ".join(t.content for t in ev),
+            )
+        )
     return questions
 
 
-def _questions(rng: random.Random, size: str, prefix: str, planned: list[_PlannedSession],
-               written: _Written) -> list[Question]:
+def _questions(
+    rng: random.Random, size: str, prefix: str, planned: list[_PlannedSession], written: _Written
+) -> list[Question]:
     """Step 3, questions: for each topic occurrence, questions that name its
     period as a date or relative to their own time, with the occurrence's
     detail turns as evidence; ordered by the time they are asked."""

@@ -80,13 +80,24 @@ def cosine_study(conversations: Sequence[Conversation], embedder: Embedder, name
         scored = scored_questions(conversation)
         queries = embed_queries(embedder, [q.text for q in scored]) if scored else []
         for question, query in zip(scored, queries):
-            rows.append({"model": name, "conversation": conversation.conv_id, "qid": question.qid,
-                         **h.retrieval_metrics(ranked_by_cosine(ids, vectors, query), list(question.evidence))})
+            rows.append(
+                {
+                    "model": name,
+                    "conversation": conversation.conv_id,
+                    "qid": question.qid,
+                    **h.retrieval_metrics(ranked_by_cosine(ids, vectors, query), list(question.evidence)),
+                }
+            )
     return rows
 
 
-def timing_study(embedders: dict[str, Embedder], turns: Sequence[str], questions: Sequence[str], rounds: int,
-                 clock: Callable[[], float] = time.perf_counter) -> dict[str, dict[str, Any]]:
+def timing_study(
+    embedders: dict[str, Embedder],
+    turns: Sequence[str],
+    questions: Sequence[str],
+    rounds: int,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict[str, dict[str, Any]]:
     """Per model: {"turns", "ingest_s", "query_ms"}, the models taking turns in each round, each warmed up first."""
     out: dict[str, dict[str, Any]] = {name: {"turns": 0, "ingest_s": 0.0, "query_ms": []} for name in embedders}
     for embedder in embedders.values():
@@ -107,8 +118,9 @@ def timing_study(embedders: dict[str, Embedder], turns: Sequence[str], questions
     return out
 
 
-def paired_difference(a: Sequence[float], b: Sequence[float], resamples: int = 2000,
-                      seed: int = 0) -> tuple[float, float, float]:
+def paired_difference(
+    a: Sequence[float], b: Sequence[float], resamples: int = 2000, seed: int = 0
+) -> tuple[float, float, float]:
     """Mean of b - a over the same questions, with a 95% paired bootstrap interval (low, high)."""
     diff = np.asarray(b, dtype=np.float64) - np.asarray(a, dtype=np.float64)
     if diff.size == 0:
@@ -118,8 +130,9 @@ def paired_difference(a: Sequence[float], b: Sequence[float], resamples: int = 2
     return float(diff.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
-def differences(rows: dict[str, list[dict[str, Any]]], metrics: Sequence[str] = ("recall_any@10", "ndcg@10")
-                ) -> list[list[Any]]:
+def differences(
+    rows: dict[str, list[dict[str, Any]]], metrics: Sequence[str] = ("recall_any@10", "ndcg@10")
+) -> list[list[Any]]:
     """For each pair of models (in order), each metric's mean difference (second - first) and its interval."""
     names = list(rows)
     out = []
@@ -127,8 +140,7 @@ def differences(rows: dict[str, list[dict[str, Any]]], metrics: Sequence[str] = 
         for second in names[i + 1 :]:
             cells: list[Any] = [f"{second} - {first}"]
             for metric in metrics:
-                mean, low, high = paired_difference([r[metric] for r in rows[first]],
-                                                    [r[metric] for r in rows[second]])
+                mean, low, high = paired_difference([r[metric] for r in rows[first]], [r[metric] for r in rows[second]])
                 cells.append(f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]")
             out.append(cells)
     return out
@@ -154,8 +166,9 @@ class PrefetchQueries(h.PrefetchEmbedder):
         return np.stack([self._queries[t] for t in items]) if items else embed_queries(self.base, items)
 
 
-def pipeline_study(conversations: Sequence[Conversation], embedder: Embedder, name: str,
-                   workdir: Path) -> list[dict[str, Any]]:
+def pipeline_study(
+    conversations: Sequence[Conversation], embedder: Embedder, name: str, workdir: Path
+) -> list[dict[str, Any]]:
     """One row of metrics per scored question, recalled through the whole pipeline at default settings."""
     prefetch = PrefetchQueries(embedder)
     rows: list[dict[str, Any]] = []
@@ -166,8 +179,14 @@ def pipeline_study(conversations: Sequence[Conversation], embedder: Embedder, na
         try:
             for question in h.replay(store, scored, "asked"):
                 ranked = h.best_first(store.ask(question))
-                rows.append({"model": name, "conversation": conversation.conv_id, "qid": question.qid,
-                             **h.retrieval_metrics(ranked, store.gold(question))})
+                rows.append(
+                    {
+                        "model": name,
+                        "conversation": conversation.conv_id,
+                        "qid": question.qid,
+                        **h.retrieval_metrics(ranked, store.gold(question)),
+                    }
+                )
         finally:
             store.close()
     return rows
@@ -181,19 +200,29 @@ def summary(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
 def timing_summary(timing: dict[str, Any]) -> dict[str, float]:
     """Median and 95th-percentile milliseconds per query, and stored texts embedded per second."""
     ms = np.asarray(timing["query_ms"], dtype=np.float64)
-    return {"query_ms_p50": float(np.median(ms)) if ms.size else float("nan"),
-            "query_ms_p95": float(np.percentile(ms, 95)) if ms.size else float("nan"),
-            "turns_per_s": timing["turns"] / timing["ingest_s"] if timing["ingest_s"] else float("nan")}
+    return {
+        "query_ms_p50": float(np.median(ms)) if ms.size else float("nan"),
+        "query_ms_p95": float(np.percentile(ms, 95)) if ms.size else float("nan"),
+        "turns_per_s": timing["turns"] / timing["ingest_s"] if timing["ingest_s"] else float("nan"),
+    }
 
 
-def render(argv: Sequence[str], facts: Sequence[str], cosine: dict[str, list[dict[str, Any]]],
-           pipeline: dict[str, list[dict[str, Any]]], timings: dict[str, dict[str, float]]) -> str:
+def render(
+    argv: Sequence[str],
+    facts: Sequence[str],
+    cosine: dict[str, list[dict[str, Any]]],
+    pipeline: dict[str, list[dict[str, Any]]],
+    timings: dict[str, dict[str, float]],
+) -> str:
     """The report: setup, the cosine table, the pipeline table, the differences, the timings."""
     header = ["model", "label", *METRICS, "n"]
     lines = [
-        "# Packaged embedders", "",
-        f"Command: `{h.command_line(PROG, argv)}`", "",
-        "## Setup", "",
+        "# Packaged embedders",
+        "",
+        f"Command: `{h.command_line(PROG, argv)}`",
+        "",
+        "## Setup",
+        "",
         *facts,
         "- Cosine alone: each conversation's turns embedded as stored texts, each question as a query, the turns "
         "ranked by cosine; relevant: the evidence turns.",
@@ -202,25 +231,46 @@ def render(argv: Sequence[str], facts: Sequence[str], cosine: dict[str, list[dic
         "only (the pipeline's own time does not depend on the model: every model is 384 wide).",
         "- LoCoMo category 5 (adversarial) and questions without evidence are left out.",
         "- Differences: mean over the same questions (second model minus first), 95% paired bootstrap interval.",
-        "", "## Cosine ranking alone", "",
-        *h.markdown_table(header, [[name, f"`{MODELS[name].label}`", *(summary(rows)[m] for m in METRICS),
-                                    len(rows)] for name, rows in cosine.items()], "ll" + "r" * (len(header) - 2)),
+        "",
+        "## Cosine ranking alone",
+        "",
+        *h.markdown_table(
+            header,
+            [
+                [name, f"`{MODELS[name].label}`", *(summary(rows)[m] for m in METRICS), len(rows)]
+                for name, rows in cosine.items()
+            ],
+            "ll" + "r" * (len(header) - 2),
+        ),
         "",
     ]
     if len(cosine) > 1:
         lines += [*h.markdown_table(["difference", "recall_any@10", "ndcg@10"], differences(cosine), "lrr"), ""]
     if pipeline:
-        lines += ["## Whole pipeline", "",
-                  *h.markdown_table(["model", *METRICS, "n"], [[name, *(summary(rows)[m] for m in METRICS),
-                                                               len(rows)] for name, rows in pipeline.items()]), ""]
+        lines += [
+            "## Whole pipeline",
+            "",
+            *h.markdown_table(
+                ["model", *METRICS, "n"],
+                [[name, *(summary(rows)[m] for m in METRICS), len(rows)] for name, rows in pipeline.items()],
+            ),
+            "",
+        ]
         if len(pipeline) > 1:
-            lines += [*h.markdown_table(["difference", "recall_any@10", "ndcg@10"], differences(pipeline), "lrr"),
-                      ""]
+            lines += [*h.markdown_table(["difference", "recall_any@10", "ndcg@10"], differences(pipeline), "lrr"), ""]
     if timings:
-        lines += ["## Timings", "",
-                  *h.markdown_table(["model", "query ms p50", "query ms p95", "turns/s (batches of 32)"],
-                                    [[name, f"{t['query_ms_p50']:.1f}", f"{t['query_ms_p95']:.1f}",
-                                      f"{t['turns_per_s']:.0f}"] for name, t in timings.items()]), ""]
+        lines += [
+            "## Timings",
+            "",
+            *h.markdown_table(
+                ["model", "query ms p50", "query ms p95", "turns/s (batches of 32)"],
+                [
+                    [name, f"{t['query_ms_p50']:.1f}", f"{t['query_ms_p95']:.1f}", f"{t['turns_per_s']:.0f}"]
+                    for name, t in timings.items()
+                ],
+            ),
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -229,13 +279,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--locomo", default=h.DEFAULT_LOCOMO, help="LoCoMo JSON file (default: $CUEDRECALL_LOCOMO)")
     parser.add_argument("--models", nargs="+", choices=MODEL_NAMES, default=list(MODEL_NAMES))
     parser.add_argument("--limit-conversations", type=int, default=None, help="only the first N conversations")
-    parser.add_argument("--pipeline", action=argparse.BooleanOptionalAction, default=True,
-                        help="also run the whole recall pipeline (default: on)")
+    parser.add_argument(
+        "--pipeline",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also run the whole recall pipeline (default: on)",
+    )
     parser.add_argument("--rounds", type=int, default=3, help="timing rounds (default: %(default)s)")
     parser.add_argument("--timed-questions", type=int, default=150, help="default: %(default)s")
     parser.add_argument("--timed-turns", type=int, default=320, help="default: %(default)s")
-    parser.add_argument("--workdir", type=Path, help="keep the pipeline's databases here (default: a temporary "
-                                                     "folder)")
+    parser.add_argument("--workdir", type=Path, help="keep the pipeline's databases here (default: a temporary folder)")
     parser.add_argument("--out", type=Path, default=h.RESULTS / "embedders.md", help="default: %(default)s")
     return parser
 
@@ -257,13 +310,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     timed_turns = [text for c in conversations for text in turn_texts(c)][: args.timed_turns]
     timed_questions = [q.text for c in conversations for q in scored_questions(c)][: args.timed_questions]
     load = os.getloadavg()
-    timings = {name: timing_summary(t)
-               for name, t in timing_study(embedders, timed_turns, timed_questions, args.rounds).items()}
+    timings = {
+        name: timing_summary(t)
+        for name, t in timing_study(embedders, timed_turns, timed_questions, args.rounds).items()
+    }
     print(f"timings {timings}", file=sys.stderr)
-    facts = [f"- LoCoMo: {len(conversations)} conversations, {turns:,} turns, {asked} scored questions.",
-             f"- Timings: {args.rounds} rounds, the models taking turns; {len(timed_questions)} questions and "
-             f"{len(timed_turns)} turns a round; {os.cpu_count()} cores, load average {load[0]:.1f} when they "
-             f"began, {os.getloadavg()[0]:.1f} when they ended (on a busy machine, upper bounds)."]
+    facts = [
+        f"- LoCoMo: {len(conversations)} conversations, {turns:,} turns, {asked} scored questions.",
+        f"- Timings: {args.rounds} rounds, the models taking turns; {len(timed_questions)} questions and "
+        f"{len(timed_turns)} turns a round; {os.cpu_count()} cores, load average {load[0]:.1f} when they "
+        f"began, {os.getloadavg()[0]:.1f} when they ended (on a busy machine, upper bounds).",
+    ]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(render(argv, facts, cosine, pipeline, timings), encoding="utf-8")
     print(f"wrote {args.out}", file=sys.stderr)

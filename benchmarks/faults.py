@@ -35,21 +35,46 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 AGENTS = ("agent-a", "agent-b", "agent-c")
 IMPORT_AGENT = "importer"
-HEALTH = ["sqlite_integrity", "fts_integrity", "vector_index", "null_embedding", "null_episode_embedding",
-          "embedding_dimension"]
-WORDS = ("harbour", "ledger", "violin", "orchard", "comet", "lantern", "glacier", "pepper", "saddle", "quartz",
-         "meadow", "anchor", "falcon", "ember", "cobalt", "thistle")
+HEALTH = [
+    "sqlite_integrity",
+    "fts_integrity",
+    "vector_index",
+    "null_embedding",
+    "null_episode_embedding",
+    "embedding_dimension",
+]
+WORDS = (
+    "harbour",
+    "ledger",
+    "violin",
+    "orchard",
+    "comet",
+    "lantern",
+    "glacier",
+    "pepper",
+    "saddle",
+    "quartz",
+    "meadow",
+    "anchor",
+    "falcon",
+    "ember",
+    "cobalt",
+    "thistle",
+)
 WAIT_S = 60.0  # the most a restart, an answer or the queue may take before it counts as a failure
 # the server's start: its stacks are dumped on SIGUSR1 (faulthandler), so a slow call shows what it waits on
-BOOT = ("import faulthandler, signal, sys; faulthandler.register(signal.SIGUSR1, all_threads=True); "
-        "from cuedrecall.cli import main; sys.exit(main(sys.argv[1:]))")
+BOOT = (
+    "import faulthandler, signal, sys; faulthandler.register(signal.SIGUSR1, all_threads=True); "
+    "from cuedrecall.cli import main; sys.exit(main(sys.argv[1:]))"
+)
 
 
 class StdioServer:
@@ -61,9 +86,14 @@ class StdioServer:
     def __init__(self, db: Path, env: dict[str, str], log: Path) -> None:
         self.log = log
         with open(log, "ab") as err:
-            self.proc = subprocess.Popen([sys.executable, "-c", BOOT, "serve", "--db", str(db)],
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env,
-                                         cwd=REPO)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", BOOT, "serve", "--db", str(db)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                env=env,
+                cwd=REPO,
+            )
         self.answers: dict[int, dict[str, Any]] = {}
         self.sent_at: dict[int, float] = {}  # request id -> when it was written (monotonic)
         self.arrived: dict[int, float] = {}  # request id -> when its answer was read
@@ -184,13 +214,25 @@ def _store_args(ledger: Ledger, rng: random.Random, content: str) -> dict[str, A
     msg_id = f"s{ledger.next_serial()}-{rng.randrange(10**9)}"
     agent = rng.choice(AGENTS)
     ledger.sent[msg_id] = (agent, content)
-    return {"agent_id": agent, "content": content, "id": msg_id, "project_id": rng.choice(("", "p1")),
-            "channel": rng.choice(("", "c1"))}
+    return {
+        "agent_id": agent,
+        "content": content,
+        "id": msg_id,
+        "project_id": rng.choice(("", "p1")),
+        "channel": rng.choice(("", "c1")),
+    }
 
 
-def _stream(server: StdioServer, ledger: Ledger, rng: random.Random, make: Callable[[], str],
-            window: int = 8, most: int | None = None, stop: threading.Event | None = None,
-            timeout: float = WAIT_S) -> None:
+def _stream(
+    server: StdioServer,
+    ledger: Ledger,
+    rng: random.Random,
+    make: Callable[[], str],
+    window: int = 8,
+    most: int | None = None,
+    stop: threading.Event | None = None,
+    timeout: float = WAIT_S,
+) -> None:
     """Store texts with up to ``window`` calls in flight until the process dies (or ``most`` were sent, or
     ``stop`` is set: then the calls in flight are waited for)."""
     flying: dict[int, str] = {}
@@ -214,16 +256,16 @@ def _stream(server: StdioServer, ledger: Ledger, rng: random.Random, make: Calla
             ledger.acked[msg_id] = answer["ref"]
 
 
-def work_stores(server: StdioServer, ledger: Ledger, rng: random.Random, ctx: "Context") -> None:
+def work_stores(server: StdioServer, ledger: Ledger, rng: random.Random, ctx: Context) -> None:
     _stream(server, ledger, rng, lambda: ledger.text(rng))
 
 
-def work_blocks(server: StdioServer, ledger: Ledger, rng: random.Random, ctx: "Context") -> None:
+def work_blocks(server: StdioServer, ledger: Ledger, rng: random.Random, ctx: Context) -> None:
     _stream(server, ledger, rng, lambda: ledger.long_text(rng), window=4, most=ctx.long_texts)
     server.proc.wait()  # the builder works until the kill
 
 
-def work_import(server: StdioServer, ledger: Ledger, rng: random.Random, ctx: "Context") -> None:
+def work_import(server: StdioServer, ledger: Ledger, rng: random.Random, ctx: Context) -> None:
     """Import a file: the last killed import's file again (as a client retries), else a new one."""
     retry = [tag for tag, (_, acked) in ledger.imports.items() if not acked]
     tag = retry[0] if retry else f"imp{len(ledger.imports)}"
@@ -238,24 +280,35 @@ def work_import(server: StdioServer, ledger: Ledger, rng: random.Random, ctx: "C
     server.proc.wait()
 
 
-def _write_import(ledger: Ledger, rng: random.Random, ctx: "Context", tag: str) -> None:
+def _write_import(ledger: Ledger, rng: random.Random, ctx: Context, tag: str) -> None:
     """A new export file of ``ctx.import_rows`` memories in the export folder, entered in the ledger."""
-    lines = [{"_type": "memory", "agent_id": IMPORT_AGENT, "msg_id": f"{tag}-{k}", "content": ledger.text(rng)}
-             for k in range(ctx.import_rows)]
-    header = {"_type": "header", "version": "cuedrecall-export/1", "memory_count": len(lines), "episode_count": 0,
-              "profile_count": 0}
+    lines = [
+        {"_type": "memory", "agent_id": IMPORT_AGENT, "msg_id": f"{tag}-{k}", "content": ledger.text(rng)}
+        for k in range(ctx.import_rows)
+    ]
+    header = {
+        "_type": "header",
+        "version": "cuedrecall-export/1",
+        "memory_count": len(lines),
+        "episode_count": 0,
+        "profile_count": 0,
+    }
     (ctx.exports / f"{tag}.jsonl").write_text("\n".join(json.dumps(x) for x in [header, *lines]) + "\n")
     for line in lines:
         ledger.sent[line["msg_id"]] = (IMPORT_AGENT, line["content"])
     ledger.imports[tag] = ([line["msg_id"] for line in lines], False)
 
 
-def work_startup(server: StdioServer, ledger: Ledger, rng: random.Random, ctx: "Context") -> None:
+def work_startup(server: StdioServer, ledger: Ledger, rng: random.Random, ctx: Context) -> None:
     server.proc.wait()
 
 
-WORKLOADS: dict[str, Callable[..., None]] = {"stores": work_stores, "import": work_import, "blocks": work_blocks,
-                                             "startup": work_startup}
+WORKLOADS: dict[str, Callable[..., None]] = {
+    "stores": work_stores,
+    "import": work_import,
+    "blocks": work_blocks,
+    "startup": work_startup,
+}
 
 
 @dataclass
@@ -289,16 +342,18 @@ def file_state(db: Path, db_url: str = "") -> tuple[list[str], int, int]:
         import psycopg
 
         with psycopg.connect(db_url, autocommit=True) as pg:
-            row = pg.execute("SELECT COUNT(*), COALESCE(SUM((claimed_until > %s)::int), 0) FROM tasks",
-                             (time.time(),)).fetchone()
+            row = pg.execute(
+                "SELECT COUNT(*), COALESCE(SUM((claimed_until > %s)::int), 0) FROM tasks", (time.time(),)
+            ).fetchone()
         assert row is not None
         return [], int(row[0]), int(row[1])
     conn = sqlite3.connect(db, timeout=WAIT_S)
     try:
         problems = [str(r[0]) for r in conn.execute("PRAGMA integrity_check")]
         try:
-            queued, held = conn.execute("SELECT COUNT(*), COALESCE(SUM(claimed_until > ?), 0) FROM tasks",
-                                        (time.time(),)).fetchone()
+            queued, held = conn.execute(
+                "SELECT COUNT(*), COALESCE(SUM(claimed_until > ?), 0) FROM tasks", (time.time(),)
+            ).fetchone()
         except sqlite3.OperationalError:  # killed before the queue's table was made
             queued, held = 0, 0
     finally:
@@ -343,11 +398,12 @@ def _import_failures(tag: str, msg_ids: list[str], acked: bool, rows: dict[str, 
 
     present = [m in rows for m in msg_ids]
     count = sum(present)
-    whole = present == [i < count for i in range(len(msg_ids))] and (count % COMMIT_BATCH == 0 or
-                                                                      count == len(msg_ids))
+    whole = present == [i < count for i in range(len(msg_ids))] and (count % COMMIT_BATCH == 0 or count == len(msg_ids))
     if (acked and count != len(msg_ids)) or not whole:
-        return [f"import {tag} ({'acknowledged' if acked else 'killed'}) left {count} of {len(msg_ids)} rows"
-                + ("" if whole else ", not whole batches")]
+        return [
+            f"import {tag} ({'acknowledged' if acked else 'killed'}) left {count} of {len(msg_ids)} rows"
+            + ("" if whole else ", not whole batches")
+        ]
     return []
 
 
@@ -425,8 +481,9 @@ class Report:
     seconds: float = 0.0
 
 
-def _restart(ctx: Context, ledger: Ledger, rng: random.Random, report: "Report | FleetReport",
-             label: str) -> StdioServer | None:
+def _restart(
+    ctx: Context, ledger: Ledger, rng: random.Random, report: Report | FleetReport, label: str
+) -> StdioServer | None:
     """Check the file, start the server on it and check what it finds; the server, None when it did not start."""
     problems, queued, held = file_state(ctx.db, ctx.db_url)
     report.resumed += queued > held  # the dead process left queued work the new one must take up
@@ -448,12 +505,24 @@ def _restart(ctx: Context, ledger: Ledger, rng: random.Random, report: "Report |
 
 def server_env(workdir: Path, db_url: str = "") -> dict[str, str]:
     """The servers' environment: the hash embedder, HOME in the work folder, PostgreSQL when ``db_url``."""
-    return {"PATH": os.environ.get("PATH", ""), "HOME": str(workdir), "PYTHONPATH": str(REPO),
-            "CUEDRECALL_EMBEDDING_MODE": "hash", **({"CUEDRECALL_DB_URL": db_url} if db_url else {})}
+    return {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(workdir),
+        "PYTHONPATH": str(REPO),
+        "CUEDRECALL_EMBEDDING_MODE": "hash",
+        **({"CUEDRECALL_DB_URL": db_url} if db_url else {}),
+    }
 
 
-def run(kills: int, seed: int, workdir: Path, *, import_rows: int = 1500, long_texts: int = 30,
-        progress: Callable[[str], None] | None = None) -> Report:
+def run(
+    kills: int,
+    seed: int,
+    workdir: Path,
+    *,
+    import_rows: int = 1500,
+    long_texts: int = 30,
+    progress: Callable[[str], None] | None = None,
+) -> Report:
     """``kills`` rounds over one fresh database in ``workdir``, the workloads in turn."""
     rng = random.Random(seed)
     db = workdir / "faults.db"
@@ -505,7 +574,8 @@ def _unanswered(ledger: Ledger, before: int, workload: str) -> int:
 SLOW_S = 10.0  # a store waiting this long has the server's stacks and the file's locks taken while it waits
 STUCK_S = 40.0  # a store a live server has not answered in this long is a failure
 SHM_BYTES = {120: "WAL write", 121: "checkpoint", 122: "recovery", 128: "DMS"} | {
-    123 + k: f"read mark {k}" for k in range(5)}
+    123 + k: f"read mark {k}" for k in range(5)
+}
 
 
 @dataclass
@@ -523,8 +593,11 @@ class Waits:
     def harvest(self, server: StdioServer, where: str) -> None:
         """File the answer times of a server that has ended (killed or stopped)."""
         with server._cv:
-            answered = {i: server.arrived[i] - server.sent_at[i] for i, t in server.tools.items()
-                        if t == "store" and i in server.arrived}
+            answered = {
+                i: server.arrived[i] - server.sent_at[i]
+                for i, t in server.tools.items()
+                if t == "store" and i in server.arrived
+            }
             cut = sum(1 for i, t in server.tools.items() if t == "store" and i not in server.arrived)
         with self.lock:
             self.seconds += answered.values()
@@ -582,8 +655,11 @@ def _stacks(server: StdioServer) -> str:
     threads = []
     for chunk in dump.split("\n\n"):
         frames = [ln.strip() for ln in chunk.splitlines() if ln.strip().startswith("File ")]
-        ours = [f.split("cuedrecall/")[-1].replace('File "', "").replace('", line ', ":") for f in frames
-                if "/cuedrecall/" in f][:2]
+        ours = [
+            f.split("cuedrecall/")[-1].replace('File "', "").replace('", line ', ":")
+            for f in frames
+            if "/cuedrecall/" in f
+        ][:2]
         if ours:
             threads.append(" < ".join(ours))
     idle = ("_loop", "wait", "read_line", "cmd_serve")  # the builder idle, workers parked, the event loop
@@ -625,17 +701,20 @@ class Watch:
                     if waited >= STUCK_S and key not in self.stuck:
                         self.stuck.add(key)
                         tool = server.tools.get(request)
-                        self.waits.stuck.append(f"server {slot} (pid {server.proc.pid}), request {request} "
-                                                f"({tool}): {self.waits.notes.get(key)}; "
-                                                f"now: {_stacks(server)}")
+                        self.waits.stuck.append(
+                            f"server {slot} (pid {server.proc.pid}), request {request} "
+                            f"({tool}): {self.waits.notes.get(key)}; "
+                            f"now: {_stacks(server)}"
+                        )
 
-    def _note(self, slot: int, server: StdioServer, live: dict[int, StdioServer],
-              requests: list[int]) -> None:
+    def _note(self, slot: int, server: StdioServer, live: dict[int, StdioServer], requests: list[int]) -> None:
         pids = {s.proc.pid: f"server {n}" for n, s in live.items()}
         locks = "; ".join(_file_locks(self.db, pids)) if self.sqlite else "n/a"
         load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-        note = (f"{len(live)} servers live, load {load}; server {slot} {_proc_state(server.proc.pid)}; "
-                f"{_stacks(server)}; locks: {locks or 'none'}")
+        note = (
+            f"{len(live)} servers live, load {load}; server {slot} {_proc_state(server.proc.pid)}; "
+            f"{_stacks(server)}; locks: {locks or 'none'}"
+        )
         for request in requests:
             self.waits.notes.setdefault((server.proc.pid, request), note)
 
@@ -738,9 +817,17 @@ class FleetReport:
     backend: str = "SQLite"
 
 
-def run_fleet(kills: int, seed: int, workdir: Path, *, servers: int = 4, phase_kills: int = 25,
-              import_rows: int = 1500, db_url: str = "",
-              progress: Callable[[str], None] | None = None) -> FleetReport:
+def run_fleet(
+    kills: int,
+    seed: int,
+    workdir: Path,
+    *,
+    servers: int = 4,
+    phase_kills: int = 25,
+    import_rows: int = 1500,
+    db_url: str = "",
+    progress: Callable[[str], None] | None = None,
+) -> FleetReport:
     """``kills`` SIGKILLs over 1..``servers`` servers on one database (phases of ``phase_kills`` kills, the
     of servers going 1, 2, .., servers, 1, ..); every store's answer time filed; after each phase, with every
     server stopped, the file and every acknowledged write checked as ``run``'s restarts do."""
@@ -757,8 +844,10 @@ def run_fleet(kills: int, seed: int, workdir: Path, *, servers: int = 4, phase_k
         fleet = Fleet(min(phase_kills, kills - sum(report.kills.values())))
         watch = Watch(db, fleet.servers, report.waits, sqlite=not db_url)
         watch.thread.start()
-        slots = [threading.Thread(target=_slot, args=(n, ctx, ledger, report.waits, fleet,
-                                                     seed * 1000 + phase * 10 + n)) for n in range(count)]
+        slots = [
+            threading.Thread(target=_slot, args=(n, ctx, ledger, report.waits, fleet, seed * 1000 + phase * 10 + n))
+            for n in range(count)
+        ]
         for thread in slots:
             thread.start()
         if not fleet.stop.wait(PHASE_S):
@@ -778,9 +867,11 @@ def run_fleet(kills: int, seed: int, workdir: Path, *, servers: int = 4, phase_k
         report.phases.append(label)
         phase += 1
         if progress:
-            progress(f"{label}: {len(ledger.acked)} stores acknowledged, {len(report.waits.seconds)} timed, "
-                     f"max {max(report.waits.seconds, default=0):.1f} s, {len(report.waits.stuck)} stuck, "
-                     f"{len(report.failures)} failures")
+            progress(
+                f"{label}: {len(ledger.acked)} stores acknowledged, {len(report.waits.seconds)} timed, "
+                f"max {max(report.waits.seconds, default=0):.1f} s, {len(report.waits.stuck)} stuck, "
+                f"{len(report.failures)} failures"
+            )
     report.failures += settle(ctx, ledger)
     report.acked = len(ledger.acked) + sum(len(ids) for ids, acked in ledger.imports.values() if acked)
     report.seconds = time.monotonic() - started
@@ -797,33 +888,37 @@ def fleet_markdown(report: FleetReport, command: str) -> str:
     slow_lines = "\n".join(f"- {took:.1f} s: {what}" for took, what in slow) or "none"
     stuck = "\n".join(f"- {line}" for line in waits.stuck) or "none"
     failures = "\n".join(f"- {f}" for f in report.failures) or "none"
-    return (f"Command: `{command}`\n\n"
-            f"- kills: {sum(report.kills.values())} ({kinds}), in {len(report.phases)} phases of 1 to "
-            f"{report.servers} servers on one {report.backend} database\n"
-            f"- acknowledged writes at the end: {report.acked}; checked, summed over the phase ends: "
-            f"{report.checked}; missing, duplicated or changed: see failures ({len(report.failures)})\n"
-            f"- store answers timed: {len(waits.seconds)} (cut by a kill before their answer: {waits.cut}); "
-            f"median {waits.percentile(0.5):.2f} s, p99 {waits.percentile(0.99):.2f} s, "
-            f"p99.9 {waits.percentile(0.999):.2f} s, max {max(waits.seconds, default=0):.2f} s; "
-            f"over {SLOW_S:g} s: {len(waits.slow)}; unanswered by a live server within {STUCK_S:g} s: "
-            f"{len(waits.stuck)}\n- time: {report.seconds:.0f} s\n\n"
-            f"Slowest answers (what the server was doing at {SLOW_S:g} s):\n\n{slow_lines}\n\n"
-            f"Stores unanswered within {STUCK_S:g} s:\n\n{stuck}\n\nFailures:\n\n{failures}\n")
+    return (
+        f"Command: `{command}`\n\n"
+        f"- kills: {sum(report.kills.values())} ({kinds}), in {len(report.phases)} phases of 1 to "
+        f"{report.servers} servers on one {report.backend} database\n"
+        f"- acknowledged writes at the end: {report.acked}; checked, summed over the phase ends: "
+        f"{report.checked}; missing, duplicated or changed: see failures ({len(report.failures)})\n"
+        f"- store answers timed: {len(waits.seconds)} (cut by a kill before their answer: {waits.cut}); "
+        f"median {waits.percentile(0.5):.2f} s, p99 {waits.percentile(0.99):.2f} s, "
+        f"p99.9 {waits.percentile(0.999):.2f} s, max {max(waits.seconds, default=0):.2f} s; "
+        f"over {SLOW_S:g} s: {len(waits.slow)}; unanswered by a live server within {STUCK_S:g} s: "
+        f"{len(waits.stuck)}\n- time: {report.seconds:.0f} s\n\n"
+        f"Slowest answers (what the server was doing at {SLOW_S:g} s):\n\n{slow_lines}\n\n"
+        f"Stores unanswered within {STUCK_S:g} s:\n\n{stuck}\n\nFailures:\n\n{failures}\n"
+    )
 
 
 def markdown(report: Report, command: str) -> str:
     rows = "\n".join(f"| {w} | {n} | {report.mid_write.get(w, 0)} |" for w, n in report.kills.items())
     failures = "\n".join(f"- {f}" for f in report.failures) or "none"
-    return (f"# Faults: SIGKILL at random moments (issue 16)\n\nCommand: `{command}`\n\n"
-            "`cuedrecall serve` (stdio, hash embedder, blocks built in the background) over one database file, "
-            "killed with SIGKILL at a random moment of each workload; every restart checked as "
-            "`benchmarks/faults.py` describes.\n\n"
-            f"| workload | kills | of them with a write sent and not yet answered |\n|---|---:|---:|\n{rows}\n\n"
-            f"- kills: {sum(report.kills.values())}; restarts that found queued work (block builds, the "
-            f"backfill) and ran it: {report.resumed}\n"
-            f"- acknowledged writes at the end: {report.acked}; acknowledged writes checked, summed over every "
-            f"restart: {report.checked}\n- failures: {len(report.failures)}\n- time: {report.seconds:.0f} s\n\n"
-            f"## Failures\n\n{failures}\n")
+    return (
+        f"# Faults: SIGKILL at random moments (issue 16)\n\nCommand: `{command}`\n\n"
+        "`cuedrecall serve` (stdio, hash embedder, blocks built in the background) over one database file, "
+        "killed with SIGKILL at a random moment of each workload; every restart checked as "
+        "`benchmarks/faults.py` describes.\n\n"
+        f"| workload | kills | of them with a write sent and not yet answered |\n|---|---:|---:|\n{rows}\n\n"
+        f"- kills: {sum(report.kills.values())}; restarts that found queued work (block builds, the "
+        f"backfill) and ran it: {report.resumed}\n"
+        f"- acknowledged writes at the end: {report.acked}; acknowledged writes checked, summed over every "
+        f"restart: {report.checked}\n- failures: {len(report.failures)}\n- time: {report.seconds:.0f} s\n\n"
+        f"## Failures\n\n{failures}\n"
+    )
 
 
 def _postgres_url() -> str:
@@ -841,8 +936,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--import-rows", type=int, default=5000)
     parser.add_argument("--long-texts", type=int, default=60)
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "faults.md")
-    parser.add_argument("--servers", type=int, default=0,
-                        help="the fleet run: phases of 1..N servers on one database, every store timed")
+    parser.add_argument(
+        "--servers",
+        type=int,
+        default=0,
+        help="the fleet run: phases of 1..N servers on one database, every store timed",
+    )
     parser.add_argument("--phase-kills", type=int, default=25)
     parser.add_argument("--postgres", action="store_true", help="the fleet on a private PostgreSQL")
     args = parser.parse_args(argv)
@@ -850,16 +949,29 @@ def main(argv: list[str] | None = None) -> int:
     if args.servers:
         with tempfile.TemporaryDirectory(prefix="faults-") as workdir:
             url = _postgres_url() if args.postgres else ""
-            fleet = run_fleet(args.kills, args.seed, Path(workdir), servers=args.servers,
-                              phase_kills=args.phase_kills, import_rows=args.import_rows, db_url=url,
-                              progress=lambda line: print(line, flush=True))
+            fleet = run_fleet(
+                args.kills,
+                args.seed,
+                Path(workdir),
+                servers=args.servers,
+                phase_kills=args.phase_kills,
+                import_rows=args.import_rows,
+                db_url=url,
+                progress=lambda line: print(line, flush=True),
+            )
         text = fleet_markdown(fleet, command.strip())
         args.out.write_text(text, encoding="utf-8")
         print(text)
         return 1 if fleet.failures or fleet.waits.stuck else 0
     with tempfile.TemporaryDirectory(prefix="faults-") as workdir:
-        report = run(args.kills, args.seed, Path(workdir), import_rows=args.import_rows,
-                     long_texts=args.long_texts, progress=lambda line: print(line, flush=True))
+        report = run(
+            args.kills,
+            args.seed,
+            Path(workdir),
+            import_rows=args.import_rows,
+            long_texts=args.long_texts,
+            progress=lambda line: print(line, flush=True),
+        )
     args.out.write_text(markdown(report, command.strip()), encoding="utf-8")
     print(markdown(report, command.strip()))
     return 1 if report.failures else 0

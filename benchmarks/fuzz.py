@@ -78,25 +78,88 @@ from cuedrecall.ui.app import running
 REPO = Path(__file__).resolve().parents[1]
 AGENT = "fuzz-agent"
 TOKEN = "fuzz-token"
-TABLES = ("memories", "episodes", "profiles", "entities", "entity_aliases", "entity_mentions", "relations",
-          "calibration", "recall_precision")
+TABLES = (
+    "memories",
+    "episodes",
+    "profiles",
+    "entities",
+    "entity_aliases",
+    "entity_mentions",
+    "relations",
+    "calibration",
+    "recall_precision",
+)
 
 SPECIAL_STRINGS = [
-    "", " ", '"', "*", "NEAR(", "NEAR(a b, 2)", "a OR b", "-x", "a:b", "^", "a AND", "NOT", "{a b}", "(", ")",
-    "'; DROP TABLE memories; --", "\" OR 1=1 --", "mem:1", "ep:1", "mem:0", "mem:-1", "mem:\u00b2", "ep:\u0663",
-    f"mem:{2**63}", "mem:" + "9" * 30, "mem:", ":", "../../etc/passwd", "/etc/passwd", "..", ".", "~/.ssh/id_rsa",
-    "C:\\Windows\\system32", "exports/../x.jsonl", "\x00", "a\x00b", "\x7f\x1b[31m", "%s%n%x", "\u202eevil",
-    "\ufeff", "🙂" * 50, "long_ago", "2025-13-45", "2025-01-01", "9999-12-31T23:59:59Z", "0000-00-00", "yesterday",
-    "user", "assistant", '{"a": 1}', "[1, 2]", "null", "NaN", "1e999",
+    "",
+    " ",
+    '"',
+    "*",
+    "NEAR(",
+    "NEAR(a b, 2)",
+    "a OR b",
+    "-x",
+    "a:b",
+    "^",
+    "a AND",
+    "NOT",
+    "{a b}",
+    "(",
+    ")",
+    "'; DROP TABLE memories; --",
+    '" OR 1=1 --',
+    "mem:1",
+    "ep:1",
+    "mem:0",
+    "mem:-1",
+    "mem:\u00b2",
+    "ep:\u0663",
+    f"mem:{2**63}",
+    "mem:" + "9" * 30,
+    "mem:",
+    ":",
+    "../../etc/passwd",
+    "/etc/passwd",
+    "..",
+    ".",
+    "~/.ssh/id_rsa",
+    "C:\\Windows\\system32",
+    "exports/../x.jsonl",
+    "\x00",
+    "a\x00b",
+    "\x7f\x1b[31m",
+    "%s%n%x",
+    "\u202eevil",
+    "\ufeff",
+    "🙂" * 50,
+    "long_ago",
+    "2025-13-45",
+    "2025-01-01",
+    "9999-12-31T23:59:59Z",
+    "0000-00-00",
+    "yesterday",
+    "user",
+    "assistant",
+    '{"a": 1}',
+    "[1, 2]",
+    "null",
+    "NaN",
+    "1e999",
 ]
 CUES = [
-    {}, {"confidence": "sure"}, {"after": "2025-01-01"}, {"after": "2025-01-01", "confidence": "maybe"},
-    {"ago": {"unit": "days", "value": -1}, "confidence": "sure"}, {"ago": {"unit": "years", "value": 2},
-                                                                  "confidence": "vague"},
-    {"ago": "long_ago", "confidence": "likely"}, {"ago": "soon", "confidence": "likely"},
+    {},
+    {"confidence": "sure"},
+    {"after": "2025-01-01"},
+    {"after": "2025-01-01", "confidence": "maybe"},
+    {"ago": {"unit": "days", "value": -1}, "confidence": "sure"},
+    {"ago": {"unit": "years", "value": 2}, "confidence": "vague"},
+    {"ago": "long_ago", "confidence": "likely"},
+    {"ago": "soon", "confidence": "likely"},
     {"after": "2025-02-01", "before": "2025-01-01", "confidence": "sure"},
-    {"after": "x" * 100, "confidence": "sure"}, {"ago": {"unit": "days", "value": 2**63}, "confidence": "sure"},
-    {"ago": {"unit": "days", "value": 10**9}, "confidence": "sure"}, {"colour": 1, "confidence": "sure"},
+    {"after": "x" * 100, "confidence": "sure"},
+    {"ago": {"unit": "days", "value": 2**63}, "confidence": "sure"},
+    {"ago": {"unit": "days", "value": 10**9}, "confidence": "sure"},
+    {"colour": 1, "confidence": "sure"},
 ]
 
 
@@ -108,10 +171,15 @@ def nested(depth: int) -> Any:
 
 
 SCALARS = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.integers(-(2**70), 2**70),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(-(2**70), 2**70),
     st.sampled_from([0, -1, 1, 2**31, 2**53 + 1, 2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 10**30]),
-    st.floats(), st.sampled_from([float("nan"), float("inf"), float("-inf"), -0.0, 1e308, 5e-324]),
-    st.text(st.characters(exclude_categories=("Cs",)), max_size=40), st.sampled_from(SPECIAL_STRINGS),
+    st.floats(),
+    st.sampled_from([float("nan"), float("inf"), float("-inf"), -0.0, 1e308, 5e-324]),
+    st.text(st.characters(exclude_categories=("Cs",)), max_size=40),
+    st.sampled_from(SPECIAL_STRINGS),
 )
 BIG_STRINGS = st.sampled_from([10_000_000, 1_000_001, 300_000, 20_000, 257]).map(lambda n: "x" * n)
 # an argument at depth d makes a message d + 3 deep: up to 96 stays inside the transport's bound (100), so the
@@ -121,10 +189,19 @@ DEEP = st.sampled_from([5, 31, 32, 33, 60, 96]).map(nested)
 
 def hostile_values() -> st.SearchStrategy[Any]:
     """Any value a careless or hostile client could send as one argument (and the client can serialise)."""
-    containers = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=5)
-                              | st.dictionaries(st.text(max_size=8), inner, max_size=5), max_leaves=12)
-    return st.one_of(SCALARS, containers, BIG_STRINGS, DEEP, st.sampled_from(CUES),
-                     st.lists(st.sampled_from(SPECIAL_STRINGS), min_size=1, max_size=25))
+    containers = st.recursive(
+        SCALARS,
+        lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=8), inner, max_size=5),
+        max_leaves=12,
+    )
+    return st.one_of(
+        SCALARS,
+        containers,
+        BIG_STRINGS,
+        DEEP,
+        st.sampled_from(CUES),
+        st.lists(st.sampled_from(SPECIAL_STRINGS), min_size=1, max_size=25),
+    )
 
 
 BASE: dict[str, dict[str, Any]] = {
@@ -267,8 +344,9 @@ class Target:
 
     def call(self, name: str, arguments: dict[str, Any]) -> Any:
         try:
-            return self.portal.call(lambda: self.session.call_tool(name, arguments,
-                                                                   read_timeout_seconds=self.answer_wait))
+            return self.portal.call(
+                lambda: self.session.call_tool(name, arguments, read_timeout_seconds=self.answer_wait)
+            )
         except Exception as exc:  # McpError: the transport's own answer; anything else is a finding
             return exc
 
@@ -280,8 +358,11 @@ class Target:
             listed = self.portal.call(self.session.list_tools)
             stored = self.call("store", {"agent_id": "alive-check", "content": f"still here {time.time()}"})
             found = self.call("recall", {"agent_id": "alive-check", "query": "still here"})
-            return (len(listed.tools) == len(TOOLS) and json.loads(stored.content[0].text)["result"] == "stored"
-                    and json.loads(found.content[0].text)["messages"])
+            return (
+                len(listed.tools) == len(TOOLS)
+                and json.loads(stored.content[0].text)["result"] == "stored"
+                and json.loads(found.content[0].text)["messages"]
+            )
         except Exception:
             return False
 
@@ -292,15 +373,22 @@ def _settings(**overrides: Any) -> Settings:
 
 def _server_env(home: Path, db_url: str = "") -> dict[str, str]:
     """A ``cuedrecall serve`` child's environment: HOME in the work folder, PostgreSQL when ``db_url``."""
-    return {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "PYTHONPATH": str(REPO),
-            **({"CUEDRECALL_DB_URL": db_url} if db_url else {})}
+    return {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(home),
+        "PYTHONPATH": str(REPO),
+        **({"CUEDRECALL_DB_URL": db_url} if db_url else {}),
+    }
 
 
 @contextlib.asynccontextmanager
 async def _stdio_session(db: Path, home: Path, db_url: str = "") -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "cuedrecall.cli", "serve", "--db", str(db), "--embedding", "hash"],
-        env=_server_env(home, db_url), cwd=str(REPO))
+        command=sys.executable,
+        args=["-m", "cuedrecall.cli", "serve", "--db", str(db), "--embedding", "hash"],
+        env=_server_env(home, db_url),
+        cwd=str(REPO),
+    )
     with open(home / "stdio-stderr.log", "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
@@ -310,8 +398,11 @@ async def _stdio_session(db: Path, home: Path, db_url: str = "") -> AsyncIterato
 @contextlib.asynccontextmanager
 async def _http_session(url: str) -> AsyncIterator[ClientSession]:
     client = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
-    async with client, streamable_http_client(url + "/mcp", http_client=client) as (read, write, _), \
-            ClientSession(read, write) as session:
+    async with (
+        client,
+        streamable_http_client(url + "/mcp", http_client=client) as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
         await session.initialize()
         yield session
 
@@ -321,8 +412,10 @@ def stdio_target(workdir: Path, db_url: str = "") -> Iterator[Target]:
     """A ``cuedrecall serve`` child process over a fresh database (the SQLite file, or the PostgreSQL database at
     ``db_url``), and a client session on its stdio."""
     db = workdir / "stdio.db"
-    with start_blocking_portal() as portal, \
-            portal.wrap_async_context_manager(_stdio_session(db, workdir, db_url)) as session:
+    with (
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(_stdio_session(db, workdir, db_url)) as session,
+    ):
         target = Target("stdio", db, portal, session, db_url=db_url)
         try:
             yield target
@@ -331,17 +424,22 @@ def stdio_target(workdir: Path, db_url: str = "") -> Iterator[Target]:
 
 
 @contextlib.contextmanager
-def http_target(workdir: Path, body_bound: int = 16 * 1024 * 1024,
-                head_deadline: float = HEADER_TIMEOUT, db_url: str = "") -> Iterator[Target]:
+def http_target(
+    workdir: Path, body_bound: int = 16 * 1024 * 1024, head_deadline: float = HEADER_TIMEOUT, db_url: str = ""
+) -> Iterator[Target]:
     """The streamable HTTP app over a fresh database (the SQLite file, or the PostgreSQL database at ``db_url``)
     under uvicorn on loopback, and a client session to it."""
     db = workdir / "http.db"
     settings = _settings(auth_token=TOKEN, http_max_body=body_bound, db_url=db_url)
-    with Memory(db, settings=settings, clock=fixed_clock("2025-11-01T12:00:00+00:00")) as memory, \
-            running(http_app(memory), lifespan="on", header_timeout=head_deadline) as url, \
-            start_blocking_portal() as portal, portal.wrap_async_context_manager(_http_session(url)) as session:
-        target = Target("http", db, portal, session, url, body_bound=body_bound, head_deadline=head_deadline,
-                        db_url=db_url)
+    with (
+        Memory(db, settings=settings, clock=fixed_clock("2025-11-01T12:00:00+00:00")) as memory,
+        running(http_app(memory), lifespan="on", header_timeout=head_deadline) as url,
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(_http_session(url)) as session,
+    ):
+        target = Target(
+            "http", db, portal, session, url, body_bound=body_bound, head_deadline=head_deadline, db_url=db_url
+        )
         try:
             yield target
         finally:
@@ -392,8 +490,14 @@ def fuzz(target: Target, calls: int, seed: int) -> Tally:
     """``calls`` drawn calls through ``target``; every failure counted, none stops the run."""
     tally = Tally()
 
-    @settings(max_examples=calls, database=None, deadline=None, phases=[Phase.generate], derandomize=False,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=calls,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        derandomize=False,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(tool_calls())
     def run(call: tuple[str, dict[str, Any]]) -> None:
         one_call(target, *call, tally)
@@ -407,16 +511,32 @@ def fuzz(target: Target, calls: int, seed: int) -> Tally:
 
 # -- raw lines and bodies: what the client cannot send ------------------------------------------------------------
 
-_INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "fuzz", "version": "0"}}}
+_INIT = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "fuzz", "version": "0"}},
+}
 
 
 def raw_messages(count: int, seed: int) -> list[tuple[bytes, int]]:
     """``count`` hostile raw messages with their ids: valid calls whose bytes were damaged or whose values
     the client could not send (lone surrogates, 5,000-digit integers, nesting 1,000 deep, invalid UTF-8)."""
     rng = random.Random(seed)
-    poisons = [b'"\\ud800"', b'"\\udfff tail"', b"1" * 5000, b"[" * 1000 + b"]" * 1000, b'{"a":' * 500 + b"1" +
-               b"}" * 500, b'"caf\xe9"', b'"\xff\xfe"', b"NaN", b"-Infinity", b'"\\u0000"', b"1e999", b"[1,2"]
+    poisons = [
+        b'"\\ud800"',
+        b'"\\udfff tail"',
+        b"1" * 5000,
+        b"[" * 1000 + b"]" * 1000,
+        b'{"a":' * 500 + b"1" + b"}" * 500,
+        b'"caf\xe9"',
+        b'"\xff\xfe"',
+        b"NaN",
+        b"-Infinity",
+        b'"\\u0000"',
+        b"1e999",
+        b"[1,2",
+    ]
     out = []
     for number in range(count):
         request_id = 1000 + number
@@ -427,9 +547,11 @@ def raw_messages(count: int, seed: int) -> list[tuple[bytes, int]]:
         damaged = arguments.replace(b'"' + key + b'": ', b'"' + key + b'": ' + value + b', "_was": ', 1)
         if rng.random() < 0.2:  # a flipped byte anywhere in the arguments
             at = rng.randrange(len(damaged))
-            damaged = damaged[:at] + bytes([rng.randrange(256)]) + damaged[at + 1:]
-        line = (b'{"jsonrpc": "2.0", "id": ' + str(request_id).encode() + b', "method": "tools/call", "params": '
-                b'{"name": "' + name.encode() + b'", "arguments": ' + damaged + b"}}")
+            damaged = damaged[:at] + bytes([rng.randrange(256)]) + damaged[at + 1 :]
+        line = (
+            b'{"jsonrpc": "2.0", "id": ' + str(request_id).encode() + b', "method": "tools/call", "params": '
+            b'{"name": "' + name.encode() + b'", "arguments": ' + damaged + b"}}"
+        )
         out.append((line.replace(b"\n", b" "), request_id))
     return out
 
@@ -437,11 +559,19 @@ def raw_messages(count: int, seed: int) -> list[tuple[bytes, int]]:
 def raw_stdio(workdir: Path, messages: list[tuple[bytes, int]], db_url: str = "") -> tuple[int, list[str]]:
     """The raw messages as lines to a ``cuedrecall serve`` process: each must be answered (its id, or null when
     unreadable), the process must exit cleanly at EOF, nothing may carry a traceback."""
-    script = [json.dumps(_INIT).encode(), b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
-              *(line for line, _ in messages)]
+    script = [
+        json.dumps(_INIT).encode(),
+        b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        *(line for line, _ in messages),
+    ]
     done = subprocess.run(
         [sys.executable, "-m", "cuedrecall.cli", "serve", "--db", str(workdir / "raw.db"), "--embedding", "hash"],
-        input=b"\n".join(script) + b"\n", capture_output=True, timeout=600, cwd=REPO, env=_server_env(workdir, db_url))
+        input=b"\n".join(script) + b"\n",
+        capture_output=True,
+        timeout=600,
+        cwd=REPO,
+        env=_server_env(workdir, db_url),
+    )
     failures = [] if done.returncode == 0 else [f"stdio raw: the server exited {done.returncode}"]
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     answered = {body.get("id") for body in answers}
@@ -457,8 +587,11 @@ def raw_stdio(workdir: Path, messages: list[tuple[bytes, int]], db_url: str = ""
 def raw_http(url: str, messages: list[tuple[bytes, int]]) -> tuple[int, list[str]]:
     """The raw messages as HTTP bodies: each answered 200 (a tool's answer) or 4xx with a JSON-RPC error,
     never a 5xx or an empty body."""
-    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
-               "Authorization": f"Bearer {TOKEN}"}
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "Authorization": f"Bearer {TOKEN}",
+    }
     failures = []
     with httpx.Client(timeout=60) as client:
         for body, request_id in messages:
@@ -488,15 +621,41 @@ def shape_messages(count: int, seed: int) -> list[tuple[bytes, int | None]]:
             tool, shape = rng.choice(sorted(BASE)), rng.choice(sorted(SHAPES))
             out.append((body_for(tool, shape, rng.choice(SIZES), request_id, under=rng.random() < 0.4), request_id))
         elif kind < 0.8:
-            method = rng.choice(["tools/nope", "", "TOOLS/CALL", "tools/call/", "\u0000", "x" * 300,
-                                 "notifications/initialized", "rpc.discover"])
-            out.append((json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method,
-                                    "params": {"x": [1] * rng.randrange(200)}}).encode(), request_id))
+            method = rng.choice(
+                [
+                    "tools/nope",
+                    "",
+                    "TOOLS/CALL",
+                    "tools/call/",
+                    "\u0000",
+                    "x" * 300,
+                    "notifications/initialized",
+                    "rpc.discover",
+                ]
+            )
+            out.append(
+                (
+                    json.dumps(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": request_id,
+                            "method": method,
+                            "params": {"x": [1] * rng.randrange(200)},
+                        }
+                    ).encode(),
+                    request_id,
+                )
+            )
         elif kind < 0.9:
-            params = rng.choice([{}, {"arguments": {}}, {"name": 5}, {"name": "recall", "arguments": [1, 2]},
-                                 {"name": ["recall"]}])
-            out.append((json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-                                    "params": params}).encode(), request_id))
+            params = rng.choice(
+                [{}, {"arguments": {}}, {"name": 5}, {"name": "recall", "arguments": [1, 2]}, {"name": ["recall"]}]
+            )
+            out.append(
+                (
+                    json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}).encode(),
+                    request_id,
+                )
+            )
         else:
             method = rng.choice(["notifications/nope", "notifications/cancelled", "tools/call"])
             out.append((json.dumps({"jsonrpc": "2.0", "method": method, "params": {"x": 1}}).encode(), None))
@@ -506,12 +665,19 @@ def shape_messages(count: int, seed: int) -> list[tuple[bytes, int | None]]:
 def shapes_stdio(workdir: Path, messages: list[tuple[bytes, int | None]], db_url: str = "") -> tuple[int, list[str]]:
     """The shape messages as lines to a ``cuedrecall serve`` process: each request answered with its id, the
     process alive to the end and exiting 0, its log a few short lines."""
-    script = [json.dumps(_INIT).encode(), b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
-              *(line for line, _ in messages)]
+    script = [
+        json.dumps(_INIT).encode(),
+        b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        *(line for line, _ in messages),
+    ]
     done = subprocess.run(
         [sys.executable, "-m", "cuedrecall.cli", "serve", "--db", str(workdir / "shapes.db"), "--embedding", "hash"],
-        input=b"\n".join(script) + b"\n", capture_output=True, timeout=1200, cwd=REPO,
-        env=_server_env(workdir, db_url))
+        input=b"\n".join(script) + b"\n",
+        capture_output=True,
+        timeout=1200,
+        cwd=REPO,
+        env=_server_env(workdir, db_url),
+    )
     failures = [] if done.returncode == 0 else [f"stdio shapes: the server exited {done.returncode}"]
     answered = {body.get("id") for body in map(json.loads, done.stdout.splitlines())}
     unanswered = [request_id for _, request_id in messages if request_id is not None and request_id not in answered]
@@ -526,8 +692,11 @@ def shapes_stdio(workdir: Path, messages: list[tuple[bytes, int | None]], db_url
 def shapes_http(url: str, messages: list[tuple[bytes, int | None]]) -> tuple[int, list[str]]:
     """The shape messages as HTTP bodies: each request answered with a JSON-RPC error or the tool's answer
     (never a 5xx, never empty), each notification 202."""
-    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
-               "Authorization": f"Bearer {TOKEN}"}
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "Authorization": f"Bearer {TOKEN}",
+    }
     failures = []
     with httpx.Client(timeout=300) as client:
         for body, request_id in messages:
@@ -548,19 +717,37 @@ CODINGS = ("none", "chunked", "chunked twice", "gzip, chunked")
 
 def _framed(length: str, coding: str, payload: bytes, bound: int) -> bytes:
     """A POST of ``payload`` with the given Content-Length and Transfer-Encoding headers."""
-    lines = ["POST /mcp/ HTTP/1.1", "Host: 127.0.0.1", f"Authorization: Bearer {TOKEN}",
-             "Content-Type: application/json", "Accept: application/json, text/event-stream"]
-    lines += {"none": [], "right": [f"Content-Length: {len(payload)}"], "short": [f"Content-Length: {len(payload) // 2}"],
-              "over the bound": [f"Content-Length: {bound + 1}"], "not a number": ["Content-Length: 12abc"],
-              "two that differ": [f"Content-Length: {len(payload)}", f"Content-Length: {len(payload) + 1}"]}[length]
-    lines += {"none": [], "chunked": ["Transfer-Encoding: chunked"],
-              "chunked twice": ["Transfer-Encoding: chunked", "Transfer-Encoding: chunked"],
-              "gzip, chunked": ["Transfer-Encoding: gzip, chunked"]}[coding]
+    lines = [
+        "POST /mcp/ HTTP/1.1",
+        "Host: 127.0.0.1",
+        f"Authorization: Bearer {TOKEN}",
+        "Content-Type: application/json",
+        "Accept: application/json, text/event-stream",
+    ]
+    lines += {
+        "none": [],
+        "right": [f"Content-Length: {len(payload)}"],
+        "short": [f"Content-Length: {len(payload) // 2}"],
+        "over the bound": [f"Content-Length: {bound + 1}"],
+        "not a number": ["Content-Length: 12abc"],
+        "two that differ": [f"Content-Length: {len(payload)}", f"Content-Length: {len(payload) + 1}"],
+    }[length]
+    lines += {
+        "none": [],
+        "chunked": ["Transfer-Encoding: chunked"],
+        "chunked twice": ["Transfer-Encoding: chunked", "Transfer-Encoding: chunked"],
+        "gzip, chunked": ["Transfer-Encoding: gzip, chunked"],
+    }[coding]
     if coding == "none":
         body = payload
     else:
-        body = b"".join(b"%x\r\n%s\r\n" % (len(payload[i:i + 65536]), payload[i:i + 65536])
-                        for i in range(0, len(payload), 65536)) + b"0\r\n\r\n"
+        body = (
+            b"".join(
+                b"%x\r\n%s\r\n" % (len(payload[i : i + 65536]), payload[i : i + 65536])
+                for i in range(0, len(payload), 65536)
+            )
+            + b"0\r\n\r\n"
+        )
     return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
 
 
@@ -594,15 +781,25 @@ def framing_http(target: Target) -> tuple[int, list[str]]:
             for coding in CODINGS:
                 marker = f"framing-{size}-{length}-{coding}".replace(" ", "_")
                 content = marker if size == "small" else marker + " " + "x" * bound
-                payload = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-                    "name": "store", "arguments": {"agent_id": "framing", "content": content}}}).encode()
+                payload = json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "tools/call",
+                        "params": {"name": "store", "arguments": {"agent_id": "framing", "content": content}},
+                    }
+                ).encode()
                 before = row_counts(target)
                 answer, _ = _exchange(target.url, _framed(length, coding, payload, bound), 30.0)
                 sent += 1
                 status = answer[9:12].decode("ascii", "replace")
                 where = f"framing {size}, Content-Length {length}, Transfer-Encoding {coding}"
-                ambiguous = coding != "none" and length != "none" or coding in ("chunked twice", "gzip, chunked") \
-                    or length in ("not a number", "two that differ", "over the bound") or size != "small"
+                ambiguous = (
+                    (coding != "none" and length != "none")
+                    or coding in ("chunked twice", "gzip, chunked")
+                    or length in ("not a number", "two that differ", "over the bound")
+                    or size != "small"
+                )
                 if not status.isdigit() or status.startswith("5"):
                     failures.append(f"{where}: answered {answer[:60]!r}")
                 elif ambiguous and not status.startswith("4"):
@@ -613,8 +810,7 @@ def framing_http(target: Target) -> tuple[int, list[str]]:
     _, held = _exchange(target.url, head, target.head_deadline + 10)
     sent += 1
     if held > target.head_deadline + 3:
-        failures.append(f"framing: a head never finished was held {held:.0f} s (deadline "
-                        f"{target.head_deadline:g} s)")
+        failures.append(f"framing: a head never finished was held {held:.0f} s (deadline {target.head_deadline:g} s)")
     return sent, failures
 
 
@@ -622,33 +818,53 @@ def framing_http(target: Target) -> tuple[int, list[str]]:
 
 
 HEAD = [
-    "# Hostile-input fuzzing (issue 16)", "",
-    ("Every tool called through the real MCP client (`mcp` ClientSession) with arguments drawn by hypothesis "
-     "(`benchmarks/fuzz.py`), and raw damaged lines and bodies the client cannot send. The rule: every call gets a "
-     "well-formed answer, the server never dies, never answers a traceback, never writes on a refused call. "
-     "`--backend postgres` runs every server over a private PostgreSQL 16 + pgvector server (pgserver), a fresh "
-     "schema per server; the rows are then counted through a read-only store of the fuzzer's own "
-     "(`isolation_fuzz.Snapshot`, the store's read methods), on SQLite from the file."), ""]
+    "# Hostile-input fuzzing (issue 16)",
+    "",
+    (
+        "Every tool called through the real MCP client (`mcp` ClientSession) with arguments drawn by hypothesis "
+        "(`benchmarks/fuzz.py`), and raw damaged lines and bodies the client cannot send. The rule: every call gets a "
+        "well-formed answer, the server never dies, never answers a traceback, never writes on a refused call. "
+        "`--backend postgres` runs every server over a private PostgreSQL 16 + pgvector server (pgserver), a fresh "
+        "schema per server; the rows are then counted through a read-only store of the fuzzer's own "
+        "(`isolation_fuzz.Snapshot`, the store's read methods), on SQLite from the file."
+    ),
+    "",
+]
 
 
-def report(tallies: dict[str, Tally], raw: dict[str, tuple[int, list[str]]], argv: list[str], seconds: float,
-           backend: str = "sqlite") -> str:
+def report(
+    tallies: dict[str, Tally],
+    raw: dict[str, tuple[int, list[str]]],
+    argv: list[str],
+    seconds: float,
+    backend: str = "sqlite",
+) -> str:
     """This backend's section of the results file."""
     from benchmarks.pg import BACKEND_TITLES
 
-    lines = [f"## {BACKEND_TITLES[backend]}", "",
-             f"Command: `python -m benchmarks.fuzz {shlex.join(argv)}` ({seconds:.0f} s, Python "
-             f"{platform.python_version()}, {platform.machine()}).", "",
-             "| transport | calls | result | ok: false | JSON-RPC error | raised | failures |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"## {BACKEND_TITLES[backend]}",
+        "",
+        f"Command: `python -m benchmarks.fuzz {shlex.join(argv)}` ({seconds:.0f} s, Python "
+        f"{platform.python_version()}, {platform.machine()}).",
+        "",
+        "| transport | calls | result | ok: false | JSON-RPC error | raised | failures |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for transport, tally in tallies.items():
         a = tally.answers
-        lines.append(f"| {transport} | {sum(tally.calls.values())} | {a['result']} | {a['ok: false']} | "
-                     f"{a['JSON-RPC error']} | {a['raised']} | {len(tally.failures)} |")
+        lines.append(
+            f"| {transport} | {sum(tally.calls.values())} | {a['result']} | {a['ok: false']} | "
+            f"{a['JSON-RPC error']} | {a['raised']} | {len(tally.failures)} |"
+        )
     for phase, (sent, failures) in raw.items():
         lines.append(f"| {phase} | {sent} | | | | | {len(failures)} |")
-    lines += ["", "Calls per tool (both transports): " + ", ".join(
-        f"{name} {sum(t.calls[name] for t in tallies.values())}" for name in sorted(TOOLS)), ""]
+    lines += [
+        "",
+        "Calls per tool (both transports): "
+        + ", ".join(f"{name} {sum(t.calls[name] for t in tallies.values())}" for name in sorted(TOOLS)),
+        "",
+    ]
     found = [f for tally in tallies.values() for f in tally.failures] + [f for _, fs in raw.values() for f in fs]
     lines += ["### Failures", ""] + ([f"- {failure}" for failure in found[:50]] or ["None."]) + [""]
     return "\n".join(lines)
@@ -656,24 +872,27 @@ def report(tallies: dict[str, Tally], raw: dict[str, tuple[int, list[str]]], arg
 
 def _columns() -> str:
     """What the columns and phases of each section mean."""
-    lines = ["Columns: *result* a tool's valid answer, *ok: false* a refusal naming the problem (rows counted before "
-              "and after: unchanged), *JSON-RPC error* the transport's own answer to a message it cannot read, "
-              "*raised* the client call failed (a finding). Raw bytes: valid calls with one argument replaced by a "
-              "lone surrogate escape, a 5,000-digit integer, nesting 500 or 1,000 deep, invalid UTF-8, NaN, 1e999 "
-              "or a cut-off array, a fifth with one byte flipped; over stdio each line must be answered (its id, or "
-              "null when unreadable) and the process must exit 0 at EOF, over HTTP no answer may be a 5xx or empty. "
-              "The HTTP server is `http_app` with the body check (`server.http_wellformed`) inside or, until it is "
-              "wired there, around it. The SDK's HTTP client ends its session on any 4xx (a 413 or a parse "
-              "error), so the client phase keeps each call under the body bound and the transport's nesting bound; "
-              "the raw phase sends what lies beyond. *Shapes*: a tool call whose argument is an array of zeros, empty "
-              "objects or empty strings, an object of many members or a string of 12-16 MB (1, 4 or 16 MiB bodies, "
-              "or just under the message bounds of `server/jsonrpc.py`), a method the server does not have, params "
-              "that do not fit `tools/call`, notifications of unknown methods: every request answered with its id "
-              "(never a 5xx), every notification 202 over HTTP, no stdio log line over 400 bytes. *Framing*: each "
-              "Content-Length (none, right, short, over the bound, not a number, two that differ) with each "
-              "Transfer-Encoding (none, chunked, twice, `gzip, chunked`) over a small store call and one past the "
-              "body bound: never a 5xx, ambiguous framing or a body past the bound refused 4xx with no row "
-              "written; then a request head never finished, which must be closed within the head deadline.", ""]
+    lines = [
+        "Columns: *result* a tool's valid answer, *ok: false* a refusal naming the problem (rows counted before "
+        "and after: unchanged), *JSON-RPC error* the transport's own answer to a message it cannot read, "
+        "*raised* the client call failed (a finding). Raw bytes: valid calls with one argument replaced by a "
+        "lone surrogate escape, a 5,000-digit integer, nesting 500 or 1,000 deep, invalid UTF-8, NaN, 1e999 "
+        "or a cut-off array, a fifth with one byte flipped; over stdio each line must be answered (its id, or "
+        "null when unreadable) and the process must exit 0 at EOF, over HTTP no answer may be a 5xx or empty. "
+        "The HTTP server is `http_app` with the body check (`server.http_wellformed`) inside or, until it is "
+        "wired there, around it. The SDK's HTTP client ends its session on any 4xx (a 413 or a parse "
+        "error), so the client phase keeps each call under the body bound and the transport's nesting bound; "
+        "the raw phase sends what lies beyond. *Shapes*: a tool call whose argument is an array of zeros, empty "
+        "objects or empty strings, an object of many members or a string of 12-16 MB (1, 4 or 16 MiB bodies, "
+        "or just under the message bounds of `server/jsonrpc.py`), a method the server does not have, params "
+        "that do not fit `tools/call`, notifications of unknown methods: every request answered with its id "
+        "(never a 5xx), every notification 202 over HTTP, no stdio log line over 400 bytes. *Framing*: each "
+        "Content-Length (none, right, short, over the bound, not a number, two that differ) with each "
+        "Transfer-Encoding (none, chunked, twice, `gzip, chunked`) over a small store call and one past the "
+        "body bound: never a 5xx, ambiguous framing or a body past the bound refused 4xx with no row "
+        "written; then a request head never finished, which must be closed within the head deadline.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -697,10 +916,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shapes", type=int, default=30, help="hostile shapes and method names per transport")
     parser.add_argument("--seed", type=int, default=16)
     parser.add_argument("--transports", nargs="+", default=["stdio", "http"], choices=["stdio", "http"])
-    parser.add_argument("--backend", choices=pg.BACKENDS, default="sqlite",
-                        help="postgres: every server over a private PostgreSQL server (pgserver), a fresh schema each")
-    parser.add_argument("--out", type=Path, default=REPO / "benchmarks/results/fuzz.md",
-                        help="the results file: this backend's section is replaced, the other's kept")
+    parser.add_argument(
+        "--backend",
+        choices=pg.BACKENDS,
+        default="sqlite",
+        help="postgres: every server over a private PostgreSQL server (pgserver), a fresh schema each",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=REPO / "benchmarks/results/fuzz.md",
+        help="the results file: this backend's section is replaced, the other's kept",
+    )
     args = parser.parse_args(argv)
     started = time.monotonic()
     tallies: dict[str, Tally] = {}
@@ -724,12 +951,12 @@ def main(argv: list[str] | None = None) -> int:
                 raw["stdio raw bytes"] = raw_stdio(work, messages, url())
                 raw["stdio shapes"] = shapes_stdio(work, shapes, url())
             if "http" in args.transports:
-                tallies["http"] = _guarded_run("http", lambda: http_target(work, db_url=url()), args.calls, args.seed,
-                                               http_phases)
+                tallies["http"] = _guarded_run(
+                    "http", lambda: http_target(work, db_url=url()), args.calls, args.seed, http_phases
+                )
     finally:
         pg.stop()
-    section = report(tallies, raw, argv if argv is not None else sys.argv[1:], time.monotonic() - started,
-                     args.backend)
+    section = report(tallies, raw, argv if argv is not None else sys.argv[1:], time.monotonic() - started, args.backend)
     old = args.out.read_text() if args.out.exists() else ""
     args.out.write_text(pg.with_section(old, args.backend, section, "\n".join(HEAD).strip() + "\n\n" + _columns()))
     print(section)

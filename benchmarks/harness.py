@@ -15,13 +15,11 @@ relevant when it is the stored ref of one of the question's evidence turns.
 
 from __future__ import annotations
 
-import sys
-
 import argparse
-import os
-
 import math
+import os
 import pickle
+import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -36,11 +34,11 @@ import numpy as np
 
 from benchmarks.datasets import Conversation, Question, generate_long_span, load_locomo
 from cuedrecall.api import Memory
-from cuedrecall.text.sanitise import sanitise
 from cuedrecall.clock import fixed_clock
 from cuedrecall.config import Settings
 from cuedrecall.embed import make_embedder
 from cuedrecall.handlers.calibrate import TASK as CALIBRATE
+from cuedrecall.text.sanitise import sanitise
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).parent / "results"
@@ -131,8 +129,11 @@ def best_first(response: dict[str, Any]) -> list[str]:
 
 def seat_refs(response: dict[str, Any]) -> list[str]:
     """Refs of rows admitted by a held seat (match_reason.admission == "reservation"), best first."""
-    return [m["ref"] for m in reversed(response.get("messages") or [])
-            if "ref" in m and (m.get("match_reason") or {}).get("admission") == "reservation"]
+    return [
+        m["ref"]
+        for m in reversed(response.get("messages") or [])
+        if "ref" in m and (m.get("match_reason") or {}).get("admission") == "reservation"
+    ]
 
 
 # -- embedding in batches -----------------------------------------------------------------------
@@ -201,8 +202,9 @@ def new_embedder(mode: str, cache: Path | None = None) -> PrefetchEmbedder:
     return PrefetchEmbedder(make_embedder(mode), cache=cache)
 
 
-def prefetched_embedder(mode: str, datasets: Sequence["Dataset"], progress: Any,
-                        cache: Path | None = None) -> PrefetchEmbedder:
+def prefetched_embedder(
+    mode: str, datasets: Sequence[Dataset], progress: Any, cache: Path | None = None
+) -> PrefetchEmbedder:
     """An embedder that has already embedded every text of the datasets, with a progress bar."""
     embedder = new_embedder(mode, cache)
     texts = dataset_texts(datasets)
@@ -224,12 +226,20 @@ DEFAULTS = {"shipped": SHIPPED, "no-blocks": WITHOUT_BLOCKS}
 
 def add_defaults_option(parser: argparse.ArgumentParser, default: str) -> None:
     """``--defaults shipped|no-blocks`` and ``--embed-cache`` for a study that may run at the shipped defaults."""
-    parser.add_argument("--defaults", choices=sorted(DEFAULTS), default=default,
-                        help="shipped: every setting at its default, blocks built (drained before each question) "
-                             "and searched; no-blocks: the same with the block build and arm off, as the "
-                             "figures before blocks were measured (default: %(default)s)")
-    parser.add_argument("--embed-cache", type=Path, metavar="DIR",
-                        help="keep the computed vectors in DIR and reuse them in a later run (default: none)")
+    parser.add_argument(
+        "--defaults",
+        choices=sorted(DEFAULTS),
+        default=default,
+        help="shipped: every setting at its default, blocks built (drained before each question) "
+        "and searched; no-blocks: the same with the block build and arm off, as the "
+        "figures before blocks were measured (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--embed-cache",
+        type=Path,
+        metavar="DIR",
+        help="keep the computed vectors in DIR and reuse them in a later run (default: none)",
+    )
 
 
 def settings_for(embedder: str, mode: str, path: Path | str, environ: Mapping[str, str] | None = None) -> Settings:
@@ -239,8 +249,9 @@ def settings_for(embedder: str, mode: str, path: Path | str, environ: Mapping[st
     Blocks are off unless a variant turns them on: the studies' figures were measured before blocks existed,
     and a background build would make answers depend on how far it got.
     """
-    return Settings.from_env({**WITHOUT_BLOCKS, **(environ or {})}, embedding_mode=embedder, recall_mode=mode,
-                             db_path=str(path))
+    return Settings.from_env(
+        {**WITHOUT_BLOCKS, **(environ or {})}, embedding_mode=embedder, recall_mode=mode, db_path=str(path)
+    )
 
 
 def parse_setting(text: str) -> dict[str, str]:
@@ -278,8 +289,14 @@ class ConversationStore:
     ``created_at`` is what a live store would have recorded.
     """
 
-    def __init__(self, conversation: Conversation, embedder: PrefetchEmbedder, mode: str, workdir: Path,
-                 environ: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        conversation: Conversation,
+        embedder: PrefetchEmbedder,
+        mode: str,
+        workdir: Path,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
         self.conversation = conversation
         self.agent_id = conversation.conv_id
         self.path = workdir / f"{_safe(conversation.conv_id)}-{embedder.mode}-{mode}.db"
@@ -355,9 +372,15 @@ class ConversationStore:
 
     def _store(self, turn: Any) -> None:
         self.memory.clock = fixed_clock(turn.timestamp)
-        answer = self.memory.store(agent_id=self.agent_id, message={
-            "content": turn.content, "id": turn.msg_id, "timestamp": turn.timestamp,
-            "source": {"type": "User", "id": turn.speaker}})
+        answer = self.memory.store(
+            agent_id=self.agent_id,
+            message={
+                "content": turn.content,
+                "id": turn.msg_id,
+                "timestamp": turn.timestamp,
+                "source": {"type": "User", "id": turn.speaker},
+            },
+        )
         if answer.get("result") == "stored":
             self.refs[turn.msg_id] = answer["ref"]
             self.times[answer["ref"]] = datetime.fromisoformat(turn.timestamp)
@@ -369,9 +392,13 @@ class ConversationStore:
 
     def _archive(self, session: Any) -> None:
         self.memory.clock = fixed_clock(session.end_time)
-        answer = self.memory.archive_episode(agent_id=self.agent_id, summary=session.summary,
-                                             keywords=session.keywords, start_time=session.start_time,
-                                             end_time=session.end_time)
+        answer = self.memory.archive_episode(
+            agent_id=self.agent_id,
+            summary=session.summary,
+            keywords=session.keywords,
+            start_time=session.start_time,
+            end_time=session.end_time,
+        )
         if not answer.get("ok"):
             raise RuntimeError(f"archive_episode refused session {session.session}: {answer}")
         self.episodes[session.session] = answer["ref"]
@@ -394,8 +421,9 @@ class ConversationStore:
         """The session a stored ref belongs to: its turn's, or the one its episode summarises."""
         if not hasattr(self, "_session_by_ref"):
             self._session_by_ref = {ref: s for s, ref in self.episodes.items()}
-            self._session_by_ref.update({self.refs[t.msg_id]: t.session for t in self.conversation.turns
-                                         if t.msg_id in self.refs})
+            self._session_by_ref.update(
+                {self.refs[t.msg_id]: t.session for t in self.conversation.turns if t.msg_id in self.refs}
+            )
         elif len(self._session_by_ref) < len(self.refs):  # more was stored since: read again
             del self._session_by_ref
             return self.session_of(ref)
@@ -411,8 +439,9 @@ class ConversationStore:
         times = [t for ref, t in self.times.items() if ref.startswith("mem:")]
         return (min(times), max(times)) if times else None
 
-    def ask(self, question: Question, *, limit: int = LIMIT, time_cue: dict[str, Any] | None = None,
-            trace: bool = False) -> dict[str, Any]:
+    def ask(
+        self, question: Question, *, limit: int = LIMIT, time_cue: dict[str, Any] | None = None, trace: bool = False
+    ) -> dict[str, Any]:
         """One recall with the question's asked_at as now; an ok:false answer is an error here."""
         self.memory.clock = fixed_clock(question.asked_at)
         arguments: dict[str, Any] = {"agent_id": self.agent_id, "query": question.text, "limit": limit}
@@ -428,8 +457,9 @@ class ConversationStore:
 
 def store_texts(conversation: Conversation, cap: int) -> list[str]:
     """The texts ``store`` and ``archive_episode`` will embed, as they will embed them (sanitised)."""
-    return ([sanitise(t.content, cap)[0] for t in conversation.turns]
-            + [sanitise(s.summary, cap)[0] for s in conversation.sessions])
+    return [sanitise(t.content, cap)[0] for t in conversation.turns] + [
+        sanitise(s.summary, cap)[0] for s in conversation.sessions
+    ]
 
 
 def repeated_turns(conversation: Conversation) -> int:
@@ -444,7 +474,7 @@ def repeated_turns(conversation: Conversation) -> int:
     return repeats
 
 
-def dataset_facts(datasets: Sequence["Dataset"]) -> list[str]:
+def dataset_facts(datasets: Sequence[Dataset]) -> list[str]:
     """One markdown bullet per dataset: its size, and how many turns the store skips as repeats."""
     lines = []
     for d in datasets:
@@ -452,9 +482,11 @@ def dataset_facts(datasets: Sequence["Dataset"]) -> list[str]:
         repeats = sum(repeated_turns(c) for c in d.conversations)
         sessions = sum(len(c.sessions) for c in d.conversations)
         questions = sum(len(c.questions) for c in d.conversations)
-        lines.append(f"- {d.name}: {len(d.conversations)} conversation(s), {turns:,} turns ({repeats:,} repeat an "
-                     f"earlier turn's exact text, so the store keeps {turns - repeats:,} memories), {sessions} "
-                     f"session summaries, {questions} questions.")
+        lines.append(
+            f"- {d.name}: {len(d.conversations)} conversation(s), {turns:,} turns ({repeats:,} repeat an "
+            f"earlier turn's exact text, so the store keeps {turns - repeats:,} memories), {sessions} "
+            f"session summaries, {questions} questions."
+        )
     return lines
 
 
@@ -462,8 +494,9 @@ def in_time_order(questions: Iterable[Question]) -> list[Question]:
     return sorted(questions, key=lambda q: (datetime.fromisoformat(q.asked_at), q.qid))
 
 
-def replay(store: ConversationStore, questions: Iterable[Question], history: str,
-           progress: Callable[[int], None] | None = None) -> Iterator[Question]:
+def replay(
+    store: ConversationStore, questions: Iterable[Question], history: str, progress: Callable[[int], None] | None = None
+) -> Iterator[Question]:
     """Yield the questions in time order with the store filled as ``history`` says."""
     if history not in HISTORIES:
         raise ValueError(f"history must be one of {HISTORIES}, not {history!r}")
@@ -503,8 +536,9 @@ class Dataset:
         return not (self.name == "locomo" and question.category in LOCOMO_EXCLUDED)
 
 
-def load_datasets(locomo: str | Path | None, limit_conversations: int | None,
-                  long_span: str | None, seed: int = 0) -> list[Dataset]:
+def load_datasets(
+    locomo: str | Path | None, limit_conversations: int | None, long_span: str | None, seed: int = 0
+) -> list[Dataset]:
     """LoCoMo from a path (None or "none" skips it) and the long-span generator (size None or "none" skips it)."""
     out: list[Dataset] = []
     if locomo is not None and str(locomo) != "none":
@@ -560,30 +594,45 @@ def command_line(prog: str, argv: Sequence[str]) -> str:
 # -- the command line both studies share ------------------------------------------------------
 
 
-def study_parser(prog: str, description: str, out_name: str, embedders: list[str],
-                 modes: list[str]) -> argparse.ArgumentParser:
+def study_parser(
+    prog: str, description: str, out_name: str, embedders: list[str], modes: list[str]
+) -> argparse.ArgumentParser:
     """The options of a study over LoCoMo and the long-span history (retrieval, time cue)."""
     parser = argparse.ArgumentParser(prog=f"python -m {prog}", description=description)
-    parser.add_argument("--locomo", default=DEFAULT_LOCOMO,
-                        help="LoCoMo JSON file, or 'none' to skip it (default: $CUEDRECALL_LOCOMO)")
-    parser.add_argument("--long-span", choices=["small", "large", "none"], default="large",
-                        help="size of the generated long-span history, or none (default: %(default)s)")
+    parser.add_argument(
+        "--locomo", default=DEFAULT_LOCOMO, help="LoCoMo JSON file, or 'none' to skip it (default: $CUEDRECALL_LOCOMO)"
+    )
+    parser.add_argument(
+        "--long-span",
+        choices=["small", "large", "none"],
+        default="large",
+        help="size of the generated long-span history, or none (default: %(default)s)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="long-span generator seed (default: %(default)s)")
     parser.add_argument("--embedders", nargs="+", choices=["local", "hash"], default=embedders)
     parser.add_argument("--modes", nargs="+", choices=["rrf", "rsf"], default=modes)
     parser.add_argument("--limit-conversations", type=int, default=None, help="only the first N LoCoMo conversations")
     parser.add_argument("--limit", type=int, default=LIMIT, help="recall limit (default: %(default)s)")
-    parser.add_argument("--history", choices=HISTORIES, default="asked",
-                        help="asked: the store holds only what was stored before the question was asked; "
-                             "all: the whole history first (default: %(default)s)")
+    parser.add_argument(
+        "--history",
+        choices=HISTORIES,
+        default="asked",
+        help="asked: the store holds only what was stored before the question was asked; "
+        "all: the whole history first (default: %(default)s)",
+    )
     parser.add_argument("--workdir", type=Path, help="keep the databases here (default: a temporary folder)")
-    parser.add_argument("--out", type=Path, default=RESULTS / out_name,
-                        help="markdown file; the PNG goes next to it (default: %(default)s)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=RESULTS / out_name,
+        help="markdown file; the PNG goes next to it (default: %(default)s)",
+    )
     return parser
 
 
-def run_study(argv: Sequence[str] | None, parser: argparse.ArgumentParser, study: Any, console: Any,
-              nothing: str) -> int:
+def run_study(
+    argv: Sequence[str] | None, parser: argparse.ArgumentParser, study: Any, console: Any, nothing: str
+) -> int:
     """Parse, run, plot, write the report and print the summary: the flow of every study script.
 
     ``study`` is the script's module: it provides run, plot, render and print_summary.

@@ -38,9 +38,10 @@ import re
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import astuple, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
 
 REPO = Path(__file__).resolve().parents[1]
 AGENTS = ("agent-1", "agent-2", "agent-3")
@@ -52,8 +53,11 @@ READ_CHANNELS = ("", "c1", "c2", "c9")
 READ_SOURCES = ("", "discord:", "discord:alice", "slack", "Discord:", "x")
 SHARED_NAMES = ("Alice", "Harbour Co")  # entities every agent declares: one agent's must never answer another's
 WORDS = ("harbour", "ledger", "violin", "orchard", "comet", "lantern", "glacier", "pepper")
-CUES = (None, {"after": "2025-01-01", "before": "2026-01-01", "confidence": "sure"},
-        {"ago": {"unit": "months", "value": 1}, "confidence": "vague"})
+CUES = (
+    None,
+    {"after": "2025-01-01", "before": "2026-01-01", "confidence": "sure"},
+    {"ago": {"unit": "months", "value": 1}, "confidence": "vague"},
+)
 TOKEN = re.compile(r"\b[repn]\d+z\b")
 REF = re.compile(r"\b(?:mem|ep):\d+\b")
 # What the fuzzer found while it was built, each fixed in the module that leaked, with its test
@@ -62,8 +66,17 @@ FOUND = (
     "project, channel or source asked for: fixed in cuedrecall/graph/traverse.py (`Scope.reads`), "
     "tests/test_isolation_tools.py::test_traverse_names_a_relations_anchor_only_when_the_scope_reads_that_record",
 )
-SNAPSHOT_TABLES = ("memories", "episodes", "profiles", "entities", "entity_aliases", "entity_mentions", "relations",
-                   "calibration", "recall_precision")
+SNAPSHOT_TABLES = (
+    "memories",
+    "episodes",
+    "profiles",
+    "entities",
+    "entity_aliases",
+    "entity_mentions",
+    "relations",
+    "calibration",
+    "recall_precision",
+)
 
 
 class Chooser(Protocol):
@@ -157,19 +170,34 @@ class World:
                     for source in SOURCES:
                         text = self.text("r", rng) + ("  \n\n\n  tail" if rng.random() < 0.1 else "")
                         message = {"content": text, **({"source": {"type": "User", "id": source}} if source else {})}
-                        stored = m.store(agent_id=agent, message=message, project_id=project, channel=channel,
-                                         lock=rng.random() < 0.1)
+                        stored = m.store(
+                            agent_id=agent,
+                            message=message,
+                            project_id=project,
+                            channel=channel,
+                            lock=rng.random() < 0.1,
+                        )
                         refs.append(stored["ref"])
-                    m.archive_episode(agent_id=agent, summary=self.text("e", rng), keywords=rng.choice(WORDS),
-                                      project_id=project, channel=channel)
+                    m.archive_episode(
+                        agent_id=agent,
+                        summary=self.text("e", rng),
+                        keywords=rng.choice(WORDS),
+                        project_id=project,
+                        channel=channel,
+                    )
             m.update_profile(agent_id=agent, profile=f"profile {self.token('p')} of {agent}")
             for project in ("", "p1"):
                 names = [*SHARED_NAMES, f"entity {self.token('n')}"]
-                relations = [{"subject": names[0], "predicate": "knows", "object": names[2]},
-                             {"subject": refs[0], "predicate": "supports", "object": refs[1]}]
-                m.declare_associations(agent_id=agent, project_id=project, anchor_ref=rng.choice(refs),
-                                       associations={"entities": [{"name": n} for n in names],
-                                                     "relations": relations})
+                relations = [
+                    {"subject": names[0], "predicate": "knows", "object": names[2]},
+                    {"subject": refs[0], "predicate": "supports", "object": refs[1]},
+                ]
+                m.declare_associations(
+                    agent_id=agent,
+                    project_id=project,
+                    anchor_ref=rng.choice(refs),
+                    associations={"entities": [{"name": n} for n in names], "relations": relations},
+                )
         self.reload()
 
     def reload(self) -> None:
@@ -180,8 +208,13 @@ class World:
         for kind, prefix, field_name in ((MEMORY, "mem", "content"), (EPISODE, "ep", "summary")):
             for row in self.memory.store_.export_rows(kind, ""):
                 source = json.loads(row["source"]).get("id", "") if kind == MEMORY and row["source"] else ""
-                owner = Owner("memory" if kind == MEMORY else "episode", row["agent_id"], row["project_id"],
-                              row["channel"], source if isinstance(source, str) else "")
+                owner = Owner(
+                    "memory" if kind == MEMORY else "episode",
+                    row["agent_id"],
+                    row["project_id"],
+                    row["channel"],
+                    source if isinstance(source, str) else "",
+                )
                 self.refs[f"{prefix}:{row['id']}"] = owner
                 self._own(row[field_name], owner)
         for agent, table in self.snapshot().items():
@@ -318,8 +351,11 @@ def _scope_args(scope: Scope) -> dict[str, Any]:
 def _query(w: World, c: Chooser) -> str:
     """A query naming any agent's token (most often), a few words, or nothing."""
     tokens = sorted(w.tokens)
-    return c.pick(("", "harbour", "harbour lantern", *(tokens[c.integer(0, len(tokens) - 1)] for _ in range(3)))) \
-        if tokens else "harbour"
+    return (
+        c.pick(("", "harbour", "harbour lantern", *(tokens[c.integer(0, len(tokens) - 1)] for _ in range(3))))
+        if tokens
+        else "harbour"
+    )
 
 
 def _some_refs(w: World, c: Chooser, prefix: str = "") -> list[str]:
@@ -335,8 +371,13 @@ def recall_call(w: World, c: Chooser) -> Call:
     caller = _agent(c, unknown=True)
     scope = _read_scope(c, caller)
     tool = c.pick(("recall", "recall", "recall_with_context"))
-    args = {"agent_id": caller, "query": _query(w, c), "limit": c.pick((5, 50, 100)), "deep": c.pick((False, True)),
-            **_scope_args(scope)}
+    args = {
+        "agent_id": caller,
+        "query": _query(w, c),
+        "limit": c.pick((5, 50, 100)),
+        "deep": c.pick((False, True)),
+        **_scope_args(scope),
+    }
     if tool == "recall":
         args.update(trace=c.pick((False, True)), full_content=c.pick((False, True)), time_cue=c.pick(CUES))
     return Call(tool, args, caller, scope=scope)
@@ -345,9 +386,16 @@ def recall_call(w: World, c: Chooser) -> Call:
 def reconstruct_call(w: World, c: Chooser) -> Call:
     caller = _agent(c, unknown=True)
     scope = _read_scope(c, caller)
-    args = {"agent_id": caller, "query": _query(w, c) or "harbour", "count": c.pick((3, 10)),
-            "max_hops": c.integer(0, 2), "lite": c.pick((False, True)), "trace": c.pick((False, True)),
-            "time_cue": c.pick(CUES), **_scope_args(scope)}
+    args = {
+        "agent_id": caller,
+        "query": _query(w, c) or "harbour",
+        "count": c.pick((3, 10)),
+        "max_hops": c.integer(0, 2),
+        "lite": c.pick((False, True)),
+        "trace": c.pick((False, True)),
+        "time_cue": c.pick(CUES),
+        **_scope_args(scope),
+    }
     return Call("reconstruct", args, caller, scope=scope)
 
 
@@ -362,8 +410,13 @@ def traverse_call(w: World, c: Chooser) -> Call:
     caller = _agent(c, unknown=True)
     scope = _read_scope(c, caller)
     names = [*SHARED_NAMES, *(f"entity {t}" for t in sorted(w.tokens) if t.startswith("n"))]
-    args = {"agent_id": caller, "entity": c.pick(names), "max_hops": c.integer(0, 3), "limit": 100,
-            **_scope_args(scope)}
+    args = {
+        "agent_id": caller,
+        "entity": c.pick(names),
+        "max_hops": c.integer(0, 3),
+        "limit": 100,
+        **_scope_args(scope),
+    }
     return Call("traverse", args, caller, scope=scope)
 
 
@@ -397,12 +450,26 @@ def row_write_call(w: World, c: Chooser) -> Call:
 def agent_write_call(w: World, c: Chooser) -> Call:
     """A write on the caller's own memory as a whole: store, episode, profile, associations, repairs, tuning."""
     caller = _agent(c)
-    tool = c.pick(("store", "archive_episode", "update_profile", "declare_associations", "declare_associations",
-                   "check_health", "deep_check", "calibrate_threshold", "set_recall_precision"))
+    tool = c.pick(
+        (
+            "store",
+            "archive_episode",
+            "update_profile",
+            "declare_associations",
+            "declare_associations",
+            "check_health",
+            "deep_check",
+            "calibrate_threshold",
+            "set_recall_precision",
+        )
+    )
     args: dict[str, Any] = {"agent_id": caller}
     if tool == "store":
-        args.update(content=c.pick((w.text("r"), *(f"duplicate of {t}" for t in list(w.tokens)[:2]))),
-                    project_id=c.pick(PROJECTS), channel=c.pick(CHANNELS))
+        args.update(
+            content=c.pick((w.text("r"), *(f"duplicate of {t}" for t in list(w.tokens)[:2]))),
+            project_id=c.pick(PROJECTS),
+            channel=c.pick(CHANNELS),
+        )
     elif tool == "archive_episode":
         args.update(summary=w.text("e"), project_id=c.pick(PROJECTS), channel=c.pick(CHANNELS))
     elif tool == "update_profile":
@@ -422,12 +489,19 @@ def _associations(w: World, c: Chooser) -> dict[str, Any]:
     """Entities (one named like every agent's), relations between any agent's refs, an anchor of any agent,
     and retractions of relation and mention ids that are most often another agent's."""
     refs = _some_refs(w, c)
-    return {"anchor_ref": c.pick(refs), "project_id": c.pick(PROJECTS), "channel": c.pick(CHANNELS),
-            "associations": {"entities": [{"name": c.pick(SHARED_NAMES)}, {"name": f"entity {w.token('n')}"}],
-                             "relations": [{"subject": c.pick(refs), "predicate": "supports", "object": c.pick(refs)},
-                                           {"subject": c.pick(SHARED_NAMES), "predicate": "knows", "object": "Bob"}]},
-            "retract": {"relations": [c.integer(1, 40)], "mentions": [{"entity": c.integer(1, 20),
-                                                                        "ref": c.pick(refs)}]}}
+    return {
+        "anchor_ref": c.pick(refs),
+        "project_id": c.pick(PROJECTS),
+        "channel": c.pick(CHANNELS),
+        "associations": {
+            "entities": [{"name": c.pick(SHARED_NAMES)}, {"name": f"entity {w.token('n')}"}],
+            "relations": [
+                {"subject": c.pick(refs), "predicate": "supports", "object": c.pick(refs)},
+                {"subject": c.pick(SHARED_NAMES), "predicate": "knows", "object": "Bob"},
+            ],
+        },
+        "retract": {"relations": [c.integer(1, 40)], "mentions": [{"entity": c.integer(1, 20), "ref": c.pick(refs)}]},
+    }
 
 
 def merge_call(w: World, c: Chooser) -> Call:
@@ -444,8 +518,9 @@ def _strings(value: Any, where: str) -> list[tuple[str, str]]:
     if isinstance(value, list):
         return [found for i, item in enumerate(value) for found in _strings(item, f"{where}[{i}]")]
     if isinstance(value, dict):
-        return [(f"{where}.{key}", where.split(".")[0].split("[")[0]) for key in value] + \
-            [found for key, item in value.items() for found in _strings(item, f"{where}.{key}")]
+        return [(f"{where}.{key}", where.split(".")[0].split("[")[0]) for key in value] + [
+            found for key, item in value.items() for found in _strings(item, f"{where}.{key}")
+        ]
     return []
 
 
@@ -457,7 +532,7 @@ def _with_nul(value: Any, path: list[str | int], at: int) -> Any:
     if isinstance(value, list):
         return [_with_nul(item, rest, at) if i == step else item for i, item in enumerate(value)]
     if not rest and isinstance(step, str) and step.startswith("\x01key:"):
-        key = step[len("\x01key:"):]
+        key = step[len("\x01key:") :]
         return {(k[:at] + "\x00" + k[at:] if k == key else k): v for k, v in value.items()}
     return {k: (_with_nul(v, rest, at) if k == step else v) for k, v in value.items()}
 
@@ -496,10 +571,9 @@ def nul_call(w: World, c: Chooser) -> Call:
     path, _ = _path(base.args[name], c.integer(0, 10_000))
     text = base.args[name]
     for step in path:
-        text = step[len("\x01key:"):] if isinstance(step, str) and step.startswith("\x01key:") else text[step]
+        text = step[len("\x01key:") :] if isinstance(step, str) and step.startswith("\x01key:") else text[step]
     args = {**base.args, name: _with_nul(base.args[name], path, c.integer(0, len(text)))}
-    return Call(base.tool, args, base.caller, frozenset(), base.scope, base.target, base.target_owner,
-                nul=name)
+    return Call(base.tool, args, base.caller, frozenset(), base.scope, base.target, base.target_owner, nul=name)
 
 
 def flood_call(w: World, c: Chooser) -> Call:
@@ -518,8 +592,15 @@ def wipe_call(w: World, c: Chooser) -> Call:
 
 # (generator, weight): reads most, a whole agent wiped rarely
 CALLS: tuple[tuple[Callable[[World, Chooser], Call], int], ...] = (
-    (recall_call, 24), (reconstruct_call, 12), (get_contents_call, 16), (traverse_call, 12), (list_call, 16),
-    (row_write_call, 24), (agent_write_call, 20), (merge_call, 3), (wipe_call, 1),
+    (recall_call, 24),
+    (reconstruct_call, 12),
+    (get_contents_call, 16),
+    (traverse_call, 12),
+    (list_call, 16),
+    (row_write_call, 24),
+    (agent_write_call, 20),
+    (merge_call, 3),
+    (wipe_call, 1),
 )
 _WEIGHTED = [make for make, weight in CALLS for _ in range(weight)]
 # the hostile calls, drawn beside the others: a NUL in any string, a scope never seen before
@@ -548,9 +629,15 @@ def shown_leaks(w: World, call: Call, shown: str, prior: tuple[dict[str, Owner],
     return leaks
 
 
-def rule_breaks(w: World, call: Call, answer: dict[str, Any], shown: str, before: dict[str, Any],
-                after: dict[str, Any], prior: tuple[dict[str, Owner], dict[str, list[Owner]]] | None = None,
-                ) -> list[str]:
+def rule_breaks(
+    w: World,
+    call: Call,
+    answer: dict[str, Any],
+    shown: str,
+    before: dict[str, Any],
+    after: dict[str, Any],
+    prior: tuple[dict[str, Owner], dict[str, list[Owner]]] | None = None,
+) -> list[str]:
     """What the call did that the rules of the module docstring forbid ([] when nothing); ``w`` is the world
     after the call, ``prior`` its refs and tokens before (the same when not given)."""
     prior = prior or (w.refs, w.tokens)
@@ -623,8 +710,13 @@ def _replenish(w: World, rng: random.Random) -> None:
     for agent in empty:
         for project in PROJECTS:
             for channel in CHANNELS:
-                w.memory.store(agent_id=agent, content=w.text("r", rng), project_id=project, channel=channel,
-                               source={"type": "User", "id": rng.choice(SOURCES[1:])})
+                w.memory.store(
+                    agent_id=agent,
+                    content=w.text("r", rng),
+                    project_id=project,
+                    channel=channel,
+                    source={"type": "User", "id": rng.choice(SOURCES[1:])},
+                )
         w.memory.archive_episode(agent_id=agent, summary=w.text("e", rng), channel=rng.choice(CHANNELS))
     if empty:
         w.reload()
@@ -649,8 +741,15 @@ def open_world(workdir: Path, seed: int, db_url: str = "") -> World:
     from cuedrecall.clock import fixed_clock
     from cuedrecall.config import Settings
 
-    settings = Settings.from_env({}, db_path=str(workdir / "iso.db"), db_url=db_url, embedding_mode="hash",
-                                 block_build_enabled=False, block_retrieval_enabled=False, calibrate_on_growth=False)
+    settings = Settings.from_env(
+        {},
+        db_path=str(workdir / "iso.db"),
+        db_url=db_url,
+        embedding_mode="hash",
+        block_build_enabled=False,
+        block_retrieval_enabled=False,
+        calibrate_on_growth=False,
+    )
     world = World(Memory(settings=settings, clock=fixed_clock("2025-11-01T12:00:00+00:00"), background=False))
     (workdir / "exports").mkdir(exist_ok=True)
     world.populate(random.Random(seed))
@@ -673,8 +772,9 @@ def _flood(call: Call) -> bool:
     return call.nul is None and str(call.args.get("source_id", "")).startswith("flood-")
 
 
-def run(calls: int, seed: int, workdir: Path, progress: Callable[[str], None] | None = None,
-        db_url: str = "") -> Report:
+def run(
+    calls: int, seed: int, workdir: Path, progress: Callable[[str], None] | None = None, db_url: str = ""
+) -> Report:
     world = open_world(workdir, seed, db_url)
     chooser, report, started = RandomChooser(random.Random(seed)), Report(), time.monotonic()
     try:
@@ -696,15 +796,17 @@ def run(calls: int, seed: int, workdir: Path, progress: Callable[[str], None] | 
     return report
 
 
-HEAD = ("# Isolation fuzz (issue 16)\n\n"
-        "Random calls of every tool that reads or writes an agent's rows, as one of three agents (or an unknown "
-        "one), against a store where every text carries a token of its own; after each call the rules of "
-        "`benchmarks/isolation_fuzz.py` are checked (no ref or token outside the scope asked for, no row of another "
-        "agent changed, a refused call changes nothing, another agent's refs reported missing, a NUL in any string "
-        "refused by name with nothing written, a flood of new scopes kept within the statistics' bound). The rows "
-        "are read before and after each call through the store's own read methods (`Snapshot`), the same on both "
-        "backends; `--backend postgres` runs the store in a private PostgreSQL 16 + pgvector server (pgserver), a "
-        "fresh schema per run.\n")
+HEAD = (
+    "# Isolation fuzz (issue 16)\n\n"
+    "Random calls of every tool that reads or writes an agent's rows, as one of three agents (or an unknown "
+    "one), against a store where every text carries a token of its own; after each call the rules of "
+    "`benchmarks/isolation_fuzz.py` are checked (no ref or token outside the scope asked for, no row of another "
+    "agent changed, a refused call changes nothing, another agent's refs reported missing, a NUL in any string "
+    "refused by name with nothing written, a flood of new scopes kept within the statistics' bound). The rows "
+    "are read before and after each call through the store's own read methods (`Snapshot`), the same on both "
+    "backends; `--backend postgres` runs the store in a private PostgreSQL 16 + pgvector server (pgserver), a "
+    "fresh schema per run.\n"
+)
 TAIL = "## Found while the fuzzer was built, and fixed\n\n" + "\n".join(f"- {f}" for f in FOUND) + "\n"
 
 
@@ -712,16 +814,20 @@ def markdown(report: Report, command: str, backend: str = "sqlite") -> str:
     """This backend's section of the results file."""
     from benchmarks.pg import BACKEND_TITLES
 
-    rows = "\n".join(f"| {tool} | {n} | {report.refused.get(tool, 0)} | {report.showing.get(tool, 0)} |"
-                     for tool, n in sorted(report.calls.items(), key=lambda kv: -kv[1]))
+    rows = "\n".join(
+        f"| {tool} | {n} | {report.refused.get(tool, 0)} | {report.showing.get(tool, 0)} |"
+        for tool, n in sorted(report.calls.items(), key=lambda kv: -kv[1])
+    )
     problems = "\n".join(f"- {p}" for p in report.problems[:50]) or "none"
-    return (f"## {BACKEND_TITLES[backend]}\n\nCommand: `{command}`\n\n"
-            f"- calls: {sum(report.calls.values())}\n- rule breaks: {len(report.problems)}\n"
-            f"- hostile calls among them: {report.nul} with a NUL in one string ({report.nul_refused} refused), "
-            f"{report.flood} recalls naming a scope never seen\n"
-            f"- time: {report.seconds:.0f} s\n\n| tool | calls | refused (ok: false) | answers showing some row's text "
-            f"|\n|---|---:|---:|---:|\n{rows}\n\n"
-            f"### Rule breaks (the first 50)\n\n{problems}\n")
+    return (
+        f"## {BACKEND_TITLES[backend]}\n\nCommand: `{command}`\n\n"
+        f"- calls: {sum(report.calls.values())}\n- rule breaks: {len(report.problems)}\n"
+        f"- hostile calls among them: {report.nul} with a NUL in one string ({report.nul_refused} refused), "
+        f"{report.flood} recalls naming a scope never seen\n"
+        f"- time: {report.seconds:.0f} s\n\n| tool | calls | refused (ok: false) | answers showing some row's text "
+        f"|\n|---|---:|---:|---:|\n{rows}\n\n"
+        f"### Rule breaks (the first 50)\n\n{problems}\n"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -730,15 +836,28 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=16)
-    parser.add_argument("--backend", choices=pg.BACKENDS, default="sqlite",
-                        help="postgres: a private PostgreSQL server (pgserver), a fresh schema for the run")
-    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "isolation.md",
-                        help="the results file: this backend's section is replaced, the other's kept")
+    parser.add_argument(
+        "--backend",
+        choices=pg.BACKENDS,
+        default="sqlite",
+        help="postgres: a private PostgreSQL server (pgserver), a fresh schema for the run",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=REPO / "benchmarks" / "results" / "isolation.md",
+        help="the results file: this backend's section is replaced, the other's kept",
+    )
     args = parser.parse_args(argv)
     try:
         with tempfile.TemporaryDirectory(prefix="isolation-") as workdir:
-            report = run(args.calls, args.seed, Path(workdir), progress=lambda line: print(line, flush=True),
-                         db_url=pg.db_url(args.backend))
+            report = run(
+                args.calls,
+                args.seed,
+                Path(workdir),
+                progress=lambda line: print(line, flush=True),
+                db_url=pg.db_url(args.backend),
+            )
     finally:
         pg.stop()
     command = "python -m benchmarks.isolation_fuzz " + " ".join(argv if argv is not None else sys.argv[1:])

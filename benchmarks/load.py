@@ -38,11 +38,11 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, Iterator
+from typing import Any
 
 import anyio
 import numpy as np
@@ -57,14 +57,42 @@ from cuedrecall.store.base import MEMORY
 
 AGENT = "load"
 TOKEN = "load-benchmark-token"
-WORDS = ("ferry harbour lantern orchard violin glacier pepper tunnel meadow copper saddle rocket "
-         "quartz willow mirror canyon basil falcon ember marble thistle comet pebble walnut").split()
+WORDS = [
+    "ferry",
+    "harbour",
+    "lantern",
+    "orchard",
+    "violin",
+    "glacier",
+    "pepper",
+    "tunnel",
+    "meadow",
+    "copper",
+    "saddle",
+    "rocket",
+    "quartz",
+    "willow",
+    "mirror",
+    "canyon",
+    "basil",
+    "falcon",
+    "ember",
+    "marble",
+    "thistle",
+    "comet",
+    "pebble",
+    "walnut",
+]
 MAX_CALLS = 200_000  # per phase, whatever the time: a bound on the work one run can do
 # the servers' background work (block building, calibration as an agent grows) is off, so the figures are the
 # calls' own and not a backfill of the prefilled rows competing with them
-SERVER_ENV = {"CUEDRECALL_EMBEDDING_MODE": "hash", "CUEDRECALL_AUTH_TOKEN": TOKEN,
-              "CUEDRECALL_BLOCK_BUILD_ENABLED": "false", "CUEDRECALL_BLOCK_RETRIEVAL_ENABLED": "false",
-              "CUEDRECALL_CALIBRATE_ON_GROWTH": "false"}
+SERVER_ENV = {
+    "CUEDRECALL_EMBEDDING_MODE": "hash",
+    "CUEDRECALL_AUTH_TOKEN": TOKEN,
+    "CUEDRECALL_BLOCK_BUILD_ENABLED": "false",
+    "CUEDRECALL_BLOCK_RETRIEVAL_ENABLED": "false",
+    "CUEDRECALL_CALIBRATE_ON_GROWTH": "false",
+}
 
 
 @dataclass
@@ -83,13 +111,21 @@ class Tally:
 
     def row(self, name: str) -> dict[str, Any]:
         calls = sum(len(v) for v in self.latencies.values())
-        out: dict[str, Any] = {"phase": name, "calls": calls, "errors": len(self.errors), "locked": self.locked,
-                               "calls_per_s": calls / self.seconds if self.seconds else 0.0}
+        out: dict[str, Any] = {
+            "phase": name,
+            "calls": calls,
+            "errors": len(self.errors),
+            "locked": self.locked,
+            "calls_per_s": calls / self.seconds if self.seconds else 0.0,
+        }
         for kind, values in self.latencies.items():
             if values:
-                out[kind] = {"n": len(values), "per_s": len(values) / self.seconds,
-                             "p50_ms": float(np.percentile(values, 50)) * 1000,
-                             "p99_ms": float(np.percentile(values, 99)) * 1000}
+                out[kind] = {
+                    "n": len(values),
+                    "per_s": len(values) / self.seconds,
+                    "p50_ms": float(np.percentile(values, 50)) * 1000,
+                    "p99_ms": float(np.percentile(values, 99)) * 1000,
+                }
         return out
 
 
@@ -131,9 +167,12 @@ async def _recall(session: ClientSession, tally: Tally, query: str) -> None:
 def _well_formed(answer: Any) -> bool:
     """A recall's answer: not ok:false, a messages list, each row a dict with text (and a ref when it is a row)."""
     messages = answer.get("messages") if isinstance(answer, dict) else None
-    return (answer.get("ok") is not False and isinstance(messages, list)
-            and all(isinstance(m, dict) and isinstance(m.get("content"), str) for m in messages)
-            and all(str(m["ref"]).startswith(("mem:", "ep:")) for m in messages if "ref" in m))
+    return (
+        answer.get("ok") is not False
+        and isinstance(messages, list)
+        and all(isinstance(m, dict) and isinstance(m.get("content"), str) for m in messages)
+        and all(str(m["ref"]).startswith(("mem:", "ep:")) for m in messages if "ref" in m)
+    )
 
 
 async def _drive(session: ClientSession, tally: Tally, name: str, deadline: float, store_every: int) -> None:
@@ -180,9 +219,24 @@ def _server_env(pythonpath: str = "") -> dict[str, str]:
 def http_server(db: Path, pythonpath: str = "") -> Iterator[str]:
     """``cuedrecall serve --http`` on a free loopback port; yields its /mcp URL; killed on the way out."""
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "cuedrecall.cli", "serve", "--http", "--host", "127.0.0.1",
-                             "--port", str(port), "--db", str(db)], env=_server_env(pythonpath),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "cuedrecall.cli",
+            "serve",
+            "--http",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--db",
+            str(db),
+        ],
+        env=_server_env(pythonpath),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -213,8 +267,11 @@ async def http_sessions(url: str, count: int) -> AsyncIterator[list[ClientSessio
 @asynccontextmanager
 async def _http_session(url: str) -> AsyncIterator[ClientSession]:
     http = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
-    async with http, streamable_http_client(url, http_client=http) as (read, write, _), \
-            ClientSession(read, write) as session:
+    async with (
+        http,
+        streamable_http_client(url, http_client=http) as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
         await session.initialize()
         yield session
 
@@ -228,8 +285,9 @@ async def _nested(count: int, open_one: Any) -> AsyncIterator[list[ClientSession
         yield [first, *rest]
 
 
-async def run_http(db: Path, clients: int, recall_clients: Sequence[int], seconds: float,
-                   pythonpath: str = "") -> list[tuple[str, Tally]]:
+async def run_http(
+    db: Path, clients: int, recall_clients: Sequence[int], seconds: float, pythonpath: str = ""
+) -> list[tuple[str, Tally]]:
     """The mixed phase at ``clients`` sessions, then recall alone at each count of ``recall_clients``."""
     phases: list[tuple[str, Tally]] = []
     with http_server(db, pythonpath) as url:
@@ -246,8 +304,9 @@ async def run_http(db: Path, clients: int, recall_clients: Sequence[int], second
 
 @asynccontextmanager
 async def _stdio_session(db: Path) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "cuedrecall.cli", "serve", "--db", str(db)],
-                                   env=_server_env())
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "cuedrecall.cli", "serve", "--db", str(db)], env=_server_env()
+    )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         yield session
@@ -286,19 +345,33 @@ def _start_import(db: Path, rows: int) -> subprocess.Popen[bytes]:
     path = db.with_name("import.jsonl")
     rng = random.Random(7)
     lines = [json.dumps({"_type": "header", "version": "cuedrecall-export/1", "memory_count": rows})]
-    lines += [json.dumps({"_type": "memory", "agent_id": "importer", "content": f"imported {i}: {_text(rng, 10)}",
-                          "timestamp": "2025-01-01T00:00:00+00:00"}) for i in range(rows)]
+    lines += [
+        json.dumps(
+            {
+                "_type": "memory",
+                "agent_id": "importer",
+                "content": f"imported {i}: {_text(rng, 10)}",
+                "timestamp": "2025-01-01T00:00:00+00:00",
+            }
+        )
+        for i in range(rows)
+    ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return subprocess.Popen([sys.executable, "-m", "cuedrecall.cli", "import", str(path), "--db", str(db)],
-                            env=_server_env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [sys.executable, "-m", "cuedrecall.cli", "import", str(path), "--db", str(db)],
+        env=_server_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 # -- in one process: the store's own concurrency, without HTTP or a client in the way -----------------------------
 
 
 def _settings() -> Settings:
-    return Settings.from_env({}, embedding_mode="hash", block_build_enabled=False, block_retrieval_enabled=False,
-                             calibrate_on_growth=False)
+    return Settings.from_env(
+        {}, embedding_mode="hash", block_build_enabled=False, block_retrieval_enabled=False, calibrate_on_growth=False
+    )
 
 
 def prefill(db: Path, rows: int) -> None:
@@ -311,10 +384,17 @@ def prefill(db: Path, rows: int) -> None:
             vectors = memory.embed(texts)
             with memory.store_.write() as conn:
                 for text, vector in zip(texts, vectors):
-                    memory.store_.insert_memory(conn, {
-                        "agent_id": AGENT, "content": text, "timestamp": "2025-01-01T00:00:00+00:00",
-                        "created_at": "2025-01-01T00:00:00+00:00", "embedding": vector,
-                        "embedding_model": memory.embedder.model})
+                    memory.store_.insert_memory(
+                        conn,
+                        {
+                            "agent_id": AGENT,
+                            "content": text,
+                            "timestamp": "2025-01-01T00:00:00+00:00",
+                            "created_at": "2025-01-01T00:00:00+00:00",
+                            "embedding": vector,
+                            "embedding_model": memory.embedder.model,
+                        },
+                    )
 
 
 def run_threads(db: Path, counts: Sequence[int], seconds: float) -> list[tuple[str, Tally]]:
@@ -324,8 +404,9 @@ def run_threads(db: Path, counts: Sequence[int], seconds: float) -> list[tuple[s
         for count in counts:
             tally = Tally()
             started = time.monotonic()
-            threads = [threading.Thread(target=_recall_loop, args=(memory, tally, n, started + seconds))
-                       for n in range(count)]
+            threads = [
+                threading.Thread(target=_recall_loop, args=(memory, tally, n, started + seconds)) for n in range(count)
+            ]
             for thread in threads:
                 thread.start()
             for thread in threads:
@@ -362,8 +443,13 @@ def verify(db: Path, tallies: Sequence[Tally]) -> dict[str, Any]:
     missing = [c for c in acknowledged if copies[c] == 0]
     doubled = [c for c in acknowledged if copies[c] > 1]
     moved = [c for c, ref in acknowledged.items() if copies[c] == 1 and ref_of[c] != ref]
-    return {"acknowledged": len(acknowledged), "missing": len(missing), "doubled": len(doubled),
-            "wrong_ref": len(moved), "rows": len(rows)}
+    return {
+        "acknowledged": len(acknowledged),
+        "missing": len(missing),
+        "doubled": len(doubled),
+        "wrong_ref": len(moved),
+        "rows": len(rows),
+    }
 
 
 # -- the report -------------------------------------------------------------------------------------------------
@@ -377,22 +463,35 @@ def _cell(row: dict[str, Any], kind: str) -> str:
 
 
 def report(rows: list[dict[str, Any]], checks: dict[str, dict[str, Any]], command: str) -> str:
-    lines = ["# Load: concurrent MCP clients over HTTP, several stdio servers over one file", "",
-             f"Command: `{command}`", "",
-             f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-             "hash embedder, background block building and calibration off, every other setting at its default; "
-             "clients and servers on one machine (loopback).", "",
-             "| phase | calls/s | stores | recalls | errors | `database is locked` |",
-             "|---|---:|---|---|---:|---:|"]
+    lines = [
+        "# Load: concurrent MCP clients over HTTP, several stdio servers over one file",
+        "",
+        f"Command: `{command}`",
+        "",
+        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        "hash embedder, background block building and calibration off, every other setting at its default; "
+        "clients and servers on one machine (loopback).",
+        "",
+        "| phase | calls/s | stores | recalls | errors | `database is locked` |",
+        "|---|---:|---|---|---:|---:|",
+    ]
     for row in rows:
-        lines.append(f"| {row['phase']} | {row['calls_per_s']:.0f} | {_cell(row, 'store')} | "
-                     f"{_cell(row, 'recall')} | {row['errors']} | {row['locked']} |")
-    lines += ["", "Afterwards (the database read back):", "",
-              "| part | acknowledged stores | missing | present twice | under another ref | rows |",
-              "|---|---:|---:|---:|---:|---:|"]
+        lines.append(
+            f"| {row['phase']} | {row['calls_per_s']:.0f} | {_cell(row, 'store')} | "
+            f"{_cell(row, 'recall')} | {row['errors']} | {row['locked']} |"
+        )
+    lines += [
+        "",
+        "Afterwards (the database read back):",
+        "",
+        "| part | acknowledged stores | missing | present twice | under another ref | rows |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for part, check in checks.items():
-        lines.append(f"| {part} | {check['acknowledged']:,} | {check['missing']} | {check['doubled']} | "
-                     f"{check['wrong_ref']} | {check['rows']:,} |")
+        lines.append(
+            f"| {part} | {check['acknowledged']:,} | {check['missing']} | {check['doubled']} | "
+            f"{check['wrong_ref']} | {check['rows']:,} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -408,8 +507,11 @@ def run(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, dict[
             db = Path(folder) / f"{part}.db"
             if part == "http":
                 prefill(db, args.prefill)
-                phases = anyio.run(run_http, db, args.clients, args.recall_clients, args.seconds,
-                                   args.server_path) if args.clients else []
+                phases = (
+                    anyio.run(run_http, db, args.clients, args.recall_clients, args.seconds, args.server_path)
+                    if args.clients
+                    else []
+                )
                 phases += run_threads(db, args.threads, args.seconds)
             else:
                 phases = anyio.run(run_stdio, db, args.stdio_procs, args.seconds, args.import_rows)
@@ -423,12 +525,24 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=10.0, help="length of each phase (default 10)")
     parser.add_argument("--clients", type=int, default=8, help="HTTP sessions of the mixed phase (0: no HTTP part)")
-    parser.add_argument("--recall-clients", type=lambda s: [int(x) for x in s.split(",") if x], default=[1, 4, 8],
-                        help="concurrent sessions of each recall-only phase (default 1,4,8)")
-    parser.add_argument("--prefill", type=int, default=20000, help="rows written before the HTTP part (default "
-                        "20000), so recalls search a store of some size")
-    parser.add_argument("--threads", type=lambda s: [int(x) for x in s.split(",") if x], default=[1, 4, 8],
-                        help="threads of each in-process recall phase over the HTTP part's file (default 1,4,8)")
+    parser.add_argument(
+        "--recall-clients",
+        type=lambda s: [int(x) for x in s.split(",") if x],
+        default=[1, 4, 8],
+        help="concurrent sessions of each recall-only phase (default 1,4,8)",
+    )
+    parser.add_argument(
+        "--prefill",
+        type=int,
+        default=20000,
+        help="rows written before the HTTP part (default 20000), so recalls search a store of some size",
+    )
+    parser.add_argument(
+        "--threads",
+        type=lambda s: [int(x) for x in s.split(",") if x],
+        default=[1, 4, 8],
+        help="threads of each in-process recall phase over the HTTP part's file (default 1,4,8)",
+    )
     parser.add_argument("--stdio-procs", type=int, default=4, help="stdio server processes (0: no stdio part)")
     parser.add_argument("--import-rows", type=int, default=0, help="rows another process imports during stdio")
     parser.add_argument("--server-path", default="", help="PYTHONPATH the HTTP server runs from (an A/B of a tree)")

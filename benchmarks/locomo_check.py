@@ -14,7 +14,7 @@ import argparse
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from datetime import datetime, time, timedelta, timezone
+from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
 
 from benchmarks.datasets import Conversation, load_locomo
@@ -38,8 +38,11 @@ def problems(conversation: Conversation) -> list[str]:
     ids = [t.msg_id for t in c.turns]
     if len(ids) != len(set(ids)):
         out.append("turn ids repeat")
-    out += [f"{t.msg_id}: id or content not as the loader writes them" for t in c.turns
-            if not t.msg_id.startswith(f"{c.conv_id}:") or not t.content.startswith(f"{t.speaker}: ")]
+    out += [
+        f"{t.msg_id}: id or content not as the loader writes them"
+        for t in c.turns
+        if not t.msg_id.startswith(f"{c.conv_id}:") or not t.content.startswith(f"{t.speaker}: ")
+    ]
     by_session: dict[int, list[str]] = defaultdict(list)
     for t in c.turns:
         by_session[t.session].append(t.timestamp)
@@ -56,7 +59,7 @@ def problems(conversation: Conversation) -> list[str]:
         out.append("question ids repeat")
     known = set(ids)
     last = max((_utc(t.timestamp) for t in c.turns), default=None)
-    asked = None if last is None else datetime.combine(last.date() + timedelta(days=1), time(0), timezone.utc)
+    asked = None if last is None else datetime.combine(last.date() + timedelta(days=1), time(0), UTC)
     for q in c.questions:
         if not q.evidence or len(set(q.evidence)) != len(q.evidence) or not set(q.evidence) <= known:
             out.append(f"{q.qid}: evidence {q.evidence} is not a set of known turns")
@@ -72,13 +75,14 @@ def summary(conversation: Conversation) -> str:
     c = conversation
     per = Counter(q.category for q in c.questions)
     categories = " ".join(f"{k}:{per[k]}" for k in sorted(per))
-    return (f"{c.conv_id}: {len(c.turns)} turns in {len({t.session for t in c.turns})} sessions, "
-            f"{len(c.sessions)} summaries, {len(c.questions)} questions ({categories})")
+    return (
+        f"{c.conv_id}: {len(c.turns)} turns in {len({t.session for t in c.turns})} sessions, "
+        f"{len(c.sessions)} summaries, {len(c.questions)} questions ({categories})"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.locomo_check",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.locomo_check", description=__doc__.splitlines()[0])
     parser.add_argument("--locomo", type=Path, help="LoCoMo JSON (locomo10.json or a split of it)")
     args = parser.parse_args(argv)
     conversations = load_locomo(args.locomo)

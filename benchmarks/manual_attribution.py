@@ -40,11 +40,22 @@ PROG = "benchmarks.manual_attribution"
 FIXTURE = h.REPO / "tests" / "fixtures" / "manual_attribution.json"
 HAND_FIELDS = ("stage", "code", "stages", "reasoning")  # written by a person; regeneration keeps them
 # The code each stage of ``attribute`` means.
-STAGE_CODES = {"arms": "CANDIDATE_MISS", "gate": "FILTER_DROP", "autocut": "FILTER_DROP",
-               "count": "RANKING_MISS", "seat": "RANKING_MISS"}
+STAGE_CODES = {
+    "arms": "CANDIDATE_MISS",
+    "gate": "FILTER_DROP",
+    "autocut": "FILTER_DROP",
+    "count": "RANKING_MISS",
+    "seat": "RANKING_MISS",
+}
 # The recall of every case, as benchmarks.suspected_confirmed runs it at its defaults.
-DEFAULT_SETTINGS = {"embedder": "local", "mode": "rrf", "limit": h.LIMIT, "history": "asked", "cues": True,
-                    "environ": sc.SERVER_DEFAULTS}
+DEFAULT_SETTINGS = {
+    "embedder": "local",
+    "mode": "rrf",
+    "limit": h.LIMIT,
+    "history": "asked",
+    "cues": True,
+    "environ": sc.SERVER_DEFAULTS,
+}
 
 
 # -- checking a case ----------------------------------------------------------------------------------
@@ -59,8 +70,10 @@ def disagreements(case: dict[str, Any]) -> list[str]:
     found = attribute(case["trace"], case["gold"])
     deciding = {a["stage"] for a in found.values() if a["code"] == code}
     if case.get("stage") not in deciding or STAGE_CODES.get(case.get("stage")) != case.get("code"):
-        out.append(f"stage: the tool's evidence that gives {code} stopped at {sorted(deciding)}, "
-                   f"the hand says {case.get('stage')}")
+        out.append(
+            f"stage: the tool's evidence that gives {code} stopped at {sorted(deciding)}, "
+            f"the hand says {case.get('stage')}"
+        )
     for ref, stage in (case.get("stages") or {}).items():
         got = found[ref]["stage"] if ref in found else None
         if got != stage:
@@ -78,7 +91,7 @@ def leaked_text(trace: dict[str, Any], texts: Iterable[str]) -> list[str]:
     for text in texts:
         words = re.findall(r"[a-z0-9]+", text.lower())
         for i in range(max(0, len(words) - 3)):
-            run = " ".join(words[i:i + 4])
+            run = " ".join(words[i : i + 4])
             if re.search(rf"\b{re.escape(run)}\b", dumped):
                 leaks.append(run)
     return leaks
@@ -88,12 +101,14 @@ def leaked_text(trace: dict[str, Any], texts: Iterable[str]) -> list[str]:
 
 
 def _args(settings: dict[str, Any]) -> argparse.Namespace:
-    return argparse.Namespace(mode=settings["mode"], limit=settings["limit"], history=settings["history"],
-                              no_cues=not settings["cues"])
+    return argparse.Namespace(
+        mode=settings["mode"], limit=settings["limit"], history=settings["history"], no_cues=not settings["cues"]
+    )
 
 
-def traces_for(conversation: Conversation, embedder: h.PrefetchEmbedder, settings: dict[str, Any],
-               wanted: set[str], workdir: Path) -> dict[str, tuple[list[str], dict[str, Any]]]:
+def traces_for(
+    conversation: Conversation, embedder: h.PrefetchEmbedder, settings: dict[str, Any], wanted: set[str], workdir: Path
+) -> dict[str, tuple[list[str], dict[str, Any]]]:
     """qid -> (evidence refs, trace) of the wanted questions; every scored question is asked, as the
     benchmark asks them."""
     if settings.get("environ") != sc.SERVER_DEFAULTS:
@@ -113,8 +128,9 @@ def traces_for(conversation: Conversation, embedder: h.PrefetchEmbedder, setting
     return out
 
 
-def regenerate(fixture: dict[str, Any], conversations: Sequence[Conversation], workdir: Path,
-               add: Sequence[str] = ()) -> dict[str, Any]:
+def regenerate(
+    fixture: dict[str, Any], conversations: Sequence[Conversation], workdir: Path, add: Sequence[str] = ()
+) -> dict[str, Any]:
     """The fixture with every case's evidence refs and trace recomputed; ``add`` appends new cases."""
     settings = {**DEFAULT_SETTINGS, **fixture.get("settings", {})}
     cases = list(fixture.get("cases", []))
@@ -144,10 +160,17 @@ def regenerate(fixture: dict[str, Any], conversations: Sequence[Conversation], w
         leaks = leaked_text(trace, texts)
         if leaks:
             raise ValueError(f"{case['qid']}: the trace holds dataset text ({leaks[:3]}); nothing written")
-        out.append({"qid": case["qid"], "category": question.category,
-                    "cued": sc.cue_of(question, settings["cues"]) is not None,
-                    "evidence": list(question.evidence), "gold": gold,
-                    **{field: case.get(field) for field in HAND_FIELDS}, "trace": trace})
+        out.append(
+            {
+                "qid": case["qid"],
+                "category": question.category,
+                "cued": sc.cue_of(question, settings["cues"]) is not None,
+                "evidence": list(question.evidence),
+                "gold": gold,
+                **{field: case.get(field) for field in HAND_FIELDS},
+                "trace": trace,
+            }
+        )
     command = f"python -m {PROG} --data <LoCoMo JSON>"
     return {**fixture, "settings": settings, "command": command, "cases": out}
 

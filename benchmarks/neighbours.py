@@ -25,15 +25,21 @@ from benchmarks import harness as h
 
 RESULTS = Path(__file__).resolve().parent / "results"
 # name -> (rows kept, best rows whose neighbours are added, places either side)
-VARIANTS = {"base": (10, 0, 0), "keep 9, +-1 of the best": (9, 1, 1), "keep 8, +-1 of the best 2": (8, 2, 1),
-            "keep 7, +-1 of the best 3": (7, 3, 1), "keep 6, +-2 of the best 2": (6, 2, 2)}
+VARIANTS = {
+    "base": (10, 0, 0),
+    "keep 9, +-1 of the best": (9, 1, 1),
+    "keep 8, +-1 of the best 2": (8, 2, 1),
+    "keep 7, +-1 of the best 3": (7, 3, 1),
+    "keep 6, +-2 of the best 2": (6, 2, 2),
+}
 LIMIT = 10
 
 Place = tuple[int, list[str]]  # (index in its session, the session's refs in turn order)
 
 
-def with_neighbours(ranked: Sequence[str], places: dict[str, Place], keep: int, top: int, reach: int,
-                    limit: int = LIMIT) -> list[str]:
+def with_neighbours(
+    ranked: Sequence[str], places: dict[str, Place], keep: int, top: int, reach: int, limit: int = LIMIT
+) -> list[str]:
     """The first ``keep`` rows, the session neighbours (within ``reach``, nearest first) of the best ``top``
     rows, then the rest of ``ranked``; each ref once, at most ``limit``."""
     out = list(dict.fromkeys(ranked[:keep]))
@@ -71,21 +77,34 @@ def evaluate(dataset: h.Dataset, conversation: Any, embedder: h.PrefetchEmbedder
             ranked, places = h.best_first(store.ask(question)), session_places(store)
             for name, (keep, top, reach) in VARIANTS.items():
                 answer = with_neighbours(ranked, places, keep, top, reach)
-                rows.append({"dataset": dataset.name, "embedder": embedder.mode, "variant": name,
-                             "recall_any@10": h.recall_any(answer, gold, LIMIT), "ndcg@10": h.ndcg(answer, gold, LIMIT),
-                             "session@5": h.session_recall([store.session_of(r) for r in answer],
-                                                           store.gold_sessions(question), 5)})
+                rows.append(
+                    {
+                        "dataset": dataset.name,
+                        "embedder": embedder.mode,
+                        "variant": name,
+                        "recall_any@10": h.recall_any(answer, gold, LIMIT),
+                        "ndcg@10": h.ndcg(answer, gold, LIMIT),
+                        "session@5": h.session_recall(
+                            [store.session_of(r) for r in answer], store.gold_sessions(question), 5
+                        ),
+                    }
+                )
     finally:
         store.close()
     return rows
 
 
 def render(argv: Sequence[str], rows: list[dict]) -> str:
-    lines = ["# Neighbouring turns of the best rows: a study (issue 13)", "",
-             f"Command: `{' '.join(['python -m benchmarks.neighbours', *argv])}`", "",
-             (__doc__ or "").split("\n\n")[2].strip(), "",
-             "| dataset | embedder | variant | recall_any@10 | NDCG@10 | session@5 | n |",
-             "| --- | --- | --- | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "# Neighbouring turns of the best rows: a study (issue 13)",
+        "",
+        f"Command: `{' '.join(['python -m benchmarks.neighbours', *argv])}`",
+        "",
+        (__doc__ or "").split("\n\n")[2].strip(),
+        "",
+        "| dataset | embedder | variant | recall_any@10 | NDCG@10 | session@5 | n |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: |",
+    ]
     keys = list(dict.fromkeys((r["dataset"], r["embedder"], r["variant"]) for r in rows))
     for key in keys:
         group = [r for r in rows if (r["dataset"], r["embedder"], r["variant"]) == key]
@@ -98,12 +117,20 @@ def _changes(rows: list[dict]) -> list[str]:
     """Per dataset and embedder: the most and the least recall_any@10 a variant gives against ``base``."""
     out = []
     for dataset, embedder in dict.fromkeys((r["dataset"], r["embedder"]) for r in rows):
-        means = {v: h.mean(r["recall_any@10"] for r in rows if (r["dataset"], r["embedder"], r["variant"]) ==
-                           (dataset, embedder, v)) for v in VARIANTS}
+        means = {
+            v: h.mean(
+                r["recall_any@10"]
+                for r in rows
+                if (r["dataset"], r["embedder"], r["variant"]) == (dataset, embedder, v)
+            )
+            for v in VARIANTS
+        }
         moves = {v: (m - means["base"]) * 100 for v, m in means.items() if v != "base"}
         best, worst = max(moves, key=moves.__getitem__), min(moves, key=moves.__getitem__)
-        out.append(f"- {dataset}, {embedder}: recall_any@10 from {moves[worst]:+.1f} points ({worst}) to "
-                   f"{moves[best]:+.1f} ({best}).")
+        out.append(
+            f"- {dataset}, {embedder}: recall_any@10 from {moves[worst]:+.1f} points ({worst}) to "
+            f"{moves[best]:+.1f} ({best})."
+        )
     return out
 
 

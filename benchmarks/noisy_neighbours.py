@@ -18,8 +18,8 @@ import os
 # threads turn the vector arm's 0.3 ms product over a 10,000-row window into 2 to 4 ms of spinning.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import argparse  # noqa: E402
-import json  # noqa: E402
+import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -47,8 +47,9 @@ def build(path: Path, locomo: Path, others: int) -> None:
     """Alice's rows spread evenly among ``others`` rows of OTHER_AGENTS agents, in batches with their vectors."""
     texts = realistic.texts(locomo, others + ALICE_ROWS)
     every = max(1, (others + ALICE_ROWS) // ALICE_ROWS)
-    owners = [ALICE if i % every == 0 and i // every < ALICE_ROWS else f"other-{i % OTHER_AGENTS}"
-              for i in range(len(texts))]
+    owners = [
+        ALICE if i % every == 0 and i // every < ALICE_ROWS else f"other-{i % OTHER_AGENTS}" for i in range(len(texts))
+    ]
     with open_store(path) as memory:
         realistic.bulk_load(memory, texts, agent=owners)
 
@@ -96,25 +97,35 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def render(figures: dict[str, list[float]], before: dict[str, list[float]] | None, argv: str, questions: int,
-           load: list[float]) -> str:
+def render(
+    figures: dict[str, list[float]], before: dict[str, list[float]] | None, argv: str, questions: int, load: list[float]
+) -> str:
     head = "| other agents' rows | alice p50 ms | p90 ms | p99 ms |"
     rule = "| ---: | ---: | ---: | ---: |"
     if before:
         head += " before p50 ms | before p90 ms | before p99 ms |"
         rule += " ---: | ---: | ---: |"
-    lines = [f"Command: `python -m benchmarks.noisy_neighbours {argv}`", "",
-             "# No noisy neighbours: one agent's recall against the rows other agents hold", "",
-             f"Realistic corpus (`benchmarks/realistic.py`): alice holds {ALICE_ROWS} turns, {OTHER_AGENTS} other "
-             "agents the rest of the same text. Alice's recall in process (hash embedder, query vectors computed "
-             f"before timing, blocks off, limit 10, rrf), {questions} questions once each after {WARMUP} warm-up. "
-             f"Load average {load[0]:.2f} at the start, {load[-1]:.2f} at the end (2 shared CPUs); "
-             f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', '')}.", "", head, rule]
+    lines = [
+        f"Command: `python -m benchmarks.noisy_neighbours {argv}`",
+        "",
+        "# No noisy neighbours: one agent's recall against the rows other agents hold",
+        "",
+        f"Realistic corpus (`benchmarks/realistic.py`): alice holds {ALICE_ROWS} turns, {OTHER_AGENTS} other "
+        "agents the rest of the same text. Alice's recall in process (hash embedder, query vectors computed "
+        f"before timing, blocks off, limit 10, rrf), {questions} questions once each after {WARMUP} warm-up. "
+        f"Load average {load[0]:.2f} at the start, {load[-1]:.2f} at the end (2 shared CPUs); "
+        f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', '')}.",
+        "",
+        head,
+        rule,
+    ]
     for others, ms in figures.items():
-        row = f"| {int(others):,} | {percentile(ms, .5):.1f} | {percentile(ms, .9):.1f} | {percentile(ms, .99):.1f} |"
+        row = (
+            f"| {int(others):,} | {percentile(ms, 0.5):.1f} | {percentile(ms, 0.9):.1f} | {percentile(ms, 0.99):.1f} |"
+        )
         if before and others in before:
             old = before[others]
-            row += f" {percentile(old, .5):.1f} | {percentile(old, .9):.1f} | {percentile(old, .99):.1f} |"
+            row += f" {percentile(old, 0.5):.1f} | {percentile(old, 0.9):.1f} | {percentile(old, 0.99):.1f} |"
         lines.append(row)
     return "\n".join(lines) + "\n"
 

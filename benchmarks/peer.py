@@ -31,7 +31,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -55,20 +55,27 @@ PEER_SETTINGS: dict[str, tuple[str, str]] = {
     "CPERSONA_EMBEDDING_MODE": ("http", "query vectors come from the shared `cuedrecall embed-server`"),
     "CPERSONA_UPDATE_CHECK": ("false", "no outbound request to the package index at start"),
     "CPERSONA_CALIBRATE_ON_MODEL_CHANGE": (
-        "false", "a fresh database would otherwise start a background threshold calibration that embeds "
+        "false",
+        "a fresh database would otherwise start a background threshold calibration that embeds "
         "hundreds of texts through /embed while the timed recalls run; our server has no calibration "
-        "either (fresh store), so both gate on the heuristic"),
+        "either (fresh store), so both gate on the heuristic",
+    ),
     "CPERSONA_BLOCK_BUILD_ENABLED": (
-        "false", "block construction would queue a backfill of the whole corpus (embedding calls in the "
+        "false",
+        "block construction would queue a backfill of the whole corpus (embedding calls in the "
         "background during timing); retrieval follows it, so the block arm is off too, which can only make "
-        "CPersona's recall faster"),
-    "CPERSONA_TASK_QUEUE_ENABLED": ("false", "no background worker (nodes, blocks, index files) competing for "
-                                    "the 2 cores during timing"),
+        "CPersona's recall faster",
+    ),
+    "CPERSONA_TASK_QUEUE_ENABLED": (
+        "false",
+        "no background worker (nodes, blocks, index files) competing for the 2 cores during timing",
+    ),
     "CPERSONA_OPERATING_CONTEXT": ("off", "no operator sidecar read from the home directory"),
 }
 
 
 # -- the peer's virtual environment -------------------------------------------------------------
+
 
 def peer_python(venv: Path = PEER_VENV) -> Path:
     return venv / "bin" / "python"
@@ -81,7 +88,9 @@ def installed_peer_version(venv: Path = PEER_VENV) -> str | None:
         return None
     probe = subprocess.run(
         [str(python), "-c", f"import importlib.metadata as m; print(m.version({PEER_PACKAGE!r}))"],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     return probe.stdout.strip() if probe.returncode == 0 else None
 
@@ -94,8 +103,13 @@ def ensure_peer(venv: Path = PEER_VENV, version: str = PEER_VERSION, log: Path |
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     out = open(log, "w", encoding="utf-8") if log else subprocess.DEVNULL
     try:
-        subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", f"{PEER_PACKAGE}=={version}"],
-                       check=True, timeout=900, stdout=out, stderr=subprocess.STDOUT)
+        subprocess.run(
+            [str(venv / "bin" / "pip"), "install", "--quiet", f"{PEER_PACKAGE}=={version}"],
+            check=True,
+            timeout=900,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     finally:
         if log:
             out.close()
@@ -108,12 +122,19 @@ def ensure_peer(venv: Path = PEER_VENV, version: str = PEER_VERSION, log: Path |
 def peer_environment(db_path: Path, embed_url: str, home: Path) -> dict[str, str]:
     """The environment CPersona runs under: its settings, its database, a private home directory."""
     env = {name: value for name, (value, _why) in PEER_SETTINGS.items()}
-    env.update({"CPERSONA_EMBEDDING_URL": embed_url, "CPERSONA_DB_PATH": str(db_path), "HOME": str(home),
-                "CPERSONA_TRANSPORT": "stdio"})
+    env.update(
+        {
+            "CPERSONA_EMBEDDING_URL": embed_url,
+            "CPERSONA_DB_PATH": str(db_path),
+            "HOME": str(home),
+            "CPERSONA_TRANSPORT": "stdio",
+        }
+    )
     return env
 
 
 # -- the cpersona-export/1.0 writer -----------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ExportRecord:
@@ -152,16 +173,24 @@ def sql_datetime(stamp: str) -> str:
     """``YYYY-MM-DD HH:MM:SS`` in UTC: how CPersona writes created_at (its newest-first scan order reads it)."""
     moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def export_lines(records: Sequence[ExportRecord], agent_id: str, exported_at: str,
-                 episodes: Sequence[ExportEpisode] = ()) -> Iterator[str]:
+def export_lines(
+    records: Sequence[ExportRecord], agent_id: str, exported_at: str, episodes: Sequence[ExportEpisode] = ()
+) -> Iterator[str]:
     """The JSONL lines of one ``cpersona-export/1.0`` file: a header, one memory a line by id, then episodes."""
-    header = {"_type": "header", "version": EXPORT_VERSION, "agent_id": agent_id, "exported_at": exported_at,
-              "memory_count": len(records), "episode_count": len(episodes), "has_profile": False,
-              "profile_count": 0}
+    header = {
+        "_type": "header",
+        "version": EXPORT_VERSION,
+        "agent_id": agent_id,
+        "exported_at": exported_at,
+        "memory_count": len(records),
+        "episode_count": len(episodes),
+        "has_profile": False,
+        "profile_count": 0,
+    }
     yield json.dumps(header, ensure_ascii=False)
     for record in records:
         line: dict[str, Any] = {
@@ -169,10 +198,20 @@ def export_lines(records: Sequence[ExportRecord], agent_id: str, exported_at: st
             # query SQLite plans on its isolation index (agent_id, project_id, created_at), a scan of the
             # agent's rows per record, which makes a 100k import take hours; its rows are matched to ours by
             # content instead. A few hundred records (a LoCoMo conversation) import quickly with msg_ids.
-            "_type": "memory", "id": record.id, "agent_id": agent_id, "msg_id": record.msg_id,
-            "content": record.content, "source": record.source or {}, "timestamp": record.timestamp,
-            "metadata": {}, "created_at": sql_datetime(record.timestamp), "project_id": "", "channel": "",
-            "locked": 0, "recall_count": 0, "last_recalled_at": None,
+            "_type": "memory",
+            "id": record.id,
+            "agent_id": agent_id,
+            "msg_id": record.msg_id,
+            "content": record.content,
+            "source": record.source or {},
+            "timestamp": record.timestamp,
+            "metadata": {},
+            "created_at": sql_datetime(record.timestamp),
+            "project_id": "",
+            "channel": "",
+            "locked": 0,
+            "recall_count": 0,
+            "last_recalled_at": None,
         }
         if record.vector is not None:
             line["embedding_b64"] = embedding_b64(record.vector)
@@ -180,24 +219,36 @@ def export_lines(records: Sequence[ExportRecord], agent_id: str, exported_at: st
     for episode in episodes:
         # created_at is the session's end: when our harness archives it (its clock reads end_time)
         item: dict[str, Any] = {
-            "_type": "episode", "id": episode.id, "agent_id": agent_id, "summary": episode.summary,
-            "keywords": episode.keywords, "start_time": episode.start_time, "end_time": episode.end_time,
-            "created_at": sql_datetime(episode.end_time), "resolved": False, "project_id": "", "channel": "",
+            "_type": "episode",
+            "id": episode.id,
+            "agent_id": agent_id,
+            "summary": episode.summary,
+            "keywords": episode.keywords,
+            "start_time": episode.start_time,
+            "end_time": episode.end_time,
+            "created_at": sql_datetime(episode.end_time),
+            "resolved": False,
+            "project_id": "",
+            "channel": "",
         }
         if episode.vector is not None:
             item["embedding_b64"] = embedding_b64(episode.vector)
         yield json.dumps(item, ensure_ascii=False)
 
 
-def write_cpersona_export(records: Iterable[ExportRecord], folder: Path, agent_id: str,
-                          per_file: int = RECORDS_PER_IMPORT_FILE,
-                          episodes: Sequence[ExportEpisode] = ()) -> list[Path]:
+def write_cpersona_export(
+    records: Iterable[ExportRecord],
+    folder: Path,
+    agent_id: str,
+    per_file: int = RECORDS_PER_IMPORT_FILE,
+    episodes: Sequence[ExportEpisode] = (),
+) -> list[Path]:
     """Write the records as one or more export files (each under CPersona's import size cap).
 
     Episodes, if any, go into the last file, after its memories.
     """
     folder.mkdir(parents=True, exist_ok=True)
-    exported_at = datetime.now(timezone.utc).isoformat()
+    exported_at = datetime.now(UTC).isoformat()
     paths: list[Path] = []
     chunk: list[ExportRecord] = []
 
@@ -219,6 +270,7 @@ def write_cpersona_export(records: Iterable[ExportRecord], folder: Path, agent_i
 
 
 # -- an MCP server over stdio, timed ---------------------------------------------------------
+
 
 class ToolError(RuntimeError):
     """A tool call that the server answered with an MCP error or with non-JSON."""
@@ -255,8 +307,16 @@ def peak_rss_kib(pid: int | None) -> int | None:
 class ToolServer:
     """An MCP server subprocess driven with ``mcp.client.stdio``; ``await server.call(tool, args)``."""
 
-    def __init__(self, name: str, command: str, args: list[str], env: dict[str, str], log_path: Path,
-                 cwd: Path | None = None, start_timeout: float = 300.0) -> None:
+    def __init__(
+        self,
+        name: str,
+        command: str,
+        args: list[str],
+        env: dict[str, str],
+        log_path: Path,
+        cwd: Path | None = None,
+        start_timeout: float = 300.0,
+    ) -> None:
         self.name = name
         self.command, self.args, self.env, self.cwd = command, args, env, cwd
         self.log_path = log_path
@@ -266,7 +326,7 @@ class ToolServer:
         self._stack: AsyncExitStack | None = None
         self.session: Any = None
 
-    async def __aenter__(self) -> "ToolServer":
+    async def __aenter__(self) -> ToolServer:
         from mcp import ClientSession
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -277,8 +337,9 @@ class ToolServer:
         try:
             log = stack.enter_context(open(self.log_path, "a", encoding="utf-8"))
             before = _children(os.getpid())
-            params = StdioServerParameters(command=self.command, args=self.args, env=self.env,
-                                           cwd=str(self.cwd) if self.cwd else None)
+            params = StdioServerParameters(
+                command=self.command, args=self.args, env=self.env, cwd=str(self.cwd) if self.cwd else None
+            )
             start = time.perf_counter()
             read, write = await stack.enter_async_context(stdio_client(params, errlog=log))
             self.session = await stack.enter_async_context(ClientSession(read, write))
@@ -343,26 +404,39 @@ def served_copy(ours_db: Path, target: Path, embed_url: str) -> Path:
     return target
 
 
-def our_server(db_path: Path, embed_url: str, log_path: Path, settings: dict[str, str] | None = None,
-               tree: Path = REPO) -> ToolServer:
+def our_server(
+    db_path: Path, embed_url: str, log_path: Path, settings: dict[str, str] | None = None, tree: Path = REPO
+) -> ToolServer:
     """``cuedrecall serve --db ... --embedding http`` from ``tree`` with the shared /embed endpoint and
     ``settings`` (CPERSONA_* variables; none: every setting at its default)."""
     env = {"CPERSONA_EMBEDDING_URL": embed_url, "CPERSONA_DB_PATH": str(db_path), **(settings or {})}
-    return ToolServer("cuedrecall", sys.executable,
-                      ["-m", "cuedrecall.cli", "serve", "--db", str(db_path), "--embedding", "http"],
-                      env, log_path, cwd=tree)  # ``-m`` finds the package in its cwd first
+    return ToolServer(
+        "cuedrecall",
+        sys.executable,
+        ["-m", "cuedrecall.cli", "serve", "--db", str(db_path), "--embedding", "http"],
+        env,
+        log_path,
+        cwd=tree,
+    )  # ``-m`` finds the package in its cwd first
 
 
 def peer_server(db_path: Path, embed_url: str, log_path: Path, start_timeout: float = 300.0) -> ToolServer:
     """CPersona's console entry point, ``python -m cpersona`` in its own virtual environment."""
     home = db_path.parent / "home"
     home.mkdir(parents=True, exist_ok=True)
-    return ToolServer("cpersona", str(peer_python()), ["-m", PEER_PACKAGE],
-                      peer_environment(db_path, embed_url, home), log_path, cwd=db_path.parent,
-                      start_timeout=start_timeout)
+    return ToolServer(
+        "cpersona",
+        str(peer_python()),
+        ["-m", PEER_PACKAGE],
+        peer_environment(db_path, embed_url, home),
+        log_path,
+        cwd=db_path.parent,
+        start_timeout=start_timeout,
+    )
 
 
 # -- the shared /embed endpoint ---------------------------------------------------------------
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -380,12 +454,23 @@ class EmbedServer:
         self._process: subprocess.Popen[bytes] | None = None
         self._log: Any = None
 
-    def __enter__(self) -> "EmbedServer":
+    def __enter__(self) -> EmbedServer:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "ab")
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "cuedrecall.cli", "embed-server", "--port", str(self.port),
-             "--embedding", self.mode], stdout=self._log, stderr=subprocess.STDOUT, cwd=REPO,
+            [
+                sys.executable,
+                "-m",
+                "cuedrecall.cli",
+                "embed-server",
+                "--port",
+                str(self.port),
+                "--embedding",
+                self.mode,
+            ],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
         )
         deadline = time.monotonic() + self.timeout
         health = self.url.rsplit("/", 1)[0] + "/health"
@@ -416,11 +501,13 @@ class EmbedServer:
 
 def peer_ref_map(peer_db: Path, ours_db: Path, agent_id: str) -> dict[str, str]:
     """CPersona's ``mem:<its id>`` -> our ``mem:<our id>``, joined on the stored text (unique in the stores)."""
+
     def rows(path: Path) -> list[tuple[int, str]]:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
-            return conn.execute("SELECT id, content FROM memories WHERE agent_id = ? ORDER BY id",
-                                (agent_id,)).fetchall()
+            return conn.execute(
+                "SELECT id, content FROM memories WHERE agent_id = ? ORDER BY id", (agent_id,)
+            ).fetchall()
         finally:
             conn.close()
 
@@ -432,10 +519,12 @@ def peer_record_keys(peer_db: Path, agent_id: str) -> tuple[list[tuple[int, str]
     """From CPersona's database: the agent's memories as (id, msg_id) and episodes as (id, summary), by id."""
     conn = sqlite3.connect(f"file:{peer_db}?mode=ro", uri=True)
     try:
-        memories = conn.execute("SELECT id, msg_id FROM memories WHERE agent_id = ? ORDER BY id",
-                                (agent_id,)).fetchall()
-        episodes = conn.execute("SELECT id, summary FROM episodes WHERE agent_id = ? ORDER BY id",
-                                (agent_id,)).fetchall()
+        memories = conn.execute(
+            "SELECT id, msg_id FROM memories WHERE agent_id = ? ORDER BY id", (agent_id,)
+        ).fetchall()
+        episodes = conn.execute(
+            "SELECT id, summary FROM episodes WHERE agent_id = ? ORDER BY id", (agent_id,)
+        ).fetchall()
         return [(int(i), str(m)) for i, m in memories], [(int(i), str(t)) for i, t in episodes]
     finally:
         conn.close()

@@ -28,16 +28,18 @@ import json
 import sqlite3
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import anyio
 
 from benchmarks import peer as peer_mod
 
 # PEER_SETTINGS entries that turn one of CPersona's features off; the headline drops them.
-FEATURE_SWITCHES = frozenset({"CPERSONA_BLOCK_BUILD_ENABLED", "CPERSONA_TASK_QUEUE_ENABLED",
-                              "CPERSONA_CALIBRATE_ON_MODEL_CHANGE"})
+FEATURE_SWITCHES = frozenset(
+    {"CPERSONA_BLOCK_BUILD_ENABLED", "CPERSONA_TASK_QUEUE_ENABLED", "CPERSONA_CALIBRATE_ON_MODEL_CHANGE"}
+)
 QUEUE_TOOLS = ("get_queue_status",)  # preferred names; else any listed tool whose name holds "queue"
 POLL_S = 2.0
 SETTLE_POLLS = 3  # consecutive empty polls: a finishing task may queue a follow-up (CPersona's block index)
@@ -54,8 +56,14 @@ def peer_server_defaults(db_path: Path, embed_url: str, log_path: Path) -> peer_
     """``python -m cpersona`` at its defaults over its database (its home beside the database)."""
     home = db_path.parent / "home"
     home.mkdir(parents=True, exist_ok=True)
-    return peer_mod.ToolServer("cpersona", str(peer_mod.peer_python()), ["-m", peer_mod.PEER_PACKAGE],
-                               peer_defaults_environment(db_path, embed_url, home), log_path, cwd=db_path.parent)
+    return peer_mod.ToolServer(
+        "cpersona",
+        str(peer_mod.peer_python()),
+        ["-m", peer_mod.PEER_PACKAGE],
+        peer_defaults_environment(db_path, embed_url, home),
+        log_path,
+        cwd=db_path.parent,
+    )
 
 
 def rss_kib(pid: int | None, field: str = "VmRSS") -> int | None:
@@ -85,22 +93,29 @@ async def queue_tool(server: peer_mod.ToolServer) -> str:
 
 def calibration_logged(log_path: Path) -> Callable[[], bool]:
     """Whether CPersona's log says its startup calibration ended (it runs as a task of its own, not queued)."""
+
     def done() -> bool:
         text = log_path.read_text(encoding="utf-8", errors="replace").lower() if log_path.exists() else ""
         return any(marker in text for marker in CALIBRATION_ENDED)
+
     return done
 
 
-async def wait_idle(servers: dict[str, peer_mod.ToolServer], started: dict[str, float], bound_s: float,
-                    extra: dict[str, Callable[[], bool]] | None = None) -> dict[str, dict[str, Any]]:
+async def wait_idle(
+    servers: dict[str, peer_mod.ToolServer],
+    started: dict[str, float],
+    bound_s: float,
+    extra: dict[str, Callable[[], bool]] | None = None,
+) -> dict[str, dict[str, Any]]:
     """Poll every server's queue until it is empty for SETTLE_POLLS polls running (and its ``extra`` holds).
 
     Per server: ``s`` (from its start to the first of the settled polls), ``finished`` (False when the bound
     ran out first: the caller times anyway and says so), ``polls`` and the ``last`` queue answer.
     """
     tools = {name: await queue_tool(server) for name, server in servers.items()}
-    out: dict[str, dict[str, Any]] = {name: {"tool": tools[name], "finished": False, "polls": 0, "s": None}
-                                      for name in servers}
+    out: dict[str, dict[str, Any]] = {
+        name: {"tool": tools[name], "finished": False, "polls": 0, "s": None} for name in servers
+    }
     quiet: dict[str, float | None] = dict.fromkeys(servers)
     runs = dict.fromkeys(servers, 0)
     deadline = time.monotonic() + bound_s
@@ -138,8 +153,9 @@ def build_file(db_path: Path, embed_url: str, log_path: Path, module: str) -> di
     command = [str(peer_mod.peer_python()), "-m", f"cpersona.{module}", "--db", str(db_path), "--json"]
     started = time.perf_counter()
     with open(log_path, "a", encoding="utf-8") as log:
-        done = subprocess.run([*command, "build"], env=env, cwd=db_path.parent, capture_output=True, text=True,
-                              timeout=1800)
+        done = subprocess.run(
+            [*command, "build"], env=env, cwd=db_path.parent, capture_output=True, text=True, timeout=1800
+        )
         log.write(done.stderr)
     return {"s": time.perf_counter() - started, "rc": done.returncode, "built": _json(done.stdout)}
 
@@ -149,9 +165,14 @@ def index_status(db_path: Path, embed_url: str, module: str = "vector_index") ->
     how many rows changed since its build (those a recall reads live from SQLite instead)."""
     db_path = db_path.resolve()  # the command runs beside the database
     env = peer_defaults_environment(db_path, embed_url, db_path.parent / "home")
-    done = subprocess.run([str(peer_mod.peer_python()), "-m", f"cpersona.{module}", "--db", str(db_path),
-                           "--json", "status"], env=env, cwd=db_path.parent, capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run(
+        [str(peer_mod.peer_python()), "-m", f"cpersona.{module}", "--db", str(db_path), "--json", "status"],
+        env=env,
+        cwd=db_path.parent,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     return _json(done.stdout)
 
 

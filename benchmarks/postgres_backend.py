@@ -77,15 +77,21 @@ def fresh_schema(url: str) -> str:
 
 def quality(args: argparse.Namespace, url: str, console: Console) -> list[list[Any]]:
     """(dataset, embedder, metric, sqlite, postgres, gap) rows of retrieval's run on both backends."""
-    study = retrieval.build_parser().parse_args(["--embedders", *args.embedders, "--modes", "rrf",
-                                                 "--long-span", args.long_span, "--locomo", args.locomo])
+    study = retrieval.build_parser().parse_args(
+        ["--embedders", *args.embedders, "--modes", "rrf", "--long-span", args.long_span, "--locomo", args.locomo]
+    )
     study.dump_traces = None
     sqlite_rows = retrieval.run(study, console)[1]
     original = h.settings_for
 
     def on_postgres(embedder: str, mode: str, path: Any, environ: Any = None) -> Settings:
-        return Settings.from_env({**h.WITHOUT_BLOCKS, **(environ or {})}, embedding_mode=embedder, recall_mode=mode,
-                                 db_path=":memory:", db_url=fresh_schema(url))
+        return Settings.from_env(
+            {**h.WITHOUT_BLOCKS, **(environ or {})},
+            embedding_mode=embedder,
+            recall_mode=mode,
+            db_path=":memory:",
+            db_url=fresh_schema(url),
+        )
 
     h.settings_for = on_postgres  # every conversation store in a schema of its own
     try:
@@ -111,8 +117,10 @@ def latency(args: argparse.Namespace, url: str, console: Console) -> list[list[A
     for size in args.sizes:
         folder = Path(tempfile.mkdtemp(prefix="cuedrecall-lat-"))
         try:
-            backends = {"sqlite": {"db_path": str(folder / "m.db")},
-                        "postgres (exact)": {"db_path": ":memory:", "db_url": fresh_schema(url)}}
+            backends = {
+                "sqlite": {"db_path": str(folder / "m.db")},
+                "postgres (exact)": {"db_path": ":memory:", "db_url": fresh_schema(url)},
+            }
             for name, where in backends.items():
                 rows.append([size, name, *_timed_store(where, size, texts, console)])
                 if name.startswith("postgres"):
@@ -143,8 +151,11 @@ def _timed_store(where: dict[str, Any], size: int, texts: Sequence[str], console
             spent.append((time.perf_counter() - begin) * 1000)
     backend = "postgres" if where.get("db_url") else "sqlite"
     console.print(f"{backend} {size or ''}: p50 {statistics.median(spent):.1f} ms")
-    return [round(built, 1) if size else None, statistics.median(spent),
-            statistics.quantiles(spent, n=20)[18] if len(spent) >= 20 else max(spent)]
+    return [
+        round(built, 1) if size else None,
+        statistics.median(spent),
+        statistics.quantiles(spent, n=20)[18] if len(spent) >= 20 else max(spent),
+    ]
 
 
 def vacuum(url: str) -> None:
@@ -161,19 +172,33 @@ def vacuum(url: str) -> None:
 
 def render(argv: Sequence[str], quality_rows: list[list[Any]], latency_rows: list[list[Any]]) -> str:
     command = f"    python -m benchmarks.postgres_backend {' '.join(argv)}"
-    lines = ["# The PostgreSQL backend beside SQLite", "", command, "",
-             "PostgreSQL 16 + pgvector 0.6 (pgserver) on the same machine as SQLite; one process each.", ""]
+    lines = [
+        "# The PostgreSQL backend beside SQLite",
+        "",
+        command,
+        "",
+        "PostgreSQL 16 + pgvector 0.6 (pgserver) on the same machine as SQLite; one process each.",
+        "",
+    ]
     if quality_rows:
-        lines += ["## Retrieval quality (rrf, every scored question)", "",
-                  "| dataset | embedder | metric | sqlite | postgres | gap (points) |",
-                  "| --- | --- | --- | --- | --- | --- |"]
+        lines += [
+            "## Retrieval quality (rrf, every scored question)",
+            "",
+            "| dataset | embedder | metric | sqlite | postgres | gap (points) |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
         lines += [f"| {d} | {e} | {m} | {a:.3f} | {b:.3f} | {100 * g:+.1f} |" for d, e, m, a, b, g in quality_rows]
         lines.append("")
     if latency_rows:
-        lines += ["## Recall latency (hash embedder, query vectors cached, limit 10)", "",
-                  "| memories | backend | build s | p50 ms | p95 ms |", "| --- | --- | --- | --- | --- |"]
-        lines += [f"| {s:,} | {b} | {'' if t is None else t} | {p50:.1f} | {p95:.1f} |"
-                  for s, b, t, p50, p95 in latency_rows]
+        lines += [
+            "## Recall latency (hash embedder, query vectors cached, limit 10)",
+            "",
+            "| memories | backend | build s | p50 ms | p95 ms |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        lines += [
+            f"| {s:,} | {b} | {'' if t is None else t} | {p50:.1f} | {p95:.1f} |" for s, b, t, p50, p95 in latency_rows
+        ]
         lines.append("")
     return "\n".join(lines)
 

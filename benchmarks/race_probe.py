@@ -51,7 +51,7 @@ class Swapper:
             except OSError:
                 continue  # a call's temp file or rename got in the way: swap again
 
-    def __enter__(self) -> "Swapper":
+    def __enter__(self) -> Swapper:
         self.thread.start()
         return self
 
@@ -65,8 +65,10 @@ class Swapper:
 
 
 def export_file(agent: str, content: str) -> str:
-    lines = ({"_type": "header", "version": "cuedrecall-export/1", "agent_id": agent, "memory_count": 1},
-             {"_type": "memory", "agent_id": agent, "content": content})
+    lines = (
+        {"_type": "header", "version": "cuedrecall-export/1", "agent_id": agent, "memory_count": 1},
+        {"_type": "memory", "agent_id": agent, "content": content},
+    )
     return "".join(json.dumps(line) + "\n" for line in lines)
 
 
@@ -75,8 +77,14 @@ def swap_race(root: Path, attempts: int) -> dict[str, Any]:
     folder, db_folder = root / "exchange", root / "db"
     folder.mkdir(parents=True)
     db_folder.mkdir()
-    settings = Settings.from_env({}, embedding_mode="hash", export_dir=str(folder), block_build_enabled=False,
-                                 block_retrieval_enabled=False, calibrate_on_growth=False)
+    settings = Settings.from_env(
+        {},
+        embedding_mode="hash",
+        export_dir=str(folder),
+        block_build_enabled=False,
+        block_retrieval_enabled=False,
+        calibrate_on_growth=False,
+    )
     broken: list[str] = []
     with Memory(db_folder / "m.db", settings=settings, background=False) as memory:
         memory.store(agent_id=AGENT, message={"content": "what the database holds"})
@@ -90,8 +98,7 @@ def swap_race(root: Path, attempts: int) -> dict[str, Any]:
         with Swapper(folder, db_folder) as swapper:
             for attempt in range(attempts):
                 answers = (
-                    memory.export_memories(agent_id=AGENT, output_path=f"sub/x{attempt % 50}.jsonl",
-                                           overwrite=True),
+                    memory.export_memories(agent_id=AGENT, output_path=f"sub/x{attempt % 50}.jsonl", overwrite=True),
                     memory.export_memories(agent_id=AGENT, output_path="sub/m.db", overwrite=True),
                     memory.import_memories(input_path="sub/victim.jsonl", target_agent_id="copy", dry_run=True),
                     memory.import_memories(input_path="sub/victim.jsonl", target_agent_id="copy"),
@@ -106,8 +113,14 @@ def swap_race(root: Path, attempts: int) -> dict[str, Any]:
         copied = [m["content"] for m in memory.list_memories(agent_id="copy", limit=500)["memories"]]
         if "read from outside the folder" in copied:
             broken.append("an import read a file outside the folder")
-    return {"attempts": attempts, "calls": 4 * attempts, "served": served, "swaps": swapper.swaps,
-            "seconds": round(seconds, 1), "broken": broken}
+    return {
+        "attempts": attempts,
+        "calls": 4 * attempts,
+        "served": served,
+        "swaps": swapper.swaps,
+        "seconds": round(seconds, 1),
+        "broken": broken,
+    }
 
 
 def planted_backups(root: Path, rounds: int) -> dict[str, Any]:
@@ -115,8 +128,9 @@ def planted_backups(root: Path, rounds: int) -> dict[str, Any]:
     from cuedrecall.cli import main as cli
 
     db = root / "live.db"
-    settings = Settings.from_env({}, embedding_mode="hash", block_build_enabled=False,
-                                 block_retrieval_enabled=False, calibrate_on_growth=False)
+    settings = Settings.from_env(
+        {}, embedding_mode="hash", block_build_enabled=False, block_retrieval_enabled=False, calibrate_on_growth=False
+    )
     with Memory(db, settings=settings, background=False) as memory:
         memory.store(agent_id=AGENT, message={"content": "the secret the backup copies"})
     victim = root / "victim.txt"
@@ -155,20 +169,22 @@ def main(argv: list[str] | None = None) -> int:
             backups = planted_backups(Path(tmp) / "backups", args.backups)
     finally:
         os.umask(was)
-    report = "\n".join([
-        "# The export folder and backups under a racing local user",
-        "",
-        f"Command: `python -m benchmarks.race_probe --attempts {args.attempts} --backups {args.backups}`"
-        " (umask 000).",
-        "",
-        "| probe | calls | answered ok | swaps raced | seconds | rules broken |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
-        f"| symlink swap during export/overwrite/dry-run/import | {race['calls']:,} | {race['served']:,} | "
-        f"{race['swaps']:,} | {race['seconds']} | {len(race['broken'])} |",
-        f"| backups onto a planted `.partial` or link | {backups['rounds']} | - | - | - | {len(backups['broken'])} |",
-        "",
-        *(f"- {line}" for line in race["broken"] + backups["broken"]),
-    ])
+    report = "\n".join(
+        [
+            "# The export folder and backups under a racing local user",
+            "",
+            f"Command: `python -m benchmarks.race_probe --attempts {args.attempts} --backups {args.backups}`"
+            " (umask 000).",
+            "",
+            "| probe | calls | answered ok | swaps raced | seconds | rules broken |",
+            "| --- | ---: | ---: | ---: | ---: | ---: |",
+            f"| symlink swap during export/overwrite/dry-run/import | {race['calls']:,} | {race['served']:,} | "
+            f"{race['swaps']:,} | {race['seconds']} | {len(race['broken'])} |",
+            f"| backups onto a planted `.partial` or link | {backups['rounds']} | - | - | - | {len(backups['broken'])} |",
+            "",
+            *(f"- {line}" for line in race["broken"] + backups["broken"]),
+        ]
+    )
     print(report)
     if args.out is not None:
         args.out.write_text(report + "\n", encoding="utf-8")

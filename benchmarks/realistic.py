@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from itertools import zip_longest
 from pathlib import Path
 
@@ -26,7 +26,7 @@ from cuedrecall.clock import iso
 
 AGENT = "bench"
 NOW = "2026-01-02T00:00:00+00:00"
-START = datetime(2025, 1, 1, tzinfo=timezone.utc)
+START = datetime(2025, 1, 1, tzinfo=UTC)
 DISTINCT_SEEDS = 20  # long-span seeds drawn before the pool repeats (about 100,000 distinct turns)
 TURNS_PER_SEED = 5000
 
@@ -39,8 +39,9 @@ def turn_pool(locomo: Path, size: int) -> list[str]:
     """Distinct turn texts, LoCoMo's and long-span's interleaved, enough for ``size`` (or all DISTINCT_SEEDS)."""
     locomo_turns = [turn.content for conv in load_locomo(locomo) for turn in conv.turns]
     seeds = max(1, min(DISTINCT_SEEDS, -(-(size - len(locomo_turns)) // TURNS_PER_SEED)))
-    long_span = [turn.content for seed in range(1, seeds + 1)
-                 for turn in generate_long_span(seed=seed, size="large").turns]
+    long_span = [
+        turn.content for seed in range(1, seeds + 1) for turn in generate_long_span(seed=seed, size="large").turns
+    ]
     return list(dict.fromkeys(_interleave(locomo_turns, long_span)))
 
 
@@ -57,8 +58,14 @@ def questions(locomo: Path, count: int) -> list[str]:
     return _interleave(locomo_q, long_q)[:count]
 
 
-def bulk_load(memory: Memory, rows: list[str], *, agent: str | Sequence[str] = AGENT, batch: int = 1024,
-              progress: Callable[[int], None] | None = None) -> float:
+def bulk_load(
+    memory: Memory,
+    rows: list[str],
+    *,
+    agent: str | Sequence[str] = AGENT,
+    batch: int = 1024,
+    progress: Callable[[int], None] | None = None,
+) -> float:
     """Embed in batches and insert in large transactions, times spread over 2025; returns the seconds taken.
 
     ``agent`` is every row's agent, or a sequence of one agent per row.
@@ -73,10 +80,18 @@ def bulk_load(memory: Memory, rows: list[str], *, agent: str | Sequence[str] = A
         with memory.store_.write() as conn:
             for i, (text, vector) in enumerate(zip(chunk, vectors)):
                 when = START + (start + i) * step
-                memory.store_.insert_memory(conn, {
-                    "agent_id": owners[start + i], "content": text, "timestamp": iso(when),
-                    "ts_epoch": when.timestamp(), "created_at": iso(when), "embedding": vector,
-                    "embedding_model": model})
+                memory.store_.insert_memory(
+                    conn,
+                    {
+                        "agent_id": owners[start + i],
+                        "content": text,
+                        "timestamp": iso(when),
+                        "ts_epoch": when.timestamp(),
+                        "created_at": iso(when),
+                        "embedding": vector,
+                        "embedding_model": model,
+                    },
+                )
         if progress:
             progress(len(chunk))
     return time.perf_counter() - started

@@ -89,10 +89,15 @@ def main(argv: list[str] | None = None) -> int:
     table = Table(title="recall latency (hash embedder: query embedding excluded)")
     for column in ("memories", "p50 ms", "p95 ms"):
         table.add_column(column, justify="right")
-    lines = [f"`python -m benchmarks.recall_latency {' '.join(sys.argv[1:] if argv is None else argv)}`", "",
-             f"{args.queries} queries per size, limit 10, rrf, hash embedder (query embedding excluded); "
-             f"{args.corpus} corpus.", "",
-             "| memories | p50 ms | p95 ms |", "| ---: | ---: | ---: |"]
+    lines = [
+        f"`python -m benchmarks.recall_latency {' '.join(sys.argv[1:] if argv is None else argv)}`",
+        "",
+        f"{args.queries} queries per size, limit 10, rrf, hash embedder (query embedding excluded); "
+        f"{args.corpus} corpus.",
+        "",
+        "| memories | p50 ms | p95 ms |",
+        "| ---: | ---: | ---: |",
+    ]
     for size, p50, p95 in rows:
         table.add_row(f"{size:,}", f"{p50:.1f}", f"{p95:.1f}")
         lines.append(f"| {size:,} | {p50:.1f} | {p95:.1f} |")

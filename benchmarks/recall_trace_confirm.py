@@ -216,16 +216,22 @@ def attribute(trace: Trace, gold_refs: Iterable[str]) -> dict[str, dict[str, Any
     reserved = reserved_refs(trace)
     out: dict[str, dict[str, Any]] = {}
     for ref in _gold(gold_refs):
-        found = {name: {"rank": hit.get("rank"), "raw": hit.get("raw")}
-                 for name, hits in arms.items() for hit in hits if hit.get("ref") == ref}
+        found = {
+            name: {"rank": hit.get("rank"), "raw": hit.get("raw")}
+            for name, hits in arms.items()
+            for hit in hits
+            if hit.get("ref") == ref
+        }
         decision = decisions.get(ref)
         position = before.index(ref) if ref in before else None
         entry: dict[str, Any] = {
             "arms": found,
-            "fusion": ({"score": fusion[ref].get("score"), "votes": fusion[ref].get("votes")}
-                       if ref in fusion else None),
-            "scoring": {name: factors[ref] for name, factors in scoring.items()
-                        if isinstance(factors, dict) and ref in factors},
+            "fusion": (
+                {"score": fusion[ref].get("score"), "votes": fusion[ref].get("votes")} if ref in fusion else None
+            ),
+            "scoring": {
+                name: factors[ref] for name, factors in scoring.items() if isinstance(factors, dict) and ref in factors
+            },
             "gate": decision,
             "autocut": {"at": autocut.get("at")} if ref in dropped else None,
             "position": position,
@@ -249,14 +255,20 @@ def _verdict(ref: str, e: dict[str, Any], found: dict[str, Any]) -> tuple[str | 
         return None, "reservation", f"returned by a held seat ({e['reservation']}); arms {arms}"
     d = e["gate"]
     if d is not None and not d.get("passed"):
-        measured = (f"{d.get('signal')} {d.get('score')} < {d.get('threshold')} ({d.get('origin')})"
-                    if d.get("score") is not None else f"{d.get('signal')}, threshold {d.get('threshold')}")
+        measured = (
+            f"{d.get('signal')} {d.get('score')} < {d.get('threshold')} ({d.get('origin')})"
+            if d.get("score") is not None
+            else f"{d.get('signal')}, threshold {d.get('threshold')}"
+        )
         return FILTER_DROP, "gate", f"refused by the gate: {d.get('reason') or 'not passed'}, {measured}; arms {arms}"
     if e["autocut"] is not None:
         return FILTER_DROP, "autocut", f"passed the gate, dropped by autocut at {e['autocut']['at']}; arms {arms}"
     if e["cut_by_count"]:
-        return (RANKING_MISS, "count",
-                f"admitted, at place {e['position'] + 1} behind the count cut at {e['limit']}; arms {arms}")
+        return (
+            RANKING_MISS,
+            "count",
+            f"admitted, at place {e['position'] + 1} behind the count cut at {e['limit']}; arms {arms}",
+        )
     if any(is_seat_arm(name) for name in found):
         return RANKING_MISS, "seat", f"reached by a seat arm but no seat held it; arms {arms}"
     return UNATTRIBUTED, "unknown", f"on an arm but neither judged nor ordered (excluded?); arms {arms}"
@@ -277,8 +289,11 @@ def _log_items(args: argparse.Namespace) -> list[dict[str, Any]]:
         with open(args.answers, encoding="utf-8") as handle:
             answers = [json.loads(line) for line in handle if line.strip()]
         for answer in answers:
-            match = ({"id": answer["entry"]} if "entry" in answer
-                     else {"query_sha256": stored_query_hash(answer["query"], args.db)})
+            match = (
+                {"id": answer["entry"]}
+                if "entry" in answer
+                else {"query_sha256": stored_query_hash(answer["query"], args.db)}
+            )
             key, value = next(iter(match.items()))
             wanted += [(entry, answer) for entry in entries if entry.get(key) == value]
     else:
@@ -331,8 +346,13 @@ def evaluate(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Codes per item and counts per code (None is counted as ``returned``)."""
     results = []
     for item in items:
-        code = confirm(item["trace"], item.get("gold") or [], shown_text=item.get("shown_text"),
-                       quotes=item.get("quotes"), correct=item.get("correct"))
+        code = confirm(
+            item["trace"],
+            item.get("gold") or [],
+            shown_text=item.get("shown_text"),
+            quotes=item.get("quotes"),
+            correct=item.get("correct"),
+        )
         results.append({"id": item.get("id"), "code": code})
     counts = Counter(r["code"] or RETURNED for r in results)
     ordered = {code: counts.get(code, 0) for code in (*CODES, RETURNED)}
@@ -372,26 +392,39 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.recall_trace_confirm",
         description="Confirm failure codes (CANDIDATE_MISS, FILTER_DROP, RANKING_MISS, RECONSTRUCTION_LOSS, "
-                    "AGENT_MISUSE, UNATTRIBUTED) from recall traces and the refs of the known answer.",
+        "AGENT_MISUSE, UNATTRIBUTED) from recall traces and the refs of the known answer.",
     )
-    parser.add_argument("run", nargs="?", help='JSONL, one {"trace", "gold", "id", "correct"?, "shown_text"?, '
-                                               '"quotes"?} per line')
+    parser.add_argument(
+        "run", nargs="?", help='JSONL, one {"trace", "gold", "id", "correct"?, "shown_text"?, "quotes"?} per line'
+    )
     parser.add_argument("--trace", help="one trace (or recall response holding one) as a JSON file")
     parser.add_argument("--gold", nargs="+", metavar="REF", help="gold refs for --trace, e.g. mem:1 ep:2")
-    parser.add_argument("--correct", dest="correct", action="store_true", default=None,
-                        help="with --trace: the reader's answer was right")
-    parser.add_argument("--incorrect", dest="correct", action="store_false",
-                        help="with --trace: the reader's answer was wrong")
+    parser.add_argument(
+        "--correct",
+        dest="correct",
+        action="store_true",
+        default=None,
+        help="with --trace: the reader's answer was right",
+    )
+    parser.add_argument(
+        "--incorrect", dest="correct", action="store_false", help="with --trace: the reader's answer was wrong"
+    )
     parser.add_argument("--shown-text", metavar="FILE", help="with --trace: the text the reader was shown")
     parser.add_argument("--quote", action="append", metavar="TEXT", help="with --trace: a gold quote (repeatable)")
     parser.add_argument("--trace-log", metavar="PATH", help="the server's trace log (CUEDRECALL_TRACE_LOG)")
     parser.add_argument("--entry", nargs="+", metavar="ID", help="with --trace-log: the entries to judge")
-    parser.add_argument("--db", help="with --trace-log and a query: the database the log was written for (its "
-                                     "secret keys the query hashes)")
-    parser.add_argument("--query", action="append", metavar="TEXT",
-                        help="with --trace-log: the entries of this question (repeatable)")
-    parser.add_argument("--answers", metavar="FILE", help='with --trace-log: JSONL of {"entry" or "query", "gold", '
-                                                          '"correct"?}, one known answer a line')
+    parser.add_argument(
+        "--db",
+        help="with --trace-log and a query: the database the log was written for (its secret keys the query hashes)",
+    )
+    parser.add_argument(
+        "--query", action="append", metavar="TEXT", help="with --trace-log: the entries of this question (repeatable)"
+    )
+    parser.add_argument(
+        "--answers",
+        metavar="FILE",
+        help='with --trace-log: JSONL of {"entry" or "query", "gold", "correct"?}, one known answer a line',
+    )
     parser.add_argument("--json", action="store_true", help="print counts and per-item codes as JSON")
     parser.add_argument("--details", action="store_true", help="also show, per gold ref, the stage that lost it")
     return parser

@@ -70,8 +70,10 @@ SPAN = 40
 
 # Our block settings at their defaults (``Settings``): the harness turns blocks off unless told, so ours at its
 # defaults passes them back in.
-BLOCK_SETTINGS = (("CPERSONA_BLOCK_BUILD_ENABLED", "block_build_enabled"),
-                  ("CPERSONA_BLOCK_RETRIEVAL_ENABLED", "block_retrieval_enabled"))
+BLOCK_SETTINGS = (
+    ("CPERSONA_BLOCK_BUILD_ENABLED", "block_build_enabled"),
+    ("CPERSONA_BLOCK_RETRIEVAL_ENABLED", "block_retrieval_enabled"),
+)
 
 
 def our_defaults() -> dict[str, str]:
@@ -84,8 +86,9 @@ def blocks_on(environ: Mapping[str, str]) -> bool:
     return all(environ.get(name, "").lower() in ("1", "true", "yes", "on") for name, _ in BLOCK_SETTINGS)
 
 
-VARIANT_NAMES = {(("CPERSONA_BLOCK_BUILD_ENABLED", "false"), ("CPERSONA_BLOCK_RETRIEVAL_ENABLED", "false")):
-                 "blocks-off"}
+VARIANT_NAMES = {
+    (("CPERSONA_BLOCK_BUILD_ENABLED", "false"), ("CPERSONA_BLOCK_RETRIEVAL_ENABLED", "false")): "blocks-off"
+}
 
 
 def parse_variant(texts: Sequence[str]) -> tuple[str, dict[str, str]]:
@@ -108,7 +111,7 @@ def holds_part(quote: str, evidence: str, span: int = SPAN) -> bool:
     if not e or not q:
         return False
     n = min(span, len(e))
-    return any(e[i:i + n] in q for i in range(len(e) - n + 1))
+    return any(e[i : i + n] in q for i in range(len(e) - n + 1))
 
 
 def mapped(ref: Any, table: Mapping[str, str] | None) -> str | None:
@@ -172,8 +175,9 @@ SCORES = ("quoted", "quoted_text", "all_quoted", "cited", "text_anywhere", "firs
 SIZES = ("items", "returned_count", "size_chars", "quoted_chars")
 
 
-def score(response: Any, gold: Sequence[str], texts: Mapping[str, str],
-          table: Mapping[str, str] | None = None) -> dict[str, Any]:
+def score(
+    response: Any, gold: Sequence[str], texts: Mapping[str, str], table: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """One answer against the question's evidence refs (ours) and their texts.
 
     - quoted: some evidence ref has a quote (a head quote or an excerpt attributed to it);
@@ -198,12 +202,16 @@ def score(response: Any, gold: Sequence[str], texts: Mapping[str, str],
     anywhere = any(holds_part(text, texts.get(ref, "")) for _i, _r, text in quotes for ref in relevant)
     returned = response.get("returned_count")
     return {
-        "quoted": float(bool(quoted)), "quoted_text": float(bool(strict)),
+        "quoted": float(bool(quoted)),
+        "quoted_text": float(bool(strict)),
         "all_quoted": float(bool(relevant) and relevant <= quoted),
-        "cited": float(bool(cited_refs(response, table) & relevant)), "text_anywhere": float(anywhere),
+        "cited": float(bool(cited_refs(response, table) & relevant)),
+        "text_anywhere": float(anywhere),
         "first_item": float(any(i == 0 and ref in relevant for i, ref, _t in quotes)),
-        "items": len(response["items"]), "returned_count": returned if isinstance(returned, int) else None,
-        "size_chars": response_chars(response), "quoted_chars": sum(len(text) for _i, _r, text in quotes),
+        "items": len(response["items"]),
+        "returned_count": returned if isinstance(returned, int) else None,
+        "size_chars": response_chars(response),
+        "quoted_chars": sum(len(text) for _i, _r, text in quotes),
         "error": None,
     }
 
@@ -222,8 +230,11 @@ def absolute_cue(cue: Mapping[str, Any], asked_at: str, oldest: str | None) -> t
     if found is None:
         return None, True
     start, end = found
-    return {"after": start.date().isoformat(), "before": (end - timedelta(microseconds=1)).date().isoformat(),
-            "confidence": cue["confidence"]}, True
+    return {
+        "after": start.date().isoformat(),
+        "before": (end - timedelta(microseconds=1)).date().isoformat(),
+        "confidence": cue["confidence"],
+    }, True
 
 
 def question_cues(conversation: Any, questions: Sequence[Any]) -> dict[str, dict[str, Any]]:
@@ -242,8 +253,9 @@ def question_cues(conversation: Any, questions: Sequence[Any]) -> dict[str, dict
     return out
 
 
-def calls_for(agent: str, questions: Sequence[Any], cues: Mapping[str, Mapping[str, Any]]
-              ) -> list[tuple[Any, str, dict[str, Any]]]:
+def calls_for(
+    agent: str, questions: Sequence[Any], cues: Mapping[str, Mapping[str, Any]]
+) -> list[tuple[Any, str, dict[str, Any]]]:
     """(question, arm, arguments) in the order both systems are asked: time order, each question without a cue
     then (if it has one) with it; no count, budget or top_k (the defaults)."""
     out = []
@@ -267,12 +279,33 @@ def dataset_label(dataset: h.Dataset) -> str:
 # -- one question's row --------------------------------------------------------------------------
 
 
-def question_row(dataset: h.Dataset, embedder: str, system: str, conversation: str, question: Any, arm: str,
-                 cued: bool, gold: Sequence[str], texts: Mapping[str, str], response: Any,
-                 table: Mapping[str, str] | None = None, ms: float | None = None) -> dict[str, Any]:
-    row = {"dataset": dataset_label(dataset), "embedder": embedder, "system": system, "conversation": conversation,
-           "qid": question.qid, "category": dataset.category_label(question.category), "arm": arm, "cued": cued,
-           "gold": len(gold), **score(response, gold, texts, table), "ms": ms}
+def question_row(
+    dataset: h.Dataset,
+    embedder: str,
+    system: str,
+    conversation: str,
+    question: Any,
+    arm: str,
+    cued: bool,
+    gold: Sequence[str],
+    texts: Mapping[str, str],
+    response: Any,
+    table: Mapping[str, str] | None = None,
+    ms: float | None = None,
+) -> dict[str, Any]:
+    row = {
+        "dataset": dataset_label(dataset),
+        "embedder": embedder,
+        "system": system,
+        "conversation": conversation,
+        "qid": question.qid,
+        "category": dataset.category_label(question.category),
+        "arm": arm,
+        "cued": cued,
+        "gold": len(gold),
+        **score(response, gold, texts, table),
+        "ms": ms,
+    }
     if isinstance(response, dict) and arm == CUE:
         row["cue_echoed"] = "time_cue" in response
     return row
@@ -291,10 +324,17 @@ def evidence_texts(conversation: Any, refs: Mapping[str, str], cap: int) -> dict
 # -- ours ----------------------------------------------------------------------------------------
 
 
-def evaluate_ours(dataset: h.Dataset, conversation: Any, embedder: h.PrefetchEmbedder, workdir: Path,
-                  calls: Sequence[tuple[Any, str, dict[str, Any]]], advance: Callable[[], None],
-                  system: str = OURS, environ: Mapping[str, str] | None = None,
-                  dump: list[dict[str, Any]] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def evaluate_ours(
+    dataset: h.Dataset,
+    conversation: Any,
+    embedder: h.PrefetchEmbedder,
+    workdir: Path,
+    calls: Sequence[tuple[Any, str, dict[str, Any]]],
+    advance: Callable[[], None],
+    system: str = OURS,
+    environ: Mapping[str, str] | None = None,
+    dump: list[dict[str, Any]] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Our rows for one conversation, and what CPersona's answers are read against (gold refs, texts, ref maps).
 
     The whole conversation is stored first (CPersona is loaded with all of it too), the block-build queue
@@ -320,17 +360,47 @@ def evaluate_ours(dataset: h.Dataset, conversation: Any, embedder: h.PrefetchEmb
             except Exception as exc:  # call never raises; if it does, the row says so
                 response = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
             ms = (time.perf_counter() - started) * 1000
-            rows.append(question_row(dataset, embedder.mode, system, conversation.conv_id, question, arm,
-                                     question.qid in cued, gold[question.qid], texts, response, ms=ms))
+            rows.append(
+                question_row(
+                    dataset,
+                    embedder.mode,
+                    system,
+                    conversation.conv_id,
+                    question,
+                    arm,
+                    question.qid in cued,
+                    gold[question.qid],
+                    texts,
+                    response,
+                    ms=ms,
+                )
+            )
             if dump is not None:
-                dump.append({"system": system, "embedder": embedder.mode, "qid": question.qid, "arm": arm,
-                             "arguments": arguments, "gold": gold[question.qid], "response": response})
+                dump.append(
+                    {
+                        "system": system,
+                        "embedder": embedder.mode,
+                        "qid": question.qid,
+                        "arm": arm,
+                        "arguments": arguments,
+                        "gold": gold[question.qid],
+                        "response": response,
+                    }
+                )
             advance()
-        info = {"gold": gold, "texts": texts, "refs": dict(store.refs), "duplicates": store.duplicates,
-                "episodes": rp.our_episode_refs(conversation, store.episodes, cap),
-                "memories": len(set(store.refs.values())), "episode_count": len(store.episodes),
-                "block_tasks": store.block_tasks, "block_build_s": store.block_build_s, "load_s": load_s,
-                "blocks": rp.our_block_count(store) if blocks_on(environ) else (0, 0)}
+        info = {
+            "gold": gold,
+            "texts": texts,
+            "refs": dict(store.refs),
+            "duplicates": store.duplicates,
+            "episodes": rp.our_episode_refs(conversation, store.episodes, cap),
+            "memories": len(set(store.refs.values())),
+            "episode_count": len(store.episodes),
+            "block_tasks": store.block_tasks,
+            "block_build_s": store.block_build_s,
+            "load_s": load_s,
+            "blocks": rp.our_block_count(store) if blocks_on(environ) else (0, 0),
+        }
     finally:
         store.close()
     return rows, info
@@ -339,10 +409,18 @@ def evaluate_ours(dataset: h.Dataset, conversation: Any, embedder: h.PrefetchEmb
 # -- CPersona ------------------------------------------------------------------------------------
 
 
-async def ask_reconstruct(calls: Sequence[tuple[Any, str, dict[str, Any]]], db: Path, embed_url: str, log: Path,
-                          timeout: float, start_timeout: float, queue_timeout: float, advance: Callable[[], None],
-                          settings: Mapping[str, tuple[str, str]] = rp.PEER_DEFAULTS,
-                          answers: list[tuple[Any, float | None]] | None = None) -> dict[str, Any]:
+async def ask_reconstruct(
+    calls: Sequence[tuple[Any, str, dict[str, Any]]],
+    db: Path,
+    embed_url: str,
+    log: Path,
+    timeout: float,
+    start_timeout: float,
+    queue_timeout: float,
+    advance: Callable[[], None],
+    settings: Mapping[str, tuple[str, str]] = rp.PEER_DEFAULTS,
+    answers: list[tuple[Any, float | None]] | None = None,
+) -> dict[str, Any]:
     """Start CPersona on its filled database, drain its task queue (its start queues a backfill sweep that
     finds the blocks built), and make every call, appending (answer, ms) to ``answers`` in call order (so a
     caller keeps what came back before a failure); returns the facts (start, queue, seconds).
@@ -373,10 +451,18 @@ async def ask_reconstruct(calls: Sequence[tuple[Any, str, dict[str, Any]]], db: 
     return facts
 
 
-def evaluate_peer(dataset: h.Dataset, conversation: Any, embedder: h.PrefetchEmbedder, ours: Mapping[str, Any],
-                  calls: Sequence[tuple[Any, str, dict[str, Any]]], args: argparse.Namespace, embed_url: str,
-                  workdir: Path, advance: Callable[[], None],
-                  dump: list[dict[str, Any]] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def evaluate_peer(
+    dataset: h.Dataset,
+    conversation: Any,
+    embedder: h.PrefetchEmbedder,
+    ours: Mapping[str, Any],
+    calls: Sequence[tuple[Any, str, dict[str, Any]]],
+    args: argparse.Namespace,
+    embed_url: str,
+    workdir: Path,
+    advance: Callable[[], None],
+    dump: list[dict[str, Any]] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """CPersona's rows for one conversation, read against our gold refs and texts; and the load's facts."""
     settings = rp.PEER_DEFAULTS
     records, episodes = rp.export_items(conversation, embedder, Settings().max_content_length)
@@ -386,11 +472,37 @@ def evaluate_peer(dataset: h.Dataset, conversation: Any, embedder: h.PrefetchEmb
     started = time.perf_counter()
     try:
         # the import, the restart whose start queues the block backfill, the wait for the queue: as retrieval_peer
-        loaded, _none = anyio.run(rp.ask_peer, conversation, [], records, episodes, embed_url, folder, h.LIMIT,
-                                  args.timeout, args.start_timeout, lambda: None, settings, args.queue_timeout)
+        loaded, _none = anyio.run(
+            rp.ask_peer,
+            conversation,
+            [],
+            records,
+            episodes,
+            embed_url,
+            folder,
+            h.LIMIT,
+            args.timeout,
+            args.start_timeout,
+            lambda: None,
+            settings,
+            args.queue_timeout,
+        )
         totals.update(loaded, load_s=time.perf_counter() - started)
-        totals.update(anyio.run(ask_reconstruct, calls, folder / "cpersona.db", embed_url, folder / "cpersona.log",
-                                args.timeout, args.start_timeout, args.queue_timeout, advance, settings, answers))
+        totals.update(
+            anyio.run(
+                ask_reconstruct,
+                calls,
+                folder / "cpersona.db",
+                embed_url,
+                folder / "cpersona.log",
+                args.timeout,
+                args.start_timeout,
+                args.queue_timeout,
+                advance,
+                settings,
+                answers,
+            )
+        )
     except Exception as exc:  # CPersona failed to load or to answer: every call it did not answer is an error row
         totals["failed"] = f"{type(exc).__name__}: {exc}"[:300]
         for _ in range(len(calls) - len(answers)):
@@ -400,20 +512,47 @@ def evaluate_peer(dataset: h.Dataset, conversation: Any, embedder: h.PrefetchEmb
     try:
         memories, peer_episodes = peer_mod.peer_record_keys(folder / "cpersona.db", conversation.conv_id)
         table = rp.peer_ref_table(memories, peer_episodes, ours["refs"], ours["episodes"])
-        totals.update(rows=len(memories) + len(peer_episodes), mapped=len(table),
-                      blocks=rp.peer_block_count(folder / "cpersona.db", conversation.conv_id))
+        totals.update(
+            rows=len(memories) + len(peer_episodes),
+            mapped=len(table),
+            blocks=rp.peer_block_count(folder / "cpersona.db", conversation.conv_id),
+        )
     except Exception as exc:  # no database to read: nothing maps, and the failure is already recorded
         totals.setdefault("failed", f"{type(exc).__name__}: {exc}"[:300])
     cued = {q.qid for q, arm, _args in calls if arm == CUE}
     rows = []
     for (question, arm, arguments), (answer, ms) in zip(calls, answers):
-        rows.append(question_row(dataset, embedder.mode, PEER, conversation.conv_id, question, arm,
-                                 question.qid in cued, ours["gold"][question.qid], ours["texts"], answer, table, ms))
+        rows.append(
+            question_row(
+                dataset,
+                embedder.mode,
+                PEER,
+                conversation.conv_id,
+                question,
+                arm,
+                question.qid in cued,
+                ours["gold"][question.qid],
+                ours["texts"],
+                answer,
+                table,
+                ms,
+            )
+        )
         if dump is not None:
-            dump.append({"system": PEER, "embedder": embedder.mode, "qid": question.qid, "arm": arm,
-                         "arguments": arguments, "gold": ours["gold"][question.qid], "response": answer,
-                         "mapped_refs": sorted({r for _i, r, _t in passages(answer, table)})
-                         if isinstance(answer, dict) else []})
+            dump.append(
+                {
+                    "system": PEER,
+                    "embedder": embedder.mode,
+                    "qid": question.qid,
+                    "arm": arm,
+                    "arguments": arguments,
+                    "gold": ours["gold"][question.qid],
+                    "response": answer,
+                    "mapped_refs": sorted({r for _i, r, _t in passages(answer, table)})
+                    if isinstance(answer, dict)
+                    else [],
+                }
+            )
     return rows, totals
 
 
@@ -430,9 +569,19 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], li
     datasets = load(args)
     variants = [parse_variant(args.ours_variant)] if args.ours_variant else []
     workdir = h.workdir_for(args.workdir)
-    facts: dict[str, Any] = {"models": {}, "variants": {label: env for label, env in variants}, "imports": [],
-                             "ours": [], "cues": [], "asked": [], "late": 0, "workdir": str(workdir), "seconds": {},
-                             "ours_environ": our_defaults(), "skip_peer": args.skip_peer}
+    facts: dict[str, Any] = {
+        "models": {},
+        "variants": {label: env for label, env in variants},
+        "imports": [],
+        "ours": [],
+        "cues": [],
+        "asked": [],
+        "late": 0,
+        "workdir": str(workdir),
+        "seconds": {},
+        "ours_environ": our_defaults(),
+        "skip_peer": args.skip_peer,
+    }
     if not args.skip_peer:
         facts["install"] = peer_mod.ensure_peer(log=workdir / "peer-install.log")
     plan = []  # (dataset, conversation, calls, cues)
@@ -443,47 +592,100 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], li
             plan.append((dataset, conversation, calls_for(conversation.conv_id, questions, cues), cues))
             facts["late"] += rp.late_questions(conversation, questions)
             facts["asked"].append({"dataset": dataset_label(dataset), "questions": len(questions), "cued": len(cues)})
-            facts["cues"] += [{"dataset": dataset_label(dataset), "conversation": conversation.conv_id, "qid": qid,
-                               **cue} for qid, cue in cues.items()]
+            facts["cues"] += [
+                {"dataset": dataset_label(dataset), "conversation": conversation.conv_id, "qid": qid, **cue}
+                for qid, cue in cues.items()
+            ]
     systems = 1 + len(variants) + (0 if args.skip_peer else 1)
     rows: list[dict[str, Any]] = []
     dump: list[dict[str, Any]] | None = [] if args.dump_responses else None
     with Progress(console=console, transient=False) as progress:
-        asked = progress.add_task("reconstruct calls", total=sum(len(p[2]) for p in plan) * systems
-                                  * len(args.embedders))
+        asked = progress.add_task(
+            "reconstruct calls", total=sum(len(p[2]) for p in plan) * systems * len(args.embedders)
+        )
         for name in args.embedders:
             clock = time.perf_counter()
             embedder = h.prefetched_embedder(name, datasets, progress)
             facts["models"][name] = embedder.model
-            served = None if args.skip_peer else peer_mod.EmbedServer(name, workdir / f"embed-server-{name}.log",
-                                                                      timeout=300)
+            served = (
+                None
+                if args.skip_peer
+                else peer_mod.EmbedServer(name, workdir / f"embed-server-{name}.log", timeout=300)
+            )
             try:
                 if served is not None:
                     served.__enter__()
                     sample = [q.text for _d, _c, calls, _cues in plan for q, _a, _x in calls][:64]
                     facts.setdefault("vectors", {})[name] = rp.query_vector_gap(served.url, embedder, sample)
                 for dataset, conversation, calls, _cues in plan:
-                    mine, ours = evaluate_ours(dataset, conversation, embedder, workdir / "ours", calls,
-                                               lambda: progress.advance(asked), dump=dump)
+                    mine, ours = evaluate_ours(
+                        dataset,
+                        conversation,
+                        embedder,
+                        workdir / "ours",
+                        calls,
+                        lambda: progress.advance(asked),
+                        dump=dump,
+                    )
                     rows += mine
                     runs = [(OURS, ours)]
                     for i, (label, environ) in enumerate(variants):
-                        more, info = evaluate_ours(dataset, conversation, embedder, workdir / f"variant-{i + 1}",
-                                                   calls, lambda: progress.advance(asked), label, environ, dump)
+                        more, info = evaluate_ours(
+                            dataset,
+                            conversation,
+                            embedder,
+                            workdir / f"variant-{i + 1}",
+                            calls,
+                            lambda: progress.advance(asked),
+                            label,
+                            environ,
+                            dump,
+                        )
                         rows += more
                         runs.append((label, info))
                     for system, info in runs:
-                        facts["ours"].append({
-                            "dataset": dataset_label(dataset), "embedder": name, "conversation": conversation.conv_id,
-                            "system": system, **{k: info[k] for k in ("memories", "episode_count", "duplicates",
-                                                                      "block_tasks", "block_build_s", "blocks",
-                                                                      "load_s")}})
+                        facts["ours"].append(
+                            {
+                                "dataset": dataset_label(dataset),
+                                "embedder": name,
+                                "conversation": conversation.conv_id,
+                                "system": system,
+                                **{
+                                    k: info[k]
+                                    for k in (
+                                        "memories",
+                                        "episode_count",
+                                        "duplicates",
+                                        "block_tasks",
+                                        "block_build_s",
+                                        "blocks",
+                                        "load_s",
+                                    )
+                                },
+                            }
+                        )
                     if served is not None:
-                        theirs, totals = evaluate_peer(dataset, conversation, embedder, ours, calls, args,
-                                                       served.url, workdir, lambda: progress.advance(asked), dump)
+                        theirs, totals = evaluate_peer(
+                            dataset,
+                            conversation,
+                            embedder,
+                            ours,
+                            calls,
+                            args,
+                            served.url,
+                            workdir,
+                            lambda: progress.advance(asked),
+                            dump,
+                        )
                         rows += theirs
-                        facts["imports"].append({"dataset": dataset_label(dataset), "embedder": name,
-                                                 "conversation": conversation.conv_id, **totals})
+                        facts["imports"].append(
+                            {
+                                "dataset": dataset_label(dataset),
+                                "embedder": name,
+                                "conversation": conversation.conv_id,
+                                **totals,
+                            }
+                        )
             finally:
                 if served is not None:
                     served.__exit__()
@@ -516,12 +718,28 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 # (label of the question set, arm, keep the row?)
-SLICES = (("all", NO_CUE, lambda r: r["arm"] == NO_CUE),
-          ("cued", NO_CUE, lambda r: r["arm"] == NO_CUE and r["cued"]),
-          ("cued", CUE, lambda r: r["arm"] == CUE))
+SLICES = (
+    ("all", NO_CUE, lambda r: r["arm"] == NO_CUE),
+    ("cued", NO_CUE, lambda r: r["arm"] == NO_CUE and r["cued"]),
+    ("cued", CUE, lambda r: r["arm"] == CUE),
+)
 
-HEADLINE_COLUMNS = ["dataset", "embedder", "system", "questions", "arm", "evidence quoted", "evidence text quoted",
-                    "all evidence quoted", "evidence cited", "items", "response chars", "quoted chars", "errors", "n"]
+HEADLINE_COLUMNS = [
+    "dataset",
+    "embedder",
+    "system",
+    "questions",
+    "arm",
+    "evidence quoted",
+    "evidence text quoted",
+    "all evidence quoted",
+    "evidence cited",
+    "items",
+    "response chars",
+    "quoted chars",
+    "errors",
+    "n",
+]
 
 
 def headline_rows(rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
@@ -536,14 +754,46 @@ def headline_rows(rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
                 if not part:
                     continue
                 s = summarise(part)
-                out.append([dataset, embedder, system, label, arm, s["quoted"], s["quoted_text"], s["all_quoted"],
-                            s["cited"], s["items"], s["size_chars"], s["quoted_chars"], s["errors"], s["n"]])
+                out.append(
+                    [
+                        dataset,
+                        embedder,
+                        system,
+                        label,
+                        arm,
+                        s["quoted"],
+                        s["quoted_text"],
+                        s["all_quoted"],
+                        s["cited"],
+                        s["items"],
+                        s["size_chars"],
+                        s["quoted_chars"],
+                        s["errors"],
+                        s["n"],
+                    ]
+                )
     return out
 
 
-DETAIL_COLUMNS = ["dataset", "embedder", "category", "system", "arm", "evidence quoted", "evidence text quoted",
-                  "all evidence quoted", "evidence cited", "evidence in the first item", "evidence text in any quote",
-                  "items", "returned_count", "response chars", "quoted chars", "errors", "n"]
+DETAIL_COLUMNS = [
+    "dataset",
+    "embedder",
+    "category",
+    "system",
+    "arm",
+    "evidence quoted",
+    "evidence text quoted",
+    "all evidence quoted",
+    "evidence cited",
+    "evidence in the first item",
+    "evidence text in any quote",
+    "items",
+    "returned_count",
+    "response chars",
+    "quoted chars",
+    "errors",
+    "n",
+]
 
 
 def detail_rows(rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
@@ -559,9 +809,27 @@ def detail_rows(rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
                     if not mine:
                         continue
                     s = summarise(mine)
-                    out.append([dataset, embedder, category, system, arm, s["quoted"], s["quoted_text"],
-                                s["all_quoted"], s["cited"], s["first_item"], s["text_anywhere"], s["items"],
-                                s["returned_count"], s["size_chars"], s["quoted_chars"], s["errors"], s["n"]])
+                    out.append(
+                        [
+                            dataset,
+                            embedder,
+                            category,
+                            system,
+                            arm,
+                            s["quoted"],
+                            s["quoted_text"],
+                            s["all_quoted"],
+                            s["cited"],
+                            s["first_item"],
+                            s["text_anywhere"],
+                            s["items"],
+                            s["returned_count"],
+                            s["size_chars"],
+                            s["quoted_chars"],
+                            s["errors"],
+                            s["n"],
+                        ]
+                    )
     return out
 
 
@@ -578,13 +846,18 @@ def paired_lines(rows: Sequence[dict[str, Any]], metric: str = "quoted") -> list
     for (dataset, embedder), group in h.group_rows(rows, ("dataset", "embedder")).items():
         for system in [s for s in systems if rp.is_ours(s)]:
             for arm in (NO_CUE, CUE):
-                pairs = [(r, theirs[_key(r)]) for r in group
-                         if r["system"] == system and r["arm"] == arm and _key(r) in theirs]
+                pairs = [
+                    (r, theirs[_key(r)])
+                    for r in group
+                    if r["system"] == system and r["arm"] == arm and _key(r) in theirs
+                ]
                 if pairs:
                     won = sum(1 for a, b in pairs if a[metric] > b[metric])
                     lost = sum(1 for a, b in pairs if a[metric] < b[metric])
-                    lines.append(f"- `{dataset}`, `{embedder}`, {arm}: `{system}` quotes evidence where `{PEER}` "
-                                 f"does not on {won} of {len(pairs)} questions, the reverse on {lost}.")
+                    lines.append(
+                        f"- `{dataset}`, `{embedder}`, {arm}: `{system}` quotes evidence where `{PEER}` "
+                        f"does not on {won} of {len(pairs)} questions, the reverse on {lost}."
+                    )
         for system in systems:
             mine = [r for r in group if r["system"] == system]
             uncued = {_key({**r, "arm": CUE}): r for r in mine if r["arm"] == NO_CUE and r["cued"]}
@@ -592,9 +865,11 @@ def paired_lines(rows: Sequence[dict[str, Any]], metric: str = "quoted") -> list
             if pairs:
                 won = sum(1 for a, b in pairs if a[metric] > b[metric])
                 lost = sum(1 for a, b in pairs if a[metric] < b[metric])
-                lines.append(f"- `{dataset}`, `{embedder}`, `{system}`: with the cue, evidence quoted where the "
-                             f"answer without it quoted none on {won} of {len(pairs)} cued questions, the reverse "
-                             f"on {lost}.")
+                lines.append(
+                    f"- `{dataset}`, `{embedder}`, `{system}`: with the cue, evidence quoted where the "
+                    f"answer without it quoted none on {won} of {len(pairs)} cued questions, the reverse "
+                    f"on {lost}."
+                )
     return lines
 
 
@@ -610,8 +885,10 @@ def error_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
         for r in errors:
             counts[r["error"]] = counts.get(r["error"], 0) + 1
         common = "; ".join(f"{n} × {msg[:160]!r}" for msg, n in sorted(counts.items(), key=lambda x: -x[1])[:3])
-        lines.append(f"- `{system}`: {len(errors)} of {sum(1 for r in rows if r['system'] == system)} calls "
-                     f"answered with an error (counted as misses; left out of the size means): {common}.")
+        lines.append(
+            f"- `{system}`: {len(errors)} of {sum(1 for r in rows if r['system'] == system)} calls "
+            f"answered with an error (counted as misses; left out of the size means): {common}."
+        )
     return lines
 
 
@@ -667,10 +944,14 @@ def setup_lines(args: argparse.Namespace, datasets: Sequence[h.Dataset], facts: 
     asked = h.group_rows(facts.get("asked", []), ("dataset",))
     lines = [
         "- Data: " + " ".join(line.removeprefix("- ") for line in h.dataset_facts(datasets)),
-        "- Asked: " + "; ".join(f"{dataset}: {sum(a['questions'] for a in part):,} questions, "
-                                f"{sum(a['cued'] for a in part):,} of them with a cue"
-                                for (dataset,), part in asked.items()) + ".",
-        f"- `{OURS}`: in process (`Memory.call(\"reconstruct\", ...)`), our **default settings** (the environment "
+        "- Asked: "
+        + "; ".join(
+            f"{dataset}: {sum(a['questions'] for a in part):,} questions, "
+            f"{sum(a['cued'] for a in part):,} of them with a cue"
+            for (dataset,), part in asked.items()
+        )
+        + ".",
+        f'- `{OURS}`: in process (`Memory.call("reconstruct", ...)`), our **default settings** (the environment '
         "is not read; no calibration, the heuristic gate; fusion `" + Settings().recall_mode + "`), which build "
         "blocks and read them (" + ", ".join(f"`{k}={v}`" for k, v in environ.items()) + " are the `Settings` "
         "defaults, passed back over the harness's blocks-off). One fresh store per conversation "
@@ -694,15 +975,18 @@ def setup_lines(args: argparse.Namespace, datasets: Sequence[h.Dataset], facts: 
             "the queue drained again (the start's backfill sweep finds the blocks built), and asked every call "
             "in the questions' time order, without and with the cue, over MCP stdio; its clock is the wall "
             f"clock (hence the absolute cues). Each call may take {args.timeout:.0f} s.",
-            f"- `{PEER}` settings changed from its defaults, each because running it here needs it: " + "; ".join(
-                f"`{k}={v}` ({why})" for k, (v, why) in rp.PEER_DEFAULTS.items()) + ".",
+            f"- `{PEER}` settings changed from its defaults, each because running it here needs it: "
+            + "; ".join(f"`{k}={v}` ({why})" for k, (v, why) in rp.PEER_DEFAULTS.items())
+            + ".",
             "- Query vectors: ours from the in-process embedder, CPersona's (queries and blocks) from "
             "`cuedrecall embed-server` running the same embedder. Embedders: " + models + ".",
         ]
     else:
         lines.append(f"- `{PEER}` not run (`--skip-peer`). Embedders: " + models + ".")
-    lines.append(f"- Questions asked before their conversation's last record: {facts.get('late', 0)} (both systems "
-                 "hold the whole conversation when asked; with 0 that is what each question would have seen).")
+    lines.append(
+        f"- Questions asked before their conversation's last record: {facts.get('late', 0)} (both systems "
+        "hold the whole conversation when asked; with 0 that is what each question would have seen)."
+    )
     return lines
 
 
@@ -728,27 +1012,36 @@ def check_lines(rows: Sequence[dict[str, Any]], facts: dict[str, Any]) -> list[s
             f"{sum(i['queue']['seconds'] for i in mine if 'queue' in i):.1f} s in all, and again "
             f"{sum(q['seconds'] for q in again):.1f} s after the start the calls were made on; still empty after the "
             f"calls on {sum(1 for i in mine if i.get('pending_after') == 0)} of {len(mine)} conversations. Loading "
-            f"took {total('load_s'):.0f} s, the calls {total('calls_s'):.0f} s.")
+            f"took {total('load_s'):.0f} s, the calls {total('calls_s'):.0f} s."
+        )
         for failed in [i for i in mine if i.get("failed")]:
-            lines.append(f"- **CPersona failed** on `{failed['conversation']}` (`{name}`): {failed['failed']}; the "
-                         "calls it did not answer are error rows.")
+            lines.append(
+                f"- **CPersona failed** on `{failed['conversation']}` (`{name}`): {failed['failed']}; the "
+                "calls it did not answer are error rows."
+            )
     for (dataset, name, system), mine in h.group_rows(ours, ("dataset", "embedder", "system")).items():
-        lines.append(f"- `{system}`, `{dataset}`, `{name}`: {sum(o['memories'] for o in mine):,} memories, "
-                     f"{sum(o['episode_count'] for o in mine):,} episodes, loaded in "
-                     f"{sum(o['load_s'] for o in mine):.0f} s; {sum(o['block_tasks'] for o in mine):,} block-build "
-                     f"tasks ({sum(o['block_build_s'] for o in mine):.1f} s) left "
-                     f"{sum(o['blocks'][1] for o in mine):,} embedded blocks over {sum(o['blocks'][0] for o in mine):,} "
-                     "records.")
+        lines.append(
+            f"- `{system}`, `{dataset}`, `{name}`: {sum(o['memories'] for o in mine):,} memories, "
+            f"{sum(o['episode_count'] for o in mine):,} episodes, loaded in "
+            f"{sum(o['load_s'] for o in mine):.0f} s; {sum(o['block_tasks'] for o in mine):,} block-build "
+            f"tasks ({sum(o['block_build_s'] for o in mine):.1f} s) left "
+            f"{sum(o['blocks'][1] for o in mine):,} embedded blocks over {sum(o['blocks'][0] for o in mine):,} "
+            "records."
+        )
     cues = facts.get("cues", [])
     for (dataset,), mine in h.group_rows(cues, ("dataset",)).items():
         relative = sum(1 for c in mine if c["relative"])
-        lines.append(f"- Cues, `{dataset}`: {len(mine)} questions get one; {relative} of them relative (`ago`), sent "
-                     "as the absolute days they name.")
+        lines.append(
+            f"- Cues, `{dataset}`: {len(mine)} questions get one; {relative} of them relative (`ago`), sent "
+            "as the absolute days they name."
+        )
     echoed = [r for r in rows if r["arm"] == CUE and r["error"] is None]
     for system in systems_in(echoed):
         mine = [r for r in echoed if r["system"] == system]
-        lines.append(f"- `{system}` echoed `time_cue` (the cue was applied) in {sum(1 for r in mine if r.get('cue_echoed'))} "
-                     f"of {len(mine)} cued answers.")
+        lines.append(
+            f"- `{system}` echoed `time_cue` (the cue was applied) in {sum(1 for r in mine if r.get('cue_echoed'))} "
+            f"of {len(mine)} cued answers."
+        )
     for system in systems_in(rows):
         timed = [r["ms"] for r in rows if r["system"] == system and r["ms"] is not None and r["error"] is None]
         if timed:
@@ -759,32 +1052,64 @@ def check_lines(rows: Sequence[dict[str, Any]], facts: dict[str, Any]) -> list[s
     return lines + error_lines(rows)
 
 
-def render(argv: Sequence[str], args: argparse.Namespace, datasets: Sequence[h.Dataset],
-           rows: Sequence[dict[str, Any]], facts: dict[str, Any]) -> str:
-    headline = "ours at its defaults (blocks on)" + ("" if facts.get("skip_peer") else
-                                                     "; `cpersona`: CPersona at its defaults (blocks on)")
+def render(
+    argv: Sequence[str],
+    args: argparse.Namespace,
+    datasets: Sequence[h.Dataset],
+    rows: Sequence[dict[str, Any]],
+    facts: dict[str, Any],
+) -> str:
+    headline = "ours at its defaults (blocks on)" + (
+        "" if facts.get("skip_peer") else "; `cpersona`: CPersona at its defaults (blocks on)"
+    )
     lines = [
-        "# Reconstruct: ours against CPersona 2.6.14", "",
-        f"Command: `{h.command_line(PROG, argv)}`", "",
+        "# Reconstruct: ours against CPersona 2.6.14",
+        "",
+        f"Command: `{h.command_line(PROG, argv)}`",
+        "",
         RULE.format(span=SPAN),
-        "## Headline", "",
+        "## Headline",
+        "",
         f"`{OURS}`: {headline}. Rates over every question of the slice (an error answer is a miss); items and "
-        "characters: means over the answers that were not errors.", "",
-        *h.markdown_table(HEADLINE_COLUMNS, headline_rows(rows), "lllll" + "r" * (len(HEADLINE_COLUMNS) - 5)), "",
-        *paired_lines(rows), "",
-        "## Setup", "",
-        *setup_lines(args, datasets, facts), "",
-        "## Checks", "",
-        *check_lines(rows, facts), "",
-        "## By category", "",
-        *h.markdown_table(DETAIL_COLUMNS, detail_rows(rows), "lllll" + "r" * (len(DETAIL_COLUMNS) - 5)), "",
+        "characters: means over the answers that were not errors.",
+        "",
+        *h.markdown_table(HEADLINE_COLUMNS, headline_rows(rows), "lllll" + "r" * (len(HEADLINE_COLUMNS) - 5)),
+        "",
+        *paired_lines(rows),
+        "",
+        "## Setup",
+        "",
+        *setup_lines(args, datasets, facts),
+        "",
+        "## Checks",
+        "",
+        *check_lines(rows, facts),
+        "",
+        "## By category",
+        "",
+        *h.markdown_table(DETAIL_COLUMNS, detail_rows(rows), "lllll" + "r" * (len(DETAIL_COLUMNS) - 5)),
+        "",
     ]
     return "\n".join(lines)
 
 
 # The headline's columns as the console prints them (narrow).
-CONSOLE_COLUMNS = ["dataset", "emb", "system", "qs", "arm", "quoted", "text", "all", "cited", "items", "chars",
-                   "quoted chars", "err", "n"]
+CONSOLE_COLUMNS = [
+    "dataset",
+    "emb",
+    "system",
+    "qs",
+    "arm",
+    "quoted",
+    "text",
+    "all",
+    "cited",
+    "items",
+    "chars",
+    "quoted chars",
+    "err",
+    "n",
+]
 
 
 def print_summary(rows: Sequence[dict[str, Any]], console: Console) -> None:
@@ -793,8 +1118,14 @@ def print_summary(rows: Sequence[dict[str, Any]], console: Console) -> None:
         table.add_column(column, justify="left" if column in ("dataset", "emb", "system", "qs", "arm") else "right")
     for line in headline_rows(rows):
         rates, items, chars = line[5:9], line[9], line[10:12]
-        table.add_row(*line[:5], *(f"{v:.3f}" for v in rates), _fmt(items, 1), *(_fmt(v, 0) for v in chars),
-                      str(line[12]), str(line[13]))
+        table.add_row(
+            *line[:5],
+            *(f"{v:.3f}" for v in rates),
+            _fmt(items, 1),
+            *(_fmt(v, 0) for v in chars),
+            str(line[12]),
+            str(line[13]),
+        )
     console.print(table)
 
 
@@ -809,28 +1140,51 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"python -m {PROG}", description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", choices=DATASETS, default=list(DATASETS))
     parser.add_argument("--locomo", default=h.DEFAULT_LOCOMO, help="LoCoMo JSON file (default: $CUEDRECALL_LOCOMO)")
-    parser.add_argument("--long-span", choices=["small", "large"], default="large",
-                        help="size of the generated long-span history, as benchmarks.time_cue (default: %(default)s)")
+    parser.add_argument(
+        "--long-span",
+        choices=["small", "large"],
+        default="large",
+        help="size of the generated long-span history, as benchmarks.time_cue (default: %(default)s)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="long-span generator seed (default: %(default)s)")
     parser.add_argument("--embedders", nargs="+", choices=["local", "hash"], default=["local", "hash"])
     parser.add_argument("--limit-conversations", type=int, default=None, help="only the first N LoCoMo conversations")
     parser.add_argument("--skip-peer", action="store_true", help="ours only: CPersona is not installed or run")
-    parser.add_argument("--ours-variant", action="append", default=[], metavar="CPERSONA_NAME=VALUE",
-                        help="also run ours with these settings changed from our defaults, as one more system "
-                             "(repeatable: every setting given joins the one variant; e.g. "
-                             "CPERSONA_BLOCK_BUILD_ENABLED=false and CPERSONA_BLOCK_RETRIEVAL_ENABLED=false: blocks-off)")
-    parser.add_argument("--timeout", type=float, default=120.0,
-                        help="seconds one CPersona tool call may take (an import: ten times that) (default: %(default)s)")
-    parser.add_argument("--start-timeout", type=float, default=300.0,
-                        help="seconds CPersona may take to start (default: %(default)s)")
-    parser.add_argument("--queue-timeout", type=float, default=1800.0,
-                        help="seconds CPersona's task queue may take to drain (default: %(default)s)")
+    parser.add_argument(
+        "--ours-variant",
+        action="append",
+        default=[],
+        metavar="CPERSONA_NAME=VALUE",
+        help="also run ours with these settings changed from our defaults, as one more system "
+        "(repeatable: every setting given joins the one variant; e.g. "
+        "CPERSONA_BLOCK_BUILD_ENABLED=false and CPERSONA_BLOCK_RETRIEVAL_ENABLED=false: blocks-off)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="seconds one CPersona tool call may take (an import: ten times that) (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--start-timeout", type=float, default=300.0, help="seconds CPersona may take to start (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--queue-timeout",
+        type=float,
+        default=1800.0,
+        help="seconds CPersona's task queue may take to drain (default: %(default)s)",
+    )
     parser.add_argument("--workdir", type=Path, help="keep the databases and logs here (default: a temporary folder)")
-    parser.add_argument("--out", type=Path, default=h.RESULTS / "reconstruct.md",
-                        help="markdown file (default: %(default)s)")
+    parser.add_argument(
+        "--out", type=Path, default=h.RESULTS / "reconstruct.md", help="markdown file (default: %(default)s)"
+    )
     parser.add_argument("--dump-rows", type=Path, metavar="PATH.jsonl", help="one line per question, system and arm")
-    parser.add_argument("--dump-responses", type=Path, metavar="PATH.jsonl",
-                        help="every answer as returned (CPersona's refs unmapped), with its arguments and evidence")
+    parser.add_argument(
+        "--dump-responses",
+        type=Path,
+        metavar="PATH.jsonl",
+        help="every answer as returned (CPersona's refs unmapped), with its arguments and evidence",
+    )
     return parser
 
 

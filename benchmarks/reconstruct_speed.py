@@ -18,8 +18,9 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from rich.console import Console
 
@@ -76,24 +77,37 @@ def measure(embedder_mode: str, datasets: list[h.Dataset], console: Console) -> 
                     sizes[way].append(len(json.dumps(answer, ensure_ascii=False)))
             store.close()
             console.print(f"{embedder_mode}: {conversation.conv_id} done ({len(times[WAYS[0]])} questions)")
-    return {"embedder": embedder_mode, "records": records, "questions": len(times[WAYS[0]]),
-            "p50": {w: statistics.median(v) for w, v in times.items()},
-            "p95": {w: percentile(v, 0.95) for w, v in times.items()},
-            "size": {w: statistics.mean(v) for w, v in sizes.items()}}
+    return {
+        "embedder": embedder_mode,
+        "records": records,
+        "questions": len(times[WAYS[0]]),
+        "p50": {w: statistics.median(v) for w, v in times.items()},
+        "p95": {w: percentile(v, 0.95) for w, v in times.items()},
+        "size": {w: statistics.mean(v) for w, v in sizes.items()},
+    }
 
 
 def report(results: list[dict[str, Any]], argv: list[str]) -> str:
-    lines = ["# reconstruct's cost over its recall (LoCoMo)", "", f"`{h.command_line(PROG, argv)}`", "",
-             "Each question asked three ways, interleaved, on the same store (all conversation turns and session "
-             "summaries, our defaults: blocks built and searched); query vectors warm; milliseconds of wall time "
-             "in process (no transport).", ""]
+    lines = [
+        "# reconstruct's cost over its recall (LoCoMo)",
+        "",
+        f"`{h.command_line(PROG, argv)}`",
+        "",
+        "Each question asked three ways, interleaved, on the same store (all conversation turns and session "
+        "summaries, our defaults: blocks built and searched); query vectors warm; milliseconds of wall time "
+        "in process (no transport).",
+        "",
+    ]
     for r in results:
         base = r["p50"][WAYS[0]]
         lines += [f"## embedder `{r['embedder']}`: {r['questions']} questions, {r['records']} records", ""]
         lines += h.markdown_table(
             ["way", "p50 ms", "p95 ms", "p50 / recall", "mean response chars"],
-            [[w, f"{r['p50'][w]:.2f}", f"{r['p95'][w]:.2f}", f"×{r['p50'][w] / base:.2f}", f"{r['size'][w]:,.0f}"]
-             for w in WAYS])
+            [
+                [w, f"{r['p50'][w]:.2f}", f"{r['p95'][w]:.2f}", f"×{r['p50'][w] / base:.2f}", f"{r['size'][w]:,.0f}"]
+                for w in WAYS
+            ],
+        )
         lines.append("")
     return "\n".join(lines)
 

@@ -20,7 +20,6 @@ import argparse
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -70,8 +69,9 @@ def small_stores(conversations: Sequence[Conversation], size: int) -> list[Conve
     return [Conversation(w.agent_id, w.turns, (), w.questions) for c in conversations for w in windows(c, size, None)]
 
 
-def layouts(datasets: Sequence[h.Dataset], wanted: Sequence[str],
-            sizes: Sequence[int] = SMALL_SIZES) -> list[tuple[str, str, list[Conversation], str]]:
+def layouts(
+    datasets: Sequence[h.Dataset], wanted: Sequence[str], sizes: Sequence[int] = SMALL_SIZES
+) -> list[tuple[str, str, list[Conversation], str]]:
     """(layout, dataset, conversations, history) for each layout asked for and present."""
     out = []
     for d in datasets:
@@ -96,8 +96,11 @@ def reason(message: dict[str, Any]) -> dict[str, Any]:
 
 def relieved(response: dict[str, Any]) -> list[str]:
     """Refs of the rows relief let in: answer rows (admission relief) and cue seats it filled, best first."""
-    return [m["ref"] for m in reversed(response.get("messages") or [])
-            if reason(m).get("admission") == "relief" or reason(m).get("relieved")]
+    return [
+        m["ref"]
+        for m in reversed(response.get("messages") or [])
+        if reason(m).get("admission") == "relief" or reason(m).get("relieved")
+    ]
 
 
 def split(response: dict[str, Any]) -> tuple[list[str], list[str]]:
@@ -129,9 +132,14 @@ def policy(response: dict[str, Any]) -> str:
 
 
 def metrics(ranked: Sequence[str], gold: Sequence[str]) -> dict[str, float]:
-    return {"rows": float(len(ranked)), "hit@10": h.recall_any(ranked, gold, 10),
-            "all@10": h.recall_all(ranked, gold, 10), "ndcg@10": h.ndcg(ranked, gold, 10),
-            "ndcg": h.ndcg(ranked, gold), "any": float(any(r in set(gold) for r in ranked))}
+    return {
+        "rows": float(len(ranked)),
+        "hit@10": h.recall_any(ranked, gold, 10),
+        "all@10": h.recall_all(ranked, gold, 10),
+        "ndcg@10": h.ndcg(ranked, gold, 10),
+        "ndcg": h.ndcg(ranked, gold),
+        "any": float(any(r in set(gold) for r in ranked)),
+    }
 
 
 def put(row: dict[str, Any], name: str, ranked: Sequence[str], gold: Sequence[str]) -> None:
@@ -142,8 +150,9 @@ def put(row: dict[str, Any], name: str, ranked: Sequence[str], gold: Sequence[st
 # -- one question ----------------------------------------------------------------------------------
 
 
-def study_uncued(store: h.ConversationStore, question: Any, gold: Sequence[str], limit: int,
-                 row: dict[str, Any], prefix: str = "") -> None:
+def study_uncued(
+    store: h.ConversationStore, question: Any, gold: Sequence[str], limit: int, row: dict[str, Any], prefix: str = ""
+) -> None:
     """Relief off (cued-v0.3's single pass), relief on, and the two equal-rows controls, without a cue."""
     with store.using(**OFF):
         off = store.ask(question, limit=limit, trace=True)
@@ -164,13 +173,18 @@ def study_uncued(store: h.ConversationStore, question: Any, gold: Sequence[str],
     row[prefix + "policy_off"], row[prefix + "policy_on"] = policy(off), policy(on)
 
 
-def study_cued(store: h.ConversationStore, question: Any, cue: dict[str, Any], gold: Sequence[str], limit: int,
-               row: dict[str, Any]) -> None:
+def study_cued(
+    store: h.ConversationStore, question: Any, cue: dict[str, Any], gold: Sequence[str], limit: int, row: dict[str, Any]
+) -> None:
     """The cued question: without a cue (relief off, on), with it (cued-v0.3, +relief-v1, +stages-v1)."""
     study_uncued(store, question, gold, limit, row, "a_")
     responses = {}
-    for name, overrides in (("b_off", OFF), ("b_on", ON), ("s_off", {**OFF, "recall_cue_stages": STAGES}),
-                            ("s_on", {**ON, "recall_cue_stages": STAGES})):
+    for name, overrides in (
+        ("b_off", OFF),
+        ("b_on", ON),
+        ("s_off", {**OFF, "recall_cue_stages": STAGES}),
+        ("s_on", {**ON, "recall_cue_stages": STAGES}),
+    ):
         with store.using(**overrides):
             responses[name] = store.ask(question, limit=limit, time_cue=cue, trace=True)
         put(row, name, h.best_first(responses[name]), gold)
@@ -196,8 +210,16 @@ def study_cued(store: h.ConversationStore, question: Any, cue: dict[str, Any], g
     row["b_stages"] = len([s for s in (b_off.get("trace") or {}).get("stages") or []])
 
 
-def run_store(layout: str, dataset: str, conversation: Conversation, history: str, embedder: h.PrefetchEmbedder,
-              args: argparse.Namespace, workdir: Path, advance: Any) -> list[dict[str, Any]]:
+def run_store(
+    layout: str,
+    dataset: str,
+    conversation: Conversation,
+    history: str,
+    embedder: h.PrefetchEmbedder,
+    args: argparse.Namespace,
+    workdir: Path,
+    advance: Any,
+) -> list[dict[str, Any]]:
     locomo = dataset == "locomo"
     cues = {q.qid: explain_cue(q.text, q.asked_at) for q in conversation.questions}
     scored = [q for q in conversation.questions if not (locomo and q.category in h.LOCOMO_EXCLUDED)]
@@ -208,10 +230,15 @@ def run_store(layout: str, dataset: str, conversation: Conversation, history: st
     try:
         for question in h.replay(store, questions, history):
             gold = store.gold(question)
-            row: dict[str, Any] = {"layout": layout, "dataset": dataset, "embedder": embedder.mode,
-                                   "qid": question.qid, "gold": len(gold),
-                                   "scored": question.qid in {q.qid for q in scored},
-                                   "cued": cues[question.qid] is not None}
+            row: dict[str, Any] = {
+                "layout": layout,
+                "dataset": dataset,
+                "embedder": embedder.mode,
+                "qid": question.qid,
+                "gold": len(gold),
+                "scored": question.qid in {q.qid for q in scored},
+                "cued": cues[question.qid] is not None,
+            }
             if row["scored"]:
                 study_uncued(store, question, gold, args.limit, row)
             if row["cued"]:
@@ -232,8 +259,14 @@ def run_store(layout: str, dataset: str, conversation: Conversation, history: st
 def test(rows: Sequence[dict[str, Any]], x: str, y: str, metric: str = "ndcg") -> dict[str, Any]:
     """Per question, x rose over y or fell below it on ``metric``; the one-sided sign test of x above y."""
     rose, fell, tied = rose_fell([r[f"{metric}:{x}"] for r in rows], [r[f"{metric}:{y}"] for r in rows])
-    return {"rose": rose, "fell": fell, "p": sign_test(rose, fell), "p_fell": sign_test(fell, rose),
-            "mx": h.mean(r[f"{metric}:{x}"] for r in rows), "my": h.mean(r[f"{metric}:{y}"] for r in rows)}
+    return {
+        "rose": rose,
+        "fell": fell,
+        "p": sign_test(rose, fell),
+        "p_fell": sign_test(fell, rose),
+        "mx": h.mean(r[f"{metric}:{x}"] for r in rows),
+        "my": h.mean(r[f"{metric}:{y}"] for r in rows),
+    }
 
 
 def beats(t: dict[str, Any]) -> bool:
@@ -285,21 +318,54 @@ def relief_tables(rows: Sequence[dict[str, Any]]) -> tuple[list[str], list[str],
         key = relieved_key(off)
         fired = [r for r in group if r[key]]
         n = len(group)
-        rows_out.append([label, embedder, n, f"{len(fired)} ({len(fired) / n:.1%})",
-                         h.mean(r[key] for r in fired) if fired else 0.0,
-                         sum(r[f"{key}_gold"] for r in group),
-                         *(h.mean(r[f"rows:{v}"] for r in group) for v in (off, on, extra, wider))])
+        rows_out.append(
+            [
+                label,
+                embedder,
+                n,
+                f"{len(fired)} ({len(fired) / n:.1%})",
+                h.mean(r[key] for r in fired) if fired else 0.0,
+                sum(r[f"{key}_gold"] for r in group),
+                *(h.mean(r[f"rows:{v}"] for r in group) for v in (off, on, extra, wider)),
+            ]
+        )
         t_off, t_extra, t_wider = test(group, on, off), test(group, on, extra), test(group, on, wider)
-        eq_out.append([label, embedder, n, *(h.mean(r[f"ndcg:{v}"] for r in group) for v in (off, on, extra, wider)),
-                       _rf(t_off), _rf(t_extra), _rf(t_wider),
-                       " / ".join(f"{h.mean(r[f'any:{v}'] for r in group):.3f}" for v in (off, on, extra))])
+        eq_out.append(
+            [
+                label,
+                embedder,
+                n,
+                *(h.mean(r[f"ndcg:{v}"] for r in group) for v in (off, on, extra, wider)),
+                _rf(t_off),
+                _rf(t_extra),
+                _rf(t_wider),
+                " / ".join(f"{h.mean(r[f'any:{v}'] for r in group):.3f}" for v in (off, on, extra)),
+            ]
+        )
         t10, h10 = test(group, on, off, "ndcg@10"), test(group, on, off, "hit@10")
-        ten_out.append([label, embedder, n,
-                        *(f"{h.mean(r[f'{m}:{off}'] for r in group):.3f} / {h.mean(r[f'{m}:{on}'] for r in group):.3f}"
-                          for m in ("hit@10", "all@10", "ndcg@10")),
-                        f"{h10['rose']} / {h10['fell']}", _rf(t10)])
-        judged.append({"label": label, "embedder": embedder, "helps": beats(t_off) and beats(t_extra),
-                       "hurts": falls(t10) or falls(h10), "fired": len(fired), "n": n})
+        ten_out.append(
+            [
+                label,
+                embedder,
+                n,
+                *(
+                    f"{h.mean(r[f'{m}:{off}'] for r in group):.3f} / {h.mean(r[f'{m}:{on}'] for r in group):.3f}"
+                    for m in ("hit@10", "all@10", "ndcg@10")
+                ),
+                f"{h10['rose']} / {h10['fell']}",
+                _rf(t10),
+            ]
+        )
+        judged.append(
+            {
+                "label": label,
+                "embedder": embedder,
+                "helps": beats(t_off) and beats(t_extra),
+                "hurts": falls(t10) or falls(h10),
+                "fired": len(fired),
+                "n": n,
+            }
+        )
     return rows_out, eq_out, ten_out, judged
 
 
@@ -309,23 +375,45 @@ def stage_table(rows: Sequence[dict[str, Any]]) -> tuple[list[list[Any]], list[d
         cued = [r for r in group if r["cued"]]
         if not cued:
             continue
-        for base, stages, name in (("b_off", "s_off", "cued-v0.3 vs +stages-v1"),
-                                   ("b_on", "s_on", "+relief-v1 vs +relief-v1+stages-v1")):
+        for base, stages, name in (
+            ("b_off", "s_off", "cued-v0.3 vs +stages-v1"),
+            ("b_on", "s_on", "+relief-v1 vs +relief-v1+stages-v1"),
+        ):
             t_b = test(cued, stages, base)
             t_x = test(cued, stages, "s_extra") if base == "b_off" else None
-            changed = sum(1 for r in cued if r["ndcg:" + stages] != r["ndcg:" + base]
-                          or r["rows:" + stages] != r["rows:" + base])
+            changed = sum(
+                1 for r in cued if r["ndcg:" + stages] != r["ndcg:" + base] or r["rows:" + stages] != r["rows:" + base]
+            )
             more = sum(1 for r in cued if r["s_stages"] > r["b_stages"]) if base == "b_off" else None
-            out.append([layout, embedder, name, len(cued), more if more is not None else "",
-                        changed, *(h.mean(r[f"rows:{v}"] for r in cued) for v in (base, stages)),
-                        *(h.mean(r[f"ndcg:{v}"] for r in cued) for v in (base, stages)),
-                        h.mean(r["ndcg:s_extra"] for r in cued) if t_x else "", _rf(t_b), _rf(t_x) if t_x else "",
-                        f"{h.mean(r[f'hit@10:{base}'] for r in cued):.3f} / "
-                        f"{h.mean(r[f'hit@10:{stages}'] for r in cued):.3f}"])
+            out.append(
+                [
+                    layout,
+                    embedder,
+                    name,
+                    len(cued),
+                    more if more is not None else "",
+                    changed,
+                    *(h.mean(r[f"rows:{v}"] for r in cued) for v in (base, stages)),
+                    *(h.mean(r[f"ndcg:{v}"] for r in cued) for v in (base, stages)),
+                    h.mean(r["ndcg:s_extra"] for r in cued) if t_x else "",
+                    _rf(t_b),
+                    _rf(t_x) if t_x else "",
+                    f"{h.mean(r[f'hit@10:{base}'] for r in cued):.3f} / "
+                    f"{h.mean(r[f'hit@10:{stages}'] for r in cued):.3f}",
+                ]
+            )
             if t_x:
                 t10 = test(cued, stages, base, "ndcg@10")
-                judged.append({"label": layout, "embedder": embedder, "helps": beats(t_b) and beats(t_x),
-                               "hurts": falls(t10), "changed": changed, "n": len(cued)})
+                judged.append(
+                    {
+                        "label": layout,
+                        "embedder": embedder,
+                        "helps": beats(t_b) and beats(t_x),
+                        "hurts": falls(t10),
+                        "changed": changed,
+                        "n": len(cued),
+                    }
+                )
     return out, judged
 
 
@@ -370,8 +458,14 @@ RULE = """## The rule (fixed before any number below)
 """
 
 
-def render(argv: Sequence[str], args: argparse.Namespace, datasets: Sequence[h.Dataset],
-           rows: Sequence[dict[str, Any]], models: dict[str, str], png: Path) -> str:
+def render(
+    argv: Sequence[str],
+    args: argparse.Namespace,
+    datasets: Sequence[h.Dataset],
+    rows: Sequence[dict[str, Any]],
+    models: dict[str, str],
+    png: Path,
+) -> str:
     counts, equal, ten, judged = relief_tables(rows)
     stages, stage_judged = stage_table(rows)
     primary = args.embedders[0]
@@ -380,10 +474,13 @@ def render(argv: Sequence[str], args: argparse.Namespace, datasets: Sequence[h.D
     stage_mine = [j for j in stage_judged if j["embedder"] == primary]
     stages_ship = any(j["helps"] for j in stage_mine) and not any(j["hurts"] for j in stage_mine)
     lines = [
-        "# Gate relief and stages-v1, side by side", "",
-        f"Command: `{h.command_line(PROG, argv)}`", "",
+        "# Gate relief and stages-v1, side by side",
+        "",
+        f"Command: `{h.command_line(PROG, argv)}`",
+        "",
         RULE.format(limit=args.limit, alpha=ALPHA, stages=STAGES),
-        "## Setup", "",
+        "## Setup",
+        "",
         f"- Defaults: `{args.defaults}`; fusion {args.mode}; the environment is not read.",
         "- Layouts: `per-conversation` (LoCoMo, one agent per conversation, history `asked`: every question "
         "comes after its conversation's last session); `one-agent` (every LoCoMo conversation stored under one "
@@ -394,31 +491,110 @@ def render(argv: Sequence[str], args: argparse.Namespace, datasets: Sequence[h.D
         "questions whose evidence lies wholly inside it, history `all`).",
         "- Embedders: " + ", ".join(f"`{k}` ({v})" for k, v in models.items()) + ".",
         *h.dataset_facts(datasets),
-        "- Policies the recalls ran (trace `policy.process`): " + "; ".join(policies(rows)) + ".", "",
-        "## How often relief fired, and the rows returned", "",
-        *h.markdown_table(["set", "embedder", "n", "relief fired", "rows relief added when it fired",
-                           "questions whose relieved rows hold evidence", "rows: off", "rows: on",
-                           "rows: (x) next refused", "rows: (w) larger limit"], counts, "ll" + "r" * 8), "",
-        "## At equal rows: NDCG over the returned rows", "",
-        *h.markdown_table(["set", "embedder", "n", "off", "on", "(x) off + next refused rows",
-                           "(w) off, limit + r", "on vs off rose / fell", "on vs (x)", "on vs (w)",
-                           "any evidence returned off / on / (x)"], equal, "ll" + "r" * 9), "",
-        "## The first 10 rows", "",
-        *h.markdown_table(["set", "embedder", "n", "hit@10 off / on", "all@10 off / on", "NDCG@10 off / on",
-                           "hit@10 on vs off rose / fell", "NDCG@10 on vs off"], ten, "ll" + "r" * 6), "",
-        "## Verdict on relief", "",
-        *h.markdown_table(["set", "embedder", "fired", "helps", "hurts"],
-                          [[j["label"], j["embedder"], f"{j['fired']} of {j['n']}", "yes" if j["helps"] else "no",
-                            "yes" if j["hurts"] else "no"] for j in judged], "lllll"), "",
-        f"**{'Keep on' if keep else 'Turn off'}** (primary embedder `{primary}`).", "",
-        "## stages-v1 against cued-v0.3 (cued questions)", "",
-        *h.markdown_table(["layout", "embedder", "compared", "n", "stages-v1 ran more stages", "answers changed",
-                           "rows: base", "rows: stages", "NDCG: base", "NDCG: stages",
-                           "NDCG: base + extra uncued rows", "stages vs base rose / fell", "stages vs base + extra",
-                           "hit@10 base / stages"], stages, "lll" + "r" * 11), "",
+        "- Policies the recalls ran (trace `policy.process`): " + "; ".join(policies(rows)) + ".",
+        "",
+        "## How often relief fired, and the rows returned",
+        "",
+        *h.markdown_table(
+            [
+                "set",
+                "embedder",
+                "n",
+                "relief fired",
+                "rows relief added when it fired",
+                "questions whose relieved rows hold evidence",
+                "rows: off",
+                "rows: on",
+                "rows: (x) next refused",
+                "rows: (w) larger limit",
+            ],
+            counts,
+            "ll" + "r" * 8,
+        ),
+        "",
+        "## At equal rows: NDCG over the returned rows",
+        "",
+        *h.markdown_table(
+            [
+                "set",
+                "embedder",
+                "n",
+                "off",
+                "on",
+                "(x) off + next refused rows",
+                "(w) off, limit + r",
+                "on vs off rose / fell",
+                "on vs (x)",
+                "on vs (w)",
+                "any evidence returned off / on / (x)",
+            ],
+            equal,
+            "ll" + "r" * 9,
+        ),
+        "",
+        "## The first 10 rows",
+        "",
+        *h.markdown_table(
+            [
+                "set",
+                "embedder",
+                "n",
+                "hit@10 off / on",
+                "all@10 off / on",
+                "NDCG@10 off / on",
+                "hit@10 on vs off rose / fell",
+                "NDCG@10 on vs off",
+            ],
+            ten,
+            "ll" + "r" * 6,
+        ),
+        "",
+        "## Verdict on relief",
+        "",
+        *h.markdown_table(
+            ["set", "embedder", "fired", "helps", "hurts"],
+            [
+                [
+                    j["label"],
+                    j["embedder"],
+                    f"{j['fired']} of {j['n']}",
+                    "yes" if j["helps"] else "no",
+                    "yes" if j["hurts"] else "no",
+                ]
+                for j in judged
+            ],
+            "lllll",
+        ),
+        "",
+        f"**{'Keep on' if keep else 'Turn off'}** (primary embedder `{primary}`).",
+        "",
+        "## stages-v1 against cued-v0.3 (cued questions)",
+        "",
+        *h.markdown_table(
+            [
+                "layout",
+                "embedder",
+                "compared",
+                "n",
+                "stages-v1 ran more stages",
+                "answers changed",
+                "rows: base",
+                "rows: stages",
+                "NDCG: base",
+                "NDCG: stages",
+                "NDCG: base + extra uncued rows",
+                "stages vs base rose / fell",
+                "stages vs base + extra",
+                "hit@10 base / stages",
+            ],
+            stages,
+            "lll" + "r" * 11,
+        ),
+        "",
         f"stages-v1: **{'ships' if stages_ship else 'stays off'}** (it helps on "
         f"{sum(j['helps'] for j in stage_mine)} of {len(stage_mine)} sets and hurts on "
-        f"{sum(j['hurts'] for j in stage_mine)}, primary embedder).", "",
+        f"{sum(j['hurts'] for j in stage_mine)}, primary embedder).",
+        "",
     ]
     return "\n".join(lines)
 
@@ -435,8 +611,17 @@ def print_summary(rows: Sequence[dict[str, Any]], console: Console) -> None:
         extra, _wider = _controls(off)
         fired = sum(1 for r in group if r[relieved_key(off)])
         t_off, t_x = test(group, on, off), test(group, on, extra)
-        table.add_row(label, embedder, str(len(group)), str(fired), f"{t_off['my']:.3f}", f"{t_off['mx']:.3f}",
-                      f"{t_x['my']:.3f}", _p(t_off["p"]), _p(t_x["p"]))
+        table.add_row(
+            label,
+            embedder,
+            str(len(group)),
+            str(fired),
+            f"{t_off['my']:.3f}",
+            f"{t_off['mx']:.3f}",
+            f"{t_x['my']:.3f}",
+            _p(t_off["p"]),
+            _p(t_x["p"]),
+        )
     console.print(table)
 
 
@@ -444,8 +629,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = h.study_parser(PROG, __doc__.splitlines()[0], "relief.md", ["local"], ["rrf"])
     h.add_defaults_option(parser, "shipped")
     parser.add_argument("--layouts", nargs="+", choices=LAYOUTS, default=list(LAYOUTS))
-    parser.add_argument("--small-sizes", nargs="+", type=int, default=list(SMALL_SIZES),
-                        help="window sizes of the small-stores layout (default: %(default)s)")
+    parser.add_argument(
+        "--small-sizes",
+        nargs="+",
+        type=int,
+        default=list(SMALL_SIZES),
+        help="window sizes of the small-stores layout (default: %(default)s)",
+    )
     return parser
 
 
@@ -464,8 +654,16 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], li
                 args.mode = mode
                 for layout, dataset, conversations, history in plan:
                     for conversation in conversations:
-                        rows += run_store(layout, dataset, conversation, history, embedder, args, workdir,
-                                          lambda: progress.advance(asked))
+                        rows += run_store(
+                            layout,
+                            dataset,
+                            conversation,
+                            history,
+                            embedder,
+                            args,
+                            workdir,
+                            lambda: progress.advance(asked),
+                        )
             models[name] = embedder.model
     return datasets, rows, models
 

@@ -32,7 +32,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx
 
@@ -73,8 +72,12 @@ UNDER = 1_000  # items or bytes left below a bound by the "under the bounds" bod
 def under_size(shape: str) -> int:
     """Bytes of a ``shape`` value just under the message bounds: the largest body the server parses."""
     items = MAX_ITEMS - UNDER
-    return {"zeros": items * 2, "empty objects": items // 2 * 3, "members": items // 2 * 12,
-            "empty strings": items * 3}.get(shape, MAX_STRING - UNDER)
+    return {
+        "zeros": items * 2,
+        "empty objects": items // 2 * 3,
+        "members": items // 2 * 12,
+        "empty strings": items * 3,
+    }.get(shape, MAX_STRING - UNDER)
 
 
 def target_argument(tool: str) -> str:
@@ -92,9 +95,18 @@ def body_for(tool: str, shape: str, size: int, request_id: int = 7, under: bool 
     target = target_argument(tool)
     valid = {key: value for key, value in BASE[tool].items() if key != target}
     others = json.dumps(valid).encode()[1:-1]
-    head = (b'{"jsonrpc":"2.0","id":' + str(request_id).encode() + b',"method":"tools/call","params":{"name":"'
-            + tool.encode() + b'","arguments":{' + others + (b"," if others else b"") + b'"' + target.encode()
-            + b'":')
+    head = (
+        b'{"jsonrpc":"2.0","id":'
+        + str(request_id).encode()
+        + b',"method":"tools/call","params":{"name":"'
+        + tool.encode()
+        + b'","arguments":{'
+        + others
+        + (b"," if others else b"")
+        + b'"'
+        + target.encode()
+        + b'":'
+    )
     tail = b"}}}"
     return head + SHAPES[shape](under_size(shape) if under else size - len(head) - len(tail)) + tail
 
@@ -138,7 +150,8 @@ def _short(answer: bytes) -> str:
     try:
         inner = json.loads(body["result"]["content"][0]["text"])
         return ("ok: false: " + str(inner.get("error"))[:70] if inner.get("ok") is False else "result").replace(
-            "|", "/")
+            "|", "/"
+        )
     except (KeyError, IndexError, TypeError, ValueError):
         return text[:60].replace("|", "/")
 
@@ -148,21 +161,47 @@ class Server:
 
     def __init__(self, transport: str, repo: Path, work: Path) -> None:
         self.transport = transport
-        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(work), "PYTHONPATH": str(repo),
-               "CUEDRECALL_AUTH_TOKEN": TOKEN}
-        args = [sys.executable, "-m", "cuedrecall.cli", "serve", "--db", str(work / f"{transport}.db"),
-                "--embedding", "hash"]
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(work),
+            "PYTHONPATH": str(repo),
+            "CUEDRECALL_AUTH_TOKEN": TOKEN,
+        }
+        args = [
+            sys.executable,
+            "-m",
+            "cuedrecall.cli",
+            "serve",
+            "--db",
+            str(work / f"{transport}.db"),
+            "--embedding",
+            "hash",
+        ]
         if transport == "http":
             self.port = _free_port()
             args += ["--http", "--port", str(self.port)]
-        self.process = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=open(work / f"{transport}-stderr.log", "wb"), cwd=repo, env=env)
+        self.process = subprocess.Popen(
+            args,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=open(work / f"{transport}-stderr.log", "wb"),
+            cwd=repo,
+            env=env,
+        )
         self._lines = b""
         if transport == "http":
             self._wait_listening()
         else:
-            init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}}
+            init = {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "bench", "version": "0"},
+                },
+            }
             self.send(json.dumps(init).encode())
             self.process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
             self.process.stdin.flush()
@@ -180,15 +219,20 @@ class Server:
     def send(self, body: bytes) -> bytes:
         """One request, its answer (an HTTP body, or one stdio line)."""
         if self.transport == "http":
-            headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json",
-                       "Accept": "application/json, text/event-stream"}
+            headers = {
+                "Authorization": f"Bearer {TOKEN}",
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+            }
             try:
-                response = httpx.post(f"http://127.0.0.1:{self.port}/mcp/", content=body, headers=headers,
-                                      timeout=WAIT)
+                response = httpx.post(f"http://127.0.0.1:{self.port}/mcp/", content=body, headers=headers, timeout=WAIT)
             except httpx.HTTPError as exc:
                 return f"{type(exc).__name__}".encode()
-            return f"{response.status_code} ".encode() + response.content if response.status_code != 200 \
+            return (
+                f"{response.status_code} ".encode() + response.content
+                if response.status_code != 200
                 else response.content
+            )
         self.process.stdin.write(body + b"\n")
         self.process.stdin.flush()
         return self._line()
@@ -255,8 +299,9 @@ def three_at_once(server: Server, body: bytes) -> tuple[float, float, float]:
     return _kib(pid, "VmHWM") / 1024, before / 1024, time.monotonic() - started
 
 
-def run(transports: list[str], tools: list[str], shapes: list[str], size: int, repo: Path,
-        concurrent: bool) -> tuple[dict[str, list[Figure]], dict[str, float], tuple[float, float, float] | None]:
+def run(
+    transports: list[str], tools: list[str], shapes: list[str], size: int, repo: Path, concurrent: bool
+) -> tuple[dict[str, list[Figure]], dict[str, float], tuple[float, float, float] | None]:
     figures: dict[str, list[Figure]] = {}
     idle: dict[str, float] = {}
     together = None
@@ -271,9 +316,11 @@ def run(transports: list[str], tools: list[str], shapes: list[str], size: int, r
                         label = f"{shape}, under the bounds" if under else shape
                         figure = server.measure(tool, label, body_for(tool, shape, size, under=under))
                         figures[transport].append(figure)
-                        print(f"{transport} {tool} {shape}: peak {figure.peak_mib:.0f} MiB "
-                              f"(+{figure.peak_mib - figure.before_mib:.0f}) {figure.seconds:.1f} s {figure.answer}",
-                              flush=True)
+                        print(
+                            f"{transport} {tool} {shape}: peak {figure.peak_mib:.0f} MiB "
+                            f"(+{figure.peak_mib - figure.before_mib:.0f}) {figure.seconds:.1f} s {figure.answer}",
+                            flush=True,
+                        )
                 if transport == "http" and concurrent:
                     worst = max(figures[transport], key=lambda f: f.peak_mib - f.before_mib)
                     shape, _, under = worst.shape.partition(", ")
@@ -281,12 +328,22 @@ def run(transports: list[str], tools: list[str], shapes: list[str], size: int, r
     return figures, idle, together
 
 
-def report(figures: dict[str, list[Figure]], idle: dict[str, float], together: tuple[float, float, float] | None,
-           argv: list[str], title: str, seconds: float) -> str:
-    lines = [f"## {title}", "", f"Command: `python -m benchmarks.request_memory {shlex.join(argv)}` ({seconds:.0f} s, "
-             f"Python {platform.python_version()}, {platform.machine()}).", ""]
-    lines += [f"Idle RSS after a first call: " + ", ".join(f"{t} {mib:.0f} MiB" for t, mib in idle.items()) + ".",
-              ""]
+def report(
+    figures: dict[str, list[Figure]],
+    idle: dict[str, float],
+    together: tuple[float, float, float] | None,
+    argv: list[str],
+    title: str,
+    seconds: float,
+) -> str:
+    lines = [
+        f"## {title}",
+        "",
+        f"Command: `python -m benchmarks.request_memory {shlex.join(argv)}` ({seconds:.0f} s, "
+        f"Python {platform.python_version()}, {platform.machine()}).",
+        "",
+    ]
+    lines += ["Idle RSS after a first call: " + ", ".join(f"{t} {mib:.0f} MiB" for t, mib in idle.items()) + ".", ""]
     worst_rows = []
     for transport, rows in figures.items():
         by_tool: dict[str, Figure] = {}
@@ -295,23 +352,36 @@ def report(figures: dict[str, list[Figure]], idle: dict[str, float], together: t
             if best is None or figure.peak_mib - figure.before_mib > best.peak_mib - best.before_mib:
                 by_tool[figure.tool] = figure
         worst_rows.append((transport, by_tool))
-    lines += ["Worst body per tool (the shape whose request raised the peak most):", "",
-              "| transport | tool | argument | worst shape | peak RSS MiB | over the RSS before, MiB | seconds | "
-              "answer |", "|---|---|---|---|---:|---:|---:|---|"]
+    lines += [
+        "Worst body per tool (the shape whose request raised the peak most):",
+        "",
+        "| transport | tool | argument | worst shape | peak RSS MiB | over the RSS before, MiB | seconds | answer |",
+        "|---|---|---|---|---:|---:|---:|---|",
+    ]
     for transport, by_tool in worst_rows:
         for tool, f in by_tool.items():
-            lines.append(f"| {transport} | {tool} | {target_argument(tool)} | {f.shape} | {f.peak_mib:.0f} | "
-                         f"{f.peak_mib - f.before_mib:.0f} | {f.seconds:.1f} | {f.answer} |")
-    lines += ["", "Per shape, the largest rise over all tools:", "", "| transport | shape | largest rise MiB | "
-              "tool |", "|---|---|---:|---|"]
+            lines.append(
+                f"| {transport} | {tool} | {target_argument(tool)} | {f.shape} | {f.peak_mib:.0f} | "
+                f"{f.peak_mib - f.before_mib:.0f} | {f.seconds:.1f} | {f.answer} |"
+            )
+    lines += [
+        "",
+        "Per shape, the largest rise over all tools:",
+        "",
+        "| transport | shape | largest rise MiB | tool |",
+        "|---|---|---:|---|",
+    ]
     for transport, rows in figures.items():
         for shape in dict.fromkeys(f.shape for f in rows):
             f = max((f for f in rows if f.shape == shape), key=lambda f: f.peak_mib - f.before_mib)
             lines.append(f"| {transport} | {shape} | {f.peak_mib - f.before_mib:.0f} | {f.tool} |")
     if together is not None:
         peak, before, took = together
-        lines += ["", f"Three clients at once, the worst body each, over HTTP: peak {peak:.0f} MiB, "
-                      f"{peak - before:.0f} MiB over the RSS before ({took:.1f} s)."]
+        lines += [
+            "",
+            f"Three clients at once, the worst body each, over HTTP: peak {peak:.0f} MiB, "
+            f"{peak - before:.0f} MiB over the RSS before ({took:.1f} s).",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -340,10 +410,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks/results/request-memory.md")
     args = parser.parse_args(argv)
     started = time.monotonic()
-    figures, idle, together = run(args.transports, args.tools, args.shapes, args.bytes, args.repo.resolve(),
-                                  not args.no_concurrent)
-    section = report(figures, idle, together, argv if argv is not None else sys.argv[1:], args.title,
-                     time.monotonic() - started)
+    figures, idle, together = run(
+        args.transports, args.tools, args.shapes, args.bytes, args.repo.resolve(), not args.no_concurrent
+    )
+    section = report(
+        figures, idle, together, argv if argv is not None else sys.argv[1:], args.title, time.monotonic() - started
+    )
     if args.append and args.out.exists():
         args.out.write_text(args.out.read_text().rstrip("\n") + "\n\n" + section)
     else:

@@ -27,8 +27,14 @@ from benchmarks import harness as h
 
 try:  # the confirmation tool, when present: why the evidence was missed
     from benchmarks.recall_trace_confirm import (
-        CANDIDATE_MISS, FILTER_DROP, RANKING_MISS, RETURNED, UNATTRIBUTED, confirm,
+        CANDIDATE_MISS,
+        FILTER_DROP,
+        RANKING_MISS,
+        RETURNED,
+        UNATTRIBUTED,
+        confirm,
     )
+
     CODES: tuple[str, ...] = (CANDIDATE_MISS, FILTER_DROP, RANKING_MISS, UNATTRIBUTED)  # the recall-stage codes
 except ImportError:  # pragma: no cover - the tool ships with the project
     confirm = None
@@ -40,10 +46,17 @@ METRICS = ("recall_any@5", "recall_any@10", "recall_all@10", "ndcg@10", "mrr", "
 
 def build_parser() -> argparse.ArgumentParser:
     parser = h.study_parser(PROG, __doc__.splitlines()[0], "retrieval.md", ["local", "hash"], ["rrf", "rsf"])
-    parser.add_argument("--dump-traces", type=Path, metavar="PATH.jsonl",
-                        help="write one {id, gold, trace} line per recall")
-    parser.add_argument("--setting", action="append", default=[], type=h.parse_setting, metavar="CPERSONA_NAME=VALUE",
-                        help="run every store with this setting changed (repeatable; e.g. CPERSONA_KEYWORD_SEATS=2)")
+    parser.add_argument(
+        "--dump-traces", type=Path, metavar="PATH.jsonl", help="write one {id, gold, trace} line per recall"
+    )
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        type=h.parse_setting,
+        metavar="CPERSONA_NAME=VALUE",
+        help="run every store with this setting changed (repeatable; e.g. CPERSONA_KEYWORD_SEATS=2)",
+    )
     return parser
 
 
@@ -72,9 +85,16 @@ def _session_metrics(store: h.ConversationStore, question: Any, ranked: Sequence
     return {f"session@{k}": h.session_recall(sessions, gold, k) for k in (5, 10)}
 
 
-def evaluate_conversation(dataset: h.Dataset, conversation: Any, embedder: h.PrefetchEmbedder, mode: str,
-                          args: argparse.Namespace, workdir: Path, dump: IO[str] | None,
-                          advance: Any) -> list[dict[str, Any]]:
+def evaluate_conversation(
+    dataset: h.Dataset,
+    conversation: Any,
+    embedder: h.PrefetchEmbedder,
+    mode: str,
+    args: argparse.Namespace,
+    workdir: Path,
+    dump: IO[str] | None,
+    advance: Any,
+) -> list[dict[str, Any]]:
     """One row per scored question of one conversation, under one embedder and fusion mode."""
     store = h.ConversationStore(conversation, embedder, mode, workdir, environ_of(args))
     rows = []
@@ -84,15 +104,25 @@ def evaluate_conversation(dataset: h.Dataset, conversation: Any, embedder: h.Pre
             gold = store.gold(question)
             response = store.ask(question, limit=args.limit, trace=True)
             ranked = h.best_first(response)
-            row = {"dataset": dataset.name, "embedder": embedder.mode, "mode": mode,
-                   "conversation": conversation.conv_id, "qid": question.qid,
-                   "category": dataset.category_label(question.category), "gold": len(gold),
-                   **h.retrieval_metrics(ranked, gold), **_session_metrics(store, question, ranked),
-                   "code": failure_code(response["trace"], gold)}
+            row = {
+                "dataset": dataset.name,
+                "embedder": embedder.mode,
+                "mode": mode,
+                "conversation": conversation.conv_id,
+                "qid": question.qid,
+                "category": dataset.category_label(question.category),
+                "gold": len(gold),
+                **h.retrieval_metrics(ranked, gold),
+                **_session_metrics(store, question, ranked),
+                "code": failure_code(response["trace"], gold),
+            }
             rows.append(row)
             if dump is not None:
-                item = {"id": f"{dataset.name}/{embedder.mode}/{mode}/{question.qid}", "gold": gold,
-                        "trace": response["trace"]}
+                item = {
+                    "id": f"{dataset.name}/{embedder.mode}/{mode}/{question.qid}",
+                    "gold": gold,
+                    "trace": response["trace"],
+                }
                 dump.write(json.dumps(item) + "\n")
             advance()
     finally:
@@ -117,8 +147,16 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], li
                 for dataset in datasets:
                     for conversation in dataset.conversations:
                         for mode in args.modes:
-                            rows += evaluate_conversation(dataset, conversation, embedder, mode, args, workdir,
-                                                          dump, lambda: progress.advance(asked))
+                            rows += evaluate_conversation(
+                                dataset,
+                                conversation,
+                                embedder,
+                                mode,
+                                args,
+                                workdir,
+                                dump,
+                                lambda: progress.advance(asked),
+                            )
                 facts[name] = embedder.model
     finally:
         if dump is not None:
@@ -165,30 +203,45 @@ def store_facts(datasets: Sequence[h.Dataset]) -> list[str]:
     return lines
 
 
-def render(argv: Sequence[str], args: argparse.Namespace, datasets: Sequence[h.Dataset],
-           rows: Sequence[dict[str, Any]], models: dict[str, str], png: Path) -> str:
+def render(
+    argv: Sequence[str],
+    args: argparse.Namespace,
+    datasets: Sequence[h.Dataset],
+    rows: Sequence[dict[str, Any]],
+    models: dict[str, str],
+    png: Path,
+) -> str:
     header = ["dataset", "embedder", "mode", "category", *METRICS, "n"]
     lines = [
-        "# Retrieval quality", "",
-        f"Command: `{h.command_line(PROG, argv)}`", "",
-        "## Setup", "",
+        "# Retrieval quality",
+        "",
+        f"Command: `{h.command_line(PROG, argv)}`",
+        "",
+        "## Setup",
+        "",
         "- One store per conversation (one agent), default settings (the environment is not read), no time cue. "
         "The gate calibrates itself as the store grows, as at the defaults: the write that brings the store to 50, "
         "200 or 1,000 memories queues its calibration, and the replay runs the queue after each batch of records "
         "(`Memory.blocks.drain()`), so a question finds the calibration of every milestone stored before it "
         "(`CPERSONA_CALIBRATE_ON_GROWTH=false`: none, the heuristic gate)."
-        + (" Changed: " + ", ".join(f"`{k}={v}`" for k, v in environ_of(args).items()) + "."
-           if environ_of(args) else ""),
+        + (
+            " Changed: " + ", ".join(f"`{k}={v}`" for k, v in environ_of(args).items()) + "."
+            if environ_of(args)
+            else ""
+        ),
         "- Every turn is stored with `Memory.store` (its session's time plus its index in seconds for LoCoMo, "
         "its msg_id, the speaker as source); every session summary is archived with `Memory.archive_episode` "
         "over the session's time. The store skips a turn whose exact text is already stored; such a turn's "
         "ref is the row it repeats.",
         f"- History: `{args.history}` "
-        + ("(each question sees only what was stored before its asked_at: the turns are replayed in time "
-           "order and the questions asked in between; for LoCoMo every question comes after the last "
-           "session, so this is the whole conversation)." if args.history == "asked" else
-           "(the whole conversation is stored first; a long-span question may see records from after its "
-           "asked_at, and relative times are read from its asked_at)."),
+        + (
+            "(each question sees only what was stored before its asked_at: the turns are replayed in time "
+            "order and the questions asked in between; for LoCoMo every question comes after the last "
+            "session, so this is the whole conversation)."
+            if args.history == "asked"
+            else "(the whole conversation is stored first; a long-span question may see records from after its "
+            "asked_at, and relative times are read from its asked_at)."
+        ),
         f"- Recall: limit {args.limit}, the question's text as query, its asked_at as now. Relevant rows: the "
         "stored refs of the evidence turns (binary). Ranking: the returned rows best first (the reversed "
         "`messages`), held seats included.",
@@ -199,20 +252,27 @@ def render(argv: Sequence[str], args: argparse.Namespace, datasets: Sequence[h.D
         "- LoCoMo category 5 (adversarial) is left out. Categories: 1 multi-hop, 2 temporal, 3 open-domain, "
         "4 single-hop.",
         "- Embedders: " + ", ".join(f"`{k}` ({v})" for k, v in models.items()) + ".",
-        *store_facts(datasets), "",
-        "## Results", "",
-        *h.markdown_table(header, metric_rows(rows), "llll" + "r" * (len(METRICS) + 1)), "",
+        *store_facts(datasets),
+        "",
+        "## Results",
+        "",
+        *h.markdown_table(header, metric_rows(rows), "llll" + "r" * (len(METRICS) + 1)),
+        "",
     ]
     if confirm is not None:
         codes = [*CODES, RETURNED]
         lines += [
-            "## Why the evidence was missed", "",
+            "## Why the evidence was missed",
+            "",
             "Confirmed failure codes from each recall's trace (`benchmarks.recall_trace_confirm.confirm`): "
             "CANDIDATE_MISS, no arm reached any evidence; FILTER_DROP, the gate or autocut removed it; "
             "RANKING_MISS, admitted but below the count cut (or on a seat arm with no seat held); returned, "
-            "some evidence came back. (The reader codes do not apply to a recall.)", "",
-            *h.markdown_table(["dataset", "embedder", "mode", *codes, "n"], code_rows(rows),
-                              "lll" + "r" * (len(codes) + 1)), "",
+            "some evidence came back. (The reader codes do not apply to a recall.)",
+            "",
+            *h.markdown_table(
+                ["dataset", "embedder", "mode", *codes, "n"], code_rows(rows), "lll" + "r" * (len(codes) + 1)
+            ),
+            "",
         ]
     lines += [f"![recall_any@10 and NDCG@10]({png.name})", ""]
     return "\n".join(lines)

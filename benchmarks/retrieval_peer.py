@@ -61,8 +61,8 @@ from benchmarks import harness as h
 from benchmarks import peer as peer_mod
 from benchmarks.retrieval import METRICS as RETRIEVAL_METRICS
 from benchmarks.speed import jaccard, returned_refs
-from cuedrecall.text.sanitise import sanitise
 from cuedrecall.config import Settings
+from cuedrecall.text.sanitise import sanitise
 
 PROG = "benchmarks.retrieval_peer"
 OURS, PEER = "ours", "cpersona"
@@ -78,25 +78,48 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--embedders", nargs="+", choices=["local", "hash"], default=["local", "hash"])
     parser.add_argument("--limit-conversations", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--limit", type=int, default=h.LIMIT, help="recall limit (default: %(default)s)")
-    parser.add_argument("--timeout", type=float, default=120.0,
-                        help="seconds one CPersona tool call may take (an import: ten times that) "
-                             "(default: %(default)s)")
-    parser.add_argument("--start-timeout", type=float, default=300.0,
-                        help="seconds CPersona may take to start (default: %(default)s)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="seconds one CPersona tool call may take (an import: ten times that) (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--start-timeout", type=float, default=300.0, help="seconds CPersona may take to start (default: %(default)s)"
+    )
     parser.add_argument("--workdir", type=Path, help="keep the databases and logs here (default: a temporary folder)")
-    parser.add_argument("--out", type=Path, default=h.RESULTS / "retrieval_peer.md",
-                        help="markdown file (default: %(default)s)")
-    parser.add_argument("--ours-variant", action="append", default=[], metavar="CPERSONA_NAME=VALUE",
-                        help="also run ours with these settings changed, as one more system of ours (repeatable: "
-                             "every setting given joins the one variant; e.g. CPERSONA_BLOCK_BUILD_ENABLED=true "
-                             "and CPERSONA_BLOCK_RETRIEVAL_ENABLED=true: ours with blocks on)")
-    parser.add_argument("--peer-variant", action="append", default=[], choices=sorted(PEER_VARIANTS),
-                        help="also run CPersona in this configuration (blocks-off: the block arm, its build and the "
-                             "task queue off, no calibration at start: the configuration before issue 11)")
-    parser.add_argument("--queue-timeout", type=float, default=1800.0,
-                        help="seconds CPersona's task queue may take to drain after an import (default: %(default)s)")
-    parser.add_argument("--dump-rows", type=Path, metavar="PATH.jsonl",
-                        help="write one line per question and system: its metrics and returned refs, best first")
+    parser.add_argument(
+        "--out", type=Path, default=h.RESULTS / "retrieval_peer.md", help="markdown file (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--ours-variant",
+        action="append",
+        default=[],
+        metavar="CPERSONA_NAME=VALUE",
+        help="also run ours with these settings changed, as one more system of ours (repeatable: "
+        "every setting given joins the one variant; e.g. CPERSONA_BLOCK_BUILD_ENABLED=true "
+        "and CPERSONA_BLOCK_RETRIEVAL_ENABLED=true: ours with blocks on)",
+    )
+    parser.add_argument(
+        "--peer-variant",
+        action="append",
+        default=[],
+        choices=sorted(PEER_VARIANTS),
+        help="also run CPersona in this configuration (blocks-off: the block arm, its build and the "
+        "task queue off, no calibration at start: the configuration before issue 11)",
+    )
+    parser.add_argument(
+        "--queue-timeout",
+        type=float,
+        default=1800.0,
+        help="seconds CPersona's task queue may take to drain after an import (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--dump-rows",
+        type=Path,
+        metavar="PATH.jsonl",
+        help="write one line per question and system: its metrics and returned refs, best first",
+    )
     return parser
 
 
@@ -104,8 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
 VARIANT_NAMES = {(("CPERSONA_BLOCK_BUILD_ENABLED", "true"), ("CPERSONA_BLOCK_RETRIEVAL_ENABLED", "true")): "blocks-on"}
 
 
-def parse_variant(text: str | Sequence[str], base: Mapping[str, str] | None = None,
-                  names: Mapping[tuple, str] | None = None) -> tuple[str, dict[str, str]]:
+def parse_variant(
+    text: str | Sequence[str], base: Mapping[str, str] | None = None, names: Mapping[tuple, str] | None = None
+) -> tuple[str, dict[str, str]]:
     """``CPERSONA_NAME=VALUE`` (one, or several: one variant with all of them) -> (the system's label, the
     environment our settings read them from, over ``base``; ``names``: labels of known variants).
 
@@ -128,8 +152,9 @@ def parse_variant(text: str | Sequence[str], base: Mapping[str, str] | None = No
     except Exception as exc:
         raise ValueError(f"--ours-variant {' '.join(texts)!r}: {exc}") from exc
     key = tuple(sorted((k, v.lower()) for k, v in environ.items()))
-    name = (VARIANT_NAMES if names is None else names).get(key) \
-        or " ".join(f"{k.removeprefix('CPERSONA_').lower()}={v}" for k, v in environ.items())
+    name = (VARIANT_NAMES if names is None else names).get(key) or " ".join(
+        f"{k.removeprefix('CPERSONA_').lower()}={v}" for k, v in environ.items()
+    )
     return f"{OURS} {name}", {**base, **environ}
 
 
@@ -149,8 +174,10 @@ def is_ours(system: str) -> bool:
 
 # CPersona at its defaults, the headline peer: only what running it here needs is changed, each with why.
 PEER_DEFAULTS: dict[str, tuple[str, str]] = {
-    "CPERSONA_EMBEDDING_MODE": ("http", "query and block vectors come from the shared `cuedrecall embed-server`, "
-                                "the embedder ours runs in process"),
+    "CPERSONA_EMBEDDING_MODE": (
+        "http",
+        "query and block vectors come from the shared `cuedrecall embed-server`, the embedder ours runs in process",
+    ),
     "CPERSONA_UPDATE_CHECK": ("false", "no outbound request to the package index at start (none can be reached)"),
     "CPERSONA_OPERATING_CONTEXT": ("off", "no operator sidecar read from the home directory"),
 }
@@ -160,8 +187,16 @@ PEER_DEFAULTS: dict[str, tuple[str, str]] = {
 PEER_VARIANTS: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
     "defaults": (PEER, PEER_DEFAULTS),
     "blocks-off": (f"{PEER} blocks-off", dict(peer_mod.PEER_SETTINGS)),
-    "uncalibrated": (f"{PEER} uncalibrated", {**PEER_DEFAULTS, "CPERSONA_CALIBRATE_ON_MODEL_CHANGE": (
-        "false", "its start-up calibration off, so its gate stays on the heuristic: the headline of earlier runs")}),
+    "uncalibrated": (
+        f"{PEER} uncalibrated",
+        {
+            **PEER_DEFAULTS,
+            "CPERSONA_CALIBRATE_ON_MODEL_CHANGE": (
+                "false",
+                "its start-up calibration off, so its gate stays on the heuristic: the headline of earlier runs",
+            ),
+        },
+    ),
 }
 CALIBRATION_LINE = "Vector threshold startup calibration:"
 
@@ -172,23 +207,37 @@ def setting_on(settings: Mapping[str, tuple[str, str]], name: str) -> bool:
     return value in ("1", "true", "yes", "on")
 
 
-def peer_environment(settings: Mapping[str, tuple[str, str]], db_path: Path, embed_url: str,
-                     home: Path) -> dict[str, str]:
+def peer_environment(
+    settings: Mapping[str, tuple[str, str]], db_path: Path, embed_url: str, home: Path
+) -> dict[str, str]:
     """CPersona's environment: these settings, its database, the endpoint, a private home directory."""
     env = {name: value for name, (value, _why) in settings.items()}
-    env.update({"CPERSONA_EMBEDDING_URL": embed_url, "CPERSONA_DB_PATH": str(db_path), "HOME": str(home),
-                "CPERSONA_TRANSPORT": "stdio"})
+    env.update(
+        {
+            "CPERSONA_EMBEDDING_URL": embed_url,
+            "CPERSONA_DB_PATH": str(db_path),
+            "HOME": str(home),
+            "CPERSONA_TRANSPORT": "stdio",
+        }
+    )
     return env
 
 
-def peer_server(settings: Mapping[str, tuple[str, str]], db_path: Path, embed_url: str, log_path: Path,
-                start_timeout: float) -> peer_mod.ToolServer:
+def peer_server(
+    settings: Mapping[str, tuple[str, str]], db_path: Path, embed_url: str, log_path: Path, start_timeout: float
+) -> peer_mod.ToolServer:
     """``python -m cpersona`` in its own virtual environment, under these settings."""
     home = db_path.parent / "home"
     home.mkdir(parents=True, exist_ok=True)
-    return peer_mod.ToolServer("cpersona", str(peer_mod.peer_python()), ["-m", peer_mod.PEER_PACKAGE],
-                               peer_environment(settings, db_path, embed_url, home), log_path, cwd=db_path.parent,
-                               start_timeout=start_timeout)
+    return peer_mod.ToolServer(
+        "cpersona",
+        str(peer_mod.peer_python()),
+        ["-m", peer_mod.PEER_PACKAGE],
+        peer_environment(settings, db_path, embed_url, home),
+        log_path,
+        cwd=db_path.parent,
+        start_timeout=start_timeout,
+    )
 
 
 async def wait_for_log_line(path: Path, marker: str, timeout: float, skip: str = "") -> tuple[str | None, float]:
@@ -210,8 +259,9 @@ async def wait_for_log_line(path: Path, marker: str, timeout: float, skip: str =
         await anyio.sleep(0.2)
 
 
-async def wait_for_queue(server: Any, timeout: float, call_timeout: float, settle: int = 3,
-                         interval: float = 0.5) -> dict[str, Any]:
+async def wait_for_queue(
+    server: Any, timeout: float, call_timeout: float, settle: int = 3, interval: float = 0.5
+) -> dict[str, Any]:
     """Poll ``get_queue_status`` until ``pending`` is 0 on ``settle`` polls in a row (a task that queues the next
     one is not mistaken for the end); {"seconds", "polls", "first_pending", "peak_pending"}.
 
@@ -227,8 +277,13 @@ async def wait_for_queue(server: Any, timeout: float, call_timeout: float, settl
         peak = max(peak, pending)
         quiet = quiet + 1 if pending == 0 else 0
         if quiet >= settle:
-            return {"seconds": time.perf_counter() - started - interval * (settle - 1), "polls": polls,
-                    "first_pending": first, "peak_pending": peak, "enabled": bool(answer.get("enabled", True))}
+            return {
+                "seconds": time.perf_counter() - started - interval * (settle - 1),
+                "polls": polls,
+                "first_pending": first,
+                "peak_pending": peak,
+                "enabled": bool(answer.get("enabled", True)),
+            }
         if time.perf_counter() - started > timeout:
             raise TimeoutError(f"CPersona's task queue still holds {pending} tasks after {timeout:.0f} s")
         await anyio.sleep(interval)
@@ -246,7 +301,9 @@ def peer_block_count(peer_db: Path, agent_id: str) -> tuple[int, int]:
             return 0, 0
         records, embedded = conn.execute(
             "SELECT COUNT(DISTINCT parent_kind || ':' || parent_id), COUNT(*) FROM record_blocks "
-            "WHERE embedding_bits IS NOT NULL AND agent_id = ?", (agent_id,)).fetchone()
+            "WHERE embedding_bits IS NOT NULL AND agent_id = ?",
+            (agent_id,),
+        ).fetchone()
         return int(records or 0), int(embedded or 0)
     finally:
         conn.close()
@@ -255,8 +312,9 @@ def peer_block_count(peer_db: Path, agent_id: str) -> tuple[int, int]:
 # -- what CPersona is given, and how its answers are read ---------------------------------------
 
 
-def export_items(conversation: Any, embedder: Any, cap: int) -> tuple[list[peer_mod.ExportRecord],
-                                                                     list[peer_mod.ExportEpisode]]:
+def export_items(
+    conversation: Any, embedder: Any, cap: int
+) -> tuple[list[peer_mod.ExportRecord], list[peer_mod.ExportEpisode]]:
     """The conversation as CPersona import records: turns and session summaries in time order.
 
     The texts are sanitised as our store sanitises them (so they are the texts it keeps),
@@ -269,12 +327,23 @@ def export_items(conversation: Any, embedder: Any, cap: int) -> tuple[list[peer_
     summaries = [sanitise(s.summary, cap)[0] for s in sessions]
     vectors = embedder.embed(texts) if texts else []
     summary_vectors = embedder.embed(summaries) if summaries else []
-    records = [peer_mod.ExportRecord(i + 1, text, turn.timestamp, np.asarray(vector), msg_id=turn.msg_id,
-                                     source={"type": "User", "id": turn.speaker})
-               for i, (turn, text, vector) in enumerate(zip(turns, texts, vectors))]
-    episodes = [peer_mod.ExportEpisode(i + 1, summary, session.keywords, session.start_time, session.end_time,
-                                       np.asarray(vector))
-                for i, (session, summary, vector) in enumerate(zip(sessions, summaries, summary_vectors))]
+    records = [
+        peer_mod.ExportRecord(
+            i + 1,
+            text,
+            turn.timestamp,
+            np.asarray(vector),
+            msg_id=turn.msg_id,
+            source={"type": "User", "id": turn.speaker},
+        )
+        for i, (turn, text, vector) in enumerate(zip(turns, texts, vectors))
+    ]
+    episodes = [
+        peer_mod.ExportEpisode(
+            i + 1, summary, session.keywords, session.start_time, session.end_time, np.asarray(vector)
+        )
+        for i, (session, summary, vector) in enumerate(zip(sessions, summaries, summary_vectors))
+    ]
     return records, episodes
 
 
@@ -287,8 +356,12 @@ def our_episode_refs(conversation: Any, episodes: Mapping[int, str], cap: int) -
     return out
 
 
-def peer_ref_table(memories: Iterable[tuple[int, str]], episodes: Iterable[tuple[int, str]],
-                   our_refs: Mapping[str, str], our_episodes: Mapping[str, str]) -> dict[str, str]:
+def peer_ref_table(
+    memories: Iterable[tuple[int, str]],
+    episodes: Iterable[tuple[int, str]],
+    our_refs: Mapping[str, str],
+    our_episodes: Mapping[str, str],
+) -> dict[str, str]:
     """CPersona's ``mem:<id>``/``ep:<id>`` -> our ref: memories through their msg_id, episodes through their summary.
 
     ``memories`` are CPersona's (id, msg_id), ``episodes`` its (id, summary); ``our_refs`` maps
@@ -330,17 +403,38 @@ def held_kinds(response: dict[str, Any]) -> dict[str, int]:
     return kinds
 
 
-def question_row(embedder: str, system: str, conversation: str, question: Any, category: str,
-                 gold: Sequence[str], ranked: Sequence[str], held: int,
-                 wide: Sequence[str] | None = None, kinds: Mapping[str, int] | None = None) -> dict[str, Any]:
+def question_row(
+    embedder: str,
+    system: str,
+    conversation: str,
+    question: Any,
+    category: str,
+    gold: Sequence[str],
+    ranked: Sequence[str],
+    held: int,
+    wide: Sequence[str] | None = None,
+    kinds: Mapping[str, int] | None = None,
+) -> dict[str, Any]:
     """One question's row: the metrics of the answer at the limit (``ranked``, best first, seats included), how
     many rows it returned and how many of them held seats admitted; ``wide``: a longer answer of the same
     system to the same question (ours asked at limit + WIDEN), read by the equal-row-count cut."""
-    return {"embedder": embedder, "system": system, "conversation": conversation, "qid": question.qid,
-            "category": category, "gold": len(gold), **h.retrieval_metrics(ranked, gold),
-            "any_all": float(h.best_rank(ranked, gold) is not None), "ndcg_all": h.ndcg(ranked, gold),
-            "returned": len(ranked), "held": held, "refs": list(ranked),
-            "wide": list(ranked if wide is None else wide), "gold_refs": list(gold), "held_kinds": dict(kinds or {})}
+    return {
+        "embedder": embedder,
+        "system": system,
+        "conversation": conversation,
+        "qid": question.qid,
+        "category": category,
+        "gold": len(gold),
+        **h.retrieval_metrics(ranked, gold),
+        "any_all": float(h.best_rank(ranked, gold) is not None),
+        "ndcg_all": h.ndcg(ranked, gold),
+        "returned": len(ranked),
+        "held": held,
+        "refs": list(ranked),
+        "wide": list(ranked if wide is None else wide),
+        "gold_refs": list(gold),
+        "held_kinds": dict(kinds or {}),
+    }
 
 
 # -- running ----------------------------------------------------------------------------------
@@ -353,9 +447,16 @@ def question_row(embedder: str, system: str, conversation: str, question: Any, c
 WIDEN = 4
 
 
-def evaluate_ours(dataset: h.Dataset, conversation: Any, embedder: h.PrefetchEmbedder, limit: int,
-                  workdir: Path, advance: Callable[[], None], system: str = OURS,
-                  environ: Mapping[str, str] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def evaluate_ours(
+    dataset: h.Dataset,
+    conversation: Any,
+    embedder: h.PrefetchEmbedder,
+    limit: int,
+    workdir: Path,
+    advance: Callable[[], None],
+    system: str = OURS,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Our rows for one conversation, and what CPersona's answers are read against (gold refs, ref maps)."""
     workdir.mkdir(parents=True, exist_ok=True)
     store = h.ConversationStore(conversation, embedder, MODE, workdir, environ)
@@ -366,17 +467,33 @@ def evaluate_ours(dataset: h.Dataset, conversation: Any, embedder: h.PrefetchEmb
             gold[question.qid] = store.gold(question)
             response = store.ask(question, limit=limit)
             wide = store.ask(question, limit=limit + WIDEN)
-            rows.append(question_row(embedder.mode, system, conversation.conv_id, question,
-                                     dataset.category_label(question.category), gold[question.qid],
-                                     h.best_first(response), held_count(response), h.best_first(wide),
-                                     held_kinds(response)))
+            rows.append(
+                question_row(
+                    embedder.mode,
+                    system,
+                    conversation.conv_id,
+                    question,
+                    dataset.category_label(question.category),
+                    gold[question.qid],
+                    h.best_first(response),
+                    held_count(response),
+                    h.best_first(wide),
+                    held_kinds(response),
+                )
+            )
             advance()
         cap = store.memory.settings.max_content_length
-        info = {"gold": gold, "refs": dict(store.refs), "duplicates": store.duplicates,
-                "episodes": our_episode_refs(conversation, store.episodes, cap),
-                "memories": len(set(store.refs.values())), "episode_count": len(store.episodes),
-                "block_tasks": store.block_tasks, "block_build_s": store.block_build_s,
-                "blocks": our_block_count(store)}
+        info = {
+            "gold": gold,
+            "refs": dict(store.refs),
+            "duplicates": store.duplicates,
+            "episodes": our_episode_refs(conversation, store.episodes, cap),
+            "memories": len(set(store.refs.values())),
+            "episode_count": len(store.episodes),
+            "block_tasks": store.block_tasks,
+            "block_build_s": store.block_build_s,
+            "blocks": our_block_count(store),
+        }
     finally:
         store.close()
     return rows, info
@@ -388,18 +505,30 @@ def our_block_count(store: h.ConversationStore) -> tuple[int, int]:
 
     conn = sqlite3.connect(f"file:{store.path}?mode=ro", uri=True)
     try:
-        records, blocks = conn.execute("SELECT COUNT(DISTINCT kind || ':' || record_id), COUNT(*) FROM blocks "
-                                       "WHERE bits IS NOT NULL AND agent_id = ?", (store.agent_id,)).fetchone()
+        records, blocks = conn.execute(
+            "SELECT COUNT(DISTINCT kind || ':' || record_id), COUNT(*) FROM blocks "
+            "WHERE bits IS NOT NULL AND agent_id = ?",
+            (store.agent_id,),
+        ).fetchone()
         return int(records or 0), int(blocks or 0)
     finally:
         conn.close()
 
 
-async def ask_peer(conversation: Any, questions: Sequence[Any], records: Sequence[peer_mod.ExportRecord],
-                   episodes: Sequence[peer_mod.ExportEpisode], embed_url: str, folder: Path, limit: int,
-                   timeout: float, start_timeout: float, advance: Callable[[], None],
-                   settings: Mapping[str, tuple[str, str]] = PEER_DEFAULTS,
-                   queue_timeout: float = 1800.0) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+async def ask_peer(
+    conversation: Any,
+    questions: Sequence[Any],
+    records: Sequence[peer_mod.ExportRecord],
+    episodes: Sequence[peer_mod.ExportEpisode],
+    embed_url: str,
+    folder: Path,
+    limit: int,
+    timeout: float,
+    start_timeout: float,
+    advance: Callable[[], None],
+    settings: Mapping[str, tuple[str, str]] = PEER_DEFAULTS,
+    queue_timeout: float = 1800.0,
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """Import the conversation into a fresh CPersona database, let its background work finish, then ask every
     question; (import answer with the waits, answers).
 
@@ -414,8 +543,12 @@ async def ask_peer(conversation: Any, questions: Sequence[Any], records: Sequenc
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     files = peer_mod.write_cpersona_export(records, folder / "export", agent, episodes=episodes)
-    totals: dict[str, Any] = {"imported_memories": 0, "skipped_memories": 0, "imported_episodes": 0,
-                              "skipped_episodes": 0}
+    totals: dict[str, Any] = {
+        "imported_memories": 0,
+        "skipped_memories": 0,
+        "imported_episodes": 0,
+        "skipped_episodes": 0,
+    }
     answers: dict[str, dict[str, Any]] = {}
     log = folder / "cpersona.log"
     queue_on = setting_on(settings, "CPERSONA_TASK_QUEUE_ENABLED")
@@ -426,16 +559,18 @@ async def ask_peer(conversation: Any, questions: Sequence[Any], records: Sequenc
         if setting_on(settings, "CPERSONA_CALIBRATE_ON_MODEL_CHANGE"):
             status, waited = await wait_for_log_line(log, CALIBRATION_LINE, start_timeout, skip=key)
             if status is None:
-                raise RuntimeError(f"CPersona's startup calibration did not report within {start_timeout:.0f} s "
-                                   f"(see {log})")
+                raise RuntimeError(
+                    f"CPersona's startup calibration did not report within {start_timeout:.0f} s (see {log})"
+                )
             totals.setdefault("calibration", []).append(status)
 
     async def ask(server: Any) -> None:
         if queue_on:
             totals["queue"] = await wait_for_queue(server, queue_timeout, timeout)
         for question in h.in_time_order(questions):
-            answer, _ms = await server.call("recall", {"agent_id": agent, "query": question.text, "limit": limit},
-                                            timeout)
+            answer, _ms = await server.call(
+                "recall", {"agent_id": agent, "query": question.text, "limit": limit}, timeout
+            )
             if "error" in answer or answer.get("ok") is False:
                 raise RuntimeError(f"CPersona recall failed for {question.qid}: {str(answer)[:300]}")
             answers[question.qid] = answer
@@ -448,8 +583,9 @@ async def ask_peer(conversation: Any, questions: Sequence[Any], records: Sequenc
         await started(server, "")
         clock = time.perf_counter()
         for path in files:
-            answer, _ms = await server.call("import_memories", {"input_path": str(path), "target_agent_id": agent},
-                                            timeout * 10)
+            answer, _ms = await server.call(
+                "import_memories", {"input_path": str(path), "target_agent_id": agent}, timeout * 10
+            )
             if not answer.get("ok") or answer.get("errors"):
                 raise RuntimeError(f"CPersona import of {agent} failed: {str(answer)[:400]}")
             for key in ("imported_memories", "skipped_memories", "imported_episodes", "skipped_episodes"):
@@ -467,9 +603,17 @@ async def ask_peer(conversation: Any, questions: Sequence[Any], records: Sequenc
     return totals, answers
 
 
-def evaluate_peer(dataset: h.Dataset, conversation: Any, embedder: h.PrefetchEmbedder, ours: dict[str, Any],
-                  args: argparse.Namespace, embed_url: str, workdir: Path, advance: Callable[[], None],
-                  variant: str = "defaults") -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def evaluate_peer(
+    dataset: h.Dataset,
+    conversation: Any,
+    embedder: h.PrefetchEmbedder,
+    ours: dict[str, Any],
+    args: argparse.Namespace,
+    embed_url: str,
+    workdir: Path,
+    advance: Callable[[], None],
+    variant: str = "defaults",
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """CPersona's rows for one conversation in one configuration, scored against our gold refs; and the
     import's counts and waits."""
     system, settings = PEER_VARIANTS[variant]
@@ -477,18 +621,46 @@ def evaluate_peer(dataset: h.Dataset, conversation: Any, embedder: h.PrefetchEmb
     records, episodes = export_items(conversation, embedder, cap)
     scored = [q for q in conversation.questions if dataset.scored(q)]
     folder = workdir / f"cpersona-{variant}-{h._safe(conversation.conv_id)}-{embedder.mode}"
-    totals, answers = anyio.run(ask_peer, conversation, scored, records, episodes, embed_url, folder, args.limit,
-                                args.timeout, args.start_timeout, advance, settings, args.queue_timeout)
+    totals, answers = anyio.run(
+        ask_peer,
+        conversation,
+        scored,
+        records,
+        episodes,
+        embed_url,
+        folder,
+        args.limit,
+        args.timeout,
+        args.start_timeout,
+        advance,
+        settings,
+        args.queue_timeout,
+    )
     memories, peer_episodes = peer_mod.peer_record_keys(folder / "cpersona.db", conversation.conv_id)
     table = peer_ref_table(memories, peer_episodes, ours["refs"], ours["episodes"])
-    totals.update(rows=len(memories) + len(peer_episodes), mapped=len(table), system=system, variant=variant,
-                  blocks=peer_block_count(folder / "cpersona.db", conversation.conv_id))
+    totals.update(
+        rows=len(memories) + len(peer_episodes),
+        mapped=len(table),
+        system=system,
+        variant=variant,
+        blocks=peer_block_count(folder / "cpersona.db", conversation.conv_id),
+    )
     rows = []
     for question in scored:
         answer = answers[question.qid]
-        rows.append(question_row(embedder.mode, system, conversation.conv_id, question,
-                                 dataset.category_label(question.category), ours["gold"][question.qid],
-                                 ranking(answer, table), held_count(answer), kinds=held_kinds(answer)))
+        rows.append(
+            question_row(
+                embedder.mode,
+                system,
+                conversation.conv_id,
+                question,
+                dataset.category_label(question.category),
+                ours["gold"][question.qid],
+                ranking(answer, table),
+                held_count(answer),
+                kinds=held_kinds(answer),
+            )
+        )
     return rows, totals
 
 
@@ -497,7 +669,7 @@ def query_vector_gap(url: str, embedder: h.PrefetchEmbedder, texts: Sequence[str
     texts = list(dict.fromkeys(texts))
     served = []
     for start in range(0, len(texts), 32):
-        answer = httpx.post(url, json={"texts": texts[start:start + 32]}, timeout=120)
+        answer = httpx.post(url, json={"texts": texts[start : start + 32]}, timeout=120)
         answer.raise_for_status()
         served += answer.json()["embeddings"]
     theirs = np.asarray(served, dtype=np.float32)
@@ -518,18 +690,26 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], li
     variants = [parse_variant(args.ours_variant)] if args.ours_variant else []
     peer_variants = list(dict.fromkeys(["defaults", *args.peer_variant]))
     workdir = h.workdir_for(args.workdir)
-    facts: dict[str, Any] = {"install": peer_mod.ensure_peer(log=workdir / "peer-install.log"), "models": {},
-                             "variants": {label: environ for label, environ in variants},
-                             "peer_variants": peer_variants,
-                             "vectors": {}, "imports": [], "ours": [], "late": 0, "workdir": str(workdir)}
+    facts: dict[str, Any] = {
+        "install": peer_mod.ensure_peer(log=workdir / "peer-install.log"),
+        "models": {},
+        "variants": {label: environ for label, environ in variants},
+        "peer_variants": peer_variants,
+        "vectors": {},
+        "imports": [],
+        "ours": [],
+        "late": 0,
+        "workdir": str(workdir),
+    }
     rows: list[dict[str, Any]] = []
     scored_total = h.count_questions(datasets, lambda d, q: d.scored(q))
     for dataset in datasets:
         for conversation in dataset.conversations:
             facts["late"] += late_questions(conversation, [q for q in conversation.questions if dataset.scored(q)])
     with Progress(console=console, transient=False) as progress:
-        asked = progress.add_task("recalls", total=scored_total * len(args.embedders)
-                                  * (1 + len(variants) + len(peer_variants)))
+        asked = progress.add_task(
+            "recalls", total=scored_total * len(args.embedders) * (1 + len(variants) + len(peer_variants))
+        )
         for name in args.embedders:
             embedder = h.prefetched_embedder(name, datasets, progress)
             facts["models"][name] = embedder.model
@@ -538,29 +718,52 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], li
                 facts["vectors"][name] = query_vector_gap(served.url, embedder, sample[:64])
                 for dataset in datasets:
                     for conversation in dataset.conversations:
-                        ours_rows, ours = evaluate_ours(dataset, conversation, embedder, args.limit, workdir,
-                                                        lambda: progress.advance(asked))
+                        ours_rows, ours = evaluate_ours(
+                            dataset, conversation, embedder, args.limit, workdir, lambda: progress.advance(asked)
+                        )
                         rows += ours_rows
                         runs = [(OURS, ours)]
                         for i, (label, environ) in enumerate(variants):
-                            mine, info = evaluate_ours(dataset, conversation, embedder, args.limit,
-                                                       workdir / f"variant-{i + 1}", lambda: progress.advance(asked),
-                                                       label, environ)
+                            mine, info = evaluate_ours(
+                                dataset,
+                                conversation,
+                                embedder,
+                                args.limit,
+                                workdir / f"variant-{i + 1}",
+                                lambda: progress.advance(asked),
+                                label,
+                                environ,
+                            )
                             rows += mine
                             runs.append((label, info))
                         for system, info in runs:
-                            facts["ours"].append({
-                                "embedder": name, "conversation": conversation.conv_id, "system": system,
-                                "memories": info["memories"], "episodes": info["episode_count"],
-                                "duplicates": info["duplicates"], "block_tasks": info["block_tasks"],
-                                "block_build_s": info["block_build_s"], "blocks": info["blocks"]})
+                            facts["ours"].append(
+                                {
+                                    "embedder": name,
+                                    "conversation": conversation.conv_id,
+                                    "system": system,
+                                    "memories": info["memories"],
+                                    "episodes": info["episode_count"],
+                                    "duplicates": info["duplicates"],
+                                    "block_tasks": info["block_tasks"],
+                                    "block_build_s": info["block_build_s"],
+                                    "blocks": info["blocks"],
+                                }
+                            )
                         for variant in peer_variants:
-                            peer_rows, totals = evaluate_peer(dataset, conversation, embedder, ours, args,
-                                                              served.url, workdir, lambda: progress.advance(asked),
-                                                              variant)
+                            peer_rows, totals = evaluate_peer(
+                                dataset,
+                                conversation,
+                                embedder,
+                                ours,
+                                args,
+                                served.url,
+                                workdir,
+                                lambda: progress.advance(asked),
+                                variant,
+                            )
                             rows += peer_rows
-                            facts["imports"].append({"embedder": name, "conversation": conversation.conv_id,
-                                                     **totals})
+                            facts["imports"].append({"embedder": name, "conversation": conversation.conv_id, **totals})
     return datasets, rows, facts
 
 
@@ -587,12 +790,19 @@ def equal_cut(row: dict[str, Any], n: int) -> list[str]:
 def cut_metrics(row: dict[str, Any], n: int | None = None) -> dict[str, float]:
     """recall_any, NDCG and rows of one row at each cut; ``n``: CPersona's row count (None: no equal cut)."""
     gold = row["gold_refs"]
-    out = {"any@10": row["recall_any@10"], "ndcg@10": row["ndcg@10"], "rows@10": float(min(row["returned"], 10)),
-           "any_all": row["any_all"], "ndcg_all": row["ndcg_all"], "rows": float(row["returned"])}
+    out = {
+        "any@10": row["recall_any@10"],
+        "ndcg@10": row["ndcg@10"],
+        "rows@10": float(min(row["returned"], 10)),
+        "any_all": row["any_all"],
+        "ndcg_all": row["ndcg_all"],
+        "rows": float(row["returned"]),
+    }
     if n is not None:
         ranked = equal_cut(row, n)
-        out.update({"any_eq": h.recall_any(ranked, gold, n), "ndcg_eq": h.ndcg(ranked, gold, n),
-                    "rows_eq": float(len(ranked))})
+        out.update(
+            {"any_eq": h.recall_any(ranked, gold, n), "ndcg_eq": h.ndcg(ranked, gold, n), "rows_eq": float(len(ranked))}
+        )
     return out
 
 
@@ -605,8 +815,9 @@ def peer_counts(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, str, str], in
     return {_key(r): r["returned"] for r in rows if r["system"] == PEER}
 
 
-def summarise(rows: Sequence[dict[str, Any]], counts: Mapping[tuple[str, str, str], int] | None = None
-              ) -> dict[str, float]:
+def summarise(
+    rows: Sequence[dict[str, Any]], counts: Mapping[tuple[str, str, str], int] | None = None
+) -> dict[str, float]:
     """Means over the rows: the per-question metrics, rows returned and held, and the cuts' figures."""
     out = {m: h.mean(r[m] for r in rows) for m in METRICS}
     out["returned"] = h.mean(r["returned"] for r in rows)
@@ -627,9 +838,20 @@ def _by_category(rows: Sequence[dict[str, Any]]) -> list[tuple[str, list[dict[st
     return [(ALL, list(rows))] + [(category, part) for (category,), part in parts]
 
 
-RESULT_COLUMNS = ["recall_any@5", "recall_any@10", "recall_all@10", "ndcg@10", "rows@10",
-                  "recall_any (returned)", "ndcg (returned)", "mrr", "rows", "recall_any (equal)", "ndcg (equal)",
-                  "rows (equal)"]
+RESULT_COLUMNS = [
+    "recall_any@5",
+    "recall_any@10",
+    "recall_all@10",
+    "ndcg@10",
+    "rows@10",
+    "recall_any (returned)",
+    "ndcg (returned)",
+    "mrr",
+    "rows",
+    "recall_any (equal)",
+    "ndcg (equal)",
+    "rows (equal)",
+]
 
 
 def metric_rows(rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
@@ -645,14 +867,32 @@ def metric_rows(rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
                 if not mine:
                     continue
                 s = summarise(mine, counts)
-                out.append([embedder, category, system, s["recall_any@5"], s["recall_any@10"], s["recall_all@10"],
-                            s["ndcg@10"], s["rows@10"], s["any_all"], s["ndcg_all"], s["mrr"], s["returned"],
-                            s["any_eq"], s["ndcg_eq"], s["rows_eq"], s["n"]])
+                out.append(
+                    [
+                        embedder,
+                        category,
+                        system,
+                        s["recall_any@5"],
+                        s["recall_any@10"],
+                        s["recall_all@10"],
+                        s["ndcg@10"],
+                        s["rows@10"],
+                        s["any_all"],
+                        s["ndcg_all"],
+                        s["mrr"],
+                        s["returned"],
+                        s["any_eq"],
+                        s["ndcg_eq"],
+                        s["rows_eq"],
+                        s["n"],
+                    ]
+                )
     return out
 
 
-def pairs(rows: Sequence[dict[str, Any]], system: str = OURS,
-          peer: str = PEER) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+def pairs(
+    rows: Sequence[dict[str, Any]], system: str = OURS, peer: str = PEER
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """(one of ours, CPersona) rows of the same question under the same embedder."""
     theirs = {_key(r): r for r in rows if r["system"] == peer}
     return [(r, theirs[_key(r)]) for r in rows if r["system"] == system and _key(r) in theirs]
@@ -678,14 +918,34 @@ def agreement_rows(rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
             for system in ours:
                 matched = pairs(part, system)
                 if matched:
-                    out.append([embedder, category, system, agreement(matched), agreement(matched, 10),
-                                identical(matched), len(matched)])
+                    out.append(
+                        [
+                            embedder,
+                            category,
+                            system,
+                            agreement(matched),
+                            agreement(matched, 10),
+                            identical(matched),
+                            len(matched),
+                        ]
+                    )
     return out
 
 
-HEADLINE_COLUMNS = ["embedder", "system", "recall_any@10", "NDCG@10", "rows (first 10)", "recall_any (returned)",
-                    "NDCG (returned)", "rows (returned)", "recall_any (equal rows)", "NDCG (equal rows)",
-                    "rows (equal)", "n"]
+HEADLINE_COLUMNS = [
+    "embedder",
+    "system",
+    "recall_any@10",
+    "NDCG@10",
+    "rows (first 10)",
+    "recall_any (returned)",
+    "NDCG (returned)",
+    "rows (returned)",
+    "recall_any (equal rows)",
+    "NDCG (equal rows)",
+    "rows (equal)",
+    "n",
+]
 
 
 def headline_rows(rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
@@ -695,16 +955,35 @@ def headline_rows(rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
     for (embedder,), group in h.group_rows(rows, ("embedder",)).items():
         for system in systems_in(group):
             s = summarise([r for r in group if r["system"] == system], counts)
-            out.append([embedder, system, s["any@10"], s["ndcg@10"], s["rows@10"], s["any_all"], s["ndcg_all"],
-                        s["rows"], s["any_eq"], s["ndcg_eq"], s["rows_eq"], s["n"]])
+            out.append(
+                [
+                    embedder,
+                    system,
+                    s["any@10"],
+                    s["ndcg@10"],
+                    s["rows@10"],
+                    s["any_all"],
+                    s["ndcg_all"],
+                    s["rows"],
+                    s["any_eq"],
+                    s["ndcg_eq"],
+                    s["rows_eq"],
+                    s["n"],
+                ]
+            )
     return out
 
 
 def wins(pair_list: Sequence[tuple[dict[str, Any], dict[str, Any]]], cut: str) -> tuple[int, int]:
     """(questions where ours finds evidence in the cut and CPersona none, the reverse) at one cut."""
+
     def found(row: dict[str, Any], n: int) -> float:
-        return {"first 10": row["recall_any@10"], "returned": row["any_all"],
-                "equal": h.recall_any(equal_cut(row, n), row["gold_refs"], n)}[cut]
+        return {
+            "first 10": row["recall_any@10"],
+            "returned": row["any_all"],
+            "equal": h.recall_any(equal_cut(row, n), row["gold_refs"], n),
+        }[cut]
+
     won = lost = 0
     for a, b in pair_list:
         mine, theirs = found(a, b["returned"]), found(b, b["returned"])
@@ -733,8 +1012,10 @@ def identity_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
                 cuts = CUTS if peer == PEER else CUTS[:2]
                 counts = [(cut, *wins(matched, cut)) for cut in cuts]
                 text = "; ".join(f"{cut}: {won} questions, the reverse on {lost}" for cut, won, lost in counts)
-                lines.append(f"- `{embedder}`, `{system}` against `{peer}`, question by question, `{system}` finds "
-                             f"evidence where `{peer}` finds none: {text}.")
+                lines.append(
+                    f"- `{embedder}`, `{system}` against `{peer}`, question by question, `{system}` finds "
+                    f"evidence where `{peer}` finds none: {text}."
+                )
     return lines
 
 
@@ -742,14 +1023,17 @@ def unequal_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
     """Where a comparison is at unequal row counts, say so: each system's mean rows at the first two cuts."""
     lines = []
     for (embedder,), group in h.group_rows(rows, ("embedder",)).items():
-        returned = {system: h.mean(r["returned"] for r in group if r["system"] == system)
-                    for system in systems_in(group)}
+        returned = {
+            system: h.mean(r["returned"] for r in group if r["system"] == system) for system in systems_in(group)
+        }
         if len({round(v, 3) for v in returned.values()}) > 1:
-            lines.append(f"- `{embedder}`: the answers at limit 10 hold unequal numbers of rows ("
-                         + ", ".join(f"{system} {v:.2f}" for system, v in returned.items())
-                         + " on average): the `returned` figures compare unequal row counts; the `first 10` and "
-                           "`equal` figures do not (a system that returned fewer rows than the cut is read on what "
-                           "it returned: see the rows columns).")
+            lines.append(
+                f"- `{embedder}`: the answers at limit 10 hold unequal numbers of rows ("
+                + ", ".join(f"{system} {v:.2f}" for system, v in returned.items())
+                + " on average): the `returned` figures compare unequal row counts; the `first 10` and "
+                "`equal` figures do not (a system that returned fewer rows than the cut is read on what "
+                "it returned: see the rows columns)."
+            )
     return lines
 
 
@@ -771,12 +1055,17 @@ def setup_lines(args: argparse.Namespace, datasets: Sequence[h.Dataset], facts: 
         settings = ", ".join(f"`{k}={v}`" for k, v in environ.items())
         building = environ.get("CPERSONA_BLOCK_BUILD_ENABLED", "").lower() in ("1", "true", "yes", "on")
         lines.append(
-            f"- `{label}`: `ours` with {settings}" + (
+            f"- `{label}`: `ours` with {settings}"
+            + (
                 " (all our settings at their defaults: blocks built and read, the block arm's held seats on). "
                 "`Memory(..., background=False)`: no builder thread; after each batch of records the replay "
                 "stores before a question, the harness drains the block-build queue in its own thread "
                 "(`memory.blocks.drain()`), so every question finds the blocks of everything stored before it, "
-                "deterministically." if building else "."))
+                "deterministically."
+                if building
+                else "."
+            )
+        )
     peer_variants = facts.get("peer_variants", ["defaults"])
     lines += [
         f"- `{PEER}`: CPersona {peer_mod.PEER_VERSION} ({facts.get('install', 'installed')}) at its defaults "
@@ -795,18 +1084,22 @@ def setup_lines(args: argparse.Namespace, datasets: Sequence[h.Dataset], facts: 
         f"timeout {args.queue_timeout:.0f} s). Then `recall` with the question's text, the conversation's "
         f"agent_id and limit {args.limit}, every other argument at its default (default fusion `rrf`), in "
         "time order.",
-        f"- `{PEER}` settings changed from its defaults, each because running it here needs it: " + "; ".join(
-            f"`{k}={v}` ({why})" for k, (v, why) in PEER_DEFAULTS.items()) + ".",
+        f"- `{PEER}` settings changed from its defaults, each because running it here needs it: "
+        + "; ".join(f"`{k}={v}` ({why})" for k, (v, why) in PEER_DEFAULTS.items())
+        + ".",
     ]
     if "blocks-off" in peer_variants:
         lines.append(
             f"- `{PEER_VARIANTS['blocks-off'][0]}` (a variant, not the headline): CPersona as this comparison ran it "
-            "before, one start, no restart, no wait: " + "; ".join(
-                f"`{k}={v}` ({why})" for k, (v, why) in PEER_VARIANTS["blocks-off"][1].items()) + ".")
+            "before, one start, no restart, no wait: "
+            + "; ".join(f"`{k}={v}` ({why})" for k, (v, why) in PEER_VARIANTS["blocks-off"][1].items())
+            + "."
+        )
     lines += [
         "- Query vectors: ours from the in-process embedder, CPersona's from `cuedrecall embed-server` running "
         "the same embedder (CPERSONA_EMBEDDING_MODE=http; its block vectors come from there too). Embedders: "
-        + models + ".",
+        + models
+        + ".",
         "- Relevance: the evidence turns' refs in our store (binary), the same for every system. CPersona's refs "
         "are mapped to ours through the msg_id (memories) and the summary text (episodes), read from its "
         "database; a row that maps to nothing counts as irrelevant.",
@@ -829,9 +1122,11 @@ def setup_lines(args: argparse.Namespace, datasets: Sequence[h.Dataset], facts: 
 
 def vector_lines(facts: dict[str, Any]) -> list[str]:
     """How far the embed-server's query vectors (CPersona's) are from ours, per embedder."""
-    return [f"- Query vectors, `{name}`: on {gap['texts']} question texts the embed-server's vectors differ from "
-            f"ours by at most {gap['max_abs']:.2e} per component (lowest cosine {gap['min_cosine']:.6f})."
-            for name, gap in facts.get("vectors", {}).items()]
+    return [
+        f"- Query vectors, `{name}`: on {gap['texts']} question texts the embed-server's vectors differ from "
+        f"ours by at most {gap['max_abs']:.2e} per component (lowest cosine {gap['min_cosine']:.6f})."
+        for name, gap in facts.get("vectors", {}).items()
+    ]
 
 
 def check_lines(facts: dict[str, Any]) -> list[str]:
@@ -850,7 +1145,8 @@ def check_lines(facts: dict[str, Any]) -> list[str]:
                 f"{sum(o.get('memories', 0) for o in held):,} memories "
                 f"({sum(o.get('duplicates', 0) for o in held):,} turns skipped as repeats) and "
                 f"{sum(o.get('episodes', 0) for o in held):,} episodes; {sum(i['mapped'] for i in mine):,} of "
-                f"CPersona's {sum(i['rows'] for i in mine):,} rows map to ours.")
+                f"CPersona's {sum(i['rows'] for i in mine):,} rows map to ours."
+            )
             queues = [i["queue"] for i in mine if "queue" in i]
             if queues:
                 seconds = [q["seconds"] for q in queues]
@@ -862,7 +1158,8 @@ def check_lines(facts: dict[str, Any]) -> list[str]:
                     f"the last of the three empty polls) and still empty after the questions on "
                     f"{sum(1 for i in mine if i.get('pending_after') == 0)} of {len(mine)} conversations; its "
                     f"database then held {sum(b[1] for b in blocks):,} embedded blocks over "
-                    f"{sum(b[0] for b in blocks):,} records.")
+                    f"{sum(b[0] for b in blocks):,} records."
+                )
     for name in dict.fromkeys(o["embedder"] for o in facts.get("ours", [])):
         for system in dict.fromkeys(o.get("system", OURS) for o in facts["ours"] if o["embedder"] == name):
             mine = [o for o in facts["ours"] if o["embedder"] == name and o.get("system", OURS) == system]
@@ -871,11 +1168,14 @@ def check_lines(facts: dict[str, Any]) -> list[str]:
                     f"- Our block builds, `{name}`, `{system}`: {sum(o['block_tasks'] for o in mine):,} tasks run "
                     f"by the replay in {sum(o['block_build_s'] for o in mine):.1f} s, leaving "
                     f"{sum(o['blocks'][1] for o in mine):,} embedded blocks over "
-                    f"{sum(o['blocks'][0] for o in mine):,} records.")
+                    f"{sum(o['blocks'][0] for o in mine):,} records."
+                )
     if "late" in facts:
-        lines.append(f"- Questions asked before their conversation's last record: {facts['late']} (CPersona is "
-                     "loaded with the whole conversation, ours replays up to asked_at; with 0 both see the same "
-                     "records).")
+        lines.append(
+            f"- Questions asked before their conversation's last record: {facts['late']} (CPersona is "
+            "loaded with the whole conversation, ours replays up to asked_at; with 0 both see the same "
+            "records)."
+        )
     return lines
 
 
@@ -894,39 +1194,68 @@ def short_window_lines(rows: Sequence[dict[str, Any]], limit: int) -> list[str]:
             for kind, count in r.get("held_kinds", {}).items():
                 kinds[kind] = kinds.get(kind, 0) + count
         by_kind = ", ".join(f"{count:,} {kind}" for kind, count in sorted(kinds.items()))
-        lines.append(f"- `{embedder}`, {system}: {short} of {len(group)} answers hold fewer than {limit} ranked rows; "
-                     f"{held} carry held seats (mean {h.mean(r['held'] for r in group):.2f} a question"
-                     + (f"; by kind: {by_kind}" if by_kind else "") + f"), mean "
-                     f"{h.mean(r['returned'] for r in group):.2f} rows, at most {max(r['returned'] for r in group)}.")
+        lines.append(
+            f"- `{embedder}`, {system}: {short} of {len(group)} answers hold fewer than {limit} ranked rows; "
+            f"{held} carry held seats (mean {h.mean(r['held'] for r in group):.2f} a question"
+            + (f"; by kind: {by_kind}" if by_kind else "")
+            + f"), mean "
+            f"{h.mean(r['returned'] for r in group):.2f} rows, at most {max(r['returned'] for r in group)}."
+        )
     most = max((r["returned"] for r in rows if r["system"] == PEER), default=0)
     if most > limit + WIDEN:
-        lines.append(f"- CPersona returned up to {most} rows, more than ours was asked for ({limit + WIDEN}): on "
-                     "those questions the equal cut reads ours on fewer rows.")
+        lines.append(
+            f"- CPersona returned up to {most} rows, more than ours was asked for ({limit + WIDEN}): on "
+            "those questions the equal cut reads ours on fewer rows."
+        )
     return lines
 
 
-def render(argv: Sequence[str], args: argparse.Namespace, datasets: Sequence[h.Dataset],
-           rows: Sequence[dict[str, Any]], facts: dict[str, Any]) -> str:
+def render(
+    argv: Sequence[str],
+    args: argparse.Namespace,
+    datasets: Sequence[h.Dataset],
+    rows: Sequence[dict[str, Any]],
+    facts: dict[str, Any],
+) -> str:
     header = ["embedder", "category", "system", *RESULT_COLUMNS, "n"]
     lines = [
-        "# Retrieval quality: ours against CPersona 2.6.14", "",
-        f"Command: `{h.command_line(PROG, argv)}`", "",
-        "## Headline (LoCoMo, all scored questions)", "",
+        "# Retrieval quality: ours against CPersona 2.6.14",
+        "",
+        f"Command: `{h.command_line(PROG, argv)}`",
+        "",
+        "## Headline (LoCoMo, all scored questions)",
+        "",
         f"`{PEER}` is CPersona at its defaults (blocks built before the first question); `rows` columns: the mean "
         "number of rows each figure was read on. `equal rows`: every system read on as many rows as `cpersona` "
         f"returned for the question (an answer of ours that holds fewer is topped up from its answer at limit "
-        f"{args.limit + WIDEN}).", "",
-        *h.markdown_table(HEADLINE_COLUMNS, headline_rows(rows), "ll" + "r" * (len(HEADLINE_COLUMNS) - 2)), "",
-        *identity_lines(rows), *unequal_lines(rows), "",
-        "## Setup", "",
-        *setup_lines(args, datasets, facts), "",
-        "## Checks", "",
-        *check_lines(facts), *short_window_lines(rows, args.limit), "",
-        "## Results", "",
-        *h.markdown_table(header, metric_rows(rows), "lll" + "r" * (len(RESULT_COLUMNS) + 1)), "",
-        "## Agreement", "",
-        *h.markdown_table(["embedder", "category", "system", "jaccard", "jaccard@10", "identical", "n"],
-                          agreement_rows(rows), "lllrrrr"), "",
+        f"{args.limit + WIDEN}).",
+        "",
+        *h.markdown_table(HEADLINE_COLUMNS, headline_rows(rows), "ll" + "r" * (len(HEADLINE_COLUMNS) - 2)),
+        "",
+        *identity_lines(rows),
+        *unequal_lines(rows),
+        "",
+        "## Setup",
+        "",
+        *setup_lines(args, datasets, facts),
+        "",
+        "## Checks",
+        "",
+        *check_lines(facts),
+        *short_window_lines(rows, args.limit),
+        "",
+        "## Results",
+        "",
+        *h.markdown_table(header, metric_rows(rows), "lll" + "r" * (len(RESULT_COLUMNS) + 1)),
+        "",
+        "## Agreement",
+        "",
+        *h.markdown_table(
+            ["embedder", "category", "system", "jaccard", "jaccard@10", "identical", "n"],
+            agreement_rows(rows),
+            "lllrrrr",
+        ),
+        "",
     ]
     return "\n".join(lines)
 
@@ -944,8 +1273,9 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
     return peer_main(argv, build_parser(), sys.modules[__name__], console, "no questions to evaluate")
 
 
-def peer_main(argv: Sequence[str] | None, parser: argparse.ArgumentParser, study: Any, console: Console | None,
-              nothing: str) -> int:
+def peer_main(
+    argv: Sequence[str] | None, parser: argparse.ArgumentParser, study: Any, console: Console | None, nothing: str
+) -> int:
     """Parse, run, write the report (and the rows with ``--dump-rows``), print the summary: the flow of the
     scripts that ask CPersona too. ``study`` is the script's module: it provides parse_variant, run, render and
     print_summary."""

@@ -37,18 +37,30 @@ OURS = "ours"
 
 def build_parser() -> argparse.ArgumentParser:
     parser = h.study_parser(PROG, __doc__.splitlines()[0], "seats.md", ["hash"], ["rrf"])
-    parser.add_argument("--variant", action="append", default=[], type=h.parse_setting, metavar="CPERSONA_NAME=VALUE",
-                        help="also answer with this one setting changed (repeatable; default: "
-                             "CPERSONA_KEYWORD_SEATS=2)")
-    parser.add_argument("--extra-rows", type=int, default=0, metavar="N",
-                        help="also answer at its defaults with limit + N (the same number of plain rows)")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        type=h.parse_setting,
+        metavar="CPERSONA_NAME=VALUE",
+        help="also answer with this one setting changed (repeatable; default: CPERSONA_KEYWORD_SEATS=2)",
+    )
+    parser.add_argument(
+        "--extra-rows",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also answer at its defaults with limit + N (the same number of plain rows)",
+    )
     return parser
 
 
 def variants(args: argparse.Namespace) -> list[tuple[str, dict[str, str]]]:
     chosen = args.variant or [{"CPERSONA_KEYWORD_SEATS": "2"}]
-    return [(f"{OURS} " + ", ".join(f"{k.split('_', 1)[1].lower()}={v}" for k, v in environ.items()), environ)
-            for environ in chosen]
+    return [
+        (f"{OURS} " + ", ".join(f"{k.split('_', 1)[1].lower()}={v}" for k, v in environ.items()), environ)
+        for environ in chosen
+    ]
 
 
 def systems(args: argparse.Namespace) -> list[str]:
@@ -62,12 +74,18 @@ def systems(args: argparse.Namespace) -> list[str]:
 def question_row(response: dict[str, Any], gold: list[str], limit: int) -> dict[str, Any]:
     """One system's figures on one question: over the first ``limit`` rows and over every returned row."""
     ranked = h.best_first(response)
-    seats = {m["ref"]: m["match_reason"]["signal"] for m in response.get("messages") or []
-             if "ref" in m and (m.get("match_reason") or {}).get("admission") == "reservation"}
+    seats = {
+        m["ref"]: m["match_reason"]["signal"]
+        for m in response.get("messages") or []
+        if "ref" in m and (m.get("match_reason") or {}).get("admission") == "reservation"
+    }
     relevant = set(gold)
     return {
-        "rows": len(ranked), "seated": len(seats), "ranked": ranked,
-        "any@limit": h.recall_any(ranked, gold, limit), "ndcg@limit": h.ndcg(ranked, gold, limit),
+        "rows": len(ranked),
+        "seated": len(seats),
+        "ranked": ranked,
+        "any@limit": h.recall_any(ranked, gold, limit),
+        "ndcg@limit": h.ndcg(ranked, gold, limit),
         "any@all": h.recall_any(ranked, gold, len(ranked)),
         "all@all": h.recall_all(ranked, gold, len(ranked)),
         "seat_evidence": float(any(ref in relevant for ref in seats)),
@@ -83,11 +101,20 @@ def ask(memory: Memory, agent_id: str, question: Any, limit: int) -> dict[str, A
     return response
 
 
-def evaluate_conversation(dataset: h.Dataset, conversation: Any, embedder: h.PrefetchEmbedder, mode: str,
-                          args: argparse.Namespace, workdir: Path, advance: Any) -> list[dict[str, Any]]:
+def evaluate_conversation(
+    dataset: h.Dataset,
+    conversation: Any,
+    embedder: h.PrefetchEmbedder,
+    mode: str,
+    args: argparse.Namespace,
+    workdir: Path,
+    advance: Any,
+) -> list[dict[str, Any]]:
     store = h.ConversationStore(conversation, embedder, mode, workdir)
-    readers = {label: Memory(store.path, settings=h.settings_for(embedder.mode, mode, store.path, environ),
-                             embedder=embedder) for label, environ in variants(args)}
+    readers = {
+        label: Memory(store.path, settings=h.settings_for(embedder.mode, mode, store.path, environ), embedder=embedder)
+        for label, environ in variants(args)
+    }
     rows = []
     try:
         scored = [q for q in conversation.questions if dataset.scored(q)]
@@ -96,13 +123,24 @@ def evaluate_conversation(dataset: h.Dataset, conversation: Any, embedder: h.Pre
             answers = {OURS: store.ask(question, limit=args.limit, trace=True)}
             if args.extra_rows > 0:
                 answers[f"{OURS} limit={args.limit + args.extra_rows}"] = store.ask(
-                    question, limit=args.limit + args.extra_rows, trace=True)
+                    question, limit=args.limit + args.extra_rows, trace=True
+                )
             for label, reader in readers.items():
                 answers[label] = ask(reader, store.agent_id, question, args.limit)
             for system, response in answers.items():
-                rows.append({"dataset": dataset.name, "embedder": embedder.mode, "mode": mode, "system": system,
-                             "qid": question.qid, "category": dataset.category_label(question.category),
-                             "gold": len(gold), "gold_refs": gold, **question_row(response, gold, args.limit)})
+                rows.append(
+                    {
+                        "dataset": dataset.name,
+                        "embedder": embedder.mode,
+                        "mode": mode,
+                        "system": system,
+                        "qid": question.qid,
+                        "category": dataset.category_label(question.category),
+                        "gold": len(gold),
+                        "gold_refs": gold,
+                        **question_row(response, gold, args.limit),
+                    }
+                )
             advance()
     finally:
         for reader in readers.values():
@@ -124,8 +162,9 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], li
             for dataset in datasets:
                 for conversation in dataset.conversations:
                     for mode in args.modes:
-                        rows += evaluate_conversation(dataset, conversation, embedder, mode, args, workdir,
-                                                      lambda: progress.advance(asked))
+                        rows += evaluate_conversation(
+                            dataset, conversation, embedder, mode, args, workdir, lambda: progress.advance(asked)
+                        )
             models[name] = embedder.model
     return datasets, rows, models
 
@@ -138,7 +177,7 @@ def sign_test(rose: int, fell: int) -> float:
     n = rose + fell
     if n == 0:
         return 1.0
-    tail = sum(math.comb(n, i) for i in range(0, min(rose, fell) + 1)) / 2 ** n
+    tail = sum(math.comb(n, i) for i in range(0, min(rose, fell) + 1)) / 2**n
     return min(1.0, 2 * tail)
 
 
@@ -159,8 +198,13 @@ def versus(base: Sequence[dict[str, Any]], part: Sequence[dict[str, Any]], metri
     return f"{rose} / {fell} (p {sign_test(rose, fell):.2g})"
 
 
-def table_rows(rows: Sequence[dict[str, Any]], order: Sequence[str], gold_of: dict[tuple, dict[str, list[str]]],
-               k_all: int, control: str | None) -> list[list[Any]]:
+def table_rows(
+    rows: Sequence[dict[str, Any]],
+    order: Sequence[str],
+    gold_of: dict[tuple, dict[str, list[str]]],
+    k_all: int,
+    control: str | None,
+) -> list[list[Any]]:
     out = []
     for (dataset, embedder, mode), group in h.group_rows(rows, ("dataset", "embedder", "mode")).items():
         by_system = h.group_rows(group, ("system",))
@@ -170,10 +214,20 @@ def table_rows(rows: Sequence[dict[str, Any]], order: Sequence[str], gold_of: di
             part = by_system.get((system,), [])
             if not part:
                 continue
-            cells = [dataset, embedder, mode, system, len(part), h.mean(r["rows"] for r in part),
-                     h.mean(r["any@limit"] for r in part), h.mean(r["ndcg@limit"] for r in part),
-                     h.mean(r["any@all"] for r in part), ndcg_at(part, k_all, golds),
-                     h.mean(r["all@all"] for r in part), int(sum(r["seat_evidence"] for r in part))]
+            cells = [
+                dataset,
+                embedder,
+                mode,
+                system,
+                len(part),
+                h.mean(r["rows"] for r in part),
+                h.mean(r["any@limit"] for r in part),
+                h.mean(r["ndcg@limit"] for r in part),
+                h.mean(r["any@all"] for r in part),
+                ndcg_at(part, k_all, golds),
+                h.mean(r["all@all"] for r in part),
+                int(sum(r["seat_evidence"] for r in part)),
+            ]
             if system == OURS:
                 cells += ["-", "-"]
             else:
@@ -189,33 +243,57 @@ def code_rows(rows: Sequence[dict[str, Any]], order: Sequence[str]) -> list[list
     codes = ("CANDIDATE_MISS", "FILTER_DROP", "RANKING_MISS", "UNATTRIBUTED", RETURNED)
     out = []
     for (dataset, embedder, mode, system), group in sorted(
-            h.group_rows(rows, ("dataset", "embedder", "mode", "system")).items(),
-            key=lambda item: (item[0][:3], order.index(item[0][3]))):
+        h.group_rows(rows, ("dataset", "embedder", "mode", "system")).items(),
+        key=lambda item: (item[0][:3], order.index(item[0][3])),
+    ):
         counts = {code: sum(1 for r in group if r["code"] == code) for code in codes}
         out.append([dataset, embedder, mode, system, *counts.values(), len(group)])
     return out
 
 
 def golds(rows: Sequence[dict[str, Any]]) -> dict[tuple, dict[str, list[str]]]:
-    return {key: {r["qid"]: r["gold_refs"] for r in group}
-            for key, group in h.group_rows(rows, ("dataset", "embedder", "mode")).items()}
+    return {
+        key: {r["qid"]: r["gold_refs"] for r in group}
+        for key, group in h.group_rows(rows, ("dataset", "embedder", "mode")).items()
+    }
 
 
-def render(argv: Sequence[str], args: argparse.Namespace, datasets: Sequence[h.Dataset],
-           rows: Sequence[dict[str, Any]], models: dict[str, str]) -> str:
+def render(
+    argv: Sequence[str],
+    args: argparse.Namespace,
+    datasets: Sequence[h.Dataset],
+    rows: Sequence[dict[str, Any]],
+    models: dict[str, str],
+) -> str:
     order = systems(args)
     k_all = max(r["rows"] for r in rows)
     limit = args.limit
     control = f"{OURS} limit={limit + args.extra_rows}" if args.extra_rows > 0 else None
-    header = ["dataset", "embedder", "mode", "system", "n", "mean rows", f"recall_any@{limit}", f"ndcg@{limit}",
-              "recall_any (all rows)", f"ndcg@{k_all}", "recall_all (all rows)", "evidence in a seat",
-              "any (all rows): rose / fell vs ours", f"any@{limit}: rose / fell vs ours"]
+    header = [
+        "dataset",
+        "embedder",
+        "mode",
+        "system",
+        "n",
+        "mean rows",
+        f"recall_any@{limit}",
+        f"ndcg@{limit}",
+        "recall_any (all rows)",
+        f"ndcg@{k_all}",
+        "recall_all (all rows)",
+        "evidence in a seat",
+        "any (all rows): rose / fell vs ours",
+        f"any@{limit}: rose / fell vs ours",
+    ]
     if control is not None:
         header.append(f"any (all rows): rose / fell vs {control}")
     lines = [
-        "# Held seats against the gate", "",
-        f"Command: `{h.command_line(PROG, argv)}`", "",
-        "## Setup", "",
+        "# Held seats against the gate",
+        "",
+        f"Command: `{h.command_line(PROG, argv)}`",
+        "",
+        "## Setup",
+        "",
         "- One store per conversation (one agent), written once; every system reads that same database through "
         "its own `Memory` with default settings (the environment is not read) except the one it names, so all "
         "answer each question over the same rows. No calibration (the heuristic gate), no time cue.",
@@ -228,18 +306,43 @@ def render(argv: Sequence[str], args: argparse.Namespace, datasets: Sequence[h.D
         "system is scored against the same ideal. recall_all: every evidence row among the returned ones.",
         "- rose / fell: questions where the system returned some evidence and ours did not, and the other way "
         "round; p: two-sided sign test. Evidence in a seat: questions where a held seat (any kind) held evidence."
-        + (f" `{control}` is the control for extra rows: as many plain rows as the seats can add (the recall "
-           "depth follows the limit, so its first rows can differ from ours)." if control else ""),
+        + (
+            f" `{control}` is the control for extra rows: as many plain rows as the seats can add (the recall "
+            "depth follows the limit, so its first rows can differ from ours)."
+            if control
+            else ""
+        ),
         "- LoCoMo category 5 (adversarial) is left out.",
         "- Embedders: " + ", ".join(f"`{k}` ({v})" for k, v in models.items()) + ".",
-        *h.dataset_facts(datasets), "",
-        "## Results", "",
-        *h.markdown_table(header, table_rows(rows, order, golds(rows), k_all, control),
-                          "llll" + "r" * (len(header) - 4)), "",
-        "## Why the evidence was missed", "",
-        "Confirmed failure codes from each recall's trace (`benchmarks.recall_trace_confirm.confirm`).", "",
-        *h.markdown_table(["dataset", "embedder", "mode", "system", "CANDIDATE_MISS", "FILTER_DROP", "RANKING_MISS",
-                           "UNATTRIBUTED", RETURNED, "n"], code_rows(rows, order), "llll" + "r" * 6), "",
+        *h.dataset_facts(datasets),
+        "",
+        "## Results",
+        "",
+        *h.markdown_table(
+            header, table_rows(rows, order, golds(rows), k_all, control), "llll" + "r" * (len(header) - 4)
+        ),
+        "",
+        "## Why the evidence was missed",
+        "",
+        "Confirmed failure codes from each recall's trace (`benchmarks.recall_trace_confirm.confirm`).",
+        "",
+        *h.markdown_table(
+            [
+                "dataset",
+                "embedder",
+                "mode",
+                "system",
+                "CANDIDATE_MISS",
+                "FILTER_DROP",
+                "RANKING_MISS",
+                "UNATTRIBUTED",
+                RETURNED,
+                "n",
+            ],
+            code_rows(rows, order),
+            "llll" + "r" * 6,
+        ),
+        "",
     ]
     return "\n".join(lines)
 
@@ -248,11 +351,18 @@ def print_summary(rows: Sequence[dict[str, Any]], console: Console) -> None:
     table = Table(title="held seats against the gate")
     for column in ("dataset", "embedder", "mode", "system", "rows", "any@limit", "ndcg@limit", "any@all", "n"):
         table.add_column(column)
-    for (dataset, embedder, mode, system), group in h.group_rows(rows, ("dataset", "embedder", "mode",
-                                                                         "system")).items():
-        table.add_row(dataset, embedder, mode, system, f"{h.mean(r['rows'] for r in group):.2f}",
-                      *(f"{h.mean(r[m] for r in group):.3f}" for m in ("any@limit", "ndcg@limit", "any@all")),
-                      str(len(group)))
+    for (dataset, embedder, mode, system), group in h.group_rows(
+        rows, ("dataset", "embedder", "mode", "system")
+    ).items():
+        table.add_row(
+            dataset,
+            embedder,
+            mode,
+            system,
+            f"{h.mean(r['rows'] for r in group):.2f}",
+            *(f"{h.mean(r[m] for r in group):.3f}" for m in ("any@limit", "ndcg@limit", "any@all")),
+            str(len(group)),
+        )
     console.print(table)
 
 

@@ -82,8 +82,11 @@ def windows(conversation: Conversation, size: int, most: int | None) -> list[Win
     for index, start in enumerate(range(0, len(turns) - size + 1, size)):
         chunk = tuple(turns[start : start + size])
         held = {t.msg_id for t in chunk}
-        asked = tuple(q for q in conversation.questions
-                      if q.category not in h.LOCOMO_EXCLUDED and q.evidence and set(q.evidence) <= held)
+        asked = tuple(
+            q
+            for q in conversation.questions
+            if q.category not in h.LOCOMO_EXCLUDED and q.evidence and set(q.evidence) <= held
+        )
         if asked:
             out.append(Window(conversation.conv_id, size, index, chunk, asked))
     return out if most is None else out[:most]
@@ -100,13 +103,18 @@ def build(window: Window, embedder: h.PrefetchEmbedder, path: Path, calibrate: b
         stale.unlink()
     environ = {"CPERSONA_CALIBRATE_ON_GROWTH": "true" if calibrate else "false"}
     refs: dict[str, str] = {}
-    with Memory(path, settings=settings(embedder.mode, path, environ), embedder=embedder,
-                background=False) as memory:
+    with Memory(path, settings=settings(embedder.mode, path, environ), embedder=embedder, background=False) as memory:
         for turn in window.turns:
             memory.clock = fixed_clock(turn.timestamp)
-            answer = memory.store(agent_id=window.agent_id, message={
-                "content": turn.content, "id": turn.msg_id, "timestamp": turn.timestamp,
-                "source": {"type": "User", "id": turn.speaker}})
+            answer = memory.store(
+                agent_id=window.agent_id,
+                message={
+                    "content": turn.content,
+                    "id": turn.msg_id,
+                    "timestamp": turn.timestamp,
+                    "source": {"type": "User", "id": turn.speaker},
+                },
+            )
             if answer.get("result") == "stored":
                 refs[turn.msg_id] = answer["ref"]
             elif answer.get("result") == "skipped":
@@ -122,23 +130,34 @@ def evaluate(window: Window, embedder: h.PrefetchEmbedder, workdir: Path, limit:
     refs = {kind: build(window, embedder, path, kind == CALIBRATED) for kind, path in paths.items()}
     rows = []
     for label, (kind, environ) in SYSTEMS.items():
-        with Memory(paths[kind], settings=settings(embedder.mode, paths[kind], {
-                "CPERSONA_CALIBRATE_ON_GROWTH": "false", **environ}), embedder=embedder, background=False) as memory:
+        with Memory(
+            paths[kind],
+            settings=settings(embedder.mode, paths[kind], {"CPERSONA_CALIBRATE_ON_GROWTH": "false", **environ}),
+            embedder=embedder,
+            background=False,
+        ) as memory:
             calibration = memory.calibration.record(window.agent_id)
             for question in window.questions:
                 gold = [refs[kind][m] for m in question.evidence if m in refs[kind]]
                 memory.clock = fixed_clock(question.asked_at)
                 response = memory.recall(agent_id=window.agent_id, query=question.text, limit=limit, trace=True)
                 ranked = h.best_first(response)
-                rows.append({
-                    "embedder": embedder.mode, "model": embedder.model, "system": label, "size": window.size,
-                    "store": window.agent_id,
-                    "qid": question.qid,
-                    "recall_any@10": h.recall_any(ranked, gold, 10), "ndcg@10": h.ndcg(ranked, gold, 10),
-                    "rows": len(ranked), "empty": float(not ranked),
-                    "filter_drop": float(confirm(response["trace"], gold) == FILTER_DROP),
-                    "calibrated": calibration["origin"] != "none",
-                })
+                rows.append(
+                    {
+                        "embedder": embedder.mode,
+                        "model": embedder.model,
+                        "system": label,
+                        "size": window.size,
+                        "store": window.agent_id,
+                        "qid": question.qid,
+                        "recall_any@10": h.recall_any(ranked, gold, 10),
+                        "ndcg@10": h.ndcg(ranked, gold, 10),
+                        "rows": len(ranked),
+                        "empty": float(not ranked),
+                        "filter_drop": float(confirm(response["trace"], gold) == FILTER_DROP),
+                        "calibrated": calibration["origin"] != "none",
+                    }
+                )
     return rows
 
 
@@ -165,60 +184,76 @@ def run(args: argparse.Namespace, console: Console) -> list[dict[str, Any]]:
 
 def table(rows: Sequence[dict[str, Any]]) -> list[str]:
     """Per embedder and size (then all sizes), one line per system."""
-    lines = ["| embedder | memories | system | recall_any@10 | NDCG@10 | rows | empty | FILTER_DROP | calibrated | n |",
-             "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "| embedder | memories | system | recall_any@10 | NDCG@10 | rows | empty | FILTER_DROP | calibrated | n |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for embedder in dict.fromkeys(r["embedder"] for r in rows):
         sizes = sorted({r["size"] for r in rows if r["embedder"] == embedder})
         for size in [*sizes, None]:
             for system in SYSTEMS:
-                picked = [r for r in rows if r["embedder"] == embedder and r["system"] == system
-                          and (size is None or r["size"] == size)]
+                picked = [
+                    r
+                    for r in rows
+                    if r["embedder"] == embedder and r["system"] == system and (size is None or r["size"] == size)
+                ]
                 if not picked:
                     continue
                 cells = [f"{h.mean(r[m] for r in picked):.3f}" for m in METRICS]
                 calibrated = f"{h.mean(float(r['calibrated']) for r in picked):.2f}"
                 label = "**all**" if size is None else str(size)
-                lines.append(f"| {embedder} | {label} | {system} | {' | '.join(cells)} | {calibrated} | {len(picked)} |")
+                lines.append(
+                    f"| {embedder} | {label} | {system} | {' | '.join(cells)} | {calibrated} | {len(picked)} |"
+                )
     return lines
 
 
 def render(argv: Sequence[str], args: argparse.Namespace, rows: Sequence[dict[str, Any]]) -> str:
     first = rows[0]["embedder"]
-    stores = {size: len({r["store"] for r in rows if r["size"] == size and r["embedder"] == first})
-              for size in sorted({r["size"] for r in rows})}
-    asked = {size: sum(1 for r in rows if r["size"] == size and r["embedder"] == first and r["system"] == "gate-v0")
-             for size in stores}
+    stores = {
+        size: len({r["store"] for r in rows if r["size"] == size and r["embedder"] == first})
+        for size in sorted({r["size"] for r in rows})
+    }
+    asked = {
+        size: sum(1 for r in rows if r["size"] == size and r["embedder"] == first and r["system"] == "gate-v0")
+        for size in stores
+    }
     sizes = ", ".join(f"{size}: {stores[size]} stores, {asked[size]} questions" for size in stores)
-    return "\n".join([
-        "# Retrieval in small stores (issue 13)",
-        "",
-        f"Command: `{' '.join(['python -m', PROG, *argv])}`",
-        "",
-        "## Setup",
-        "",
-        f"- LoCoMo ({args.locomo}), each conversation's turns in time order cut into consecutive windows of "
-        f"{', '.join(map(str, args.sizes))} turns; each window a store of its own (one agent, memories only, "
-        "fusion rrf, blocks off), asked the conversation's questions whose evidence turns all lie inside it "
-        "(category 5 left out), limit 10, no time cue, the question's asked_at as now.",
-        f"- Per window size: {sizes}.",
-        "- Embedders: " + ", ".join(f"`{e}` ({m})" for e, m in dict.fromkeys((r["embedder"], r["model"])
-                                                                             for r in rows)) + ".",
-        "- Each window stored twice: `plain` (no calibration) and as the defaults store it (calibration on growth: "
-        "a calibration at 50 and 200 memories, run after the write that reached it). Systems:",
-        *[f"  - `{label}`: reads the {kind} store; settings changed: "
-          f"{', '.join(f'`{k}={v}`' for k, v in environ.items()) or 'none'}" for label, (kind, environ) in
-          SYSTEMS.items()],
-        "  `gate-v0` is the recall before issue 13; `gate-v1 +cal +relief` the defaults after it.",
-        "- recall_any@10 / NDCG@10 on the first 10 rows of the best-first ranking; `rows`: mean rows returned; "
-        "`empty`: share of answers with no row; `FILTER_DROP`: share of questions whose evidence the gate or "
-        "autocut removed (`benchmarks.recall_trace_confirm`); `calibrated`: share of questions asked of a store "
-        "that held a calibration.",
-        "",
-        "## Results",
-        "",
-        *table(rows),
-        "",
-    ])
+    return "\n".join(
+        [
+            "# Retrieval in small stores (issue 13)",
+            "",
+            f"Command: `{' '.join(['python -m', PROG, *argv])}`",
+            "",
+            "## Setup",
+            "",
+            f"- LoCoMo ({args.locomo}), each conversation's turns in time order cut into consecutive windows of "
+            f"{', '.join(map(str, args.sizes))} turns; each window a store of its own (one agent, memories only, "
+            "fusion rrf, blocks off), asked the conversation's questions whose evidence turns all lie inside it "
+            "(category 5 left out), limit 10, no time cue, the question's asked_at as now.",
+            f"- Per window size: {sizes}.",
+            "- Embedders: "
+            + ", ".join(f"`{e}` ({m})" for e, m in dict.fromkeys((r["embedder"], r["model"]) for r in rows))
+            + ".",
+            "- Each window stored twice: `plain` (no calibration) and as the defaults store it (calibration on growth: "
+            "a calibration at 50 and 200 memories, run after the write that reached it). Systems:",
+            *[
+                f"  - `{label}`: reads the {kind} store; settings changed: "
+                f"{', '.join(f'`{k}={v}`' for k, v in environ.items()) or 'none'}"
+                for label, (kind, environ) in SYSTEMS.items()
+            ],
+            "  `gate-v0` is the recall before issue 13; `gate-v1 +cal +relief` the defaults after it.",
+            "- recall_any@10 / NDCG@10 on the first 10 rows of the best-first ranking; `rows`: mean rows returned; "
+            "`empty`: share of answers with no row; `FILTER_DROP`: share of questions whose evidence the gate or "
+            "autocut removed (`benchmarks.recall_trace_confirm`); `calibrated`: share of questions asked of a store "
+            "that held a calibration.",
+            "",
+            "## Results",
+            "",
+            *table(rows),
+            "",
+        ]
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

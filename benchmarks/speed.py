@@ -48,7 +48,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -57,9 +57,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from benchmarks import peer as peer_mod
+from benchmarks.harness import WITHOUT_BLOCKS
+
 # percentile and jaccard live beside the rendering, which reads them too; imported here for the measurements
 from benchmarks.speed_report import jaccard, percentile, plot, print_summary, render
-from benchmarks.harness import WITHOUT_BLOCKS
 from benchmarks.synthetic import AGENT, bulk_load, queries, records
 from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock
@@ -80,6 +81,7 @@ PEAK_QUERIES = 20  # queries per condition in the peak-memory child (the peak co
 
 
 # -- small helpers (unit-tested) -----------------------------------------------------------------
+
 
 def month_cue(i: int, confidence: str = "likely") -> dict[str, str]:
     """A one-month cue inside the synthetic year (2025), a different month for successive queries."""
@@ -132,8 +134,11 @@ def fate(trace: dict[str, Any] | None, ref: str) -> str:
     for decision in (trace.get("gate") or {}).get("decisions", []):
         if decision.get("ref") == ref and decision.get("passed") is False:
             score, threshold = decision.get("score"), decision.get("threshold")
-            numbers = f" {decision.get('signal')} {score:.3f} < {threshold:.3f}" if isinstance(
-                score, (int, float)) and isinstance(threshold, (int, float)) else ""
+            numbers = (
+                f" {decision.get('signal')} {score:.3f} < {threshold:.3f}"
+                if isinstance(score, (int, float)) and isinstance(threshold, (int, float))
+                else ""
+            )
             return f"{found}; gated out ({decision.get('reason', 'below_gate')}{numbers})"
     if ref in _ref_list((trace.get("autocut") or {}).get("dropped")):
         return f"{found}; dropped by autocut"
@@ -146,6 +151,7 @@ def fate(trace: dict[str, Any] | None, ref: str) -> str:
 
 
 # -- stores ---------------------------------------------------------------------------------------
+
 
 def settings_for(mode: str, db_path: Path, **extra: Any) -> Settings:
     """Settings from an empty environment (no developer CPERSONA_* leaks in)."""
@@ -164,8 +170,9 @@ def _remove_db(path: Path) -> None:
             sidecar.unlink()
 
 
-def build_store(workdir: Path, size: int, mode: str, fresh: bool,
-                advance: Callable[[int], None] | None = None) -> tuple[Path, float, bool]:
+def build_store(
+    workdir: Path, size: int, mode: str, fresh: bool, advance: Callable[[int], None] | None = None
+) -> tuple[Path, float, bool]:
     """A synthetic store of ``size`` memories (hash or local vectors): (path, build seconds, reused?).
 
     Built once per (size, embedder) under the work folder and reused while its marker is present.
@@ -188,18 +195,23 @@ def export_records(db_path: Path) -> list[peer_mod.ExportRecord]:
     """Our stored rows (id, text, timestamp, vector) in id order, for CPersona's import."""
     conn = sqlite3.connect(db_path)
     try:
-        rows = conn.execute("SELECT id, content, timestamp, embedding FROM memories WHERE agent_id = ? ORDER BY id",
-                            (AGENT,)).fetchall()
+        rows = conn.execute(
+            "SELECT id, content, timestamp, embedding FROM memories WHERE agent_id = ? ORDER BY id", (AGENT,)
+        ).fetchall()
     finally:
         conn.close()
-    return [peer_mod.ExportRecord(i, text, stamp, None if blob is None else np.frombuffer(blob, dtype="<f4"))
-            for i, text, stamp, blob in rows]
+    return [
+        peer_mod.ExportRecord(i, text, stamp, None if blob is None else np.frombuffer(blob, dtype="<f4"))
+        for i, text, stamp, blob in rows
+    ]
 
 
 # -- measurements in process ---------------------------------------------------------------------
 
-def time_in_process(memory: Memory, conditions: dict[str, list[str]], embed_first: bool,
-                    advance: Callable[[int], None] | None = None) -> dict[str, list[float]]:
+
+def time_in_process(
+    memory: Memory, conditions: dict[str, list[str]], embed_first: bool, advance: Callable[[int], None] | None = None
+) -> dict[str, list[float]]:
     """Milliseconds per recall per condition, interleaved query by query with a rotating order.
 
     ``conditions`` maps a condition to its query texts (all the same length). With ``embed_first``
@@ -273,8 +285,10 @@ def _own_peak_kib() -> int:
 
 
 def measure_peak(db_path: Path, mode: str, count: int, timeout: float = 1200) -> dict[str, Any]:
-    code = ("import json, sys; from benchmarks.speed import peak_child; "
-            f"print(json.dumps(peak_child({str(db_path)!r}, {mode!r}, {count})))")
+    code = (
+        "import json, sys; from benchmarks.speed import peak_child; "
+        f"print(json.dumps(peak_child({str(db_path)!r}, {mode!r}, {count})))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=timeout)
     if done.returncode != 0:
         raise RuntimeError(f"peak-memory child failed: {done.stderr[-500:]}")
@@ -282,6 +296,7 @@ def measure_peak(db_path: Path, mode: str, count: int, timeout: float = 1200) ->
 
 
 # -- measurements over MCP -------------------------------------------------------------------------
+
 
 @dataclass
 class SideBySide:
@@ -309,8 +324,9 @@ class PeerStore:
     reused: bool
 
 
-async def prepare_peer_store(size: int, ours_db: Path, workdir: Path, embed_url: str, fresh: bool,
-                             timeout: float, deadline: float) -> PeerStore:
+async def prepare_peer_store(
+    size: int, ours_db: Path, workdir: Path, embed_url: str, fresh: bool, timeout: float, deadline: float
+) -> PeerStore:
     """CPersona's database for ``size``: import our records and vectors, then check the vectors are used."""
     folder = workdir / f"peer-{size}"
     db = folder / "cpersona.db"
@@ -349,14 +365,17 @@ async def vector_probe(server: peer_mod.ToolServer, rows: list[peer_mod.ExportRe
     The text is one of the newest: the vector arm scans the newest 10,000 rows only (the default window).
     """
     target = rows[max(0, len(rows) - 7)]
-    answer, _ = await server.call("recall", {"agent_id": AGENT, "query": target.content, "limit": LIMIT,
-                                             "trace": True}, timeout)
+    answer, _ = await server.call(
+        "recall", {"agent_id": AGENT, "query": target.content, "limit": LIMIT, "trace": True}, timeout
+    )
     near = {row["ref"]: row.get("raw") for row in (answer.get("trace") or {}).get("arms", {}).get("vector_near", [])}
     hit = [row for row in answer.get("messages", []) if row.get("content") == target.content]
     cosine = (hit[0].get("match_reason") or {}).get("cosine") if hit else None
     if not near or not hit or cosine is None or cosine < 0.999:
-        raise RuntimeError(f"CPersona's import did not keep the vectors: vector arm {len(near)} rows, "
-                           f"target returned {bool(hit)}, cosine {cosine}")
+        raise RuntimeError(
+            f"CPersona's import did not keep the vectors: vector arm {len(near)} rows, "
+            f"target returned {bool(hit)}, cosine {cosine}"
+        )
     return f"a stored text recalled verbatim comes back from the vector arm with cosine {cosine:.4f}"
 
 
@@ -365,9 +384,18 @@ def mcp_texts(count: int) -> dict[str, list[str]]:
     return {name: queries(count, seed=SEED_MCP + k) for k, name in enumerate(MCP_CONDITIONS)}
 
 
-async def run_side_by_side(size: int, ours_db: Path, peer_db: Path | None, workdir: Path, embed_url: str,
-                           count: int, timeout: float, budget: float, inproc_plain: list[list[str]] | None,
-                           advance: Callable[[int], None]) -> SideBySide:
+async def run_side_by_side(
+    size: int,
+    ours_db: Path,
+    peer_db: Path | None,
+    workdir: Path,
+    embed_url: str,
+    count: int,
+    timeout: float,
+    budget: float,
+    inproc_plain: list[list[str]] | None,
+    advance: Callable[[int], None],
+) -> SideBySide:
     """Both servers at once (ours alone without a peer database); every query asked of both, alternating."""
     result = SideBySide()
     mapping = peer_mod.peer_ref_map(peer_db, ours_db, AGENT) if peer_db is not None else {}
@@ -380,11 +408,15 @@ async def run_side_by_side(size: int, ours_db: Path, peer_db: Path | None, workd
     deadline = time.monotonic() + budget
     async with AsyncExitStack() as stack:
         served = peer_mod.served_copy(ours_db, workdir / "scratch" / f"ours-served-{size}.db", embed_url)
-        servers = {"ours": await stack.enter_async_context(
-            peer_mod.our_server(served, embed_url, logs / f"ours-{size}.log", WITHOUT_BLOCKS))}
+        servers = {
+            "ours": await stack.enter_async_context(
+                peer_mod.our_server(served, embed_url, logs / f"ours-{size}.log", WITHOUT_BLOCKS)
+            )
+        }
         if peer_db is not None:
             servers["cpersona"] = await stack.enter_async_context(
-                peer_mod.peer_server(peer_db, embed_url, logs / f"peer-{size}.log"))
+                peer_mod.peer_server(peer_db, embed_url, logs / f"peer-{size}.log")
+            )
         for name, server in servers.items():
             result.startup_s[name] = server.startup_s or math.nan
             result.ms[name] = {c: [] for c in conditions}
@@ -398,8 +430,10 @@ async def run_side_by_side(size: int, ours_db: Path, peer_db: Path | None, workd
                 order = list(servers) if (i + c) % 2 == 0 else list(servers)[::-1]
                 for name in order:
                     if time.monotonic() > deadline:
-                        raise TimeoutError(f"the side-by-side queries at {size:,} ran past the time budget "
-                                           f"({budget:.0f} s), at query {i + 1} of {count}")
+                        raise TimeoutError(
+                            f"the side-by-side queries at {size:,} ran past the time budget "
+                            f"({budget:.0f} s), at query {i + 1} of {count}"
+                        )
                     answer, ms = await servers[name].call("recall", arguments, timeout)
                     if answer.get("ok") is False or "error" in answer:
                         raise RuntimeError(f"{name} recall failed: {json.dumps(answer)[:300]}")
@@ -419,9 +453,14 @@ async def run_side_by_side(size: int, ours_db: Path, peer_db: Path | None, workd
     return result
 
 
-async def disagreement_examples(servers: dict[str, peer_mod.ToolServer], conditions: dict[str, list[str]],
-                                refs: dict[str, dict[str, list[list[str]]]], mapping: dict[str, str],
-                                timeout: float, wanted: int = 3) -> list[dict[str, Any]]:
+async def disagreement_examples(
+    servers: dict[str, peer_mod.ToolServer],
+    conditions: dict[str, list[str]],
+    refs: dict[str, dict[str, list[list[str]]]],
+    mapping: dict[str, str],
+    timeout: float,
+    wanted: int = 3,
+) -> list[dict[str, Any]]:
     """The plain and cue queries where the two disagree most, re-asked with a trace to read why."""
     scored = []
     for condition in ("plain", "cue"):
@@ -441,16 +480,37 @@ async def disagreement_examples(servers: dict[str, peer_mod.ToolServer], conditi
         theirs_refs = returned_refs(answers["cpersona"], mapping)
         rows: list[dict[str, str]] = []
         for ref in [r for r in ours_refs if r not in theirs_refs][:3]:
-            rows.append({"ref": ref, "returned_by": "ours", "why_returned": _reason(answers["ours"], ref),
-                         "other_side": fate(answers["cpersona"].get("trace"), back.get(ref, ref))})
+            rows.append(
+                {
+                    "ref": ref,
+                    "returned_by": "ours",
+                    "why_returned": _reason(answers["ours"], ref),
+                    "other_side": fate(answers["cpersona"].get("trace"), back.get(ref, ref)),
+                }
+            )
         for ref in [r for r in theirs_refs if r not in ours_refs][:3]:
-            rows.append({"ref": ref, "returned_by": "cpersona", "other_side": fate(answers["ours"].get("trace"), ref),
-                         "why_returned": _reason(answers["cpersona"], back.get(ref, ref))})
+            rows.append(
+                {
+                    "ref": ref,
+                    "returned_by": "cpersona",
+                    "other_side": fate(answers["ours"].get("trace"), ref),
+                    "why_returned": _reason(answers["cpersona"], back.get(ref, ref)),
+                }
+            )
         stages = (answers["cpersona"].get("trace") or {}).get("stages") or []
         remainder = next((st["remainder"] for st in stages if isinstance(st, dict) and st.get("remainder")), None)
-        examples.append({"condition": condition, "query": text, "jaccard": score, "cue": arguments.get("time_cue"),
-                         "ours": len(ours_refs), "cpersona": len(theirs_refs), "rows": rows,
-                         "peer_remainder": remainder})
+        examples.append(
+            {
+                "condition": condition,
+                "query": text,
+                "jaccard": score,
+                "cue": arguments.get("time_cue"),
+                "ours": len(ours_refs),
+                "cpersona": len(theirs_refs),
+                "rows": rows,
+                "peer_remainder": remainder,
+            }
+        )
     return examples
 
 
@@ -466,8 +526,16 @@ def _reason(answer: dict[str, Any], ref: str) -> str:
     return "?"
 
 
-async def run_ingest_mcp(size: int, ours_src: Path | None, peer_src: Path | None, workdir: Path, embed_url: str,
-                         count: int, timeout: float, with_peer: bool) -> dict[str, dict[str, float]]:
+async def run_ingest_mcp(
+    size: int,
+    ours_src: Path | None,
+    peer_src: Path | None,
+    workdir: Path,
+    embed_url: str,
+    count: int,
+    timeout: float,
+    with_peer: bool,
+) -> dict[str, dict[str, float]]:
     """Store ``count`` new memories one by one through each server's ``store`` tool, interleaved, on copies."""
     scratch = workdir / "ingest"
     shutil.rmtree(scratch, ignore_errors=True)
@@ -482,29 +550,41 @@ async def run_ingest_mcp(size: int, ours_src: Path | None, peer_src: Path | None
     logs = workdir / "logs"
     try:
         async with AsyncExitStack() as stack:
-            servers = {"ours": await stack.enter_async_context(
-                peer_mod.our_server(ours_db, embed_url, logs / f"ours-ingest-{size}.log", WITHOUT_BLOCKS))}
+            servers = {
+                "ours": await stack.enter_async_context(
+                    peer_mod.our_server(ours_db, embed_url, logs / f"ours-ingest-{size}.log", WITHOUT_BLOCKS)
+                )
+            }
             if with_peer:
                 servers["cpersona"] = await stack.enter_async_context(
-                    peer_mod.peer_server(peer_db, embed_url, logs / f"peer-ingest-{size}.log"))
+                    peer_mod.peer_server(peer_db, embed_url, logs / f"peer-ingest-{size}.log")
+                )
             for name, server in servers.items():  # the first call lists the tools and learns the vector width
                 text, stamp = next(iter(records(1, seed=4999)))
-                await server.call("store", {"agent_id": AGENT, "message": {"content": f"{text} warm {name}",
-                                                                           "timestamp": stamp}}, timeout)
+                await server.call(
+                    "store",
+                    {"agent_id": AGENT, "message": {"content": f"{text} warm {name}", "timestamp": stamp}},
+                    timeout,
+                )
             for i, (text, stamp) in enumerate(fresh):
-                for name in (list(servers) if i % 2 == 0 else list(servers)[::-1]):
+                for name in list(servers) if i % 2 == 0 else list(servers)[::-1]:
                     answer, took = await servers[name].call(
-                        "store", {"agent_id": AGENT, "message": {"content": text, "timestamp": stamp}}, timeout)
+                        "store", {"agent_id": AGENT, "message": {"content": text, "timestamp": stamp}}, timeout
+                    )
                     if answer.get("result") != "stored":
                         raise RuntimeError(f"{name} store did not store: {json.dumps(answer)[:300]}")
                     ms[name].append(took)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return {name: {"rate": 1000 * len(v) / sum(v), "p50": percentile(v, 0.5), "p95": percentile(v, 0.95)}
-            for name, v in ms.items() if v}
+    return {
+        name: {"rate": 1000 * len(v) / sum(v), "p50": percentile(v, 0.5), "p95": percentile(v, 0.95)}
+        for name, v in ms.items()
+        if v
+    }
 
 
 # -- the run ----------------------------------------------------------------------------------------
+
 
 @dataclass
 class Report:
@@ -534,27 +614,44 @@ class Report:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.speed", description=__doc__.splitlines()[0],
+        prog="python -m benchmarks.speed",
+        description=__doc__.splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Stores are built once and kept in --workdir (reused on the next run unless --fresh).")
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000],
-                        help="store sizes (default 1000 10000 100000)")
+        epilog="Stores are built once and kept in --workdir (reused on the next run unless --fresh).",
+    )
+    parser.add_argument(
+        "--sizes", type=int, nargs="+", default=[1000, 10000, 100000], help="store sizes (default 1000 10000 100000)"
+    )
     parser.add_argument("--queries", type=int, default=100, help="timed queries per condition (default 100)")
-    parser.add_argument("--local-sizes", type=int, nargs="*", default=[1000, 10000],
-                        help="sizes timed with the local embedder, query embedding included (default 1000 10000; "
-                             "none to skip)")
-    parser.add_argument("--ingest-count", type=int, default=300,
-                        help="memories stored one by one per ingest measurement (default 300)")
-    parser.add_argument("--no-peer", action="store_true",
-                        help="leave CPersona out (nothing installed; ours alone over MCP)")
+    parser.add_argument(
+        "--local-sizes",
+        type=int,
+        nargs="*",
+        default=[1000, 10000],
+        help="sizes timed with the local embedder, query embedding included (default 1000 10000; none to skip)",
+    )
+    parser.add_argument(
+        "--ingest-count", type=int, default=300, help="memories stored one by one per ingest measurement (default 300)"
+    )
+    parser.add_argument(
+        "--no-peer", action="store_true", help="leave CPersona out (nothing installed; ours alone over MCP)"
+    )
     parser.add_argument("--no-mcp", action="store_true", help="skip the MCP side-by-side entirely")
-    parser.add_argument("--peer-timeout", type=float, default=120.0,
-                        help="seconds any one tool call may take (default 120; an import file gets ten times that)")
-    parser.add_argument("--peer-budget", type=float, default=900.0,
-                        help="seconds CPersona may spend per size on its import, and again on the timed queries "
-                             "(default 900)")
-    parser.add_argument("--workdir", type=Path, default=CACHE,
-                        help=f"stores and logs (default {CACHE.relative_to(REPO)})")
+    parser.add_argument(
+        "--peer-timeout",
+        type=float,
+        default=120.0,
+        help="seconds any one tool call may take (default 120; an import file gets ten times that)",
+    )
+    parser.add_argument(
+        "--peer-budget",
+        type=float,
+        default=900.0,
+        help="seconds CPersona may spend per size on its import, and again on the timed queries (default 900)",
+    )
+    parser.add_argument(
+        "--workdir", type=Path, default=CACHE, help=f"stores and logs (default {CACHE.relative_to(REPO)})"
+    )
     parser.add_argument("--fresh", action="store_true", help="rebuild the stores even when present")
     parser.add_argument("--out", type=Path, default=RESULTS / "speed.md", help="markdown report (PNG beside it)")
     return parser.parse_args(argv)
@@ -563,14 +660,24 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     shown = list(sys.argv[1:] if argv is None else argv)
-    report = Report(args=args, command="python -m benchmarks.speed" + ("" if not shown else " " + shlex.join(shown)),
-                    started=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), load_before=os.getloadavg())
+    report = Report(
+        args=args,
+        command="python -m benchmarks.speed" + ("" if not shown else " " + shlex.join(shown)),
+        started=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        load_before=os.getloadavg(),
+    )
     args.workdir.mkdir(parents=True, exist_ok=True)
     console = Console(stderr=True)
     sizes = sorted(set(args.sizes))
     local_sizes = sorted(set(args.local_sizes))
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=False) as progress:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    ) as progress:
         run_in_process(report, sizes, local_sizes, progress)
         if not args.no_mcp:
             run_mcp(report, sizes, progress)
@@ -600,13 +707,15 @@ def run_in_process(report: Report, sizes: list[int], local_sizes: list[int], pro
         report.ingest[0] = time_ingest(memory, args.ingest_count, seed=4000)
     advance(args.ingest_count)
     for size in sizes:
-        path, seconds, reused = build_store(workdir, size, "hash", args.fresh,
-                                            _task(progress, f"build {size:,} (hash)", size))
+        path, seconds, reused = build_store(
+            workdir, size, "hash", args.fresh, _task(progress, f"build {size:,} (hash)", size)
+        )
         report.build[("hash", size)] = (seconds, reused)
         texts = {c: queries(args.queries, seed=SEED_INPROC) for c in INPROC_CONDITIONS}
         with open_memory(path, "hash", cache) as memory:
-            report.inproc[size] = time_in_process(memory, texts, True,
-                                                  _task(progress, f"recall {size:,} in process (hash)", args.queries))
+            report.inproc[size] = time_in_process(
+                memory, texts, True, _task(progress, f"recall {size:,} in process (hash)", args.queries)
+            )
         report.peak[size] = measure_peak(path, "hash", args.queries)
         scratch = workdir / "ingest-inproc.db"
         peer_mod.db_copy(path, scratch)
@@ -616,8 +725,9 @@ def run_in_process(report: Report, sizes: list[int], local_sizes: list[int], pro
         _task(progress, f"ingest after {size:,} (in process)", 1)(1)
     for size in local_sizes:
         try:
-            path, seconds, reused = build_store(workdir, size, "local", args.fresh,
-                                                _task(progress, f"build {size:,} (local embedder)", size))
+            path, seconds, reused = build_store(
+                workdir, size, "local", args.fresh, _task(progress, f"build {size:,} (local embedder)", size)
+            )
         except Exception as exc:  # the local model is an optional install in some environments
             report.notes.append(f"local embedder at {size:,}: {type(exc).__name__}: {exc}")
             continue
@@ -625,8 +735,9 @@ def run_in_process(report: Report, sizes: list[int], local_sizes: list[int], pro
         texts = {c: queries(args.queries, seed=SEED_INPROC + 50 + k) for k, c in enumerate(INPROC_CONDITIONS)}
         with open_memory(path, "local", cache) as memory:
             memory.recall(agent_id=AGENT, query="load the model", limit=1)
-            report.local[size] = time_in_process(memory, texts, False,
-                                                 _task(progress, f"recall {size:,} in process (local)", args.queries))
+            report.local[size] = time_in_process(
+                memory, texts, False, _task(progress, f"recall {size:,} in process (local)", args.queries)
+            )
 
 
 def run_mcp(report: Report, sizes: list[int], progress: Progress) -> None:
@@ -643,8 +754,9 @@ def run_mcp(report: Report, sizes: list[int], progress: Progress) -> None:
             with_peer = False
     with peer_mod.EmbedServer("hash", workdir / "logs" / "embed-server.log") as embed:
         report.embed_rtt_ms = embed_round_trips(embed.url, queries(50, seed=SEED_WARMUP + 1))
-        report.ingest_mcp[0] = anyio.run(run_ingest_mcp, 0, None, None, workdir, embed.url, args.ingest_count,
-                                         args.peer_timeout, with_peer)
+        report.ingest_mcp[0] = anyio.run(
+            run_ingest_mcp, 0, None, None, workdir, embed.url, args.ingest_count, args.peer_timeout, with_peer
+        )
         _task(progress, "ingest into empty stores (MCP)", 1)(1)
         for size in sizes:
             ours_db = workdir / f"ours-hash-{size}.db"
@@ -653,8 +765,16 @@ def run_mcp(report: Report, sizes: list[int], progress: Progress) -> None:
                 report.peer_errors[size] = "not tried: a smaller size already ran past the time budget"
             elif with_peer:
                 try:
-                    store = anyio.run(prepare_peer_store, size, ours_db, workdir, embed.url, args.fresh,
-                                      args.peer_timeout, time.monotonic() + args.peer_budget)
+                    store = anyio.run(
+                        prepare_peer_store,
+                        size,
+                        ours_db,
+                        workdir,
+                        embed.url,
+                        args.fresh,
+                        args.peer_timeout,
+                        time.monotonic() + args.peer_budget,
+                    )
                     report.peer_stores[size] = store
                     _task(progress, f"CPersona import {size:,}", 1)(1)
                 except Exception as exc:
@@ -663,19 +783,48 @@ def run_mcp(report: Report, sizes: list[int], progress: Progress) -> None:
             inproc = _inproc_refs(ours_db, mcp_texts(args.queries)["plain"])
             try:
                 report.sbs[size] = anyio.run(
-                    run_side_by_side, size, ours_db, peer_db, workdir, embed.url, args.queries, args.peer_timeout,
-                    args.peer_budget, inproc, _task(progress, f"recall {size:,} over MCP", args.queries))
+                    run_side_by_side,
+                    size,
+                    ours_db,
+                    peer_db,
+                    workdir,
+                    embed.url,
+                    args.queries,
+                    args.peer_timeout,
+                    args.peer_budget,
+                    inproc,
+                    _task(progress, f"recall {size:,} over MCP", args.queries),
+                )
             except Exception as exc:
                 if peer_db is None:
                     raise
                 report.peer_errors[size] = _failure(exc, "side by side")
                 peer_db = None  # ours alone, so that its MCP figures are still there
                 report.sbs[size] = anyio.run(
-                    run_side_by_side, size, ours_db, None, workdir, embed.url, args.queries, args.peer_timeout,
-                    args.peer_budget, inproc, _task(progress, f"recall {size:,} over MCP (ours alone)", args.queries))
+                    run_side_by_side,
+                    size,
+                    ours_db,
+                    None,
+                    workdir,
+                    embed.url,
+                    args.queries,
+                    args.peer_timeout,
+                    args.peer_budget,
+                    inproc,
+                    _task(progress, f"recall {size:,} over MCP (ours alone)", args.queries),
+                )
             try:
-                report.ingest_mcp[size] = anyio.run(run_ingest_mcp, size, ours_db, peer_db, workdir, embed.url,
-                                                    args.ingest_count, args.peer_timeout, peer_db is not None)
+                report.ingest_mcp[size] = anyio.run(
+                    run_ingest_mcp,
+                    size,
+                    ours_db,
+                    peer_db,
+                    workdir,
+                    embed.url,
+                    args.ingest_count,
+                    args.peer_timeout,
+                    peer_db is not None,
+                )
                 _task(progress, f"ingest after {size:,} (MCP)", 1)(1)
             except Exception as exc:
                 report.peer_errors[size] = _failure(exc, "ingest over MCP")

@@ -30,8 +30,8 @@ import os
 # threads turn the vector arm's 0.3 ms product over a 10,000-row window into 2 to 4 ms of spinning.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import argparse  # noqa: E402
-import json  # noqa: E402
+import argparse
+import json
 import platform
 import random
 import subprocess
@@ -85,7 +85,7 @@ def timed_recalls(memory: Memory, questions: list[str]) -> dict[str, list[float]
         memory.recall(agent_id=realistic.AGENT, query=text)
     out: dict[str, list[float]] = {"plain": [], "trace": [], "cpu": []}
     for i, text in enumerate(questions):
-        for name in (("plain", "trace") if i % 2 == 0 else ("trace", "plain")):
+        for name in ("plain", "trace") if i % 2 == 0 else ("trace", "plain"):
             started, cpu = time.perf_counter(), time.process_time()
             answer = memory.recall(agent_id=realistic.AGENT, query=text, trace=name == "trace")
             out[name].append((time.perf_counter() - started) * 1000)
@@ -111,8 +111,13 @@ def ingest(memory: Memory, locomo: Path, questions: list[str], count: int = INGE
         started = time.perf_counter()
         memory.recall(agent_id=realistic.AGENT, query=questions[i % len(questions)])
         after.append((time.perf_counter() - started) * 1000)
-    return {"rate": 1000 * len(ms) / sum(ms), "p50": percentile(ms, 0.5), "p95": percentile(ms, 0.95),
-            "after_p50": percentile(after, 0.5), "after_p99": percentile(after, 0.99)}
+    return {
+        "rate": 1000 * len(ms) / sum(ms),
+        "p50": percentile(ms, 0.5),
+        "p95": percentile(ms, 0.95),
+        "after_p50": percentile(after, 0.5),
+        "after_p99": percentile(after, 0.99),
+    }
 
 
 def worst_inputs(memory: Memory) -> dict[str, float]:
@@ -121,13 +126,16 @@ def worst_inputs(memory: Memory) -> dict[str, float]:
     question = "what did Caroline do at the support group"
     inputs = {
         "16,000-character CJK query": {"query": "".join(chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(16_000))},
-        "1,400 distinct terms (16,000 characters)": {"query": " ".join(f"w{rng.randint(0, 10**9)}"
-                                                                      for _ in range(1_400))[:16_000]},
+        "1,400 distinct terms (16,000 characters)": {
+            "query": " ".join(f"w{rng.randint(0, 10**9)}" for _ in range(1_400))[:16_000]
+        },
         "a common sentence 200 times": {"query": " ".join(["what did you do with your family and friends"] * 200)},
         "limit 100": {"query": question, "limit": 100},
         "limit 100, deep, traced": {"query": question, "limit": 100, "deep": True, "trace": True},
-        "1,000 exclusions of 60 characters": {"query": question,
-                                              "exclude_contents": [f"held text {i:04d} " * 4 for i in range(1_000)]},
+        "1,000 exclusions of 60 characters": {
+            "query": question,
+            "exclude_contents": [f"held text {i:04d} " * 4 for i in range(1_000)],
+        },
     }
     out = {}
     for name, arguments in inputs.items():
@@ -157,15 +165,21 @@ def rss_child(path: str, locomo: str) -> dict[str, Any]:
     opened = time.perf_counter() - started
     for text in realistic.questions(Path(locomo), RSS_QUERIES):
         memory.recall(agent_id=realistic.AGENT, query=text)
-    result = {"baseline_kib": baseline, "peak_kib": _status_kib("VmHWM"), "rss_kib": _status_kib("VmRSS"),
-              "open_s": opened}
+    result = {
+        "baseline_kib": baseline,
+        "peak_kib": _status_kib("VmHWM"),
+        "rss_kib": _status_kib("VmRSS"),
+        "open_s": opened,
+    }
     memory.close()
     return result
 
 
 def measure_rss(path: Path, locomo: Path) -> dict[str, Any]:
-    code = ("import json; from benchmarks.speed_realistic import rss_child; "
-            f"print(json.dumps(rss_child({str(path)!r}, {str(locomo)!r})))")
+    code = (
+        "import json; from benchmarks.speed_realistic import rss_child; "
+        f"print(json.dumps(rss_child({str(path)!r}, {str(locomo)!r})))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=1800)
     if done.returncode != 0:
         raise RuntimeError(f"RSS child failed: {done.stderr[-500:]}")

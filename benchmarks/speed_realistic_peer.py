@@ -53,15 +53,17 @@ WAIT_BOUND_S = 2400.0  # the longest the background builds are waited for (40 mi
 WARMUP = ("warm up", "hello there", "what happened last week", "how are you", "tell me more")
 
 
-def our_server(db_path: Path, embed_url: str, log_path: Path, mode: str,
-               tree: Path = peer_mod.REPO) -> peer_mod.ToolServer:
+def our_server(
+    db_path: Path, embed_url: str, log_path: Path, mode: str, tree: Path = peer_mod.REPO
+) -> peer_mod.ToolServer:
     """Our server at its defaults, or (blocks-off) as in process: blocks and calibration on growth off."""
     settings = {**WITHOUT_BLOCKS, "CPERSONA_CALIBRATE_ON_GROWTH": "false"} if mode == "blocks-off" else None
     return peer_mod.our_server(db_path, embed_url, log_path, settings, tree)
 
 
-async def _start(stack: AsyncExitStack, key: str, server: peer_mod.ToolServer,
-                 started: dict[str, float]) -> peer_mod.ToolServer:
+async def _start(
+    stack: AsyncExitStack, key: str, server: peer_mod.ToolServer, started: dict[str, float]
+) -> peer_mod.ToolServer:
     started[key] = time.monotonic()  # its background work starts with the process
     return await stack.enter_async_context(server)
 
@@ -72,21 +74,34 @@ async def _timed(servers: dict[str, peer_mod.ToolServer], questions: list[str], 
         for text in WARMUP:
             await server.call("recall", {"agent_id": realistic.AGENT, "query": text, "limit": 10}, TIMEOUT)
     for i, text in enumerate(questions):
-        for name in (("ours", "cpersona") if i % 2 == 0 else ("cpersona", "ours")):
-            answer, ms = await servers[name].call("recall", {"agent_id": realistic.AGENT, "query": text,
-                                                             "limit": 10}, TIMEOUT)
+        for name in ("ours", "cpersona") if i % 2 == 0 else ("cpersona", "ours"):
+            answer, ms = await servers[name].call(
+                "recall", {"agent_id": realistic.AGENT, "query": text, "limit": 10}, TIMEOUT
+            )
             if answer.get("ok") is False:
                 raise RuntimeError(f"{name} recall failed: {str(answer)[:300]}")
             out["ms"][name].append(ms)
             out["rows"][name].append(len(answer.get("messages") or []))
 
 
-async def _one_mode(size: int, mode: str, store_path: Path, ours_src: Path, workdir: Path, embed_url: str,
-                    questions: list[str], bound_s: float, tree: Path) -> dict[str, Any]:
+async def _one_mode(
+    size: int,
+    mode: str,
+    store_path: Path,
+    ours_src: Path,
+    workdir: Path,
+    embed_url: str,
+    questions: list[str],
+    bound_s: float,
+    tree: Path,
+) -> dict[str, Any]:
     ours_db = peer_mod.served_copy(ours_src, workdir / f"ours-served-{size}-{mode}.db", embed_url)
     # the defaults' builds write into a copy: the cached import stays as imported, for the variant too
-    peer_db = peer_mod.db_copy(store_path, workdir / f"peer-{size}" / "defaults" / "cpersona.db") if mode == "defaults" \
+    peer_db = (
+        peer_mod.db_copy(store_path, workdir / f"peer-{size}" / "defaults" / "cpersona.db")
+        if mode == "defaults"
         else store_path
+    )
     logs = workdir / "logs"
     peer_log, ours_log = logs / f"r-peer-{size}-{mode}.log", logs / f"r-ours-{size}-{mode}.log"
     for log in (peer_log, ours_log):  # the calibration's end is read from this run's log alone
@@ -94,20 +109,28 @@ async def _one_mode(size: int, mode: str, store_path: Path, ours_src: Path, work
     out: dict[str, Any] = {"ms": {"ours": [], "cpersona": []}, "rows": {"ours": [], "cpersona": []}}
     started: dict[str, float] = {}
     async with AsyncExitStack() as stack:
-        peer = defaults.peer_server_defaults(peer_db, embed_url, peer_log) if mode == "defaults" \
+        peer = (
+            defaults.peer_server_defaults(peer_db, embed_url, peer_log)
+            if mode == "defaults"
             else peer_mod.peer_server(peer_db, embed_url, peer_log)
-        servers = {"ours": await _start(stack, "ours", our_server(ours_db, embed_url, ours_log, mode, tree),
-                                          started),
-                   "cpersona": await _start(stack, "cpersona", peer, started)}
+        )
+        servers = {
+            "ours": await _start(stack, "ours", our_server(ours_db, embed_url, ours_log, mode, tree), started),
+            "cpersona": await _start(stack, "cpersona", peer, started),
+        }
         if mode == "defaults":
-            out["background"] = await defaults.wait_idle(servers, started, bound_s,
-                                                         {"cpersona": defaults.calibration_logged(peer_log)})
-            out["blocks"] = {"ours": defaults.block_coverage(ours_db, "ours"),
-                             "cpersona": defaults.block_coverage(peer_db, "cpersona")}
+            out["background"] = await defaults.wait_idle(
+                servers, started, bound_s, {"cpersona": defaults.calibration_logged(peer_log)}
+            )
+            out["blocks"] = {
+                "ours": defaults.block_coverage(ours_db, "ours"),
+                "cpersona": defaults.block_coverage(peer_db, "cpersona"),
+            }
             out["block_index_before"] = defaults.index_status(peer_db, embed_url, "block_index")
             for module in ("block_index", "vector_index"):  # CPersona's derived files, current at the timing
-                out[module] = await anyio.to_thread.run_sync(defaults.build_file, peer_db, embed_url,
-                                                             logs / f"peer-{size}-{module}.log", module)
+                out[module] = await anyio.to_thread.run_sync(
+                    defaults.build_file, peer_db, embed_url, logs / f"peer-{size}-{module}.log", module
+                )
         await _timed(servers, questions, out)
         out["peak_kib"] = {name: server.peak_rss_kib() for name, server in servers.items()}
         out["rss_kib"] = {name: defaults.rss_kib(server.pid) for name, server in servers.items()}
@@ -119,14 +142,24 @@ async def _one_mode(size: int, mode: str, store_path: Path, ours_src: Path, work
     return out
 
 
-async def _one_size(size: int, ours_db: Path, workdir: Path, embed_url: str, questions: list[str],
-                    modes: tuple[str, ...], bound_s: float, tree: Path, save: Any = None) -> dict[str, Any]:
+async def _one_size(
+    size: int,
+    ours_db: Path,
+    workdir: Path,
+    embed_url: str,
+    questions: list[str],
+    modes: tuple[str, ...],
+    bound_s: float,
+    tree: Path,
+    save: Any = None,
+) -> dict[str, Any]:
     store = await prepare_peer_store(size, ours_db, workdir, embed_url, False, TIMEOUT, time.monotonic() + BUDGET)
     out: dict[str, Any] = {"import_s": store.import_s, "imported": store.imported, "probe": store.probe, "modes": {}}
     for mode in modes:
         try:
-            out["modes"][mode] = await _one_mode(size, mode, store.path, ours_db, workdir, embed_url, questions,
-                                                 bound_s, tree)
+            out["modes"][mode] = await _one_mode(
+                size, mode, store.path, ours_db, workdir, embed_url, questions, bound_s, tree
+            )
         except Exception as exc:  # the other mode's figures stand without these
             out["modes"][mode] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
         if save:
@@ -146,8 +179,9 @@ def side_by_side(args: argparse.Namespace, questions: list[str], save: Any = Non
         for size in args.peer_sizes:
             ours_db = args.workdir / f"realistic-{size}.db"
             try:
-                out[size] = anyio.run(_one_size, size, ours_db, args.workdir / "peer", embed.url, questions, modes,
-                                      bound_s, tree, save)
+                out[size] = anyio.run(
+                    _one_size, size, ours_db, args.workdir / "peer", embed.url, questions, modes, bound_s, tree, save
+                )
             except Exception as exc:  # the in-process figures stand without the peer's
                 out[size] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
     return out
@@ -168,8 +202,13 @@ def ours_snapshot(rev: str, workdir: Path) -> Path:
     target = workdir / f"ours-tree-{sha}"
     if not (target / "cuedrecall" / "__init__.py").exists():
         target.mkdir(parents=True, exist_ok=True)
-        archive = subprocess.run(["git", "archive", "--format=tar", sha, "cuedrecall"], cwd=peer_mod.REPO,
-                                 capture_output=True, timeout=300, check=True)
+        archive = subprocess.run(
+            ["git", "archive", "--format=tar", sha, "cuedrecall"],
+            cwd=peer_mod.REPO,
+            capture_output=True,
+            timeout=300,
+            check=True,
+        )
         with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
             tar.extractall(target, filter="data")
     return target
@@ -181,8 +220,10 @@ def tree_note(rev: str | None) -> str:
         return f"Our server: commit {_git('rev-parse', '--short', rev)} (a `git archive` snapshot of cuedrecall/)."
     dirty = _git("status", "--porcelain", "--", "cuedrecall")
     return f"Our server: the working tree at commit {_git('rev-parse', '--short', 'HEAD')}" + (
-        f", with uncommitted edits under cuedrecall/ ({len(dirty.splitlines())} files) at the start." if dirty
-        else ", cuedrecall/ clean at the start.")
+        f", with uncommitted edits under cuedrecall/ ({len(dirty.splitlines())} files) at the start."
+        if dirty
+        else ", cuedrecall/ clean at the start."
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -196,8 +237,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument("--queries", type=int, default=150)
     parser.add_argument("--wait-bound", type=float, default=WAIT_BOUND_S, help="seconds to wait for the builds")
-    parser.add_argument("--ours-rev", help="run our server from this commit's cuedrecall/ (default: the working "
-                        "tree, which others may be editing)")
+    parser.add_argument(
+        "--ours-rev",
+        help="run our server from this commit's cuedrecall/ (default: the working tree, which others may be editing)",
+    )
     parser.add_argument("--workdir", type=Path, default=HERE / ".cache" / "realistic")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "speed_realistic_peer.md")
     args = parser.parse_args(argv)
@@ -214,13 +257,18 @@ def main(argv: list[str] | None = None) -> int:
     def save(size: int, figures: dict[str, Any]) -> None:
         done[size] = figures
         load_now = [*load, os.getloadavg()[0]]
-        args.out.with_suffix(".json").write_text(json.dumps({"command": argv_text, "load": load_now, "tree": tree,
-                                                              "sizes": done}, indent=1))
-        header = [f"Command: `python -m benchmarks.speed_realistic_peer {argv_text}`", "",
-                  f"CPython {platform.python_version()}, 2 shared CPUs; load average (1 min) {load[0]:.2f} at the "
-                  f"start, {load_now[-1]:.2f} at the last write. Other processes may share the machine (the load "
-                  "averages say how busy it was): figures carry their noise; the two servers are timed alternately, "
-                  f"query by query, so the ratio is fair. {len(questions)} questions (LoCoMo's and long-span's). {tree}", ""]
+        args.out.with_suffix(".json").write_text(
+            json.dumps({"command": argv_text, "load": load_now, "tree": tree, "sizes": done}, indent=1)
+        )
+        header = [
+            f"Command: `python -m benchmarks.speed_realistic_peer {argv_text}`",
+            "",
+            f"CPython {platform.python_version()}, 2 shared CPUs; load average (1 min) {load[0]:.2f} at the "
+            f"start, {load_now[-1]:.2f} at the last write. Other processes may share the machine (the load "
+            "averages say how busy it was): figures carry their noise; the two servers are timed alternately, "
+            f"query by query, so the ratio is fair. {len(questions)} questions (LoCoMo's and long-span's). {tree}",
+            "",
+        ]
         args.out.write_text("\n".join(header + render_peers(done)) + "\n")
 
     side_by_side(args, questions, save)

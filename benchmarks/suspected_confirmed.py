@@ -72,8 +72,12 @@ def rescued_codes(trace: Mapping[str, Any], gold: Sequence[str], suspected: froz
     evidence row (a ``relief`` reservation), CANDIDATE_MISS when a wider cue stage found one a seat held."""
     wanted = set(gold)
     reserved = {r.get("ref"): r.get("kind") for r in trace.get("reservation") or [] if isinstance(r, Mapping)}
-    widened = {hit.get("ref") for name, hits in (trace.get("arms") or {}).items()
-               if name.startswith("cue_stage_") for hit in hits or []}
+    widened = {
+        hit.get("ref")
+        for name, hits in (trace.get("arms") or {}).items()
+        if name.startswith("cue_stage_")
+        for hit in hits or []
+    }
     out = set()
     if FILTER_DROP in suspected and any(reserved.get(ref) == "relief" for ref in wanted):
         out.add(FILTER_DROP)
@@ -129,15 +133,23 @@ def tally(judged: Iterable[Judged]) -> dict[str, Any]:
         rescued = sum(1 for j in suspected if j.confirmed is None and code in j.rescued)
         confirmed = sum(1 for j in items if j.confirmed == code)
         per[code] = {
-            "suspected": len(suspected), "confirmed": confirmed, "both": both,
-            "suspected_only": len(suspected) - both, "suspected_returned": returned, "rescued": rescued,
-            "suspected_other": len(suspected) - both - returned, "confirmed_only": confirmed - both,
-            "precision": _ratio(both, len(suspected)), "recall": _ratio(both, confirmed),
+            "suspected": len(suspected),
+            "confirmed": confirmed,
+            "both": both,
+            "suspected_only": len(suspected) - both,
+            "suspected_returned": returned,
+            "rescued": rescued,
+            "suspected_other": len(suspected) - both - returned,
+            "confirmed_only": confirmed - both,
+            "precision": _ratio(both, len(suspected)),
+            "recall": _ratio(both, confirmed),
         }
     failed = [j for j in items if j.confirmed is not None]
     unsuspected = Counter(j.confirmed for j in failed if not j.suspected)
     return {
-        "recalls": len(items), "failed": len(failed), "returned": len(items) - len(failed),
+        "recalls": len(items),
+        "failed": len(failed),
+        "returned": len(items) - len(failed),
         "with_suspicion": sum(1 for j in items if j.suspected),
         "failed_with_suspicion": sum(1 for j in failed if j.suspected),
         "codes": per,
@@ -148,8 +160,9 @@ def tally(judged: Iterable[Judged]) -> dict[str, Any]:
 # -- running --------------------------------------------------------------------------------------
 
 
-def open_store(conversation: Conversation, embedder: h.PrefetchEmbedder, mode: str,
-               workdir: Path) -> h.ConversationStore:
+def open_store(
+    conversation: Conversation, embedder: h.PrefetchEmbedder, mode: str, workdir: Path
+) -> h.ConversationStore:
     """A conversation's store at the server's defaults (blocks on), filled as the harness fills it."""
     return h.ConversationStore(conversation, embedder, mode, workdir, SERVER_DEFAULTS)
 
@@ -159,14 +172,19 @@ def cue_of(question: Question, use_cues: bool) -> dict[str, Any] | None:
     return extract_cue(question.text, question.asked_at) if use_cues else None
 
 
-def recall_traced(store: h.ConversationStore, question: Question, limit: int,
-                  use_cues: bool) -> dict[str, Any]:
+def recall_traced(store: h.ConversationStore, question: Question, limit: int, use_cues: bool) -> dict[str, Any]:
     """One traced recall of a question, with its cue when it has one: the response."""
     return store.ask(question, limit=limit, time_cue=cue_of(question, use_cues), trace=True)
 
 
-def evaluate_conversation(conversation: Conversation, embedder: h.PrefetchEmbedder, args: argparse.Namespace,
-                          workdir: Path, dump: IO[str] | None, advance: Any) -> list[dict[str, Any]]:
+def evaluate_conversation(
+    conversation: Conversation,
+    embedder: h.PrefetchEmbedder,
+    args: argparse.Namespace,
+    workdir: Path,
+    dump: IO[str] | None,
+    advance: Any,
+) -> list[dict[str, Any]]:
     """One row per scored question with evidence in the store: what was suspected and what is confirmed."""
     dataset = h.Dataset("locomo", [conversation])
     store = open_store(conversation, embedder, args.mode, workdir)
@@ -179,10 +197,17 @@ def evaluate_conversation(conversation: Conversation, embedder: h.PrefetchEmbedd
             trace = response["trace"]
             judged = judge(trace, gold) if gold else None
             stages = evidence_stages(trace, gold) if judged is not None and judged.confirmed else None
-            rows.append({"qid": question.qid, "category": dataset.category_label(question.category),
-                         "cued": cue_of(question, not args.no_cues) is not None, "gold": gold,
-                         "judged": judged, "stages": stages,
-                         "suspects": [dict(s) for s in trace.get("suspected") or []]})
+            rows.append(
+                {
+                    "qid": question.qid,
+                    "category": dataset.category_label(question.category),
+                    "cued": cue_of(question, not args.no_cues) is not None,
+                    "gold": gold,
+                    "judged": judged,
+                    "stages": stages,
+                    "suspects": [dict(s) for s in trace.get("suspected") or []],
+                }
+            )
             if dump is not None and gold:
                 dump.write(json.dumps({"id": question.qid, "gold": gold, "trace": trace}) + "\n")
             advance()
@@ -208,8 +233,9 @@ def run(args: argparse.Namespace, console: Any) -> tuple[list[Conversation], lis
             embedder = h.prefetched_embedder(args.embedder, [dataset], progress)
             asked = progress.add_task("recalls", total=h.count_questions([dataset], lambda d, q: d.scored(q)))
             for conversation in conversations:
-                rows += evaluate_conversation(conversation, embedder, args, workdir, dump,
-                                              lambda: progress.advance(asked))
+                rows += evaluate_conversation(
+                    conversation, embedder, args, workdir, dump, lambda: progress.advance(asked)
+                )
     finally:
         if dump is not None:
             dump.close()
@@ -224,13 +250,35 @@ def _share(value: float | None) -> str:
 
 
 def code_table(summary: dict[str, Any]) -> list[str]:
-    header = ["code", "suspected", "confirmed", "suspected & confirmed", "suspected only",
-              "of which returned", "(rescued by its action)", "of which another code", "confirmed only",
-              "precision", "recall"]
-    rows = [[code, c["suspected"], c["confirmed"], c["both"], c["suspected_only"], c["suspected_returned"],
-             c["rescued"], c["suspected_other"], c["confirmed_only"], _share(c["precision"]),
-             _share(c["recall"])]
-            for code, c in summary["codes"].items()]
+    header = [
+        "code",
+        "suspected",
+        "confirmed",
+        "suspected & confirmed",
+        "suspected only",
+        "of which returned",
+        "(rescued by its action)",
+        "of which another code",
+        "confirmed only",
+        "precision",
+        "recall",
+    ]
+    rows = [
+        [
+            code,
+            c["suspected"],
+            c["confirmed"],
+            c["both"],
+            c["suspected_only"],
+            c["suspected_returned"],
+            c["rescued"],
+            c["suspected_other"],
+            c["confirmed_only"],
+            _share(c["precision"]),
+            _share(c["recall"]),
+        ]
+        for code, c in summary["codes"].items()
+    ]
     return h.markdown_table(header, rows)
 
 
@@ -250,12 +298,15 @@ def stage_table(rows: Sequence[dict[str, Any]]) -> list[str]:
 
 def code_tree() -> str:
     """Which code ran: the commit, and whether cuedrecall/ had uncommitted edits (others edit it)."""
+
     def git(*args: str) -> str:
         try:
-            return subprocess.run(["git", *args], cwd=h.REPO, capture_output=True, text=True, timeout=30,
-                                  check=True).stdout.strip()
+            return subprocess.run(
+                ["git", *args], cwd=h.REPO, capture_output=True, text=True, timeout=30, check=True
+            ).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             return ""
+
     head = git("rev-parse", "--short", "HEAD") or "unknown"
     dirty = git("status", "--porcelain", "--", "cuedrecall")
     edits = f", with uncommitted edits in {len(dirty.splitlines())} file(s) under cuedrecall/"
@@ -263,10 +314,12 @@ def code_tree() -> str:
 
 
 def overview(summary: dict[str, Any]) -> str:
-    return (f"{summary['recalls']} recalls: {summary['returned']} returned some evidence, "
-            f"{summary['failed']} failed; {summary['with_suspicion']} suspected something "
-            f"({summary['failed_with_suspicion']} of the "
-            f"failed ones).")
+    return (
+        f"{summary['recalls']} recalls: {summary['returned']} returned some evidence, "
+        f"{summary['failed']} failed; {summary['with_suspicion']} suspected something "
+        f"({summary['failed_with_suspicion']} of the "
+        f"failed ones)."
+    )
 
 
 def suspect_reasons(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -277,41 +330,79 @@ def suspect_reasons(rows: Sequence[dict[str, Any]]) -> list[str]:
     return h.markdown_table(["code", "stage", "action", "times"], table or [["(none)", "", "", 0]], "lrlr")
 
 
-def render(argv: Sequence[str], args: argparse.Namespace, conversations: Sequence[Conversation],
-           rows: Sequence[dict[str, Any]], model: str, seconds: float) -> str:
+def render(
+    argv: Sequence[str],
+    args: argparse.Namespace,
+    conversations: Sequence[Conversation],
+    rows: Sequence[dict[str, Any]],
+    model: str,
+    seconds: float,
+) -> str:
     judged = [r for r in rows if r["judged"] is not None]
     summary = tally(r["judged"] for r in judged)
     cued = [r for r in judged if r["cued"]]
     lines = [
-        "# Suspected against confirmed failure codes", "",
-        f"Command: `{h.command_line(PROG, argv)}`", "",
-        "## Setup", "",
-        (f"- LoCoMo, {len(conversations)} conversation(s); one store per conversation, filled as "
-         "`benchmarks/harness.py` fills it (turns with `Memory.store`, session summaries as episodes, "
-         f"the calibrations queued by growth run); history `{args.history}`."),
-        (f"- Server defaults: embedder `{args.embedder}` ({model}), fusion `{args.mode}`, the word arm "
-         "and the block arm on (blocks built as the replay stores), gate-v1 with relief; limit "
-         f"{args.limit}; the question's asked_at as now."),
-        "- Time cue: " + ("none (`--no-cues`)." if args.no_cues else
-                          "the one `benchmarks.cues.extract_cue` reads in the question's text (its "
-                          f"asked_at as today), where it finds one: {len(cued)} of {len(judged)} recalls."),
-        ("- Suspected: the distinct codes of `trace.suspected`. Confirmed: "
-         "`benchmarks.recall_trace_confirm.confirm(trace, evidence refs)`; a recall that returned some "
-         "evidence has no confirmed code. Category 5 (adversarial) is left out")
-        + (f"; {len(rows) - len(judged)} question(s) had no evidence ref in the store and are left out too."
-           if len(rows) > len(judged) else "."),
-        ("- Precision: suspected & confirmed over suspected; recall: suspected & confirmed over confirmed. "
-         "A suspicion whose action rescued the evidence (relief admitting it, a wider cue period finding "
-         "it) counts as suspected only, returned."),
-        f"- Code: {getattr(args, 'code', None) or code_tree()}. Ran in {seconds:.0f} s.", "",
-        "## Per code", "", overview(summary), "", *code_table(summary), "",
-        "## Confirmed failures with no suspicion at all", "", *unsuspected_table(summary), "",
-        "## Where the evidence of the failed recalls stopped", "",
-        ("`benchmarks.recall_trace_confirm.attribute` per evidence ref: `arms` (on no arm's list), `gate`, "
-         "`autocut`, `count` (admitted, behind the count cut), `seat` (only a seat arm such as `block` or "
-         "`cue` reached it and no seat held it); a recall with several evidence refs lists each stage "
-         "once."), "",
-        *stage_table(judged), "",
+        "# Suspected against confirmed failure codes",
+        "",
+        f"Command: `{h.command_line(PROG, argv)}`",
+        "",
+        "## Setup",
+        "",
+        (
+            f"- LoCoMo, {len(conversations)} conversation(s); one store per conversation, filled as "
+            "`benchmarks/harness.py` fills it (turns with `Memory.store`, session summaries as episodes, "
+            f"the calibrations queued by growth run); history `{args.history}`."
+        ),
+        (
+            f"- Server defaults: embedder `{args.embedder}` ({model}), fusion `{args.mode}`, the word arm "
+            "and the block arm on (blocks built as the replay stores), gate-v1 with relief; limit "
+            f"{args.limit}; the question's asked_at as now."
+        ),
+        "- Time cue: "
+        + (
+            "none (`--no-cues`)."
+            if args.no_cues
+            else "the one `benchmarks.cues.extract_cue` reads in the question's text (its "
+            f"asked_at as today), where it finds one: {len(cued)} of {len(judged)} recalls."
+        ),
+        (
+            "- Suspected: the distinct codes of `trace.suspected`. Confirmed: "
+            "`benchmarks.recall_trace_confirm.confirm(trace, evidence refs)`; a recall that returned some "
+            "evidence has no confirmed code. Category 5 (adversarial) is left out"
+        )
+        + (
+            f"; {len(rows) - len(judged)} question(s) had no evidence ref in the store and are left out too."
+            if len(rows) > len(judged)
+            else "."
+        ),
+        (
+            "- Precision: suspected & confirmed over suspected; recall: suspected & confirmed over confirmed. "
+            "A suspicion whose action rescued the evidence (relief admitting it, a wider cue period finding "
+            "it) counts as suspected only, returned."
+        ),
+        f"- Code: {getattr(args, 'code', None) or code_tree()}. Ran in {seconds:.0f} s.",
+        "",
+        "## Per code",
+        "",
+        overview(summary),
+        "",
+        *code_table(summary),
+        "",
+        "## Confirmed failures with no suspicion at all",
+        "",
+        *unsuspected_table(summary),
+        "",
+        "## Where the evidence of the failed recalls stopped",
+        "",
+        (
+            "`benchmarks.recall_trace_confirm.attribute` per evidence ref: `arms` (on no arm's list), `gate`, "
+            "`autocut`, `count` (admitted, behind the count cut), `seat` (only a seat arm such as `block` or "
+            "`cue` reached it and no seat held it); a recall with several evidence refs lists each stage "
+            "once."
+        ),
+        "",
+        *stage_table(judged),
+        "",
     ]
     if cued and not args.no_cues:
         cued_summary = tally(r["judged"] for r in cued)
@@ -337,21 +428,25 @@ def print_summary(rows: Sequence[dict[str, Any]], console: Any) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"python -m {PROG}", description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path,
-                        help="LoCoMo JSON file (locomo10.json or a split of it)")
-    parser.add_argument("--limit-conversations", type=int, default=None,
-                        help="only the first N conversations")
+    parser.add_argument("--data", type=Path, help="LoCoMo JSON file (locomo10.json or a split of it)")
+    parser.add_argument("--limit-conversations", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--limit", type=int, default=h.LIMIT, help="recall limit (default: %(default)s)")
-    parser.add_argument("--embedder", choices=["local", "hash"], default="local",
-                        help="local is the packaged embedder, the server's default (default: %(default)s)")
+    parser.add_argument(
+        "--embedder",
+        choices=["local", "hash"],
+        default="local",
+        help="local is the packaged embedder, the server's default (default: %(default)s)",
+    )
     parser.add_argument("--mode", choices=["rrf", "rsf"], default="rrf", help="fusion (default: %(default)s)")
     parser.add_argument("--history", choices=h.HISTORIES, default="asked", help="as in benchmarks.retrieval")
     parser.add_argument("--no-cues", action="store_true", help="recall without the extracted time cues")
     parser.add_argument("--workdir", type=Path, help="keep the databases here (default: a temporary folder)")
-    parser.add_argument("--dump-traces", type=Path, metavar="PATH.jsonl",
-                        help="write one {id, gold, trace} line per recall")
-    parser.add_argument("--out", type=Path, default=h.RESULTS / "suspected-confirmed.md",
-                        help="markdown report (default: %(default)s)")
+    parser.add_argument(
+        "--dump-traces", type=Path, metavar="PATH.jsonl", help="write one {id, gold, trace} line per recall"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=h.RESULTS / "suspected-confirmed.md", help="markdown report (default: %(default)s)"
+    )
     return parser
 
 
@@ -367,8 +462,7 @@ def main(argv: Sequence[str] | None = None, console: Any = None) -> int:
         console.print("no questions with evidence to judge")
         return 1
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(render(argv, args, conversations, rows, model, time.perf_counter() - started),
-                        encoding="utf-8")
+    args.out.write_text(render(argv, args, conversations, rows, model, time.perf_counter() - started), encoding="utf-8")
     print_summary(rows, console)
     console.print(f"wrote {args.out}")
     return 0

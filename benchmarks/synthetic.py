@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from importlib import resources
-from datetime import datetime, timedelta, timezone
-from typing import Callable, Iterator
 
 from cuedrecall.api import Memory
 from cuedrecall.clock import iso
 
 # Real English words in a Zipf-shaped frequency, as in chat logs: the packaged tokenizer's
 # vocabulary lists words roughly from most to least frequent, from "the" (id 1996) on.
-START = datetime(2025, 1, 1, tzinfo=timezone.utc)
+START = datetime(2025, 1, 1, tzinfo=UTC)
 AGENT = "bench"
 FIRST_WORD_ID = 1996
 
@@ -34,8 +34,15 @@ def sentence(rng: random.Random, words: int | None = None) -> str:
     count = words or rng.randint(8, 20)
     body = rng.choices(VOCABULARY, weights=WEIGHTS, k=count)
     if rng.random() < 0.1:
-        body.append(rng.choice([f"v{rng.randint(1, 9)}.{rng.randint(0, 20)}.{rng.randint(0, 9)}",
-                                f"bug-{rng.randint(1, 999)}", f"#{rng.randint(1, 999)}"]))
+        body.append(
+            rng.choice(
+                [
+                    f"v{rng.randint(1, 9)}.{rng.randint(0, 20)}.{rng.randint(0, 9)}",
+                    f"bug-{rng.randint(1, 999)}",
+                    f"#{rng.randint(1, 999)}",
+                ]
+            )
+        )
     return " ".join(body).capitalize() + "."
 
 
@@ -52,8 +59,15 @@ def queries(count: int, seed: int = 11) -> list[str]:
     return [sentence(rng, rng.randint(4, 9)).rstrip(".") for _ in range(count)]
 
 
-def bulk_load(memory: Memory, count: int, *, batch: int = 512, seed: int = 7, episode_every: int = 0,
-              progress: Callable[[int], None] | None = None) -> int:
+def bulk_load(
+    memory: Memory,
+    count: int,
+    *,
+    batch: int = 512,
+    seed: int = 7,
+    episode_every: int = 0,
+    progress: Callable[[int], None] | None = None,
+) -> int:
     """Embed in batches and insert in large transactions: the store as an import would build it.
 
     With ``episode_every`` > 0 an episode (a summary of the last few records) follows every that many
@@ -70,18 +84,33 @@ def bulk_load(memory: Memory, count: int, *, batch: int = 512, seed: int = 7, ep
         summary_vectors = memory.embed(summaries)
         with memory.store_.write() as conn:
             for (text, stamp), vector in zip(chunk, vectors):
-                memory.store_.insert_memory(conn, {
-                    "agent_id": AGENT, "content": text, "timestamp": stamp,
-                    "ts_epoch": datetime.fromisoformat(stamp).timestamp(), "created_at": stamp,
-                    "embedding": vector, "embedding_model": model,
-                })
+                memory.store_.insert_memory(
+                    conn,
+                    {
+                        "agent_id": AGENT,
+                        "content": text,
+                        "timestamp": stamp,
+                        "ts_epoch": datetime.fromisoformat(stamp).timestamp(),
+                        "created_at": stamp,
+                        "embedding": vector,
+                        "embedding_model": model,
+                    },
+                )
             for i, summary, vector in zip(closing, summaries, summary_vectors):
                 stamp = pending[i][1]
-                memory.store_.insert_episode(conn, {
-                    "agent_id": AGENT, "summary": summary, "start_time": stamp, "end_time": stamp,
-                    "ts_epoch": datetime.fromisoformat(stamp).timestamp(), "created_at": stamp,
-                    "embedding": vector, "embedding_model": model,
-                })
+                memory.store_.insert_episode(
+                    conn,
+                    {
+                        "agent_id": AGENT,
+                        "summary": summary,
+                        "start_time": stamp,
+                        "end_time": stamp,
+                        "ts_epoch": datetime.fromisoformat(stamp).timestamp(),
+                        "created_at": stamp,
+                        "embedding": vector,
+                        "embedding_model": model,
+                    },
+                )
                 episodes += 1
         if progress:
             progress(len(chunk))

@@ -50,7 +50,7 @@ def sign_test(rose: int, fell: int) -> float:
     n = rose + fell
     if n == 0:
         return 1.0
-    return sum(math.comb(n, k) for k in range(rose, n + 1)) / 2 ** n
+    return sum(math.comb(n, k) for k in range(rose, n + 1)) / 2**n
 
 
 def rose_fell(after: Sequence[float], before: Sequence[float], eps: float = 1e-12) -> tuple[int, int, int]:
@@ -78,8 +78,13 @@ def holds(p: tuple[datetime, datetime] | None, times: Sequence[datetime]) -> boo
     return p is not None and any(p[0] <= t < p[1] for t in times)
 
 
-def wrong_cue(cue: dict[str, Any], now: datetime, span: tuple[datetime, datetime] | None,
-              evidence_times: Sequence[datetime], record_times: Sequence[datetime]) -> tuple[dict, int] | None:
+def wrong_cue(
+    cue: dict[str, Any],
+    now: datetime,
+    span: tuple[datetime, datetime] | None,
+    evidence_times: Sequence[datetime],
+    record_times: Sequence[datetime],
+) -> tuple[dict, int] | None:
     """A cue of the same confidence whose period is the correct cue's, moved so it holds no evidence.
 
     Returns (cue, shift in days) for the first shift in ``SHIFTS`` whose period, as
@@ -95,9 +100,11 @@ def wrong_cue(cue: dict[str, Any], now: datetime, span: tuple[datetime, datetime
     before_now = [t for t in record_times if t <= now]
     for shift in SHIFTS:
         start, end = base[0] + timedelta(days=shift), base[1] + timedelta(days=shift)
-        candidate = {"after": start.date().isoformat(),
-                     "before": (end - timedelta(microseconds=1)).date().isoformat(),
-                     "confidence": parsed.confidence}
+        candidate = {
+            "after": start.date().isoformat(),
+            "before": (end - timedelta(microseconds=1)).date().isoformat(),
+            "confidence": parsed.confidence,
+        }
         moved = parse_time_cue(candidate)
         own = base_period(moved, now, span)
         if own is None or own[1] > now or is_recent_only(moved, now, span):
@@ -116,9 +123,12 @@ def wrong_cue(cue: dict[str, Any], now: datetime, span: tuple[datetime, datetime
 
 def cue_seats(response: dict[str, Any]) -> list[str]:
     """Refs of rows seated for the cue (admission reservation, signal cue), best first."""
-    return [m["ref"] for m in reversed(response.get("messages") or [])
-            if (m.get("match_reason") or {}).get("admission") == "reservation"
-            and (m.get("match_reason") or {}).get("signal") == "cue"]
+    return [
+        m["ref"]
+        for m in reversed(response.get("messages") or [])
+        if (m.get("match_reason") or {}).get("admission") == "reservation"
+        and (m.get("match_reason") or {}).get("signal") == "cue"
+    ]
 
 
 def places_fell(before: Sequence[str], after: Sequence[str], gold: Sequence[str]) -> int:
@@ -144,8 +154,9 @@ def same_rows(uncued: Sequence[str], cued: dict[str, Any]) -> bool:
 # -- one question ------------------------------------------------------------------------------
 
 
-def study_question(store: h.ConversationStore, dataset: h.Dataset, question: Any, cue: dict[str, Any],
-                   rule: str, limit: int) -> dict[str, Any]:
+def study_question(
+    store: h.ConversationStore, dataset: h.Dataset, question: Any, cue: dict[str, Any], rule: str, limit: int
+) -> dict[str, Any]:
     """Recalls (a), (b), (c) and (w) for one cued question, and what to compare."""
     gold = store.gold(question)
     gold_ep = store.gold(question, with_episodes=True)
@@ -154,21 +165,34 @@ def study_question(store: h.ConversationStore, dataset: h.Dataset, question: Any
     a = store.ask(question, limit=limit, trace=True)
     b = store.ask(question, limit=limit, time_cue=cue)
     summary = b.get("time_cue") or {}
-    policies = {"policy_a": ((a.get("trace") or {}).get("policy") or {}).get("process", "?"),
-                "policy_b": summary.get("policy", "?")}
+    policies = {
+        "policy_a": ((a.get("trace") or {}).get("policy") or {}).get("process", "?"),
+        "policy_b": summary.get("policy", "?"),
+    }
     seats = int(summary.get("seated", 0))
     c = store.ask(question, limit=limit + seats) if seats else a
     ra, rb, rc = h.best_first(a), h.best_first(b), h.best_first(c)
     rd = appended(ra, rc, seats)
     evidence_times = [store.times[r] for r in gold_ep if r in store.times]
     row: dict[str, Any] = {
-        "dataset": dataset.name, "embedder": store.memory.embedder.mode, "mode": store.memory.settings.recall_mode,
-        "qid": question.qid, "category": dataset.category_label(question.category), "rule": rule,
-        "confidence": cue["confidence"], "ignored": summary.get("ignored") is not None,
-        "revised": bool(summary.get("revised")), "seats": seats, "gold": len(gold),
+        "dataset": dataset.name,
+        "embedder": store.memory.embedder.mode,
+        "mode": store.memory.settings.recall_mode,
+        "qid": question.qid,
+        "category": dataset.category_label(question.category),
+        "rule": rule,
+        "confidence": cue["confidence"],
+        "ignored": summary.get("ignored") is not None,
+        "revised": bool(summary.get("revised")),
+        "seats": seats,
+        "gold": len(gold),
         "in_period": holds(searched_period(cue, now, span), evidence_times),
-        "len_a": len(ra), "len_b": len(rb), "len_c": len(rc), "same_rows_b": same_rows(ra, b),
-        "c_reordered": rc[: len(ra)] != ra, **policies,
+        "len_a": len(ra),
+        "len_b": len(rb),
+        "len_c": len(rc),
+        "same_rows_b": same_rows(ra, b),
+        "c_reordered": rc[: len(ra)] != ra,
+        **policies,
         "relieved_b": sum(1 for m in b.get("messages") or [] if (m.get("match_reason") or {}).get("relieved")),
     }
     for name, ranked in (("a", ra), ("b", rb), ("c", rc), ("d", rd)):
@@ -179,9 +203,17 @@ def study_question(store: h.ConversationStore, dataset: h.Dataset, question: Any
     return row
 
 
-def study_wrong(store: h.ConversationStore, question: Any, cue: dict[str, Any], now: datetime, span: Any,
-                evidence_times: Sequence[datetime], gold: Sequence[str], ra: Sequence[str],
-                limit: int) -> dict[str, Any]:
+def study_wrong(
+    store: h.ConversationStore,
+    question: Any,
+    cue: dict[str, Any],
+    now: datetime,
+    span: Any,
+    evidence_times: Sequence[datetime],
+    gold: Sequence[str],
+    ra: Sequence[str],
+    limit: int,
+) -> dict[str, Any]:
     memory_times = [t for ref, t in store.times.items() if ref.startswith("mem:")]
     made = wrong_cue(cue, now, span, evidence_times, memory_times)
     if made is None:
@@ -192,15 +224,23 @@ def study_wrong(store: h.ConversationStore, question: Any, cue: dict[str, Any], 
     summary = w.get("time_cue") or {}
     step = summary.get("confidence", wrong["confidence"])
     return {
-        "wrong": True, "wrong_shift": shift, "wrong_cue": wrong, "ndcg_w": h.ndcg(rw, gold),
-        "best_w": h.best_rank(rw, gold), "fell_w": places_fell(ra, rw, gold), "bound_w": BOUND[step],
-        "seats_w": int(summary.get("seated", 0)), "revised_w": bool(summary.get("revised")),
-        "same_rows_w": same_rows(ra, w), "lost_w": any(r in ra and r not in rw for r in gold),
+        "wrong": True,
+        "wrong_shift": shift,
+        "wrong_cue": wrong,
+        "ndcg_w": h.ndcg(rw, gold),
+        "best_w": h.best_rank(rw, gold),
+        "fell_w": places_fell(ra, rw, gold),
+        "bound_w": BOUND[step],
+        "seats_w": int(summary.get("seated", 0)),
+        "revised_w": bool(summary.get("revised")),
+        "same_rows_w": same_rows(ra, w),
+        "lost_w": any(r in ra and r not in rw for r in gold),
     }
 
 
-def run_dataset(dataset: h.Dataset, embedder: h.PrefetchEmbedder, mode: str, args: argparse.Namespace,
-                workdir: Path, advance: Any) -> list[dict[str, Any]]:
+def run_dataset(
+    dataset: h.Dataset, embedder: h.PrefetchEmbedder, mode: str, args: argparse.Namespace, workdir: Path, advance: Any
+) -> list[dict[str, Any]]:
     rows = []
     for conversation in dataset.conversations:
         cued = {q.qid: explain_cue(q.text, q.asked_at) for q in conversation.questions}
@@ -226,8 +266,7 @@ def compare(rows: Sequence[dict[str, Any]], x: str, y: str, prefix: str = "ndcg_
 
 
 def compare_ranks(rows: Sequence[dict[str, Any]], x: str, y: str) -> dict[str, Any]:
-    rose, fell, tied = rose_fell([rank_score(r[f"best_{x}"]) for r in rows],
-                                 [rank_score(r[f"best_{y}"]) for r in rows])
+    rose, fell, tied = rose_fell([rank_score(r[f"best_{x}"]) for r in rows], [rank_score(r[f"best_{y}"]) for r in rows])
     return {"rose": rose, "fell": fell, "tied": tied, "p": sign_test(rose, fell)}
 
 
@@ -235,7 +274,7 @@ def verdict(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The rule: (b) must beat (a) and (c) by the sign test at ALPHA, with the higher mean."""
     means = {k: h.mean(r[f"ndcg_{k}"] for r in rows) for k in "abc"}
     vs_a, vs_c = compare(rows, "b", "a"), compare(rows, "b", "c")
-    passed = (vs_a["p"] < ALPHA and vs_c["p"] < ALPHA and means["b"] > means["a"] and means["b"] > means["c"])
+    passed = vs_a["p"] < ALPHA and vs_c["p"] < ALPHA and means["b"] > means["a"] and means["b"] > means["c"]
     return {"n": len(rows), "means": means, "vs_a": vs_a, "vs_c": vs_c, "passed": passed}
 
 
@@ -245,16 +284,21 @@ def wrong_summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         return {"n": 0}
     fell = compare(made, "w", "a")
     return {
-        "n": len(made), "of": len(rows),
-        "mean_a": h.mean(r["ndcg_a"] for r in made), "mean_w": h.mean(r["ndcg_w"] for r in made),
-        "rose": fell["rose"], "fell": fell["fell"],
+        "n": len(made),
+        "of": len(rows),
+        "mean_a": h.mean(r["ndcg_a"] for r in made),
+        "mean_w": h.mean(r["ndcg_w"] for r in made),
+        "rose": fell["rose"],
+        "fell": fell["fell"],
         "rank_fell": sum(1 for r in made if rank_score(r["best_w"]) < rank_score(r["best_a"])),
-        "max_fell": max(r["fell_w"] for r in made), "max_bound": max(r["bound_w"] for r in made),
+        "max_fell": max(r["fell_w"] for r in made),
+        "max_bound": max(r["bound_w"] for r in made),
         "over_bound": sum(1 for r in made if r["fell_w"] > r["bound_w"]),
         "max_extra": max(r["seats_w"] for r in made),
         "seats_over_bound": sum(1 for r in made if r["seats_w"] > r["bound_w"]),
         "rows_changed": sum(1 for r in made if not r["same_rows_w"]),
-        "lost": sum(1 for r in made if r["lost_w"]), "revised": sum(1 for r in made if r["revised_w"]),
+        "lost": sum(1 for r in made if r["lost_w"]),
+        "revised": sum(1 for r in made if r["revised_w"]),
         "fell_by": {k: sum(1 for r in made if r["fell_w"] == k) for k in range(0, max(r["fell_w"] for r in made) + 1)},
     }
 
@@ -298,18 +342,24 @@ RULE = """## The rule (fixed before any number below)
 
 
 def setup_lines(args: argparse.Namespace, models: dict[str, str], datasets: Sequence[h.Dataset]) -> list[str]:
-    history = ("`asked`: each question sees only what was stored before its asked_at (the turns are replayed "
-               "in time order and the questions asked in between; LoCoMo's questions all come after the last "
-               "session)" if args.history == "asked" else
-               "`all`: the whole conversation is stored first, so a long-span question may see records from "
-               "after its asked_at; relative cues are read from its asked_at")
-    defaults = ("the shipped defaults: blocks built (the build queue drained after each batch of records, before "
-                "any question) and searched, the word arm, gate relief as shipped "
-                f"({'on' if Settings().gate_relief else 'off'})"
-                if args.defaults == "shipped" else
-                "the defaults with the block build and arm off (`--defaults no-blocks`), as before blocks existed")
+    history = (
+        "`asked`: each question sees only what was stored before its asked_at (the turns are replayed "
+        "in time order and the questions asked in between; LoCoMo's questions all come after the last "
+        "session)"
+        if args.history == "asked"
+        else "`all`: the whole conversation is stored first, so a long-span question may see records from "
+        "after its asked_at; relative cues are read from its asked_at"
+    )
+    defaults = (
+        "the shipped defaults: blocks built (the build queue drained after each batch of records, before "
+        "any question) and searched, the word arm, gate relief as shipped "
+        f"({'on' if Settings().gate_relief else 'off'})"
+        if args.defaults == "shipped"
+        else "the defaults with the block build and arm off (`--defaults no-blocks`), as before blocks existed"
+    )
     return [
-        "## Setup", "",
+        "## Setup",
+        "",
         f"- Fusion mode(s): {', '.join(args.modes)}; limit {args.limit}; {defaults} (the environment is not "
         "read); the gate calibrates itself as the store grows (at 50, 200 and 1,000 memories, the queue drained "
         "before the next question).",
@@ -317,7 +367,8 @@ def setup_lines(args: argparse.Namespace, models: dict[str, str], datasets: Sequ
         "over the session's time (see `benchmarks/harness.py`).",
         f"- History: {history}.",
         "- Embedders: " + ", ".join(f"`{k}` ({v})" for k, v in models.items()) + ".",
-        *h.dataset_facts(datasets), "",
+        *h.dataset_facts(datasets),
+        "",
     ]
 
 
@@ -326,12 +377,36 @@ def verdict_table(rows: Sequence[dict[str, Any]]) -> list[str]:
     for (dataset, embedder, mode), group in h.group_rows(rows, ("dataset", "embedder", "mode")).items():
         v = verdict(group)
         m = v["means"]
-        out.append([dataset, embedder, mode, v["n"], m["a"], m["b"], m["c"],
-                    f"{v['vs_a']['rose']} / {v['vs_a']['fell']}", _p(v["vs_a"]["p"]),
-                    f"{v['vs_c']['rose']} / {v['vs_c']['fell']}", _p(v["vs_c"]["p"]),
-                    "**pass**" if v["passed"] else "**no claim**"])
-    header = ["dataset", "embedder", "mode", "n", "NDCG (a) no cue", "NDCG (b) cue", "NDCG (c) extra rows",
-              "b vs a rose / fell", "p", "b vs c rose / fell", "p", "verdict"]
+        out.append(
+            [
+                dataset,
+                embedder,
+                mode,
+                v["n"],
+                m["a"],
+                m["b"],
+                m["c"],
+                f"{v['vs_a']['rose']} / {v['vs_a']['fell']}",
+                _p(v["vs_a"]["p"]),
+                f"{v['vs_c']['rose']} / {v['vs_c']['fell']}",
+                _p(v["vs_c"]["p"]),
+                "**pass**" if v["passed"] else "**no claim**",
+            ]
+        )
+    header = [
+        "dataset",
+        "embedder",
+        "mode",
+        "n",
+        "NDCG (a) no cue",
+        "NDCG (b) cue",
+        "NDCG (c) extra rows",
+        "b vs a rose / fell",
+        "p",
+        "b vs c rose / fell",
+        "p",
+        "verdict",
+    ]
     return h.markdown_table(header, out, "lll" + "r" * 8 + "l")
 
 
@@ -342,32 +417,77 @@ def secondary_table(rows: Sequence[dict[str, Any]]) -> list[str]:
         ea, ec = compare(group, "b", "a", "ndcg_ep_"), compare(group, "b", "c", "ndcg_ep_")
         returned = [sum(1 for r in group if r[f"best_{k}"] is not None) for k in "abc"]
         vd = compare(group, "b", "d")
-        out.append([dataset, embedder, mode, sum(r["in_period"] for r in group),
-                    sum(r["ignored"] for r in group), sum(r["revised"] for r in group),
-                    h.mean(r["seats"] for r in group), sum(r["c_reordered"] for r in group),
-                    h.mean(r["ndcg_d"] for r in group), f"{vd['rose']} / {vd['fell']} (p {_p(vd['p'])})",
-                    " / ".join(map(str, returned)),
-                    f"{ra['rose']} / {ra['fell']} (p {_p(ra['p'])})", f"{rc['rose']} / {rc['fell']} (p {_p(rc['p'])})",
-                    " / ".join(f"{h.mean(r[f'ndcg_ep_{k}'] for r in group):.3f}" for k in "abc"),
-                    f"{ea['rose']} / {ea['fell']} (p {_p(ea['p'])})", f"{ec['rose']} / {ec['fell']} (p {_p(ec['p'])})"])
-    header = ["dataset", "embedder", "mode", "cue period holds evidence", "cue ignored (recent only)", "revised",
-              "mean seats", "(c) reordered (a)'s rows", "NDCG (d): (a) + extra rows appended", "b vs d rose / fell",
-              "any evidence returned a / b / c", "best rank b vs a rose / fell",
-              "best rank b vs c rose / fell", "NDCG with episodes a / b / c", "with episodes b vs a",
-              "with episodes b vs c"]
+        out.append(
+            [
+                dataset,
+                embedder,
+                mode,
+                sum(r["in_period"] for r in group),
+                sum(r["ignored"] for r in group),
+                sum(r["revised"] for r in group),
+                h.mean(r["seats"] for r in group),
+                sum(r["c_reordered"] for r in group),
+                h.mean(r["ndcg_d"] for r in group),
+                f"{vd['rose']} / {vd['fell']} (p {_p(vd['p'])})",
+                " / ".join(map(str, returned)),
+                f"{ra['rose']} / {ra['fell']} (p {_p(ra['p'])})",
+                f"{rc['rose']} / {rc['fell']} (p {_p(rc['p'])})",
+                " / ".join(f"{h.mean(r[f'ndcg_ep_{k}'] for r in group):.3f}" for k in "abc"),
+                f"{ea['rose']} / {ea['fell']} (p {_p(ea['p'])})",
+                f"{ec['rose']} / {ec['fell']} (p {_p(ec['p'])})",
+            ]
+        )
+    header = [
+        "dataset",
+        "embedder",
+        "mode",
+        "cue period holds evidence",
+        "cue ignored (recent only)",
+        "revised",
+        "mean seats",
+        "(c) reordered (a)'s rows",
+        "NDCG (d): (a) + extra rows appended",
+        "b vs d rose / fell",
+        "any evidence returned a / b / c",
+        "best rank b vs a rose / fell",
+        "best rank b vs c rose / fell",
+        "NDCG with episodes a / b / c",
+        "with episodes b vs a",
+        "with episodes b vs c",
+    ]
     return h.markdown_table(header, out, "lll" + "r" * 13)
 
 
 def breakdown_table(rows: Sequence[dict[str, Any]], key: str) -> list[str]:
     out = []
     for (dataset, embedder, mode, value), group in sorted(
-            h.group_rows(rows, ("dataset", "embedder", "mode", key)).items()):
+        h.group_rows(rows, ("dataset", "embedder", "mode", key)).items()
+    ):
         va, vc = compare(group, "b", "a"), compare(group, "b", "c")
-        out.append([dataset, embedder, mode, value, len(group),
-                    *(h.mean(r[f"ndcg_{k}"] for r in group) for k in "abc"),
-                    f"{va['rose']} / {va['fell']}", f"{vc['rose']} / {vc['fell']}"])
-    header = ["dataset", "embedder", "mode", key, "n", "NDCG a", "NDCG b", "NDCG c", "b vs a rose / fell",
-              "b vs c rose / fell"]
+        out.append(
+            [
+                dataset,
+                embedder,
+                mode,
+                value,
+                len(group),
+                *(h.mean(r[f"ndcg_{k}"] for r in group) for k in "abc"),
+                f"{va['rose']} / {va['fell']}",
+                f"{vc['rose']} / {vc['fell']}",
+            ]
+        )
+    header = [
+        "dataset",
+        "embedder",
+        "mode",
+        key,
+        "n",
+        "NDCG a",
+        "NDCG b",
+        "NDCG c",
+        "b vs a rose / fell",
+        "b vs c rose / fell",
+    ]
     return h.markdown_table(header, out, "llll" + "r" * 6)
 
 
@@ -379,43 +499,98 @@ def wrong_table(rows: Sequence[dict[str, Any]]) -> list[str]:
             out.append([dataset, embedder, mode, f"0 of {len(group)}", *["n/a"] * 9])
             continue
         dist = ", ".join(f"{k}: {v}" for k, v in s["fell_by"].items())
-        out.append([dataset, embedder, mode, f"{s['n']} of {s['of']}", s["mean_a"], s["mean_w"],
-                    f"{s['mean_w'] - s['mean_a']:+.3f}", f"{s['fell']} / {s['rose']}", s["rank_fell"],
-                    f"{s['max_fell']} (L ≤ {s['max_bound']}; over L: {s['over_bound']})", dist,
-                    f"{s['max_extra']} (over L: {s['seats_over_bound']})",
-                    f"{s['rows_changed']} changed, {s['lost']} lost evidence"])
-    header = ["dataset", "embedder", "mode", "questions with a wrong cue", "NDCG (a)", "NDCG wrong cue", "change",
-              "evidence fell / rose (NDCG)", "best rank fell", "most places any evidence fell",
-              "questions by places fell", "most seats added", "returned rows vs (a)"]
+        out.append(
+            [
+                dataset,
+                embedder,
+                mode,
+                f"{s['n']} of {s['of']}",
+                s["mean_a"],
+                s["mean_w"],
+                f"{s['mean_w'] - s['mean_a']:+.3f}",
+                f"{s['fell']} / {s['rose']}",
+                s["rank_fell"],
+                f"{s['max_fell']} (L ≤ {s['max_bound']}; over L: {s['over_bound']})",
+                dist,
+                f"{s['max_extra']} (over L: {s['seats_over_bound']})",
+                f"{s['rows_changed']} changed, {s['lost']} lost evidence",
+            ]
+        )
+    header = [
+        "dataset",
+        "embedder",
+        "mode",
+        "questions with a wrong cue",
+        "NDCG (a)",
+        "NDCG wrong cue",
+        "change",
+        "evidence fell / rose (NDCG)",
+        "best rank fell",
+        "most places any evidence fell",
+        "questions by places fell",
+        "most seats added",
+        "returned rows vs (a)",
+    ]
     return h.markdown_table(header, out, "llll" + "r" * 9)
 
 
-def render(argv: Sequence[str], args: argparse.Namespace, datasets: Sequence[h.Dataset],
-           rows: Sequence[dict[str, Any]], models: dict[str, str], png: Path) -> str:
+def render(
+    argv: Sequence[str],
+    args: argparse.Namespace,
+    datasets: Sequence[h.Dataset],
+    rows: Sequence[dict[str, Any]],
+    models: dict[str, str],
+    png: Path,
+) -> str:
     rule = RULE.format(limit=args.limit, alpha=ALPHA, shifts=", ".join(f"{s:+d}" for s in SHIFTS))
     b_changed = sum(1 for r in rows if not r["same_rows_b"])
     lines = [
-        "# The time-cue study", "",
-        f"Command: `{h.command_line(PROG, argv)}`", "",
-        rule, *setup_lines(args, models, datasets),
-        "## Verdict", "",
-        *verdict_table(rows), "",
+        "# The time-cue study",
+        "",
+        f"Command: `{h.command_line(PROG, argv)}`",
+        "",
+        rule,
+        *setup_lines(args, models, datasets),
+        "## Verdict",
+        "",
+        *verdict_table(rows),
+        "",
         f"Invariant check (docs/recall-process.md#invariants): in {b_changed} of {len(rows)} cued recalls the rows of (b), its cue seats "
-        "aside, differed from those of (a).", "",
+        "aside, differed from those of (a).",
+        "",
         "Policies the recalls ran (`policy.process` of (a)'s trace, `time_cue.policy` of (b)): "
-        + "; ".join(f"{dataset}, {embedder}, {mode}: (a) " + ", ".join(f"`{p}`" for p in sorted({r['policy_a'] for r in g}))
-                    + "; (b) " + ", ".join(f"`{p}`" for p in sorted({r['policy_b'] for r in g}))
-                    + f"; rows gate relief let in with the cue: {sum(r['relieved_b'] for r in g)}"
-                    for (dataset, embedder, mode), g in h.group_rows(rows, ("dataset", "embedder", "mode")).items())
-        + ".", "",
-        "## Secondary (no verdict)", "",
-        *secondary_table(rows), "",
-        "### By cue confidence", "", *breakdown_table(rows, "confidence"), "",
-        "### By category", "", *breakdown_table(rows, "category"), "",
-        "### By extractor rule", "", *breakdown_table(rows, "rule"), "",
-        "## Wrong cues: what they cost against no cue", "",
-        *wrong_table(rows), "",
-        f"![mean NDCG over the returned rows, and places the evidence fell under wrong cues]({png.name})", "",
+        + "; ".join(
+            f"{dataset}, {embedder}, {mode}: (a) "
+            + ", ".join(f"`{p}`" for p in sorted({r["policy_a"] for r in g}))
+            + "; (b) "
+            + ", ".join(f"`{p}`" for p in sorted({r["policy_b"] for r in g}))
+            + f"; rows gate relief let in with the cue: {sum(r['relieved_b'] for r in g)}"
+            for (dataset, embedder, mode), g in h.group_rows(rows, ("dataset", "embedder", "mode")).items()
+        )
+        + ".",
+        "",
+        "## Secondary (no verdict)",
+        "",
+        *secondary_table(rows),
+        "",
+        "### By cue confidence",
+        "",
+        *breakdown_table(rows, "confidence"),
+        "",
+        "### By category",
+        "",
+        *breakdown_table(rows, "category"),
+        "",
+        "### By extractor rule",
+        "",
+        *breakdown_table(rows, "rule"),
+        "",
+        "## Wrong cues: what they cost against no cue",
+        "",
+        *wrong_table(rows),
+        "",
+        f"![mean NDCG over the returned rows, and places the evidence fell under wrong cues]({png.name})",
+        "",
     ]
     return "\n".join(lines)
 
@@ -439,8 +614,9 @@ def plot(rows: Sequence[dict[str, Any]], path: Path) -> None:
         if made:
             labels += ["(a) on wrong-cue qs", "(w) wrong cue"]
             values += [h.mean(r["ndcg_a"] for r in made), h.mean(r["ndcg_w"] for r in made)]
-        bars = left.bar(range(len(values)), values, color=["grey", "tab:blue", "tab:orange", "silver", "tab:red"][
-            : len(values)])
+        bars = left.bar(
+            range(len(values)), values, color=["grey", "tab:blue", "tab:orange", "silver", "tab:red"][: len(values)]
+        )
         left.bar_label(bars, fmt="%.3f", fontsize=8)
         left.set_xticks(range(len(labels)), labels, fontsize=8, rotation=15)
         left.set_title(f"{dataset}, {embedder}, {mode}: mean NDCG over returned rows (n={len(group)})", fontsize=9)
@@ -492,8 +668,16 @@ def print_summary(rows: Sequence[dict[str, Any]], console: Console) -> None:
         table.add_column(column)
     for (dataset, embedder, mode), group in h.group_rows(rows, ("dataset", "embedder", "mode")).items():
         v = verdict(group)
-        table.add_row(dataset, embedder, mode, str(v["n"]), *(f"{v['means'][k]:.3f}" for k in "abc"),
-                      _p(v["vs_a"]["p"]), _p(v["vs_c"]["p"]), "pass" if v["passed"] else "no claim")
+        table.add_row(
+            dataset,
+            embedder,
+            mode,
+            str(v["n"]),
+            *(f"{v['means'][k]:.3f}" for k in "abc"),
+            _p(v["vs_a"]["p"]),
+            _p(v["vs_c"]["p"]),
+            "pass" if v["passed"] else "no claim",
+        )
     console.print(table)
 
 

@@ -42,6 +42,7 @@ from cuedrecall.config import Settings
 SPAN = timedelta(days=365)  # benchmarks.synthetic spreads its records over a year from START
 EPISODE_EVERY = 50  # one episode per this many memories
 
+
 def _settings(db_path: str, **overrides: Any) -> Settings:
     return Settings.from_env(WITHOUT_BLOCKS, **{"embedding_mode": "hash", "db_path": db_path, **overrides})
 
@@ -67,17 +68,24 @@ class Timing:
         p50_plain, p50_traced = statistics.median(self.plain_ms), statistics.median(self.traced_ms)
         paired = [t / p for t, p in zip(self.traced_ms, self.plain_ms) if p > 0]
         return {
-            "memories": self.size, "episodes": self.episodes, "queries": self.queries,
-            "untraced_p50_ms": p50_plain, "traced_p50_ms": p50_traced, "ratio_p50": p50_traced / p50_plain,
+            "memories": self.size,
+            "episodes": self.episodes,
+            "queries": self.queries,
+            "untraced_p50_ms": p50_plain,
+            "traced_p50_ms": p50_traced,
+            "ratio_p50": p50_traced / p50_plain,
             "paired_ratio_median": statistics.median(paired),
-            "untraced_p90_ms": self._q(self.plain_ms, 0.9), "traced_p90_ms": self._q(self.traced_ms, 0.9),
-            "coverage_p50_ms": statistics.median(self.coverage_ms), "mismatches": self.mismatches,
+            "untraced_p90_ms": self._q(self.plain_ms, 0.9),
+            "traced_p90_ms": self._q(self.traced_ms, 0.9),
+            "coverage_p50_ms": statistics.median(self.coverage_ms),
+            "mismatches": self.mismatches,
             "load_s": self.load_s,
         }
 
 
-def time_recalls(memory: Memory, queries: Sequence[str], limit: int, progress: Progress | None = None,
-                 label: str = "") -> tuple[list[float], list[float], list[float], list[float], int]:
+def time_recalls(
+    memory: Memory, queries: Sequence[str], limit: int, progress: Progress | None = None, label: str = ""
+) -> tuple[list[float], list[float], list[float], list[float], int]:
     """Traced and untraced recall of each query, back to back, alternating which runs first."""
     for query in queries:  # embedding excluded: the cache answers during timing
         memory.queries.embed_query(query)
@@ -89,7 +97,7 @@ def time_recalls(memory: Memory, queries: Sequence[str], limit: int, progress: P
     task = progress.add_task(f"recalling {label}", total=len(queries)) if progress else None
     for i, query in enumerate(queries):
         answers: dict[bool, dict[str, Any]] = {}
-        for with_trace in ((True, False) if i % 2 == 0 else (False, True)):
+        for with_trace in (True, False) if i % 2 == 0 else (False, True):
             started = time.perf_counter()
             answer = memory.recall(agent_id=AGENT, query=query, limit=limit, trace=with_trace)
             elapsed = (time.perf_counter() - started) * 1000
@@ -104,34 +112,51 @@ def time_recalls(memory: Memory, queries: Sequence[str], limit: int, progress: P
     return plain, traced, totals, coverage, mismatches
 
 
-def measure(size: int, queries: int, limit: int, seed: int, workdir: Path,
-            progress: Progress | None = None) -> Timing:
+def measure(size: int, queries: int, limit: int, seed: int, workdir: Path, progress: Progress | None = None) -> Timing:
     db = workdir / f"overhead-{size}.db"
     clock = fixed_clock(START + SPAN + timedelta(days=1))
     with Memory(settings=_settings(str(db)), clock=clock) as memory:
         task = progress.add_task(f"loading {size:,}", total=size) if progress else None
         started = time.perf_counter()
-        episodes = bulk_load(memory, size, seed=seed, episode_every=EPISODE_EVERY,
-                             progress=(lambda n: progress.advance(task, n)) if progress else None)
+        episodes = bulk_load(
+            memory,
+            size,
+            seed=seed,
+            episode_every=EPISODE_EVERY,
+            progress=(lambda n: progress.advance(task, n)) if progress else None,
+        )
         loaded = {"load_s": time.perf_counter() - started, "episodes": episodes}
         asked = synthetic_queries(queries, seed + 1)
         gc.collect()
         plain, traced, totals, coverage, mismatches = time_recalls(memory, asked, limit, progress, f"{size:,}")
-    return Timing(size, int(loaded["episodes"]), queries, plain, traced, totals, coverage, mismatches,
-                  loaded["load_s"])
+    return Timing(size, int(loaded["episodes"]), queries, plain, traced, totals, coverage, mismatches, loaded["load_s"])
 
 
 COLUMNS = [
-    ("memories", "memories", "{:,}"), ("episodes", "episodes", "{:,}"), ("queries", "queries", "{}"),
-    ("untraced p50 ms", "untraced_p50_ms", "{:.3f}"), ("traced p50 ms", "traced_p50_ms", "{:.3f}"),
-    ("ratio p50", "ratio_p50", "{:.3f}"), ("median paired ratio", "paired_ratio_median", "{:.3f}"),
-    ("untraced p90 ms", "untraced_p90_ms", "{:.3f}"), ("traced p90 ms", "traced_p90_ms", "{:.3f}"),
-    ("coverage p50 ms", "coverage_p50_ms", "{:.3f}"), ("answers differing", "mismatches", "{}"),
+    ("memories", "memories", "{:,}"),
+    ("episodes", "episodes", "{:,}"),
+    ("queries", "queries", "{}"),
+    ("untraced p50 ms", "untraced_p50_ms", "{:.3f}"),
+    ("traced p50 ms", "traced_p50_ms", "{:.3f}"),
+    ("ratio p50", "ratio_p50", "{:.3f}"),
+    ("median paired ratio", "paired_ratio_median", "{:.3f}"),
+    ("untraced p90 ms", "untraced_p90_ms", "{:.3f}"),
+    ("traced p90 ms", "traced_p90_ms", "{:.3f}"),
+    ("coverage p50 ms", "coverage_p50_ms", "{:.3f}"),
+    ("answers differing", "mismatches", "{}"),
     ("load s", "load_s", "{:.1f}"),
 ]
 
-CONSOLE_COLUMNS = {"memories", "queries", "untraced_p50_ms", "traced_p50_ms", "ratio_p50", "paired_ratio_median",
-                   "coverage_p50_ms", "mismatches"}
+CONSOLE_COLUMNS = {
+    "memories",
+    "queries",
+    "untraced_p50_ms",
+    "traced_p50_ms",
+    "ratio_p50",
+    "paired_ratio_median",
+    "coverage_p50_ms",
+    "mismatches",
+}
 
 
 def markdown(rows: list[dict[str, Any]], command: str, args: argparse.Namespace) -> str:
@@ -145,7 +170,7 @@ def markdown(rows: list[dict[str, Any]], command: str, args: argparse.Namespace)
         "Traced and untraced recalls of the same queries are interleaved in one run (alternating which goes "
         "first); query vectors are embedded before timing, so embedding is excluded from both. The ratio is "
         "traced over untraced; the trace's target (docs/trace.md#what-makes-the-trace-ready) is at most 1.2 (a fifth of the recall's own time). "
-        "\"answers differing\" counts queries whose traced response, minus the trace, differed from the "
+        '"answers differing" counts queries whose traced response, minus the trace, differed from the '
         "untraced one (must be 0).",
         "",
         "| " + " | ".join(title for title, _, _ in COLUMNS) + " |",
@@ -157,8 +182,9 @@ def markdown(rows: list[dict[str, Any]], command: str, args: argparse.Namespace)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.trace_overhead",
-                                     description="Time traced vs untraced recall on generated stores.")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.trace_overhead", description="Time traced vs untraced recall on generated stores."
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000], help="store sizes (memories)")
     parser.add_argument("--queries", type=int, default=200, help="queries per size (default 200)")
     parser.add_argument("--limit", type=int, default=10, help="recall limit (default 10)")
@@ -174,7 +200,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("trace_overhead: sizes and --queries must be positive", file=sys.stderr)
         return 2
     command = "python -m benchmarks.trace_overhead " + " ".join(
-        shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+        shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)
+    )
     console = Console()
     if not console.is_terminal:
         console = Console(width=160)
@@ -182,8 +209,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(args.workdir) if args.workdir else Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
-        progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+        progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
         with progress:
             for size in args.sizes:
                 rows.append(measure(size, args.queries, args.limit, args.seed, workdir, progress).row())

@@ -48,8 +48,9 @@ def _timed(out: dict[str, list[float]], name: str, call: Callable[[], httpx.Resp
     started = time.perf_counter()
     response = call()
     elapsed = (time.perf_counter() - started) * 1000
-    if response.status_code != 200 or (response.headers.get("content-type", "").startswith("application/json")
-                                       and response.json().get("ok") is False):
+    if response.status_code != 200 or (
+        response.headers.get("content-type", "").startswith("application/json") and response.json().get("ok") is False
+    ):
         raise RuntimeError(f"{name}: HTTP {response.status_code} {response.text[:200]}")
     out.setdefault(name, []).append(elapsed)
 
@@ -65,23 +66,64 @@ def http_timings(url: str, size: int, repeat: int) -> dict[str, list[float]]:
             _timed(out, "page", lambda: client.get("/", params={"token": TOKEN}))
             _timed(out, "info", lambda: client.get("/api/info"))
             _timed(out, "agents", lambda: client.get("/api/agents"))
-            _timed(out, "records: first page (50)", lambda: client.get("/api/records", params={
-                "kind": "memories", "agent_id": AGENT, "limit": 50}))
-            _timed(out, "records: keyset page near the oldest", lambda: client.get("/api/records", params={
-                "kind": "memories", "agent_id": AGENT, "limit": 50, "before_id": max(2, size // 20)}))
-            _timed(out, "records: offset 90% deep", lambda: client.get("/api/records", params={
-                "kind": "memories", "agent_id": AGENT, "limit": 50, "offset": int(size * 0.9)}))
-            _timed(out, "records: one week (date filter)", lambda: client.get("/api/records", params={
-                "kind": "memories", "agent_id": AGENT, "limit": 50, "after": "2025-06-01", "before": "2025-06-07"}))
-            _timed(out, "episodes: first page (50)", lambda: client.get("/api/records", params={
-                "kind": "episodes", "agent_id": AGENT, "limit": 50}))
+            _timed(
+                out,
+                "records: first page (50)",
+                lambda: client.get("/api/records", params={"kind": "memories", "agent_id": AGENT, "limit": 50}),
+            )
+            _timed(
+                out,
+                "records: keyset page near the oldest",
+                lambda: client.get(
+                    "/api/records",
+                    params={"kind": "memories", "agent_id": AGENT, "limit": 50, "before_id": max(2, size // 20)},
+                ),
+            )
+            _timed(
+                out,
+                "records: offset 90% deep",
+                lambda: client.get(
+                    "/api/records",
+                    params={"kind": "memories", "agent_id": AGENT, "limit": 50, "offset": int(size * 0.9)},
+                ),
+            )
+            _timed(
+                out,
+                "records: one week (date filter)",
+                lambda: client.get(
+                    "/api/records",
+                    params={
+                        "kind": "memories",
+                        "agent_id": AGENT,
+                        "limit": 50,
+                        "after": "2025-06-01",
+                        "before": "2025-06-07",
+                    },
+                ),
+            )
+            _timed(
+                out,
+                "episodes: first page (50)",
+                lambda: client.get("/api/records", params={"kind": "episodes", "agent_id": AGENT, "limit": 50}),
+            )
             query = asked[i]
-            _timed(out, "search: recall + trace view", lambda: client.post("/api/search", json={
-                **scope, "tool": "recall", "query": query, "limit": 10}))
-            _timed(out, "search: recall with a time cue + trace view", lambda: client.post("/api/search", json={
-                **scope, "tool": "recall", "query": query, "limit": 10, "time_cue": CUE}))
-            _timed(out, "search: reconstruct + trace view", lambda: client.post("/api/search", json={
-                **scope, "tool": "reconstruct", "query": query, "limit": 5}))
+            _timed(
+                out,
+                "search: recall + trace view",
+                lambda: client.post("/api/search", json={**scope, "tool": "recall", "query": query, "limit": 10}),
+            )
+            _timed(
+                out,
+                "search: recall with a time cue + trace view",
+                lambda: client.post(
+                    "/api/search", json={**scope, "tool": "recall", "query": query, "limit": 10, "time_cue": CUE}
+                ),
+            )
+            _timed(
+                out,
+                "search: reconstruct + trace view",
+                lambda: client.post("/api/search", json={**scope, "tool": "reconstruct", "query": query, "limit": 5}),
+            )
     out["first paint's requests, together"] = [sum(parts) for parts in zip(*(out[name] for name in FIRST_PAINT))]
     return out
 
@@ -105,7 +147,8 @@ def browser_timings(url: str, repeat: int) -> dict[str, list[float]] | str:
             page.goto(f"{url}/?token={TOKEN}")
             page.wait_for_selector("#rows tbody tr")
             out.setdefault("browser: navigation to the first rows shown", []).append(
-                (time.perf_counter() - started) * 1000)
+                (time.perf_counter() - started) * 1000
+            )
             paint = page.evaluate("(performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime")
             if paint is not None:
                 out.setdefault("browser: first contentful paint", []).append(float(paint))
@@ -118,7 +161,8 @@ def browser_timings(url: str, repeat: int) -> dict[str, list[float]] | str:
             page.click("#search-go")
             page.wait_for_selector("#trace .trace-view")
             out.setdefault("browser: cued recall, click to trace view shown", []).append(
-                (time.perf_counter() - started) * 1000)
+                (time.perf_counter() - started) * 1000
+            )
             context.close()
         browser.close()
     return out
@@ -138,8 +182,13 @@ def measure(size: int, repeat: int, workdir: Path, use_browser: bool) -> dict[st
             browser = browser_timings(url, min(repeat, 5)) if use_browser else "not asked (--no-browser)"
     if isinstance(browser, dict):
         timings.update(browser)
-    return {"size": size, "episodes": episodes, "load_s": load_s, "timings": timings,
-            "browser": None if isinstance(browser, dict) else browser}
+    return {
+        "size": size,
+        "episodes": episodes,
+        "load_s": load_s,
+        "timings": timings,
+        "browser": None if isinstance(browser, dict) else browser,
+    }
 
 
 def _q(values: list[float], q: float) -> float:
@@ -148,15 +197,24 @@ def _q(values: list[float], q: float) -> float:
 
 
 def markdown(results: list[dict[str, Any]], command: str, repeat: int) -> str:
-    lines = ["# The explorer on a large store", "", f"Command: `{command}`", "",
-             f"Python {platform.python_version()} on {platform.system()} {platform.machine()}, "
-             f"{os.cpu_count()} CPUs; hash embedder; `cuedrecall ui`'s app under uvicorn on 127.0.0.1, timed from "
-             f"an HTTP client on one keep-alive connection, {repeat} times each (the browser rows: up to 5 times, "
-             "in headless Chromium, a fresh tab each). A search's time includes rendering its trace view.", ""]
+    lines = [
+        "# The explorer on a large store",
+        "",
+        f"Command: `{command}`",
+        "",
+        f"Python {platform.python_version()} on {platform.system()} {platform.machine()}, "
+        f"{os.cpu_count()} CPUs; hash embedder; `cuedrecall ui`'s app under uvicorn on 127.0.0.1, timed from "
+        f"an HTTP client on one keep-alive connection, {repeat} times each (the browser rows: up to 5 times, "
+        "in headless Chromium, a fresh tab each). A search's time includes rendering its trace view.",
+        "",
+    ]
     for result in results:
-        lines += [f"## {result['size']:,} memories, {result['episodes']:,} episodes "
-                  f"(bulk load {result['load_s']:.0f} s)", "",
-                  "| request | p50 ms | p90 ms | max ms |", "|---|---:|---:|---:|"]
+        lines += [
+            f"## {result['size']:,} memories, {result['episodes']:,} episodes (bulk load {result['load_s']:.0f} s)",
+            "",
+            "| request | p50 ms | p90 ms | max ms |",
+            "|---|---:|---:|---:|",
+        ]
         for name, values in result["timings"].items():
             lines.append(f"| {name} | {statistics.median(values):.1f} | {_q(values, 0.9):.1f} | {max(values):.1f} |")
         if result["browser"]:

@@ -23,30 +23,44 @@ from cuedrecall.config import Settings
 
 
 def settings(db_path: Path, words: bool) -> Settings:
-    return Settings.from_env({}, embedding_mode="hash", db_path=str(db_path), block_build_enabled=False,
-                             block_retrieval_enabled=False, word_arm_enabled=words)
+    return Settings.from_env(
+        {},
+        embedding_mode="hash",
+        db_path=str(db_path),
+        block_build_enabled=False,
+        block_retrieval_enabled=False,
+        word_arm_enabled=words,
+    )
 
 
 def measure(size: int, texts: list[str], questions: list[str], workdir: Path) -> dict[str, object]:
     path = workdir / f"words-{size}.db"
     build_store(path, texts, size)
-    with Memory(settings=settings(path, True), clock=fixed_clock(NOW), background=False) as on, \
-            Memory(settings=settings(path, False), clock=fixed_clock(NOW), background=False) as off:
+    with (
+        Memory(settings=settings(path, True), clock=fixed_clock(NOW), background=False) as on,
+        Memory(settings=settings(path, False), clock=fixed_clock(NOW), background=False) as off,
+    ):
         timed = interleaved(on, off, questions)
     return {"size": size, "on": timed["on"], "off": timed["off"]}
 
 
 def report(rows: list[dict[str, object]], argv: list[str], questions: int) -> str:
-    lines = [f"`python -m benchmarks.word_arm_speed {' '.join(argv)}`", "",
-             f"LoCoMo turns repeated to each size, one agent, hash embedder (query embedding excluded), blocks off; "
-             f"{questions} LoCoMo questions, limit 10, rrf; word arm on/off interleaved query by query.", "",
-             "| memories | p50 off ms | p50 on ms | on/off | p95 off ms | p95 on ms |",
-             "| ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        f"`python -m benchmarks.word_arm_speed {' '.join(argv)}`",
+        "",
+        f"LoCoMo turns repeated to each size, one agent, hash embedder (query embedding excluded), blocks off; "
+        f"{questions} LoCoMo questions, limit 10, rrf; word arm on/off interleaved query by query.",
+        "",
+        "| memories | p50 off ms | p50 on ms | on/off | p95 off ms | p95 on ms |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for row in rows:
         on, off = row["on"], row["off"]
         p50_on, p50_off = statistics.median(on), statistics.median(off)  # type: ignore[arg-type]
-        lines.append(f"| {row['size']:,} | {p50_off:.1f} | {p50_on:.1f} | {p50_on / p50_off:.2f} | "
-                     f"{percentile(off, 0.95):.1f} | {percentile(on, 0.95):.1f} |")
+        lines.append(
+            f"| {row['size']:,} | {p50_off:.1f} | {p50_on:.1f} | {p50_on / p50_off:.2f} | "
+            f"{percentile(off, 0.95):.1f} | {percentile(on, 0.95):.1f} |"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -8,11 +8,11 @@ import os
 # operator set wins.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from cuedrecall.api import Memory  # noqa: E402  (after the thread setting above)
-from cuedrecall.clock import fixed_clock, system_clock  # noqa: E402
-from cuedrecall.config import Settings  # noqa: E402
-from cuedrecall.errors import CuedRecallError, SettingsError, StoreError, ToolArgumentError  # noqa: E402
-from cuedrecall.version import __version__  # noqa: E402
+from cuedrecall.api import Memory
+from cuedrecall.clock import fixed_clock, system_clock
+from cuedrecall.config import Settings
+from cuedrecall.errors import CuedRecallError, SettingsError, StoreError, ToolArgumentError
+from cuedrecall.version import __version__
 
 __all__ = [
     "CuedRecallError",

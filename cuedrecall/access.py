@@ -17,10 +17,11 @@ import hmac
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from cuedrecall.errors import SettingsError
 
@@ -63,8 +64,14 @@ LOCAL = Principal("local", MappingProxyType({EVERY_AGENT: WRITE}))
 
 def denied(tool: str, demand: Demand, principal: Principal) -> dict[str, object]:
     """The refusal a caller gets: what was needed on which agent, and who asked."""
-    return {"ok": False, "error": "permission_denied", "tool": tool, "agent_id": demand.agent,
-            "required": demand.need, "client_id": principal.client_id}
+    return {
+        "ok": False,
+        "error": "permission_denied",
+        "tool": tool,
+        "agent_id": demand.agent,
+        "required": demand.need,
+        "client_id": principal.client_id,
+    }
 
 
 # -- the ACL file ---------------------------------------------------------------------------------
@@ -122,11 +129,11 @@ def load_acl(path: str | Path, environ: Mapping[str, str] | None = None) -> Acl:
     except ValueError as exc:
         raise SettingsError(f"{where} is not valid JSON: {exc}") from None
     if not isinstance(document, dict):
-        raise SettingsError(f"{where}: expected an object {{\"clients\": [...]}}")
+        raise SettingsError(f'{where}: expected an object {{"clients": [...]}}')
     _known_keys(document, {"clients"}, where)
     entries = document.get("clients")
     if not isinstance(entries, list):
-        raise SettingsError(f"{where}: \"clients\" must be a list of clients")
+        raise SettingsError(f'{where}: "clients" must be a list of clients')
     clients: list[Client] = []
     ids: set[str] = set()
     tokens: dict[bytes, str] = {}
@@ -149,7 +156,7 @@ def _client(entry: Any, where: str, env: Mapping[str, str]) -> Client:
         raise SettingsError(f"{where} must be an object with client_id, token and grants")
     client_id = entry.get("client_id")
     if not isinstance(client_id, str) or not client_id.strip():
-        raise SettingsError(f"{where}: \"client_id\" must be a non-empty string")
+        raise SettingsError(f'{where}: "client_id" must be a non-empty string')
     where = f"{where} (client {client_id!r})"
     _known_keys(entry, _CLIENT_KEYS, where)
     token = _token(entry.get("token"), where, env)
@@ -157,13 +164,14 @@ def _client(entry: Any, where: str, env: Mapping[str, str]) -> Client:
         raise SettingsError(f"{where}: the client {LOCAL_CLIENT!r} (stdio) must not have a token; use token null")
     grants = entry.get("grants", {})
     if not isinstance(grants, dict):
-        raise SettingsError(f"{where}: \"grants\" must be an object {{agent_id or \"*\": permission}}")
+        raise SettingsError(f'{where}: "grants" must be an object {{agent_id or "*": permission}}')
     for agent, permission in grants.items():
         if not agent.strip():
-            raise SettingsError(f"{where}: grants has an empty agent id (use \"*\" for every agent)")
+            raise SettingsError(f'{where}: grants has an empty agent id (use "*" for every agent)')
         if permission not in LEVELS:
-            raise SettingsError(f"{where}: grants[{agent!r}] = {permission!r} is not a permission: expected one of "
-                                f"{', '.join(LEVELS)}")
+            raise SettingsError(
+                f"{where}: grants[{agent!r}] = {permission!r} is not a permission: expected one of {', '.join(LEVELS)}"
+            )
     return Client(Principal(client_id, MappingProxyType(dict(grants))), token)
 
 
@@ -171,7 +179,7 @@ def _token(value: Any, where: str, env: Mapping[str, str]) -> bytes | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise SettingsError(f"{where}: \"token\" must be a string, \"${{ENV_VAR}}\" or null")
+        raise SettingsError(f'{where}: "token" must be a string, "${{ENV_VAR}}" or null')
     named = _ENV_TOKEN.fullmatch(value)
     if named:
         variable = named.group(1)
@@ -181,16 +189,18 @@ def _token(value: Any, where: str, env: Mapping[str, str]) -> bytes | None:
     if not value:
         raise SettingsError(f"{where}: the token is empty")
     if not _TOKEN_CHARS.fullmatch(value):
-        raise SettingsError(f"{where}: the token must be printable ASCII without spaces (a bearer header carries "
-                            "nothing else intact)")
+        raise SettingsError(
+            f"{where}: the token must be printable ASCII without spaces (a bearer header carries nothing else intact)"
+        )
     return value.encode("utf-8")
 
 
 def _known_keys(obj: dict[str, Any], known: set[str], where: str) -> None:
     unknown = sorted(set(obj) - known)
     if unknown:
-        raise SettingsError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))} (known: "
-                            f"{', '.join(sorted(known))})")
+        raise SettingsError(
+            f"{where}: unknown key(s) {', '.join(map(repr, unknown))} (known: {', '.join(sorted(known))})"
+        )
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

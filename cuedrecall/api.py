@@ -9,9 +9,10 @@ written. ``Memory`` validates, dispatches and shapes failures; the handlers in
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -32,6 +33,7 @@ from cuedrecall.tools.bounds import shown
 
 log = logging.getLogger("cuedrecall")
 ERROR_MAX = 2000  # characters of an error message: whatever a handler quoted, a huge value is never echoed back
+
 
 class Memory:
     """A memory server over one database: ``Memory(path)`` then ``memory.store(...)``, ``memory.recall(...)``."""
@@ -106,7 +108,7 @@ class Memory:
             self.blocks.stop()  # after its current step; a task it leaves claimed is taken again later
         self.runtime.store.close()
 
-    def __enter__(self) -> "Memory":
+    def __enter__(self) -> Memory:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -114,8 +116,7 @@ class Memory:
 
     # -- dispatch ----------------------------------------------------------------------
 
-    def call(self, tool: str, arguments: Any = None, *, principal: Principal = LOCAL,
-             **library: Any) -> dict[str, Any]:
+    def call(self, tool: str, arguments: Any = None, *, principal: Principal = LOCAL, **library: Any) -> dict[str, Any]:
         """Run one tool by name with JSON arguments, as ``principal``; never raises.
 
         Bad input, a missing grant or a failure inside becomes ``ok: false`` naming what
@@ -137,8 +138,12 @@ class Memory:
         rt = self.runtime
         bound = spec.bind(arguments)
         if self.read_only and not spec.read_only:
-            return {"ok": False, "error": f"{spec.name} writes, and this memory was opened read-only (the "
-                                          "explorer without --write): nothing was written", **spec.failure}
+            return {
+                "ok": False,
+                "error": f"{spec.name} writes, and this memory was opened read-only (the "
+                "explorer without --write): nothing was written",
+                **spec.failure,
+            }
         # a session is the caller's own: the same key named by another principal is another session
         session_key = SessionKey.of(principal.client_id, bound.pop("session_key", None) or "")
         if spec.omit_agent and not bound.get("agent_id"):
@@ -198,8 +203,10 @@ def _sole_agent(principal: Principal) -> str:
     """The agent an omitted agent_id stands for: the one agent the caller may write, if there is exactly one."""
     agent = principal.sole_agent(WRITE)
     if agent is None:
-        raise ToolArgumentError("argument 'agent_id' is required (it may be omitted only when your access names "
-                                "exactly one agent you can write)")
+        raise ToolArgumentError(
+            "argument 'agent_id' is required (it may be omitted only when your access names "
+            "exactly one agent you can write)"
+        )
     return agent
 
 
@@ -210,8 +217,9 @@ def _failed(spec: Tool, exc: Exception) -> dict[str, Any]:
         log.error("tool %s failed", spec.name, exc_info=exc)
     except Exception:  # a failure too deep to format (RecursionError): the answer matters more than the log
         log.error("tool %s failed (%s; its traceback could not be formatted)", spec.name, type(exc).__name__)
-    error = describe_storage_error(exc) or (f"{spec.name} failed inside the server ({type(exc).__name__}); "
-                                            "nothing was written by the failed step")
+    error = describe_storage_error(exc) or (
+        f"{spec.name} failed inside the server ({type(exc).__name__}); nothing was written by the failed step"
+    )
     return {"ok": False, "error": error, **spec.failure}
 
 

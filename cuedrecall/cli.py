@@ -9,8 +9,9 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -136,12 +137,17 @@ def cmd_export(args: argparse.Namespace) -> int:
     # the operator's command on the server's own machine: any path (anywhere=True, which no tool caller can send)
     target = os.path.abspath(os.path.expanduser(args.path))
     if not args.force and os.path.lexists(target):
-        refusal = (f"output_path names an existing file, {target}: export replaces a file only with --force "
-                   "(backup refuses the same way)")
+        refusal = (
+            f"output_path names an existing file, {target}: export replaces a file only with --force "
+            "(backup refuses the same way)"
+        )
         return _finish({"ok": False, "error": refusal})
     with _memory(args) as memory:
-        result = memory.call("export_memories", {"agent_id": args.agent, "output_path": args.path,
-                                                 "include_embeddings": args.embeddings}, anywhere=True)
+        result = memory.call(
+            "export_memories",
+            {"agent_id": args.agent, "output_path": args.path, "include_embeddings": args.embeddings},
+            anywhere=True,
+        )
     return _finish(result)
 
 
@@ -149,9 +155,12 @@ def cmd_import(args: argparse.Namespace) -> int:
     # any path the operator gives, ours or a CPersona export: one command moves a CPersona user over
     with _memory(args) as memory, _progress() as progress:
         task = progress.add_task("importing", total=_record_count(args.path))
-        result = memory.call("import_memories", {"input_path": args.path, "target_agent_id": args.agent,
-                                                 "dry_run": args.dry_run},
-                             progress=lambda n: progress.advance(task, n), anywhere=True)
+        result = memory.call(
+            "import_memories",
+            {"input_path": args.path, "target_agent_id": args.agent, "dry_run": args.dry_run},
+            progress=lambda n: progress.advance(task, n),
+            anywhere=True,
+        )
     return _finish(result)
 
 
@@ -188,8 +197,11 @@ def cmd_build_blocks(args: argparse.Namespace) -> int:
 
     with _memory(args) as memory:
         if memory.blocks is None:
-            print("cuedrecall: blocks are not built (CUEDRECALL_BLOCK_BUILD_ENABLED is off, or the embedder "
-                  "makes no vectors)", file=sys.stderr)
+            print(
+                "cuedrecall: blocks are not built (CUEDRECALL_BLOCK_BUILD_ENABLED is off, or the embedder "
+                "makes no vectors)",
+                file=sys.stderr,
+            )
             return 1
         memory.blocks.queue_backfill()  # what was stored before blocks existed, too
         ran = memory.blocks.drain(args.max_tasks)
@@ -208,8 +220,12 @@ def cmd_embed_server(args: argparse.Namespace) -> int:
     from cuedrecall.embed import make_embedder, serve_embeddings
 
     settings = _settings(args)
-    embedder = make_embedder(settings.embedding_mode, model=settings.embedding_model, url=settings.embedding_url,
-                             timeout_s=settings.embedding_timeout_secs)
+    embedder = make_embedder(
+        settings.embedding_mode,
+        model=settings.embedding_model,
+        url=settings.embedding_url,
+        timeout_s=settings.embedding_timeout_secs,
+    )
     serve_embeddings(embedder, host=args.host, port=args.port)
     return 0
 
@@ -242,15 +258,21 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         return 2
     with _progress() as progress:
         task = progress.add_task("migrating", total=sum(source_counts(source).values()))
-        result = migrate_sqlite(source, args.target, lambda table, n: progress.update(
-            task, advance=n, description=f"migrating {table}"))
+        result = migrate_sqlite(
+            source, args.target, lambda table, n: progress.update(task, advance=n, description=f"migrating {table}")
+        )
     return _finish(result)
 
 
 def _progress() -> Progress:
     # on stderr: stdout carries only the JSON result, so scripts can parse it
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                    console=Console(stderr=True))
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+    )
 
 
 DB_HELP = "database file (default: CUEDRECALL_DB_PATH or ~/.cuedrecall/memory.db)"
@@ -267,16 +289,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"cuedrecall {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def add(name: str, handler: Any, help_text: str, db: bool = True, embedding: bool = True,
-            epilog: str | None = None) -> argparse.ArgumentParser:
+    def add(
+        name: str, handler: Any, help_text: str, db: bool = True, embedding: bool = True, epilog: str | None = None
+    ) -> argparse.ArgumentParser:
         """A subcommand; ``--db`` and ``--embedding`` only where the command opens a store or an embedder."""
         p = sub.add_parser(name, help=help_text, description=help_text, epilog=epilog)
         p.set_defaults(handler=handler)
         if db:
             p.add_argument("--db", help=DB_HELP)
         if embedding:
-            p.add_argument("--embedding", choices=["local", "http", "hash", "none"],
-                           help="embedder (default: CUEDRECALL_EMBEDDING_MODE or local)")
+            p.add_argument(
+                "--embedding",
+                choices=["local", "http", "hash", "none"],
+                help="embedder (default: CUEDRECALL_EMBEDDING_MODE or local)",
+            )
         return p
 
     p = add("serve", cmd_serve, "Run the MCP server (stdio by default).")
@@ -287,12 +313,14 @@ def build_parser() -> argparse.ArgumentParser:
     add("demo", cmd_demo, "Build a store from a bundled sample conversation and show recalls.", db=False)
 
     p = add("recall", cmd_recall, "Recall from a database and print the answer.")
-    p.add_argument("query", help="what to look for (\"\" lists the newest memories)")
+    p.add_argument("query", help='what to look for ("" lists the newest memories)')
     p.add_argument("--agent", default="default", help="agent id (default: default)")
     p.add_argument("--limit", type=int, default=10, help="rows to return (default 10)")
     p.add_argument("--trace", action="store_true", help="print the recall trace as tables")
-    p.add_argument("--cue", help='time cue as JSON, e.g. \'{"after": "2025-06-01", "before": "2025-06-30", '
-                   '"confidence": "likely"}\'')
+    p.add_argument(
+        "--cue",
+        help='time cue as JSON, e.g. \'{"after": "2025-06-01", "before": "2025-06-30", "confidence": "likely"}\'',
+    )
     p.add_argument("--json", action="store_true", help="print the raw JSON response")
 
     p = add("export", cmd_export, "Export memories, episodes and profile to JSONL.")
@@ -307,23 +335,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="count without writing")
 
     p = add("calibrate", cmd_calibrate, "Calibrate an agent's quality gate from its own memories.")
-    p.add_argument("--agent", required=True, help="agent id (\"\" = the global cosine threshold)")
+    p.add_argument("--agent", required=True, help='agent id ("" = the global cosine threshold)')
     p.add_argument("--method", default="separation", choices=["separation", "percentile", "zscore"])
-    p.add_argument("--precision", choices=["strict", "balanced", "lenient"],
-                   help="set the agent's precision first, then calibrate")
+    p.add_argument(
+        "--precision", choices=["strict", "balanced", "lenient"], help="set the agent's precision first, then calibrate"
+    )
 
-    p = add("build-blocks", cmd_build_blocks,
-            "Build the queued blocks now (and the backfill), in this process.", epilog=BUILD_BLOCKS_EPILOG)
+    p = add(
+        "build-blocks",
+        cmd_build_blocks,
+        "Build the queued blocks now (and the backfill), in this process.",
+        epilog=BUILD_BLOCKS_EPILOG,
+    )
     p.add_argument("--max-tasks", type=int, default=None, help="stop after this many tasks (default: all due)")
 
-    p = add("backup", cmd_backup, "Copy a database, live or not, as one committed state (SQLite's online backup).",
-            db=False, embedding=False)
+    p = add(
+        "backup",
+        cmd_backup,
+        "Copy a database, live or not, as one committed state (SQLite's online backup).",
+        db=False,
+        embedding=False,
+    )
     p.add_argument("source", help="the database file to copy")
     p.add_argument("dest", help="the file to write (refused if it exists, unless --force)")
     p.add_argument("--force", action="store_true", help="replace an existing destination file")
 
-    p = add("migrate", cmd_migrate, "Move a SQLite store into an empty PostgreSQL database (counts verified).",
-            db=False, embedding=False)
+    p = add(
+        "migrate",
+        cmd_migrate,
+        "Move a SQLite store into an empty PostgreSQL database (counts verified).",
+        db=False,
+        embedding=False,
+    )
     p.add_argument("--from", dest="source", required=True, help="sqlite:<path> of the store to copy")
     p.add_argument("--to", dest="target", required=True, help="postgresql://... URL of an empty database")
 

@@ -5,11 +5,11 @@ Tests pin it and benchmarks replay a history against a fixed "now".
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-from typing import Callable
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta, timezone
 
 Clock = Callable[[], datetime]
-UTC = timezone.utc
+UTC = UTC
 
 # Arithmetic that would leave the representable range is clipped to these, never raised.
 EARLIEST = datetime.min.replace(tzinfo=UTC)

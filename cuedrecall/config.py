@@ -10,9 +10,10 @@ silently to a default.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from cuedrecall.errors import SettingsError
 
@@ -86,14 +87,26 @@ class Settings:
     variable."""
 
     db_path: str = _setting("", _text, "SQLite database file (default ~/.cuedrecall/memory.db)")
-    db_url: str = _setting("", _text, "postgresql://... URL: the store is that PostgreSQL database (pgvector "
-                           "needed), never a SQLite file; unset = the SQLite file")
-    pg_hnsw: bool = _setting(False, _parse_bool, "PostgreSQL only: an HNSW index over the vectors (approximate "
-                             "nearest rows; off = exact scans, the same rows as SQLite)")
+    db_url: str = _setting(
+        "",
+        _text,
+        "postgresql://... URL: the store is that PostgreSQL database (pgvector "
+        "needed), never a SQLite file; unset = the SQLite file",
+    )
+    pg_hnsw: bool = _setting(
+        False,
+        _parse_bool,
+        "PostgreSQL only: an HNSW index over the vectors (approximate "
+        "nearest rows; off = exact scans, the same rows as SQLite)",
+    )
     embedding_mode: str = _setting("local", _choice("local", "http", "hash", "none"), "embedder")
-    embedding_model: str = _setting(DEFAULT_EMBEDDING_MODEL, _text, "packaged model of embedding_mode=local, one of "
-                                    f"{', '.join(EMBEDDING_MODELS)} (a change re-embeds the store in the "
-                                    "background); other modes keep the value as it is")
+    embedding_model: str = _setting(
+        DEFAULT_EMBEDDING_MODEL,
+        _text,
+        "packaged model of embedding_mode=local, one of "
+        f"{', '.join(EMBEDDING_MODELS)} (a change re-embeds the store in the "
+        "background); other modes keep the value as it is",
+    )
     embedding_url: str = _setting("", _text, "the /embed URL for embedding_mode=http")
     embedding_timeout_secs: float = _setting(30.0, _number(float, 0.1, 600), "http embedder timeout")
     embedding_cache_size: int = _setting(256, _number(int, 0), "query vectors kept in the LRU cache")
@@ -101,8 +114,9 @@ class Settings:
     max_profile_length: int = _setting(2000, _number(int, 1), "profile text cap (chars)")
     max_metadata_length: int = _setting(8000, _number(int, 1), "source/metadata JSON cap (refused)")
     recall_preview_chars: int = _setting(500, _number(int, 0), "rows longer than this are cut (0 = off)")
-    recall_excerpt_chars: int = _setting(800, _number(int, 0), "a cut row's excerpt of the passages matching the "
-                                         "query (0 = off)")
+    recall_excerpt_chars: int = _setting(
+        800, _number(int, 0), "a cut row's excerpt of the passages matching the query (0 = off)"
+    )
     recall_mode: str = _setting("rrf", _choice("rrf", "rsf"), "fusion of the arms")
     rrf_k: int = _setting(60, _number(int, 1), "reciprocal rank constant")
     rrf_threshold_factor: float = _setting(0.5, _number(float, 0, 1), "vector floor = threshold x factor")
@@ -117,11 +131,17 @@ class Settings:
     recall_depth_floor: int = _setting(0, _number(int, 0), "per-arm depth = max(limit, floor)")
     recall_library_max_limit: int = _setting(10000, _number(int, 1), "library clamp for limit and depth")
     recall_cue_time_limit_ms: int = _setting(1000, _number(int, 0), "time limit for the cue revision")
-    recall_cue_stages: int = _setting(2, _number(int, 2, 4), "most stages a time cue may run: 2 is cued-v0.3 (one "
-                                      "revision); 3 or 4 add stages-v1 (widen while a stage adds nothing usable)")
+    recall_cue_stages: int = _setting(
+        2,
+        _number(int, 2, 4),
+        "most stages a time cue may run: 2 is cued-v0.3 (one "
+        "revision); 3 or 4 add stages-v1 (widen while a stage adds nothing usable)",
+    )
     fts_enabled: bool = _setting(True, _parse_bool, "lexical arms (FTS5 trigram)")
     keyword_common_ratio: float = _setting(
-        0.1, _number(float, 0.0, 1.0), "keyword arms rank first without terms in more than this share of rows (1 = never)"
+        0.1,
+        _number(float, 0.0, 1.0),
+        "keyword arms rank first without terms in more than this share of rows (1 = never)",
     )
     confidence_enabled: bool = _setting(False, _parse_bool, "display-only confidence per row")
     episode_penalty_enabled: bool = _setting(False, _parse_bool, "episode boundary penalty")
@@ -132,67 +152,121 @@ class Settings:
     autocut_min_gap_ratio: float = _setting(0.15, _number(float, 0, 1), "autocut gap ratio")
     autocut_min_results: int = _setting(3, _number(int, 2), "autocut needs this many rows")
     calibrate_on_model_change: bool = _setting(True, _parse_bool, "recalibrate at start when stale")
-    calibrate_on_growth: bool = _setting(True, _parse_bool, "calibrate an agent's gate in the background as its "
-                                         "memories reach 50, 200 and 1,000 (and, at a start, after a model change)")
-    recall_gate: str = _setting("gate-v1", _choice("gate-v1", "gate-v0"), "the gate's policy: gate-v0 judged a row "
-                                "the vector arm reached on its cosine alone, with no common-word or small-pool rule")
-    gate_relief: bool = _setting(False, _parse_bool, "when rows sit just under the gate and the answer has room, "
-                                 "fill it with them, one bounded step under (gate-v1)")
+    calibrate_on_growth: bool = _setting(
+        True,
+        _parse_bool,
+        "calibrate an agent's gate in the background as its "
+        "memories reach 50, 200 and 1,000 (and, at a start, after a model change)",
+    )
+    recall_gate: str = _setting(
+        "gate-v1",
+        _choice("gate-v1", "gate-v0"),
+        "the gate's policy: gate-v0 judged a row "
+        "the vector arm reached on its cosine alone, with no common-word or small-pool rule",
+    )
+    gate_relief: bool = _setting(
+        False,
+        _parse_bool,
+        "when rows sit just under the gate and the answer has room, "
+        "fill it with them, one bounded step under (gate-v1)",
+    )
     recall_precision: str = _setting("balanced", _choice("strict", "balanced", "lenient"), "gate beta")
     auth_token: str = _setting("", _text, "bearer token for the HTTP transport")
     allow_unauthenticated_http: bool = _setting(False, _parse_bool, "serve HTTP without a token")
     http_host: str = _setting("127.0.0.1", _text, "HTTP bind address")
     http_port: int = _setting(8402, _number(int, 1, 65535), "HTTP port")
-    http_max_body: int = _setting(16 * 1024 * 1024, _number(int, 1024), "largest HTTP request body in bytes; a "
-                                  "larger one is answered 413 before it is read")
-    http_allowed_hosts: str = _setting("", _text, "comma-separated Host names the HTTP server answers to besides "
-                                       "loopback names and the bound address (* = any; others get 421)")
-    http_allowed_origins: str = _setting("", _text, "comma-separated browser origins (scheme://host:port) allowed "
-                                         "besides loopback pages (* = any; others get 403); CORS stays closed")
-    trace_log: str = _setting("", _text, "JSONL file every recall and reconstruct appends its trace and returned refs "
-                              "to (never stored text; unset = off)")
-    trace_log_max_bytes: int = _setting(64 * 1024 * 1024, _number(int, 1024), "the trace log's size bound: past it "
-                                        "the file is rotated to <path>.1 (one rotated file kept)")
-    trace_log_max_age_days: float = _setting(0.0, _number(float, 0, 36500), "trace log entries older than this "
-                                             "many days (by the recall's clock) are dropped, checked at most "
-                                             "hourly by an append (0 = off: the size bound alone)")
-    export_dir: str = _setting("", _text, "the only folder export/import read and write (default: exports/ beside "
-                               "the database)")
+    http_max_body: int = _setting(
+        16 * 1024 * 1024,
+        _number(int, 1024),
+        "largest HTTP request body in bytes; a larger one is answered 413 before it is read",
+    )
+    http_allowed_hosts: str = _setting(
+        "",
+        _text,
+        "comma-separated Host names the HTTP server answers to besides "
+        "loopback names and the bound address (* = any; others get 421)",
+    )
+    http_allowed_origins: str = _setting(
+        "",
+        _text,
+        "comma-separated browser origins (scheme://host:port) allowed "
+        "besides loopback pages (* = any; others get 403); CORS stays closed",
+    )
+    trace_log: str = _setting(
+        "",
+        _text,
+        "JSONL file every recall and reconstruct appends its trace and returned refs "
+        "to (never stored text; unset = off)",
+    )
+    trace_log_max_bytes: int = _setting(
+        64 * 1024 * 1024,
+        _number(int, 1024),
+        "the trace log's size bound: past it the file is rotated to <path>.1 (one rotated file kept)",
+    )
+    trace_log_max_age_days: float = _setting(
+        0.0,
+        _number(float, 0, 36500),
+        "trace log entries older than this "
+        "many days (by the recall's clock) are dropped, checked at most "
+        "hourly by an append (0 = off: the size bound alone)",
+    )
+    export_dir: str = _setting(
+        "", _text, "the only folder export/import read and write (default: exports/ beside the database)"
+    )
     max_import_bytes: int = _setting(100 * 1024 * 1024, _number(int, 1), "largest file import_memories reads")
     acl_file: str = _setting("", _text, "JSON file of HTTP clients and their grants per agent (deny by default)")
     block_build_enabled: bool = _setting(True, _parse_bool, "divide records into blocks and embed them (background)")
     block_retrieval_enabled: bool = _setting(True, _parse_bool, "recall's block arm and its held seats")
-    keyword_seats: int = _setting(0, _number(int, 0, 10), "held places for lexical-only rows after the count "
-                                  "(0 = off; CPersona's default under rrf is 2)")
-    far_seats_enabled: bool = _setting(False, _parse_bool, "up to 2 held places for memories beyond the scan window, "
-                                       "found by sign bits")
-    recall_propagation_seat: bool = _setting(False, _parse_bool, "one held place for the row a deeper search ranks "
-                                             "closest to the best row")
-    cue_propagation: bool = _setting(False, _parse_bool, "without a caller's time cue, a strong hit's day searched "
-                                     "as a vague cue: its rows rise at most one place (off until measured to help)")
-    word_arm_enabled: bool = _setting(True, _parse_bool, "recall's word arm: the memories' stemmed words (porter) "
-                                      "beside the trigram arm")
+    keyword_seats: int = _setting(
+        0,
+        _number(int, 0, 10),
+        "held places for lexical-only rows after the count (0 = off; CPersona's default under rrf is 2)",
+    )
+    far_seats_enabled: bool = _setting(
+        False, _parse_bool, "up to 2 held places for memories beyond the scan window, found by sign bits"
+    )
+    recall_propagation_seat: bool = _setting(
+        False, _parse_bool, "one held place for the row a deeper search ranks closest to the best row"
+    )
+    cue_propagation: bool = _setting(
+        False,
+        _parse_bool,
+        "without a caller's time cue, a strong hit's day searched "
+        "as a vague cue: its rows rise at most one place (off until measured to help)",
+    )
+    word_arm_enabled: bool = _setting(
+        True, _parse_bool, "recall's word arm: the memories' stemmed words (porter) beside the trigram arm"
+    )
     reconstruct_default_count: int = _setting(10, _number(int, 0), "reconstruct's items when the call names no count")
-    reconstruct_forced_count: int | None = _setting(None, _number(int, 0),
-                                                    "reconstruct's items whatever the call says (unset = off)")
-    reconstruct_max_count: int = _setting(10, _number(int, 0), "the most items one reconstruct returns (before held "
-                                          "items)")
+    reconstruct_forced_count: int | None = _setting(
+        None, _number(int, 0), "reconstruct's items whatever the call says (unset = off)"
+    )
+    reconstruct_max_count: int = _setting(
+        10, _number(int, 0), "the most items one reconstruct returns (before held items)"
+    )
     reconstruct_top_k: int = _setting(20, _number(int, 1, 100), "records reconstruct's recall reads by default")
     reconstruct_max_hops: int = _setting(2, _number(int, 0, 5), "association hops reconstruct walks by default")
     reconstruct_max_evidence: int = _setting(40, _number(int, 1, 100), "claims kept per reconstruct item by default")
-    reconstruct_default_budget: int = _setting(4000, _number(int, 1), "characters of quotes reconstruct may return "
-                                               "by default (at least one head quote per item of the window)")
-    reconstruct_forced_budget: int | None = _setting(None, _number(int, 1), "characters of quotes "
-                                                     "whatever the call says (unset = off)")
-    reconstruct_max_budget: int = _setting(20000, _number(int, 1), "the most characters of quotes a reconstruct "
-                                           "returns")
-    reconstruct_quote_chars: int = _setting(800, _number(int, 0), "an item's head quote, in characters (0 = one "
-                                            "passage of at most the preview size)")
-    reconstruct_adjacency_seconds: float = _setting(60.0, _number(float, 0), "records of one source this close in "
-                                                    "time form one reconstruct item")
+    reconstruct_default_budget: int = _setting(
+        4000,
+        _number(int, 1),
+        "characters of quotes reconstruct may return by default (at least one head quote per item of the window)",
+    )
+    reconstruct_forced_budget: int | None = _setting(
+        None, _number(int, 1), "characters of quotes whatever the call says (unset = off)"
+    )
+    reconstruct_max_budget: int = _setting(
+        20000, _number(int, 1), "the most characters of quotes a reconstruct returns"
+    )
+    reconstruct_quote_chars: int = _setting(
+        800, _number(int, 0), "an item's head quote, in characters (0 = one passage of at most the preview size)"
+    )
+    reconstruct_adjacency_seconds: float = _setting(
+        60.0, _number(float, 0), "records of one source this close in time form one reconstruct item"
+    )
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> "Settings":
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         """Read every ``CUEDRECALL_*`` / ``CPERSONA_*`` variable; keyword overrides win over the environment."""
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}
@@ -200,11 +274,14 @@ class Settings:
             if f.name in overrides:
                 values[f.name] = overrides[f.name]
                 continue
-            read = [(name, f.metadata["parse"](name, env[name])) for name in variables(f.name)
-                    if env.get(name, "") != ""]
+            read = [
+                (name, f.metadata["parse"](name, env[name])) for name in variables(f.name) if env.get(name, "") != ""
+            ]
             if len(read) == 2 and read[0][1] != read[1][1]:
-                raise SettingsError(f"{read[0][0]} and {read[1][0]} are both set, to different values: they name "
-                                    "the same setting, so set one (or both to the same value)")
+                raise SettingsError(
+                    f"{read[0][0]} and {read[1][0]} are both set, to different values: they name "
+                    "the same setting, so set one (or both to the same value)"
+                )
             if read:
                 values[f.name] = read[0][1]
         settings = cls(**values)
@@ -213,8 +290,10 @@ class Settings:
         _check_reconstruct(settings)
         settings = _checked_model(settings)
         if settings.block_retrieval_enabled and not settings.block_build_enabled:
-            raise SettingsError("CUEDRECALL_BLOCK_RETRIEVAL_ENABLED is on while CUEDRECALL_BLOCK_BUILD_ENABLED is "
-                                "off: blocks nobody builds cannot be searched (turn retrieval off too)")
+            raise SettingsError(
+                "CUEDRECALL_BLOCK_RETRIEVAL_ENABLED is on while CUEDRECALL_BLOCK_BUILD_ENABLED is "
+                "off: blocks nobody builds cannot be searched (turn retrieval off too)"
+            )
         return settings
 
     @classmethod
@@ -236,8 +315,10 @@ def _checked_model(s: Settings) -> Settings:
     name = s.embedding_model.strip().lower()
     if name in EMBEDDING_MODELS:
         return replace(s, embedding_model=name)
-    raise SettingsError(f"CUEDRECALL_EMBEDDING_MODEL / CPERSONA_EMBEDDING_MODEL={s.embedding_model!r} is not a "
-                        f"packaged model: expected one of {', '.join(EMBEDDING_MODELS)} (or another embedding_mode)")
+    raise SettingsError(
+        f"CUEDRECALL_EMBEDDING_MODEL / CPERSONA_EMBEDDING_MODEL={s.embedding_model!r} is not a "
+        f"packaged model: expected one of {', '.join(EMBEDDING_MODELS)} (or another embedding_mode)"
+    )
 
 
 def _check_reconstruct(s: Settings) -> None:
@@ -245,18 +326,24 @@ def _check_reconstruct(s: Settings) -> None:
     for name in ("default_count", "forced_count"):
         value = getattr(s, f"reconstruct_{name}")
         if value is not None and value > s.reconstruct_max_count:
-            raise SettingsError(f"CUEDRECALL_RECONSTRUCT_{name.upper()}={value} is over "
-                                f"CUEDRECALL_RECONSTRUCT_MAX_COUNT={s.reconstruct_max_count}")
+            raise SettingsError(
+                f"CUEDRECALL_RECONSTRUCT_{name.upper()}={value} is over "
+                f"CUEDRECALL_RECONSTRUCT_MAX_COUNT={s.reconstruct_max_count}"
+            )
     for name in ("default_budget", "forced_budget", "max_budget"):
         value = getattr(s, f"reconstruct_{name}")
         if value is None:
             continue
         if name != "max_budget" and value > s.reconstruct_max_budget:
-            raise SettingsError(f"CUEDRECALL_RECONSTRUCT_{name.upper()}={value} is over "
-                                f"CUEDRECALL_RECONSTRUCT_MAX_BUDGET={s.reconstruct_max_budget}")
+            raise SettingsError(
+                f"CUEDRECALL_RECONSTRUCT_{name.upper()}={value} is over "
+                f"CUEDRECALL_RECONSTRUCT_MAX_BUDGET={s.reconstruct_max_budget}"
+            )
         if value < s.recall_preview_chars:
-            raise SettingsError(f"CUEDRECALL_RECONSTRUCT_{name.upper()}={value} is under one preview "
-                                f"(CUEDRECALL_RECALL_PREVIEW_CHARS={s.recall_preview_chars})")
+            raise SettingsError(
+                f"CUEDRECALL_RECONSTRUCT_{name.upper()}={value} is under one preview "
+                f"(CUEDRECALL_RECALL_PREVIEW_CHARS={s.recall_preview_chars})"
+            )
 
 
 def variables(setting: str) -> tuple[str, str]:

@@ -29,20 +29,32 @@ class StoreError(CuedRecallError):
 # What a storage failure means to the caller, by the words SQLite (or the OS) uses for it. Matched on the
 # message, so any backend's driver that words them alike is read the same; the first match wins.
 _STORAGE_FAILURES: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("readonly database", "read-only", "sqlite_readonly"),
-     "the database is read-only (check the file's and its folder's permissions, and that the disk is mounted "
-     "writable): nothing was written"),
-    (("database or disk is full", "no space left", "sqlite_full"),
-     "the disk holding the database is full: nothing was written; free some space and try again"),
-    (("database is locked", "database table is locked", "database is busy", "sqlite_busy", "sqlite_locked"),
-     "the database is busy (another process held its write lock longer than the wait allows): nothing was "
-     "written; try again"),
-    (("unable to open database", "sqlite_cantopen"),
-     "the database file cannot be opened (check that its folder exists and is readable and writable)"),
-    (("database disk image is malformed", "file is not a database", "sqlite_corrupt", "sqlite_notadb"),
-     "the database file is damaged or is not a cuedrecall database: nothing was written; restore a backup"),
-    (("disk i/o error", "sqlite_ioerr"),
-     "the disk holding the database failed to read or write (an I/O error): nothing was written; try again"),
+    (
+        ("readonly database", "read-only", "sqlite_readonly"),
+        "the database is read-only (check the file's and its folder's permissions, and that the disk is mounted "
+        "writable): nothing was written",
+    ),
+    (
+        ("database or disk is full", "no space left", "sqlite_full"),
+        "the disk holding the database is full: nothing was written; free some space and try again",
+    ),
+    (
+        ("database is locked", "database table is locked", "database is busy", "sqlite_busy", "sqlite_locked"),
+        "the database is busy (another process held its write lock longer than the wait allows): nothing was "
+        "written; try again",
+    ),
+    (
+        ("unable to open database", "sqlite_cantopen"),
+        "the database file cannot be opened (check that its folder exists and is readable and writable)",
+    ),
+    (
+        ("database disk image is malformed", "file is not a database", "sqlite_corrupt", "sqlite_notadb"),
+        "the database file is damaged or is not a cuedrecall database: nothing was written; restore a backup",
+    ),
+    (
+        ("disk i/o error", "sqlite_ioerr"),
+        "the disk holding the database failed to read or write (an I/O error): nothing was written; try again",
+    ),
 )
 
 

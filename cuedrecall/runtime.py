@@ -6,8 +6,8 @@ calibration, clock), never the ``Memory`` object that dispatches to them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -58,7 +58,9 @@ def open_runtime(settings: Settings, embedder: Embedder | None = None, clock: Cl
     """Open the configured store and embedder (the local model loads on first use, not here); the store's vector
     index holds the vectors of the embedder's model only."""
     embedder = embedder or make_embedder(
-        settings.embedding_mode, model=settings.embedding_model, url=settings.embedding_url,
+        settings.embedding_mode,
+        model=settings.embedding_model,
+        url=settings.embedding_url,
         timeout_s=settings.embedding_timeout_secs,
     )
     # the vector arms compare a query with the vectors of its own model only (None: no vectors to compare)
@@ -74,11 +76,17 @@ def open_store(settings: Settings, embedder: Embedder) -> Store:
     vector_model = embedder.model if embedder.available else None
     if settings.db_url:
         if not settings.db_url.startswith(("postgresql://", "postgres://")):
-            raise StoreError("CUEDRECALL_DB_URL / CPERSONA_DB_URL must be a postgresql://... URL (the SQLite file "
-                             "is CUEDRECALL_DB_PATH); nothing was opened")
+            raise StoreError(
+                "CUEDRECALL_DB_URL / CPERSONA_DB_URL must be a postgresql://... URL (the SQLite file "
+                "is CUEDRECALL_DB_PATH); nothing was opened"
+            )
         from cuedrecall.store.postgres import PostgresStore  # psycopg is needed only by this backend
 
         hnsw_dim = getattr(embedder, "dimensions", None) if settings.pg_hnsw else None
-        return PostgresStore(settings.db_url, common_term_ratio=settings.keyword_common_ratio,
-                             vector_model=vector_model, hnsw_dim=hnsw_dim)
+        return PostgresStore(
+            settings.db_url,
+            common_term_ratio=settings.keyword_common_ratio,
+            vector_model=vector_model,
+            hnsw_dim=hnsw_dim,
+        )
     return SqliteStore(settings.db_path, common_term_ratio=settings.keyword_common_ratio, vector_model=vector_model)

@@ -26,7 +26,7 @@ class SessionKey:
     name: str = ""
 
     @classmethod
-    def of(cls, owner: str, name: str) -> "SessionKey":
+    def of(cls, owner: str, name: str) -> SessionKey:
         return cls(owner, name.strip())
 
 
@@ -52,8 +52,10 @@ class Pauses:
                 for other in [k for k, deadline in self._until.items() if deadline <= now]:
                     del self._until[other]
             if key not in self._until and len(self._until) >= self.limit:
-                raise ToolArgumentError(f"argument 'session_key': {self.limit:,} sessions are paused "
-                                        "already; resume one (or let one expire) first")
+                raise ToolArgumentError(
+                    f"argument 'session_key': {self.limit:,} sessions are paused "
+                    "already; resume one (or let one expire) first"
+                )
             self._until[key] = until
         return until
 
@@ -71,10 +73,14 @@ class Pauses:
 
     def status(self, key: SessionKey, now: datetime) -> dict[str, object]:
         left = self.remaining(key, now)
-        return {"paused": left > 0, "expires_at": iso(now + timedelta(seconds=left)) if left > 0 else None,
-                "ttl_remaining_seconds": int(round(left)) if left > 0 else None, "scope": scope(key)}
+        return {
+            "paused": left > 0,
+            "expires_at": iso(now + timedelta(seconds=left)) if left > 0 else None,
+            "ttl_remaining_seconds": int(round(left)) if left > 0 else None,
+            "scope": scope(key),
+        }
 
 
 def scope(key: SessionKey) -> str:
-    """"session" when the caller named its session, "process" for its shared bucket."""
+    """ "session" when the caller named its session, "process" for its shared bucket."""
     return "session" if key.name else "process"

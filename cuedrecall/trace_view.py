@@ -115,7 +115,9 @@ def _fusion(trace: Trace, console: Console) -> None:
     for place, row in enumerate(rows, 1):
         votes = row.get("votes") or {}
         table.add_row(
-            str(place), str(row.get("ref")), _num(row.get("score")),
+            str(place),
+            str(row.get("ref")),
+            _num(row.get("score")),
             *(_num(votes[arm]) if arm in votes else "" for arm in voters),
             *(_num(factors.get(row.get("ref"))) if row.get("ref") in factors else "" for factors in scoring.values()),
         )
@@ -125,15 +127,23 @@ def _fusion(trace: Trace, console: Console) -> None:
 def _gate(trace: Trace, console: Console) -> None:
     gate = trace.get("gate") or {}
     decisions = gate.get("decisions") or []
-    caption = (f"pool {gate.get('pool', '-')}, heuristic minimum {_num(gate.get('heuristic_min'))}, "
-               f"calibrated {_compact(gate.get('calibrated') or {})}, gate_fallback {_num(gate.get('gate_fallback'))}")
+    caption = (
+        f"pool {gate.get('pool', '-')}, heuristic minimum {_num(gate.get('heuristic_min'))}, "
+        f"calibrated {_compact(gate.get('calibrated') or {})}, gate_fallback {_num(gate.get('gate_fallback'))}"
+    )
     table = Table(title="quality gate", caption=caption)
     for column in ("ref", "signal", "score", "threshold", "origin", "decision"):
         table.add_column(column, justify="right" if column in ("score", "threshold") else "left")
     for d in decisions:
         verdict = "[green]passed[/]" if d.get("passed") else f"[red]dropped: {d.get('reason') or 'not passed'}[/]"
-        table.add_row(str(d.get("ref")), str(d.get("signal")), _num(d.get("score")), _num(d.get("threshold")),
-                      str(d.get("origin") or "-"), verdict)
+        table.add_row(
+            str(d.get("ref")),
+            str(d.get("signal")),
+            _num(d.get("score")),
+            _num(d.get("threshold")),
+            str(d.get("origin") or "-"),
+            verdict,
+        )
     if not decisions:
         table.add_row("-", "", "", "", "", "no candidates")
     console.print(table)
@@ -151,8 +161,12 @@ def _cuts(trace: Trace, console: Console) -> None:
     for column in ("place", "ref", "fate", "why"):
         table.add_column(column, overflow="fold")
     for ref in autocut.get("dropped") or []:
-        table.add_row("-", str(ref), "[red]dropped by autocut[/]",
-                      f"largest relative score gap, cut at position {autocut.get('at')}")
+        table.add_row(
+            "-",
+            str(ref),
+            "[red]dropped by autocut[/]",
+            f"largest relative score gap, cut at position {autocut.get('at')}",
+        )
     for place, ref in enumerate(before, 1):
         if ref in cut or (limit is not None and place > limit):
             table.add_row(str(place), str(ref), "[yellow]cut by count[/]", f"place {place} > limit {limit}")
@@ -164,8 +178,10 @@ def _cuts(trace: Trace, console: Console) -> None:
         table.add_row("-", "-", "nothing admitted", "")
     fired = autocut.get("fired")
     console.print(table)
-    console.print(f"autocut: {'fired at ' + str(autocut.get('at')) if fired else 'did not fire'}; "
-                  f"count cut: limit {limit}, {len(cut)} cut")
+    console.print(
+        f"autocut: {'fired at ' + str(autocut.get('at')) if fired else 'did not fire'}; "
+        f"count cut: limit {limit}, {len(cut)} cut"
+    )
 
 
 def _loop(trace: Trace, console: Console) -> None:
@@ -175,22 +191,36 @@ def _loop(trace: Trace, console: Console) -> None:
         table.add_column(column, overflow="fold")
     for s in stages:
         period = s.get("period")
-        table.add_row(str(s.get("stage")), str(s.get("searched", "-")), str(s.get("confidence", "-")),
-                      " to ".join(period) if isinstance(period, list) else "-", _num(s.get("found")),
-                      str(s.get("next") or "-"))
+        table.add_row(
+            str(s.get("stage")),
+            str(s.get("searched", "-")),
+            str(s.get("confidence", "-")),
+            " to ".join(period) if isinstance(period, list) else "-",
+            _num(s.get("found")),
+            str(s.get("next") or "-"),
+        )
     console.print(table)
     cue = trace.get("cue")
     if cue:
         lifted = ", ".join(f"{m.get('ref')} {m.get('from')}->{m.get('to')}" for m in cue.get("lifted") or []) or "none"
-        console.print(f"time cue: bound L={cue.get('bound')}, confidence {cue.get('confidence')}, moved {lifted}, "
-                      f"seated {', '.join(cue.get('seated') or []) or 'none'}")
+        console.print(
+            f"time cue: bound L={cue.get('bound')}, confidence {cue.get('confidence')}, moved {lifted}, "
+            f"seated {', '.join(cue.get('seated') or []) or 'none'}"
+        )
     propagation = trace.get("propagation")
     if propagation:
-        seated = ", ".join(f"{s.get('ref')} (fused_rank {s.get('fused_rank')}, cosine_rank {s.get('cosine_rank')})"
-                           for s in propagation.get("seated") or []) or "none"
-        console.print(f"propagation seat ({propagation.get('policy')}): anchor {propagation.get('anchor', '-')}, "
-                      f"depth {propagation.get('depth')}, {propagation.get('candidates')} candidates, "
-                      f"seated {seated}")
+        seated = (
+            ", ".join(
+                f"{s.get('ref')} (fused_rank {s.get('fused_rank')}, cosine_rank {s.get('cosine_rank')})"
+                for s in propagation.get("seated") or []
+            )
+            or "none"
+        )
+        console.print(
+            f"propagation seat ({propagation.get('policy')}): anchor {propagation.get('anchor', '-')}, "
+            f"depth {propagation.get('depth')}, {propagation.get('candidates')} candidates, "
+            f"seated {seated}"
+        )
     if trace.get("cue_ignored"):
         ignored = trace["cue_ignored"]
         console.print(f"time cue ignored: {ignored.get('reason')} (period {_compact(ignored.get('period'))})")
@@ -226,16 +256,19 @@ def _coverage(trace: Trace, console: Console) -> None:
     covered = coverage.get("covered_by") or []
     uncovered = coverage.get("uncovered") or []
     omitted = f", {coverage['parts_omitted']} parts omitted" if coverage.get("parts_omitted") else ""
-    table = Table(title=f"coverage ({coverage.get('normalization', '?')}): {len(parts)} parts, "
-                        f"{len(uncovered)} uncovered, {coverage.get('records', 0)} records read{omitted}",
-                  caption="spans index the normalized question; the trace holds no text")
+    table = Table(
+        title=f"coverage ({coverage.get('normalization', '?')}): {len(parts)} parts, "
+        f"{len(uncovered)} uncovered, {coverage.get('records', 0)} records read{omitted}",
+        caption="spans index the normalized question; the trace holds no text",
+    )
     for column in ("part", "span", "kind", "covered by"):
         table.add_column(column, overflow="fold")
     for i, part in enumerate(parts):
         refs = covered[i] if i < len(covered) else []
         span = part.get("span") or ["?", "?"]
-        table.add_row(str(i), f"{span[0]}:{span[1]}", str(part.get("kind")),
-                      ", ".join(refs) if refs else "[red]none[/]")
+        table.add_row(
+            str(i), f"{span[0]}:{span[1]}", str(part.get("kind")), ", ".join(refs) if refs else "[red]none[/]"
+        )
     console.print(table)
 
 
@@ -258,11 +291,16 @@ def _other(trace: Trace, console: Console) -> None:
 def write_page(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` as a private file (0600), never through a link or into a pipe; OSError
     saying why otherwise."""
-    flags = (os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-             | getattr(os, "O_CLOEXEC", 0))
+    flags = (
+        os.O_WRONLY
+        | os.O_CREAT
+        | getattr(os, "O_NOFOLLOW", 0)
+        | getattr(os, "O_NONBLOCK", 0)
+        | getattr(os, "O_CLOEXEC", 0)
+    )
     try:
         fd = os.open(path, flags, 0o600)
-    except OSError as exc:
+    except OSError:
         if os.path.islink(path):
             raise OSError(f"{path} is a symbolic link: the page is not written through it") from None
         raise

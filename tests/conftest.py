@@ -20,8 +20,8 @@ from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock
 from cuedrecall.config import Settings
 from cuedrecall.server.mcp import http_app
-from cuedrecall.ui.app import running
 from cuedrecall.store.base import EPISODE, Scope
+from cuedrecall.ui.app import running
 
 NOW = "2025-11-01T12:00:00+00:00"
 NO_BLOCKS = {"block_build_enabled": False, "block_retrieval_enabled": False}
@@ -35,8 +35,17 @@ def make_settings(**overrides: Any) -> Settings:
     """Settings from an empty environment (the developer's CPERSONA_* never leak in), hash embedder, and no
     block building, block arm or calibration on growth unless a test asks: a background build or calibration
     would make results depend on timing. The replica's arms only, unless a test turns the word arm on."""
-    return Settings.from_env({}, **{"embedding_mode": "hash", **NO_BLOCKS, **NO_AUTO_CALIBRATION, **REPLICA_ARMS,
-                                    **_test_backend(), **overrides})
+    return Settings.from_env(
+        {},
+        **{
+            "embedding_mode": "hash",
+            **NO_BLOCKS,
+            **NO_AUTO_CALIBRATION,
+            **REPLICA_ARMS,
+            **_test_backend(),
+            **overrides,
+        },
+    )
 
 
 _ON_POSTGRES = os.environ.get("CUEDRECALL_TEST_BACKEND", "") == "postgres"
@@ -162,8 +171,10 @@ def database_at(path: Path, version: int, memory_text: str, when: str) -> None:
         for statement in schema._statements(script):
             conn.execute(statement)
         conn.execute("INSERT INTO schema_version(version) VALUES (?)", (step,))
-    conn.execute("INSERT INTO memories(agent_id, content, timestamp, created_at) VALUES ('a', ?, ?, ?)",
-                 (memory_text, when, when))
+    conn.execute(
+        "INSERT INTO memories(agent_id, content, timestamp, created_at) VALUES ('a', ?, ?, ?)",
+        (memory_text, when, when),
+    )
     conn.close()
 
 
@@ -184,10 +195,27 @@ LOCOMO_MINI = FIXTURES / "locomo_mini.json"  # LoCoMo's layout, text of our own 
 def _allowed_roots() -> tuple[str, ...]:
     """The folders a test may open files in, each ending in a separator, as written and as resolved."""
     candidates: list[str | Path] = [
-        REPO_ROOT, tempfile.gettempdir(), "/tmp", "/var/tmp", "/proc", "/sys", "/dev", "/etc",
-        "/usr/share", "/usr/lib", "/usr/lib64", "/usr/local/share", "/System/Library", "/Library/Fonts",
-        sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *sysconfig.get_paths().values(),
-        *getattr(site, "getsitepackages", list)(), site.getusersitepackages(),
+        REPO_ROOT,
+        tempfile.gettempdir(),
+        "/tmp",
+        "/var/tmp",
+        "/proc",
+        "/sys",
+        "/dev",
+        "/etc",
+        "/usr/share",
+        "/usr/lib",
+        "/usr/lib64",
+        "/usr/local/share",
+        "/System/Library",
+        "/Library/Fonts",
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        sys.base_exec_prefix,
+        *sysconfig.get_paths().values(),
+        *getattr(site, "getsitepackages", list)(),
+        site.getusersitepackages(),
         os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache",
     ]
     forms = (os.path.abspath(c) for c in candidates)
@@ -233,7 +261,7 @@ sys.addaudithook(_audit)
 def _nothing_outside_the_repository() -> Iterator[None]:
     """Fail the test that opened a file outside the allowed folders, naming the file."""
     start = len(_OUTSIDE)
-    _LOOSE.extend(_OUTSIDE[_SEEN[0]:start])
+    _LOOSE.extend(_OUTSIDE[_SEEN[0] : start])
     yield
     end = len(_OUTSIDE)
     opened = list(dict.fromkeys(_OUTSIDE[start:end]))
@@ -244,7 +272,7 @@ def _nothing_outside_the_repository() -> Iterator[None]:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Fail the run when a file outside the allowed folders was opened outside any test."""
-    loose = list(dict.fromkeys(_LOOSE + _OUTSIDE[_SEEN[0]:]))
+    loose = list(dict.fromkeys(_LOOSE + _OUTSIDE[_SEEN[0] :]))
     if loose:
         print(f"\nopened outside the repository, outside any test: {', '.join(loose)}", file=sys.stderr)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

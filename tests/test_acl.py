@@ -17,12 +17,12 @@ from typing import Any
 
 import httpx
 import pytest
+from conftest import make_settings, open_memory, serving, snapshot
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from conftest import make_settings, open_memory, serving, snapshot
 from cuedrecall.access import LOCAL, READ, WRITE, Principal, load_acl
 from cuedrecall.api import Memory
 from cuedrecall.errors import SettingsError
@@ -89,12 +89,12 @@ def _client(**entry: Any) -> dict[str, Any]:
         (_client(client_id="C", token="t2", grants={"x": "READ"}), "'READ' is not a permission"),
         (_client(client_id="C", token="t2", grants={"x": None}), "None is not a permission"),
         (_client(client_id="C", token="t2", grants={"": "read"}), "empty agent id"),
-        (_client(client_id="C", token="t2", grants=["x"]), "\"grants\" must be an object"),
+        (_client(client_id="C", token="t2", grants=["x"]), '"grants" must be an object'),
         (_client(client_id="C", token="tök3n"), "printable ASCII"),
         (_client(client_id="C", token="two words"), "printable ASCII"),
         (_client(client_id="C", token=""), "empty"),
         (_client(client_id="C", token="${EMPTY_VAR}"), "empty"),
-        (_client(client_id="C", token=42), "\"token\" must be"),
+        (_client(client_id="C", token=42), '"token" must be'),
         (_client(client_id="C", token="${NOT_SET_ANYWHERE}"), "${NOT_SET_ANYWHERE}"),
         (_client(client_id="local", token="t2"), "'local'"),
         (_client(client_id="local", token="${SAME_AS_OK}"), "'local'"),
@@ -174,7 +174,8 @@ def _seed_b(memory: Memory) -> dict[str, int]:
 def _state(memory: Memory) -> str:
     """What a write could change: rows, episodes, profiles, b's gate and the pause state."""
     return snapshot(memory, agents=("a", "b")) + json.dumps(
-        [memory.get_recall_precision(agent_id="b"), memory.persistence_status()], sort_keys=True, default=str)
+        [memory.get_recall_precision(agent_id="b"), memory.persistence_status()], sort_keys=True, default=str
+    )
 
 
 def _arguments(tool: str, agent: str, ids: dict[str, int], other: str = "a") -> list[dict[str, Any]]:
@@ -185,8 +186,9 @@ def _arguments(tool: str, agent: str, ids: dict[str, int], other: str = "a") -> 
         if name in ids:
             base[name] = ids[name]
         elif param.required and name not in AGENT_PARAMS:
-            base[name] = {"string": "x", "integer": 1, "number": 1, "boolean": False, "array": [],
-                          "object": {}}[param.type]
+            base[name] = {"string": "x", "integer": 1, "number": 1, "boolean": False, "array": [], "object": {}}[
+                param.type
+            ]
     named = [name for name in AGENT_PARAMS if name in spec.params]
     if not named:
         return []
@@ -230,8 +232,9 @@ def test_a_star_grant_of_none_does_not_hide_the_one_writable_agent() -> None:
 
 
 @pytest.fixture
-def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-           caplog: pytest.LogCaptureFixture) -> Iterator[tuple[Memory, str, dict[str, int]]]:
+def served(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> Iterator[tuple[Memory, str, dict[str, int]]]:
     """The ACL server (the single token set too, and ignored), agent b seeded."""
     monkeypatch.setenv("CUEDRECALL_TEST_TOKEN_B", TOKEN_B)
     settings = make_settings(acl_file=str(_write(tmp_path, {"clients": CLIENTS})), auth_token="the-single-token")
@@ -253,9 +256,11 @@ class _Session:
 
         self.stack = AsyncExitStack()
         http = await self.stack.enter_async_context(
-            create_mcp_http_client(headers={"Authorization": f"Bearer {self.token}"}))
-        read, write, _ = await self.stack.enter_async_context(streamable_http_client(self.url + "/mcp",
-                                                                                     http_client=http))
+            create_mcp_http_client(headers={"Authorization": f"Bearer {self.token}"})
+        )
+        read, write, _ = await self.stack.enter_async_context(
+            streamable_http_client(self.url + "/mcp", http_client=http)
+        )
         session = await self.stack.enter_async_context(ClientSession(read, write))
         await session.initialize()
         return session
@@ -285,8 +290,13 @@ async def test_over_http_each_client_calls_as_itself_and_is_refused_every_tool_n
                 assert (answer["client_id"], answer["tool"], answer["agent_id"]) == ("A", tool, "b")
         # the tools naming no agent: a sweep of every agent is refused, the harmless reads answer
         no_agent = set(TOOLS) - exercised
-        assert {"pause_persistence", "resume_persistence", "get_session_findings", "get_queue_status",
-                "persistence_status"} <= no_agent
+        assert {
+            "pause_persistence",
+            "resume_persistence",
+            "get_session_findings",
+            "get_queue_status",
+            "persistence_status",
+        } <= no_agent
         for tool in sorted(no_agent):
             answer = await _call(a, tool, {})
             if TOOLS[tool].demands({}):
@@ -296,8 +306,11 @@ async def test_over_http_each_client_calls_as_itself_and_is_refused_every_tool_n
         for session, client in ((a, "A"), (b, "B")):
             for tool in ("pause_persistence", "resume_persistence"):
                 answer = await _call(session, tool, {"ttl_seconds": 60} if tool.startswith("pause") else {})
-                assert (answer["error"], answer["client_id"], answer["required"]) == ("permission_denied", client,
-                                                                                      WRITE)
+                assert (answer["error"], answer["client_id"], answer["required"]) == (
+                    "permission_denied",
+                    client,
+                    WRITE,
+                )
         answer = await _call(a, "list_memories", {"agent_id": ""})
         assert (answer["error"], answer["agent_id"], answer["memories"]) == ("permission_denied", "*", [])
         assert _state(memory) == before
@@ -310,20 +323,28 @@ async def test_over_http_each_client_calls_as_itself_and_is_refused_every_tool_n
         found = await _call(a, "recall", {"agent_id": "a", "query": "red kettle"})
         assert found["messages"][-1]["ref"] == stored["ref"]
         assert sorted(m["content"] for m in memory.list_memories(agent_id="a")["memories"]) == [
-            "the green lamp is in the hall", "the red kettle is on the stove"]
+            "the green lamp is in the hall",
+            "the red kettle is on the stove",
+        ]
 
         # B reads b but may not write it, nor read a
         listing = await _call(b, "recall", {"agent_id": "b", "query": ""})
         assert [row["content"] for row in listing["messages"] if row.get("ref", "").startswith("mem:")] == [
-            "the blue notebook is in the drawer"]
+            "the blue notebook is in the drawer"
+        ]
         refused = await _call(b, "store", {"agent_id": "b", "content": "sneaky"})
         assert (refused["error"], refused["client_id"], refused["required"], refused["result"]) == (
-            "permission_denied", "B", WRITE, "rejected")
+            "permission_denied",
+            "B",
+            WRITE,
+            "rejected",
+        )
         refused = await _call(b, "store", {"content": "sneaky"})  # no agent B can write: agent_id is required
         assert refused["ok"] is False and "'agent_id'" in refused["error"]
         assert (await _call(b, "recall", {"agent_id": "a", "query": ""}))["error"] == "permission_denied"
     assert [m["content"] for m in memory.list_memories(agent_id="b")["memories"]] == [
-        "the blue notebook is in the drawer"]
+        "the blue notebook is in the drawer"
+    ]
 
 
 @pytest.mark.anyio
@@ -336,8 +357,9 @@ async def test_concurrent_clients_each_keep_their_own_principal(served: tuple[Me
     async def run(token: str, client: str, agent: str) -> None:
         async with _Session(url, token) as session:
             for i in range(6):
-                answer = await _call(session, "store", {"agent_id": "b" if client == "A" else agent,
-                                                        "content": f"{client} {i}"})
+                answer = await _call(
+                    session, "store", {"agent_id": "b" if client == "A" else agent, "content": f"{client} {i}"}
+                )
                 seen[client].add(answer["client_id"])  # refused either way: A may not write b, B not at all
                 answer = await _call(session, "list_memories", {"agent_id": agent})
                 assert answer.get("ok") is not False, (client, answer)
@@ -352,8 +374,17 @@ async def test_concurrent_clients_each_keep_their_own_principal(served: tuple[Me
 
 @pytest.mark.parametrize(
     "authorization",
-    [None, "Bearer", "Bearer wrong", f"Bearer {TOKEN_A}x", f"Bearer {TOKEN_A[:-1]}", TOKEN_A,
-     f"Basic {TOKEN_A}", "Bearer the-single-token", "Bearer ${CUEDRECALL_TEST_TOKEN_B}"],
+    [
+        None,
+        "Bearer",
+        "Bearer wrong",
+        f"Bearer {TOKEN_A}x",
+        f"Bearer {TOKEN_A[:-1]}",
+        TOKEN_A,
+        f"Basic {TOKEN_A}",
+        "Bearer the-single-token",
+        "Bearer ${CUEDRECALL_TEST_TOKEN_B}",
+    ],
 )
 def test_a_request_without_a_clients_token_gets_401(
     served: tuple[Memory, str, dict[str, int]], authorization: str | None
@@ -363,8 +394,12 @@ def test_a_request_without_a_clients_token_gets_401(
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     if authorization is not None:
         headers["Authorization"] = authorization
-    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-            "params": {"name": "store", "arguments": {"agent_id": "a", "content": "sneaky"}}}
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "store", "arguments": {"agent_id": "a", "content": "sneaky"}},
+    }
     for path in ("/mcp", "/mcp/", "/elsewhere"):
         response = httpx.post(url + path, json=call, headers=headers, timeout=10)
         assert response.status_code == 401
@@ -375,24 +410,37 @@ def test_a_request_without_a_clients_token_gets_401(
 
 def test_the_right_token_with_any_case_of_scheme_is_served(served: tuple[Memory, str, dict[str, int]]) -> None:
     _, url, _ = served
-    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                  "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                             "clientInfo": {"name": "probe", "version": "0"}}}
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "probe", "version": "0"},
+        },
+    }
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     for authorization in (f"Bearer {TOKEN_A}", f"bearer {TOKEN_B}", f"BEARER  {TOKEN_A}"):
-        response = httpx.post(url + "/mcp/", json=initialize, headers={**headers, "Authorization": authorization},
-                              timeout=10)
+        response = httpx.post(
+            url + "/mcp/", json=initialize, headers={**headers, "Authorization": authorization}, timeout=10
+        )
         assert response.status_code == 200, (authorization, response.text)
 
 
 def test_a_bad_acl_file_stops_the_http_app_before_it_serves(tmp_path: Path) -> None:
-    settings = make_settings(acl_file=str(_write(tmp_path, {"clients": [{"client_id": "A", "token": "t",
-                                                                         "grants": {"a": "all"}}]})))
-    with open_memory(tmp_path / "bad.db", settings=settings) as memory, \
-            pytest.raises(SettingsError, match="'all' is not a permission"):
+    settings = make_settings(
+        acl_file=str(_write(tmp_path, {"clients": [{"client_id": "A", "token": "t", "grants": {"a": "all"}}]}))
+    )
+    with (
+        open_memory(tmp_path / "bad.db", settings=settings) as memory,
+        pytest.raises(SettingsError, match="'all' is not a permission"),
+    ):
         http_app(memory)
-    with open_memory(tmp_path / "none.db", settings=make_settings(acl_file=str(tmp_path / "nope.json"))) as memory, \
-            pytest.raises(SettingsError, match="nope.json"):
+    with (
+        open_memory(tmp_path / "none.db", settings=make_settings(acl_file=str(tmp_path / "nope.json"))) as memory,
+        pytest.raises(SettingsError, match="nope.json"),
+    ):
         http_app(memory)
 
 
@@ -414,8 +462,12 @@ async def test_the_stdio_server_calls_as_the_acl_files_local_client(tmp_path: Pa
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "cuedrecall.cli", "serve", "--db", str(tmp_path / "stdio.db"), "--embedding", "hash"],
-        env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONPATH": str(REPO),
-             "CUEDRECALL_ACL_FILE": str(acl)},
+        env={
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(tmp_path),
+            "PYTHONPATH": str(REPO),
+            "CUEDRECALL_ACL_FILE": str(acl),
+        },
         cwd=str(REPO),
     )
     with open(tmp_path / "stderr.log", "w") as errlog:

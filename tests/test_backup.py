@@ -10,14 +10,19 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from conftest import open_memory
+
 from cuedrecall.api import Memory
 from cuedrecall.cli import main
 
 QUERIES = ("ferry timetable", "grandmother's birthday cake", "the red bicycle", "", "dentist appointment")
-TEXTS = ("the ferry timetable changed in June", "grandmother's birthday cake was lemon", "I sold the red bicycle",
-         "the dentist appointment moved to Tuesday", "we planted tomatoes and basil on the balcony")
+TEXTS = (
+    "the ferry timetable changed in June",
+    "grandmother's birthday cake was lemon",
+    "I sold the red bicycle",
+    "the dentist appointment moved to Tuesday",
+    "we planted tomatoes and basil on the balcony",
+)
 
 
 def _fill(memory: Memory, rounds: int = 6) -> None:
@@ -28,12 +33,15 @@ def _fill(memory: Memory, rounds: int = 6) -> None:
 
 
 def _answers(memory: Memory) -> list[list[tuple[str, str]]]:
-    return [[(m.get("ref", ""), m["content"]) for m in memory.recall(agent_id="a", query=q, limit=5)["messages"]]
-            for q in QUERIES]
+    return [
+        [(m.get("ref", ""), m["content"]) for m in memory.recall(agent_id="a", query=q, limit=5)["messages"]]
+        for q in QUERIES
+    ]
 
 
-def test_a_restored_backup_recalls_the_same_answers(tmp_path: Path, db_path: Path, memory: Memory,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_restored_backup_recalls_the_same_answers(
+    tmp_path: Path, db_path: Path, memory: Memory, capsys: pytest.CaptureFixture[str]
+) -> None:
     _fill(memory)
     dest = tmp_path / "copy.db"
     assert main(["backup", str(db_path), str(dest)]) == 0
@@ -44,8 +52,9 @@ def test_a_restored_backup_recalls_the_same_answers(tmp_path: Path, db_path: Pat
         assert restored.check_health(agent_id="")["issues"] == memory.check_health(agent_id="")["issues"]
 
 
-def test_a_backup_taken_while_writes_go_on_is_one_committed_state(tmp_path: Path, db_path: Path,
-                                                                  memory: Memory) -> None:
+def test_a_backup_taken_while_writes_go_on_is_one_committed_state(
+    tmp_path: Path, db_path: Path, memory: Memory
+) -> None:
     _fill(memory, rounds=2)
     stop = threading.Event()
     acknowledged: list[str] = []

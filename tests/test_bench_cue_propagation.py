@@ -22,22 +22,44 @@ PASS = {"stage": 0, "searched": "all arms", "next": None}
 
 
 def fired_stage(lifted: list[dict[str, Any]], seated: list[str], found: int = 3) -> dict[str, Any]:
-    return {"stage": 1, "searched": "the cue arm over the strong hit's period (propagated-v1)", "source": "mem:1",
-            "period": ["a", "b"], "found": found, "lifted": lifted, "seated": seated, "next": None,
-            "stopped": "found"}
+    return {
+        "stage": 1,
+        "searched": "the cue arm over the strong hit's period (propagated-v1)",
+        "source": "mem:1",
+        "period": ["a", "b"],
+        "found": found,
+        "lifted": lifted,
+        "seated": seated,
+        "next": None,
+        "stopped": "found",
+    }
 
 
 def test_no_strong_hit_is_not_fired() -> None:
     did = cp.what_it_did(response([message("mem:1"), message("mem:2")], [PASS]), ["mem:2"])
-    assert did == {"fired": False, "found": 0, "moved": False, "rose": 0, "rose_gold": False, "fell_gold": False,
-                   "source_fell": False, "seated": 0, "seated_gold": False, "stopped": None}
+    assert did == {
+        "fired": False,
+        "found": 0,
+        "moved": False,
+        "rose": 0,
+        "rose_gold": False,
+        "fell_gold": False,
+        "source_fell": False,
+        "seated": 0,
+        "seated_gold": False,
+        "stopped": None,
+    }
 
 
 def test_fired_moved_and_seated_are_read_from_the_trace_and_the_rows() -> None:
     lifted = [{"ref": "mem:3", "from": 2, "to": 1}, {"ref": "mem:2", "from": 1, "to": 2}]
-    rows = [message("mem:1"), message("mem:3"), message("mem:2"),
-            message("blk:1", admission="reservation", signal="block"),
-            message("mem:9", admission="reservation", signal="propagated_cue", cue_rank=0)]
+    rows = [
+        message("mem:1"),
+        message("mem:3"),
+        message("mem:2"),
+        message("blk:1", admission="reservation", signal="block"),
+        message("mem:9", admission="reservation", signal="propagated_cue", cue_rank=0),
+    ]
     did = cp.what_it_did(response(rows, [PASS, fired_stage(lifted, ["mem:9"])]), ["mem:3", "mem:9"])
     assert did["fired"] and did["moved"] and did["rose"] == 1 and did["rose_gold"]
     assert did["seated"] == 1 and did["seated_gold"] and did["found"] == 3 and did["stopped"] == "found"
@@ -62,12 +84,23 @@ def test_metrics_over_the_first_ten_and_the_returned_rows() -> None:
     assert cp.metrics(ranked, [])["recall"] == 0.0
 
 
-def row(on: float, off: float, w: float, *, fired: bool = True, seated: int = 1, moved: bool = False,
-        **extra: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"layout": "set", "embedder": "hash", "fired": fired, "found": 2 if fired else 0,
-                           "moved": moved, "rose": int(moved), "rose_gold": False, "seated": seated,
-                           "seated_gold": False, "stopped": "found" if fired else None, "changed": on != off,
-                           **extra}
+def row(
+    on: float, off: float, w: float, *, fired: bool = True, seated: int = 1, moved: bool = False, **extra: Any
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "layout": "set",
+        "embedder": "hash",
+        "fired": fired,
+        "found": 2 if fired else 0,
+        "moved": moved,
+        "rose": int(moved),
+        "rose_gold": False,
+        "seated": seated,
+        "seated_gold": False,
+        "stopped": "found" if fired else None,
+        "changed": on != off,
+        **extra,
+    }
     for metric in cp.METRICS:
         for name, value in (("on", on), ("off", off), ("w", w), ("d", w)):
             out[f"{metric}:{name}"] = value
@@ -75,8 +108,12 @@ def row(on: float, off: float, w: float, *, fired: bool = True, seated: int = 1,
 
 
 def test_counts() -> None:
-    rows = [row(1, 0, 0, moved=True), row(0, 0, 0, seated=0), row(0, 0, 0, fired=False, seated=0),
-            row(0, 0, 0, stopped=cp.TIME_LIMIT, seated=0)]
+    rows = [
+        row(1, 0, 0, moved=True),
+        row(0, 0, 0, seated=0),
+        row(0, 0, 0, fired=False, seated=0),
+        row(0, 0, 0, stopped=cp.TIME_LIMIT, seated=0),
+    ]
     c = cp.counts(rows)
     assert (c["n"], c["fired"], c["moved"], c["seated"], c["changed"], c["time_limit"]) == (4, 3, 1, 1, 1, 1)
 
@@ -108,8 +145,20 @@ def test_harm_on_any_set_keeps_it_off() -> None:
 
 def test_the_study_runs_end_to_end_on_the_generated_history(tmp_path: Path) -> None:
     out, kept = tmp_path / "cp.md", tmp_path / "rows.json"
-    argv = ["--locomo", "none", "--long-span", "small", "--embedders", "hash", "--workdir", str(tmp_path / "db"),
-            "--rows", str(kept), "--out", str(out)]
+    argv = [
+        "--locomo",
+        "none",
+        "--long-span",
+        "small",
+        "--embedders",
+        "hash",
+        "--workdir",
+        str(tmp_path / "db"),
+        "--rows",
+        str(kept),
+        "--out",
+        str(out),
+    ]
     assert cp.main(argv) == 0
     text = out.read_text(encoding="utf-8")
     assert "## Verdict" in text and "| long-span |" in text and "propagated-v1" in text

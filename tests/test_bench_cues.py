@@ -6,7 +6,7 @@ import inspect
 import json
 import subprocess
 import sys
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -72,8 +72,11 @@ def test_rule_month(question, asked_at, expected):
         ("What did the dentist do in mid-March?", NOW, span("2023-03-11", "2023-03-20", "likely")),
         ("What did I buy in late February 2024?", NOW, span("2024-02-21", "2024-02-29", "likely")),
         ("What did I do at the end of May?", NOW, span("2023-05-21", "2023-05-31", "likely")),
-        ("Which tournament did Nate win in the beginning of November 2022?", NOW,
-         span("2022-11-01", "2022-11-10", "likely")),
+        (
+            "Which tournament did Nate win in the beginning of November 2022?",
+            NOW,
+            span("2022-11-01", "2022-11-10", "likely"),
+        ),
         ("Was the first half of September 2022 a good month?", NOW, span("2022-09-01", "2022-09-15", "likely")),
         ("What about the second half of April?", NOW, span("2023-04-16", "2023-04-30", "likely")),
     ],
@@ -90,8 +93,7 @@ def test_rule_month_part(question, asked_at, expected):
         ("What happened May 8th?", NOW, span("2023-05-08", "2023-05-08", "sure")),
         ("What did I say on 8 May, 2023?", NOW, span("2023-05-08", "2023-05-08", "sure")),
         ("What did Audrey eat for dinner on October 24, 2023?", NOW, span("2023-10-24", "2023-10-24", "sure")),
-        ("What book did Tim just finish reading on 8th December, 2023?", NOW,
-         span("2023-12-08", "2023-12-08", "sure")),
+        ("What book did Tim just finish reading on 8th December, 2023?", NOW, span("2023-12-08", "2023-12-08", "sure")),
         ("What happened on the 4th of July?", NOW, span("2022-07-04", "2022-07-04", "sure")),
         ("What happened on 2023-05-08?", NOW, span("2023-05-08", "2023-05-08", "sure")),
         ("What did I do on Feb 29?", NOW, span("2020-02-29", "2020-02-29", "sure")),
@@ -108,8 +110,9 @@ def test_rule_yesterday():
 
 
 def test_rule_day_before_yesterday():
-    check("day_before_yesterday", "What did I do the day before yesterday?", NOW,
-          span("2023-06-13", "2023-06-13", "sure"))
+    check(
+        "day_before_yesterday", "What did I do the day before yesterday?", NOW, span("2023-06-13", "2023-06-13", "sure")
+    )
 
 
 @pytest.mark.parametrize(
@@ -198,8 +201,7 @@ def test_rule_year_part():
 
 
 def test_rule_last_year():
-    check("last_year", "Where did John go on a road trip last year?", NOW,
-          span("2022-01-01", "2022-12-31", "vague"))
+    check("last_year", "Where did John go on a road trip last year?", NOW, span("2022-01-01", "2022-12-31", "vague"))
 
 
 @pytest.mark.parametrize("question", ["What did I start earlier this year?", "What did I read this year?"])
@@ -249,40 +251,71 @@ def test_rule_between(question, expected):
 
 
 def test_rule_week_before_after():
-    check("week_before_after", "Where was Tim in the week before 16 November 2023?", NOW,
-          span("2023-11-09", "2023-11-16", "likely"))
-    check("week_before_after", "What happened the week after 1 May 2023?", NOW,
-          span("2023-05-01", "2023-05-08", "likely"))
+    check(
+        "week_before_after",
+        "Where was Tim in the week before 16 November 2023?",
+        NOW,
+        span("2023-11-09", "2023-11-16", "likely"),
+    )
+    check(
+        "week_before_after", "What happened the week after 1 May 2023?", NOW, span("2023-05-01", "2023-05-08", "likely")
+    )
 
 
 def test_rule_weekend_before_after():
-    check("weekend_before_after", "What did Audrey do over the weekend before 4th October, 2023?", NOW,
-          span("2023-09-30", "2023-10-04", "likely"))
-    check("weekend_before_after", "What did Maria do last weekend before April 10, 2023?", NOW,
-          span("2023-04-08", "2023-04-10", "likely"))
+    check(
+        "weekend_before_after",
+        "What did Audrey do over the weekend before 4th October, 2023?",
+        NOW,
+        span("2023-09-30", "2023-10-04", "likely"),
+    )
+    check(
+        "weekend_before_after",
+        "What did Maria do last weekend before April 10, 2023?",
+        NOW,
+        span("2023-04-08", "2023-04-10", "likely"),
+    )
 
 
 def test_rule_weekday_before_after():
-    check("weekday_before_after", "What did Andrew do on the Monday before July 24, 2023?", NOW,
-          span("2023-07-17", "2023-07-24", "likely"))
-    check("weekday_before_after", "What did they plan on the Saturday after October 28, 2023?", NOW,
-          span("2023-10-28", "2023-11-04", "likely"))
+    check(
+        "weekday_before_after",
+        "What did Andrew do on the Monday before July 24, 2023?",
+        NOW,
+        span("2023-07-17", "2023-07-24", "likely"),
+    )
+    check(
+        "weekday_before_after",
+        "What did they plan on the Saturday after October 28, 2023?",
+        NOW,
+        span("2023-10-28", "2023-11-04", "likely"),
+    )
 
 
 def test_rule_n_before_after():
-    check("n_before_after", "What puppy did Maria get two weeks before August 11, 2023?", NOW,
-          span("2023-07-25", "2023-08-11", "likely"))
-    check("n_before_after", "What happened the day after 3 May 2023?", NOW,
-          span("2023-05-03", "2023-05-04", "likely"))
+    check(
+        "n_before_after",
+        "What puppy did Maria get two weeks before August 11, 2023?",
+        NOW,
+        span("2023-07-25", "2023-08-11", "likely"),
+    )
+    check("n_before_after", "What happened the day after 3 May 2023?", NOW, span("2023-05-03", "2023-05-04", "likely"))
 
 
 def test_rule_nth_week_of_month():
-    check("nth_week_of_month", "Which country was Tim visiting in the second week of November?", NOW,
-          span("2022-11-08", "2022-11-14", "likely"))
-    check("nth_week_of_month", "Where did Andrew go during the first weekend of August 2023?", NOW,
-          span("2023-08-05", "2023-08-06", "likely"))
-    check("nth_week_of_month", "What did I do the last week of May?", NOW,
-          span("2023-05-25", "2023-05-31", "likely"))
+    check(
+        "nth_week_of_month",
+        "Which country was Tim visiting in the second week of November?",
+        NOW,
+        span("2022-11-08", "2022-11-14", "likely"),
+    )
+    check(
+        "nth_week_of_month",
+        "Where did Andrew go during the first weekend of August 2023?",
+        NOW,
+        span("2023-08-05", "2023-08-06", "likely"),
+    )
+    check("nth_week_of_month", "What did I do the last week of May?", NOW, span("2023-05-25", "2023-05-31", "likely"))
 
 
 @pytest.mark.parametrize(
@@ -355,10 +388,18 @@ def test_most_specific_rule_wins(question, rule):
 def test_confidence_table_matches_the_brief():
     assert {conf for _, conf, _ in RULES} <= {"sure", "likely", "vague"}
     required = {
-        "month": "likely", "month_part": "likely", "year": "likely", "day": "sure",
-        "yesterday": "sure", "last_weekday": "likely", "n_ago": "likely",
-        "last_week": "likely", "last_month": "likely", "last_year": "vague",
-        "earlier_this_year": "vague", "long_ago": "vague",
+        "month": "likely",
+        "month_part": "likely",
+        "year": "likely",
+        "day": "sure",
+        "yesterday": "sure",
+        "last_weekday": "likely",
+        "n_ago": "likely",
+        "last_week": "likely",
+        "last_month": "likely",
+        "last_year": "vague",
+        "earlier_this_year": "vague",
+        "long_ago": "vague",
     }
     for rule, conf in required.items():
         assert CONFIDENCE[rule] == conf, rule
@@ -377,8 +418,16 @@ def test_every_rule_has_a_test_named_after_it():
 
 def test_every_cue_has_the_spec_shape():
     questions = [
-        "in March", "on 8 May", "3 days ago", "long ago", "as of May 2023", "since 2022",
-        "last week", "the past month", "in the summer", "yesterday",
+        "in March",
+        "on 8 May",
+        "3 days ago",
+        "long ago",
+        "as of May 2023",
+        "since 2022",
+        "last week",
+        "the past month",
+        "in the summer",
+        "yesterday",
     ]
     for q in questions:
         cue = extract_cue(q, NOW)
@@ -418,7 +467,7 @@ def test_asked_at_as_date_string_datetime_or_zulu():
     q = "What did I do 3 days ago, on 8 May?"
     expected = extract_cue(q, "2023-06-15")
     assert extract_cue(q, "2023-06-15T00:00:00Z") == expected
-    assert extract_cue(q, datetime(2023, 6, 15, tzinfo=timezone.utc)) == expected
+    assert extract_cue(q, datetime(2023, 6, 15, tzinfo=UTC)) == expected
     assert extract_cue(q, datetime(2023, 6, 15)) == expected
 
 
@@ -431,8 +480,20 @@ def test_extractor_is_deterministic():
 # Properties and the period arithmetic
 # --------------------------------------------------------------------------
 
-MONTHS = ["January", "February", "March", "April", "May", "June", "July",
-          "August", "September", "October", "November", "December"]
+MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 
 
 @settings(max_examples=200, deadline=None)
@@ -467,7 +528,7 @@ def test_rule_month_never_after_asked_at(asked, month):
     unit=st.sampled_from(["day", "week", "month"]),
 )
 def test_rule_n_ago_period_centres_n_units_back(now, n, unit):
-    now = now.replace(tzinfo=timezone.utc)
+    now = now.replace(tzinfo=UTC)
     cue = extract_cue(f"What did I do {n} {unit}s ago?", now)
     assert cue == ago(unit + "s", n)
     lo, hi = cue_period(cue, now)
@@ -479,20 +540,20 @@ def test_rule_n_ago_period_centres_n_units_back(now, n, unit):
 
 def test_cue_period_absolute_includes_the_whole_before_day():
     lo, hi = cue_period(span("2023-05-08", "2023-05-08", "sure"), NOW)
-    assert lo == datetime(2023, 5, 8, tzinfo=timezone.utc)
-    assert hi == datetime(2023, 5, 9, tzinfo=timezone.utc)
+    assert lo == datetime(2023, 5, 8, tzinfo=UTC)
+    assert hi == datetime(2023, 5, 9, tzinfo=UTC)
 
 
 def test_cue_period_open_ends_and_long_ago():
     oldest = "2023-01-01T00:00:00+00:00"
     assert cue_period(span(None, "2023-03-31", "vague"), NOW) is None
     lo, hi = cue_period(span(None, "2023-03-31", "vague"), NOW, oldest=oldest)
-    assert lo == datetime(2023, 1, 1, tzinfo=timezone.utc) and hi == datetime(2023, 4, 1, tzinfo=timezone.utc)
+    assert lo == datetime(2023, 1, 1, tzinfo=UTC) and hi == datetime(2023, 4, 1, tzinfo=UTC)
     lo, hi = cue_period(span("2023-03-01", None, "vague"), NOW)
-    assert hi == datetime(2023, 6, 15, tzinfo=timezone.utc)
+    assert hi == datetime(2023, 6, 15, tzinfo=UTC)
     assert cue_period({"ago": "long_ago", "confidence": "vague"}, NOW) is None
     lo, hi = cue_period({"ago": "long_ago", "confidence": "vague"}, "2023-01-31T00:00:00+00:00", oldest=oldest)
-    assert lo == datetime(2023, 1, 1, tzinfo=timezone.utc) and hi == datetime(2023, 1, 11, tzinfo=timezone.utc)
+    assert lo == datetime(2023, 1, 1, tzinfo=UTC) and hi == datetime(2023, 1, 11, tzinfo=UTC)
 
 
 # --------------------------------------------------------------------------
@@ -503,7 +564,10 @@ def test_cue_period_open_ends_and_long_ago():
 def _cli(*args):
     return subprocess.run(
         [sys.executable, "-m", "benchmarks.cues", *args],
-        cwd=REPO, capture_output=True, text=True, timeout=60,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 

@@ -7,8 +7,8 @@ import json
 import re
 import time
 from collections import Counter, defaultdict
-from datetime import date, datetime, timezone
-from functools import lru_cache
+from datetime import UTC, date, datetime
+from functools import cache
 
 import pytest
 from conftest import FIXTURES, LOCOMO_MINI
@@ -59,7 +59,10 @@ def test_the_fixture_is_what_its_script_writes() -> None:
 
 def test_locomo_reads_every_conversation(locomo):
     assert [(c.conv_id, len(c.turns), len(c.questions)) for c in locomo] == [
-        ("mini-1", 108, 63), ("mini-2", 60, 35), ("mini-3", 48, 27)]
+        ("mini-1", 108, 63),
+        ("mini-2", 60, 35),
+        ("mini-3", 48, 27),
+    ]
     for c in locomo:
         assert isinstance(c, Conversation)
         assert c.turns and c.sessions and c.questions
@@ -93,7 +96,9 @@ def test_locomo_evidence_refers_to_existing_turns(locomo):
 def test_locomo_evidence_ids_are_split_deduplicated_and_checked(locomo, raw):
     questions = {q.text: q for c in locomo for q in c.questions}
     assert questions["What did Ines talk about in March 2023 and in July 2023?"].evidence == (
-        "mini-1:D1:3", "mini-1:D9:3")  # "D1:3; D9:3", one string
+        "mini-1:D1:3",
+        "mini-1:D9:3",
+    )  # "D1:3; D9:3", one string
     assert questions["What is the name of Tomas's bread starter, again?"].evidence == ("mini-1:D5:7",)
     flat = questions["Which street is Tomas's new flat on?"]
     assert flat.evidence == ("mini-1:D6:3",)  # its D30:1 names no turn
@@ -115,7 +120,7 @@ def test_locomo_timestamps_increase_within_session(locomo):
 
 def test_locomo_session_times_are_read_in_every_written_form(locomo):
     first = {(c.conv_id, t.session): ts(t.timestamp) for c in reversed(locomo) for t in reversed(c.turns)}
-    utc = timezone.utc
+    utc = UTC
     assert first[("mini-1", 1)] == datetime(2023, 3, 3, 10, 14, tzinfo=utc)  # "10:14 am on 3 March, 2023"
     assert first[("mini-1", 4)] == datetime(2023, 4, 20, 12, 30, tzinfo=utc)  # "12:30 pm": noon
     assert first[("mini-1", 7)] == datetime(2023, 6, 15, 0, 10, tzinfo=utc)  # "12:10 am": after midnight
@@ -158,7 +163,8 @@ def test_locomo_turns_carry_speaker_text_and_image_caption(locomo):
     assert len(shared) == 10 and all(t.endswith("]") for t in shared.values())
     assert shared["mini-1:D1:5"] == (
         "Ines: Yes, I went with a deep teal glaze. Ruth, the teacher, said it was a brave choice for a "
-        "beginner. [shares: a photo of a teal ceramic bowl on a workbench]")
+        "beginner. [shares: a photo of a teal ceramic bowl on a workbench]"
+    )
 
 
 def test_locomo_session_times_without_turns_are_skipped(locomo, raw):
@@ -228,7 +234,7 @@ def test_the_check_benchmark_reports_each_conversation(capsys):
 # --------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=None)
+@cache
 def long_span(seed: int, size: str) -> Conversation:
     return generate_long_span(seed=seed, size=size)
 
@@ -344,9 +350,7 @@ def test_long_span_topic_alone_cannot_tell_the_evidence_apart():
         assert others, q.qid
         # the other occurrences are in other months, with other details
         own_month = ts(turns[q.evidence[0]].timestamp).month
-        assert all(
-            ts(next(t for t in c.turns if t.session == s).timestamp).month != own_month for s in others
-        )
+        assert all(ts(next(t for t in c.turns if t.session == s).timestamp).month != own_month for s in others)
         own_text = {turns[e].content for e in q.evidence}
         other_text = {t.content for t in c.turns if t.session in others}
         assert not own_text & other_text
@@ -355,14 +359,86 @@ def test_long_span_topic_alone_cannot_tell_the_evidence_apart():
 # Words a question shares with its evidence that count as content: four letters
 # or more, not a function word, and not a time word (the time is the cue's job).
 _STOP = frozenset(
-    "what which when where whom whose that this with from about have were your tell told said happened "
-    "they them their there then than into over only also just some very been being does done did "
-    "went came during like".split()
+    [
+        "what",
+        "which",
+        "when",
+        "where",
+        "whom",
+        "whose",
+        "that",
+        "this",
+        "with",
+        "from",
+        "about",
+        "have",
+        "were",
+        "your",
+        "tell",
+        "told",
+        "said",
+        "happened",
+        "they",
+        "them",
+        "their",
+        "there",
+        "then",
+        "than",
+        "into",
+        "over",
+        "only",
+        "also",
+        "just",
+        "some",
+        "very",
+        "been",
+        "being",
+        "does",
+        "done",
+        "did",
+        "went",
+        "came",
+        "during",
+        "like",
+    ]
 )
 _TIME_WORDS = frozenset(
-    "january february march april june july august september october november december "
-    "monday tuesday wednesday thursday friday saturday sunday "
-    "ago last week weeks month months days yesterday early late couple few two three four five".split()
+    [
+        "january",
+        "february",
+        "march",
+        "april",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+        "ago",
+        "last",
+        "week",
+        "weeks",
+        "month",
+        "months",
+        "days",
+        "yesterday",
+        "early",
+        "late",
+        "couple",
+        "few",
+        "two",
+        "three",
+        "four",
+        "five",
+    ]
 )
 
 

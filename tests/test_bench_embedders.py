@@ -16,9 +16,17 @@ ASKED = "2025-03-02T09:00:00+00:00"  # after every turn
 
 
 def conversation() -> Conversation:
-    turns = tuple(Turn(f"c:{i}", text, f"2025-03-01T10:0{i}:00+00:00", "Ann", 1) for i, text in enumerate([
-        "Ann: I adopted a grey kitten called Pepper", "Ann: the bakery on Elm street closed",
-        "Ann: my violin lesson moved to Friday", "Ann: Pepper the kitten chewed my violin bow"]))
+    turns = tuple(
+        Turn(f"c:{i}", text, f"2025-03-01T10:0{i}:00+00:00", "Ann", 1)
+        for i, text in enumerate(
+            [
+                "Ann: I adopted a grey kitten called Pepper",
+                "Ann: the bakery on Elm street closed",
+                "Ann: my violin lesson moved to Friday",
+                "Ann: Pepper the kitten chewed my violin bow",
+            ]
+        )
+    )
     questions = (
         Question("q0", "what is the kitten called", ASKED, ("c:0",), "1", "Pepper"),
         Question("q1", "when is the violin lesson", ASKED, ("c:2",), "2", "Friday"),
@@ -73,8 +81,7 @@ def test_the_cosine_study_scores_each_question_with_its_query_vector() -> None:
 
 def test_the_timings_take_turns_after_a_warm_up_and_count_queries_and_turns() -> None:
     first, second = Asymmetric(), Asymmetric()
-    timings = study.timing_study({"a": first, "b": second}, ["t1", "t2", "t3"], ["q1", "q2"], rounds=2,
-                                 clock=ticking())
+    timings = study.timing_study({"a": first, "b": second}, ["t1", "t2", "t3"], ["q1", "q2"], rounds=2, clock=ticking())
     assert first.queries == ["warm up", "q1", "q2", "q1", "q2"] and second.queries == first.queries
     assert timings["a"]["turns"] == 6 and timings["a"]["ingest_s"] == 1.0 and timings["a"]["query_ms"] == [500.0] * 4
     summary = study.timing_summary(timings["b"])
@@ -103,8 +110,9 @@ def test_the_report_names_the_command_the_models_the_tables_and_the_timings() ->
     better = [{"qid": "q", **{m: 0.75 for m in study.METRICS}}] * 2
     cosine = {"paraphrase-minilm-l3": rows, "multilingual-e5-small": better}
     timings = {"paraphrase-minilm-l3": {"query_ms_p50": 6.2, "query_ms_p95": 9.0, "turns_per_s": 120.0}}
-    text = study.render(["--models", "paraphrase-minilm-l3"], ["- a fact."], cosine, {"paraphrase-minilm-l3": rows},
-                        timings)
+    text = study.render(
+        ["--models", "paraphrase-minilm-l3"], ["- a fact."], cosine, {"paraphrase-minilm-l3": rows}, timings
+    )
     assert "`python -m benchmarks.embedders --models paraphrase-minilm-l3`" in text and "- a fact." in text
     assert "| paraphrase-minilm-l3 | `paraphrase-MiniLM-L3-v2-onnx` | 0.500 | 0.500 | 0.500 | 0.500 | 2 |" in text
     assert "| multilingual-e5-small - paraphrase-minilm-l3 | +0.250 [+0.250, +0.250] |" in text

@@ -28,8 +28,11 @@ TEXTS = {
 
 
 def item(head: str, content: str, claims: list[str], excerpts: list[tuple[str, str]] = ()) -> dict:
-    out = {"content": content, "head_ref": head, "claims": [{"ref": r, "as_of": "2025-01-01", "why": "seed"}
-                                                            for r in claims]}
+    out = {
+        "content": content,
+        "head_ref": head,
+        "claims": [{"ref": r, "as_of": "2025-01-01", "why": "seed"} for r in claims],
+    }
     if excerpts:
         out["excerpts"] = [{"ref": r, "content": c} for r, c in excerpts]
     return out
@@ -62,8 +65,14 @@ def test_a_head_quote_of_the_evidence_counts_and_its_text_is_checked() -> None:
 
 
 def test_an_excerpt_counts_and_a_short_block_of_the_evidence_is_not_its_text() -> None:
-    response = answer(item("mem:3", TEXTS["mem:3"], ["mem:3", "mem:1", "mem:2"],
-                           [("mem:1", "The dentist visit is done."), ("mem:2", TEXTS["mem:2"])]))
+    response = answer(
+        item(
+            "mem:3",
+            TEXTS["mem:3"],
+            ["mem:3", "mem:1", "mem:2"],
+            [("mem:1", "The dentist visit is done."), ("mem:2", TEXTS["mem:2"])],
+        )
+    )
     s = rc.score(response, ["mem:1"], TEXTS)
     assert s["quoted"] == 1.0 and s["quoted_text"] == 0.0 and s["all_quoted"] == 1.0 and s["text_anywhere"] == 0.0
     both = rc.score(response, ["mem:1", "mem:2"], TEXTS)
@@ -85,9 +94,15 @@ def test_a_quote_attributed_elsewhere_is_not_evidence_quoted_but_is_text_anywher
 def test_cpersona_refs_are_mapped_to_ours_and_unknown_ones_never_count() -> None:
     # CPersona's ids differ from ours; the table maps them (msg_id for memories, summary for episodes)
     table = {"mem:11": "mem:1", "mem:12": "mem:2", "ep:4": "ep:1"}
-    response = answer(item("mem:99", "What did the vet say?", ["mem:99"]),
-                      item("mem:11", TEXTS["mem:1"], ["mem:12", "mem:11", "ep:4"],
-                           [("mem:12", TEXTS["mem:2"]), ("ep:4", "[Episode] the dentist")]))
+    response = answer(
+        item("mem:99", "What did the vet say?", ["mem:99"]),
+        item(
+            "mem:11",
+            TEXTS["mem:1"],
+            ["mem:12", "mem:11", "ep:4"],
+            [("mem:12", TEXTS["mem:2"]), ("ep:4", "[Episode] the dentist")],
+        ),
+    )
     s = rc.score(response, ["mem:1", "mem:2"], TEXTS, table)
     assert s["quoted"] == 1.0 and s["quoted_text"] == 1.0 and s["all_quoted"] == 1.0 and s["cited"] == 1.0
     assert [ref for _i, ref, _t in rc.passages(response, table)] == ["peer:mem:99", "mem:1", "mem:2", "ep:1"]
@@ -96,11 +111,15 @@ def test_cpersona_refs_are_mapped_to_ours_and_unknown_ones_never_count() -> None
     assert rc.score(response, ["mem:1", "mem:2"], TEXTS)["quoted"] == 0.0
 
 
-@pytest.mark.parametrize("response", [
-    {"ok": False, "error": "reconstruct is not available yet", "items": [], "returned_count": 0},
-    {"ok": False, "error": "ToolError: cpersona reconstruct: boom"},
-    {"error": "no items"}, None,
-])
+@pytest.mark.parametrize(
+    "response",
+    [
+        {"ok": False, "error": "reconstruct is not available yet", "items": [], "returned_count": 0},
+        {"ok": False, "error": "ToolError: cpersona reconstruct: boom"},
+        {"error": "no items"},
+        None,
+    ],
+)
 def test_an_error_answer_is_a_miss_with_no_size(response) -> None:
     s = rc.score(response, ["mem:1"], TEXTS)
     assert s["error"]
@@ -119,15 +138,43 @@ def rows_by_hand() -> list[dict]:
     error = {"ok": False, "error": "reconstruct is not available yet", "items": [], "returned_count": 0}
     rows = []
     for qid, ours, theirs, cued in (("q1", error, good, True), ("q2", error, miss, False), ("q3", good, good, True)):
-        rows.append(rc.question_row(locomo, "hash", rc.OURS, "c1", question(qid), rc.NO_CUE, cued, ["mem:1"], TEXTS,
-                                    ours))
-        rows.append(rc.question_row(locomo, "hash", rc.PEER, "c1", question(qid), rc.NO_CUE, cued, ["mem:1"], TEXTS,
-                                    theirs, ms=5.0))
+        rows.append(
+            rc.question_row(locomo, "hash", rc.OURS, "c1", question(qid), rc.NO_CUE, cued, ["mem:1"], TEXTS, ours)
+        )
+        rows.append(
+            rc.question_row(
+                locomo, "hash", rc.PEER, "c1", question(qid), rc.NO_CUE, cued, ["mem:1"], TEXTS, theirs, ms=5.0
+            )
+        )
         if cued:
-            rows.append(rc.question_row(locomo, "hash", rc.OURS, "c1", question(qid), rc.CUE, True, ["mem:1"],
-                                        TEXTS, {**ours, "time_cue": {}} if ours is good else ours))
-            rows.append(rc.question_row(locomo, "hash", rc.PEER, "c1", question(qid), rc.CUE, True, ["mem:1"],
-                                        TEXTS, {**theirs, "time_cue": {"applied": True}}))
+            rows.append(
+                rc.question_row(
+                    locomo,
+                    "hash",
+                    rc.OURS,
+                    "c1",
+                    question(qid),
+                    rc.CUE,
+                    True,
+                    ["mem:1"],
+                    TEXTS,
+                    {**ours, "time_cue": {}} if ours is good else ours,
+                )
+            )
+            rows.append(
+                rc.question_row(
+                    locomo,
+                    "hash",
+                    rc.PEER,
+                    "c1",
+                    question(qid),
+                    rc.CUE,
+                    True,
+                    ["mem:1"],
+                    TEXTS,
+                    {**theirs, "time_cue": {"applied": True}},
+                )
+            )
     return rows
 
 
@@ -141,12 +188,19 @@ def test_summaries_count_errors_as_misses_and_leave_them_out_of_sizes() -> None:
     assert theirs["errors"] == 0 and theirs["quoted"] == pytest.approx(2 / 3)
     table = rc.headline_rows(rows)
     slices = [(line[2], line[3], line[4], line[-1]) for line in table]
-    assert slices == [(rc.OURS, "all", rc.NO_CUE, 3), (rc.OURS, "cued", rc.NO_CUE, 2), (rc.OURS, "cued", rc.CUE, 2),
-                      (rc.PEER, "all", rc.NO_CUE, 3), (rc.PEER, "cued", rc.NO_CUE, 2), (rc.PEER, "cued", rc.CUE, 2)]
+    assert slices == [
+        (rc.OURS, "all", rc.NO_CUE, 3),
+        (rc.OURS, "cued", rc.NO_CUE, 2),
+        (rc.OURS, "cued", rc.CUE, 2),
+        (rc.PEER, "all", rc.NO_CUE, 3),
+        (rc.PEER, "cued", rc.NO_CUE, 2),
+        (rc.PEER, "cued", rc.CUE, 2),
+    ]
     assert [line[-2] for line in table] == [2, 1, 1, 0, 0, 0]  # errors beside every figure
     lines = rc.paired_lines(rows)
-    assert any("`ours` quotes evidence where `cpersona` does not on 0 of 3 questions, the reverse on 1" in x
-               for x in lines)
+    assert any(
+        "`ours` quotes evidence where `cpersona` does not on 0 of 3 questions, the reverse on 1" in x for x in lines
+    )
     errors = rc.error_lines(rows)
     assert errors[0].startswith("- `ours`: 3 of 5 calls answered with an error") and "not available" in errors[0]
     assert errors[1] == "- `cpersona`: no error answers (5 calls)."
@@ -161,8 +215,9 @@ def test_relative_cues_are_sent_as_the_absolute_days_they_name() -> None:
     assert relative and cue == {"after": "2025-01-15", "before": "2025-02-14", "confidence": "likely"}
     plain = {"after": "2025-01-21", "before": "2025-01-31", "confidence": "sure"}
     assert rc.absolute_cue(plain, "2025-03-01T12:00:00+00:00", None) == (plain, False)
-    far, _ = rc.absolute_cue({"ago": "long_ago", "confidence": "vague"}, "2025-04-01T00:00:00+00:00",
-                             "2025-01-01T00:00:00+00:00")
+    far, _ = rc.absolute_cue(
+        {"ago": "long_ago", "confidence": "vague"}, "2025-04-01T00:00:00+00:00", "2025-01-01T00:00:00+00:00"
+    )
     assert far == {"after": "2025-01-01", "before": "2025-01-30", "confidence": "vague"}
     assert rc.absolute_cue({"ago": "long_ago", "confidence": "vague"}, "2025-04-01", None) == (None, True)
 
@@ -179,9 +234,12 @@ def test_calls_are_in_time_order_at_the_defaults_with_the_cue_arm_after() -> Non
 def test_question_cues_read_the_text_and_asked_at_only() -> None:
     turns = (Turn("m1", "the dentist", "2025-01-10T10:00:00+00:00", "A", 1),)
     sessions = (SessionSummary(1, "dentist", "d", "2025-01-10T10:00:00+00:00", "2025-01-10T10:00:00+00:00"),)
-    questions = (Question("q1", "What did the dentist say two weeks ago?", "2025-01-24T10:00:00+00:00", ("m1",),
-                          "relative", "x"),
-                 Question("q2", "What did the dentist say?", "2025-01-24T10:00:00+00:00", ("m1",), "none", "x"))
+    questions = (
+        Question(
+            "q1", "What did the dentist say two weeks ago?", "2025-01-24T10:00:00+00:00", ("m1",), "relative", "x"
+        ),
+        Question("q2", "What did the dentist say?", "2025-01-24T10:00:00+00:00", ("m1",), "none", "x"),
+    )
     conversation = Conversation("c", turns, sessions, questions)
     cues = rc.question_cues(conversation, list(questions))
     assert set(cues) == {"q1"} and cues["q1"]["relative"] and "ago" in cues["q1"]["extracted"]
@@ -206,12 +264,26 @@ def test_parser_defaults() -> None:
 
 def test_ours_end_to_end_on_the_small_long_span_history(tmp_path: Path) -> None:
     out, dump = tmp_path / "results" / "reconstruct.md", tmp_path / "rows.jsonl"
-    argv = ["--datasets", "long_span", "--long-span", "small", "--embedders", "hash", "--skip-peer",
-            "--workdir", str(tmp_path / "db"), "--out", str(out), "--dump-rows", str(dump)]
+    argv = [
+        "--datasets",
+        "long_span",
+        "--long-span",
+        "small",
+        "--embedders",
+        "hash",
+        "--skip-peer",
+        "--workdir",
+        str(tmp_path / "db"),
+        "--out",
+        str(out),
+        "--dump-rows",
+        str(dump),
+    ]
     assert rc.main(argv) == 0
     text = out.read_text(encoding="utf-8")
-    assert text.startswith("# Reconstruct: ours against CPersona 2.6.14\n\nCommand: `python -m benchmarks.reconstruct "
-                           "--datasets long_span")
+    assert text.startswith(
+        "# Reconstruct: ours against CPersona 2.6.14\n\nCommand: `python -m benchmarks.reconstruct --datasets long_span"
+    )
     rule, headline, setup = text.index("## What is measured"), text.index("## Headline"), text.index("## Setup")
     assert rule < headline < setup  # the rule comes first, before any number
     assert not any(line.startswith("|") for line in text[rule:headline].splitlines())
@@ -229,8 +301,11 @@ def test_ours_end_to_end_on_the_small_long_span_history(tmp_path: Path) -> None:
     errors, n = int(cells[-2]), int(cells[-1])
     assert n == 35 and errors == sum(1 for r in uncued if r["error"] is not None)
     if errors:
-        assert re.search(rf"- `ours`: {sum(1 for r in rows if r['error'])} of {len(rows)} calls answered with an "
-                         r"error \(counted as misses", text)
+        assert re.search(
+            rf"- `ours`: {sum(1 for r in rows if r['error'])} of {len(rows)} calls answered with an "
+            r"error \(counted as misses",
+            text,
+        )
     else:
         assert "- `ours`: no error answers" in text
 
@@ -249,8 +324,12 @@ def test_a_cpersona_failure_makes_error_rows_of_the_calls_it_did_not_answer(tmp_
     questions = (question("q1"), question("q2"))
     conversation = Conversation("c1", turns, sessions, questions)
     calls = rc.calls_for("c1", list(questions), {})
-    ours = {"gold": {"q1": ["mem:1"], "q2": ["mem:1"]}, "texts": {"mem:1": TEXTS["mem:1"]}, "refs": {"m1": "mem:1"},
-            "episodes": {}}
+    ours = {
+        "gold": {"q1": ["mem:1"], "q2": ["mem:1"]},
+        "texts": {"mem:1": TEXTS["mem:1"]},
+        "refs": {"m1": "mem:1"},
+        "episodes": {},
+    }
 
     async def loaded(*_args):
         return {"imported_memories": 1, "skipped_memories": 0, "imported_episodes": 1, "skipped_episodes": 0}, {}
@@ -264,8 +343,17 @@ def test_a_cpersona_failure_makes_error_rows_of_the_calls_it_did_not_answer(tmp_
     monkeypatch.setattr(rc, "ask_reconstruct", one_then_crash)
     advanced = []
     args = argparse.Namespace(timeout=1.0, start_timeout=1.0, queue_timeout=1.0)
-    rows, totals = rc.evaluate_peer(Dataset("locomo", []), conversation, FakeEmbedder(), ours, calls, args,
-                                    "http://127.0.0.1:1/embed", tmp_path, lambda: advanced.append(1))
+    rows, totals = rc.evaluate_peer(
+        Dataset("locomo", []),
+        conversation,
+        FakeEmbedder(),
+        ours,
+        calls,
+        args,
+        "http://127.0.0.1:1/embed",
+        tmp_path,
+        lambda: advanced.append(1),
+    )
     assert totals["failed"] == "RuntimeError: the server went away" and len(advanced) == 1  # the one not answered
     assert [r["error"] for r in rows] == [None, "CPersona failed: RuntimeError: the server went away"]
     assert rows[0]["quoted"] == 0.0  # no database to map through: CPersona's ref stays foreign

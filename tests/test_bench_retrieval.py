@@ -58,12 +58,14 @@ def test_recall_any_all_mrr_and_best_rank() -> None:
 
 
 def test_best_first_reverses_the_messages_and_finds_the_seats() -> None:
-    response = {"messages": [
-        {"ref": "mem:9", "match_reason": {"signal": "cue", "admission": "reservation"}},
-        {"content": "profile without a ref"},
-        {"ref": "mem:2", "match_reason": {"signal": "rrf"}},
-        {"ref": "mem:1", "match_reason": {"signal": "rrf"}},
-    ]}
+    response = {
+        "messages": [
+            {"ref": "mem:9", "match_reason": {"signal": "cue", "admission": "reservation"}},
+            {"content": "profile without a ref"},
+            {"ref": "mem:2", "match_reason": {"signal": "rrf"}},
+            {"ref": "mem:1", "match_reason": {"signal": "rrf"}},
+        ]
+    }
     assert h.best_first(response) == ["mem:1", "mem:2", "mem:9"]
     assert h.seat_refs(response) == ["mem:9"]
     assert h.best_first({}) == []
@@ -140,8 +142,24 @@ def test_main_runs_end_to_end_on_tiny_data(tmp_path: Path) -> None:
     out = tmp_path / "results" / "retrieval.md"
     dump = tmp_path / "traces.jsonl"
     locomo = LOCOMO_MINI
-    argv = ["--locomo", str(locomo), "--limit-conversations", "1", "--long-span", "small", "--embedders", "hash",
-            "--modes", "rrf", "--out", str(out), "--workdir", str(tmp_path / "db"), "--dump-traces", str(dump)]
+    argv = [
+        "--locomo",
+        str(locomo),
+        "--limit-conversations",
+        "1",
+        "--long-span",
+        "small",
+        "--embedders",
+        "hash",
+        "--modes",
+        "rrf",
+        "--out",
+        str(out),
+        "--workdir",
+        str(tmp_path / "db"),
+        "--dump-traces",
+        str(dump),
+    ]
     assert main(argv) == 0
     text = out.read_text(encoding="utf-8")
     assert text.startswith("# Retrieval quality\n\nCommand: `python -m benchmarks.retrieval --locomo")
@@ -160,6 +178,7 @@ def test_main_runs_end_to_end_on_tiny_data(tmp_path: Path) -> None:
 
 def test_session_recall_counts_a_question_when_an_evidence_session_is_among_the_first_rows() -> None:
     from benchmarks import harness as h
+
     assert h.session_recall([3, None, 7], {7}, 3) == 1.0
     assert h.session_recall([3, None, 7], {7}, 2) == 0.0
     assert h.session_recall([3], set(), 5) == 0.0

@@ -17,9 +17,29 @@ from benchmarks import harness as h
 from benchmarks.datasets import Conversation, Question, SessionSummary, Turn
 from benchmarks.peer import export_lines, write_cpersona_export
 from benchmarks.retrieval_peer import (
-    ALL, PEER_DEFAULTS, PEER_VARIANTS, agreement_rows, build_parser, equal_cut, export_items, headline_rows,
-    held_kinds, late_questions, metric_rows, our_episode_refs, pairs, parse_variant, peer_environment, peer_ref_table,
-    question_row, ranking, render, setting_on, systems_in, wait_for_queue, wins,
+    ALL,
+    PEER_DEFAULTS,
+    PEER_VARIANTS,
+    agreement_rows,
+    build_parser,
+    equal_cut,
+    export_items,
+    headline_rows,
+    held_kinds,
+    late_questions,
+    metric_rows,
+    our_episode_refs,
+    pairs,
+    parse_variant,
+    peer_environment,
+    peer_ref_table,
+    question_row,
+    ranking,
+    render,
+    setting_on,
+    systems_in,
+    wait_for_queue,
+    wins,
 )
 
 
@@ -76,22 +96,33 @@ def test_export_lines_carry_msg_ids_and_episodes(tmp_path: Path) -> None:
     paths = write_cpersona_export(records, tmp_path / "export", "conv-1", per_file=2, episodes=episodes)
     heads = [json.loads(p.read_text().splitlines()[0]) for p in paths]
     assert [(x["memory_count"], x["episode_count"]) for x in heads] == [(2, 0), (1, 2)]
-    assert all(len(p.read_text().splitlines()) == 1 + x["memory_count"] + x["episode_count"]
-               for p, x in zip(paths, heads))
+    assert all(
+        len(p.read_text().splitlines()) == 1 + x["memory_count"] + x["episode_count"] for p, x in zip(paths, heads)
+    )
 
 
 def test_peer_refs_map_through_msg_id_and_summary() -> None:
     our_refs = {"D1:1": "mem:1", "D1:2": "mem:2", "D1:3": "mem:1"}  # D1:3 repeated D1:1's text
     our_episodes = our_episode_refs(conversation(), {1: "ep:7", 2: "ep:8"}, 16000)
     assert our_episodes == {"Session one.": "ep:7", "Session two.": "ep:8"}
-    table = peer_ref_table([(10, "D1:2"), (11, "D1:1"), (12, ""), (13, "nobody")],
-                           [(1, "Session two.\n"), (2, "Session three.")], our_refs, our_episodes)
+    table = peer_ref_table(
+        [(10, "D1:2"), (11, "D1:1"), (12, ""), (13, "nobody")],
+        [(1, "Session two.\n"), (2, "Session three.")],
+        our_refs,
+        our_episodes,
+    )
     assert table == {"mem:10": "mem:2", "mem:11": "mem:1", "ep:1": "ep:8"}
 
 
 def test_ranking_is_best_first_and_foreign_refs_stay_foreign() -> None:
-    answer = {"messages": [{"ref": "mem:13", "content": "held"}, {"content": "[Profile] p"},
-                           {"ref": "ep:1"}, {"ref": "mem:11"}]}
+    answer = {
+        "messages": [
+            {"ref": "mem:13", "content": "held"},
+            {"content": "[Profile] p"},
+            {"ref": "ep:1"},
+            {"ref": "mem:11"},
+        ]
+    }
     table = {"mem:11": "mem:1", "ep:1": "ep:8"}
     assert ranking(answer, table) == ["mem:1", "ep:8", "peer:mem:13"]
     assert ranking(answer) == ["mem:11", "ep:1", "mem:13"]
@@ -99,11 +130,15 @@ def test_ranking_is_best_first_and_foreign_refs_stay_foreign() -> None:
 
 
 def test_held_rows_are_counted_by_the_signal_that_seated_them() -> None:
-    answer = {"messages": [{"ref": "mem:9", "match_reason": {"signal": "block", "admission": "reservation"}},
-                           {"ref": "mem:8", "match_reason": {"signal": "block", "admission": "reservation"}},
-                           {"ref": "mem:7", "match_reason": {"signal": "keyword", "admission": "reservation"}},
-                           {"content": "no ref", "match_reason": {"admission": "reservation"}},
-                           {"ref": "mem:1", "match_reason": {"signal": "rrf"}}]}
+    answer = {
+        "messages": [
+            {"ref": "mem:9", "match_reason": {"signal": "block", "admission": "reservation"}},
+            {"ref": "mem:8", "match_reason": {"signal": "block", "admission": "reservation"}},
+            {"ref": "mem:7", "match_reason": {"signal": "keyword", "admission": "reservation"}},
+            {"content": "no ref", "match_reason": {"admission": "reservation"}},
+            {"ref": "mem:1", "match_reason": {"signal": "rrf"}},
+        ]
+    }
     assert held_kinds(answer) == {"block": 2, "keyword": 1} and held_kinds({}) == {}
 
 
@@ -116,11 +151,29 @@ def rows_by_hand() -> list[dict]:
     question = conversation().questions
     gold = ["mem:1"]
     return [
-        question_row("hash", "ours", "conv-1", question[0], "4 single-hop", gold, ["mem:1", "mem:2"], 0,
-                     ["mem:1", "mem:2", "mem:4"]),
+        question_row(
+            "hash",
+            "ours",
+            "conv-1",
+            question[0],
+            "4 single-hop",
+            gold,
+            ["mem:1", "mem:2"],
+            0,
+            ["mem:1", "mem:2", "mem:4"],
+        ),
         question_row("hash", "cpersona", "conv-1", question[0], "4 single-hop", gold, ["mem:2", "mem:3"], 1),
-        question_row("hash", "ours", "conv-1", question[1], "1 multi-hop", gold, ["mem:5", "mem:6"], 0,
-                     ["mem:5", "mem:6", "mem:1"]),
+        question_row(
+            "hash",
+            "ours",
+            "conv-1",
+            question[1],
+            "1 multi-hop",
+            gold,
+            ["mem:5", "mem:6"],
+            0,
+            ["mem:5", "mem:6", "mem:1"],
+        ),
         question_row("hash", "cpersona", "conv-1", question[1], "1 multi-hop", gold, ["mem:1", "mem:5", "mem:7"], 1),
     ]
 
@@ -129,9 +182,14 @@ def test_tables_compare_the_systems_per_category_at_every_cut_with_the_rows_besi
     rows = rows_by_hand()
     assert len(pairs(rows)) == 2
     lines = metric_rows(rows)
-    assert [line[:3] for line in lines] == [["hash", ALL, "ours"], ["hash", ALL, "cpersona"],
-                                            ["hash", "1 multi-hop", "ours"], ["hash", "1 multi-hop", "cpersona"],
-                                            ["hash", "4 single-hop", "ours"], ["hash", "4 single-hop", "cpersona"]]
+    assert [line[:3] for line in lines] == [
+        ["hash", ALL, "ours"],
+        ["hash", ALL, "cpersona"],
+        ["hash", "1 multi-hop", "ours"],
+        ["hash", "1 multi-hop", "cpersona"],
+        ["hash", "4 single-hop", "ours"],
+        ["hash", "4 single-hop", "cpersona"],
+    ]
     # columns: recall_any@5, @10, recall_all@10, ndcg@10, rows@10, recall_any (returned), ndcg (returned), mrr,
     # rows, recall_any (equal), ndcg (equal), rows (equal), n
     ours, peer = lines[0][3:], lines[1][3:]
@@ -164,10 +222,16 @@ def test_a_variant_of_ours_gets_its_own_lines_and_agreement() -> None:
     label, environ = parse_variant("CPERSONA_KEYWORD_COMMON_RATIO=1")
     assert label == "ours keyword_common_ratio=1" and environ == {"CPERSONA_KEYWORD_COMMON_RATIO": "1"}
     label, environ = parse_variant(["CPERSONA_BLOCK_BUILD_ENABLED=true", "CPERSONA_BLOCK_RETRIEVAL_ENABLED=true"])
-    assert label == "ours blocks-on" and environ == {"CPERSONA_BLOCK_BUILD_ENABLED": "true",
-                                                     "CPERSONA_BLOCK_RETRIEVAL_ENABLED": "true"}
-    for bad in ("CPERSONA_NO_SUCH_THING=1", "KEYWORD_COMMON_RATIO", "CPERSONA_KEYWORD_COMMON_RATIO=lots",
-                "CPERSONA_BLOCK_RETRIEVAL_ENABLED=true"):  # the last: retrieval on while the harness builds none
+    assert label == "ours blocks-on" and environ == {
+        "CPERSONA_BLOCK_BUILD_ENABLED": "true",
+        "CPERSONA_BLOCK_RETRIEVAL_ENABLED": "true",
+    }
+    for bad in (
+        "CPERSONA_NO_SUCH_THING=1",
+        "KEYWORD_COMMON_RATIO",
+        "CPERSONA_KEYWORD_COMMON_RATIO=lots",
+        "CPERSONA_BLOCK_RETRIEVAL_ENABLED=true",
+    ):  # the last: retrieval on while the harness builds none
         try:
             parse_variant(bad)
         except ValueError:
@@ -177,8 +241,9 @@ def test_a_variant_of_ours_gets_its_own_lines_and_agreement() -> None:
     rows = rows_by_hand()
     question = conversation().questions[0]
     rows.append(question_row("hash", label, "conv-1", question, "4 single-hop", ["mem:1"], ["mem:2", "mem:3"], 1))
-    rows.append(question_row("hash", "cpersona blocks-off", "conv-1", question, "4 single-hop", ["mem:1"],
-                             ["mem:2"], 0))
+    rows.append(
+        question_row("hash", "cpersona blocks-off", "conv-1", question, "4 single-hop", ["mem:1"], ["mem:2"], 0)
+    )
     assert systems_in(rows) == ["ours", label, "cpersona", "cpersona blocks-off"]
     assert [line[2] for line in metric_rows(rows)[:4]] == ["ours", label, "cpersona", "cpersona blocks-off"]
     mine = [line for line in agreement_rows(rows) if line[2] == label]
@@ -233,24 +298,62 @@ def test_harness_settings_read_a_variant_environment(tmp_path: Path) -> None:
 def test_render_writes_the_command_and_every_table() -> None:
     argv = ["--embedders", "hash", "--limit-conversations", "1", "--peer-variant", "blocks-off"]
     args = build_parser().parse_args(argv)
-    facts = {"install": "reused benchmarks/.peer", "models": {"hash": "fake-4"},
-             "vectors": {"hash": {"texts": 2, "max_abs": 0.0, "min_cosine": 1.0}},
-             "variants": {"ours blocks-on": {"CPERSONA_BLOCK_BUILD_ENABLED": "true",
-                                             "CPERSONA_BLOCK_RETRIEVAL_ENABLED": "true"}},
-             "peer_variants": ["defaults", "blocks-off"],
-             "imports": [{"embedder": "hash", "conversation": "conv-1", "imported_memories": 3,
-                          "skipped_memories": 0, "imported_episodes": 2, "skipped_episodes": 0, "rows": 5,
-                          "mapped": 5, "system": "cpersona", "blocks": (2, 7), "pending_after": 0,
-                          "queue": {"seconds": 1.5, "polls": 5, "first_pending": 1, "peak_pending": 2}}],
-             "ours": [{"embedder": "hash", "conversation": "conv-1", "system": "ours", "memories": 3, "episodes": 2,
-                       "duplicates": 0, "block_tasks": 0, "block_build_s": 0.0, "blocks": (0, 0)},
-                      {"embedder": "hash", "conversation": "conv-1", "system": "ours blocks-on", "memories": 3,
-                       "episodes": 2, "duplicates": 0, "block_tasks": 5, "block_build_s": 0.2, "blocks": (2, 7)}],
-             "late": 0}
+    facts = {
+        "install": "reused benchmarks/.peer",
+        "models": {"hash": "fake-4"},
+        "vectors": {"hash": {"texts": 2, "max_abs": 0.0, "min_cosine": 1.0}},
+        "variants": {
+            "ours blocks-on": {"CPERSONA_BLOCK_BUILD_ENABLED": "true", "CPERSONA_BLOCK_RETRIEVAL_ENABLED": "true"}
+        },
+        "peer_variants": ["defaults", "blocks-off"],
+        "imports": [
+            {
+                "embedder": "hash",
+                "conversation": "conv-1",
+                "imported_memories": 3,
+                "skipped_memories": 0,
+                "imported_episodes": 2,
+                "skipped_episodes": 0,
+                "rows": 5,
+                "mapped": 5,
+                "system": "cpersona",
+                "blocks": (2, 7),
+                "pending_after": 0,
+                "queue": {"seconds": 1.5, "polls": 5, "first_pending": 1, "peak_pending": 2},
+            }
+        ],
+        "ours": [
+            {
+                "embedder": "hash",
+                "conversation": "conv-1",
+                "system": "ours",
+                "memories": 3,
+                "episodes": 2,
+                "duplicates": 0,
+                "block_tasks": 0,
+                "block_build_s": 0.0,
+                "blocks": (0, 0),
+            },
+            {
+                "embedder": "hash",
+                "conversation": "conv-1",
+                "system": "ours blocks-on",
+                "memories": 3,
+                "episodes": 2,
+                "duplicates": 0,
+                "block_tasks": 5,
+                "block_build_s": 0.2,
+                "blocks": (2, 7),
+            },
+        ],
+        "late": 0,
+    }
     text = render(argv, args, [h.Dataset("locomo", [conversation()])], rows_by_hand(), facts)
     assert text.startswith("# Retrieval quality: ours against CPersona 2.6.14")
-    assert ("Command: `python -m benchmarks.retrieval_peer --embedders hash --limit-conversations 1 "
-            "--peer-variant blocks-off`") in text
+    assert (
+        "Command: `python -m benchmarks.retrieval_peer --embedders hash --limit-conversations 1 "
+        "--peer-variant blocks-off`"
+    ) in text
     assert "| hash | **all** | cpersona | 0.500 | 0.500 | 0.500 |" in text
     assert "| hash | ours | 0.500 |" in text and "| hash | cpersona | 0.500 |" in text  # the headline
     assert "5 of CPersona's 5 rows map to ours" in text and "CPERSONA_BLOCK_BUILD_ENABLED=false" in text
@@ -258,9 +361,11 @@ def test_render_writes_the_command_and_every_table() -> None:
     assert "`ours blocks-on`: 5 tasks run by the replay in 0.2 s" in text
     assert "`hash`, cpersona: 2 of 2 answers hold fewer than 10 ranked rows; 2 carry held seats" in text
     assert "- `ours` returned exactly CPersona's rows in CPersona's order on 0 of 2 questions (`hash`)." in text
-    assert ("`hash`, `ours` against `cpersona`, question by question, `ours` finds evidence where `cpersona` finds "
-            "none: first 10: 1 questions, the reverse on 1; returned: 1 questions, the reverse on 1; equal: 1 "
-            "questions, the reverse on 0.") in text
+    assert (
+        "`hash`, `ours` against `cpersona`, question by question, `ours` finds evidence where `cpersona` finds "
+        "none: first 10: 1 questions, the reverse on 1; returned: 1 questions, the reverse on 1; equal: 1 "
+        "questions, the reverse on 0."
+    ) in text
     assert "the answers at limit 10 hold unequal numbers of rows (ours 2.00, cpersona 2.50" in text
     assert "## Agreement" in text and "| hash | 1 multi-hop | ours |" in text
 

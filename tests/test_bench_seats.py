@@ -27,13 +27,34 @@ def test_sign_test_is_two_sided_and_exact() -> None:
 
 def test_a_tiny_run_compares_each_question_and_a_seat_never_loses_evidence(tmp_path: Path) -> None:
     out = tmp_path / "seats.md"
-    argv = ["--locomo", "none", "--long-span", "small", "--embedders", "hash", "--modes", "rrf", "--extra-rows", "2",
-            "--variant", "CPERSONA_KEYWORD_SEATS=2", "--workdir", str(tmp_path / "db"), "--out", str(out)]
+    argv = [
+        "--locomo",
+        "none",
+        "--long-span",
+        "small",
+        "--embedders",
+        "hash",
+        "--modes",
+        "rrf",
+        "--extra-rows",
+        "2",
+        "--variant",
+        "CPERSONA_KEYWORD_SEATS=2",
+        "--workdir",
+        str(tmp_path / "db"),
+        "--out",
+        str(out),
+    ]
     assert main(argv) == 0
     text = out.read_text(encoding="utf-8")
     assert text.startswith("# Held seats against the gate\n\nCommand: `python -m benchmarks.seats --locomo none")
-    rows = {cells[3]: cells for line in text.splitlines() if line.startswith("| long-span-small | hash | rrf |")
-            for cells in [[c.strip() for c in line.strip("|").split("|")]] if len(cells) > 12}
+    rows = {
+        cells[3]: cells
+        for line in text.splitlines()
+        if line.startswith("| long-span-small | hash | rrf |")
+        for cells in [[c.strip() for c in line.strip("|").split("|")]]
+        if len(cells) > 12
+    }
     assert set(rows) == {"ours", "ours limit=12", "ours keyword_seats=2"}
     seats = rows["ours keyword_seats=2"]
     assert float(seats[5]) >= float(rows["ours"][5])  # mean rows: a seat only adds

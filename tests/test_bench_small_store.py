@@ -24,20 +24,40 @@ def _conversation() -> Conversation:
 def test_windows_are_consecutive_turns_asked_the_questions_they_hold_the_evidence_of() -> None:
     cut = windows(_conversation(), 10, None)
     assert [(w.index, [t.msg_id for t in w.turns][:1], [q.qid for q in w.questions]) for w in cut] == [
-        (0, ["c:0"], ["q1"]), (1, ["c:10"], ["q4"])]  # the third window (5 turns) is short; q3 is category 5
+        (0, ["c:0"], ["q1"]),
+        (1, ["c:10"], ["q4"]),
+    ]  # the third window (5 turns) is short; q3 is category 5
     assert all(len(w.turns) == 10 for w in cut) and cut[0].agent_id == "c-10-0"
     assert windows(_conversation(), 10, 1) == cut[:1]
 
 
 def test_a_tiny_run_writes_every_system_side_by_side(tmp_path: Path) -> None:
     out = tmp_path / "small_store.md"
-    argv = ["--locomo", str(LOCOMO_MINI), "--limit-conversations", "1", "--sizes", "10", "50", "--most", "2",
-            "--embedders", "hash", "--workdir", str(tmp_path / "db"), "--out", str(out)]
+    argv = [
+        "--locomo",
+        str(LOCOMO_MINI),
+        "--limit-conversations",
+        "1",
+        "--sizes",
+        "10",
+        "50",
+        "--most",
+        "2",
+        "--embedders",
+        "hash",
+        "--workdir",
+        str(tmp_path / "db"),
+        "--out",
+        str(out),
+    ]
     assert main(argv) == 0
     text = out.read_text(encoding="utf-8")
     assert text.startswith("# Retrieval in small stores (issue 13)\n\nCommand: `python -m benchmarks.small_store")
-    rows = [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()
-            if line.startswith("| hash | **all** |")]
+    rows = [
+        [c.strip() for c in line.strip("|").split("|")]
+        for line in text.splitlines()
+        if line.startswith("| hash | **all** |")
+    ]
     assert [r[2] for r in rows] == list(SYSTEMS)
     calibrated = {r[2]: float(r[8]) for r in rows}
     assert calibrated["gate-v0"] == calibrated["gate-v1"] == 0.0 < calibrated["gate-v1 +cal"]  # the 50s calibrate

@@ -10,15 +10,33 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.peer import (EXPORT_VERSION, ExportRecord, export_lines, peer_ref_map, sql_datetime,
-                             write_cpersona_export)
+from benchmarks.peer import (
+    EXPORT_VERSION,
+    ExportRecord,
+    export_lines,
+    peer_ref_map,
+    sql_datetime,
+    write_cpersona_export,
+)
 from benchmarks.speed import fate, jaccard, main, month_cue, percentile, recall_arguments, returned_refs
 
 
 def test_a_tiny_run_without_the_peer_writes_the_report(tmp_path: Path) -> None:
     out = tmp_path / "results" / "speed.md"
-    argv = ["--sizes", "200", "--queries", "5", "--no-peer", "--local-sizes", "--ingest-count", "10",
-            "--workdir", str(tmp_path / "work"), "--out", str(out)]
+    argv = [
+        "--sizes",
+        "200",
+        "--queries",
+        "5",
+        "--no-peer",
+        "--local-sizes",
+        "--ingest-count",
+        "10",
+        "--workdir",
+        str(tmp_path / "work"),
+        "--out",
+        str(out),
+    ]
     assert main(argv) == 0
     text = out.read_text(encoding="utf-8")
     assert text.splitlines()[0] == "Command: `python -m benchmarks.speed " + " ".join(argv) + "`"
@@ -54,8 +72,12 @@ def test_jaccard() -> None:
 
 def test_the_export_writer_gives_valid_lines_with_float32_vectors(tmp_path: Path) -> None:
     rng = np.random.default_rng(1)
-    records = [ExportRecord(i, f"memory number {i}", f"2025-03-0{1 + i % 9}T10:00:00+00:00",
-                            rng.standard_normal(384).astype(np.float32)) for i in range(1, 6)]
+    records = [
+        ExportRecord(
+            i, f"memory number {i}", f"2025-03-0{1 + i % 9}T10:00:00+00:00", rng.standard_normal(384).astype(np.float32)
+        )
+        for i in range(1, 6)
+    ]
     records.append(ExportRecord(6, "no vector", "2025-03-09T10:00:00+00:00", None))
     lines = [json.loads(line) for line in export_lines(records, "bench", "2026-01-01T00:00:00+00:00")]
     header, memories = lines[0], lines[1:]
@@ -112,10 +134,22 @@ def test_peer_rows_map_to_ours_by_content(tmp_path: Path) -> None:
 
 def test_fate_reads_the_trace() -> None:
     trace = {
-        "arms": {"vector_near": [{"ref": "mem:1"}, {"ref": "mem:2"}, {"ref": "mem:3"}],
-                 "memory_keyword": [{"ref": "mem:4"}]},
-        "gate": {"decisions": [{"ref": "mem:2", "signal": "cosine", "score": 0.1, "threshold": 0.2, "passed": False,
-                                "reason": "below_gate"}]},
+        "arms": {
+            "vector_near": [{"ref": "mem:1"}, {"ref": "mem:2"}, {"ref": "mem:3"}],
+            "memory_keyword": [{"ref": "mem:4"}],
+        },
+        "gate": {
+            "decisions": [
+                {
+                    "ref": "mem:2",
+                    "signal": "cosine",
+                    "score": 0.1,
+                    "threshold": 0.2,
+                    "passed": False,
+                    "reason": "below_gate",
+                }
+            ]
+        },
         "autocut": {"fired": True, "dropped": ["mem:3"]},
         "order": {"before_cut": [{"ref": "mem:1"}, {"ref": "mem:4"}], "cut_by_count": ["mem:4"]},
     }

@@ -42,8 +42,21 @@ def test_the_speed_benchmark_reports_each_measurement_for_its_size(tmp_path: Pat
 
 def test_the_noisy_neighbours_benchmark_times_alice_at_each_size_of_the_others(tmp_path: Path) -> None:
     out = tmp_path / "noisy.md"
-    argv = ["--locomo", str(LOCOMO), "--others", "0", "200", "--queries", "6", "--workdir", str(tmp_path),
-            "--json", str(tmp_path / "n.json"), "--out", str(out)]
+    argv = [
+        "--locomo",
+        str(LOCOMO),
+        "--others",
+        "0",
+        "200",
+        "--queries",
+        "6",
+        "--workdir",
+        str(tmp_path),
+        "--json",
+        str(tmp_path / "n.json"),
+        "--out",
+        str(out),
+    ]
     assert noisy_neighbours.main(argv) == 0
     rows = [line for line in out.read_text(encoding="utf-8").splitlines() if line.startswith(("| 0 |", "| 200 |"))]
     assert len(rows) == 2
@@ -53,15 +66,28 @@ def test_the_latency_benchmark_builds_the_realistic_corpus_when_asked(tmp_path: 
     from benchmarks import recall_latency
 
     out = tmp_path / "latency.md"
-    argv = ["--corpus", "realistic", "--locomo", str(LOCOMO), "--sizes", "300", "--queries", "6",
-            "--workdir", str(tmp_path), "--out", str(out)]
+    argv = [
+        "--corpus",
+        "realistic",
+        "--locomo",
+        str(LOCOMO),
+        "--sizes",
+        "300",
+        "--queries",
+        "6",
+        "--workdir",
+        str(tmp_path),
+        "--out",
+        str(out),
+    ]
     assert recall_latency.main(argv) == 0
     text = out.read_text(encoding="utf-8")
     assert "realistic corpus" in text and "| 300 |" in text
 
 
 def test_the_side_by_side_makes_its_log_folder_before_installing_the_peer(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A fresh --workdir has no logs/ yet: the install log used to die with FileNotFoundError there."""
     import argparse
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -15,7 +15,7 @@ from benchmarks import time_cue as tc
 from benchmarks.cues import extract_cue
 from benchmarks.datasets import generate_long_span
 
-UTC = timezone.utc
+UTC = UTC
 
 
 def test_sign_test_on_known_cases() -> None:
@@ -28,8 +28,8 @@ def test_sign_test_on_known_cases() -> None:
     assert tc.sign_test(8, 5) == pytest.approx(2380 / 8192)
     # P(X >= 7) + P(X >= 7 of the other side) + P(X = 6) = 1 for n = 13
     assert tc.sign_test(7, 6) + tc.sign_test(7, 6) == pytest.approx(1.0)
-    assert tc.sign_test(6, 7) == pytest.approx(tc.sign_test(7, 6) + math.comb(13, 6) / 2 ** 13)
-    assert tc.sign_test(1029, 0) == 2.0 ** -1029
+    assert tc.sign_test(6, 7) == pytest.approx(tc.sign_test(7, 6) + math.comb(13, 6) / 2**13)
+    assert tc.sign_test(1029, 0) == 2.0**-1029
     with pytest.raises(ValueError):
         tc.sign_test(-1, 2)
 
@@ -88,8 +88,9 @@ def test_the_verdict_makes_no_claim_on_too_few_questions() -> None:
 
 
 def test_the_verdict_table_prints_the_verdict_it_computed() -> None:
-    passing = [{"dataset": "d", "embedder": "hash", "mode": "rrf", **r}
-               for r in _rows([0.2] * 10, [0.6] * 10, [0.3] * 10)]
+    passing = [
+        {"dataset": "d", "embedder": "hash", "mode": "rrf", **r} for r in _rows([0.2] * 10, [0.6] * 10, [0.3] * 10)
+    ]
     failing = [{**r, "dataset": "e"} for r in passing[:4]]
     table = tc.verdict_table(passing + failing)
     row = {line.split("|")[1].strip(): line for line in table[2:]}
@@ -155,8 +156,20 @@ def test_wrong_cues_on_a_generated_store_hold_no_evidence_in_the_period_searched
 def test_main_runs_end_to_end_on_tiny_data(tmp_path: Path) -> None:
     out = tmp_path / "results" / "time_cue.md"
     locomo = LOCOMO_MINI
-    argv = ["--locomo", str(locomo), "--limit-conversations", "1", "--long-span", "small", "--embedders", "hash",
-            "--out", str(out), "--workdir", str(tmp_path / "db")]
+    argv = [
+        "--locomo",
+        str(locomo),
+        "--limit-conversations",
+        "1",
+        "--long-span",
+        "small",
+        "--embedders",
+        "hash",
+        "--out",
+        str(out),
+        "--workdir",
+        str(tmp_path / "db"),
+    ]
     assert tc.main(argv) == 0
     text = out.read_text(encoding="utf-8")
     assert text.startswith("# The time-cue study\n\nCommand: `python -m benchmarks.time_cue --locomo")
@@ -167,12 +180,14 @@ def test_main_runs_end_to_end_on_tiny_data(tmp_path: Path) -> None:
     assert out.with_suffix(".png").stat().st_size > 0
     questions = len(generate_long_span(seed=0, size="small").questions)
     line = next(l for l in text.splitlines() if l.startswith(f"| long-span-small | hash | rrf | {questions} |"))
-    verdicts = text[verdict:text.index("Invariant check")].splitlines()
+    verdicts = text[verdict : text.index("Invariant check")].splitlines()
     assert line in verdicts
     for row in verdicts:
         if row.startswith("| ") and row.rstrip().endswith(("**pass** |", "**no claim** |")):
             assert_verdict_follows_the_rule(row)
-    assert re.search(r"in 0 of \d+ cued recalls", text)  # docs/recall-process.md#invariants: the cue never changes the returned rows
+    assert re.search(
+        r"in 0 of \d+ cued recalls", text
+    )  # docs/recall-process.md#invariants: the cue never changes the returned rows
     assert "## Wrong cues" in text
 
 

@@ -13,17 +13,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import make_settings, open_memory
+
 from cuedrecall.api import Memory
 
 A, B = "agent-a", "agent-b"
 FILLER = " ".join(f"Paragraph {i} of the quarterly report covers routine figures and staffing." for i in range(60))
 ENGLISH = FILLER + " The lighthouse keeper Ingrid repaired the foghorn on the northern pier."
-JAPANESE = "。".join(f"第{i}段落は四半期報告の定例の数字と人員について述べる" for i in range(60)) + \
-    "。灯台守のイングリッドは北の桟橋の霧笛を修理した。"
-SHORT = ["weekly groceries: milk, eggs and bread", "the car needs new tyres before winter",
-         "call the plumber about the kitchen sink", "book tickets for the concert in March"]
+JAPANESE = (
+    "。".join(f"第{i}段落は四半期報告の定例の数字と人員について述べる" for i in range(60))
+    + "。灯台守のイングリッドは北の桟橋の霧笛を修理した。"
+)
+SHORT = [
+    "weekly groceries: milk, eggs and bread",
+    "the car needs new tyres before winter",
+    "call the plumber about the kitchen sink",
+    "book tickets for the concert in March",
+]
 
 
 def blocks_memory(path: Path, **overrides: Any) -> Memory:
@@ -44,9 +50,11 @@ def seats(answer: dict[str, Any]) -> list[dict[str, Any]]:
     return [m for m in answer["messages"] if m.get("match_reason", {}).get("signal") == "block"]
 
 
-@pytest.mark.parametrize(("text", "query"), [(ENGLISH, "lighthouse keeper Ingrid foghorn northern pier"),
-                                             (JAPANESE, "灯台守のイングリッドは霧笛を修理")],
-                         ids=["english", "japanese"])
+@pytest.mark.parametrize(
+    ("text", "query"),
+    [(ENGLISH, "lighthouse keeper Ingrid foghorn northern pier"), (JAPANESE, "灯台守のイングリッドは霧笛を修理")],
+    ids=["english", "japanese"],
+)
 def test_a_passage_far_into_a_long_record_is_held_by_a_block_seat(tmp_path: Path, text: str, query: str) -> None:
     with blocks_memory(tmp_path / "b.db") as memory:
         memory.calibration.set(A, "cosine", 0.99)  # the whole record's vector alone cannot pass
@@ -56,8 +64,7 @@ def test_a_passage_far_into_a_long_record_is_held_by_a_block_seat(tmp_path: Path
         held = seats(answer)
         assert [m["ref"] for m in held] == [long_ref]
         reason = held[0]["match_reason"]
-        assert reason["admission"] == "reservation" and reason["block"] > 0 and reason["order"] in ("vector",
-                                                                                                    "hamming")
+        assert reason["admission"] == "reservation" and reason["block"] > 0 and reason["order"] in ("vector", "hamming")
         trace = answer["trace"]
         assert long_ref in [hit["ref"] for hit in trace["arms"]["block"]]
         assert {"ref": long_ref, "kind": "block"} in trace["reservation"]

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import NOW, make_settings, open_memory
 
 import cuedrecall.handlers.blocks as blocks_module
-from conftest import NOW, make_settings, open_memory
 from cuedrecall.api import Memory
 from cuedrecall.embed import EmbeddingError, HashEmbedder
 from cuedrecall.embed.hashing import hash_vector
@@ -36,28 +36,54 @@ MODEL = HashEmbedder.model
 REPO = Path(__file__).resolve().parents[1]
 BUILDING = {"block_build_enabled": True}  # retrieval stays off: the recall side is not under test here
 
-_TOPICS = ("the weather", "the garden", "the train timetable", "a film", "the neighbour's dog", "the bakery",
-           "the river walk", "a board game", "the library", "the market")
-ENGLISH = " ".join(
-    f"Entry {i}: we talked about {_TOPICS[i % len(_TOPICS)]} for a while, and nothing in it was worth keeping."
-    for i in range(50)
-) + " Before leaving, Mara said the spare key to the boathouse is taped under the third green bench."
+_TOPICS = (
+    "the weather",
+    "the garden",
+    "the train timetable",
+    "a film",
+    "the neighbour's dog",
+    "the bakery",
+    "the river walk",
+    "a board game",
+    "the library",
+    "the market",
+)
+ENGLISH = (
+    " ".join(
+        f"Entry {i}: we talked about {_TOPICS[i % len(_TOPICS)]} for a while, and nothing in it was worth keeping."
+        for i in range(50)
+    )
+    + " Before leaving, Mara said the spare key to the boathouse is taped under the third green bench."
+)
 ENGLISH_QUERY = "where is the spare key to the boathouse taped"
 
-_JA_TOPICS = ("天気", "庭の花", "電車の時刻", "映画", "近所の犬", "パン屋", "川沿いの散歩", "ボードゲーム", "図書館", "市場")
+_JA_TOPICS = (
+    "天気",
+    "庭の花",
+    "電車の時刻",
+    "映画",
+    "近所の犬",
+    "パン屋",
+    "川沿いの散歩",
+    "ボードゲーム",
+    "図書館",
+    "市場",
+)
 # fewer than 64 blocks: the arm examines a record's first 64 blocks only (per_record)
-JAPANESE = "".join(
-    f"{i}日目は{_JA_TOPICS[i % len(_JA_TOPICS)]}について友人と長い時間をかけて話し合いましたが、結局のところ特に"
-    "覚えておくべき大切なことは何もありませんでした。"
-    for i in range(50)
-) + "帰り際に、倉庫の合鍵は青い植木鉢の下に隠してあると言われました。"
+JAPANESE = (
+    "".join(
+        f"{i}日目は{_JA_TOPICS[i % len(_JA_TOPICS)]}について友人と長い時間をかけて話し合いましたが、結局のところ特に"
+        "覚えておくべき大切なことは何もありませんでした。"
+        for i in range(50)
+    )
+    + "帰り際に、倉庫の合鍵は青い植木鉢の下に隠してあると言われました。"
+)
 JAPANESE_QUERY = "倉庫の合鍵は青い植木鉢の下"
 
 
 def opened(path: Path | str, *, embedder: Any = None, **settings: Any) -> Memory:
     """A store that builds blocks, with no builder thread: the test drains the queue itself."""
-    return open_memory(path, settings=make_settings(**{**BUILDING, **settings}), embedder=embedder,
-                       background=False)
+    return open_memory(path, settings=make_settings(**{**BUILDING, **settings}), embedder=embedder, background=False)
 
 
 def arm(memory: Memory, query: str, scope: Scope = Scope(A)) -> list[tuple[str, int]]:
@@ -103,8 +129,13 @@ def test_every_write_of_a_text_answers_blocks_queued_and_the_queue_holds_its_bui
         skipped = memory.store(agent_id=A, content=ENGLISH + " PS.")
         assert skipped["result"] == "skipped" and "blocks" not in skipped
         assert memory.store_.pending_tasks("build_blocks") == 3
-        assert memory.get_queue_status() == {"enabled": True, "pending": 3, "pending_by_kind": {"build_blocks": 3},
-                                             "max_retries": 3, "retry_delay": 30}
+        assert memory.get_queue_status() == {
+            "enabled": True,
+            "pending": 3,
+            "pending_by_kind": {"build_blocks": 3},
+            "max_retries": 3,
+            "retry_delay": 30,
+        }
         assert memory.blocks is not None and memory.blocks.drain() == 3
         assert memory.store_.pending_tasks() == 0 and lacking(memory) == 0
         assert memory.get_queue_status()["pending"] == 0
@@ -158,10 +189,10 @@ def test_a_merge_queues_the_builds_of_the_copies(db_path: Path) -> None:
 # -- what the builder writes ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text, query", [(ENGLISH, ENGLISH_QUERY), (JAPANESE, JAPANESE_QUERY)],
-                         ids=["english", "japanese"])
-def test_a_long_record_is_found_by_the_block_that_holds_its_last_words(db_path: Path, text: str,
-                                                                       query: str) -> None:
+@pytest.mark.parametrize(
+    "text, query", [(ENGLISH, ENGLISH_QUERY), (JAPANESE, JAPANESE_QUERY)], ids=["english", "japanese"]
+)
+def test_a_long_record_is_found_by_the_block_that_holds_its_last_words(db_path: Path, text: str, query: str) -> None:
     """The answer sits at the end of a record of several thousand characters: its whole-record vector hardly
     resembles the query, its last block does."""
     assert len(text) > 3000
@@ -190,10 +221,16 @@ def test_the_stored_blocks_are_the_divider_s_spans_with_sign_bits_and_int8_codes
         memory.blocks.drain()
         spans = divide(ENGLISH)
         assert memory.store_.block_spans([ref, short]) == {
-            ref: [(s.start, s.end, s.forced) for s in spans], short: [(0, len("one sentence only"), False)]}
+            ref: [(s.start, s.end, s.forced) for s in spans],
+            short: [(0, len("one sentence only"), False)],
+        }
         counts = memory.store_.block_counts(A, MODEL)
-        assert counts == {"records_with_blocks": 2, "records_divided": 1, "records_lacking_blocks": 0,
-                          "block_rows": len(spans)}
+        assert counts == {
+            "records_with_blocks": 2,
+            "records_divided": 1,
+            "records_lacking_blocks": 0,
+            "block_rows": len(spans),
+        }
         vectors = HashEmbedder().embed([s.text(ENGLISH) for s in spans])
         bits, codes = quantise(vectors)
         assert bits.shape == (len(spans), 48) and codes.dtype == np.int8
@@ -219,8 +256,7 @@ def test_a_new_text_gets_new_blocks_and_the_old_ones_go_at_once(db_path: Path) -
         assert arm(memory, "the spare key to the greenhouse")[0][0] == stored["ref"]
 
 
-def test_a_set_made_for_a_text_that_changed_meanwhile_is_not_written_and_the_new_text_is_built(
-        db_path: Path) -> None:
+def test_a_set_made_for_a_text_that_changed_meanwhile_is_not_written_and_the_new_text_is_built(db_path: Path) -> None:
     embedder = FlakyEmbedder()
     with opened(db_path, embedder=embedder) as memory:
         stored = memory.store(agent_id=A, content=ENGLISH)
@@ -235,7 +271,8 @@ def test_a_set_made_for_a_text_that_changed_meanwhile_is_not_written_and_the_new
 
 
 def test_an_embedding_failure_is_retried_later_and_the_task_dropped_after_three(
-        db_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    db_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     embedder = FlakyEmbedder()
     with opened(db_path, embedder=embedder) as memory:
         memory.store(agent_id=A, content=ENGLISH)
@@ -262,7 +299,8 @@ def test_an_embedding_failure_is_retried_later_and_the_task_dropped_after_three(
 
 
 def test_the_backfill_walks_what_was_stored_before_in_bounded_runs_with_its_cursor(
-        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with open_memory(db_path) as before:  # blocks not built
         for i in range(5):
             before.store(agent_id=A, content=f"Record {i}. " + ENGLISH)
@@ -318,8 +356,13 @@ def test_work_left_by_a_process_killed_mid_queue_is_finished_by_the_next(tmp_pat
     path = tmp_path / "killed.db"
     lease, count = 1.0, 4
     script = _KILLED_SCRIPT.format(lease=lease, path=str(path), now=NOW, count=count, agent=A, text=ENGLISH)
-    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], stdout=subprocess.PIPE,
-                             env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        cwd=REPO,
+        text=True,
+    )
     try:
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "stored"
@@ -372,15 +415,20 @@ def test_the_builder_thread_builds_on_its_own_and_stops_with_the_store(db_path: 
 
 
 def test_missing_blocks_reports_the_records_lacking_a_set_and_a_fix_advances_the_backfill(
-        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(blocks_module, "BACKFILL_RECORDS", 2)
     with opened(db_path) as memory:
         refs = [memory.store(agent_id=A, content=f"Record {i}. " + ENGLISH)["ref"] for i in range(3)]
         memory.store(agent_id=B, content=ENGLISH)
         found = next(i for i in memory.check_health(agent_id=A)["issues"] if i["check"] == "missing_blocks")
         assert found["count"] == 3 and found["severity"] == "info" and found["sample_refs"] == refs
-        assert found["blocks"] == {"records_with_blocks": 0, "records_divided": 0,
-                                   "records_lacking_blocks": 3, "block_rows": 0}
+        assert found["blocks"] == {
+            "records_with_blocks": 0,
+            "records_divided": 0,
+            "records_lacking_blocks": 3,
+            "block_rows": 0,
+        }
         fixed = memory.check_health(agent_id=A, fix=True, checks=["missing_blocks"])
         issue = fixed["issues"][0]
         assert issue["fixed"] == 2 and issue["remaining"] == 1 and fixed["status"] == "healthy"

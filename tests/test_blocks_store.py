@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from conftest import database_at, visible
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import database_at, visible
 from cuedrecall.embed.hashing import hash_vector
 from cuedrecall.handlers.rows import episode_row, memory_row
 from cuedrecall.store import schema
@@ -27,25 +27,55 @@ from cuedrecall.text.blocks import divide
 NOW = "2025-11-01T12:00:00+00:00"
 MODEL = "hash-384"
 A, B = "agent-a", "agent-b"
-LONG = " ".join(f"Line {i} of the diary says the weather was mild and the garden quiet." for i in range(12)) + \
-    " At the very end it says the brass key hides under the mossy stone."
+LONG = (
+    " ".join(f"Line {i} of the diary says the weather was mild and the garden quiet." for i in range(12))
+    + " At the very end it says the brass key hides under the mossy stone."
+)
 KEY = hash_vector("the brass key hides under the mossy stone")
 
 
-def add_memory(store: SqliteStore, content: str = LONG, *, agent: str = A, project: str = "", channel: str = "",
-               source_id: str = "") -> str:
-    row = memory_row(agent_id=agent, project_id=project, channel=channel, msg_id="", content=content,
-                     source={"id": source_id} if source_id else {}, timestamp=NOW, metadata={}, created_at=NOW,
-                     vector=hash_vector(content), model=MODEL)
+def add_memory(
+    store: SqliteStore,
+    content: str = LONG,
+    *,
+    agent: str = A,
+    project: str = "",
+    channel: str = "",
+    source_id: str = "",
+) -> str:
+    row = memory_row(
+        agent_id=agent,
+        project_id=project,
+        channel=channel,
+        msg_id="",
+        content=content,
+        source={"id": source_id} if source_id else {},
+        timestamp=NOW,
+        metadata={},
+        created_at=NOW,
+        vector=hash_vector(content),
+        model=MODEL,
+    )
     with store.write() as conn:
         return make_ref(MEMORY, store.insert_memory(conn, row))
 
 
-def add_episode(store: SqliteStore, summary: str = LONG, *, agent: str = A, project: str = "",
-                channel: str = "") -> str:
-    row = episode_row(agent_id=agent, project_id=project, channel=channel, summary=summary, keywords="",
-                      start_time=None, end_time=None, resolved=False, created_at=NOW, vector=hash_vector(summary),
-                      model=MODEL)
+def add_episode(
+    store: SqliteStore, summary: str = LONG, *, agent: str = A, project: str = "", channel: str = ""
+) -> str:
+    row = episode_row(
+        agent_id=agent,
+        project_id=project,
+        channel=channel,
+        summary=summary,
+        keywords="",
+        start_time=None,
+        end_time=None,
+        resolved=False,
+        created_at=NOW,
+        vector=hash_vector(summary),
+        model=MODEL,
+    )
     with store.write() as conn:
         return make_ref(EPISODE, store.insert_episode(conn, row))
 
@@ -58,8 +88,9 @@ def build(store: SqliteStore, ref: str) -> int:
     spans = divide(text)
     vectors = np.stack([hash_vector(span.text(text)) for span in spans])
     codes = np.round(vectors * (127 / np.abs(vectors).max(axis=1, keepdims=True))).astype(np.int8)
-    block_set = BlockSet(ref, digest, MODEL, tuple((s.start, s.end, s.forced) for s in spans),
-                         np.packbits(vectors > 0, axis=1), codes)
+    block_set = BlockSet(
+        ref, digest, MODEL, tuple((s.start, s.end, s.forced) for s in spans), np.packbits(vectors > 0, axis=1), codes
+    )
     with store.write() as conn:
         assert store.write_blocks(conn, block_set)
     return len(spans)
@@ -71,7 +102,8 @@ def arm(store: SqliteStore, scope: Scope = Scope(A), query: np.ndarray = KEY) ->
 
 
 def test_migration_4_adds_blocks_and_tasks_and_a_database_from_before_lists_its_records_for_the_backfill(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "v3.db"
     database_at(path, 3, LONG, NOW)
     store = SqliteStore(path)
@@ -93,8 +125,10 @@ def test_a_block_write_is_one_change_log_entry_a_record_not_one_a_block(tmp_path
         logged = store._read("SELECT kind, row_id FROM change_log WHERE seq > ?", (before,))
         assert logged == [("blk:mem", 1)]
         build(store, ref)  # replaced: the old set's block 0 goes, the new one's comes
-        assert store._read("SELECT kind, row_id FROM change_log WHERE seq > ?", (before,))[1:] == \
-            [("blk:mem", 1), ("blk:mem", 1)]
+        assert store._read("SELECT kind, row_id FROM change_log WHERE seq > ?", (before,))[1:] == [
+            ("blk:mem", 1),
+            ("blk:mem", 1),
+        ]
     finally:
         store.close()
 
@@ -134,8 +168,9 @@ def test_every_connection_s_block_index_follows_the_writes_of_another(tmp_path: 
 def test_the_index_built_at_open_answers_as_the_index_that_followed_the_writes(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
     store = SqliteStore(path)
-    refs = [add_memory(store, f"record {i}. " + LONG, project=("p1", "")[i % 2], source_id=f"discord:{i}")
-            for i in range(6)]
+    refs = [
+        add_memory(store, f"record {i}. " + LONG, project=("p1", "")[i % 2], source_id=f"discord:{i}") for i in range(6)
+    ]
     refs.append(add_episode(store))
     for ref in refs:
         build(store, ref)
@@ -174,27 +209,42 @@ class Row:
     source_id: str
 
 
-rows = st.builds(Row, st.sampled_from((MEMORY, MEMORY, EPISODE)), st.sampled_from((A, B, "c1")),
-                 st.sampled_from(("", "p1", "p2")), st.sampled_from(("", "c1", "c2")),
-                 st.sampled_from(("", "discord:1", "discord:12", "slack:al_", "slack:alice", "zoë", "zoë2")))
-scopes = st.builds(Scope, agent_id=st.sampled_from((A, B, "c1", "nobody")),
-                   project_id=st.sampled_from((None, "", "p1", "p3")), channel=st.sampled_from(("", "c1", "c3")),
-                   source_id=st.sampled_from(("", "discord:", "discord:1", "slack:al_", "slack:al", "zoë", "zo",
-                                              "c1")))
+rows = st.builds(
+    Row,
+    st.sampled_from((MEMORY, MEMORY, EPISODE)),
+    st.sampled_from((A, B, "c1")),
+    st.sampled_from(("", "p1", "p2")),
+    st.sampled_from(("", "c1", "c2")),
+    st.sampled_from(("", "discord:1", "discord:12", "slack:al_", "slack:alice", "zoë", "zoë2")),
+)
+scopes = st.builds(
+    Scope,
+    agent_id=st.sampled_from((A, B, "c1", "nobody")),
+    project_id=st.sampled_from((None, "", "p1", "p3")),
+    channel=st.sampled_from(("", "c1", "c3")),
+    source_id=st.sampled_from(("", "discord:", "discord:1", "slack:al_", "slack:al", "zoë", "zo", "c1")),
+)
 
 
 @settings(max_examples=40, deadline=None)
 @given(records=st.lists(rows, min_size=1, max_size=16), reads=st.lists(scopes, min_size=1, max_size=6))
-def test_the_block_arm_returns_exactly_the_records_the_scope_rule_admits(records: list[Row],
-                                                                         reads: list[Scope]) -> None:
+def test_the_block_arm_returns_exactly_the_records_the_scope_rule_admits(
+    records: list[Row], reads: list[Scope]
+) -> None:
     store = SqliteStore(":memory:")
     try:
         stored = {}
         for n, row in enumerate(records):
             text = f"record {n}. " + LONG
             if row.kind == MEMORY:
-                ref = add_memory(store, text, agent=row.agent_id, project=row.project_id, channel=row.channel,
-                                 source_id=row.source_id)
+                ref = add_memory(
+                    store,
+                    text,
+                    agent=row.agent_id,
+                    project=row.project_id,
+                    channel=row.channel,
+                    source_id=row.source_id,
+                )
                 stored[ref] = row
             else:
                 ref = add_episode(store, text, agent=row.agent_id, project=row.project_id, channel=row.channel)

@@ -40,6 +40,7 @@ def test_grown_stats_keep_their_bound_and_read_an_evicted_value_again() -> None:
         def full() -> tuple[int, dict[str, int]]:
             reads.append(key)
             return key * 2, {"mem": 1}
+
         return full
 
     for key in range(100):

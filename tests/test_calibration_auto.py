@@ -7,15 +7,21 @@ import time
 from pathlib import Path
 from typing import Any
 
+from conftest import make_settings, open_memory
+
 from cuedrecall.api import Memory
 from cuedrecall.handlers import calibrate
 from cuedrecall.recall.calibration import AUTO_MILESTONES, due_milestone, next_milestone
 from cuedrecall.store.base import Threshold
-from conftest import make_settings, open_memory
 
 A = "grower"
-TOPICS = ("bike brake pads chain", "garden basil tomato pot", "checkout coupon ticket review",
-          "flight hotel hike holiday", "dentist invoice insurance appointment")
+TOPICS = (
+    "bike brake pads chain",
+    "garden basil tomato pot",
+    "checkout coupon ticket review",
+    "flight hotel hike holiday",
+    "dentist invoice insurance appointment",
+)
 
 
 def growing(path: Path, **overrides: Any) -> Memory:
@@ -98,8 +104,13 @@ def test_a_model_change_queues_a_background_calibration(db_path: Path) -> None:
         memory.blocks.drain()
         fresh = memory.calibration.thresholds(A)
         with memory.store_.write() as conn:
-            memory.store_.set_thresholds(conn, [Threshold(t.agent_id, t.signal, t.value, "another-model",
-                                                          t.scoring_version) for t in memory.store_.thresholds()])
+            memory.store_.set_thresholds(
+                conn,
+                [
+                    Threshold(t.agent_id, t.signal, t.value, "another-model", t.scoring_version)
+                    for t in memory.store_.thresholds()
+                ],
+            )
     with growing(db_path) as memory:
         assert memory.calibration.thresholds(A) == {}  # stale: never applied
         assert memory.store_.pending_tasks(calibrate.TASK) == 1  # queued at the start, not measured in it
@@ -126,7 +137,8 @@ def _gate_at(memory: Memory, value: float, *, auto: bool) -> None:
 
 
 def test_a_standout_match_in_a_small_pool_clears_an_automatic_calibration_but_not_an_explicit_one(
-        db_path: Path) -> None:
+    db_path: Path,
+) -> None:
     with open_memory(db_path, background=False) as memory:  # no calibration on growth: the gate is the test's
         fill(memory, 0, 60)
         for auto, origin in ((True, "outlier"), (False, "calibrated")):

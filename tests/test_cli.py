@@ -10,13 +10,26 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-
 from conftest import open_memory
+
 from cuedrecall.cli import build_parser, main
 
 REPO = Path(__file__).resolve().parents[1]
-SUBCOMMANDS = ["serve", "demo", "recall", "export", "import", "calibrate", "build-blocks", "backup", "migrate",
-               "embed-server", "view", "ui", "traces"]
+SUBCOMMANDS = [
+    "serve",
+    "demo",
+    "recall",
+    "export",
+    "import",
+    "calibrate",
+    "build-blocks",
+    "backup",
+    "migrate",
+    "embed-server",
+    "view",
+    "ui",
+    "traces",
+]
 
 
 def _subcommands() -> set[str]:
@@ -48,8 +61,14 @@ def test_each_subcommand_help_exits_zero(command: str, capsys: pytest.CaptureFix
 
 def test_the_installed_entry_point_runs_as_a_module(tmp_path: Path) -> None:
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-m", "cuedrecall.cli", "--help"], env=env, cwd=REPO,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "cuedrecall.cli", "--help"],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0 and "serve" in done.stdout
 
 
@@ -130,6 +149,7 @@ def test_export_then_import_through_the_cli_round_trips_and_prints_json(
     assert (again["imported_memories"], again["skipped_memories"]) == (0, 2)
 
     with open_memory(source) as before, open_memory(target) as after:
+
         def view(memory: object) -> list[tuple[str, str]]:
             rows = memory.list_memories(agent_id="default")["memories"]  # type: ignore[attr-defined]
             return [(m["content"], m["timestamp"]) for m in rows]
@@ -198,8 +218,13 @@ def test_calibrate_sets_the_agents_gate_and_prints_the_report(
     with open_memory(db) as memory:
         for day in range(1, 29):
             for minute in (0, 10):
-                memory.store(agent_id="a", message={"content": f"note {day} {minute} about topic {day % 5}",
-                                                    "timestamp": f"2025-03-{day:02d}T10:{minute:02d}:00+00:00"})
+                memory.store(
+                    agent_id="a",
+                    message={
+                        "content": f"note {day} {minute} about topic {day % 5}",
+                        "timestamp": f"2025-03-{day:02d}T10:{minute:02d}:00+00:00",
+                    },
+                )
     assert main(["calibrate", "--db", str(db), "--embedding", "hash", "--agent", "a"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["ok"] is True and "cosine" in report["new_thresholds"]

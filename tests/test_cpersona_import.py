@@ -10,14 +10,14 @@ from __future__ import annotations
 import base64
 import json
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-
 from conftest import failed, open_memory, snapshot
+
 from cuedrecall.api import Memory
 from cuedrecall.cli import main
 
@@ -27,8 +27,11 @@ FOLDERS = "cpersona-2.6.14-export-folders.jsonl"  # 1.2
 OLDEST = "cpersona-2.6.0-export.jsonl"  # 1.0
 VECTORS = "cpersona-2.6.14-export-vectors.jsonl"  # 1.1 with hash-384 vectors
 MARA, HARBOUR = "mara-assistant", "harbour-bot"
-BOILER, CAFE, TEA = ("Mara's boiler was serviced on 3 February", "The café on Rua Nova opens at nine",
-                     "Mara prefers tea over coffee in the morning")
+BOILER, CAFE, TEA = (
+    "Mara's boiler was serviced on 3 February",
+    "The café on Rua Nova opens at nine",
+    "Mara prefers tea over coffee in the morning",
+)
 SHIFT = "The harbour master changes shift at six"
 AGENTS = (MARA, HARBOUR)
 
@@ -44,8 +47,9 @@ def _place(memory: Memory, name: str, lines: list[dict[str, Any]] | None = None)
     if lines is None:
         shutil.copyfile(FIXTURES / name, folder / name)
     else:
-        (folder / name).write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines),
-                                   encoding="utf-8")
+        (folder / name).write_text(
+            "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8"
+        )
     return name
 
 
@@ -55,16 +59,25 @@ def _rows(memory: Memory) -> dict[str, dict[str, Any]]:
 
 def _sql_time(stamp: str) -> str:
     """CPersona's created_at (SQLite's UTC ``YYYY-MM-DD HH:MM:SS``) in ISO-8601 with offset."""
-    return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).isoformat()
+    return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC).isoformat()
 
 
 # -- the fixture, whole ------------------------------------------------------------------------
 
+
 def test_the_cpersona_export_imports_every_memory_episode_and_profile(memory: Memory) -> None:
     result = memory.import_memories(input_path=_place(memory, LATEST))
-    assert result == {"ok": True, "dry_run": False, "imported_memories": 4, "skipped_memories": 0,
-                      "imported_episodes": 1, "skipped_episodes": 0, "profile_updated": 1, "skipped_profiles": 0,
-                      "not_imported": {"entity": 2, "mention": 2, "relation": 1}}
+    assert result == {
+        "ok": True,
+        "dry_run": False,
+        "imported_memories": 4,
+        "skipped_memories": 0,
+        "imported_episodes": 1,
+        "skipped_episodes": 0,
+        "profile_updated": 1,
+        "skipped_profiles": 0,
+        "not_imported": {"entity": 2, "mention": 2, "relation": 1},
+    }
     assert {m["content"] for m in memory.list_memories(agent_id=MARA)["memories"]} == {BOILER, CAFE, TEA}
     assert [m["content"] for m in memory.list_memories(agent_id=HARBOUR)["memories"]] == [SHIFT]
 
@@ -73,8 +86,12 @@ def test_contents_sources_metadata_and_msg_ids_arrive_as_cpersona_held_them(memo
     memory.import_memories(input_path=_place(memory, LATEST))
     rows = _rows(memory)
     boiler = rows[BOILER]
-    assert (boiler["agent_id"], boiler["project_id"], boiler["channel"], boiler["msg_id"]) == (MARA, "home", "c1",
-                                                                                               "msg-001")
+    assert (boiler["agent_id"], boiler["project_id"], boiler["channel"], boiler["msg_id"]) == (
+        MARA,
+        "home",
+        "c1",
+        "msg-001",
+    )
     assert json.loads(boiler["source"]) == {"type": "User", "id": "discord:42", "name": "Mara"}
     assert boiler["source_id"] == "discord:42"  # the derived column a source filter reads
     assert json.loads(boiler["metadata"]) == {"tags": ["house"], "mood": "relieved"}
@@ -98,11 +115,17 @@ def test_timestamps_are_kept_and_created_at_is_read_from_sqlites_spelling(memory
 def test_the_episode_keeps_its_span_keywords_axes_and_resolution(memory: Memory) -> None:
     memory.import_memories(input_path=_place(memory, LATEST))
     (episode,) = memory.list_episodes(agent_id=MARA)["episodes"]
-    assert {k: episode[k] for k in ("summary", "keywords", "start_time", "end_time", "resolved", "project_id",
-                                    "channel")} == {
-        "summary": "Planned the kitchen renovation with Mara", "keywords": "kitchen renovation plan",
-        "start_time": "2025-01-05T10:00:00Z", "end_time": "2025-01-05T11:30:00Z", "resolved": True,
-        "project_id": "home", "channel": "c1"}
+    assert {
+        k: episode[k] for k in ("summary", "keywords", "start_time", "end_time", "resolved", "project_id", "channel")
+    } == {
+        "summary": "Planned the kitchen renovation with Mara",
+        "keywords": "kitchen renovation plan",
+        "start_time": "2025-01-05T10:00:00Z",
+        "end_time": "2025-01-05T11:30:00Z",
+        "resolved": True,
+        "project_id": "home",
+        "channel": "c1",
+    }
 
 
 def test_the_agents_profile_arrives(memory: Memory) -> None:
@@ -160,18 +183,33 @@ def test_the_cuedrecall_import_command_moves_a_cpersona_user_over(
 
 # -- the three versions ------------------------------------------------------------------------
 
+
 def _essence(memory: Memory) -> tuple[Any, ...]:
-    memories = sorted((r["agent_id"], r["content"], r["msg_id"], r["source"], r["metadata"], r["timestamp"],
-                       r["project_id"], r["channel"]) for r in memory.store_.export_rows("mem", ""))
+    memories = sorted(
+        (
+            r["agent_id"],
+            r["content"],
+            r["msg_id"],
+            r["source"],
+            r["metadata"],
+            r["timestamp"],
+            r["project_id"],
+            r["channel"],
+        )
+        for r in memory.store_.export_rows("mem", "")
+    )
     episodes = sorted((r["summary"], r["start_time"], r["end_time"]) for r in memory.store_.export_rows("ep", ""))
     return memories, episodes, memory.get_profile(agent_id=MARA)["profile"]
 
 
-@pytest.mark.parametrize("name, version, not_imported", [
-    (OLDEST, "cpersona-export/1.0", None),
-    (LATEST, "cpersona-export/1.1", {"entity": 2, "mention": 2, "relation": 1}),
-    (FOLDERS, "cpersona-export/1.2", {"entity": 2, "mention": 2, "relation": 1, "folder": 1, "folder_member": 1}),
-])
+@pytest.mark.parametrize(
+    "name, version, not_imported",
+    [
+        (OLDEST, "cpersona-export/1.0", None),
+        (LATEST, "cpersona-export/1.1", {"entity": 2, "mention": 2, "relation": 1}),
+        (FOLDERS, "cpersona-export/1.2", {"entity": 2, "mention": 2, "relation": 1, "folder": 1, "folder_member": 1}),
+    ],
+)
 def test_each_version_cpersona_writes_is_accepted(
     name: str, version: str, not_imported: dict[str, int] | None, tmp_path: Path
 ) -> None:
@@ -198,11 +236,14 @@ def test_an_old_1_0_header_without_profile_count_is_checked_by_has_profile(memor
     assert snapshot(memory, agents=AGENTS) == before
 
 
-@pytest.mark.parametrize("version, extra", [
-    ("cpersona-export/1.0", {"_type": "entity", "id": 9, "agent_id": MARA, "name": "x"}),  # graph came in 1.1
-    ("cpersona-export/1.1", {"_type": "folder", "id": 9, "agent_id": MARA, "name": "x"}),  # folders in 1.2
-    ("cpersona-export/1.2", {"_type": "gossip"}),
-])
+@pytest.mark.parametrize(
+    "version, extra",
+    [
+        ("cpersona-export/1.0", {"_type": "entity", "id": 9, "agent_id": MARA, "name": "x"}),  # graph came in 1.1
+        ("cpersona-export/1.1", {"_type": "folder", "id": 9, "agent_id": MARA, "name": "x"}),  # folders in 1.2
+        ("cpersona-export/1.2", {"_type": "gossip"}),
+    ],
+)
 def test_a_record_its_version_does_not_have_is_refused(memory: Memory, version: str, extra: dict[str, Any]) -> None:
     lines = [{**_lines(OLDEST)[0], "version": version}, *_lines(OLDEST)[1:], extra]
     before = snapshot(memory, agents=AGENTS)
@@ -211,8 +252,9 @@ def test_a_record_its_version_does_not_have_is_refused(memory: Memory, version: 
     assert snapshot(memory, agents=AGENTS) == before
 
 
-@pytest.mark.parametrize("key", ["memory_count", "episode_count", "profile_count", "entity_count", "mention_count",
-                                 "relation_count"])
+@pytest.mark.parametrize(
+    "key", ["memory_count", "episode_count", "profile_count", "entity_count", "mention_count", "relation_count"]
+)
 def test_a_cpersona_header_count_that_does_not_match_refuses_the_whole_file(memory: Memory, key: str) -> None:
     lines = _lines(LATEST)
     lines[0][key] += 1
@@ -229,6 +271,7 @@ def test_a_cut_1_2_file_is_refused_by_its_folder_counts(memory: Memory) -> None:
 
 
 # -- CPersona's particulars ----------------------------------------------------------------------
+
 
 def test_only_the_profile_row_without_a_user_is_the_agents_profile(memory: Memory) -> None:
     lines = _lines(OLDEST)
@@ -276,8 +319,11 @@ def test_vectors_labelled_with_our_model_are_kept(memory: Memory) -> None:
     result = memory.import_memories(input_path=_place(memory, VECTORS))
     assert (result["imported_memories"], result["imported_episodes"]) == (2, 1)
     assert counting.texts == ["width"]  # one probe of our width; no record was re-embedded
-    vectors = {line.get("content") or line.get("summary"): line["embedding_b64"]
-               for line in _lines(VECTORS) if "embedding_b64" in line}
+    vectors = {
+        line.get("content") or line.get("summary"): line["embedding_b64"]
+        for line in _lines(VECTORS)
+        if "embedding_b64" in line
+    }
     for kind, key in (("mem", "content"), ("ep", "summary")):
         for row in memory.store_.export_rows(kind, MARA):
             stored = np.asarray(row["embedding"], dtype="<f4").tobytes()

@@ -11,8 +11,8 @@ from types import MappingProxyType
 from typing import Any
 
 import pytest
-
 from conftest import failed, snapshot
+
 from cuedrecall.access import READ, WRITE, Principal
 from cuedrecall.api import Memory
 from cuedrecall.handlers import read
@@ -29,10 +29,24 @@ def contents(memory: Memory, agent: str = A) -> list[str]:
 
 
 def test_store_takes_content_at_the_top_level_as_it_does_inside_message(memory: Memory) -> None:
-    top = memory.store(agent_id=A, content="the top-level form", id="t1", source="user",
-                       timestamp="2025-03-01T10:00:00+00:00", metadata={"k": 1})
-    old = memory.store(agent_id=A, message={"content": "the message form", "id": "t2", "source": "user",
-                                            "timestamp": "2025-03-01T10:00:00+00:00", "metadata": {"k": 1}})
+    top = memory.store(
+        agent_id=A,
+        content="the top-level form",
+        id="t1",
+        source="user",
+        timestamp="2025-03-01T10:00:00+00:00",
+        metadata={"k": 1},
+    )
+    old = memory.store(
+        agent_id=A,
+        message={
+            "content": "the message form",
+            "id": "t2",
+            "source": "user",
+            "timestamp": "2025-03-01T10:00:00+00:00",
+            "metadata": {"k": 1},
+        },
+    )
     assert top["result"] == old["result"] == "stored"
     rows = {row["content"]: row for row in memory.list_memories(agent_id=A)["memories"]}
     first, second = rows["the top-level form"], rows["the message form"]
@@ -126,8 +140,7 @@ def test_delete_agent_data_deletes_one_agent_and_its_calibration_only(memory: Me
 
 
 @pytest.mark.parametrize("mode", ["copy", "move"])
-def test_merge_copies_what_the_target_lacks_and_a_move_deletes_only_what_it_copied(memory: Memory,
-                                                                                   mode: str) -> None:
+def test_merge_copies_what_the_target_lacks_and_a_move_deletes_only_what_it_copied(memory: Memory, mode: str) -> None:
     memory.store(agent_id=A, content="only in the source")
     memory.store(agent_id=A, content="in both")
     memory.store(agent_id=B, content="in both")
@@ -142,8 +155,7 @@ def test_merge_copies_what_the_target_lacks_and_a_move_deletes_only_what_it_copi
     assert failed(memory.merge_memories(source_agent_id=A, target_agent_id=A), "must differ")
 
 
-def test_recall_with_context_leaves_out_what_the_conversation_holds_and_merges_it_in_time_order(
-        memory: Memory) -> None:
+def test_recall_with_context_leaves_out_what_the_conversation_holds_and_merges_it_in_time_order(memory: Memory) -> None:
     memory.calibration.set(A, "cosine", 0.0)
     memory.calibration.set(A, "rrf", 0.0)
     memory.store(agent_id=A, content="the boat trip to the lake", timestamp="2025-05-01T10:00:00+00:00")
@@ -158,25 +170,32 @@ def test_recall_with_context_leaves_out_what_the_conversation_holds_and_merges_i
     texts = [m["content"] for m in answer["messages"]]
     assert texts.count("the boat needs new sails") == 1  # the stored copy was left out; the turn itself joins
     merged = [m for m in answer["messages"] if m.get("context_type") == "conversation"]
-    assert [m["source"] for m in merged] == [{"type": "Agent", "id": "self"},
-                                             {"type": "User", "id": "discord:Ana", "name": "Ana"}]
+    assert [m["source"] for m in merged] == [
+        {"type": "Agent", "id": "self"},
+        {"type": "User", "id": "discord:Ana", "name": "Ana"},
+    ]
     assert texts[0] == "I will remember the boat"  # undated entries come first
     assert answer["context_filter_only"]["roles"] == ["system"]
-    assert answer["context_field_issues"] == [{"index": 3, "field": "content", "reason": "not a string: read "
-                                                                                         "as absent"}]
+    assert answer["context_field_issues"] == [
+        {"index": 3, "field": "content", "reason": "not a string: read as absent"}
+    ]
 
 
 @pytest.mark.parametrize("tool", ["reconstruct", "declare_associations", "traverse"])
 def test_the_associative_tools_are_published_and_answer_a_cpersona_call(memory: Memory, tool: str) -> None:
-    arguments = {"agent_id": A, **({"query": "q"} if tool == "reconstruct" else {}),
-                 **({"entity": "e"} if tool == "traverse" else {})}
+    arguments = {
+        "agent_id": A,
+        **({"query": "q"} if tool == "reconstruct" else {}),
+        **({"entity": "e"} if tool == "traverse" else {}),
+    }
     result = memory.call(tool, arguments)
     assert result.get("ok") is not False, result
     assert tool in TOOLS
 
 
-def test_a_listing_past_its_character_budget_cuts_later_rows_to_previews(memory: Memory,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_listing_past_its_character_budget_cuts_later_rows_to_previews(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for i in range(3):
         memory.store(agent_id=A, content=f"row {i} " + "x" * 900)
     monkeypatch.setattr(read, "MEMORY_LIST_BUDGET", 1000)
@@ -202,7 +221,11 @@ def test_a_caller_without_the_grant_is_denied_and_nothing_is_written(memory: Mem
     before = snapshot(memory)
     denied: dict[str, Any] = memory.call("store", {"agent_id": A, "content": "no"}, principal=reader)
     assert (denied["ok"], denied["error"], denied["required"], denied["agent_id"]) == (
-        False, "permission_denied", WRITE, A)
+        False,
+        "permission_denied",
+        WRITE,
+        A,
+    )
     assert memory.call("list_memories", {"agent_id": ""}, principal=reader)["error"] == "permission_denied"
     assert memory.call("recall", {"agent_id": A, "query": ""}, principal=reader)["messages"] == []
     assert snapshot(memory) == before
@@ -211,8 +234,11 @@ def test_a_caller_without_the_grant_is_denied_and_nothing_is_written(memory: Mem
 def test_an_associations_rider_is_declared_against_the_stored_memory_and_never_fails_the_store(
     memory: Memory,
 ) -> None:
-    stored = memory.store(agent_id=A, content="Ana runs the Osaka office",
-                          associations={"entities": [{"name": "Osaka office", "aliases": ["Kansai branch"]}]})
+    stored = memory.store(
+        agent_id=A,
+        content="Ana runs the Osaka office",
+        associations={"entities": [{"name": "Osaka office", "aliases": ["Kansai branch"]}]},
+    )
     assert stored["result"] == "stored" and stored["associations"]["result"] == "declared"
     malformed = memory.store(agent_id=A, content="Bo runs the Kyoto office", associations={"entities": "Kyoto"})
     assert malformed["result"] == "stored" and malformed["associations"]["ok"] is False

@@ -7,10 +7,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from conftest import make_settings, open_memory
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from cuedrecall.recall.cue_propagation import BOUND, POLICY, SEAT, SEATS
-from conftest import make_settings, open_memory
 
 A = "alice"
 WORDS = ["lantern", "harbour", "violin", "orchard", "glacier", "ticket", "concert", "budget"]
@@ -20,8 +21,10 @@ FIRED: Counter[str] = Counter()
 def fill(memory: Any, texts: list[list[str]]) -> None:
     for i, words in enumerate(texts):
         day, hour = 1 + i // 4, 8 + (i % 4) * 3
-        memory.store(agent_id=A, message={"content": " ".join(words) + f" entry {i}.",
-                                          "timestamp": f"2025-03-{day:02d}T{hour:02d}:00:00Z"})
+        memory.store(
+            agent_id=A,
+            message={"content": " ".join(words) + f" entry {i}.", "timestamp": f"2025-03-{day:02d}T{hour:02d}:00:00Z"},
+        )
 
 
 def refs(answer: dict[str, Any]) -> list[str]:
@@ -42,8 +45,17 @@ def test_propagation_is_off_by_default_and_leaves_no_stage(tmp_path: Path) -> No
 
 def test_a_propagated_cue_is_named_in_the_policy_and_numbered_as_its_own_stage(tmp_path: Path) -> None:
     memory = open_memory(tmp_path / "m.db", settings=make_settings(cue_propagation=True, gate_relief=False))
-    fill(memory, [["lantern", "harbour"], ["violin"], ["lantern", "orchard"], ["glacier"],
-                  ["lantern", "ticket"], ["harbour", "budget"]])
+    fill(
+        memory,
+        [
+            ["lantern", "harbour"],
+            ["violin"],
+            ["lantern", "orchard"],
+            ["glacier"],
+            ["lantern", "ticket"],
+            ["harbour", "budget"],
+        ],
+    )
     trace = memory.recall(agent_id=A, query="lantern harbour", trace=True)["trace"]
     assert trace["policy"]["process"] == f"single-pass-v0+{POLICY}"
     stages = trace["stages"]
@@ -61,7 +73,7 @@ def check(before: dict[str, Any], answer: dict[str, Any]) -> None:
     seated = [m for m in rows if is_proposed_seat(m)]
     # the count's rows (and the held seats) are all returned, the proposed seat after them, at most SEATS
     assert sorted(kept) == sorted(old) and len(seated) <= SEATS
-    assert [m["ref"] for m in rows[len(kept):]] == [m["ref"] for m in seated]
+    assert [m["ref"] for m in rows[len(kept) :]] == [m["ref"] for m in seated]
     # no row rises more than BOUND places
     for place, ref in enumerate(kept):
         assert old.index(ref) - place <= BOUND, (ref, old.index(ref), place)
@@ -76,20 +88,23 @@ def check(before: dict[str, Any], answer: dict[str, Any]) -> None:
     assert all(m["from"] - m["to"] <= BOUND for m in stage["lifted"])
     # a seat never holds a row the gate or autocut refused, and says where it came from
     refused = {d["ref"] for d in trace["gate"]["decisions"] if not d["passed"]} | set(
-        trace["autocut"].get("dropped", []))
+        trace["autocut"].get("dropped", [])
+    )
     arm = {hit["ref"]: hit["rank"] for hit in trace["arms"][SEAT]}
     for message in seated:
         FIRED["seated"] += 1
         assert message["ref"] not in refused and message["ref"] in arm
-        assert message["match_reason"] == {"signal": SEAT, "admission": "reservation",
-                                           "cue_rank": arm[message["ref"]]}
+        assert message["match_reason"] == {"signal": SEAT, "admission": "reservation", "cue_rank": arm[message["ref"]]}
         assert {"ref": message["ref"], "kind": SEAT} in trace["reservation"]
     assert stage["seated"] == [m["ref"] for m in seated]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=4), min_size=2, max_size=24),
-       st.lists(st.sampled_from(WORDS), min_size=1, max_size=3), st.integers(1, 8))
+@given(
+    st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=4), min_size=2, max_size=24),
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=3),
+    st.integers(1, 8),
+)
 def propagation_property(tmp_path_factory: Any, texts: list[list[str]], query: list[str], limit: int) -> None:
     folder = tmp_path_factory.mktemp("prop")
     plain = open_memory(folder / "a.db", settings=make_settings(gate_relief=False))
@@ -101,7 +116,8 @@ def propagation_property(tmp_path_factory: Any, texts: list[list[str]], query: l
 
 
 def test_propagation_keeps_the_count_rows_moves_none_more_than_one_place_and_adds_at_most_one_seat(
-        tmp_path_factory: Any) -> None:
+    tmp_path_factory: Any,
+) -> None:
     FIRED.clear()
     propagation_property(tmp_path_factory)  # type: ignore[call-arg]
     assert FIRED["proposed"] and FIRED["moved"] and FIRED["seated"], FIRED

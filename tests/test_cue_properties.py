@@ -18,10 +18,11 @@ import copy
 import re
 from collections import Counter
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
+from conftest import NO_AUTO_CALIBRATION, NO_BLOCKS, visible
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -33,9 +34,8 @@ from cuedrecall.recall.cued_v0_3 import BOUND, CONFIDENCES, POLICY, SEATS, SINGL
 from cuedrecall.recall.gate_v1 import RELIEF_STEP
 from cuedrecall.recall.policy import RELIEF, STAGES
 from cuedrecall.store.base import EPISODE, MEMORY, Scope
-from conftest import NO_AUTO_CALIBRATION, NO_BLOCKS, visible
 
-UTC = timezone.utc
+UTC = UTC
 NOW = datetime(2025, 11, 1, 12, 0, tzinfo=UTC)
 FIRST = datetime(2025, 2, 1, tzinfo=UTC)  # the stores span about nine months before NOW
 
@@ -69,45 +69,65 @@ class Row:
     text: str  # as recall shows it (an episode with its label)
 
 
-
-
 # --- strategies ---------------------------------------------------------------------------------------
 
-topical = st.builds(lambda topic, filler: topic + filler,
-                    st.sampled_from(TOPICS).flatmap(lambda t: st.lists(st.sampled_from(t), min_size=2, max_size=5)),
-                    st.lists(st.sampled_from(FILLER), max_size=2))
+topical = st.builds(
+    lambda topic, filler: topic + filler,
+    st.sampled_from(TOPICS).flatmap(lambda t: st.lists(st.sampled_from(t), min_size=2, max_size=5)),
+    st.lists(st.sampled_from(FILLER), max_size=2),
+)
 words = st.one_of(topical, topical, st.lists(st.sampled_from(VOCAB), min_size=2, max_size=9))
 # minutes after FIRST, spread over the nine months (small draws: hypothesis would crowd one wide range at 0)
-minutes = st.builds(lambda month, day, minute: (30 * month + day) * 1440 + minute,
-                    st.sampled_from(range(9)), st.integers(0, 29), st.integers(0, 1439))
+minutes = st.builds(
+    lambda month, day, minute: (30 * month + day) * 1440 + minute,
+    st.sampled_from(range(9)),
+    st.integers(0, 29),
+    st.integers(0, 1439),
+)
 
-memory_spec = st.fixed_dictionaries({
-    "agent": st.sampled_from(MOSTLY_A), "project": st.sampled_from(PROJECTS), "channel": st.sampled_from(CHANNELS),
-    "source": st.sampled_from(SOURCES), "words": words, "at": minutes,
-})
-episode_spec = st.fixed_dictionaries({
-    "agent": st.sampled_from(MOSTLY_A), "project": st.sampled_from(PROJECTS), "channel": st.sampled_from(CHANNELS),
-    "words": words, "keywords": st.lists(st.sampled_from(VOCAB), max_size=4),
-    # None: no history and no start time, so the episode's time is when it was recorded (NOW)
-    "at": st.one_of(st.none(), minutes), "turns": st.integers(1, 4),
-})
-store_spec = st.fixed_dictionaries({
-    "memories": st.integers(20, 80).flatmap(lambda n: st.lists(memory_spec, min_size=n, max_size=n)),
-    "episodes": st.sampled_from(range(2, 11)).flatmap(lambda n: st.lists(episode_spec, min_size=n, max_size=n)),
-    "profile": st.booleans(),
-    # the single pass under different settings: the invariants hold whatever it decided
-    "settings": st.fixed_dictionaries({
-        "embedding_mode": st.sampled_from(("hash", "hash", "hash", "none")),
-        "recall_mode": st.sampled_from(("rrf", "rsf")),
-        "prior_age_rate": st.sampled_from((0.0, 0.0, 0.002)),
-        "max_memories": st.sampled_from((10000, 15)),  # 15: a small scan window, with the far list below
-        "vector_reach": st.sampled_from((0, 60)),
-        "episode_penalty_enabled": st.booleans(),
-        "autocut_enabled": st.booleans(),
-        "recall_depth_floor": st.sampled_from((0, 0, 20)),
-        "recall_cue_stages": st.sampled_from((2, 2, 3, 4)),  # 2 is cued-v0.3; more is stages-v1
-    }),
-})
+memory_spec = st.fixed_dictionaries(
+    {
+        "agent": st.sampled_from(MOSTLY_A),
+        "project": st.sampled_from(PROJECTS),
+        "channel": st.sampled_from(CHANNELS),
+        "source": st.sampled_from(SOURCES),
+        "words": words,
+        "at": minutes,
+    }
+)
+episode_spec = st.fixed_dictionaries(
+    {
+        "agent": st.sampled_from(MOSTLY_A),
+        "project": st.sampled_from(PROJECTS),
+        "channel": st.sampled_from(CHANNELS),
+        "words": words,
+        "keywords": st.lists(st.sampled_from(VOCAB), max_size=4),
+        # None: no history and no start time, so the episode's time is when it was recorded (NOW)
+        "at": st.one_of(st.none(), minutes),
+        "turns": st.integers(1, 4),
+    }
+)
+store_spec = st.fixed_dictionaries(
+    {
+        "memories": st.integers(20, 80).flatmap(lambda n: st.lists(memory_spec, min_size=n, max_size=n)),
+        "episodes": st.sampled_from(range(2, 11)).flatmap(lambda n: st.lists(episode_spec, min_size=n, max_size=n)),
+        "profile": st.booleans(),
+        # the single pass under different settings: the invariants hold whatever it decided
+        "settings": st.fixed_dictionaries(
+            {
+                "embedding_mode": st.sampled_from(("hash", "hash", "hash", "none")),
+                "recall_mode": st.sampled_from(("rrf", "rsf")),
+                "prior_age_rate": st.sampled_from((0.0, 0.0, 0.002)),
+                "max_memories": st.sampled_from((10000, 15)),  # 15: a small scan window, with the far list below
+                "vector_reach": st.sampled_from((0, 60)),
+                "episode_penalty_enabled": st.booleans(),
+                "autocut_enabled": st.booleans(),
+                "recall_depth_floor": st.sampled_from((0, 0, 20)),
+                "recall_cue_stages": st.sampled_from((2, 2, 3, 4)),  # 2 is cued-v0.3; more is stages-v1
+            }
+        ),
+    }
+)
 
 # a day from January to November 2025 (the stores hold February to October), drawn evenly
 day = st.sampled_from(range(334)).map(lambda n: date(2025, 1, 1) + timedelta(days=n))
@@ -136,35 +156,44 @@ def absolute_cue(draw: st.DrawFn) -> dict[str, Any]:
 
 relative_cue = st.one_of(
     st.just({"ago": "long_ago"}),
-    st.builds(lambda unit, value: {"ago": {"unit": unit, "value": value}},
-              st.sampled_from(("days", "weeks", "months")), st.sampled_from(range(13))),
+    st.builds(
+        lambda unit, value: {"ago": {"unit": unit, "value": value}},
+        st.sampled_from(("days", "weeks", "months")),
+        st.sampled_from(range(13)),
+    ),
     st.builds(lambda value: {"ago": {"unit": "days", "value": value}}, st.sampled_from(range(301))),
 )
-time_cue = st.builds(lambda where, confidence: {**where, "confidence": confidence},
-                     st.one_of(absolute_cue(), absolute_cue(), relative_cue), st.sampled_from(CONFIDENCES))
+time_cue = st.builds(
+    lambda where, confidence: {**where, "confidence": confidence},
+    st.one_of(absolute_cue(), absolute_cue(), relative_cue),
+    st.sampled_from(CONFIDENCES),
+)
 
-request_spec = st.fixed_dictionaries({
-    "agent": st.sampled_from(MOSTLY_A),
-    "project": st.sampled_from((None, None, "", "p1")),
-    "channel": st.sampled_from(("", "c1", "c2")),
-    "source": st.sampled_from(("", "", "u1", "bot")),
-    # an empty query lists the newest memories (the cue arm then lists the period's newest records);
-    # "text": words taken from a stored text; "vocab": any words
-    "query": st.sampled_from(("text", "text", "text", "text", "text", "vocab", "vocab", "")),
-    "limit": st.sampled_from(range(1, 11)),
-    "deep": st.sampled_from((False, True, True)),  # a lower gate: longer answers, more rows to move
-    "exclude": st.booleans(),
-    "cue": time_cue,
-    # aim the cue at the time of the text the query was taken from, a few days either side
-    "aim": st.one_of(st.none(), st.tuples(st.sampled_from(range(21)), st.sampled_from(range(21)))),
-})
+request_spec = st.fixed_dictionaries(
+    {
+        "agent": st.sampled_from(MOSTLY_A),
+        "project": st.sampled_from((None, None, "", "p1")),
+        "channel": st.sampled_from(("", "c1", "c2")),
+        "source": st.sampled_from(("", "", "u1", "bot")),
+        # an empty query lists the newest memories (the cue arm then lists the period's newest records);
+        # "text": words taken from a stored text; "vocab": any words
+        "query": st.sampled_from(("text", "text", "text", "text", "text", "vocab", "vocab", "")),
+        "limit": st.sampled_from(range(1, 11)),
+        "deep": st.sampled_from((False, True, True)),  # a lower gate: longer answers, more rows to move
+        "exclude": st.booleans(),
+        "cue": time_cue,
+        # aim the cue at the time of the text the query was taken from, a few days either side
+        "aim": st.one_of(st.none(), st.tuples(st.sampled_from(range(21)), st.sampled_from(range(21)))),
+    }
+)
 
 
 # --- the store ----------------------------------------------------------------------------------------
 
 
-def build(spec: dict[str, Any], *, shipped: bool = False
-          ) -> tuple[Memory, dict[str, Row], dict[str, list[tuple[str, datetime]]]]:
+def build(
+    spec: dict[str, Any], *, shipped: bool = False
+) -> tuple[Memory, dict[str, Row], dict[str, list[tuple[str, datetime]]]]:
     """The drawn store. By default the cue's policy alone over the minimal configuration (hash embedder, no blocks,
     no relief: cued-v0.3 exactly); ``shipped``: the configuration a user runs (every setting at its default: the
     packaged embedder, the word arm, blocks built and searched, calibration on growth, gate relief off), with the
@@ -172,8 +201,9 @@ def build(spec: dict[str, Any], *, shipped: bool = False
     if shipped:
         settings_ = Settings.from_env({}, db_path=":memory:")
     else:
-        settings_ = Settings.from_env({}, db_path=":memory:", gate_relief=False,
-                                      **{**NO_BLOCKS, **NO_AUTO_CALIBRATION, **spec["settings"]})
+        settings_ = Settings.from_env(
+            {}, db_path=":memory:", gate_relief=False, **{**NO_BLOCKS, **NO_AUTO_CALIBRATION, **spec["settings"]}
+        )
     memory = Memory(settings=settings_, clock=fixed_clock(NOW), background=False)
     rows: dict[str, Row] = {}
     texts: dict[str, list[tuple[str, datetime]]] = {agent: [] for agent in AGENTS}  # (text, time) per agent
@@ -184,8 +214,9 @@ def build(spec: dict[str, Any], *, shipped: bool = False
             message["source"] = {"type": "User", "id": m["source"]}
         out = memory.store(agent_id=m["agent"], message=message, channel=m["channel"], project_id=m["project"])
         if out["result"] == "stored":
-            rows[out["ref"]] = Row(MEMORY, m["agent"], m["project"], m["channel"], m["source"] or "", when.timestamp(),
-                                   message["content"])
+            rows[out["ref"]] = Row(
+                MEMORY, m["agent"], m["project"], m["channel"], m["source"] or "", when.timestamp(), message["content"]
+            )
             texts[m["agent"]].append((message["content"], when))
     for e in spec["episodes"]:
         history: list[dict[str, Any]] = []
@@ -193,12 +224,18 @@ def build(spec: dict[str, Any], *, shipped: bool = False
         if e["at"] is not None:
             when = FIRST + timedelta(minutes=e["at"])
             history = [{"timestamp": (when + timedelta(minutes=5 * turn)).isoformat()} for turn in range(e["turns"])]
-        out = memory.archive_episode(agent_id=e["agent"], summary=" ".join(e["words"]),
-                                     keywords=" ".join(e["keywords"]), history=history, channel=e["channel"],
-                                     project_id=e["project"])
+        out = memory.archive_episode(
+            agent_id=e["agent"],
+            summary=" ".join(e["words"]),
+            keywords=" ".join(e["keywords"]),
+            history=history,
+            channel=e["channel"],
+            project_id=e["project"],
+        )
         assert out["ok"], out
-        rows[out["ref"]] = Row(EPISODE, e["agent"], e["project"], e["channel"], "", when.timestamp(),
-                               "[Episode] " + " ".join(e["words"]))
+        rows[out["ref"]] = Row(
+            EPISODE, e["agent"], e["project"], e["channel"], "", when.timestamp(), "[Episode] " + " ".join(e["words"])
+        )
     if spec["profile"]:
         memory.update_profile(agent_id="a", profile="Mara rides a bike in Lisbon and grows basil.")
     if memory.blocks is not None:
@@ -272,8 +309,14 @@ def check_no_cue_changes_nothing(memory: Memory, args: dict[str, Any]) -> dict[s
     return traced
 
 
-def check_cue(memory: Memory, rows: dict[str, Row], scope: Scope, args: dict[str, Any],
-              cue: dict[str, Any], uncued: dict[str, Any]) -> None:
+def check_cue(
+    memory: Memory,
+    rows: dict[str, Row],
+    scope: Scope,
+    args: dict[str, Any],
+    cue: dict[str, Any],
+    uncued: dict[str, Any],
+) -> None:
     cued = memory.recall(**args, time_cue=cue, trace=True)
     assert cued.get("ok") is not False, cued
     summary, trace = cued["time_cue"], cued["trace"]
@@ -306,7 +349,9 @@ def check_cue(memory: Memory, rows: dict[str, Row], scope: Scope, args: dict[str
     before = best_first(uncued)
     after = best_first(cued)
     FIRED["block_seats"] += sum((m.get("match_reason") or {}).get("signal") == "block" for m in cued["messages"])
-    if summary.get("ignored") == "recent_only":  # docs/recall-process.md#a-cue-for-today-is-not-used: exactly the rows of the uncued recall
+    if (
+        summary.get("ignored") == "recent_only"
+    ):  # docs/recall-process.md#a-cue-for-today-is-not-used: exactly the rows of the uncued recall
         FIRED["recent_only"] += 1
         assert cued["messages"] == uncued["messages"]
         assert trace["cue_ignored"] == {"reason": "recent_only", "period": summary["period"]}
@@ -368,10 +413,12 @@ def check_cue(memory: Memory, rows: dict[str, Row], scope: Scope, args: dict[str
     admitted = set(trace["order"]["before_cut"])
     reached = ordinary_refs(trace)
     present = {m.get("ref") for m in answer}
-    eligible = [hit for hit in arm
-                if hit["ref"] not in present and (hit["ref"] not in reached or hit["ref"] in admitted)]
+    eligible = [
+        hit for hit in arm if hit["ref"] not in present and (hit["ref"] not in reached or hit["ref"] in admitted)
+    ]
     refused = {d["ref"] for d in trace["gate"]["decisions"] if not d["passed"]} | set(
-        trace["autocut"].get("dropped", []))
+        trace["autocut"].get("dropped", [])
+    )
     kept = [hit["ref"] for hit in eligible[:bound]]
     assert [m["ref"] for m in seated][: len(kept)] == kept
     for message in seated:
@@ -396,7 +443,7 @@ def check_cue(memory: Memory, rows: dict[str, Row], scope: Scope, args: dict[str
     assert [s["stage"] for s in trace["stages"]] == list(range(len(trace["stages"])))
     limit = memory.runtime.settings.recall_cue_stages
     assert 1 <= len(stages) <= limit and summary["revised"] == (len(stages) > 1)
-    steps = list(CONFIDENCES[CONFIDENCES.index(cue["confidence"]):])
+    steps = list(CONFIDENCES[CONFIDENCES.index(cue["confidence"]) :])
     assert [s["confidence"] for s in stages] == steps[: len(stages)] and confidence == steps[len(stages) - 1]
     assert bound <= BOUND[cue["confidence"]] and SEATS[confidence] <= SEATS[cue["confidence"]]
     cue_suspects = [s for s in trace["suspected"] if "cue period" in s["reason"]]
@@ -434,27 +481,43 @@ def test_a_cue_only_reorders_the_answer_within_L_and_adds_at_most_L_seats_inside
 # records are sentences (a word salad sits under the gate, and nothing would move), some of them several
 # sentences long, so the block arm reaches a record by one of its sentences.
 SENTENCES = (
-    "The bike shop replaced the chain and the brake pads.", "I rode the new tyres up to Sintra on Sunday.",
-    "The wheel needs a service before the long ride.", "Mara booked the bike service for next week.",
-    "The basil on the balcony is growing fast.", "The tomato plants need watering every evening.",
-    "Two tomatoes are ripening in the big pot.", "I moved the basil pot into the sun.",
-    "The checkout review found bug-218 in the coupon code.", "PRJ-412 ships the design tokens in v2.4.1.",
-    "The contrast ticket was fixed after the design review.", "The coupon bug broke the checkout again.",
-    "We booked the flight to the Azores for the holiday.", "The hotel in Lisbon was close to the station.",
-    "The hike on the Azores took the whole day.", "Our flight to Lisbon was delayed by two hours.",
-    "The dentist appointment moved to Thursday morning.", "The insurance paid the dentist invoice.",
-    "東京の会議は来週に延期された。", "The invoice from the dentist arrived today.",
+    "The bike shop replaced the chain and the brake pads.",
+    "I rode the new tyres up to Sintra on Sunday.",
+    "The wheel needs a service before the long ride.",
+    "Mara booked the bike service for next week.",
+    "The basil on the balcony is growing fast.",
+    "The tomato plants need watering every evening.",
+    "Two tomatoes are ripening in the big pot.",
+    "I moved the basil pot into the sun.",
+    "The checkout review found bug-218 in the coupon code.",
+    "PRJ-412 ships the design tokens in v2.4.1.",
+    "The contrast ticket was fixed after the design review.",
+    "The coupon bug broke the checkout again.",
+    "We booked the flight to the Azores for the holiday.",
+    "The hotel in Lisbon was close to the station.",
+    "The hike on the Azores took the whole day.",
+    "Our flight to Lisbon was delayed by two hours.",
+    "The dentist appointment moved to Thursday morning.",
+    "The insurance paid the dentist invoice.",
+    "東京の会議は来週に延期された。",
+    "The invoice from the dentist arrived today.",
 )
 sentence_memory = st.builds(
-    lambda spec, said: {**spec, "words": " ".join(said).split()}, memory_spec,
-    st.one_of(st.lists(st.sampled_from(SENTENCES), min_size=1, max_size=1),
-              st.lists(st.sampled_from(SENTENCES), min_size=3, max_size=6, unique=True)))
-shipped_store = st.fixed_dictionaries({
-    "memories": st.integers(20, 60).flatmap(lambda n: st.lists(sentence_memory, min_size=n, max_size=n)),
-    "episodes": st.sampled_from(range(2, 8)).flatmap(lambda n: st.lists(episode_spec, min_size=n, max_size=n)),
-    "profile": st.booleans(),
-    "settings": st.just({}),
-})
+    lambda spec, said: {**spec, "words": " ".join(said).split()},
+    memory_spec,
+    st.one_of(
+        st.lists(st.sampled_from(SENTENCES), min_size=1, max_size=1),
+        st.lists(st.sampled_from(SENTENCES), min_size=3, max_size=6, unique=True),
+    ),
+)
+shipped_store = st.fixed_dictionaries(
+    {
+        "memories": st.integers(20, 60).flatmap(lambda n: st.lists(sentence_memory, min_size=n, max_size=n)),
+        "episodes": st.sampled_from(range(2, 8)).flatmap(lambda n: st.lists(episode_spec, min_size=n, max_size=n)),
+        "profile": st.booleans(),
+        "settings": st.just({}),
+    }
+)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -476,8 +539,14 @@ def test_at_the_shipped_defaults_a_cue_only_reorders_within_L_and_adds_at_most_L
     assert FIRED["moved"] and FIRED["seated"] and FIRED["block_seats"], FIRED
 
 
-def check_drawn_requests(memory: Memory, rows: dict[str, Row], texts: dict[str, list[tuple[str, datetime]]],
-                         data: st.DataObject, *, phrases: bool = False) -> None:
+def check_drawn_requests(
+    memory: Memory,
+    rows: dict[str, Row],
+    texts: dict[str, list[tuple[str, datetime]]],
+    data: st.DataObject,
+    *,
+    phrases: bool = False,
+) -> None:
     with memory:
         for _ in range(data.draw(st.integers(2, 4), label="queries")):
             request = data.draw(request_spec, label="request")
@@ -490,20 +559,27 @@ def check_drawn_requests(memory: Memory, rows: dict[str, Row], texts: dict[str, 
                     said = data.draw(st.sampled_from(re.split(r"(?<=[.。])\s*", text.strip())), label="sentence")
                     words = said.split() or [said]
                     start = data.draw(st.integers(0, max(0, len(words) - 3)), label="start")
-                    query = " ".join(words[start: start + data.draw(st.integers(3, 8), label="length")])
+                    query = " ".join(words[start : start + data.draw(st.integers(3, 8), label="length")])
                 else:
-                    query = " ".join(data.draw(st.lists(st.sampled_from(text.split()), min_size=1, max_size=3),
-                                               label="words"))
+                    query = " ".join(
+                        data.draw(st.lists(st.sampled_from(text.split()), min_size=1, max_size=3), label="words")
+                    )
                 if request["aim"] is not None:
                     early, late = request["aim"]
-                    cue = {"after": (when - timedelta(days=early)).date().isoformat(),
-                           "before": (when + timedelta(days=late)).date().isoformat(),
-                           "confidence": cue["confidence"]}
+                    cue = {
+                        "after": (when - timedelta(days=early)).date().isoformat(),
+                        "before": (when + timedelta(days=late)).date().isoformat(),
+                        "confidence": cue["confidence"],
+                    }
             elif request["query"]:
                 query = " ".join(data.draw(st.lists(st.sampled_from(VOCAB), min_size=1, max_size=4), label="words"))
             args: dict[str, Any] = {
-                "agent_id": scope.agent_id, "query": query, "limit": request["limit"],
-                "deep": request["deep"], "channel": scope.channel, "source_id": scope.source_id,
+                "agent_id": scope.agent_id,
+                "query": query,
+                "limit": request["limit"],
+                "deep": request["deep"],
+                "channel": scope.channel,
+                "source_id": scope.source_id,
                 "project_id": scope.project_id,
             }
             if request["exclude"] and own:

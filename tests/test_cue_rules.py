@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-
 from conftest import NOW, make_settings, open_memory
+
 from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock
 from cuedrecall.embed.hashing import HashEmbedder
 from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.cued_v0_3 import BOUND, CUE_DEPTH, POLICY, SINGLE_PASS_POLICY
+
 # the process these tests run: the shipped settings (gate relief off) run exactly cued-v0.3 (recall/policy.py)
 CUED = POLICY
 UNCUED = SINGLE_PASS_POLICY
@@ -23,7 +24,7 @@ from cuedrecall.recall.process import bounded_move, seats
 from cuedrecall.store.base import Hit
 from cuedrecall.tools import TOOLS
 
-UTC = timezone.utc
+UTC = UTC
 QUERY = "bike shop repair"
 JUNE = {"after": "2025-06-01", "before": "2025-06-30"}
 
@@ -169,13 +170,23 @@ def test_seats_hold_rows_the_answer_lacks_in_cue_order(weekly):
     found = [Hit(f"mem:{i}", rank, None) for rank, i in enumerate((5, 2, 8, 3, 6))]
     result = _pass(["mem:2", "mem:1"], admitted={"mem:2", "mem:1", "mem:3"}, reached={"mem:2", "mem:1", "mem:3"})
     held = seats(found, result.answer, result, 3)
-    assert [(row.ref, row.cue_rank, row.seat) for row in held] == [("mem:5", 0, "cue"), ("mem:8", 2, "cue"),
-                                                                  ("mem:3", 3, "cue")]
+    assert [(row.ref, row.cue_rank, row.seat) for row in held] == [
+        ("mem:5", 0, "cue"),
+        ("mem:8", 2, "cue"),
+        ("mem:3", 3, "cue"),
+    ]
     assert [row.ref for row in seats(found, result.answer, result, 1)] == ["mem:5"]
     # end to end: three June repair notes not in a one-row answer take the three seats, in cue order
     memory, _ = weekly
-    june = [put(memory, f"bike shop repair {word} June", day) for word, day in
-            (("gear", "2025-06-05"), ("bell", "2025-06-12"), ("light", "2025-06-19"), ("lock", "2025-06-26"))]
+    june = [
+        put(memory, f"bike shop repair {word} June", day)
+        for word, day in (
+            ("gear", "2025-06-05"),
+            ("bell", "2025-06-12"),
+            ("light", "2025-06-19"),
+            ("lock", "2025-06-26"),
+        )
+    ]
     cued = recall(memory, limit=1, time_cue=cue("sure", **JUNE))
     arm = cue_arm(cued)
     assert set(arm) == set(june)
@@ -205,8 +216,15 @@ def test_seat_never_holds_a_row_the_gate_refused(memory):
 def test_seat_may_hold_a_row_the_count_cut(tmp_path):
     # the arms search to a depth of 10 while the count keeps 2, so the gate admits rows the count cuts
     with open_memory(tmp_path / "m.db", settings=make_settings(recall_depth_floor=10)) as memory:
-        days = [(put(memory, f"bike shop repair {word}", day), day) for word, day in
-                (("chain", "2025-03-04"), ("brake", "2025-06-12"), ("tyres", "2025-09-29"), ("cable", "2025-10-02"))]
+        days = [
+            (put(memory, f"bike shop repair {word}", day), day)
+            for word, day in (
+                ("chain", "2025-03-04"),
+                ("brake", "2025-06-12"),
+                ("tyres", "2025-09-29"),
+                ("cable", "2025-10-02"),
+            )
+        ]
         uncued = recall(memory, limit=2)
         cut = uncued["trace"]["order"]["cut_by_count"]
         assert len(cut) == 2 and set(cut) <= set(uncued["trace"]["order"]["before_cut"])
@@ -223,8 +241,11 @@ def test_seated_rows_are_marked_signal_cue_admission_reservation(weekly):
     assert len(seated) == 3
     arm = cue_arm(cued)
     for message in cued["messages"][: len(seated)]:  # the wire runs worst to best: seats come first
-        assert message["match_reason"] == {"signal": "cue", "admission": "reservation",
-                                           "cue_rank": arm.index(message["ref"])}
+        assert message["match_reason"] == {
+            "signal": "cue",
+            "admission": "reservation",
+            "cue_rank": arm.index(message["ref"]),
+        }
     assert cued["trace"]["reservation"] == [{"ref": ref, "kind": "cue"} for ref in seated]
     assert cued["trace"]["cue"]["seated"] == seated
     assert reason(best_first(cued)[0])["signal"] != "cue"  # the row the count returned is not a seat
@@ -248,13 +269,22 @@ def test_cue_rank_on_rows_the_cue_arm_ranked(weekly):
 
 def test_cue_arm_searches_episodes_in_the_period(memory):
     put(memory, "bike shop repair chain", "2025-03-04")
-    june = memory.archive_episode(agent_id="a", summary="Bike shop repair: new brake pads, trued wheel",
-                                  keywords="bike repair", history=[{"timestamp": at("2025-06-12")}])["ref"]
-    march = memory.archive_episode(agent_id="a", summary="Bike shop repair: chain and cassette",
-                                   keywords="bike repair", history=[{"timestamp": at("2025-03-04")}])["ref"]
+    june = memory.archive_episode(
+        agent_id="a",
+        summary="Bike shop repair: new brake pads, trued wheel",
+        keywords="bike repair",
+        history=[{"timestamp": at("2025-06-12")}],
+    )["ref"]
+    march = memory.archive_episode(
+        agent_id="a",
+        summary="Bike shop repair: chain and cassette",
+        keywords="bike repair",
+        history=[{"timestamp": at("2025-03-04")}],
+    )["ref"]
     # recorded now (1 November) but started in June: an episode's time is its start time
-    started = memory.archive_episode(agent_id="a", summary="Bike shop repair in June, written up later",
-                                     start_time=at("2025-06-20"))["ref"]
+    started = memory.archive_episode(
+        agent_id="a", summary="Bike shop repair in June, written up later", start_time=at("2025-06-20")
+    )["ref"]
     # no history and no start time: its time is when it was recorded, now
     recorded = memory.archive_episode(agent_id="a", summary="Bike shop repair notes, undated")["ref"]
     cued = recall(memory, time_cue=cue("sure", **JUNE))
@@ -293,8 +323,11 @@ def test_cue_arm_depth_is_50_per_half_whatever_the_limit(memory, monkeypatch):
     for i in range(60):
         put(memory, f"bike shop repair number {i}", f"2025-06-{1 + i % 28:02d}")
     for i in range(55):
-        memory.archive_episode(agent_id="a", summary=f"bike shop repair session {i}",
-                               history=[{"timestamp": at(f"2025-06-{1 + i % 28:02d}")}])
+        memory.archive_episode(
+            agent_id="a",
+            summary=f"bike shop repair session {i}",
+            history=[{"timestamp": at(f"2025-06-{1 + i % 28:02d}")}],
+        )
     put(memory, "bike shop repair outside", "2025-09-01")
     depths: list[tuple[str, int, int]] = []
     store = memory.store_
@@ -315,7 +348,11 @@ def test_cue_arm_depth_is_50_per_half_whatever_the_limit(memory, monkeypatch):
         assert {depth for _, depth, _ in depths} == {CUE_DEPTH} == {50}
         # vector over memories and over episodes, keyword over memories and episodes: 50 each, then merged to 50
         assert sorted((name, found) for name, _, found in depths) == [
-            ("episode_fts", 50), ("memory_keyword", 50), ("vector_in_period", 50), ("vector_in_period", 50)]
+            ("episode_fts", 50),
+            ("memory_keyword", 50),
+            ("vector_in_period", 50),
+            ("vector_in_period", 50),
+        ]
         arms[limit] = cued["trace"]["arms"]["cue"]
         assert len(arms[limit]) == 50
     assert arms[1] == arms[3] == arms[10]
@@ -337,8 +374,11 @@ def test_cue_arm_reuses_the_query_vector(tmp_path, monkeypatch):
             put(memory, f"bike shop repair {word}", day)
         seen: list[np.ndarray] = []
         original = memory.store_.vector_in_period
-        monkeypatch.setattr(memory.store_, "vector_in_period",
-                            lambda scope, kind, query, **kw: seen.append(query) or original(scope, kind, query, **kw))
+        monkeypatch.setattr(
+            memory.store_,
+            "vector_in_period",
+            lambda scope, kind, query, **kw: seen.append(query) or original(scope, kind, query, **kw),
+        )
         for query in ("bike shop repair brake", "brake pads", "what did the shop fix"):
             embedder.texts.clear()
             seen.clear()
@@ -348,8 +388,9 @@ def test_cue_arm_reuses_the_query_vector(tmp_path, monkeypatch):
             assert "cue" in cued["trace"]["arms"]
         # a revision runs the cue arm again with the same vector: still one embedding
         embedder.texts.clear()
-        cued = recall(memory, query="bike shop repair again",
-                      time_cue=cue("sure", after="2025-06-20", before="2025-06-24"))
+        cued = recall(
+            memory, query="bike shop repair again", time_cue=cue("sure", after="2025-06-20", before="2025-06-24")
+        )
         assert cued["time_cue"]["revised"] is True and embedder.texts == ["bike shop repair again"]
 
 
@@ -381,8 +422,14 @@ def test_empty_period_suspects_candidate_miss_and_widens_once(weekly):
     # the notes of 14 and 21 April lie outside 17-19 April; the likely margin (1.5 days a side) reaches the 21st
     cued = recall(memory, time_cue=cue("sure", after="2025-04-17", before="2025-04-19"))
     trace = cued["trace"]
-    assert trace["suspected"] == [{"stage": 0, "code": "CANDIDATE_MISS", "reason": "the cue period holds no candidate",
-                                   "action": "widened to the likely margin"}]
+    assert trace["suspected"] == [
+        {
+            "stage": 0,
+            "code": "CANDIDATE_MISS",
+            "reason": "the cue period holds no candidate",
+            "action": "widened to the likely margin",
+        }
+    ]
     stages = trace["stages"]
     assert len(stages) == 2
     assert stages[0]["found"] == 0 and stages[0]["next"] == "widen to the likely margin"
@@ -393,7 +440,8 @@ def test_empty_period_suspects_candidate_miss_and_widens_once(weekly):
     assert cue_arm(cued, "cue_stage_1") == [ref for ref, day in notes if day == "2025-04-21"]
     # only the cue arm ran again: the ordinary arms ran once
     assert sorted(name for name in trace["arms"] if not name.startswith("cue")) == sorted(
-        recall(memory)["trace"]["arms"])
+        recall(memory)["trace"]["arms"]
+    )
 
 
 def test_after_revision_L_is_that_of_the_step_searched(weekly):
@@ -423,12 +471,23 @@ def test_vague_cue_whose_period_holds_nothing_stops(weekly):
     stages = cued["trace"]["stages"]
     assert len(stages) == 1 and stages[0]["found"] == 0
     assert stages[0]["next"] == "stop: no wider period (a vague cue widens to no period)"
-    assert cued["trace"]["suspected"] == [{"stage": 0, "code": "CANDIDATE_MISS",
-                                           "reason": "the cue period holds no candidate",
-                                           "action": "stop: no wider period (a vague cue widens to no period)"}]
+    assert cued["trace"]["suspected"] == [
+        {
+            "stage": 0,
+            "code": "CANDIDATE_MISS",
+            "reason": "the cue period holds no candidate",
+            "action": "stop: no wider period (a vague cue widens to no period)",
+        }
+    ]
     assert "cue_stage_1" not in cued["trace"]["arms"]
-    assert cued["time_cue"] == {"policy": CUED, "period": stages[0]["period"], "confidence": "vague",
-                                "revised": False, "moved": 0, "seated": 0}
+    assert cued["time_cue"] == {
+        "policy": CUED,
+        "period": stages[0]["period"],
+        "confidence": "vague",
+        "revised": False,
+        "moved": 0,
+        "seated": 0,
+    }
     assert cued["messages"] == uncued["messages"]
 
 
@@ -446,12 +505,15 @@ def test_revision_stops_at_the_time_limit(tmp_path):
 # --- which cues are used (docs/recall-process.md#a-cue-for-today-is-not-used, docs/recall-process.md#periods) ---
 
 
-@pytest.mark.parametrize("time_cue, period", [
-    ({"after": "2025-11-01"}, ["2025-11-01T00:00:00+00:00", "2025-11-01T12:00:00+00:00"]),
-    ({"after": "2025-11-01", "before": "2025-11-30"}, ["2025-11-01T00:00:00+00:00", "2025-12-01T00:00:00+00:00"]),
-    ({"after": "2025-10-31T13:00:00+00:00"}, ["2025-10-31T13:00:00+00:00", "2025-11-01T12:00:00+00:00"]),
-    ({"ago": {"unit": "days", "value": 0}}, ["2025-11-01T00:00:00+00:00", "2025-11-01T12:00:00+00:00"]),
-])
+@pytest.mark.parametrize(
+    "time_cue, period",
+    [
+        ({"after": "2025-11-01"}, ["2025-11-01T00:00:00+00:00", "2025-11-01T12:00:00+00:00"]),
+        ({"after": "2025-11-01", "before": "2025-11-30"}, ["2025-11-01T00:00:00+00:00", "2025-12-01T00:00:00+00:00"]),
+        ({"after": "2025-10-31T13:00:00+00:00"}, ["2025-10-31T13:00:00+00:00", "2025-11-01T12:00:00+00:00"]),
+        ({"ago": {"unit": "days", "value": 0}}, ["2025-11-01T00:00:00+00:00", "2025-11-01T12:00:00+00:00"]),
+    ],
+)
 @pytest.mark.parametrize("confidence", ["sure", "vague"])
 def test_cue_for_today_is_ignored_recent_only(weekly, time_cue, period, confidence):
     memory, _ = weekly
@@ -487,25 +549,30 @@ def test_relative_cue_uses_the_library_clock(tmp_path):
     assert len(cue_arm(cued)) == 1
 
 
-@pytest.mark.parametrize("time_cue, part", [
-    ("March", "time_cue"),
-    ({"after": "2025-03-01"}, "time_cue.confidence"),
-    ({"after": "2025-03-01", "confidence": "certain"}, "time_cue.confidence"),
-    ({"after": "2025-03-01", "confidence": "maybe"}, "time_cue.confidence must be one of sure, likely, vague, "
-                                                      "not 'maybe'"),
-    ({"after": "last tuesday"}, "time_cue.after is not a date or timestamp: 'last tuesday'"),
-    ({"after": "March", "confidence": "sure"}, "time_cue.after"),
-    ({"after": "2025-02-30", "confidence": "sure"}, "time_cue.after"),
-    ({"before": "", "confidence": "sure"}, "time_cue.before"),
-    ({"after": "2025-03-31", "before": "2025-03-01", "confidence": "sure"}, "time_cue.before"),
-    ({"after": "2025-03-01", "ago": "long_ago", "confidence": "sure"}, "either after/before or ago"),
-    ({"confidence": "sure"}, "either after/before or ago"),
-    ({"ago": {"unit": "years", "value": 1}, "confidence": "sure"}, "time_cue.ago.unit"),
-    ({"ago": {"unit": "days", "value": -1}, "confidence": "sure"}, "time_cue.ago.value"),
-    ({"ago": {"unit": "days", "value": True}, "confidence": "sure"}, "time_cue.ago.value"),
-    ({"ago": "recently", "confidence": "sure"}, "time_cue.ago"),
-    ({"after": "2025-03-01", "confidence": "sure", "where": "Lisbon"}, "unknown fields: ['where']"),
-])
+@pytest.mark.parametrize(
+    "time_cue, part",
+    [
+        ("March", "time_cue"),
+        ({"after": "2025-03-01"}, "time_cue.confidence"),
+        ({"after": "2025-03-01", "confidence": "certain"}, "time_cue.confidence"),
+        (
+            {"after": "2025-03-01", "confidence": "maybe"},
+            "time_cue.confidence must be one of sure, likely, vague, not 'maybe'",
+        ),
+        ({"after": "last tuesday"}, "time_cue.after is not a date or timestamp: 'last tuesday'"),
+        ({"after": "March", "confidence": "sure"}, "time_cue.after"),
+        ({"after": "2025-02-30", "confidence": "sure"}, "time_cue.after"),
+        ({"before": "", "confidence": "sure"}, "time_cue.before"),
+        ({"after": "2025-03-31", "before": "2025-03-01", "confidence": "sure"}, "time_cue.before"),
+        ({"after": "2025-03-01", "ago": "long_ago", "confidence": "sure"}, "either after/before or ago"),
+        ({"confidence": "sure"}, "either after/before or ago"),
+        ({"ago": {"unit": "years", "value": 1}, "confidence": "sure"}, "time_cue.ago.unit"),
+        ({"ago": {"unit": "days", "value": -1}, "confidence": "sure"}, "time_cue.ago.value"),
+        ({"ago": {"unit": "days", "value": True}, "confidence": "sure"}, "time_cue.ago.value"),
+        ({"ago": "recently", "confidence": "sure"}, "time_cue.ago"),
+        ({"after": "2025-03-01", "confidence": "sure", "where": "Lisbon"}, "unknown fields: ['where']"),
+    ],
+)
 def test_unreadable_cue_is_refused_and_nothing_runs(tmp_path, monkeypatch, time_cue, part):
     embedder = CountingEmbedder()
     with open_memory(tmp_path / "m.db", embedder=embedder) as memory:
@@ -535,8 +602,11 @@ def test_response_time_cue_reports_policy_period_confidence_revised_moved_seated
     assert summary["moved"] == 3  # the fifth row rose two places and the two it passed stepped down
     assert summary["moved"] == len(cued["trace"]["cue"]["lifted"]) and summary["seated"] == 0
     assert cued["trace"]["cue"]["lifted"][0] == {"ref": answer_refs(uncued)[4], "from": 4, "to": 2}
-    assert cued["trace"]["request"]["time_cue"] == {"confidence": "likely", "after": start.isoformat(),
-                                                    "before": (start + timedelta(days=1)).isoformat()}
+    assert cued["trace"]["request"]["time_cue"] == {
+        "confidence": "likely",
+        "after": start.isoformat(),
+        "before": (start + timedelta(days=1)).isoformat(),
+    }
     # seats are counted too
     seated = recall(memory, limit=1, time_cue=cue("sure", after="2025-03-01", before="2025-05-31"))
     assert seated["time_cue"]["seated"] == 3 == len(seat_refs(seated))
@@ -570,16 +640,24 @@ def test_cue_arm_merge_breaks_ties_by_first_appearance_memories_before_episodes(
     # docs/recall-process.md#the-cue-arm: the lists are memory vector, memory keyword, then episode vector and episode full text;
     # the merge sorts by total votes, ties by first appearance
     mem = put(memory, "bike shop repair chain", "2025-06-10")
-    ep = memory.archive_episode(agent_id="a", summary="bike shop repair brake pads",
-                                history=[{"timestamp": at("2025-06-12")}])["ref"]
+    ep = memory.archive_episode(
+        agent_id="a", summary="bike shop repair brake pads", history=[{"timestamp": at("2025-06-12")}]
+    )["ref"]
     store = memory.store_
-    canned = {"vector_in_period": lambda scope, kind, *a, **k: [Hit(ep, 0, 0.9)] if kind == "ep" else [],
-              "memory_keyword": lambda *a, **k: [Hit(mem, 0, -1.0)],
-              "episode_fts": lambda *a, **k: []}
+    canned = {
+        "vector_in_period": lambda scope, kind, *a, **k: [Hit(ep, 0, 0.9)] if kind == "ep" else [],
+        "memory_keyword": lambda *a, **k: [Hit(mem, 0, -1.0)],
+        "episode_fts": lambda *a, **k: [],
+    }
     for name, fake in canned.items():
         original = getattr(store, name)
-        monkeypatch.setattr(store, name, lambda *a, _fake=fake, _original=original, **k:
-                            _fake(*a, **k) if k.get("period") is not None else _original(*a, **k))
+        monkeypatch.setattr(
+            store,
+            name,
+            lambda *a, _fake=fake, _original=original, **k: (
+                _fake(*a, **k) if k.get("period") is not None else _original(*a, **k)
+            ),
+        )
     cued = recall(memory, limit=1, time_cue=cue("sure", **JUNE))
     # one vote at rank 0 each: a tie, which the memory keyword list, coming first, wins
     assert cue_arm(cued) == [mem, ep]

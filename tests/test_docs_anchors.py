@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -40,11 +40,11 @@ DOCS_LINK = re.compile(r"\]\((?!https?:|\.\./|/)([A-Za-z0-9_.-]+\.md)?(?:#([A-Za
 # What must not be cited any more, built so this file does not cite it itself.
 _SIBLING = "../" + "shared"
 FORBIDDEN = (
-    _SIBLING,                 # a path into the sibling folder a clone does not hold
+    _SIBLING,  # a path into the sibling folder a clone does not hold
     "shared/" + "spec/",
     "shared/" + "reference/",
-    "spec " + "§",            # "spec §2.6"
-    "reference " + "§",       # "reference §3.12"
+    "spec " + "§",  # "spec §2.6"
+    "reference " + "§",  # "reference §3.12"
     "DESIGN" + ".md",
     "recall-process" + "-v0",  # the old specification's file name
 )
@@ -76,12 +76,11 @@ def github_anchor(heading: str) -> str:
     text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link keeps its text
     text = re.sub(r"<[^>]+>", "", text)  # inline HTML
     text = text.strip().lower()
-    kept = "".join(ch for ch in text
-                   if ch in " -_" or unicodedata.category(ch)[0] in ("L", "N", "M"))
+    kept = "".join(ch for ch in text if ch in " -_" or unicodedata.category(ch)[0] in ("L", "N", "M"))
     return kept.replace(" ", "-")
 
 
-@lru_cache(maxsize=None)
+@cache
 def anchors(page: Path) -> frozenset[str]:
     """Every anchor of a markdown page's headings (ATX headings outside fenced code), duplicates numbered."""
     seen: dict[str, int] = {}

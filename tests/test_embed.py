@@ -214,9 +214,7 @@ def test_hash_embedder_is_identical_across_processes() -> None:
 
 
 def test_hash_embedder_scores_shared_words_above_unrelated_text() -> None:
-    a, b, c = HashEmbedder().embed(
-        ["The cat sits on the mat", "the cat sat on a mat", "Quarterly revenue grew by 5%"]
-    )
+    a, b, c = HashEmbedder().embed(["The cat sits on the mat", "the cat sat on a mat", "Quarterly revenue grew by 5%"])
     assert cosine(a, b) > cosine(a, c)
 
 
@@ -383,9 +381,7 @@ def test_http_embedder_rejects_a_width_change_after_its_first_response() -> None
         embedder.embed(["b"])
 
 
-@pytest.mark.parametrize(
-    "bad", ["NaN", "Infinity", "-Infinity", "1e999", "9" * 400, '"0.5"', "true", "null", "[1.0]"]
-)
+@pytest.mark.parametrize("bad", ["NaN", "Infinity", "-Infinity", "1e999", "9" * 400, '"0.5"', "true", "null", "[1.0]"])
 def test_http_embedder_rejects_non_finite_or_non_number_elements(bad: str) -> None:
     # Raw JSON text, since NaN and Infinity cannot be produced by strict encoders.
     raw = '{"embeddings": [[0.5, %s]]}' % bad

@@ -14,7 +14,13 @@ import pytest
 
 from cuedrecall.config import DEFAULT_EMBEDDING_MODEL, EMBEDDING_MODELS, Settings
 from cuedrecall.embed import (
-    MODELS, EmbeddingError, LocalEmbedder, QueryVectorCache, embed_queries, local_embedder, make_embedder,
+    MODELS,
+    EmbeddingError,
+    LocalEmbedder,
+    QueryVectorCache,
+    embed_queries,
+    local_embedder,
+    make_embedder,
 )
 from cuedrecall.embed import local as local_module
 from cuedrecall.embed.e5 import E5Embedder
@@ -152,8 +158,9 @@ def test_e5_embeds_a_query_with_query_prefix_and_a_stored_text_with_passage_pref
 def test_the_query_cache_asks_for_the_query_form(loaded: dict) -> None:
     e5 = loaded["multilingual-e5-small"]
     cached = QueryVectorCache(e5).embed_query("a question")
-    assert np.allclose(cached, embed_queries(e5, ["a question"])[0]) and not np.allclose(cached, e5.embed(
-        ["a question"])[0], atol=1e-3)
+    assert np.allclose(cached, embed_queries(e5, ["a question"])[0]) and not np.allclose(
+        cached, e5.embed(["a question"])[0], atol=1e-3
+    )
 
 
 @pytest.mark.parametrize("name", ["minilm-l6-int8", "paraphrase-minilm-l3"])

@@ -16,8 +16,8 @@ from types import MappingProxyType
 from typing import Any
 
 import pytest
-
 from conftest import failed, make_settings, open_memory, snapshot
+
 from cuedrecall.access import READ, WRITE, Principal
 from cuedrecall.api import Memory
 
@@ -72,6 +72,7 @@ def _refused_both_ways(memory: Memory, path: str) -> tuple[dict[str, Any], dict[
 
 # -- inside the folder ------------------------------------------------------------------------
 
+
 def test_a_relative_path_is_taken_inside_the_export_folder(confined: Memory, folder: Path) -> None:
     exported = confined.export_memories(agent_id=AGENT, output_path="backup.jsonl")
     assert exported["ok"] is True and exported["path"] == str(folder / "backup.jsonl")
@@ -106,6 +107,7 @@ def test_an_export_folder_reached_through_a_symlink_accepts_both_spellings(tmp_p
 
 # -- the refusals -----------------------------------------------------------------------------
 
+
 def test_a_relative_path_never_reaches_outside_the_folder(confined: Memory, tmp_path: Path) -> None:
     # the same name exists beside the database and beside the export folder: neither is read
     _file(tmp_path / "db" / "stray.jsonl")
@@ -127,8 +129,9 @@ def test_a_dot_dot_traversal_is_refused(confined: Memory, path: str) -> None:
 
 
 @pytest.mark.parametrize("where", ["file", "folder"])
-def test_a_symlink_leading_out_of_the_folder_is_refused(confined: Memory, folder: Path, outside: Path,
-                                                        where: str) -> None:
+def test_a_symlink_leading_out_of_the_folder_is_refused(
+    confined: Memory, folder: Path, outside: Path, where: str
+) -> None:
     if where == "file":
         (folder / "link.jsonl").symlink_to(outside / "secret.jsonl")
         path = "link.jsonl"
@@ -202,12 +205,12 @@ def test_an_in_memory_database_with_an_export_folder_uses_it(folder: Path) -> No
 
 # -- no oracle --------------------------------------------------------------------------------
 
+
 def test_a_refused_path_gets_the_same_answer_whether_or_not_it_exists(
     confined: Memory, folder: Path, outside: Path
 ) -> None:
     def answers(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        return (confined.import_memories(input_path=path),
-                confined.export_memories(agent_id=AGENT, output_path=path))
+        return (confined.import_memories(input_path=path), confined.export_memories(agent_id=AGENT, output_path=path))
 
     assert answers("/etc/passwd") == answers("/etc/does-not-exist")
     assert answers("/etc/shadow") == answers("/etc/does-not-exist")
@@ -243,11 +246,13 @@ def test_a_nul_character_is_refused(confined: Memory) -> None:
 
 # -- size -------------------------------------------------------------------------------------
 
+
 def test_an_import_over_max_import_bytes_is_refused(tmp_path: Path, folder: Path) -> None:
     small = _file(folder / "small.jsonl")
     limit = small.stat().st_size
-    with open_memory(tmp_path / "m.db", settings=make_settings(export_dir=str(folder),
-                                                                max_import_bytes=limit)) as memory:
+    with open_memory(
+        tmp_path / "m.db", settings=make_settings(export_dir=str(folder), max_import_bytes=limit)
+    ) as memory:
         assert memory.import_memories(input_path="small.jsonl")["imported_memories"] == 1  # exactly the limit
         _file(folder / "big.jsonl", [HEADER, {**RECORD, "content": RECORD["content"] + "!"}])
         before = snapshot(memory, agents=(AGENT,))
@@ -257,6 +262,7 @@ def test_an_import_over_max_import_bytes_is_refused(tmp_path: Path, folder: Path
 
 
 # -- 0600 -------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def open_umask() -> Iterator[None]:
@@ -301,19 +307,27 @@ def test_an_export_file_is_created_0600(confined: Memory, folder: Path, open_uma
 
 # -- only the operator goes anywhere ---------------------------------------------------------------
 
+
 def test_a_tool_caller_cannot_ask_for_the_operators_any_path(confined: Memory, outside: Path) -> None:
-    for tool, arguments in (("import_memories", {"input_path": str(outside / "secret.jsonl")}),
-                            ("export_memories", {"agent_id": AGENT, "output_path": str(outside / "x.jsonl")})):
+    for tool, arguments in (
+        ("import_memories", {"input_path": str(outside / "secret.jsonl")}),
+        ("export_memories", {"agent_id": AGENT, "output_path": str(outside / "x.jsonl")}),
+    ):
         result = confined.call(tool, {**arguments, "anywhere": True})
         assert result["ok"] is False and "unknown argument" in result["error"] and "anywhere" in result["error"]
     assert not (outside / "x.jsonl").exists()
 
 
 def test_the_python_caller_may_go_anywhere_but_never_onto_the_database(confined: Memory, outside: Path) -> None:
-    assert confined.call("import_memories", {"input_path": str(outside / "secret.jsonl")},
-                         anywhere=True)["imported_memories"] == 1
-    refused = confined.call("export_memories", {"agent_id": "", "output_path": confined.settings.db_path},
-                            anywhere=True)
+    assert (
+        confined.call("import_memories", {"input_path": str(outside / "secret.jsonl")}, anywhere=True)[
+            "imported_memories"
+        ]
+        == 1
+    )
+    refused = confined.call(
+        "export_memories", {"agent_id": "", "output_path": confined.settings.db_path}, anywhere=True
+    )
     assert failed(refused, "argument 'output_path'") and "database" in refused["error"]
 
 
@@ -323,13 +337,15 @@ def test_importing_another_agents_export_needs_read_access_on_that_agent(tmp_pat
         memory.store(agent_id="y", content="y's secret plan")
         assert memory.export_memories(agent_id="y", output_path="y.jsonl")["ok"] is True
         writer_of_x = Principal("x-only", MappingProxyType({"x": WRITE}))
-        refused = memory.call("import_memories", {"input_path": "y.jsonl", "target_agent_id": "x"},
-                              principal=writer_of_x)
+        refused = memory.call(
+            "import_memories", {"input_path": "y.jsonl", "target_agent_id": "x"}, principal=writer_of_x
+        )
         assert refused["error"] == "permission_denied" and refused["agent_id"] == "y"
         assert memory.list_memories(agent_id="x")["memories"] == []
         reader_of_y = Principal("x-and-y", MappingProxyType({"x": WRITE, "y": READ}))
-        allowed = memory.call("import_memories", {"input_path": "y.jsonl", "target_agent_id": "x"},
-                              principal=reader_of_y)
+        allowed = memory.call(
+            "import_memories", {"input_path": "y.jsonl", "target_agent_id": "x"}, principal=reader_of_y
+        )
         assert allowed["imported_memories"] == 1
 
 
@@ -340,9 +356,12 @@ def test_an_export_never_replaces_another_agents_export_without_write_access_on_
         assert memory.export_memories(agent_id="y", output_path="shared.jsonl")["ok"] is True
         before = (tmp_path / "shared.jsonl").read_bytes()
         writer_of_x = Principal("x-only", MappingProxyType({"x": WRITE}))
-        refused = memory.call("export_memories", {"agent_id": "x", "output_path": "shared.jsonl"},
-                              principal=writer_of_x)
+        refused = memory.call(
+            "export_memories", {"agent_id": "x", "output_path": "shared.jsonl"}, principal=writer_of_x
+        )
         assert refused["error"] == "permission_denied" and refused["agent_id"] == "y"
         assert (tmp_path / "shared.jsonl").read_bytes() == before
-        assert memory.call("export_memories", {"agent_id": "x", "output_path": "x.jsonl"},
-                           principal=writer_of_x)["ok"] is True
+        assert (
+            memory.call("export_memories", {"agent_id": "x", "output_path": "x.jsonl"}, principal=writer_of_x)["ok"]
+            is True
+        )

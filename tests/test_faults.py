@@ -20,9 +20,9 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
+from conftest import make_settings, open_memory, snapshot
 
 from benchmarks import faults
-from conftest import make_settings, open_memory, snapshot
 from cuedrecall.api import Memory
 from cuedrecall.embed.hashing import hash_vector
 from cuedrecall.embed.http import HttpEmbedder
@@ -62,7 +62,8 @@ def test_sigkills_over_several_servers_on_one_file_lose_nothing_and_every_store_
 
 
 def test_a_store_held_behind_another_processes_write_lock_is_filed_with_the_lock_and_its_holder(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The watch is not blind: a store waiting on a write lock this process holds is filed as stuck, with the
     lock (the WAL write byte of the -shm file) and its holder's pid, and the server's stack (begin_write)."""
@@ -289,16 +290,22 @@ def test_rows_imported_while_the_embedder_times_out_are_stored_and_given_vectors
 ) -> None:
     """The embedder answers the first batch, then times out on the second (of three): the import
     still stores every row (the second batch without vectors), and check_health(fix: true) refills them."""
-    rows = [{"_type": "memory", "agent_id": AGENT, "content": f"imported note {i} on {random.Random(i).random()}",
-             "msg_id": f"i{i}"} for i in range(40)]
+    rows = [
+        {
+            "_type": "memory",
+            "agent_id": AGENT,
+            "content": f"imported note {i} on {random.Random(i).random()}",
+            "msg_id": f"i{i}",
+        }
+        for i in range(40)
+    ]
     header = {"_type": "header", "version": "cuedrecall-export/1", "memory_count": len(rows)}
     with open_memory(tmp_path / "emb.db", settings=make_settings(embedding_mode="none")) as memory:
         memory.embedder = _http_embedder(failing={2})
         exports = tmp_path / "exports"
         exports.mkdir()
         (exports / "in.jsonl").write_text("\n".join(json.dumps(r) for r in [header, *rows]) + "\n", "utf-8")
-        answer = memory.call("import_memories", {"input_path": "in.jsonl", "target_agent_id": AGENT},
-                             batch_size=16)
+        answer = memory.call("import_memories", {"input_path": "in.jsonl", "target_agent_id": AGENT}, batch_size=16)
         assert answer["ok"] is True and answer["imported_memories"] == len(rows), answer
         stored = {r.ref: r.text for r in memory.store_.list_records(MEMORY, AGENT, None, 100)}
         assert sorted(stored.values()) == sorted(r["content"] for r in rows)

@@ -19,8 +19,8 @@ from types import MappingProxyType
 from typing import Any
 
 import pytest
-
 from conftest import failed, make_settings, open_memory
+
 from cuedrecall.access import WRITE, Principal
 from cuedrecall.api import Memory
 
@@ -51,6 +51,7 @@ def _export_file(agent: str, content: str) -> str:
 
 # -- 1. a symbolic link swapped in while export or import runs ---------------------------------
 
+
 class _Swapper:
     """Swaps ``folder/sub`` between a real folder and a symbolic link to ``target``, until stopped."""
 
@@ -72,7 +73,7 @@ class _Swapper:
             except OSError:
                 continue  # the server's temp file or rename got in the way: swap again
 
-    def __enter__(self) -> "_Swapper":
+    def __enter__(self) -> _Swapper:
         self.thread.start()
         return self
 
@@ -85,8 +86,9 @@ class _Swapper:
             os.rename(self.parked, self.sub)
 
 
-def test_a_symlink_swapped_in_during_export_or_import_never_leads_outside(tmp_path: Path, folder: Path,
-                                                                          confined: Memory) -> None:
+def test_a_symlink_swapped_in_during_export_or_import_never_leads_outside(
+    tmp_path: Path, folder: Path, confined: Memory
+) -> None:
     db_folder = tmp_path / "db"
     db = db_folder / "m.db"
     db_folder.mkdir(exist_ok=True)  # made by the store on SQLite; not on PostgreSQL
@@ -110,8 +112,7 @@ def test_a_symlink_swapped_in_during_export_or_import_never_leads_outside(tmp_pa
     assert confined.list_memories(agent_id=AGENT)["count"] == 1
 
 
-def test_a_symlink_inside_the_folder_is_walked_from_the_folders_already_open(confined: Memory,
-                                                                             folder: Path) -> None:
+def test_a_symlink_inside_the_folder_is_walked_from_the_folders_already_open(confined: Memory, folder: Path) -> None:
     (folder / "real").mkdir()
     (folder / "real" / "deeper").mkdir()
     (folder / "alias").symlink_to("real/deeper")  # relative, stays inside
@@ -129,6 +130,7 @@ def test_a_symlink_inside_the_folder_is_walked_from_the_folders_already_open(con
 
 
 # -- 3. a pipe (or another non-file) at the destination ------------------------------------------
+
 
 @pytest.mark.parametrize("tool", ["export", "import"])
 def test_a_pipe_in_the_export_folder_is_refused_without_waiting(confined: Memory, folder: Path, tool: str) -> None:
@@ -154,8 +156,7 @@ def test_a_pipe_in_the_export_folder_is_refused_without_waiting(confined: Memory
     assert stat.S_ISFIFO(os.lstat(pipe).st_mode)  # left as it was
 
 
-def test_a_symlink_at_the_destination_is_never_written_through(confined: Memory, folder: Path,
-                                                               tmp_path: Path) -> None:
+def test_a_symlink_at_the_destination_is_never_written_through(confined: Memory, folder: Path, tmp_path: Path) -> None:
     target = tmp_path / "elsewhere.txt"
     target.write_text("not yours\n", "utf-8")
     (folder / "link.jsonl").symlink_to(target)
@@ -166,28 +167,35 @@ def test_a_symlink_at_the_destination_is_never_written_through(confined: Memory,
 
 # -- 5. other tenants' files in a shared export folder --------------------------------------------
 
+
 def _only(agent: str) -> Principal:
     return Principal(f"{agent}-only", MappingProxyType({agent: WRITE}))
 
 
-@pytest.mark.parametrize("name, content", [
-    ("notes.txt", "an operator's notes, not an export\n"),
-    ("cpersona.jsonl", json.dumps({"_type": "header", "version": "cpersona-export/1.2", "agent_id": OTHER}) + "\n"),
-    ("theirs.jsonl", _export_file(OTHER, "b's export")),
-    ("empty.jsonl", ""),
-])
-def test_an_export_never_replaces_a_file_it_did_not_write_for_the_same_agent(confined: Memory, folder: Path,
-                                                                            name: str, content: str) -> None:
+@pytest.mark.parametrize(
+    "name, content",
+    [
+        ("notes.txt", "an operator's notes, not an export\n"),
+        ("cpersona.jsonl", json.dumps({"_type": "header", "version": "cpersona-export/1.2", "agent_id": OTHER}) + "\n"),
+        ("theirs.jsonl", _export_file(OTHER, "b's export")),
+        ("empty.jsonl", ""),
+    ],
+)
+def test_an_export_never_replaces_a_file_it_did_not_write_for_the_same_agent(
+    confined: Memory, folder: Path, name: str, content: str
+) -> None:
     (folder / name).write_text(content, "utf-8")
     for extra in ({}, {"overwrite": True}):  # overwrite needs write access on what the file holds
-        answer = confined.call("export_memories", {"agent_id": AGENT, "output_path": name, **extra},
-                               principal=_only(AGENT))
+        answer = confined.call(
+            "export_memories", {"agent_id": AGENT, "output_path": name, **extra}, principal=_only(AGENT)
+        )
         assert answer["ok"] is False, answer
         assert (folder / name).read_text("utf-8") == content
 
 
 def test_an_agents_own_export_is_replaced_and_overwrite_replaces_what_the_caller_may_write(
-        confined: Memory, folder: Path) -> None:
+    confined: Memory, folder: Path
+) -> None:
     first = confined.call("export_memories", {"agent_id": AGENT, "output_path": "mine.jsonl"}, principal=_only(AGENT))
     again = confined.call("export_memories", {"agent_id": AGENT, "output_path": "mine.jsonl"}, principal=_only(AGENT))
     assert first["ok"] is True and again["ok"] is True
@@ -200,19 +208,28 @@ def test_an_agents_own_export_is_replaced_and_overwrite_replaces_what_the_caller
 
 # -- 4. a dry run takes no write lock -------------------------------------------------------------
 
-def test_a_dry_run_counts_as_the_import_would_and_never_takes_the_write_lock(confined: Memory, folder: Path,
-                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    lines = [{"_type": "header", "version": "cuedrecall-export/1", "memory_count": 5, "episode_count": 2,
-              "profile_count": 2},
-             {"_type": "memory", "agent_id": AGENT, "content": "what the database holds"},  # already stored
-             {"_type": "memory", "agent_id": AGENT, "content": "new one", "msg_id": "m1"},
-             {"_type": "memory", "agent_id": AGENT, "content": "new one again", "msg_id": "m1"},  # same msg_id
-             {"_type": "memory", "agent_id": AGENT, "content": "new one"},  # same content
-             {"_type": "memory", "agent_id": AGENT, "content": "  "},  # empty
-             {"_type": "episode", "agent_id": AGENT, "summary": "a week"},
-             {"_type": "episode", "agent_id": AGENT, "summary": "a week"},
-             {"_type": "profile", "agent_id": AGENT, "content": "first profile"},
-             {"_type": "profile", "agent_id": AGENT, "content": "second profile"}]
+
+def test_a_dry_run_counts_as_the_import_would_and_never_takes_the_write_lock(
+    confined: Memory, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = [
+        {
+            "_type": "header",
+            "version": "cuedrecall-export/1",
+            "memory_count": 5,
+            "episode_count": 2,
+            "profile_count": 2,
+        },
+        {"_type": "memory", "agent_id": AGENT, "content": "what the database holds"},  # already stored
+        {"_type": "memory", "agent_id": AGENT, "content": "new one", "msg_id": "m1"},
+        {"_type": "memory", "agent_id": AGENT, "content": "new one again", "msg_id": "m1"},  # same msg_id
+        {"_type": "memory", "agent_id": AGENT, "content": "new one"},  # same content
+        {"_type": "memory", "agent_id": AGENT, "content": "  "},  # empty
+        {"_type": "episode", "agent_id": AGENT, "summary": "a week"},
+        {"_type": "episode", "agent_id": AGENT, "summary": "a week"},
+        {"_type": "profile", "agent_id": AGENT, "content": "first profile"},
+        {"_type": "profile", "agent_id": AGENT, "content": "second profile"},
+    ]
     (folder / "f.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines), "utf-8")
 
     def no_write() -> Any:
@@ -229,6 +246,7 @@ def test_a_dry_run_counts_as_the_import_would_and_never_takes_the_write_lock(con
 
 # -- argument errors name the argument ------------------------------------------------------------
 
+
 def test_a_name_too_long_for_the_file_system_is_a_clear_refusal(confined: Memory) -> None:
     name = "x" * 256 + ".jsonl"
     exported = confined.export_memories(agent_id=AGENT, output_path=name)
@@ -238,6 +256,7 @@ def test_a_name_too_long_for_the_file_system_is_a_clear_refusal(confined: Memory
 
 
 # -- 2. backup never follows a planted partial file -----------------------------------------------
+
 
 @pytest.fixture
 def open_umask() -> Iterator[None]:
@@ -250,8 +269,7 @@ def open_umask() -> Iterator[None]:
 
 
 @pytest.mark.skipif(os.environ.get("CUEDRECALL_TEST_BACKEND") == "postgres", reason="backup copies a SQLite file")
-def test_a_backup_never_follows_a_planted_partial_file_and_is_created_0600(tmp_path: Path,
-                                                                          open_umask: None) -> None:
+def test_a_backup_never_follows_a_planted_partial_file_and_is_created_0600(tmp_path: Path, open_umask: None) -> None:
     from cuedrecall.cli import main
 
     db = tmp_path / "m.db"
@@ -271,6 +289,7 @@ def test_a_backup_never_follows_a_planted_partial_file_and_is_created_0600(tmp_p
 
 # -- 6. the trace log and view pages are private; a logged query needs the database's secret -----
 
+
 def test_the_trace_log_and_its_rotated_file_are_created_0600(tmp_path: Path, open_umask: None) -> None:
     from cuedrecall.handlers.trace_log import TraceLog
 
@@ -285,8 +304,9 @@ def test_a_pipe_at_the_trace_log_path_drops_the_entry_without_waiting(tmp_path: 
 
     os.mkfifo(tmp_path / "t.jsonl")
     done: list[bool] = []
-    worker = threading.Thread(target=lambda: done.append(TraceLog(tmp_path / "t.jsonl", 10**6).append({"id": "a"})),
-                              daemon=True)
+    worker = threading.Thread(
+        target=lambda: done.append(TraceLog(tmp_path / "t.jsonl", 10**6).append({"id": "a"})), daemon=True
+    )
     worker.start()
     worker.join(10)
     if worker.is_alive():
@@ -295,8 +315,9 @@ def test_a_pipe_at_the_trace_log_path_drops_the_entry_without_waiting(tmp_path: 
     assert done == [False]
 
 
-def test_a_view_page_is_created_0600_and_never_through_a_link(tmp_path: Path, open_umask: None,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_view_page_is_created_0600_and_never_through_a_link(
+    tmp_path: Path, open_umask: None, capsys: pytest.CaptureFixture[str]
+) -> None:
     from cuedrecall.cli import main
 
     with open_memory(tmp_path / "m.db") as memory:

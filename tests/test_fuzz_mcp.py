@@ -42,14 +42,19 @@ def test_every_tool_has_valid_base_arguments_to_mutate() -> None:
         assert TOOLS[name].bind(dict(arguments)) is not None
 
 
-FUZZ = settings(max_examples=CALLS, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+FUZZ = settings(
+    max_examples=CALLS,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+)
 
 
 @FUZZ
 @given(call=fuzz.tool_calls())
 def test_every_call_over_stdio_gets_a_well_formed_answer_and_writes_nothing_when_refused(
-    stdio_target: fuzz.Target, call: tuple[str, dict[str, Any]],
+    stdio_target: fuzz.Target,
+    call: tuple[str, dict[str, Any]],
 ) -> None:
     problem = fuzz.one_call(stdio_target, *call, fuzz.Tally())
     assert problem is None, problem
@@ -58,7 +63,8 @@ def test_every_call_over_stdio_gets_a_well_formed_answer_and_writes_nothing_when
 @FUZZ
 @given(call=fuzz.tool_calls())
 def test_every_call_over_http_gets_a_well_formed_answer_and_writes_nothing_when_refused(
-    http_target: fuzz.Target, call: tuple[str, dict[str, Any]],
+    http_target: fuzz.Target,
+    call: tuple[str, dict[str, Any]],
 ) -> None:
     problem = fuzz.one_call(http_target, *call, fuzz.Tally())
     assert problem is None, problem
@@ -112,15 +118,34 @@ def test_every_framing_combination_over_http_is_refused_or_served_never_a_5xx(tm
     assert sent == 2 * len(fuzz.LENGTHS) * len(fuzz.CODINGS) + 1 and failures == []
 
 
-@pytest.mark.skipif(not pg.available(), reason="pgserver is not installed (pip install -c constraints.txt '.[test,postgres]')")
+@pytest.mark.skipif(
+    not pg.available(), reason="pgserver is not installed (pip install -c constraints.txt '.[test,postgres]')"
+)
 def test_the_postgres_backend_option_runs_the_fuzzing_over_postgresql(tmp_path: Path) -> None:
     """``--backend postgres``: a stdio server over a private PostgreSQL server answers a few drawn and raw calls by
     the same rule, the results file gains a PostgreSQL section and keeps the SQLite one; an HTTP server over
     PostgreSQL too, its rows counted through the store's read methods."""
     out = tmp_path / "fuzz.md"
     out.write_text("# old\n\n<!-- sqlite -->\n## SQLite\n\nkept\n<!-- /sqlite -->\n")
-    assert fuzz.main(["--backend", "postgres", "--transports", "stdio", "--calls", "8", "--raw", "4", "--shapes", "0",
-                      "--out", str(out)]) == 0
+    assert (
+        fuzz.main(
+            [
+                "--backend",
+                "postgres",
+                "--transports",
+                "stdio",
+                "--calls",
+                "8",
+                "--raw",
+                "4",
+                "--shapes",
+                "0",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     text = out.read_text()
     assert "## SQLite\n\nkept" in text and "## PostgreSQL" in text and "| stdio | 8 |" in text
     assert "### Failures\n\nNone." in text.split("## PostgreSQL")[1]

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import NOW, make_settings, open_memory
 
 from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock
-from conftest import NOW, make_settings, open_memory
 
 AGENT = "newcomer"
 CI = "We moved the CI pipeline from Jenkins to GitHub Actions; builds now take 6 minutes instead of 20."
@@ -55,8 +55,7 @@ JUNE = {"after": "2025-06-01", "before": "2025-06-30", "confidence": "sure"}
 @pytest.fixture(scope="module")
 def memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Memory]:
     path: Path = tmp_path_factory.mktemp("newcomer") / "m.db"
-    with Memory(path, settings=make_settings(embedding_mode="local"), clock=fixed_clock(NOW),
-                background=False) as m:
+    with Memory(path, settings=make_settings(embedding_mode="local"), clock=fixed_clock(NOW), background=False) as m:
         for timestamp, content in MEMORIES:
             assert m.store(agent_id=AGENT, content=content, timestamp=timestamp)["result"] == "stored"
         yield m
@@ -108,8 +107,7 @@ def test_a_row_admitted_on_its_lexical_votes_says_so_in_its_match_reason(tmp_pat
     """
     memory = open_memory(tmp_path / "v.db", settings=make_settings(word_arm_enabled=True))
     exact = memory.store(agent_id="me", content="login timezone bug")["ref"]
-    sentence = memory.store(agent_id="me",
-                            content="The flaky login test was a timezone bug in the session cookie.")
+    sentence = memory.store(agent_id="me", content="The flaky login test was a timezone bug in the session cookie.")
     lunch = memory.store(agent_id="me", content="Lunch was pizza on Wednesday.")["ref"]
     memory.calibration.set("me", "cosine", 0.95)
     answer = memory.recall(agent_id="me", query="login timezone bug", trace=True)

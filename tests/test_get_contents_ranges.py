@@ -20,17 +20,18 @@ from typing import Any
 import jsonschema
 import numpy as np
 import pytest
-
 from conftest import failed, make_settings, open_memory
-from cuedrecall.reconstruct.rows import revision
+
 from cuedrecall.api import Memory
+from cuedrecall.reconstruct.rows import revision
 from cuedrecall.store.base import BlockSet
 from cuedrecall.text.blocks import divide
 from cuedrecall.tools import TOOLS
 
 A, B = "agent-a", "agent-b"
-TEXT = ("Intro line one. The budget for the\nbridge project is 4 million. However, it may grow. "
-        "Other things follow here.")
+TEXT = (
+    "Intro line one. The budget for the\nbridge project is 4 million. However, it may grow. Other things follow here."
+)
 SUMMARY = "We met at noon. We planned the regatta. We left early."
 
 
@@ -50,8 +51,7 @@ def only(result: dict[str, Any]) -> dict[str, Any]:
     return item
 
 
-def test_a_ref_string_still_answers_the_whole_record_without_range_fields(
-        stored: tuple[Memory, str, str, str]) -> None:
+def test_a_ref_string_still_answers_the_whole_record_without_range_fields(stored: tuple[Memory, str, str, str]) -> None:
     memory, mine, episode, _ = stored
     result = memory.get_contents(agent_id=A, refs=[mine, {"ref": episode}])
     assert [item["content"] for item in result["items"]] == [TEXT, f"[Episode] {SUMMARY}"]
@@ -60,7 +60,8 @@ def test_a_ref_string_still_answers_the_whole_record_without_range_fields(
 
 
 def test_a_block_answers_that_block_of_the_divided_text_with_its_governing_blocks(
-        stored: tuple[Memory, str, str, str]) -> None:
+    stored: tuple[Memory, str, str, str],
+) -> None:
     memory, mine, _, _ = stored
     spans = divide(TEXT)
     budget = next(i for i, s in enumerate(spans) if "budget" in s.text(TEXT))
@@ -98,21 +99,36 @@ def test_a_span_answers_the_raw_characters_with_its_end_clamped(stored: tuple[Me
     assert item["source"] == {"System": "episode"}
 
 
-def test_items_keep_their_order_and_mix_whole_records_ranges_and_missing(
-        stored: tuple[Memory, str, str, str]) -> None:
+def test_items_keep_their_order_and_mix_whole_records_ranges_and_missing(stored: tuple[Memory, str, str, str]) -> None:
     memory, mine, episode, _ = stored
-    result = memory.get_contents(agent_id=A, refs=[{"ref": mine, "span": [0, 5]}, "mem:999", episode,
-                                                   {"ref": "ep:999", "block": 40}, {"ref": mine, "block": 0}])
+    result = memory.get_contents(
+        agent_id=A,
+        refs=[
+            {"ref": mine, "span": [0, 5]},
+            "mem:999",
+            episode,
+            {"ref": "ep:999", "block": 40},
+            {"ref": mine, "block": 0},
+        ],
+    )
     assert [item["ref"] for item in result["items"]] == [mine, episode, mine]
-    assert [item["content"] for item in result["items"]] == ["Intro", f"[Episode] {SUMMARY}",
-                                                             divide(TEXT)[0].text(TEXT)]
+    assert [item["content"] for item in result["items"]] == [
+        "Intro",
+        f"[Episode] {SUMMARY}",
+        divide(TEXT)[0].text(TEXT),
+    ]
     assert result["missing"] == ["mem:999", "ep:999"] and result["count"] == 3
 
 
 def test_another_agents_record_is_missing_whatever_range_it_asks_for(stored: tuple[Memory, str, str, str]) -> None:
     memory, _, _, theirs = stored
-    refs = [{"ref": theirs, "block": 0}, {"ref": theirs, "span": [0, 4]}, {"ref": theirs, "block": 500},
-            {"ref": theirs, "span": [10**6, 10**6 + 1]}, {"ref": theirs, "node": 0}]
+    refs = [
+        {"ref": theirs, "block": 0},
+        {"ref": theirs, "span": [0, 4]},
+        {"ref": theirs, "block": 500},
+        {"ref": theirs, "span": [10**6, 10**6 + 1]},
+        {"ref": theirs, "node": 0},
+    ]
     result = memory.get_contents(agent_id=A, refs=refs)
     assert result == {"items": [], "missing": [theirs] * 5, "count": 0}  # no range check leaks its size
     assert only(memory.get_contents(agent_id=B, refs=[{"ref": theirs, "span": [0, 5]}]))["content"] == "Intro"
@@ -126,7 +142,8 @@ def test_cpersonas_node_is_answered_unresolved_not_supported(stored: tuple[Memor
 
 
 def test_a_range_with_the_texts_revision_is_served_and_with_another_is_stale(
-        stored: tuple[Memory, str, str, str]) -> None:
+    stored: tuple[Memory, str, str, str],
+) -> None:
     memory, mine, _, _ = stored
     text = memory.get_contents(agent_id=A, refs=[mine])["items"][0]["content"]
     current = revision(text)
@@ -136,39 +153,44 @@ def test_a_range_with_the_texts_revision_is_served_and_with_another_is_stale(
     assert stale["items"] == [] and stale["unresolved"] == [{"ref": mine, "reason": "stale_revision"}]
 
 
-@pytest.mark.parametrize(("item", "words"), [
-    ({"block": 1, "span": [0, 5]}, "at most one"),
-    ({"node": 0, "block": 1}, "at most one"),
-    ({"block": "1"}, "integer"),
-    ({"block": 1.5}, "integer"),
-    ({"block": True}, "integer"),
-    ({"block": -1}, "integer"),
-    ({"block": [2, 1]}, "inverted"),
-    ({"block": [1, 2, 3]}, "pair"),
-    ({"block": [1, "2"]}, "integer"),
-    ({"block": 99}, "block 99"),
-    ({"block": [0, 99]}, "block 99"),
-    ({"span": [5, 5]}, "empty"),
-    ({"span": [9, 2]}, "inverted"),
-    ({"span": [0]}, "pair"),
-    ({"span": [0, None]}, "integer"),
-    ({"span": [10**6, 10**6 + 5]}, "past the end"),
-    ({"node": [3, 1]}, "inverted"),
-    ({"revision": 12}, "revision"),
-    ({"colour": "red"}, "unknown field"),
-], ids=lambda value: str(value)[:40])
+@pytest.mark.parametrize(
+    ("item", "words"),
+    [
+        ({"block": 1, "span": [0, 5]}, "at most one"),
+        ({"node": 0, "block": 1}, "at most one"),
+        ({"block": "1"}, "integer"),
+        ({"block": 1.5}, "integer"),
+        ({"block": True}, "integer"),
+        ({"block": -1}, "integer"),
+        ({"block": [2, 1]}, "inverted"),
+        ({"block": [1, 2, 3]}, "pair"),
+        ({"block": [1, "2"]}, "integer"),
+        ({"block": 99}, "block 99"),
+        ({"block": [0, 99]}, "block 99"),
+        ({"span": [5, 5]}, "empty"),
+        ({"span": [9, 2]}, "inverted"),
+        ({"span": [0]}, "pair"),
+        ({"span": [0, None]}, "integer"),
+        ({"span": [10**6, 10**6 + 5]}, "past the end"),
+        ({"node": [3, 1]}, "inverted"),
+        ({"revision": 12}, "revision"),
+        ({"colour": "red"}, "unknown field"),
+    ],
+    ids=lambda value: str(value)[:40],
+)
 def test_a_malformed_item_or_a_range_outside_its_record_refuses_the_call_naming_it(
-        stored: tuple[Memory, str, str, str], item: dict[str, Any], words: str) -> None:
+    stored: tuple[Memory, str, str, str], item: dict[str, Any], words: str
+) -> None:
     memory, mine, episode, _ = stored
     result = memory.get_contents(agent_id=A, refs=[mine, {"ref": episode, "span": [0, 3]}, {"ref": mine, **item}])
     assert failed(result, "refs[2]") and words in result["error"], result
     assert result["items"] == [] and "missing" not in result and "count" not in result  # nothing else answered
 
 
-@pytest.mark.parametrize("item", [{"block": 0}, {}, {"ref": 12}, {"ref": "x:1", "span": [0, 1]}, 7, None,
-                                  ["mem:1"]], ids=str)
-def test_an_item_without_a_readable_ref_is_refused_naming_it(stored: tuple[Memory, str, str, str],
-                                                              item: Any) -> None:
+@pytest.mark.parametrize(
+    "item", [{"block": 0}, {}, {"ref": 12}, {"ref": "x:1", "span": [0, 1]}, 7, None, ["mem:1"]], ids=str
+)
+def test_an_item_without_a_readable_ref_is_refused_naming_it(stored: tuple[Memory, str, str, str], item: Any) -> None:
     memory, mine, _, _ = stored
     result = memory.get_contents(agent_id=A, refs=[mine, item])
     assert failed(result, "refs[1]") and failed(result, "'refs'") and result["items"] == []
@@ -183,9 +205,17 @@ def test_the_limit_of_twenty_items_counts_range_objects_too(stored: tuple[Memory
 
 def test_the_published_schema_takes_both_forms_and_refuses_two_ranges() -> None:
     validator = jsonschema.Draft202012Validator(TOOLS["get_contents"].input_schema())
-    assert validator.is_valid({"agent_id": A, "refs": ["mem:1", {"ref": "mem:1", "block": [1, 2]},
-                                                        {"ref": "ep:2", "span": [0, 800]},
-                                                        {"ref": "mem:3", "node": 1, "revision": "abc"}]})
+    assert validator.is_valid(
+        {
+            "agent_id": A,
+            "refs": [
+                "mem:1",
+                {"ref": "mem:1", "block": [1, 2]},
+                {"ref": "ep:2", "span": [0, 800]},
+                {"ref": "mem:3", "node": 1, "revision": "abc"},
+            ],
+        }
+    )
     assert not validator.is_valid({"agent_id": A, "refs": [{"block": 1}]})  # no ref
     assert not validator.is_valid({"agent_id": A, "refs": [{"ref": "mem:1", "colour": "red"}]})
     assert not validator.is_valid({"agent_id": A, "refs": ["mem:1"] * 21})
@@ -209,8 +239,9 @@ def test_with_block_retrieval_on_a_block_is_one_of_the_stored_set(tmp_path: Path
         assert memory.blocks is not None
         memory.blocks.drain()  # built: the stored set is read from now on
         spans = memory.store_.block_spans([ref])[ref]
-        result = memory.get_contents(agent_id=A, refs=[{"ref": ref, "block": 3},
-                                                       {"ref": ref, "block": [0, len(spans) - 1]}])
+        result = memory.get_contents(
+            agent_id=A, refs=[{"ref": ref, "block": 3}, {"ref": ref, "block": [0, len(spans) - 1]}]
+        )
         three, whole = result["items"]
         assert three["basis"] == whole["basis"] == "blocks"
         assert (three["range"]["start"], three["range"]["end"]) == spans[3][:2]

@@ -93,8 +93,7 @@ def test_a_name_in_the_query_brings_the_entitys_other_names_as_terms(memory: Mem
 def test_terms_skip_names_the_query_already_holds(memory: Memory) -> None:
     entities(memory, {"name": "Osaka office", "aliases": ["Kansai branch"]})
     found = cues(memory, "the kansai branch, formerly the Osaka Office")
-    assert found.entities == ["Osaka office"] and found.terms == [] and found.report() == {
-        "entities": ["Osaka office"]}
+    assert found.entities == ["Osaka office"] and found.terms == [] and found.report() == {"entities": ["Osaka office"]}
 
 
 def test_the_longest_name_is_matched_first_and_a_shorter_one_inside_it_does_not_count(memory: Memory) -> None:
@@ -130,8 +129,11 @@ def test_at_most_64_matches_are_counted(memory: Memory) -> None:
 
 
 def test_at_most_32_terms_and_the_rest_are_counted(memory: Memory) -> None:
-    entities(memory, {"name": "Hub", "aliases": [f"hub alias {i:02d}" for i in range(32)]},
-             {"name": "Spoke", "aliases": [f"spoke alias {i}" for i in range(5)]})
+    entities(
+        memory,
+        {"name": "Hub", "aliases": [f"hub alias {i:02d}" for i in range(32)]},
+        {"name": "Spoke", "aliases": [f"spoke alias {i}" for i in range(5)]},
+    )
     found = cues(memory, "hub and spoke")
     assert len(found.terms) == MAX_TERMS and found.terms_omitted == 5
     # Spoke, the longer name, matched first: its aliases lead, Hub's follow until the bound
@@ -162,12 +164,17 @@ def test_only_entities_readable_in_the_scope_are_matched(memory: Memory) -> None
 @settings(max_examples=40, deadline=None)
 @given(query=st.text(alphabet="abc xyz田中タナカ", max_size=30))
 def test_every_match_is_in_the_query_and_no_term_is(query: str) -> None:
-    from conftest import open_memory
     import tempfile
 
+    from conftest import open_memory
+
     with tempfile.TemporaryDirectory() as folder, open_memory(f"{folder}/m.db") as memory:
-        entities(memory, {"name": "ab", "aliases": ["x y", "田中"]}, {"name": "b c", "aliases": ["タナカ", "abc"]},
-                 {"name": "z", "aliases": ["yz"]})
+        entities(
+            memory,
+            {"name": "ab", "aliases": ["x y", "田中"]},
+            {"name": "b c", "aliases": ["タナカ", "abc"]},
+            {"name": "z", "aliases": ["yz"]},
+        )
         found = cues(memory, query)
         text = normalize_name(query)
         every = {"ab": ["ab", "x y", "田中"], "b c": ["b c", "タナカ", "abc"], "z": ["z", "yz"]}

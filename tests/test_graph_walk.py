@@ -7,16 +7,16 @@ import tempfile
 from collections import deque
 from typing import Any
 
+from conftest import open_memory
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_graph_cues import Spy
 
-from conftest import open_memory
 from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock
 from cuedrecall.graph.relations import RecordRelation, record_relations
 from cuedrecall.graph.walk import Walked, WalkResult, walk
 from cuedrecall.store.base import Scope
-from test_graph_cues import Spy
 
 A = "agent-a"
 SCOPE = Scope(A)
@@ -26,20 +26,31 @@ def record(memory: Memory, text: str, *mentioned: str, **scope: Any) -> str:
     """Store a record and declare it mentions the named entities."""
     ref = memory.store(agent_id=A, content=text, **scope)["ref"]
     if mentioned:
-        memory.declare_associations(agent_id=A, anchor_ref=ref, associations={
-            "entities": [{"name": name} for name in mentioned]}, **scope)
+        memory.declare_associations(
+            agent_id=A, anchor_ref=ref, associations={"entities": [{"name": name} for name in mentioned]}, **scope
+        )
     return ref
 
 
 def relate(memory: Memory, *triples: tuple[str, str, str], **scope: Any) -> list[int]:
-    answer = memory.declare_associations(agent_id=A, associations={"relations": [
-        {"subject": s, "predicate": p, "object": o} for s, p, o in triples]}, **scope)
+    answer = memory.declare_associations(
+        agent_id=A,
+        associations={"relations": [{"subject": s, "predicate": p, "object": o} for s, p, o in triples]},
+        **scope,
+    )
     assert answer["dropped"] == [], answer
     return answer["relations"]
 
 
-def walked(memory: Memory, items: list[list[str]], *, max_hops: int = 2, max_evidence: int = 10,
-           pool: set[str] | None = None, scope: Scope = SCOPE) -> WalkResult:
+def walked(
+    memory: Memory,
+    items: list[list[str]],
+    *,
+    max_hops: int = 2,
+    max_evidence: int = 10,
+    pool: set[str] | None = None,
+    scope: Scope = SCOPE,
+) -> WalkResult:
     pool = {ref for refs in items for ref in refs} if pool is None else pool
     return walk(memory.store_, scope, items, max_hops=max_hops, max_evidence=max_evidence, pool=pool)
 
@@ -155,13 +166,15 @@ def test_the_walk_keeps_to_the_read_scope(memory: Memory) -> None:
 # -- a property over random graphs -------------------------------------------------------------------------
 
 NAMES = ["e0", "e1", "e2", "e3", "e4", "e5"]
-graphs = st.fixed_dictionaries({
-    "mentions": st.lists(st.lists(st.sampled_from(NAMES), max_size=2), min_size=1, max_size=8),
-    "relations": st.lists(st.tuples(st.sampled_from(NAMES), st.sampled_from(NAMES)), max_size=8),
-    "items": st.lists(st.lists(st.integers(0, 7), min_size=1, max_size=2), min_size=1, max_size=3),
-    "extra_pool": st.lists(st.integers(0, 7), max_size=2),
-    "max_hops": st.integers(0, 3),
-})
+graphs = st.fixed_dictionaries(
+    {
+        "mentions": st.lists(st.lists(st.sampled_from(NAMES), max_size=2), min_size=1, max_size=8),
+        "relations": st.lists(st.tuples(st.sampled_from(NAMES), st.sampled_from(NAMES)), max_size=8),
+        "items": st.lists(st.lists(st.integers(0, 7), min_size=1, max_size=2), min_size=1, max_size=3),
+        "extra_pool": st.lists(st.integers(0, 7), max_size=2),
+        "max_hops": st.integers(0, 3),
+    }
+)
 
 
 def _distances(relations: list[tuple[str, str]], starts: set[str]) -> dict[str, int]:

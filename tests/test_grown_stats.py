@@ -8,10 +8,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from conftest import open_memory
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import open_memory
 from cuedrecall.store.base import MEMORY, Scope
 from cuedrecall.store.grown_stats import GrownStats
 from cuedrecall.store.predicates import scope_where
@@ -20,12 +20,22 @@ from cuedrecall.store.rows import pool_growth
 pytestmark = pytest.mark.sqlite_only  # the kept statistics are the SQLite store's (PostgreSQL counts each time)
 
 AGENTS = ("ann", "bo")
-SCOPES = [Scope("ann"), Scope("bo"), Scope("ann", project_id="p1"), Scope("bo", channel="c1"),
-          Scope("ann", source_id="s1")]
+SCOPES = [
+    Scope("ann"),
+    Scope("bo"),
+    Scope("ann", project_id="p1"),
+    Scope("bo", channel="c1"),
+    Scope("ann", source_id="s1"),
+]
 
 step = st.one_of(
-    st.tuples(st.just("store"), st.sampled_from(AGENTS), st.sampled_from(["", "p1", "p2"]),
-              st.sampled_from(["", "c1"]), st.integers(1, 28)),
+    st.tuples(
+        st.just("store"),
+        st.sampled_from(AGENTS),
+        st.sampled_from(["", "p1", "p2"]),
+        st.sampled_from(["", "c1"]),
+        st.integers(1, 28),
+    ),
     st.tuples(st.just("episode"), st.sampled_from(AGENTS)),
     st.tuples(st.just("delete"), st.integers(0, 30)),
     st.tuples(st.just("other"), st.sampled_from(AGENTS)),  # a second connection stores
@@ -49,9 +59,13 @@ def _agree(memory) -> None:  # type: ignore[no-untyped-def]
 
 
 def _store(memory, agent: str, project: str = "", channel: str = "", day: int = 1) -> dict:  # type: ignore[no-untyped-def]
-    return memory.store(agent_id=agent, project_id=project, channel=channel, source_id="s1" if day % 2 else "s2",
-                        message={"content": f"a note of day {day} for {agent}",
-                                 "timestamp": f"2025-03-{day:02d}T10:00:00+00:00"})
+    return memory.store(
+        agent_id=agent,
+        project_id=project,
+        channel=channel,
+        source_id="s1" if day % 2 else "s2",
+        message={"content": f"a note of day {day} for {agent}", "timestamp": f"2025-03-{day:02d}T10:00:00+00:00"},
+    )
 
 
 @settings(max_examples=40, deadline=None)

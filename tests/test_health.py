@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from conftest import NOW, failed, make_settings, open_memory, snapshot
+
 from cuedrecall.api import Memory
 from cuedrecall.handlers import health
 from cuedrecall.handlers.health import run as health_run
@@ -30,13 +30,19 @@ def memory(db_path: Path) -> Iterator[Memory]:
 
 def insert(memory: Memory, content: str, agent: str = A, vector: Any = "embed", **columns: Any) -> int:
     """A memory row written straight through the store, past the tools' checks (what an old import could leave)."""
-    fields = {"project_id": "", "channel": "", "msg_id": "", "source": {}, "timestamp": NOW, "metadata": {},
-              "created_at": NOW}
+    fields = {
+        "project_id": "",
+        "channel": "",
+        "msg_id": "",
+        "source": {},
+        "timestamp": NOW,
+        "metadata": {},
+        "created_at": NOW,
+    }
     locked = columns.pop("locked", False)
     fields.update(columns)
     made = memory.embed([content])[0] if isinstance(vector, str) else vector
-    row = memory_row(agent_id=agent, content=content, vector=made, model=memory.embedder.model, locked=locked,
-                     **fields)
+    row = memory_row(agent_id=agent, content=content, vector=made, model=memory.embedder.model, locked=locked, **fields)
     with memory.store_.write() as conn:
         return memory.store_.insert_memory(conn, row)
 
@@ -115,7 +121,8 @@ def test_a_memory_missing_from_the_full_text_index_is_reported_and_a_rebuild_let
     lost = memory.store(agent_id=A, content="the zebra at the city zoo")
     memory.store_._conn.execute(  # behind the store's back: drop the row's full-text entry
         "INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', ?, ?)",
-        (lost["id"], "the zebra at the city zoo"))
+        (lost["id"], "the zebra at the city zoo"),
+    )
     assert keyword_refs(memory, A, "zebra") == {kept["ref"]}
     found = issue(memory.check_health(agent_id=A), "fts_integrity")
     assert found["count"] == 1 and found["sample_refs"] == [lost["ref"]] and found["severity"] == "warn"
@@ -129,8 +136,10 @@ def test_a_full_text_entry_holding_another_text_than_its_row_is_seen_by_the_inte
 ) -> None:
     row = memory.store(agent_id=A, content="the quiet lighthouse keeper")
     conn = memory.store_._conn
-    conn.execute("INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', ?, ?)",
-                 (row["id"], "the quiet lighthouse keeper"))
+    conn.execute(
+        "INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', ?, ?)",
+        (row["id"], "the quiet lighthouse keeper"),
+    )
     conn.execute("INSERT INTO memories_fts(rowid, content) VALUES (?, ?)", (row["id"], "a noisy quokka"))
     assert keyword_refs(memory, A, "quokka") == {row["ref"]}  # the entry lies about the row
     found = issue(memory.check_health(agent_id=""), "fts_integrity")
@@ -313,10 +322,12 @@ def test_deep_check_reports_vectors_not_of_unit_length_and_fix_embeds_them_again
 def test_deep_check_reports_short_anonymous_orphaned_and_stale_calibration(memory: Memory) -> None:
     short = memory.store(agent_id=A, content="ok then")["ref"]
     memory.store(agent_id=A, content="a long enough memory from the user", source="user")
-    orphan = memory.archive_episode(agent_id=A, summary="long ago", start_time="2020-01-01T00:00:00+00:00",
-                                    end_time="2020-01-01T01:00:00+00:00")["ref"]
-    memory.archive_episode(agent_id=A, summary="today", start_time="2025-11-01T11:00:00+00:00",
-                           end_time="2025-11-01T13:00:00+00:00")
+    orphan = memory.archive_episode(
+        agent_id=A, summary="long ago", start_time="2020-01-01T00:00:00+00:00", end_time="2020-01-01T01:00:00+00:00"
+    )["ref"]
+    memory.archive_episode(
+        agent_id=A, summary="today", start_time="2025-11-01T11:00:00+00:00", end_time="2025-11-01T13:00:00+00:00"
+    )
     memory.archive_episode(agent_id=A, summary="no start given")
     with memory.store_.write() as conn:
         memory.store_.set_thresholds(conn, [Threshold(A, "cosine", 0.3, "an-old-model", "cued-v0.0")])
@@ -356,8 +367,14 @@ def test_session_findings_cap_each_kind_list_the_capped_kinds_and_repair_nothing
         insert(memory, "a note with an odd time", timestamp="soon")
         state = snapshot(memory)
         result = memory.get_session_findings(per_kind_limit=2, include_summary=True)
-        by_kind = {kind: [{k: v for k, v in f.items() if k not in ("kind", "severity")}
-                          for f in result["findings"] if f["kind"] == kind] for kind in result["counts_by_kind"]}
+        by_kind = {
+            kind: [
+                {k: v for k, v in f.items() if k not in ("kind", "severity")}
+                for f in result["findings"]
+                if f["kind"] == kind
+            ]
+            for kind in result["counts_by_kind"]
+        }
         assert by_kind["null_embedding"] == [{"ref": "mem:1"}, {"ref": "mem:2"}]
         assert len(by_kind["invalid_timestamp"]) == 1
         assert result["counts_by_kind"]["null_embedding"] == 4 and result["per_kind_limit"] == 2

@@ -25,10 +25,10 @@ from typing import Any
 
 import httpx
 import pytest
+from conftest import failed, make_settings, open_memory, snapshot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import failed, make_settings, open_memory, snapshot
 from cuedrecall.api import ERROR_MAX, Memory
 from cuedrecall.errors import StoreError, ToolArgumentError, describe_storage_error
 from cuedrecall.server import stdio
@@ -134,19 +134,31 @@ def _refused_by_name(memory: Memory, tool: str, arguments: dict[str, Any], argum
     return answer
 
 
-@pytest.mark.parametrize(("tool", "arguments", "argument"), REFUSED,
-                         ids=[f"{tool}-{argument}-{i}" for i, (tool, _, argument) in enumerate(REFUSED)])
+@pytest.mark.parametrize(
+    ("tool", "arguments", "argument"),
+    REFUSED,
+    ids=[f"{tool}-{argument}-{i}" for i, (tool, _, argument) in enumerate(REFUSED)],
+)
 def test_a_hostile_argument_is_refused_naming_it_and_nothing_is_written(
-    seeded: Memory, tool: str, arguments: dict[str, Any], argument: str,
+    seeded: Memory,
+    tool: str,
+    arguments: dict[str, Any],
+    argument: str,
 ) -> None:
     answer = _refused_by_name(seeded, tool, arguments, argument)
     assert "Error" not in answer["error"] and "failed inside the server" not in answer["error"]  # our words
 
 
-@pytest.mark.parametrize(("tool", "arguments", "argument"), TOO_LONG,
-                         ids=[f"{tool}-{argument}-{i}" for i, (tool, _, argument) in enumerate(TOO_LONG)])
+@pytest.mark.parametrize(
+    ("tool", "arguments", "argument"),
+    TOO_LONG,
+    ids=[f"{tool}-{argument}-{i}" for i, (tool, _, argument) in enumerate(TOO_LONG)],
+)
 def test_an_argument_over_its_documented_maximum_is_refused_and_the_error_never_echoes_it(
-    seeded: Memory, tool: str, arguments: dict[str, Any], argument: str,
+    seeded: Memory,
+    tool: str,
+    arguments: dict[str, Any],
+    argument: str,
 ) -> None:
     answer = _refused_by_name(seeded, tool, arguments, argument)
     assert len(answer["error"]) < 1000
@@ -181,7 +193,10 @@ def test_fts_and_sql_syntax_in_a_query_is_searched_as_text(seeded: Memory) -> No
 # any text but a lone surrogate and NUL (PostgreSQL text cannot hold one, so both backends refuse it by name)
 _TEXT = st.characters(exclude_categories=("Cs",), exclude_characters="\x00")
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(_TEXT, max_size=20),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(_TEXT, max_size=5), inner, max_size=4),
     max_leaves=30,
@@ -222,7 +237,9 @@ def test_arguments_of_any_python_shape_are_answered_never_raised(memory: Memory,
 
 @pytest.mark.parametrize("exc", [RecursionError("deep"), MemoryError(), KeyError("x"), ZeroDivisionError()])
 def test_a_failure_inside_a_handler_is_ok_false_without_a_traceback(
-    memory: Memory, monkeypatch: pytest.MonkeyPatch, exc: Exception,
+    memory: Memory,
+    monkeypatch: pytest.MonkeyPatch,
+    exc: Exception,
 ) -> None:
     def broken(*args: Any, **kwargs: Any) -> dict[str, Any]:
         raise exc
@@ -234,15 +251,19 @@ def test_a_failure_inside_a_handler_is_ok_false_without_a_traceback(
 
 
 def test_a_storage_failure_reaches_the_caller_in_words_not_as_the_drivers_error(
-    memory: Memory, monkeypatch: pytest.MonkeyPatch,
+    memory: Memory,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     def readonly(*args: Any, **kwargs: Any) -> dict[str, Any]:
         raise sqlite3.OperationalError("attempt to write a readonly database")
 
     monkeypatch.setitem(TOOLS, "store", _with_handler(TOOLS["store"], readonly))
     answer = memory.call("store", {"agent_id": A, "content": "tea"})
-    assert answer == {"ok": False, "result": "rejected", "error": describe_storage_error(
-        sqlite3.OperationalError("attempt to write a readonly database"))}
+    assert answer == {
+        "ok": False,
+        "result": "rejected",
+        "error": describe_storage_error(sqlite3.OperationalError("attempt to write a readonly database")),
+    }
     assert "read-only" in answer["error"]
 
 
@@ -299,15 +320,23 @@ def _not_a_database(tmp_path: Path) -> Exception:
     return caught.value
 
 
-@pytest.mark.parametrize(("make", "words"), [
-    (_readonly, "read-only"), (_locked, "busy"), (_cannot_open, "cannot be opened"), (_not_a_database, "damaged"),
-    (lambda _: sqlite3.OperationalError("database or disk is full"), "disk holding the database is full"),
-    (lambda _: OSError(28, "No space left on device"), "is full"),
-    (lambda _: sqlite3.OperationalError("disk I/O error"), "I/O error"),
-    (lambda _: StoreError("the database is busy: another process held its write lock"), "busy"),
-])
+@pytest.mark.parametrize(
+    ("make", "words"),
+    [
+        (_readonly, "read-only"),
+        (_locked, "busy"),
+        (_cannot_open, "cannot be opened"),
+        (_not_a_database, "damaged"),
+        (lambda _: sqlite3.OperationalError("database or disk is full"), "disk holding the database is full"),
+        (lambda _: OSError(28, "No space left on device"), "is full"),
+        (lambda _: sqlite3.OperationalError("disk I/O error"), "I/O error"),
+        (lambda _: StoreError("the database is busy: another process held its write lock"), "busy"),
+    ],
+)
 def test_each_storage_failure_is_described_in_words_the_caller_can_act_on(
-    tmp_path: Path, make: Any, words: str,
+    tmp_path: Path,
+    make: Any,
+    words: str,
 ) -> None:
     sentence = describe_storage_error(make(tmp_path))
     assert sentence is not None and words in sentence
@@ -322,16 +351,21 @@ def test_a_failure_that_is_not_a_storage_failure_is_not_described_as_one(exc: Ex
 
 
 def _call_line(request_id: Any, arguments_json: bytes, name: bytes = b"store") -> bytes:
-    return (b'{"jsonrpc":"2.0","id":' + json.dumps(request_id).encode() + b',"method":"tools/call","params":'
-            b'{"name":"' + name + b'","arguments":' + arguments_json + b"}}")
+    return (
+        b'{"jsonrpc":"2.0","id":' + json.dumps(request_id).encode() + b',"method":"tools/call","params":'
+        b'{"name":"' + name + b'","arguments":' + arguments_json + b"}}"
+    )
 
 
 LINES: list[tuple[bytes, Any, int]] = [
     (_call_line(2, b'{"agent_id":"a","content":"caf\xe9 \xff"}'), 2, PARSE_ERROR),  # invalid UTF-8
     (_call_line("s", b'{"agent_id":"a","content":' + b"1" * 5000 + b"}"), "s", PARSE_ERROR),  # over 4,300 digits
     (_call_line(4, b'{"agent_id":"a","content":' + b"[" * 1000 + b"]" * 1000 + b"}"), 4, PARSE_ERROR),
-    (_call_line(5, b'{"agent_id":"a","content":"x","metadata":' + b'{"a":' * 3000 + b"1" + b"}" * 3000 + b"}"),
-     5, PARSE_ERROR),
+    (
+        _call_line(5, b'{"agent_id":"a","content":"x","metadata":' + b'{"a":' * 3000 + b"1" + b"}" * 3000 + b"}"),
+        5,
+        PARSE_ERROR,
+    ),
     (b"not json at all", None, PARSE_ERROR),
     (b'{"jsonrpc":"2.0","id":6,"method":"tools/call"', 6, PARSE_ERROR),  # cut short
     (b"[1, 2, 3]", None, INVALID_REQUEST),
@@ -342,8 +376,9 @@ LINES: list[tuple[bytes, Any, int]] = [
 
 
 @pytest.mark.parametrize(("line", "request_id", "code"), LINES, ids=[str(i) for i in range(len(LINES))])
-def test_a_line_that_is_not_one_jsonrpc_message_is_answered_with_its_id(line: bytes, request_id: Any,
-                                                                       code: int) -> None:
+def test_a_line_that_is_not_one_jsonrpc_message_is_answered_with_its_id(
+    line: bytes, request_id: Any, code: int
+) -> None:
     answer = stdio.incoming(line)
     assert isinstance(answer, bytes) and answer.endswith(b"\n") and answer.isascii()
     body = json.loads(answer)
@@ -351,8 +386,9 @@ def test_a_line_that_is_not_one_jsonrpc_message_is_answered_with_its_id(line: by
 
 
 def test_the_transport_refuses_nesting_beyond_its_bound_only() -> None:
-    arguments = b'{"agent_id":"a","content":"x","metadata":' + b'{"a":' * (MAX_DEPTH - 5) + b"1" + b"}" * (
-        MAX_DEPTH - 5) + b"}"
+    arguments = (
+        b'{"agent_id":"a","content":"x","metadata":' + b'{"a":' * (MAX_DEPTH - 5) + b"1" + b"}" * (MAX_DEPTH - 5) + b"}"
+    )
     assert not isinstance(stdio.incoming(_call_line(1, arguments)), bytes)  # reaches the tool, which names it
     assert stdio.incoming(b"   ") is None
 
@@ -377,23 +413,42 @@ def test_a_line_over_the_size_bound_is_skipped_to_its_end_and_the_next_is_read(
 def test_a_stdio_server_answers_every_hostile_line_and_stays_up(tmp_path: Path) -> None:
     """The issue's attack end to end: invalid UTF-8 once killed the server; a surrogate, a 5,000-digit integer
     and deep nesting went unanswered. Each now gets an answer with its id, and a store afterwards works."""
-    lines = [(_call_line(100 + i, line_args), 100 + i) for i, line_args in enumerate([
-        b'{"agent_id":"a","content":"caf\xe9 \xff"}',
-        b'{"agent_id":"a","content":"\\ud800"}',
-        b'{"agent_id":"a","content":' + b"7" * 5000 + b"}",
-        b'{"agent_id":"a","content":' + b"[" * 1000 + b"]" * 1000 + b"}",
-        b'{"agent_id":"a","content":"x","metadata":' + b'{"a":' * 3000 + b"1" + b"}" * 3000 + b"}",
-        b'{"agent_id":"a","query":"x","time_cue":{"after":"\\udc80","confidence":"sure"}}',
-    ])]
+    lines = [
+        (_call_line(100 + i, line_args), 100 + i)
+        for i, line_args in enumerate(
+            [
+                b'{"agent_id":"a","content":"caf\xe9 \xff"}',
+                b'{"agent_id":"a","content":"\\ud800"}',
+                b'{"agent_id":"a","content":' + b"7" * 5000 + b"}",
+                b'{"agent_id":"a","content":' + b"[" * 1000 + b"]" * 1000 + b"}",
+                b'{"agent_id":"a","content":"x","metadata":' + b'{"a":' * 3000 + b"1" + b"}" * 3000 + b"}",
+                b'{"agent_id":"a","query":"x","time_cue":{"after":"\\udc80","confidence":"sure"}}',
+            ]
+        )
+    ]
     lines[-1] = (lines[-1][0].replace(b'"name":"store"', b'"name":"recall"'), lines[-1][1])
     lines.append((_call_line(200, b'{"agent_id":"a","content":"the ferry leaves at seven"}'), 200))
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "0"}}}
-    script = [json.dumps(init).encode(), b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
-              *(line for line, _ in lines)]
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "probe", "version": "0"},
+        },
+    }
+    script = [
+        json.dumps(init).encode(),
+        b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        *(line for line, _ in lines),
+    ]
     done = subprocess.run(
         [sys.executable, "-m", "cuedrecall.cli", "serve", "--db", str(tmp_path / "s.db"), "--embedding", "hash"],
-        input=b"\n".join(script) + b"\n", capture_output=True, timeout=120, cwd=REPO,
+        input=b"\n".join(script) + b"\n",
+        capture_output=True,
+        timeout=120,
+        cwd=REPO,
         env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONPATH": str(REPO)},
     )
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
@@ -411,25 +466,33 @@ def test_a_stdio_server_answers_every_hostile_line_and_stays_up(tmp_path: Path) 
 
 # -- HTTP: the same bytes are a 400 with a JSON-RPC parse error, not a 500 ---------------------------------
 
-HTTP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
-                "Authorization": "Bearer t"}
+HTTP_HEADERS = {
+    "Accept": "application/json, text/event-stream",
+    "Content-Type": "application/json",
+    "Authorization": "Bearer t",
+}
 
 
 @pytest.fixture
 def http_url(tmp_path: Path) -> Iterator[str]:
     from cuedrecall.ui.app import running
 
-    with open_memory(tmp_path / "w.db", settings=make_settings(auth_token="t")) as memory, \
-            running(http_app(memory), lifespan="on") as url:
+    with (
+        open_memory(tmp_path / "w.db", settings=make_settings(auth_token="t")) as memory,
+        running(http_app(memory), lifespan="on") as url,
+    ):
         yield url
 
 
-@pytest.mark.parametrize(("body", "request_id"), [
-    (_call_line(2, b'{"agent_id":"a","content":"caf\xe9 \xff"}'), 2),
-    (_call_line(3, b'{"agent_id":"a","content":' + b"1" * 5000 + b"}"), 3),
-    (_call_line(4, b'{"agent_id":"a","content":' + b"[" * 1000 + b"]" * 1000 + b"}"), 4),
-    (b"{", None),
-])
+@pytest.mark.parametrize(
+    ("body", "request_id"),
+    [
+        (_call_line(2, b'{"agent_id":"a","content":"caf\xe9 \xff"}'), 2),
+        (_call_line(3, b'{"agent_id":"a","content":' + b"1" * 5000 + b"}"), 3),
+        (_call_line(4, b'{"agent_id":"a","content":' + b"[" * 1000 + b"]" * 1000 + b"}"), 4),
+        (b"{", None),
+    ],
+)
 def test_an_unreadable_http_body_is_a_400_parse_error_not_a_500(http_url: str, body: bytes, request_id: Any) -> None:
     response = httpx.post(http_url + "/mcp/", content=body, headers=HTTP_HEADERS, timeout=30)
     assert response.status_code == 400
@@ -437,8 +500,7 @@ def test_an_unreadable_http_body_is_a_400_parse_error_not_a_500(http_url: str, b
 
 
 def test_a_surrogate_in_a_cue_over_http_is_an_ok_false_naming_it(http_url: str) -> None:
-    body = _call_line(5, b'{"agent_id":"a","query":"x","time_cue":{"after":"\\ud800","confidence":"sure"}}',
-                      b"recall")
+    body = _call_line(5, b'{"agent_id":"a","query":"x","time_cue":{"after":"\\ud800","confidence":"sure"}}', b"recall")
     response = httpx.post(http_url + "/mcp/", content=body, headers=HTTP_HEADERS, timeout=30)
     assert response.status_code == 200 and response.text
     data = json.loads(response.text.split("data: ", 1)[1])
@@ -468,16 +530,33 @@ def test_any_bytes_on_a_line_are_answered_or_are_a_message(line: bytes) -> None:
 def test_requests_still_running_at_eof_are_answered_before_the_stdio_server_exits(tmp_path: Path) -> None:
     """A client that writes its requests and closes stdin gets every answer: the SDK's session closes its answer
     stream with its input, so the transport holds the input open until the requests in flight have answered."""
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "0"}}}
-    stores = [_call_line(10 + i, json.dumps({"agent_id": A, "content": f"note {i} about the ferry"}).encode())
-              for i in range(20)]
-    script = [json.dumps(init).encode(), b'{"jsonrpc":"2.0","method":"notifications/initialized"}', *stores,
-              _call_line(99, json.dumps({"fix": True}).encode(), b"check_health")]
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "probe", "version": "0"},
+        },
+    }
+    stores = [
+        _call_line(10 + i, json.dumps({"agent_id": A, "content": f"note {i} about the ferry"}).encode())
+        for i in range(20)
+    ]
+    script = [
+        json.dumps(init).encode(),
+        b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        *stores,
+        _call_line(99, json.dumps({"fix": True}).encode(), b"check_health"),
+    ]
     db = tmp_path / "eof.db"
     done = subprocess.run(
         [sys.executable, "-m", "cuedrecall.cli", "serve", "--db", str(db), "--embedding", "hash"],
-        input=b"\n".join(script) + b"\n", capture_output=True, timeout=120, cwd=REPO,
+        input=b"\n".join(script) + b"\n",
+        capture_output=True,
+        timeout=120,
+        cwd=REPO,
         env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONPATH": str(REPO)},
     )
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]

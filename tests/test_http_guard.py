@@ -15,10 +15,11 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from hypothesis import given, settings, strategies as st
+from conftest import make_settings, open_memory, serving
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from conftest import make_settings, open_memory, serving
 from cuedrecall.api import Memory
 from cuedrecall.server import mcp
 from cuedrecall.server.http_guard import HostPolicy, host_name, policy_of
@@ -28,17 +29,32 @@ TOKEN = "guard-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 SMALL = 4096  # the body bound the tests serve with
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                         "clientInfo": {"name": "guard-test", "version": "0"}}}
-STORE_CALL = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-              "params": {"name": "store", "arguments": {"agent_id": "a", "message": {"content": "kept"}}}}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "guard-test", "version": "0"},
+    },
+}
+STORE_CALL = {
+    "jsonrpc": "2.0",
+    "id": 2,
+    "method": "tools/call",
+    "params": {"name": "store", "arguments": {"agent_id": "a", "message": {"content": "kept"}}},
+}
 
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[Memory, str]]:
-    settings = make_settings(auth_token=TOKEN, http_max_body=SMALL, http_allowed_hosts="memory.lan",
-                             http_allowed_origins="https://app.example")
+    settings = make_settings(
+        auth_token=TOKEN,
+        http_max_body=SMALL,
+        http_allowed_hosts="memory.lan",
+        http_allowed_origins="https://app.example",
+    )
     with open_memory(tmp_path / "guard.db", settings=settings) as memory, serving(memory) as url:
         yield memory, url
 
@@ -68,8 +84,10 @@ def _raw(url: str, request: bytes) -> bytes:
 
 def test_a_body_whose_length_is_over_the_bound_is_answered_413_before_it_is_sent(served: tuple[Memory, str]) -> None:
     _, url = served
-    head = (f"POST /mcp/ HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n"
-            f"Content-Type: application/json\r\nContent-Length: {100 * 1024 * 1024}\r\n\r\n").encode()
+    head = (
+        f"POST /mcp/ HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {100 * 1024 * 1024}\r\n\r\n"
+    ).encode()
     answer = _raw(url, head + b"{")  # 100 MB announced, one byte sent: the answer cannot wait for the rest
     assert answer.startswith(b"HTTP/1.1 413")
     assert b"CUEDRECALL_HTTP_MAX_BODY" in answer
@@ -77,8 +95,10 @@ def test_a_body_whose_length_is_over_the_bound_is_answered_413_before_it_is_sent
 
 def test_a_chunked_body_over_the_bound_is_answered_413_and_nothing_is_written(served: tuple[Memory, str]) -> None:
     memory, url = served
-    call = {**STORE_CALL, "params": {"name": "store", "arguments": {
-        "agent_id": "a", "message": {"content": "x" * (SMALL * 2)}}}}
+    call = {
+        **STORE_CALL,
+        "params": {"name": "store", "arguments": {"agent_id": "a", "message": {"content": "x" * (SMALL * 2)}}},
+    }
     payload = json.dumps(call).encode()
 
     def chunks() -> Iterator[bytes]:  # no Content-Length: the guard counts while reading
@@ -94,8 +114,9 @@ def test_a_body_within_the_bound_is_served_whole_chunked_or_not(served: tuple[Me
     _, url = served
     assert _post(url).status_code == 200
     payload = json.dumps(INITIALIZE).encode()
-    response = httpx.post(url + "/mcp/", content=iter([payload[:20], payload[20:]]),
-                          headers={**MCP_HEADERS, **AUTH}, timeout=30)
+    response = httpx.post(
+        url + "/mcp/", content=iter([payload[:20], payload[20:]]), headers={**MCP_HEADERS, **AUTH}, timeout=30
+    )
     assert response.status_code == 200 and "cuedrecall" in response.text
 
 
@@ -121,8 +142,9 @@ def test_loopback_names_and_listed_hosts_are_served(served: tuple[Memory, str], 
     assert _post(url, Host=host).status_code == 200
 
 
-@pytest.mark.parametrize("origin", ["http://evil.example", "https://evil.example:8402", "null",
-                                    "http://127.0.0.1.evil.example"])
+@pytest.mark.parametrize(
+    "origin", ["http://evil.example", "https://evil.example:8402", "null", "http://127.0.0.1.evil.example"]
+)
 def test_a_request_from_a_foreign_origin_is_answered_403(served: tuple[Memory, str], origin: str) -> None:
     memory, url = served
     response = _post(url, STORE_CALL, Origin=origin)
@@ -137,8 +159,10 @@ def test_loopback_pages_and_listed_origins_are_served(served: tuple[Memory, str]
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.from_regex(r"[a-z][a-z0-9-]{0,20}(\.[a-z][a-z0-9-]{0,10}){1,3}", fullmatch=True),
-       st.none() | st.integers(1, 65535))
+@given(
+    st.from_regex(r"[a-z][a-z0-9-]{0,20}(\.[a-z][a-z0-9-]{0,10}){1,3}", fullmatch=True),
+    st.none() | st.integers(1, 65535),
+)
 def test_no_name_outside_the_allow_list_passes_the_host_check(name: str, port: int | None) -> None:
     policy = HostPolicy(allowed_hosts=("memory.lan",))
     host = name if port is None else f"{name}:{port}"
@@ -160,8 +184,11 @@ def test_the_bound_address_is_one_of_the_servers_names_but_a_wildcard_bind_is_no
 
 def test_cors_is_closed_no_response_allows_another_origin(served: tuple[Memory, str]) -> None:
     _, url = served
-    preflight = {"Origin": "https://evil.example", "Access-Control-Request-Method": "POST",
-                 "Access-Control-Request-Headers": "authorization, content-type"}
+    preflight = {
+        "Origin": "https://evil.example",
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization, content-type",
+    }
     foreign = httpx.options(url + "/mcp/", headers=preflight, timeout=30)
     own = httpx.options(url + "/mcp/", headers={**preflight, "Origin": "http://localhost:5173"}, timeout=30)
     served_post = _post(url, Origin="http://localhost:5173")
@@ -178,8 +205,12 @@ def test_the_http_server_binds_loopback_unless_told_otherwise(tmp_path: Path, mo
 
     bound: list[tuple[str, int]] = []
     monkeypatch.setattr(server, "serve_http", lambda memory, host, port: bound.append((host, port)))
-    for name, value in {"EMBEDDING_MODE": "hash", "BLOCK_BUILD_ENABLED": "false",
-                        "BLOCK_RETRIEVAL_ENABLED": "false", "CALIBRATE_ON_GROWTH": "false"}.items():
+    for name, value in {
+        "EMBEDDING_MODE": "hash",
+        "BLOCK_BUILD_ENABLED": "false",
+        "BLOCK_RETRIEVAL_ENABLED": "false",
+        "CALIBRATE_ON_GROWTH": "false",
+    }.items():
         monkeypatch.setenv("CUEDRECALL_" + name, value)
     for variable in ("CUEDRECALL_HTTP_HOST", "CPERSONA_HTTP_HOST"):
         monkeypatch.delenv(variable, raising=False)
@@ -203,8 +234,10 @@ def test_the_token_is_compared_in_constant_time(monkeypatch: pytest.MonkeyPatch)
     assert compared == [(TOKEN.encode(), TOKEN.encode()), (b"guard-tokeX", TOKEN.encode()), (b"", TOKEN.encode())]
 
 
-@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {TOKEN}"},
-                                     {"Authorization": f"Bearer {TOKEN}x"}])
+@pytest.mark.parametrize(
+    "headers",
+    [{}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {TOKEN}"}, {"Authorization": f"Bearer {TOKEN}x"}],
+)
 def test_a_request_without_the_token_never_reaches_a_tool(
     served: tuple[Memory, str], monkeypatch: pytest.MonkeyPatch, headers: dict[str, str]
 ) -> None:

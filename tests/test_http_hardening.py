@@ -29,22 +29,32 @@ SHORT = 1.0  # the head deadline the tests serve with (seconds)
 
 
 def _store_call(content: str) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-        "name": "store", "arguments": {"agent_id": "a", "content": content}}}).encode()
+    return json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "store", "arguments": {"agent_id": "a", "content": content}},
+        }
+    ).encode()
 
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[Memory, str]]:
     settings = make_settings(auth_token=TOKEN, http_max_body=SMALL)
-    with open_memory(tmp_path / "hard.db", settings=settings) as memory, \
-            running(http_app(memory), lifespan="on", header_timeout=SHORT) as url:
+    with (
+        open_memory(tmp_path / "hard.db", settings=settings) as memory,
+        running(http_app(memory), lifespan="on", header_timeout=SHORT) as url,
+    ):
         yield memory, url
 
 
 @pytest.fixture
 def explorer(tmp_path: Path) -> Iterator[str]:
-    with open_memory(tmp_path / "ui.db", settings=make_settings(http_max_body=SMALL)) as memory, \
-            running(make_app(memory, "ui-token"), header_timeout=SHORT) as url:
+    with (
+        open_memory(tmp_path / "ui.db", settings=make_settings(http_max_body=SMALL)) as memory,
+        running(make_app(memory, "ui-token"), header_timeout=SHORT) as url,
+    ):
         yield url
 
 
@@ -73,15 +83,16 @@ def _exchange(url: str, request: bytes, wait: float = 20.0) -> bytes:
 def _chunked(payload: bytes, size: int = 1000) -> bytes:
     out = b""
     for start in range(0, len(payload), size):
-        piece = payload[start:start + size]
+        piece = payload[start : start + size]
         out += f"{len(piece):x}\r\n".encode() + piece + b"\r\n"
     return out + b"0\r\n\r\n"
 
 
 def _head(path: str, *lines: str) -> bytes:
-    return (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            "Accept: application/json, text/event-stream\r\n" + "".join(f"{line}\r\n" for line in lines)
-            + "\r\n").encode()
+    return (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        "Accept: application/json, text/event-stream\r\n" + "".join(f"{line}\r\n" for line in lines) + "\r\n"
+    ).encode()
 
 
 # -- framing: refused before a byte of the body is read ----------------------------------------------------------
@@ -93,31 +104,38 @@ def test_content_length_beside_chunked_is_refused_400_and_the_body_over_the_boun
     """The probe's bypass: Content-Length: 40 passed the bound while the parser read a chunked body 75x its size."""
     memory, url = served
     payload = _store_call("x" * (SMALL * 3))
-    answer = _exchange(url, _head("/mcp/", f"Authorization: Bearer {TOKEN}", "Content-Length: 40",
-                                  "Transfer-Encoding: chunked") + _chunked(payload))
+    answer = _exchange(
+        url,
+        _head("/mcp/", f"Authorization: Bearer {TOKEN}", "Content-Length: 40", "Transfer-Encoding: chunked")
+        + _chunked(payload),
+    )
     assert answer.startswith(b"HTTP/1.1 400"), answer[:200]
     assert b"both Content-Length and Transfer-Encoding" in answer
     assert memory.list_memories(agent_id="")["count"] == 0
 
 
-@pytest.mark.parametrize(("headers", "said"), [
-    ([("content-length", "40"), ("transfer-encoding", "chunked")], "both Content-Length and Transfer-Encoding"),
-    ([("content-length", "5"), ("content-length", "5")], "more than one Content-Length"),
-    ([("content-length", "5, 7")], "more than one Content-Length"),
-    ([("content-length", "-1")], "not a decimal number"),
-    ([("content-length", "0x10")], "not a decimal number"),
-    ([("content-length", "\u0661")], "not a decimal number"),
-    ([("transfer-encoding", "gzip, chunked")], "not chunked"),
-    ([("transfer-encoding", "chunked"), ("transfer-encoding", "chunked")], "not chunked"),
-])
+@pytest.mark.parametrize(
+    ("headers", "said"),
+    [
+        ([("content-length", "40"), ("transfer-encoding", "chunked")], "both Content-Length and Transfer-Encoding"),
+        ([("content-length", "5"), ("content-length", "5")], "more than one Content-Length"),
+        ([("content-length", "5, 7")], "more than one Content-Length"),
+        ([("content-length", "-1")], "not a decimal number"),
+        ([("content-length", "0x10")], "not a decimal number"),
+        ([("content-length", "\u0661")], "not a decimal number"),
+        ([("transfer-encoding", "gzip, chunked")], "not chunked"),
+        ([("transfer-encoding", "chunked"), ("transfer-encoding", "chunked")], "not chunked"),
+    ],
+)
 def test_ambiguous_framing_is_named(headers: list[tuple[str, str]], said: str) -> None:
     raw = [(name.encode(), value.encode()) for name, value in headers]
     problem = framing_problem(Headers(raw=raw))
     assert problem is not None and said in problem
 
 
-@pytest.mark.parametrize("headers", [[], [("content-length", "12")], [("transfer-encoding", "chunked")],
-                                     [("transfer-encoding", "Chunked")]])
+@pytest.mark.parametrize(
+    "headers", [[], [("content-length", "12")], [("transfer-encoding", "chunked")], [("transfer-encoding", "Chunked")]]
+)
 def test_plain_framing_passes(headers: list[tuple[str, str]]) -> None:
     assert framing_problem(Headers(raw=[(n.encode(), v.encode()) for n, v in headers])) is None
 
@@ -125,8 +143,9 @@ def test_plain_framing_passes(headers: list[tuple[str, str]]) -> None:
 # -- the bound counts the bytes read, whatever the headers say ---------------------------------------------------
 
 
-async def _through(guard: BodyLimit, headers: list[tuple[bytes, bytes]], chunks: list[bytes],
-                   pause: float = 0.0) -> tuple[int, bytes, list[bytes]]:
+async def _through(
+    guard: BodyLimit, headers: list[tuple[bytes, bytes]], chunks: list[bytes], pause: float = 0.0
+) -> tuple[int, bytes, list[bytes]]:
     """Run one request through ``guard`` with a receive that gives ``chunks``; the status, the answer body, and
     what reached the app behind it."""
     reached: list[bytes] = []
@@ -184,8 +203,9 @@ async def test_a_body_that_does_not_arrive_in_time_is_answered_408() -> None:
 def test_the_explorer_refuses_ambiguous_framing_and_a_body_over_the_bound(explorer: str) -> None:
     search = json.dumps({"agent_id": "a", "query": "x" * (SMALL * 3)}).encode()
     auth = f"{TOKEN_HEADER}: ui-token"
-    both = _exchange(explorer, _head("/api/search", auth, "Content-Length: 40", "Transfer-Encoding: chunked")
-                     + _chunked(search))
+    both = _exchange(
+        explorer, _head("/api/search", auth, "Content-Length: 40", "Transfer-Encoding: chunked") + _chunked(search)
+    )
     assert both.startswith(b"HTTP/1.1 400") and b"Transfer-Encoding" in both
     chunked = _exchange(explorer, _head("/api/search", auth, "Transfer-Encoding: chunked") + _chunked(search))
     assert chunked.startswith(b"HTTP/1.1 413")
@@ -265,9 +285,16 @@ def test_a_request_served_slower_than_the_head_deadline_is_not_cut(served: tuple
 
     memory.call = slow  # type: ignore[method-assign]
     try:
-        response = httpx.post(url + "/mcp/", content=_store_call("kept"), timeout=30, headers={
-            "Authorization": f"Bearer {TOKEN}", "Accept": "application/json, text/event-stream",
-            "Content-Type": "application/json"})
+        response = httpx.post(
+            url + "/mcp/",
+            content=_store_call("kept"),
+            timeout=30,
+            headers={
+                "Authorization": f"Bearer {TOKEN}",
+                "Accept": "application/json, text/event-stream",
+                "Content-Type": "application/json",
+            },
+        )
     finally:
         memory.call = original  # type: ignore[method-assign]
     assert response.status_code == 200 and "stored" in response.text

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import open_memory, visible
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import open_memory, visible
 from cuedrecall.api import Memory
 from cuedrecall.store.base import EPISODE, MEMORY, Scope
 from cuedrecall.text.fts import fts_terms
@@ -26,8 +26,16 @@ from cuedrecall.text.fts import fts_terms
 AGENTS = ("agent-1", "agent-2", "agent-3")
 PROJECTS = ("", "p1", "p2")
 CHANNELS = ("", "c1", "c2")
-SOURCES = (None, "discord:alice", "discord:alice2", "discord:bob", "slack:alice", "slack:al_ice%", "Discord:carol",
-           "tëlegram:zoë")
+SOURCES = (
+    None,
+    "discord:alice",
+    "discord:alice2",
+    "discord:bob",
+    "slack:alice",
+    "slack:al_ice%",
+    "Discord:carol",
+    "tëlegram:zoë",
+)
 WORDS = ("harbour", "ledger", "violin", "orchard", "comet", "lantern", "glacier", "pepper", "saddle", "quartz")
 
 
@@ -40,8 +48,6 @@ class Row:
     channel: str
     source_id: str
     text: str
-
-
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +64,11 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Memory, di
                     for source in SOURCES:
                         n += 1
                         text = f"{rng.choice(WORDS)} {rng.choice(WORDS)} {rng.choice(WORDS)} entry {n}"
-                        message = {"content": text, "id": f"m{n}",
-                                   "timestamp": f"2025-{rng.randint(1, 10):02d}-{rng.randint(1, 28):02d}T10:00:00Z"}
+                        message = {
+                            "content": text,
+                            "id": f"m{n}",
+                            "timestamp": f"2025-{rng.randint(1, 10):02d}-{rng.randint(1, 28):02d}T10:00:00Z",
+                        }
                         if source is not None:
                             message["source"] = {"type": "User", "id": source}
                         result = memory.store(agent_id=agent, message=message, channel=channel, project_id=project)
@@ -68,8 +77,12 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Memory, di
                     n += 1
                     summary = f"session about {rng.choice(WORDS)} and {rng.choice(WORDS)} number {n}"
                     episode = memory.archive_episode(
-                        agent_id=agent, summary=summary, keywords=rng.choice(WORDS), channel=channel,
-                        project_id=project, start_time=f"2025-{rng.randint(1, 10):02d}-15T09:00:00Z",
+                        agent_id=agent,
+                        summary=summary,
+                        keywords=rng.choice(WORDS),
+                        channel=channel,
+                        project_id=project,
+                        start_time=f"2025-{rng.randint(1, 10):02d}-15T09:00:00Z",
                     )
                     rows[episode["ref"]] = Row(episode["ref"], EPISODE, agent, project, channel, "", summary)
             memory.update_profile(agent_id=agent, profile=f"profile of {agent}")
@@ -81,9 +94,26 @@ scopes = st.builds(
     agent_id=st.sampled_from((*AGENTS, "agent-unknown")),
     project_id=st.sampled_from((None, "", "p1", "p2", "p-unknown")),
     channel=st.sampled_from(("", "c1", "c2", "c-unknown")),
-    source_id=st.sampled_from(("", "discord:", "Discord:", "discord:alice", "slack", "slack:al_", "slack:al%", "d",
-                               "D", "x", "%", "tëlegram:", "tëlegram:zo", "tëlegram:zoë", "discord:alice2",
-                               "discord:ali")),
+    source_id=st.sampled_from(
+        (
+            "",
+            "discord:",
+            "Discord:",
+            "discord:alice",
+            "slack",
+            "slack:al_",
+            "slack:al%",
+            "d",
+            "D",
+            "x",
+            "%",
+            "tëlegram:",
+            "tëlegram:zo",
+            "tëlegram:zoë",
+            "discord:alice2",
+            "discord:ali",
+        )
+    ),
 )
 queries = st.one_of(
     st.just(""),
@@ -91,12 +121,14 @@ queries = st.one_of(
     st.sampled_from(WORDS).map(lambda w: w[:4]),  # a fragment: the trigram arm matches inside words
     st.integers(min_value=1, max_value=300).map(lambda n: f"entry {n}"),
 )
-cues = st.sampled_from((
-    None,
-    {"after": "2025-03-01", "before": "2025-05-01", "confidence": "sure"},
-    {"after": "2025-01-01", "before": "2025-02-01", "confidence": "vague"},
-    {"ago": {"unit": "months", "value": 6}, "confidence": "likely"},
-))
+cues = st.sampled_from(
+    (
+        None,
+        {"after": "2025-03-01", "before": "2025-05-01", "confidence": "sure"},
+        {"after": "2025-01-01", "before": "2025-02-01", "confidence": "vague"},
+        {"ago": {"unit": "months", "value": 6}, "confidence": "likely"},
+    )
+)
 
 
 def _inside(refs: list[str], rows: dict[str, Row], scope: Scope) -> list[str]:
@@ -111,8 +143,16 @@ def test_recall_never_returns_a_row_outside_the_read_scope(
 ) -> None:
     memory, rows = world
     for text in {"", query}:
-        answer = memory.recall(agent_id=scope.agent_id, query=text, limit=100, deep=deep, channel=scope.channel,
-                               project_id=scope.project_id, source_id=scope.source_id, time_cue=cue)
+        answer = memory.recall(
+            agent_id=scope.agent_id,
+            query=text,
+            limit=100,
+            deep=deep,
+            channel=scope.channel,
+            project_id=scope.project_id,
+            source_id=scope.source_id,
+            time_cue=cue,
+        )
         assert answer.get("ok") is not False, answer
         refs = [row["ref"] for row in answer["messages"] if "ref" in row]
         assert _inside(refs, rows, scope) == [], (scope, text, cue)
@@ -148,8 +188,9 @@ def test_every_store_arm_stays_inside_the_read_scope(
     assert sorted(r for r in near if r.startswith("mem:")) == sorted(allowed_memories)
     assert len(near) == len(set(near))
     for kind, expected in ((MEMORY, allowed_memories), (EPISODE, allowed_episodes)):
-        in_period = [h.ref for h in store.vector_in_period(scope, kind, vector, floor=-2.0, depth=10_000,
-                                                           period=everything)]
+        in_period = [
+            h.ref for h in store.vector_in_period(scope, kind, vector, floor=-2.0, depth=10_000, period=everything)
+        ]
         assert _inside(in_period, rows, scope) == []
         assert set(in_period) <= set(expected)
         if kind == MEMORY:
@@ -179,7 +220,8 @@ def test_the_world_covers_every_bucket(world: tuple[Memory, dict[str, Row]]) -> 
     memories = [r for r in rows.values() if r.kind == MEMORY]
     assert len(memories) == len(AGENTS) * len(PROJECTS) * len(CHANNELS) * len(SOURCES)
     assert {(r.agent_id, r.project_id, r.channel) for r in rows.values() if r.kind == EPISODE} == {
-        (a, p, c) for a in AGENTS for p in PROJECTS for c in CHANNELS}
+        (a, p, c) for a in AGENTS for p in PROJECTS for c in CHANNELS
+    }
 
 
 @pytest.mark.parametrize(
@@ -211,8 +253,9 @@ def test_a_source_filter_hides_episodes_unless_a_channel_is_set(world: tuple[Mem
     vector = np.ones(memory.embedder.dimensions, dtype=np.float32) / np.sqrt(memory.embedder.dimensions)
     hidden = Scope("agent-3", None, "", "discord:")
     assert memory.store_.newest(hidden, EPISODE, 100) == []
-    assert all(h.ref.startswith("mem:") for h in memory.store_.vector_near(hidden, vector, floor=-2, depth=500,
-                                                                           window=500))
+    assert all(
+        h.ref.startswith("mem:") for h in memory.store_.vector_near(hidden, vector, floor=-2, depth=500, window=500)
+    )
     shown = Scope("agent-3", None, "c2", "discord:")
     assert {rows[h.ref].channel for h in memory.store_.newest(shown, EPISODE, 100)} == {"", "c2"}
     answer = memory.recall(agent_id="agent-3", query="session about", limit=100, source_id="discord:")
@@ -221,8 +264,9 @@ def test_a_source_filter_hides_episodes_unless_a_channel_is_set(world: tuple[Mem
 
 def test_like_wildcards_in_source_id_are_literal(world: tuple[Memory, dict[str, Row]]) -> None:
     memory, rows = world
-    literal = {rows[h.ref].source_id for h in memory.store_.newest(Scope("agent-1", source_id="slack:al_"), MEMORY,
-                                                                   1000)}
+    literal = {
+        rows[h.ref].source_id for h in memory.store_.newest(Scope("agent-1", source_id="slack:al_"), MEMORY, 1000)
+    }
     assert literal == {"slack:al_ice%"}
     assert memory.store_.newest(Scope("agent-1", source_id="%"), MEMORY, 1000) == []
 
@@ -252,33 +296,41 @@ def test_source_id_prefix_match_is_the_same_on_every_arm(tmp_path: Path) -> None
         vector = memory.embedder.embed(["case source"])[0]
         by_vector = {h.ref for h in memory.store_.vector_near(scope, vector, floor=-2.0, depth=100, window=100)}
         by_listing = {h.ref for h in memory.store_.newest(scope, MEMORY, 100)}
-        by_keyword = {h.ref for h in memory.store_.memory_keyword(scope, fts_terms("source"), "source",
-                                                                  depth=100)}
+        by_keyword = {h.ref for h in memory.store_.memory_keyword(scope, fts_terms("source"), "source", depth=100)}
         assert by_vector == by_listing == by_keyword == {lower["ref"]}
-        assert upper["ref"] not in {m["ref"] for m in memory.recall(agent_id="a", query="", source_id="discord:")[
-            "messages"] if "ref" in m}
+        assert upper["ref"] not in {
+            m["ref"] for m in memory.recall(agent_id="a", query="", source_id="discord:")["messages"] if "ref" in m
+        }
 
 
 def test_a_source_id_ending_in_a_letter_or_digit_names_one_source_and_a_namespace_prefix_ends_otherwise(
     tmp_path: Path,
 ) -> None:
-    """"discord:1" is one source (not discord:12345 too); "discord:" is the discord namespace; on every arm."""
+    """ "discord:1" is one source (not discord:12345 too); "discord:" is the discord namespace; on every arm."""
     with open_memory(tmp_path / "rule.db") as memory:
         by_source: dict[str, set[str]] = {}
         for n, source in enumerate(("discord:1", "discord:12345", "discord:abc", "slack:1") * 2):
-            stored = memory.store(agent_id="a", message={"content": f"harbour lantern note {n}",
-                                                         "source": {"type": "User", "id": source}})
+            stored = memory.store(
+                agent_id="a", message={"content": f"harbour lantern note {n}", "source": {"type": "User", "id": source}}
+            )
             assert stored["result"] == "stored", stored
             by_source.setdefault(source, set()).add(stored["ref"])
         discord = by_source["discord:1"] | by_source["discord:12345"] | by_source["discord:abc"]
         vector = memory.embedder.embed(["harbour lantern"])[0]
-        for source_id, expected in (("discord:1", by_source["discord:1"]), ("discord:", discord),
-                                    ("discord:12345", by_source["discord:12345"]), ("slack:1", by_source["slack:1"]),
-                                    ("discord", set()), ("discord:1234", set())):
+        for source_id, expected in (
+            ("discord:1", by_source["discord:1"]),
+            ("discord:", discord),
+            ("discord:12345", by_source["discord:12345"]),
+            ("slack:1", by_source["slack:1"]),
+            ("discord", set()),
+            ("discord:1234", set()),
+        ):
             scope = Scope("a", None, "", source_id)
             by_vector = {h.ref for h in memory.store_.vector_near(scope, vector, floor=-2.0, depth=100, window=100)}
-            by_keyword = {h.ref for h in memory.store_.memory_keyword(scope, fts_terms("harbour lantern"),
-                                                                      "harbour lantern", depth=100)}
+            by_keyword = {
+                h.ref
+                for h in memory.store_.memory_keyword(scope, fts_terms("harbour lantern"), "harbour lantern", depth=100)
+            }
             assert by_vector == by_keyword == expected, source_id
             answer = memory.recall(agent_id="a", query="harbour lantern", limit=100, source_id=source_id, trace=True)
             returned = {m["ref"] for m in answer["messages"] if "ref" in m}

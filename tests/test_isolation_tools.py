@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import pytest
+from conftest import visible
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchmarks import isolation_fuzz as fuzz
 from benchmarks import pg
-from conftest import visible
 from cuedrecall.store.base import EPISODE, MEMORY, Scope
 from cuedrecall.store.grown_stats import GrownStats
 
@@ -41,11 +41,14 @@ class DrawChooser:
         return self.data.draw(st.integers(min_value=low, max_value=high))
 
 
-@settings(max_examples=12, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(data=st.data(), seed=st.integers(min_value=0, max_value=10_000))
 def test_no_tool_call_reads_or_changes_another_agents_rows_or_rows_outside_the_scope_asked_for(
-    tmp_path_factory: pytest.TempPathFactory, data: st.DataObject, seed: int,
+    tmp_path_factory: pytest.TempPathFactory,
+    data: st.DataObject,
+    seed: int,
 ) -> None:
     world = fuzz.open_world(tmp_path_factory.mktemp("iso-tools"), seed)
     chooser = DrawChooser(data)
@@ -93,10 +96,20 @@ scopes = st.builds(
 def test_the_fuzzers_read_semantics_are_the_ones_the_store_tests_hold(owner: fuzz.Owner, scope: fuzz.Scope) -> None:
     """benchmarks.isolation_fuzz.in_scope (written apart, so the benchmark stands alone) agrees with
     conftest.visible, the statement tests/test_isolation.py checks every arm against."""
-    row = type("Row", (), {"agent_id": owner.agent_id, "project_id": owner.project_id, "channel": owner.channel,
-                           "source_id": owner.source_id, "kind": MEMORY if owner.kind == "memory" else EPISODE})
-    assert fuzz.in_scope(owner, scope) == visible(row, Scope(scope.agent_id, scope.project_id, scope.channel,
-                                                             scope.source_id))
+    row = type(
+        "Row",
+        (),
+        {
+            "agent_id": owner.agent_id,
+            "project_id": owner.project_id,
+            "channel": owner.channel,
+            "source_id": owner.source_id,
+            "kind": MEMORY if owner.kind == "memory" else EPISODE,
+        },
+    )
+    assert fuzz.in_scope(owner, scope) == visible(
+        row, Scope(scope.agent_id, scope.project_id, scope.channel, scope.source_id)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -132,8 +145,15 @@ def test_the_rules_catch_a_leak_of_a_ref_or_a_text_in_any_answer(world: fuzz.Wor
 
 def test_the_rules_catch_a_write_on_another_agents_rows_and_a_refusal_that_wrote(world: fuzz.World) -> None:
     theirs = _first(world, "agent-2")
-    delete = fuzz.Call("delete_memory", {"memory_id": int(theirs[4:]), "agent_id": "agent-1"}, "agent-1",
-                       frozenset({"agent-1"}), fuzz.Scope("agent-1"), theirs, "agent-2")
+    delete = fuzz.Call(
+        "delete_memory",
+        {"memory_id": int(theirs[4:]), "agent_id": "agent-1"},
+        "agent-1",
+        frozenset({"agent-1"}),
+        fuzz.Scope("agent-1"),
+        theirs,
+        "agent-2",
+    )
     before, after = {"agent-2": {"memories": [1]}}, {"agent-2": {"memories": []}}
     breaks = fuzz.rule_breaks(world, delete, {"ok": True}, "", before, after)
     assert any("changed the rows of ['agent-2']" in b for b in breaks)
@@ -144,8 +164,12 @@ def test_the_rules_catch_a_write_on_another_agents_rows_and_a_refusal_that_wrote
 
 def test_the_rules_want_another_agents_refs_reported_missing(world: fuzz.World) -> None:
     mine, theirs = _first(world, "agent-1"), _first(world, "agent-2", "episode")
-    call = fuzz.Call("get_contents", {"agent_id": "agent-1", "refs": [mine, theirs, "mem:999999"]}, "agent-1",
-                     scope=fuzz.Scope("agent-1"))
+    call = fuzz.Call(
+        "get_contents",
+        {"agent_id": "agent-1", "refs": [mine, theirs, "mem:999999"]},
+        "agent-1",
+        scope=fuzz.Scope("agent-1"),
+    )
     answer = world.memory.call(call.tool, call.args)
     assert answer["missing"] == [theirs, "mem:999999"]
     assert fuzz.rule_breaks(world, call, answer, json.dumps(answer), {}, {}) == []
@@ -162,13 +186,24 @@ def test_traverse_names_a_relations_anchor_only_when_the_scope_reads_that_record
     from conftest import open_memory
 
     with open_memory(tmp_path / "anchor.db") as memory:
-        anchor = memory.store(agent_id="a", content="Alice knows Bob", project_id="p2", channel="c2",
-                              source={"type": "User", "id": "discord:alice"})["ref"]
+        anchor = memory.store(
+            agent_id="a",
+            content="Alice knows Bob",
+            project_id="p2",
+            channel="c2",
+            source={"type": "User", "id": "discord:alice"},
+        )["ref"]
         episode = memory.archive_episode(agent_id="a", summary="a talk with Carol")["ref"]
-        memory.declare_associations(agent_id="a", anchor_ref=anchor, associations={
-            "relations": [{"subject": "Alice", "predicate": "knows", "object": "Bob"}]})
-        memory.declare_associations(agent_id="a", anchor_ref=episode, associations={
-            "relations": [{"subject": "Alice", "predicate": "met", "object": "Carol"}]})
+        memory.declare_associations(
+            agent_id="a",
+            anchor_ref=anchor,
+            associations={"relations": [{"subject": "Alice", "predicate": "knows", "object": "Bob"}]},
+        )
+        memory.declare_associations(
+            agent_id="a",
+            anchor_ref=episode,
+            associations={"relations": [{"subject": "Alice", "predicate": "met", "object": "Carol"}]},
+        )
 
         def anchors(**scope: Any) -> dict[str, str | None]:
             answer = memory.traverse(agent_id="a", entity="Alice", **scope)
@@ -184,10 +219,20 @@ def test_traverse_names_a_relations_anchor_only_when_the_scope_reads_that_record
 
 
 records = st.builds(
-    lambda kind, owner: type("Rec", (), {"kind": kind, "agent_id": owner.agent_id, "project_id": owner.project_id,
-                                         "channel": owner.channel, "source": {"id": owner.source_id}
-                                         if owner.source_id else {}, "source_id": owner.source_id})(),
-    kind=st.sampled_from((MEMORY, EPISODE)), owner=owners,
+    lambda kind, owner: type(
+        "Rec",
+        (),
+        {
+            "kind": kind,
+            "agent_id": owner.agent_id,
+            "project_id": owner.project_id,
+            "channel": owner.channel,
+            "source": {"id": owner.source_id} if owner.source_id else {},
+            "source_id": owner.source_id,
+        },
+    )(),
+    kind=st.sampled_from((MEMORY, EPISODE)),
+    owner=owners,
 )
 
 
@@ -199,7 +244,9 @@ def test_scope_reads_one_record_as_every_arm_reads_the_scope(record: Any, scope:
     assert full.reads(record) == visible(record, full)
 
 
-@pytest.mark.skipif(not pg.available(), reason="pgserver is not installed (pip install -c constraints.txt '.[test,postgres]')")
+@pytest.mark.skipif(
+    not pg.available(), reason="pgserver is not installed (pip install -c constraints.txt '.[test,postgres]')"
+)
 def test_the_postgres_backend_option_runs_the_isolation_fuzz_over_postgresql(tmp_path: Path) -> None:
     """``--backend postgres``: the world in a private PostgreSQL server, a few dozen calls checked by the same rules
     (the rows read through the store's read methods), the results file's SQLite section kept."""
@@ -215,18 +262,38 @@ def test_the_snapshot_sees_a_change_in_every_table_it_reads(tmp_path: Path) -> N
     world = fuzz.open_world(tmp_path, 3)
     try:
         m = world.memory
-        for write in (lambda: m.store(agent_id="agent-2", content="one more"),
-                      lambda: m.update_profile(agent_id="agent-2", profile="another"),
-                      lambda: m.call("set_recall_precision", {"agent_id": "agent-2", "precision": "strict"}),
-                      lambda: m.call("declare_associations", {"agent_id": "agent-2", "associations": {
-                          "entities": [{"name": "Quay", "aliases": ["Pier"]}],
-                          "relations": [{"subject": "Quay", "predicate": "near", "object": "Alice"}]}})):
+        for write in (
+            lambda: m.store(agent_id="agent-2", content="one more"),
+            lambda: m.update_profile(agent_id="agent-2", profile="another"),
+            lambda: m.call("set_recall_precision", {"agent_id": "agent-2", "precision": "strict"}),
+            lambda: m.call(
+                "declare_associations",
+                {
+                    "agent_id": "agent-2",
+                    "associations": {
+                        "entities": [{"name": "Quay", "aliases": ["Pier"]}],
+                        "relations": [{"subject": "Quay", "predicate": "near", "object": "Alice"}],
+                    },
+                },
+            ),
+        ):
             before = world.snapshot()
             write()
             after = world.snapshot()
             assert [a for a in set(before) | set(after) if before.get(a) != after.get(a)] == ["agent-2"]
         tables = world.snapshot()["agent-2"]
-        assert all(tables[t] for t in ("memories", "episodes", "profiles", "entities", "entity_aliases",
-                                        "entity_mentions", "relations", "recall_precision"))
+        assert all(
+            tables[t]
+            for t in (
+                "memories",
+                "episodes",
+                "profiles",
+                "entities",
+                "entity_aliases",
+                "entity_mentions",
+                "relations",
+                "recall_precision",
+            )
+        )
     finally:
         world.memory.close()

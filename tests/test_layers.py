@@ -14,11 +14,29 @@ PACKAGE = Path(__file__).resolve().parent.parent / "cuedrecall"
 
 # Lower rank = lower layer. A module may import its own layer or any below it.
 LAYERS: dict[str, int] = {
-    "errors": 0, "version": 0, "clock": 0, "config": 0, "text": 0, "heap": 0,
-    "store": 1, "embed": 1,
-    "recall": 2, "graph": 2, "reconstruct": 2,
-    "access": 3, "sessions": 3, "runtime": 3, "handlers": 3, "tools": 3, "api": 3,
-    "server": 4, "cli": 4, "__main__": 4, "demo": 4, "trace_view": 4, "ui": 4,
+    "errors": 0,
+    "version": 0,
+    "clock": 0,
+    "config": 0,
+    "text": 0,
+    "heap": 0,
+    "store": 1,
+    "embed": 1,
+    "recall": 2,
+    "graph": 2,
+    "reconstruct": 2,
+    "access": 3,
+    "sessions": 3,
+    "runtime": 3,
+    "handlers": 3,
+    "tools": 3,
+    "api": 3,
+    "server": 4,
+    "cli": 4,
+    "__main__": 4,
+    "demo": 4,
+    "trace_view": 4,
+    "ui": 4,
 }
 PACKAGE_INIT_RANK = LAYERS["api"]  # ``import cuedrecall`` runs __init__, which imports the API
 
@@ -99,17 +117,22 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_module_imports_a_layer_above_its_own() -> None:
     graph = _graph()
-    upward = sorted(f"{m} -> {t}" for m, targets in graph.items() if m != "cuedrecall"
-                    for t in targets if _rank(t) > _rank(m))
+    upward = sorted(
+        f"{m} -> {t}" for m, targets in graph.items() if m != "cuedrecall" for t in targets if _rank(t) > _rank(m)
+    )
     assert not upward, "imports that run upward:\n" + "\n".join(upward)
 
 
 def test_recall_and_store_know_nothing_of_the_api_server_or_cli() -> None:
     graph = _graph()
     above = ("cuedrecall.api", "cuedrecall.handlers", "cuedrecall.runtime", "cuedrecall.server", "cuedrecall.cli")
-    leaks = sorted(f"{m} -> {t}" for m, targets in graph.items()
-                   if m.startswith(("cuedrecall.recall", "cuedrecall.store")) for t in targets
-                   if t == "cuedrecall" or t.startswith(above))
+    leaks = sorted(
+        f"{m} -> {t}"
+        for m, targets in graph.items()
+        if m.startswith(("cuedrecall.recall", "cuedrecall.store"))
+        for t in targets
+        if t == "cuedrecall" or t.startswith(above)
+    )
     assert not leaks, "\n".join(leaks)
 
 
@@ -131,7 +154,9 @@ def test_importing_the_package_loads_no_web_framework() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, cuedrecall; cuedrecall.Memory; "
-            "print(sorted({m.split('.')[0] for m in sys.modules} & {'starlette', 'httpx', 'uvicorn', 'mcp'}))")
+    code = (
+        "import sys, cuedrecall; cuedrecall.Memory; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'starlette', 'httpx', 'uvicorn', 'mcp'}))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -29,8 +29,13 @@ def test_concurrent_http_clients_lose_no_store_and_get_well_formed_recalls(tmp_p
     phases += load.run_threads(db, [1, 3], 0.5)
     check = _clean(phases, db)
     assert check["acknowledged"] > 0 and check["rows"] == 300 + check["acknowledged"]
-    assert [name for name, _ in phases] == ["http mixed, 3 clients", "http recall, 1 client", "http recall, 2 clients",
-                                            "in-process recall, 1 thread", "in-process recall, 3 threads"]
+    assert [name for name, _ in phases] == [
+        "http mixed, 3 clients",
+        "http recall, 1 client",
+        "http recall, 2 clients",
+        "in-process recall, 1 thread",
+        "in-process recall, 3 threads",
+    ]
 
 
 def test_stdio_servers_over_one_file_beside_an_import_lose_no_store(tmp_path: Path) -> None:

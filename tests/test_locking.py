@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings, strategies as st
-
 from conftest import open_memory
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from cuedrecall.api import Memory
 from cuedrecall.handlers.portability.importer import COMMIT_BATCH
 from cuedrecall.store.locks import SnapshotLock
@@ -35,8 +36,9 @@ print("committed", flush=True)
 @pytest.fixture
 def holder(db_path: Path, memory: Memory) -> Iterator[subprocess.Popen[str]]:
     """Another process holding the database's write lock (one open transaction) until told to commit."""
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(db_path)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(db_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
     yield proc
     if proc.poll() is None:
@@ -55,8 +57,11 @@ def test_a_store_waits_for_another_processs_write_and_then_succeeds(
     memory: Memory, holder: subprocess.Popen[str]
 ) -> None:
     answers: list[dict[str, Any]] = []
-    storing = threading.Thread(target=lambda: answers.append(
-        memory.store(agent_id="a", message={"content": "stored while another process wrote"})))
+    storing = threading.Thread(
+        target=lambda: answers.append(
+            memory.store(agent_id="a", message={"content": "stored while another process wrote"})
+        )
+    )
     storing.start()
     threading.Event().wait(0.3)  # let the store reach the lock (it succeeds whether or not it got there first)
     _release(holder)
@@ -85,9 +90,15 @@ def _export(tmp_path: Path, count: int) -> Path:
     with open_memory(tmp_path / "source.db") as source:
         with source.store_.write() as conn:
             for i in range(count):
-                source.store_.insert_memory(conn, {"agent_id": "imp", "content": f"imported memory number {i}",
-                                                   "timestamp": "2025-01-01T00:00:00+00:00",
-                                                   "created_at": "2025-01-01T00:00:00+00:00"})
+                source.store_.insert_memory(
+                    conn,
+                    {
+                        "agent_id": "imp",
+                        "content": f"imported memory number {i}",
+                        "timestamp": "2025-01-01T00:00:00+00:00",
+                        "created_at": "2025-01-01T00:00:00+00:00",
+                    },
+                )
         assert source.call("export_memories", {"agent_id": "imp", "output_path": str(path)}, anywhere=True)["ok"]
     return path
 
@@ -110,8 +121,9 @@ def test_a_long_import_commits_in_batches_so_another_process_writes_between_them
             seen.append(_held(other, "imp"))
             assert other.store(agent_id="other", message={"content": f"between batches {len(seen)}"})["ok"]
 
-        result = memory.call("import_memories", {"input_path": str(path), "target_agent_id": ""},
-                             anywhere=True, progress=progress)
+        result = memory.call(
+            "import_memories", {"input_path": str(path), "target_agent_id": ""}, anywhere=True, progress=progress
+        )
     assert result["ok"] is True and result["imported_memories"] == count
     assert any(0 < n < count for n in seen)  # batches were committed while the import still ran
     assert _held(memory, "imp") == count
@@ -179,8 +191,10 @@ def test_recalls_on_many_threads_stay_whole_while_another_connection_writes(db_p
     for thread in readers:
         thread.start()
     with open_memory(db_path) as other:  # another connection, as another process would be
-        refs = {other.store(agent_id="a", message={"content": f"harbour crane number {i} was painted"})["ref"]: i
-                for i in range(40)}
+        refs = {
+            other.store(agent_id="a", message={"content": f"harbour crane number {i} was painted"})["ref"]: i
+            for i in range(40)
+        }
     stop.set()
     for thread in readers:
         thread.join(timeout=60)
@@ -221,15 +235,12 @@ def test_a_burst_of_concurrent_snapshots_leaves_at_most_the_pool_of_idle_connect
 
 def test_a_write_inside_a_snapshot_is_refused(memory: Memory) -> None:
     store = memory.store_
-    with store.snapshot():
-        with pytest.raises(Exception, match="snapshot"):
-            with store.write():
-                pass
+    with store.snapshot(), pytest.raises(Exception, match="snapshot"), store.write():
+        pass
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.lists(st.lists(st.sampled_from(["read", "write", "nested"]), min_size=1, max_size=6), min_size=2,
-                max_size=5))
+@given(st.lists(st.lists(st.sampled_from(["read", "write", "nested"]), min_size=1, max_size=6), min_size=2, max_size=5))
 def test_the_lock_never_lets_a_writer_in_beside_anyone(plans: list[list[str]]) -> None:
     lock = SnapshotLock()
     state = {"readers": 0, "writers": 0}

@@ -58,16 +58,17 @@ def test_an_index_with_mapped_codes_answers_as_one_in_memory(tmp_path: Path) -> 
 
     mapped, in_memory = VectorIndex(stored, spill=str(tmp_path)), VectorIndex(stored)
     for index in (mapped, in_memory):
-        index.extend(IndexRow(i, vector, "a" if i % 4 else "b", "", "", "", float(i))
-                     for i, vector in enumerate(vectors, 1))
+        index.extend(
+            IndexRow(i, vector, "a" if i % 4 else "b", "", "", "", float(i)) for i, vector in enumerate(vectors, 1)
+        )
         for row_id in range(5, 3_000, 97):
             index.remove(row_id)  # rows moved, pages released
     for query in rng.standard_normal((5, 64)).astype(np.float32):
         for scope in (Scope("a"), Scope("b")):
-            assert mapped.search(scope, query, floor=-1.0, depth=20) == in_memory.search(scope, query, floor=-1.0,
-                                                                                        depth=20)
-            assert mapped.coarse(scope, query, start=50, count=10) == in_memory.coarse(scope, query, start=50,
-                                                                                       count=10)
+            assert mapped.search(scope, query, floor=-1.0, depth=20) == in_memory.search(
+                scope, query, floor=-1.0, depth=20
+            )
+            assert mapped.coarse(scope, query, start=50, count=10) == in_memory.coarse(scope, query, start=50, count=10)
 
 
 def test_a_chunked_copy_moves_the_same_rows_as_a_plain_one(tmp_path: Path) -> None:

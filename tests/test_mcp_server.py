@@ -11,12 +11,12 @@ from typing import Any
 
 import httpx
 import pytest
+from conftest import make_settings, open_memory, serving
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from conftest import make_settings, open_memory, serving
 from cuedrecall.api import Memory
 from cuedrecall.errors import SettingsError
 from cuedrecall.server.mcp import http_app
@@ -64,7 +64,9 @@ async def _exercise(session: ClientSession) -> None:
     found = _payload(await session.call_tool("recall", {"agent_id": AGENT, "query": TEXT, "limit": 3}))
     assert found["messages"][-1]["ref"] == stored["ref"] and found["messages"][-1]["content"] == TEXT
 
-    contents = _payload(await session.call_tool("get_contents", {"agent_id": AGENT, "refs": [stored["ref"], "mem:999"]}))
+    contents = _payload(
+        await session.call_tool("get_contents", {"agent_id": AGENT, "refs": [stored["ref"], "mem:999"]})
+    )
     assert [item["content"] for item in contents["items"]] == [TEXT]
     assert contents["missing"] == ["mem:999"]
 
@@ -106,8 +108,7 @@ async def test_stdio_server_lists_tools_stores_recalls_and_reads_contents(tmp_pa
 
 @pytest.fixture
 def authed(tmp_path: Path) -> Iterator[tuple[Memory, str]]:
-    with open_memory(tmp_path / "http.db", settings=make_settings(auth_token=TOKEN)) as memory, \
-            serving(memory) as url:
+    with open_memory(tmp_path / "http.db", settings=make_settings(auth_token=TOKEN)) as memory, serving(memory) as url:
         yield memory, url
 
 
@@ -117,15 +118,21 @@ async def test_http_server_with_the_token_lists_tools_stores_recalls_and_reads_c
 ) -> None:
     memory, url = authed
     client = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
-    async with client, streamable_http_client(url + "/mcp", http_client=client) as (read, write, _), \
-            ClientSession(read, write) as session:
+    async with (
+        client,
+        streamable_http_client(url + "/mcp", http_client=client) as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
         await _exercise(session)
     assert [m["content"] for m in memory.list_memories(agent_id=AGENT)["memories"]] == [TEXT]
 
 
-_INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-               "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                          "clientInfo": {"name": "probe", "version": "0"}}}
+_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "0"}},
+}
 _HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
@@ -140,8 +147,12 @@ def test_http_requests_without_the_right_bearer_token_get_401(
     headers = dict(_HEADERS)
     if authorization is not None:
         headers["Authorization"] = authorization
-    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-            "params": {"name": "store", "arguments": {"agent_id": AGENT, "message": {"content": "sneaky"}}}}
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "store", "arguments": {"agent_id": AGENT, "message": {"content": "sneaky"}}},
+    }
     for body, path in ((_INITIALIZE, "/mcp"), (_INITIALIZE, "/mcp/"), (call, "/mcp"), (call, "/elsewhere")):
         response = httpx.post(url + path, json=body, headers=headers, timeout=10)
         assert response.status_code == 401
@@ -154,8 +165,9 @@ def test_http_requests_without_the_right_bearer_token_get_401(
 def test_the_bearer_scheme_is_case_insensitive_and_the_right_token_is_served(authed: tuple[Memory, str]) -> None:
     _, url = authed
     for scheme in ("Bearer", "bearer", "BEARER"):
-        response = httpx.post(url + "/mcp/", json=_INITIALIZE, headers={**_HEADERS, "Authorization": f"{scheme} {TOKEN}"},
-                              timeout=10)
+        response = httpx.post(
+            url + "/mcp/", json=_INITIALIZE, headers={**_HEADERS, "Authorization": f"{scheme} {TOKEN}"}, timeout=10
+        )
         assert response.status_code == 200, response.text
 
 
@@ -172,9 +184,24 @@ def test_serve_http_without_a_token_exits_with_a_message(tmp_path: Path) -> None
 
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
     done = subprocess.run(
-        [sys.executable, "-m", "cuedrecall.cli", "serve", "--http", "--port", "1", "--db", str(tmp_path / "x.db"),
-         "--embedding", "hash"],
-        env=env, cwd=REPO, capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "cuedrecall.cli",
+            "serve",
+            "--http",
+            "--port",
+            "1",
+            "--db",
+            str(tmp_path / "x.db"),
+            "--embedding",
+            "hash",
+        ],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode != 0
     assert "CPERSONA_AUTH_TOKEN" in done.stderr
@@ -183,11 +210,20 @@ def test_serve_http_without_a_token_exits_with_a_message(tmp_path: Path) -> None
 def test_a_malformed_setting_stops_serve_naming_the_variable(tmp_path: Path) -> None:
     import subprocess
 
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONPATH": str(REPO),
-           "CPERSONA_MAX_CONTENT_LENGTH": "huge"}
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(REPO),
+        "CPERSONA_MAX_CONTENT_LENGTH": "huge",
+    }
     done = subprocess.run(
         [sys.executable, "-m", "cuedrecall.cli", "serve", "--db", str(tmp_path / "x.db"), "--embedding", "hash"],
-        env=env, cwd=REPO, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
     )
     assert done.returncode != 0
     assert "CPERSONA_MAX_CONTENT_LENGTH" in done.stderr and "an integer" in done.stderr
@@ -209,8 +245,10 @@ def test_a_websocket_is_closed_unauthenticated_before_it_reaches_the_app(tmp_pat
     from starlette.testclient import TestClient
     from starlette.websockets import WebSocketDisconnect
 
-    with open_memory(tmp_path / "ws.db", settings=make_settings(auth_token=TOKEN)) as memory, \
-            TestClient(http_app(memory), base_url="http://127.0.0.1") as client:
+    with (
+        open_memory(tmp_path / "ws.db", settings=make_settings(auth_token=TOKEN)) as memory,
+        TestClient(http_app(memory), base_url="http://127.0.0.1") as client,
+    ):
         with pytest.raises(WebSocketDisconnect) as caught, client.websocket_connect("/mcp/"):
             pass
         assert caught.value.code == 1008
@@ -224,8 +262,11 @@ async def test_concurrent_http_clients_lose_no_write(authed: tuple[Memory, str])
 
     async def client(number: int) -> None:
         http = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
-        async with http, streamable_http_client(url + "/mcp", http_client=http) as (read, write, _), \
-                ClientSession(read, write) as session:
+        async with (
+            http,
+            streamable_http_client(url + "/mcp", http_client=http) as (read, write, _),
+            ClientSession(read, write) as session,
+        ):
             await session.initialize()
             for i in range(8):
                 message = {"content": f"client {number} note {i}", "id": f"{number}-{i}"}
@@ -264,8 +305,9 @@ def test_health_needs_no_token_and_says_status_version_and_backend_only(authed: 
     assert httpx.get(url + "/health", headers={"Host": "evil.example"}, timeout=10).status_code != 200
 
 
-def test_health_says_degraded_when_the_store_does_not_answer(authed: tuple[Memory, str],
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_health_says_degraded_when_the_store_does_not_answer(
+    authed: tuple[Memory, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     memory, url = authed
 
     def down() -> None:
@@ -281,8 +323,11 @@ def test_health_says_degraded_when_the_store_does_not_answer(authed: tuple[Memor
 async def test_a_failed_call_sets_is_error_and_keeps_the_ok_false_body(authed: tuple[Memory, str]) -> None:
     _, url = authed
     client = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
-    async with client, streamable_http_client(url + "/mcp", http_client=client) as (read, write, _), \
-            ClientSession(read, write) as session:
+    async with (
+        client,
+        streamable_http_client(url + "/mcp", http_client=client) as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
         await session.initialize()
         refused = await session.call_tool("recall", {"agent_id": AGENT, "query": "x", "limit": "ten"})
         served = await session.call_tool("recall", {"agent_id": AGENT, "query": "x"})

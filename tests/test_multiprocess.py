@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import NOW, open_memory
+
 from cuedrecall.api import Memory
 from cuedrecall.embed.hashing import hash_vector
 from cuedrecall.store.base import EPISODE, MEMORY, Scope
@@ -73,8 +73,9 @@ def test_an_update_through_one_is_re_embedded_in_the_others_index(pair: tuple[Me
     stored = writer.store(agent_id=AGENT, message={"content": "dinner with Ana on friday"})
     assert np.allclose(reader.store_.vectors([stored["ref"]])[stored["ref"]], hash_vector("dinner with Ana on friday"))
     writer.update_memory(memory_id=stored["id"], content="dinner with Ana moved to sunday")
-    assert np.allclose(reader.store_.vectors([stored["ref"]])[stored["ref"]],
-                       hash_vector("dinner with Ana moved to sunday"))
+    assert np.allclose(
+        reader.store_.vectors([stored["ref"]])[stored["ref"]], hash_vector("dinner with Ana moved to sunday")
+    )
     answer = reader.recall(agent_id=AGENT, query="dinner with Ana moved to sunday", limit=5)
     assert answer["messages"][-1]["content"] == "dinner with Ana moved to sunday"
 
@@ -105,7 +106,8 @@ def test_interleaved_writes_from_both_leave_both_indexes_complete_and_in_order(p
     for memory in pair:
         assert set(_near(memory, "kites")) == set(refs)
         assert [h.ref for h in memory.store_.newest(Scope(AGENT), MEMORY, 100)] == sorted(
-            refs, key=lambda r: -int(r.split(":")[1]))
+            refs, key=lambda r: -int(r.split(":")[1])
+        )
         assert memory.list_memories(agent_id=AGENT)["count"] == len(refs)
 
 

@@ -25,38 +25,44 @@ TOO_BIG = "mem:99999999999999999999"
 JUST_PAST = f"mem:{2**63}"
 
 
-def test_a_failure_inside_the_rider_rolls_the_memory_back(memory: Memory,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failure_inside_the_rider_rolls_the_memory_back(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     """The rider runs in the store's transaction: when declaring fails, the memory is not there either."""
+
     def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("the graph is broken")
 
     monkeypatch.setattr(memory.store_, "add_mention", broken)
-    answer = memory.store(agent_id=A, content="Ana runs the Osaka office",
-                          associations={"entities": [{"name": "Ana"}]})
+    answer = memory.store(agent_id=A, content="Ana runs the Osaka office", associations={"entities": [{"name": "Ana"}]})
     assert answer["ok"] is False and answer["result"] == "rejected"
     assert memory.list_memories(agent_id=A)["memories"] == []
     assert graph_rows(memory)["entities"] == []
 
 
 def test_a_rider_naming_a_ref_past_64_bits_is_named_and_declares_nothing(memory: Memory) -> None:
-    answer = memory.store(agent_id=A, content="hello world", associations={
-        "relations": [{"subject": TOO_BIG, "predicate": "is", "object": "x"}]})
+    answer = memory.store(
+        agent_id=A,
+        content="hello world",
+        associations={"relations": [{"subject": TOO_BIG, "predicate": "is", "object": "x"}]},
+    )
     assert answer["result"] == "stored"  # a malformed rider never fails the store, and says so truthfully
     assert failed(answer["associations"], "associations.relations[0].subject")
     assert [m["ref"] for m in memory.list_memories(agent_id=A)["memories"]] == [answer["ref"]]
     assert graph_rows(memory)["entities"] == [] and graph_rows(memory)["relations"] == []
 
 
-@pytest.mark.parametrize(("arguments", "argument"), [
-    ({"anchor_ref": JUST_PAST, "associations": {"entities": [{"name": "Ana"}]}}, "anchor_ref"),
-    ({"associations": {"relations": [{"subject": "Ana", "predicate": "knows", "object": TOO_BIG}]}},
-     "associations.relations[0].object"),
-    ({"retract": {"mentions": [{"entity": 1, "ref": JUST_PAST}]}}, "retract.mentions[0].ref"),
-    ({"retract": {"relations": [2**63]}}, "retract"),
-])
-def test_declare_names_a_ref_or_id_past_64_bits(memory: Memory, arguments: dict[str, Any],
-                                                argument: str) -> None:
+@pytest.mark.parametrize(
+    ("arguments", "argument"),
+    [
+        ({"anchor_ref": JUST_PAST, "associations": {"entities": [{"name": "Ana"}]}}, "anchor_ref"),
+        (
+            {"associations": {"relations": [{"subject": "Ana", "predicate": "knows", "object": TOO_BIG}]}},
+            "associations.relations[0].object",
+        ),
+        ({"retract": {"mentions": [{"entity": 1, "ref": JUST_PAST}]}}, "retract.mentions[0].ref"),
+        ({"retract": {"relations": [2**63]}}, "retract"),
+    ],
+)
+def test_declare_names_a_ref_or_id_past_64_bits(memory: Memory, arguments: dict[str, Any], argument: str) -> None:
     before = graph_rows(memory)
     answer = memory.declare_associations(agent_id=A, **arguments)
     assert failed(answer, argument), answer
@@ -83,14 +89,20 @@ NUL_CALLS: list[tuple[str, dict[str, Any], str]] = [
     ("store", {"agent_id": A, "content": "tea\x00time"}, "content"),
     ("store", {"agent_id": A, "content": "tea", "metadata": {"k": "v\x00"}}, "metadata.k"),
     ("store", {"agent_id": A, "content": "tea", "metadata": {"k\x00": 1}}, "metadata"),
-    ("store", {"agent_id": A, "content": "tea", "associations": {"entities": [{"name": "A\x00na"}]}},
-     "associations.entities[0].name"),
+    (
+        "store",
+        {"agent_id": A, "content": "tea", "associations": {"entities": [{"name": "A\x00na"}]}},
+        "associations.entities[0].name",
+    ),
     ("recall", {"agent_id": A, "query": "kettle\x00"}, "query"),
     ("reconstruct", {"agent_id": A, "query": "kettle\x00"}, "query"),
     ("update_profile", {"agent_id": A, "profile": "likes\x00tea"}, "profile"),
     ("archive_episode", {"agent_id": A, "summary": "we\x00met"}, "summary"),
-    ("declare_associations", {"agent_id": A, "associations": {"entities": [{"name": "A\x00na"}]}},
-     "associations.entities[0].name"),
+    (
+        "declare_associations",
+        {"agent_id": A, "associations": {"entities": [{"name": "A\x00na"}]}},
+        "associations.entities[0].name",
+    ),
     ("update_memory", {"agent_id": A, "memory_id": "{id}", "content": "the\x00kettle"}, "content"),
     ("import_memories", {"input_path": "x.jsonl", "target_agent_id": "M\x00"}, "target_agent_id"),
     ("merge_memories", {"source_agent_id": A, "target_agent_id": "M\x00"}, "target_agent_id"),
@@ -100,10 +112,12 @@ NUL_CALLS: list[tuple[str, dict[str, Any], str]] = [
 ]
 
 
-@pytest.mark.parametrize(("tool", "arguments", "argument"), NUL_CALLS,
-                         ids=[f"{t}-{a}" for t, _, a in NUL_CALLS])
+@pytest.mark.parametrize(("tool", "arguments", "argument"), NUL_CALLS, ids=[f"{t}-{a}" for t, _, a in NUL_CALLS])
 def test_a_nul_character_is_refused_by_name_on_every_backend(
-    memory: Memory, tool: str, arguments: dict[str, Any], argument: str,
+    memory: Memory,
+    tool: str,
+    arguments: dict[str, Any],
+    argument: str,
 ) -> None:
     memory_id = _seeded(memory)
     arguments = {key: memory_id if value == "{id}" else value for key, value in arguments.items()}

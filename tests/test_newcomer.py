@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import open_memory
+
 from cuedrecall.cli import build_parser, main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -78,10 +78,16 @@ def test_embedding_is_offered_only_where_an_embedder_runs() -> None:
     assert offered == EMBEDDING_ACTS
 
 
-@pytest.mark.parametrize("argv", [["backup", "a.db", "b.db"], ["view", "trace.json"], ["traces", "log.jsonl"],
-                                  ["migrate", "--from", "sqlite:a.db", "--to", "postgresql://x/y"]])
-def test_embedding_is_a_usage_error_where_it_does_nothing(argv: list[str], capsys: pytest.CaptureFixture[str]
-                                                          ) -> None:
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["backup", "a.db", "b.db"],
+        ["view", "trace.json"],
+        ["traces", "log.jsonl"],
+        ["migrate", "--from", "sqlite:a.db", "--to", "postgresql://x/y"],
+    ],
+)
+def test_embedding_is_a_usage_error_where_it_does_nothing(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as caught:
         main([*argv, "--embedding", "hash"])
     assert caught.value.code == 2
@@ -143,8 +149,7 @@ def _wal_empty(db: Path) -> bool:
 
 
 @sqlite_only
-def test_a_closed_memory_folds_its_wal_into_the_database_file_while_another_connection_is_open(
-        tmp_path: Path) -> None:
+def test_a_closed_memory_folds_its_wal_into_the_database_file_while_another_connection_is_open(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
     memory = open_memory(db)
     other = sqlite3.connect(db)  # another process's connection (the explorer, a second server), idle
@@ -172,9 +177,15 @@ def test_a_read_only_memory_writes_nothing_when_it_closes(tmp_path: Path) -> Non
 
 def _serve(db: Path, tmp_path: Path) -> subprocess.Popen[str]:
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
-    return subprocess.Popen([sys.executable, "-m", "cuedrecall.cli", "serve", "--db", str(db), "--embedding", "hash"],
-                            env=env, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "cuedrecall.cli", "serve", "--db", str(db), "--embedding", "hash"],
+        env=env,
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _ask(server: subprocess.Popen[str], message: dict[str, Any]) -> dict[str, Any] | None:
@@ -193,14 +204,33 @@ def _ask(server: subprocess.Popen[str], message: dict[str, Any]) -> dict[str, An
 
 
 def _store_over_stdio(server: subprocess.Popen[str], count: int) -> None:
-    _ask(server, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                  "params": {"protocolVersion": "2025-03-26", "capabilities": {},
-                             "clientInfo": {"name": "newcomer", "version": "0"}}})
+    _ask(
+        server,
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-03-26",
+                "capabilities": {},
+                "clientInfo": {"name": "newcomer", "version": "0"},
+            },
+        },
+    )
     _ask(server, {"jsonrpc": "2.0", "method": "notifications/initialized"})
     for i in range(count):
-        answer = _ask(server, {"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call",
-                               "params": {"name": "store", "arguments": {
-                                   "agent_id": "a", "message": {"content": f"note {i}: {LONG}"}}}})
+        answer = _ask(
+            server,
+            {
+                "jsonrpc": "2.0",
+                "id": 10 + i,
+                "method": "tools/call",
+                "params": {
+                    "name": "store",
+                    "arguments": {"agent_id": "a", "message": {"content": f"note {i}: {LONG}"}},
+                },
+            },
+        )
         assert answer is not None and "result" in answer and not answer["result"].get("isError")
 
 
@@ -264,14 +294,14 @@ def test_build_blocks_counts_add_up(tmp_path: Path, capsys: pytest.CaptureFixtur
     result = json.loads(capsys.readouterr().out)
     assert result["records"] == 4
     assert (result["records_divided"], result["records_single_block"], result["records_lacking_blocks"]) == (1, 3, 0)
-    assert result["records"] == (result["records_divided"] + result["records_single_block"]
-                                 + result["records_lacking_blocks"])
+    assert result["records"] == (
+        result["records_divided"] + result["records_single_block"] + result["records_lacking_blocks"]
+    )
     assert result["block_rows"] == 30  # the divided record's blocks; the single-block ones have none
     assert result["pending_tasks"] == 0 and result["model"] and result["tasks_run"] >= 1
 
 
 def test_build_blocks_help_says_what_each_count_means() -> None:
     text = " ".join(_subcommands()["build-blocks"].format_help().split())
-    for field in ("records_divided", "records_single_block", "records_lacking_blocks", "block_rows",
-                  "pending_tasks"):
+    for field in ("records_divided", "records_single_block", "records_lacking_blocks", "block_rows", "pending_tasks"):
         assert field in text

@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import database_at
+
 from cuedrecall.store import schema, term_counts
 from cuedrecall.store.arms import fts_arm_sql, words_arm_sql
 from cuedrecall.store.base import EPISODE, MEMORY, Scope
@@ -25,8 +25,9 @@ NOW = "2025-06-01T00:00:00+00:00"
 def _store_rows(store: SqliteStore, agent: str, texts: list[str]) -> None:
     with store.write() as conn:
         for text in texts:
-            store.insert_memory(conn, {"agent_id": agent, "content": text, "timestamp": NOW, "ts_epoch": 0.0,
-                                       "created_at": NOW})
+            store.insert_memory(
+                conn, {"agent_id": agent, "content": text, "timestamp": NOW, "ts_epoch": 0.0, "created_at": NOW}
+            )
 
 
 def _steps(store: SqliteStore, run) -> int:  # type: ignore[no-untyped-def]
@@ -46,13 +47,15 @@ def _steps(store: SqliteStore, run) -> int:  # type: ignore[no-untyped-def]
     return ticks[0]
 
 
-@pytest.mark.parametrize("sql", [fts_arm_sql(MEMORY, ALICE, None)[0], fts_arm_sql(EPISODE, ALICE, None)[0],
-                                 words_arm_sql(ALICE, (0.0, 1.0))[0]])
+@pytest.mark.parametrize(
+    "sql",
+    [fts_arm_sql(MEMORY, ALICE, None)[0], fts_arm_sql(EPISODE, ALICE, None)[0], words_arm_sql(ALICE, (0.0, 1.0))[0]],
+)
 def test_every_full_text_arm_checks_the_scope_in_the_narrow_index(tmp_path: Path, sql: str) -> None:
     store = SqliteStore(tmp_path / "m.db")
     try:
         params = ["x"] + ["alice"] * sql.count("?")
-        plan = " ".join(row[-1] for row in store._main.execute("EXPLAIN QUERY PLAN " + sql, params[:sql.count("?")]))
+        plan = " ".join(row[-1] for row in store._main.execute("EXPLAIN QUERY PLAN " + sql, params[: sql.count("?")]))
         assert "COVERING INDEX idx_memories_scope" in plan or "COVERING INDEX idx_episodes_scope" in plan, plan
     finally:
         store.close()
@@ -91,8 +94,10 @@ def test_a_small_scope_finds_its_rows_whatever_other_agents_store(tmp_path: Path
     alone = _alice_and_others(tmp_path / "alone.db", 0)
     crowded = _alice_and_others(tmp_path / "crowded.db", 400)
     try:
+
         def found(store: SqliteStore) -> set[str]:
             return {hit.ref for hit in store.memory_keyword(ALICE, ["pottery"], "pottery", depth=10)}
+
         assert found(alone) == found(crowded) == {f"mem:{i}" for i in range(1, 6)}
     finally:
         alone.close()

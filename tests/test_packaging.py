@@ -23,8 +23,9 @@ def test_version_flag_prints_the_package_version(capsys: pytest.CaptureFixture[s
 
 
 def test_python_dash_m_runs_the_same_command_line() -> None:
-    done = subprocess.run([sys.executable, "-m", "cuedrecall", "--version"], capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "cuedrecall", "--version"], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0 and done.stdout.strip() == f"cuedrecall {__version__}"
 
 
@@ -38,7 +39,8 @@ def test_the_package_says_it_is_typed() -> None:
 
 @pytest.mark.parametrize("name, extra", [("multilingual-e5-small", "e5"), ("minilm-l6-int8", "l6")])
 def test_a_model_that_is_not_installed_is_refused_at_start_naming_its_extra(
-        monkeypatch: pytest.MonkeyPatch, name: str, extra: str) -> None:
+    monkeypatch: pytest.MonkeyPatch, name: str, extra: str
+) -> None:
     real = metadata.distribution
 
     def missing(package: str) -> metadata.Distribution:

@@ -3,7 +3,7 @@ neither skipped nor told whether the key is paused; the pauses in force at once 
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -22,11 +22,9 @@ NOBODY = Principal("nobody", {"a": READ})
 def test_another_clients_write_with_a_paused_key_is_kept(memory: Memory) -> None:
     pause = {"session_key": "k", "ttl_seconds": 60}
     assert memory.call("pause_persistence", pause, principal=ADMIN)["paused"]
-    theirs = memory.call("store", {"agent_id": "a", "content": "from X", "session_key": "k"},
-                         principal=CLIENT_X)
+    theirs = memory.call("store", {"agent_id": "a", "content": "from X", "session_key": "k"}, principal=CLIENT_X)
     assert theirs["result"] == "stored", theirs
-    mine = memory.call("store", {"agent_id": "a", "content": "from admin", "session_key": "k"},
-                       principal=ADMIN)
+    mine = memory.call("store", {"agent_id": "a", "content": "from admin", "session_key": "k"}, principal=ADMIN)
     assert mine["result"] == "skipped" and mine["persisted"] is False
     assert [m["content"] for m in memory.list_memories(agent_id="a")["memories"]] == ["from X"]
 
@@ -56,7 +54,7 @@ def test_the_local_caller_keeps_its_sessions_as_before(memory: Memory) -> None:
 
 
 def test_pauses_are_bounded_and_expired_ones_leave_first() -> None:
-    pauses, now = Pauses(limit=2), datetime(2025, 1, 1, tzinfo=timezone.utc)
+    pauses, now = Pauses(limit=2), datetime(2025, 1, 1, tzinfo=UTC)
     pauses.pause(SessionKey("c", "one"), 10, now)
     pauses.pause(SessionKey("c", "two"), 100, now)
     with pytest.raises(ToolArgumentError, match="session_key"):

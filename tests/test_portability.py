@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from conftest import failed, open_memory, snapshot
+
 from cuedrecall.api import Memory
 
 A, B = "agent-a", "agent-b"
@@ -28,16 +28,29 @@ def _exports(tmp_path: Path) -> Path:
 
 
 def _fill(memory: Memory) -> None:
-    memory.store(agent_id=A, message={"content": "the boiler was serviced", "id": "m1",
-                                      "timestamp": "2025-02-03T04:05:06+01:00",
-                                      "source": {"type": "User", "id": "discord:42", "name": "Mara"},
-                                      "metadata": {"tags": ["house"], "mood": "relieved", "ünïcode": "ja"}},
-                 channel="c1", project_id="home")
+    memory.store(
+        agent_id=A,
+        message={
+            "content": "the boiler was serviced",
+            "id": "m1",
+            "timestamp": "2025-02-03T04:05:06+01:00",
+            "source": {"type": "User", "id": "discord:42", "name": "Mara"},
+            "metadata": {"tags": ["house"], "mood": "relieved", "ünïcode": "ja"},
+        },
+        channel="c1",
+        project_id="home",
+    )
     memory.store(agent_id=A, message={"content": "café opens at nine", "source": "assistant"})
     memory.store(agent_id=B, message={"content": "agent b remembers the harbour"}, project_id="sea")
-    memory.archive_episode(agent_id=A, summary="planned the kitchen renovation", keywords="kitchen plan",
-                           history=[{"timestamp": "2025-01-05T10:00:00Z"}, {"timestamp": "2025-01-05T11:30:00Z"}],
-                           resolved=True, channel="c1", project_id="home")
+    memory.archive_episode(
+        agent_id=A,
+        summary="planned the kitchen renovation",
+        keywords="kitchen plan",
+        history=[{"timestamp": "2025-01-05T10:00:00Z"}, {"timestamp": "2025-01-05T11:30:00Z"}],
+        resolved=True,
+        channel="c1",
+        project_id="home",
+    )
     memory.archive_episode(agent_id=B, summary="a sailing weekend")
     memory.update_profile(agent_id=A, profile="lives in Porto; likes quiet mornings")
     memory.update_profile(agent_id=B, profile="sails on weekends")
@@ -45,14 +58,22 @@ def _fill(memory: Memory) -> None:
 
 def _content_view(memory: Memory, agents: tuple[str, ...] = (A, B)) -> dict[str, Any]:
     """What a round trip must reproduce: every field but ids (a fresh database numbers rows anew)."""
-    memories = [{k: v for k, v in m.items() if k not in ("id", "ref")}
-                for m in memory.list_memories(agent_id="", limit=500)["memories"]]
-    episodes = [{k: v for k, v in e.items() if k not in ("id", "ref")}
-                for e in memory.list_episodes(agent_id="", limit=200)["episodes"]]
-    rows = {row["content"]: (row["metadata"], row["msg_id"], row["source_id"])
-            for row in memory.store_.export_rows("mem", "")}
-    spans = {row["summary"]: (row["start_time"], row["end_time"], row["keywords"], row["resolved"])
-             for row in memory.store_.export_rows("ep", "")}
+    memories = [
+        {k: v for k, v in m.items() if k not in ("id", "ref")}
+        for m in memory.list_memories(agent_id="", limit=500)["memories"]
+    ]
+    episodes = [
+        {k: v for k, v in e.items() if k not in ("id", "ref")}
+        for e in memory.list_episodes(agent_id="", limit=200)["episodes"]
+    ]
+    rows = {
+        row["content"]: (row["metadata"], row["msg_id"], row["source_id"])
+        for row in memory.store_.export_rows("mem", "")
+    }
+    spans = {
+        row["summary"]: (row["start_time"], row["end_time"], row["keywords"], row["resolved"])
+        for row in memory.store_.export_rows("ep", "")
+    }
     profiles = {agent: memory.get_profile(agent_id=agent)["profile"] for agent in agents}
     return {"memories": memories, "episodes": episodes, "rows": rows, "spans": spans, "profiles": profiles}
 
@@ -68,13 +89,25 @@ def test_export_then_import_into_a_fresh_database_reproduces_everything(
     filled: Memory, tmp_path: Path, include_embeddings: bool
 ) -> None:
     exported = filled.export_memories(agent_id="", output_path="all.jsonl", include_embeddings=include_embeddings)
-    assert exported == {"ok": True, "path": str(tmp_path / "exports" / "all.jsonl"), "memories": 3, "episodes": 2,
-                        "profiles": 2}
+    assert exported == {
+        "ok": True,
+        "path": str(tmp_path / "exports" / "all.jsonl"),
+        "memories": 3,
+        "episodes": 2,
+        "profiles": 2,
+    }
     with open_memory(tmp_path / "fresh.db") as fresh:
         result = fresh.import_memories(input_path="all.jsonl")
-        assert result == {"ok": True, "dry_run": False, "imported_memories": 3, "skipped_memories": 0,
-                          "imported_episodes": 2, "skipped_episodes": 0, "profile_updated": 2,
-                          "skipped_profiles": 0}
+        assert result == {
+            "ok": True,
+            "dry_run": False,
+            "imported_memories": 3,
+            "skipped_memories": 0,
+            "imported_episodes": 2,
+            "skipped_episodes": 0,
+            "profile_updated": 2,
+            "skipped_profiles": 0,
+        }
         assert _content_view(fresh) == _content_view(filled)
         # vectors arrive too (from the file, or embedded afresh): the imported rows are searchable
         for row in fresh.store_.export_rows("mem", ""):
@@ -138,9 +171,16 @@ def test_a_dry_run_counts_and_writes_nothing(filled: Memory, tmp_path: Path) -> 
     with open_memory(tmp_path / "fresh.db") as fresh:
         before = snapshot(fresh, agents=(A, B))
         result = fresh.import_memories(input_path="all.jsonl", dry_run=True)
-        assert result == {"ok": True, "dry_run": True, "imported_memories": 3, "skipped_memories": 0,
-                          "imported_episodes": 2, "skipped_episodes": 0, "profile_updated": 2,
-                          "skipped_profiles": 0}
+        assert result == {
+            "ok": True,
+            "dry_run": True,
+            "imported_memories": 3,
+            "skipped_memories": 0,
+            "imported_episodes": 2,
+            "skipped_episodes": 0,
+            "profile_updated": 2,
+            "skipped_profiles": 0,
+        }
         assert snapshot(fresh, agents=(A, B)) == before
         # ... and the real import afterwards still imports everything
         assert fresh.import_memories(input_path="all.jsonl")["imported_memories"] == 3
@@ -187,9 +227,16 @@ def test_a_malformed_file_is_refused_naming_input_path_and_writes_nothing(
 def test_a_vector_made_by_another_model_is_re_embedded(memory: Memory, tmp_path: Path) -> None:
     path = _exports(tmp_path) / "vec.jsonl"
     foreign = base64.b64encode(np.ones(7, dtype="<f4").tobytes()).decode("ascii")
-    lines = [{"_type": "header", "version": "cuedrecall-export/1", "memory_count": 1},
-             {"_type": "memory", "agent_id": "a", "content": "a foreign vector", "embedding_b64": foreign,
-              "embedding_model": "some-other-model"}]
+    lines = [
+        {"_type": "header", "version": "cuedrecall-export/1", "memory_count": 1},
+        {
+            "_type": "memory",
+            "agent_id": "a",
+            "content": "a foreign vector",
+            "embedding_b64": foreign,
+            "embedding_model": "some-other-model",
+        },
+    ]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     assert memory.import_memories(input_path="vec.jsonl")["imported_memories"] == 1
     vector = next(memory.store_.export_rows("mem", "a"))["embedding"]
@@ -198,9 +245,11 @@ def test_a_vector_made_by_another_model_is_re_embedded(memory: Memory, tmp_path:
 
 def test_a_record_without_an_agent_aborts_the_whole_import(memory: Memory, tmp_path: Path) -> None:
     path = _exports(tmp_path) / "noagent.jsonl"
-    lines = [{"_type": "header", "version": "cuedrecall-export/1", "memory_count": 2},
-             {"_type": "memory", "agent_id": "a", "content": "has an agent"},
-             {"_type": "memory", "content": "has none"}]
+    lines = [
+        {"_type": "header", "version": "cuedrecall-export/1", "memory_count": 2},
+        {"_type": "memory", "agent_id": "a", "content": "has an agent"},
+        {"_type": "memory", "content": "has none"},
+    ]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     before = snapshot(memory)
     assert failed(memory.import_memories(input_path="noagent.jsonl"), "'target_agent_id'")
@@ -232,10 +281,17 @@ def test_export_writes_the_file_whole_or_not_at_all(filled: Memory, tmp_path: Pa
 @pytest.mark.parametrize("blob", ["not base64!", "AAAAAAA=", 12])
 def test_an_unreadable_embedding_is_refused_and_nothing_is_written(memory: Memory, tmp_path: Path, blob: Any) -> None:
     path = _exports(tmp_path) / "vec.jsonl"
-    lines = [{"_type": "header", "version": "cuedrecall-export/1", "memory_count": 2},
-             {"_type": "memory", "agent_id": "a", "content": "fine"},
-             {"_type": "memory", "agent_id": "a", "content": "broken vector", "embedding_b64": blob,
-              "embedding_model": memory.embedder.model}]
+    lines = [
+        {"_type": "header", "version": "cuedrecall-export/1", "memory_count": 2},
+        {"_type": "memory", "agent_id": "a", "content": "fine"},
+        {
+            "_type": "memory",
+            "agent_id": "a",
+            "content": "broken vector",
+            "embedding_b64": blob,
+            "embedding_model": memory.embedder.model,
+        },
+    ]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     before = snapshot(memory)
     assert failed(memory.import_memories(input_path="vec.jsonl"), "'input_path'")
@@ -253,11 +309,14 @@ def test_an_import_never_overwrites_an_agents_profile(filled: Memory, tmp_path: 
 
 
 def _locked_file(tmp_path: Path) -> str:
-    lines = [{"_type": "header", "version": "cuedrecall-export/1", "memory_count": 2},
-             {"_type": "memory", "agent_id": A, "content": "a locked memory of A", "locked": True},
-             {"_type": "memory", "agent_id": B, "content": "a locked memory of B", "locked": True}]
-    (_exports(tmp_path) / "locked.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines),
-                                                     encoding="utf-8")
+    lines = [
+        {"_type": "header", "version": "cuedrecall-export/1", "memory_count": 2},
+        {"_type": "memory", "agent_id": A, "content": "a locked memory of A", "locked": True},
+        {"_type": "memory", "agent_id": B, "content": "a locked memory of B", "locked": True},
+    ]
+    (_exports(tmp_path) / "locked.jsonl").write_text(
+        "".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8"
+    )
     return "locked.jsonl"
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pg_server import postgres_url, server_url
 
 from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock
@@ -25,14 +26,20 @@ from cuedrecall.demo import load_sample
 from cuedrecall.errors import StoreError
 from cuedrecall.store.base import Scope
 from cuedrecall.text.fts import fts_terms
-from pg_server import postgres_url, server_url
 from tests.conftest import NOW, make_settings
 
 AGENT = "demo"
-QUERIES = ["bike shop brake pads", "what did mara say about her sister", "tomato seedlings in the garden",
-           "moving to a new apartment", "東京"]
-CUES = [{"after": "2025-06-01", "before": "2025-06-30", "confidence": "likely"},
-        {"after": "2025-01-01", "before": "2025-12-31", "confidence": "sure"}]
+QUERIES = [
+    "bike shop brake pads",
+    "what did mara say about her sister",
+    "tomato seedlings in the garden",
+    "moving to a new apartment",
+    "東京",
+]
+CUES = [
+    {"after": "2025-06-01", "before": "2025-06-30", "confidence": "likely"},
+    {"after": "2025-01-01", "before": "2025-12-31", "confidence": "sure"},
+]
 VECTOR_ARMS = ("vector_near", "vector_far")
 
 
@@ -83,8 +90,10 @@ def test_the_vector_arms_return_the_same_rows_on_both_backends(pair: dict[str, M
 
 @pytest.mark.parametrize("cue", CUES)
 def test_a_time_cue_restricts_both_backends_to_the_same_rows(pair: dict[str, Memory], cue: dict[str, str]) -> None:
-    traces = {kind: traced(memory, query="bike shop brake pads", limit=5, time_cue=cue)["trace"]
-              for kind, memory in pair.items()}
+    traces = {
+        kind: traced(memory, query="bike shop brake pads", limit=5, time_cue=cue)["trace"]
+        for kind, memory in pair.items()
+    }
     names = {name for name in traces["sqlite"]["arms"] if name.startswith(("vector", "cue", "period"))}
     assert names == {name for name in traces["postgres"]["arms"] if name.startswith(("vector", "cue", "period"))}
     for name in names:
@@ -102,7 +111,8 @@ def test_the_trace_has_the_same_shape_and_gate_pool_on_both_backends(pair: dict[
 
 @pytest.mark.parametrize("query", QUERIES)
 def test_a_lexical_hit_holds_a_term_of_the_query_and_both_backends_find_the_same_rows(
-        pair: dict[str, Memory], query: str) -> None:
+    pair: dict[str, Memory], query: str
+) -> None:
     """The documented rule of the trigram arms: a row matches when its text holds a term (case folded); deep
     enough, both backends find the same rows (in their own order)."""
     terms = fts_terms(query)
@@ -120,9 +130,12 @@ def test_a_lexical_hit_holds_a_term_of_the_query_and_both_backends_find_the_same
 
 def test_recall_answers_the_same_rows_on_both_backends_for_a_clear_question(pair: dict[str, Memory]) -> None:
     """A question whose best rows the vector arms decide: the answered refs agree (fusion, gate, order above)."""
-    answers = {kind: [row.get("ref") for row in memory.recall(agent_id=AGENT, query="bike shop brake pads",
-                                                               limit=3)["messages"]]
-               for kind, memory in pair.items()}
+    answers = {
+        kind: [
+            row.get("ref") for row in memory.recall(agent_id=AGENT, query="bike shop brake pads", limit=3)["messages"]
+        ]
+        for kind, memory in pair.items()
+    }
     assert answers["sqlite"] and set(answers["sqlite"]) == set(answers["postgres"])
 
 
@@ -203,7 +216,8 @@ def test_a_db_url_that_is_not_postgresql_is_a_startup_error_never_a_sqlite_file(
 
 
 def test_the_optional_hnsw_index_answers_inside_the_scope_and_window_and_mostly_as_the_exact_scan(
-        pair: dict[str, Memory]) -> None:
+    pair: dict[str, Memory],
+) -> None:
     """CUEDRECALL_PG_HNSW is approximate: every hit lies in the scope and passes the floor, ranks run 0..n-1,
     and on a small store the index walk finds what the exact scan finds."""
     from cuedrecall.store.postgres import PostgresStore
@@ -230,8 +244,16 @@ def test_a_postgres_store_never_reads_a_sidecar_beside_the_sqlite_path(tmp_path:
     (unused) db_path is neither imported nor renamed."""
     db_path = tmp_path / "old.db"
     sidecar = Path(str(db_path) + ".calibration.json")
-    sidecar.write_text(json.dumps({"embedding_model": "hash-384", "scoring_version": "any",
-                                   "agents": {AGENT: {"cosine": 0.31}}, "betas": {AGENT: 2.0}}))
+    sidecar.write_text(
+        json.dumps(
+            {
+                "embedding_model": "hash-384",
+                "scoring_version": "any",
+                "agents": {AGENT: {"cosine": 0.31}},
+                "betas": {AGENT: 2.0},
+            }
+        )
+    )
     settings = make_settings(db_url=postgres_url(), db_path=str(db_path))
     with Memory(settings=settings, clock=fixed_clock(NOW), background=False) as memory:
         assert memory.store_.thresholds() == [] and memory.store_.betas() == {}
@@ -251,8 +273,10 @@ def test_the_planner_knows_how_many_rows_a_vector_arm_compares(tmp_path: Path) -
             assert memory.store(agent_id="a", content=f"note {i} about the harbour crane number {i * 7}")["ok"]
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("ANALYZE memories")
-        plan = conn.execute("EXPLAIN (FORMAT JSON) SELECT id FROM memories t WHERE t.agent_id = 'a' AND "
-                            "t.embedding IS NOT NULL AND vector_dims(t.embedding) = 384").fetchone()[0]
+        plan = conn.execute(
+            "EXPLAIN (FORMAT JSON) SELECT id FROM memories t WHERE t.agent_id = 'a' AND "
+            "t.embedding IS NOT NULL AND vector_dims(t.embedding) = 384"
+        ).fetchone()[0]
     assert plan[0]["Plan"]["Plan Rows"] >= 200
 
 
@@ -274,8 +298,9 @@ def test_a_snapshot_on_one_thread_does_not_hold_back_another_threads_recall(tmp_
         try:
             assert entered.wait(30)
             answered: dict[str, Any] = {}
-            asker = threading.Thread(target=lambda: answered.update(memory.recall(agent_id="a", query="harbour crane")),
-                                     daemon=True)
+            asker = threading.Thread(
+                target=lambda: answered.update(memory.recall(agent_id="a", query="harbour crane")), daemon=True
+            )
             asker.start()
             asker.join(30)
             assert not asker.is_alive(), "the recall waited for another thread's open snapshot"

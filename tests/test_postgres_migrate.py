@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pg_server import postgres_url
 
 from cuedrecall.api import Memory
 from cuedrecall.cli import main
@@ -13,7 +14,6 @@ from cuedrecall.clock import fixed_clock
 from cuedrecall.demo import load_sample
 from cuedrecall.store.base import EPISODE, MEMORY, NewRelation, Scope, Threshold
 from cuedrecall.store.postgres.migrate import TABLE_COLUMNS, source_counts
-from pg_server import postgres_url
 from tests.conftest import NOW, make_settings
 
 AGENT = "demo"
@@ -45,41 +45,49 @@ def test_migrate_moves_every_table_with_its_ids_and_the_answers_stay_the_same(so
     counts = source_counts(str(source))
     assert counts["memories"] and counts["blocks"] and counts["entities"] and counts["relations"]
     sqlite = Memory(source, settings=make_settings(), clock=fixed_clock(NOW), background=False)
-    postgres = Memory(settings=make_settings(db_url=url, db_path=":memory:"), clock=fixed_clock(NOW),
-                      background=False)
+    postgres = Memory(settings=make_settings(db_url=url, db_path=":memory:"), clock=fixed_clock(NOW), background=False)
     with sqlite, postgres:
         left, right = sqlite.runtime.store, postgres.runtime.store
         for kind in (MEMORY, EPISODE):
             before, after = list(left.export_rows(kind, "")), list(right.export_rows(kind, ""))
             assert [row["id"] for row in before] == [row["id"] for row in after]
             for a, b in zip(before, after):
-                assert {k: v for k, v in a.items() if k != "embedding"} == \
-                    {k: v for k, v in b.items() if k != "embedding"}
-                assert (a["embedding"] is None and b["embedding"] is None) or np.array_equal(a["embedding"],
-                                                                                           b["embedding"])
+                assert {k: v for k, v in a.items() if k != "embedding"} == {
+                    k: v for k, v in b.items() if k != "embedding"
+                }
+                assert (a["embedding"] is None and b["embedding"] is None) or np.array_equal(
+                    a["embedding"], b["embedding"]
+                )
         refs = [f"mem:{row['id']}" for row in left.export_rows(MEMORY, "")]
         assert left.block_spans(refs) == right.block_spans(refs)
-        assert all(np.array_equal(left.block_codes(ref, "hash-384"), right.block_codes(ref, "hash-384"))
-                   for ref in refs if left.block_codes(ref, "hash-384") is not None)
+        assert all(
+            np.array_equal(left.block_codes(ref, "hash-384"), right.block_codes(ref, "hash-384"))
+            for ref in refs
+            if left.block_codes(ref, "hash-384") is not None
+        )
         query = sqlite.embedder.embed(["bike shop brake pads"])[0]
         assert left.block_arm(Scope(AGENT), query, "hash-384") == right.block_arm(Scope(AGENT), query, "hash-384")
         assert left.thresholds() == right.thresholds() and left.betas() == right.betas()
         assert left.profiles("") == right.profiles("")
         assert left.entities_named(Scope(AGENT), "bicycle") == right.entities_named(Scope(AGENT), "bicycle")
-        assert left.relations_between(Scope(AGENT), ["mem:1", "mem:2"]) == \
-            right.relations_between(Scope(AGENT), ["mem:1", "mem:2"])
+        assert left.relations_between(Scope(AGENT), ["mem:1", "mem:2"]) == right.relations_between(
+            Scope(AGENT), ["mem:1", "mem:2"]
+        )
         assert left.pending_by_kind() == right.pending_by_kind()
         # the copy is analysed: the planner knows the vector widths (migration 2's statistics) at once
-        analysed = right._read("SELECT count(*) FROM pg_stats_ext_exprs WHERE statistics_name = 'memories_vector_dims' "
-                               "AND statistics_schemaname = current_schema() AND most_common_vals IS NOT NULL")
+        analysed = right._read(
+            "SELECT count(*) FROM pg_stats_ext_exprs WHERE statistics_name = 'memories_vector_dims' "
+            "AND statistics_schemaname = current_schema() AND most_common_vals IS NOT NULL"
+        )
         assert analysed[0][0] == 1
         # a new row after the copy takes a fresh id (the id sequences moved on)
         stored = postgres.store(agent_id=AGENT, content="a memory stored after the migration")
         assert stored["id"] > max(row["id"] for row in left.export_rows(MEMORY, ""))
 
 
-def test_migrate_refuses_a_target_that_is_not_empty_and_writes_nothing(source: Path,
-                                                                        capsys: pytest.CaptureFixture) -> None:
+def test_migrate_refuses_a_target_that_is_not_empty_and_writes_nothing(
+    source: Path, capsys: pytest.CaptureFixture
+) -> None:
     url = postgres_url()
     with Memory(settings=make_settings(db_url=url, db_path=":memory:"), background=False) as memory:
         memory.store(agent_id="someone", content="already here")
@@ -90,7 +98,8 @@ def test_migrate_refuses_a_target_that_is_not_empty_and_writes_nothing(source: P
 
 
 def test_migrate_names_its_arguments_when_they_are_not_a_sqlite_path_and_a_postgresql_url(
-        capsys: pytest.CaptureFixture) -> None:
+    capsys: pytest.CaptureFixture,
+) -> None:
     assert main(["migrate", "--from", "/tmp/x.db", "--to", "postgresql://h/db"]) == 2
     assert "--from sqlite:<path> --to postgresql://" in capsys.readouterr().err
     assert set(TABLE_COLUMNS) >= {"memories", "episodes", "blocks", "entities", "relations", "calibration"}

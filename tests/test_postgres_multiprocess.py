@@ -12,10 +12,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from pg_server import postgres_url
 
 from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock
-from pg_server import postgres_url
 from tests.conftest import NOW, make_settings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -48,9 +48,16 @@ _WORKER = textwrap.dedent("""
 def _workers(place: dict[str, str], tmp_path: Path) -> list[dict]:
     go = tmp_path / "go"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    procs = [subprocess.Popen([sys.executable, "-c", _WORKER, json.dumps(place), name, str(go), json.dumps(SHARED)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-             for name in ("one", "two")]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WORKER, json.dumps(place), name, str(go), json.dumps(SHARED)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for name in ("one", "two")
+    ]
     go.touch()  # both start storing at once
     outputs = []
     for proc in procs:
@@ -62,13 +69,15 @@ def _workers(place: dict[str, str], tmp_path: Path) -> list[dict]:
 
 @pytest.mark.parametrize("backend", ["postgres", "sqlite"])
 def test_two_processes_storing_at_once_leave_every_write_once_and_both_see_all(tmp_path: Path, backend: str) -> None:
-    place = ({"db_url": postgres_url(), "db_path": ":memory:"} if backend == "postgres"
-             else {"db_path": str(tmp_path / "shared.db")})
+    place = (
+        {"db_url": postgres_url(), "db_path": ":memory:"}
+        if backend == "postgres"
+        else {"db_path": str(tmp_path / "shared.db")}
+    )
     outputs = _workers(place, tmp_path)
     for output in outputs:
         assert all(answer["ok"] for answer in output["answers"])
-    with Memory(settings=make_settings(**place), clock=fixed_clock(NOW),
-                background=False) as memory:
+    with Memory(settings=make_settings(**place), clock=fixed_clock(NOW), background=False) as memory:
         rows = list(memory.runtime.store.export_rows("mem", AGENT))
     contents = [row["content"] for row in rows]
     assert len(contents) == len(set(contents)), "a duplicate survived the race"

@@ -23,8 +23,9 @@ from tests.test_reembed import A, Rolled, fill
 AUTH = {TOKEN_HEADER: "t"}
 # test_reembed's fill() leaves an empty schema under CUEDRECALL_TEST_BACKEND=postgres (its stores are not seen by
 # a later open of the same path there), so these run on SQLite only; the PostgreSQL write guard is the same check
-pytestmark = pytest.mark.skipif(os.environ.get("CUEDRECALL_TEST_BACKEND", "") == "postgres",
-                                reason="fill() places its store apart on PostgreSQL")
+pytestmark = pytest.mark.skipif(
+    os.environ.get("CUEDRECALL_TEST_BACKEND", "") == "postgres", reason="fill() places its store apart on PostgreSQL"
+)
 
 
 def _tasks(memory: Memory) -> int:
@@ -36,16 +37,20 @@ def test_a_read_only_open_under_another_embedder_queues_nothing(tmp_path: Path) 
     fill(path)
     with open_memory(path) as before:
         state, tasks = snapshot(before, agents=(A,)), _tasks(before)
-    with open_memory(path, settings=make_settings(calibrate_on_model_change=True), embedder=Rolled(),
-                     background=False, read_only=True) as memory:
+    with open_memory(
+        path,
+        settings=make_settings(calibrate_on_model_change=True),
+        embedder=Rolled(),
+        background=False,
+        read_only=True,
+    ) as memory:
         assert memory.blocks is None
         assert memory.store_.pending_tasks(REEMBED) == 0
         assert memory.recall(agent_id=A, query="violin").get("ok") is not False  # it still reads
         assert memory.list_memories(agent_id=A)["count"] == 12
         client = TestClient(make_app(memory, "t"), base_url="http://127.0.0.1")
         assert client.get("/api/records", params={"agent_id": A}, headers=AUTH).status_code == 200
-        answer = client.post("/api/search", json={"tool": "recall", "agent_id": A, "query": "violin"},
-                             headers=AUTH)
+        answer = client.post("/api/search", json={"tool": "recall", "agent_id": A, "query": "violin"}, headers=AUTH)
         assert answer.status_code == 200 and answer.json()["ok"] is True
     with open_memory(path) as after:
         assert snapshot(after, agents=(A,)) == state and _tasks(after) == tasks
@@ -59,9 +64,8 @@ def test_every_write_is_refused_by_a_read_only_memory(tmp_path: Path) -> None:
         answer = memory.store(agent_id=A, content="a new note")
         assert answer["ok"] is False and "read-only" in answer["error"] and answer["result"] == "rejected"
         assert memory.update_profile(agent_id=A, profile="p")["ok"] is False
-        with pytest.raises(StoreError):
-            with memory.store_.write():
-                pass
+        with pytest.raises(StoreError), memory.store_.write():
+            pass
         assert snapshot(memory, agents=(A,)) == state
 
 

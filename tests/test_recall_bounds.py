@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
-
 from conftest import make_settings, open_memory
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from cuedrecall.api import Memory
 from cuedrecall.recall import bounds
 from cuedrecall.text.exclusion import MAX_EXCLUSIONS, is_excluded, normalise_exclusions

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from golden.cases import CASES, GOLDEN_FILE, diff_text, differences, generate, load, run_case
 from golden.corpus import build
 

@@ -17,11 +17,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-
 from conftest import NOW, make_settings, open_memory
+
 from cuedrecall.api import Memory
-from cuedrecall.recall.gate import heuristic_minimum
 from cuedrecall.recall.fusion import fuse
+from cuedrecall.recall.gate import heuristic_minimum
 from cuedrecall.recall.trace import Recorder
 from cuedrecall.store.base import Hit, Threshold
 
@@ -33,8 +33,14 @@ NOTES = "zephyr quartz nebula notes today"  # 0.795
 LAMP = "zephyr lamp"  # 0.436
 CHAIR = "zephyr desk chair"  # 0.356
 LEXICAL_ONLY = "we ordered printer paper, toner, pens, folders, staplers and one zephyr fan"  # 0.147
-UNRELATED = ["orange juice at breakfast", "the garden needs water", "piano lesson moved to friday",
-             "camera lens cleaning kit", "violin strings are too tight", "marathon training starts monday"]
+UNRELATED = [
+    "orange juice at breakfast",
+    "the garden needs water",
+    "piano lesson moved to friday",
+    "camera lens cleaning kit",
+    "violin strings are too tight",
+    "marathon training starts monday",
+]
 
 
 def at(hours: float) -> str:
@@ -46,8 +52,16 @@ def reopen(path: Path, **overrides: Any) -> Memory:
     return open_memory(path, settings=make_settings(**overrides))
 
 
-def put(memory: Memory, content: str, *, agent: str = A, ts: str | None = None, project: str = "",
-        channel: str = "", source: Any = None) -> str:
+def put(
+    memory: Memory,
+    content: str,
+    *,
+    agent: str = A,
+    ts: str | None = None,
+    project: str = "",
+    channel: str = "",
+    source: Any = None,
+) -> str:
     message: dict[str, Any] = {"content": content}
     if ts is not None:
         message["timestamp"] = ts
@@ -58,10 +72,19 @@ def put(memory: Memory, content: str, *, agent: str = A, ts: str | None = None, 
     return result["ref"]
 
 
-def episode(memory: Memory, summary: str, *, keywords: str = "", agent: str = A, start: str | None = None,
-            project: str = "", channel: str = "") -> str:
-    result = memory.archive_episode(agent_id=agent, summary=summary, keywords=keywords, start_time=start,
-                                    project_id=project, channel=channel)
+def episode(
+    memory: Memory,
+    summary: str,
+    *,
+    keywords: str = "",
+    agent: str = A,
+    start: str | None = None,
+    project: str = "",
+    channel: str = "",
+) -> str:
+    result = memory.archive_episode(
+        agent_id=agent, summary=summary, keywords=keywords, start_time=start, project_id=project, channel=channel
+    )
     assert result["ok"], result
     return result["ref"]
 
@@ -178,8 +201,9 @@ def test_rsf_flat_or_unscored_arm_gives_every_row_one_and_far_votes_carry_the_fa
     assert rows["ep:1"].fused == rows["ep:2"].fused == pytest.approx(1 / 4)
     assert rows["mem:7"].fused == rows["mem:8"].fused == pytest.approx(1 / 4)
     # an unscored row among scored ones gets 0.0 (a flat scored part still gives every row 1.0)
-    mixed = fuse(stub_ctx("rsf"), {"memory_keyword": [Hit("mem:1", 0, -2.0), Hit("mem:2", 1, None),
-                                                      Hit("mem:3", 2, -1.0)]})
+    mixed = fuse(
+        stub_ctx("rsf"), {"memory_keyword": [Hit("mem:1", 0, -2.0), Hit("mem:2", 1, None), Hit("mem:3", 2, -1.0)]}
+    )
     assert [(row.ref, row.fused) for row in mixed] == [("mem:1", 1.0), ("mem:2", 0.0), ("mem:3", 0.0)]
     flat = fuse(stub_ctx("rsf"), {"memory_keyword": [Hit("mem:1", 0, -2.0), Hit("mem:2", 1, None)]})
     assert [(row.ref, row.fused) for row in flat] == [("mem:1", 1.0), ("mem:2", 1.0)]
@@ -258,8 +282,10 @@ def test_depth_is_max_of_limit_and_depth_floor(memory: Memory, db_path: Path) ->
 
 
 def test_blank_query_lists_newest_memories_last_is_newest(memory: Memory) -> None:
-    stored = [put(memory, f"note {word}", ts=at(-100 + i)) for i, word in enumerate(
-        ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"])]
+    stored = [
+        put(memory, f"note {word}", ts=at(-100 + i))
+        for i, word in enumerate(["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"])
+    ]
     episode(memory, "an episode is never part of the listing")
     for query in ("", "   "):
         response, trace = traced(memory, query, limit=4)
@@ -321,8 +347,9 @@ def test_memory_keyword_like_fallback_only_when_fts_finds_nothing(memory: Memory
     open_gate(memory)
     # "QA" is shorter than a trigram: FTS has no expression, LIKE finds the rows, newest first, unscored
     _, trace = traced(memory, "QA")
-    assert trace["arms"]["memory_keyword"] == [{"ref": r, "rank": i, "raw": None}
-                                               for i, r in enumerate([zephyr_qa, *reversed(qa)])]
+    assert trace["arms"]["memory_keyword"] == [
+        {"ref": r, "rank": i, "raw": None} for i, r in enumerate([zephyr_qa, *reversed(qa)])
+    ]
     # FTS finds rows for "zephyr": every keyword row is an FTS row (scored), no LIKE row is added
     _, trace = traced(memory, "zephyr")
     assert trace["arms"]["memory_keyword"] and all(h["raw"] is not None for h in trace["arms"]["memory_keyword"])
@@ -386,8 +413,9 @@ def test_penalty_factor_is_exp_decay_floored(memory: Memory, db_path: Path) -> N
         _, trace = traced(m, QUERY)
     assert trace["scoring"]["episode_penalty"][old] == pytest.approx(math.exp(-0.2), abs=1e-6)
     # the list is re-sorted by the penalised fused score
-    scores = {ref: row["score"] * trace["scoring"]["episode_penalty"].get(ref, 1.0)
-              for ref, row in fusion(trace).items()}
+    scores = {
+        ref: row["score"] * trace["scoring"]["episode_penalty"].get(ref, 1.0) for ref, row in fusion(trace).items()
+    }
     order = [ref for ref in before_cut(trace) if ref in scores]
     assert [scores[ref] for ref in order] == sorted((scores[ref] for ref in order), reverse=True)
 
@@ -531,7 +559,8 @@ def test_global_calibration_applies_to_an_agent_without_its_own(memory: Memory, 
     memory.calibration.set("", "cosine", 0.9)
     _, trace = traced(memory, QUERY)
     assert {(d["threshold"], d["origin"]) for d in trace["gate"]["decisions"] if d["signal"] == "cosine"} == {
-        (0.9, "calibrated")}
+        (0.9, "calibrated")
+    }
     memory.calibration.set(A, "cosine", 0.2)  # the agent's own thresholds win
     _, trace = traced(memory, QUERY)
     assert {d["threshold"] for d in trace["gate"]["decisions"] if d["signal"] == "cosine"} == {0.2}
@@ -577,8 +606,15 @@ def test_profile_row_refused_below_pool_of_50(memory: Memory) -> None:
     memory.update_profile(agent_id=A, profile="The user likes zephyr quartz.")
     response, trace = traced(memory, QUERY)
     assert trace["gate"]["pool"] == 49
-    assert decisions(trace)["profile"] == {"ref": "profile", "signal": "profile", "score": None, "threshold": 50,
-                                           "origin": None, "passed": False, "reason": "profile_small_pool"}
+    assert decisions(trace)["profile"] == {
+        "ref": "profile",
+        "signal": "profile",
+        "score": None,
+        "threshold": 50,
+        "origin": None,
+        "passed": False,
+        "reason": "profile_small_pool",
+    }
     assert "profile" not in refs(response)
 
 
@@ -770,8 +806,9 @@ def test_last_row_is_the_best(memory: Memory) -> None:
     assert refs(response) == list(reversed(before_cut(trace)))
 
 
-def test_a_recall_reads_one_snapshot_and_the_next_recall_sees_a_delete(memory: Memory, db_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_recall_reads_one_snapshot_and_the_next_recall_sees_a_delete(
+    memory: Memory, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A delete committed by another connection mid-recall does not tear the answer; the next recall has it."""
     import cuedrecall.handlers.recall as handler
 
@@ -794,8 +831,7 @@ def test_a_recall_reads_one_snapshot_and_the_next_recall_sees_a_delete(memory: M
 # -- previews and full content ----------------------------------------------------------------------
 
 
-def test_preview_cuts_long_rows_with_content_len_and_get_contents_gives_the_rest(memory: Memory,
-                                                                                 db_path: Path) -> None:
+def test_preview_cuts_long_rows_with_content_len_and_get_contents_gives_the_rest(memory: Memory, db_path: Path) -> None:
     long_text = "zephyr quartz nebula " + " ".join(f"word{i}" for i in range(300))
     long_ref, short_ref = put(memory, long_text), put(memory, REPORT)
     open_gate(memory)
@@ -837,8 +873,38 @@ def test_full_content_budget_keeps_best_rows_whole_then_previews(memory: Memory)
 
 # -- calibration ------------------------------------------------------------------------------------
 
-VOCAB = ("amber basil cedar delta ember fjord glade harbor iris jasper kelp lumen maple nectar onyx pebble quill "
-         "raven sable thistle umber violet willow xenon yarrow zinnia acorn birch cobalt dune").split()
+VOCAB = [
+    "amber",
+    "basil",
+    "cedar",
+    "delta",
+    "ember",
+    "fjord",
+    "glade",
+    "harbor",
+    "iris",
+    "jasper",
+    "kelp",
+    "lumen",
+    "maple",
+    "nectar",
+    "onyx",
+    "pebble",
+    "quill",
+    "raven",
+    "sable",
+    "thistle",
+    "umber",
+    "violet",
+    "willow",
+    "xenon",
+    "yarrow",
+    "zinnia",
+    "acorn",
+    "birch",
+    "cobalt",
+    "dune",
+]
 
 
 def _calibration_corpus(memory: Memory, agent: str = A, clusters: int = 12, seed: int = 3) -> None:
@@ -891,8 +957,9 @@ def test_two_processes_calibrating_two_agents_keep_both(db_path: Path) -> None:
 
 
 @pytest.mark.sqlite_only
-def test_calibration_travels_with_an_export_free_copy_of_the_file(memory: Memory, db_path: Path,
-                                                                 tmp_path: Path) -> None:
+def test_calibration_travels_with_an_export_free_copy_of_the_file(
+    memory: Memory, db_path: Path, tmp_path: Path
+) -> None:
     _calibration_corpus(memory)
     new = memory.calibrate_threshold(agent_id=A)["new_thresholds"]
     memory.close()
@@ -943,12 +1010,16 @@ def test_set_recall_precision_without_enough_data_changes_nothing(memory: Memory
 
 def _stamp_with_another_model(db_path: Path, thresholds: dict[str, dict[str, float]]) -> None:
     """Thresholds as a server with another embedding model would have left them."""
-    with open_memory(db_path) as memory:
-        with memory.store_.write() as conn:
-            memory.store_.drop_thresholds(conn, [t.agent_id for t in memory.store_.thresholds()])
-            memory.store_.set_thresholds(conn, [
+    with open_memory(db_path) as memory, memory.store_.write() as conn:
+        memory.store_.drop_thresholds(conn, [t.agent_id for t in memory.store_.thresholds()])
+        memory.store_.set_thresholds(
+            conn,
+            [
                 Threshold(agent, signal, value, "other-model", memory.calibration.scoring)
-                for agent, signals in thresholds.items() for signal, value in signals.items()])
+                for agent, signals in thresholds.items()
+                for signal, value in signals.items()
+            ],
+        )
 
 
 def test_thresholds_from_another_embedding_model_are_stale_and_recalibrated_at_start(db_path: Path) -> None:
@@ -981,13 +1052,24 @@ def test_a_sidecar_from_an_earlier_version_moves_into_the_database_once(db_path:
     with open_memory(db_path) as memory:
         scoring = memory.calibration.scoring
     sidecar = Path(str(db_path) + ".calibration.json")
-    sidecar.write_text(json.dumps({"embedding_model": "hash-384", "scoring_version": scoring,
-                                   "agents": {A: {"cosine": 0.31, "rrf": 0.02}}, "betas": {A: 2.0}}))
+    sidecar.write_text(
+        json.dumps(
+            {
+                "embedding_model": "hash-384",
+                "scoring_version": scoring,
+                "agents": {A: {"cosine": 0.31, "rrf": 0.02}},
+                "betas": {A: 2.0},
+            }
+        )
+    )
     with open_memory(db_path) as memory:
         assert memory.calibration.thresholds(A) == {"cosine": 0.31, "rrf": 0.02}
         assert memory.get_recall_precision(agent_id=A)["precision"] == "strict"
     assert not sidecar.exists() and Path(str(sidecar) + ".imported").exists()
-    sidecar.write_text(json.dumps({"embedding_model": "hash-384", "scoring_version": scoring,
-                                   "agents": {A: {"cosine": 0.9}}, "betas": {}}))
+    sidecar.write_text(
+        json.dumps(
+            {"embedding_model": "hash-384", "scoring_version": scoring, "agents": {A: {"cosine": 0.9}}, "betas": {}}
+        )
+    )
     with open_memory(db_path) as memory:  # the database already holds a calibration: the file is not read
         assert memory.calibration.thresholds(A) == {"cosine": 0.31, "rrf": 0.02}

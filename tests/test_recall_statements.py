@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import open_memory
+
 from cuedrecall.api import Memory
 
 A = "agent-a"
@@ -28,8 +28,13 @@ CUE = {"after": "2025-03-01", "before": "2025-03-10", "confidence": "sure"}
 def memory(tmp_path: Path) -> Memory:
     memory = open_memory(tmp_path / "statements.db")
     for i in range(30):
-        memory.store(agent_id=A, message={"content": f"note {i} about the lighthouse keeper, topic {i % 5}",
-                                          "timestamp": f"2025-03-{1 + i % 28:02d}T10:00:00+00:00"})
+        memory.store(
+            agent_id=A,
+            message={
+                "content": f"note {i} about the lighthouse keeper, topic {i % 5}",
+                "timestamp": f"2025-03-{1 + i % 28:02d}T10:00:00+00:00",
+            },
+        )
     memory.archive_episode(agent_id=A, summary="a session at the lighthouse", keywords="lighthouse")
     memory.update_profile(agent_id=A, profile="likes lighthouses")
     for _ in range(2):  # warm: the scope's statistics and the term counts are cached

@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
-
 from conftest import make_settings, open_memory
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from cuedrecall import Memory
 from cuedrecall.graph.cues import NO_CUES
 
@@ -36,8 +37,11 @@ def filled(tmp_path: Path) -> Memory:
     memory = open_memory(tmp_path / "m.db")
     for text, ts, who in TEXTS:
         assert memory.store(agent_id=A, message=turn(text, ts, who))["ok"]
-    memory.archive_episode(agent_id=A, summary="The week the CI migration landed and deploys changed",
-                           history=[{"timestamp": "2026-06-01T00:00:00Z"}, {"timestamp": "2026-06-07T00:00:00Z"}])
+    memory.archive_episode(
+        agent_id=A,
+        summary="The week the CI migration landed and deploys changed",
+        history=[{"timestamp": "2026-06-01T00:00:00Z"}, {"timestamp": "2026-06-07T00:00:00Z"}],
+    )
     return memory
 
 
@@ -99,7 +103,9 @@ def test_a_small_budget_keeps_items_before_excerpts(filled: Memory) -> None:
     narrow = ask(filled, "CI migration deploys tests", budget=1, trace=True)
     assert narrow["budget_policy"]["reason"] == "raised_to_one_excerpt" and narrow["effective_budget"] == 800
     assert narrow["used_budget"] <= 800 or narrow["returned_count"] == 1
-    assert [i["head_ref"] for i in narrow["items"]] == [i["head_ref"] for i in wide["items"]][: narrow["returned_count"]]
+    assert [i["head_ref"] for i in narrow["items"]] == [i["head_ref"] for i in wide["items"]][
+        : narrow["returned_count"]
+    ]
 
 
 @pytest.mark.parametrize("cue", [{"after": "June", "confidence": "sure"}, {"confidence": "certain"}, "yesterday"])
@@ -119,8 +125,9 @@ def test_the_time_cue_is_applied_to_the_candidate_recall_and_echoed(filled: Memo
 
 
 def test_no_trace_holds_stored_text(filled: Memory) -> None:
-    filled.declare_associations(agent_id=A, associations={"entities": [{"name": "Osaka office",
-                                                                        "aliases": ["Kansai branch"]}]})
+    filled.declare_associations(
+        agent_id=A, associations={"entities": [{"name": "Osaka office", "aliases": ["Kansai branch"]}]}
+    )
     for query in ("what happened with the CI migration?", "the Osaka office", "dentist"):
         trace = json.dumps(ask(filled, query, trace=True)["trace"], ensure_ascii=False)
         for text, _, _ in TEXTS:
@@ -130,8 +137,9 @@ def test_no_trace_holds_stored_text(filled: Memory) -> None:
 
 def test_a_declared_alias_reaches_a_record_that_uses_the_other_name(filled: Memory) -> None:
     before = ask(filled, "the Osaka office", trace=True)
-    declared = filled.declare_associations(agent_id=A, associations={
-        "entities": [{"name": "Osaka office", "aliases": ["Kansai branch"]}]})
+    declared = filled.declare_associations(
+        agent_id=A, associations={"entities": [{"name": "Osaka office", "aliases": ["Kansai branch"]}]}
+    )
     assert declared["ok"]
     after = ask(filled, "the Osaka office", trace=True)
     kansai = "mem:6"
@@ -148,12 +156,15 @@ def test_a_kanji_name_and_its_katakana_alias_reach_records_in_either_spelling(tm
     """The lexical arm reaches both spellings (what the gate then admits is the recall's own business)."""
     memory = open_memory(tmp_path / "j.db")
     memory.store(agent_id=A, message=turn("東京本社の会議は木曜日に移りました。", "2026-06-01T10:00:00Z", "ken"))
-    memory.store(agent_id=A, message=turn("トウキョウホンシャの新しいオフィスは広いです。", "2026-06-02T10:00:00Z", "yui"))
+    memory.store(
+        agent_id=A, message=turn("トウキョウホンシャの新しいオフィスは広いです。", "2026-06-02T10:00:00Z", "yui")
+    )
     queries = {"東京本社について": "mem:2", "トウキョウホンシャについて": "mem:1"}
     for query, other_spelling in queries.items():
         assert other_spelling not in _keyword_refs(ask(memory, query, trace=True))
-    memory.declare_associations(agent_id=A, associations={"entities": [{"name": "東京本社",
-                                                                        "aliases": ["トウキョウホンシャ"]}]})
+    memory.declare_associations(
+        agent_id=A, associations={"entities": [{"name": "東京本社", "aliases": ["トウキョウホンシャ"]}]}
+    )
     for query in queries:
         assert _keyword_refs(ask(memory, query, trace=True)) == {"mem:1", "mem:2"}, query
 
@@ -171,28 +182,37 @@ def _without_layer(monkeypatch: pytest.MonkeyPatch) -> None:
     import cuedrecall.handlers.reconstruct as handler
     import cuedrecall.reconstruct.process as process
     from cuedrecall.graph.walk import WalkResult
+
     monkeypatch.setattr(handler, "query_cues", lambda store, scope, query: NO_CUES)
     monkeypatch.setattr(process, "record_relations", lambda store, scope, refs: [])
-    monkeypatch.setattr(process, "walk", lambda store, scope, items, **_: WalkResult([[] for _ in items],
-                                                                                     [False] * len(items), False))
+    monkeypatch.setattr(
+        process, "walk", lambda store, scope, items, **_: WalkResult([[] for _ in items], [False] * len(items), False)
+    )
 
 
 @pytest.mark.parametrize("query", ["what happened with the CI migration?", "the Osaka office", "dentist Friday", ""])
 def test_with_an_empty_graph_the_answer_is_byte_identical_to_one_without_the_layer(
-        filled: Memory, monkeypatch: pytest.MonkeyPatch, query: str) -> None:
+    filled: Memory, monkeypatch: pytest.MonkeyPatch, query: str
+) -> None:
     other = "someone-else"
     filled.store(agent_id=other, message=turn("Osaka office notes", "2026-06-01T00:00:00Z", "x"))
-    filled.declare_associations(agent_id=other, associations={"entities": [{"name": "Osaka office",
-                                                                            "aliases": ["Kansai branch"]}]})
+    filled.declare_associations(
+        agent_id=other, associations={"entities": [{"name": "Osaka office", "aliases": ["Kansai branch"]}]}
+    )
     with_layer = json.dumps(ask(filled, query), sort_keys=True)
     _without_layer(monkeypatch)
     assert json.dumps(ask(filled, query), sort_keys=True) == with_layer
 
 
 def test_association_adds_claims_never_items_and_never_reorders_them(filled: Memory) -> None:
-    filled.declare_associations(agent_id=A, anchor_ref="mem:1", associations={
-        "entities": [{"name": "GitHub Actions"}], "relations": [{"subject": "GitHub Actions", "predicate": "runs",
-                                                                 "object": "login tests"}]})
+    filled.declare_associations(
+        agent_id=A,
+        anchor_ref="mem:1",
+        associations={
+            "entities": [{"name": "GitHub Actions"}],
+            "relations": [{"subject": "GitHub Actions", "predicate": "runs", "object": "login tests"}],
+        },
+    )
     filled.declare_associations(agent_id=A, anchor_ref="mem:5", associations={"entities": [{"name": "login tests"}]})
     walked = ask(filled, "CI migration GitHub Actions", max_hops=2, trace=True)
     still = ask(filled, "CI migration GitHub Actions", max_hops=0, trace=True)
@@ -205,8 +225,9 @@ def test_association_adds_claims_never_items_and_never_reorders_them(filled: Mem
 
 
 def test_record_relations_bundle_candidates_and_name_roles(filled: Memory) -> None:
-    filled.declare_associations(agent_id=A, associations={"relations": [
-        {"subject": "mem:2", "predicate": "supports", "object": "mem:1"}]})
+    filled.declare_associations(
+        agent_id=A, associations={"relations": [{"subject": "mem:2", "predicate": "supports", "object": "mem:1"}]}
+    )
     answer = ask(filled, "CI migration GitHub Actions deploys integration tests", trace=True)
     together = [item for item in answer["items"] if {"mem:1", "mem:2"} <= {c["ref"] for c in item["claims"]}]
     candidates = answer["trace"]["candidate_refs"]
@@ -219,10 +240,12 @@ def test_record_relations_bundle_candidates_and_name_roles(filled: Memory) -> No
 def test_versions_of_one_message_are_one_item_headed_by_the_newest(tmp_path: Path) -> None:
     path = tmp_path / "v.db"
     memory = open_memory(path)
-    memory.store(agent_id=A, message=turn("The launch date is March 3 for the rocket.", "2026-01-01T00:00:00Z",
-                                          "bob", "launch"))
-    memory.store(agent_id=A, message=turn("The launch date is March 9 for the rocket.", "2026-01-05T00:00:00Z",
-                                          "carol"))
+    memory.store(
+        agent_id=A, message=turn("The launch date is March 3 for the rocket.", "2026-01-01T00:00:00Z", "bob", "launch")
+    )
+    memory.store(
+        agent_id=A, message=turn("The launch date is March 9 for the rocket.", "2026-01-05T00:00:00Z", "carol")
+    )
     with memory.store_.write() as conn:  # two versions of one message, as an import from elsewhere leaves them
         conn.execute("UPDATE memories SET msg_id = 'launch' WHERE id = 2")
     answer = ask(memory, "launch date rocket", trace=True)
@@ -231,8 +254,7 @@ def test_versions_of_one_message_are_one_item_headed_by_the_newest(tmp_path: Pat
     assert item["claims"][1]["roles"] == [{"ref": "mem:2", "role": "supersedes"}]
 
 
-def test_a_long_records_head_quote_is_built_from_its_blocks_and_expands_through_get_contents(
-        tmp_path: Path) -> None:
+def test_a_long_records_head_quote_is_built_from_its_blocks_and_expands_through_get_contents(tmp_path: Path) -> None:
     memory = open_memory(tmp_path / "q.db")
     text = " ".join(f"Line {i} is about the weather on day {i}." for i in range(60)) + " The dentist moved."
     memory.store(agent_id=A, message=turn(text, "2026-06-01T00:00:00Z", "bob"))
@@ -251,11 +273,19 @@ def test_mode_lite_leaves_out_ranges_bounds_and_budget_fields(filled: Memory) ->
     assert filled.reconstruct(agent_id=A, query="x", mode="lite", lite=True)["ok"] is False
 
 
-@pytest.mark.parametrize(("arguments", "named"), [
-    ({"count": True}, "count"), ({"count": -1}, "count"), ({"top_k": 0}, "top_k"), ({"top_k": 101}, "top_k"),
-    ({"budget": 0}, "budget"), ({"max_hops": "2"}, "max_hops"), ({"mode": "huge"}, "mode"),
-    ({"colour": "red"}, "colour"),
-])
+@pytest.mark.parametrize(
+    ("arguments", "named"),
+    [
+        ({"count": True}, "count"),
+        ({"count": -1}, "count"),
+        ({"top_k": 0}, "top_k"),
+        ({"top_k": 101}, "top_k"),
+        ({"budget": 0}, "budget"),
+        ({"max_hops": "2"}, "max_hops"),
+        ({"mode": "huge"}, "mode"),
+        ({"colour": "red"}, "colour"),
+    ],
+)
 def test_a_bad_argument_is_refused_naming_it(filled: Memory, arguments: dict[str, Any], named: str) -> None:
     answer = filled.reconstruct(agent_id=A, query="CI", **arguments)
     assert answer["ok"] is False and named in answer["error"] and answer["items"] == []
@@ -269,8 +299,9 @@ def test_the_profile_row_has_no_provenance_and_is_counted(tmp_path: Path) -> Non
     memory = open_memory(tmp_path / "p.db", settings=make_settings())
     memory.update_profile(agent_id=A, content="Alice likes hiking and the CI migration")
     for i in range(55):
-        memory.store(agent_id=A, message=turn(f"note {i} about CI migration step {i}", f"2026-06-01T00:{i:02d}:00Z",
-                                              f"u{i}"))
+        memory.store(
+            agent_id=A, message=turn(f"note {i} about CI migration step {i}", f"2026-06-01T00:{i:02d}:00Z", f"u{i}")
+        )
     answer = ask(memory, "CI migration", trace=True)
     refs = [claim["ref"] for item in answer["items"] for claim in item["claims"]]
     assert all(ref.startswith(("mem:", "ep:")) for ref in refs)
@@ -281,23 +312,39 @@ WORDS = ["river", "garden", "budget", "concert", "ticket", "harbor", "lantern", 
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.lists(st.sampled_from(WORDS), min_size=2, max_size=5), min_size=3, max_size=12),
-       st.lists(st.tuples(st.integers(0, 5), st.integers(0, 11)), max_size=12),
-       st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), max_size=8),
-       st.lists(st.sampled_from(WORDS), min_size=1, max_size=3), st.integers(1, 5))
+@given(
+    st.lists(st.lists(st.sampled_from(WORDS), min_size=2, max_size=5), min_size=3, max_size=12),
+    st.lists(st.tuples(st.integers(0, 5), st.integers(0, 11)), max_size=12),
+    st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), max_size=8),
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=3),
+    st.integers(1, 5),
+)
 def test_the_walk_never_creates_removes_or_reorders_items_and_only_adds_claims(
-        tmp_path_factory: pytest.TempPathFactory, texts: list[list[str]], mentions: list[tuple[int, int]],
-        links: list[tuple[int, int]], query: list[str], hops: int) -> None:
+    tmp_path_factory: pytest.TempPathFactory,
+    texts: list[list[str]],
+    mentions: list[tuple[int, int]],
+    links: list[tuple[int, int]],
+    query: list[str],
+    hops: int,
+) -> None:
     memory = open_memory(tmp_path_factory.mktemp("walk") / "w.db")
     for i, words in enumerate(texts):
-        memory.store(agent_id=A, message=turn(" ".join(words) + f" note {i}.", f"2026-06-{i + 1:02d}T10:00:00Z",
-                                              f"u{i}"))
+        memory.store(
+            agent_id=A, message=turn(" ".join(words) + f" note {i}.", f"2026-06-{i + 1:02d}T10:00:00Z", f"u{i}")
+        )
     for entity, record in mentions:  # entity names never occur in the query: the cues stay empty
         if record < len(texts):
-            memory.declare_associations(agent_id=A, anchor_ref=f"mem:{record + 1}",
-                                        associations={"entities": [{"name": f"entity{entity}"}]})
-    memory.declare_associations(agent_id=A, associations={"relations": [
-        {"subject": f"entity{a}", "predicate": "links", "object": f"entity{b}"} for a, b in links if a != b]})
+            memory.declare_associations(
+                agent_id=A, anchor_ref=f"mem:{record + 1}", associations={"entities": [{"name": f"entity{entity}"}]}
+            )
+    memory.declare_associations(
+        agent_id=A,
+        associations={
+            "relations": [
+                {"subject": f"entity{a}", "predicate": "links", "object": f"entity{b}"} for a, b in links if a != b
+            ]
+        },
+    )
     walked = ask(memory, " ".join(query), max_hops=hops)
     still = ask(memory, " ".join(query), max_hops=0)
     assert [i["head_ref"] for i in walked["items"]] == [i["head_ref"] for i in still["items"]]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cuedrecall.clock import to_epoch
 from cuedrecall.config import Settings
@@ -22,13 +23,36 @@ from cuedrecall.text.excerpts import SEPARATOR
 S = Settings.from_env({})
 
 
-def record(row_id: int, text: str = "x", *, ts: str = "2026-06-01T10:00:00Z", kind: str = MEMORY, msg_id: str = "",
-           who: str = "alice", project: str = "", channel: str = "", start: str | None = None,
-           end: str | None = None) -> Record:
+def record(
+    row_id: int,
+    text: str = "x",
+    *,
+    ts: str = "2026-06-01T10:00:00Z",
+    kind: str = MEMORY,
+    msg_id: str = "",
+    who: str = "alice",
+    project: str = "",
+    channel: str = "",
+    start: str | None = None,
+    end: str | None = None,
+) -> Record:
     source = {"type": "User", "id": f"discord:{who}"} if who else {}
-    return Record(f"{kind}:{row_id}", kind, row_id, "a", project, channel, text, start or ts if kind == EPISODE else ts,
-                  ts, msg_id=msg_id, source=source if kind == MEMORY else {}, start_time=start, end_time=end,
-                  ts_epoch=to_epoch(start or ts if kind == EPISODE else ts))
+    return Record(
+        f"{kind}:{row_id}",
+        kind,
+        row_id,
+        "a",
+        project,
+        channel,
+        text,
+        start or ts if kind == EPISODE else ts,
+        ts,
+        msg_id=msg_id,
+        source=source if kind == MEMORY else {},
+        start_time=start,
+        end_time=end,
+        ts_epoch=to_epoch(start or ts if kind == EPISODE else ts),
+    )
 
 
 def rows(*records: Record) -> list[Row]:
@@ -41,16 +65,21 @@ def refs(clusters: list[list[Row]]) -> list[list[str]]:
 
 # -- stage 2: bundling ----------------------------------------------------------------------------------------------
 
+
 def test_versions_of_one_message_in_one_project_bundle_by_msg_id() -> None:
-    given_rows = rows(record(1, msg_id="m", who="a"), record(2, who="b", ts="2026-07-01T00:00:00Z"),
-                      record(3, msg_id="m", who="c", ts="2026-08-01T00:00:00Z"))
+    given_rows = rows(
+        record(1, msg_id="m", who="a"),
+        record(2, who="b", ts="2026-07-01T00:00:00Z"),
+        record(3, msg_id="m", who="c", ts="2026-08-01T00:00:00Z"),
+    )
     assert refs(bundle(given_rows, [], 60)) == [["mem:1", "mem:3"], ["mem:2"]]
     assert [row.why for row in given_rows] == ["cluster:msg_id", "seed", "cluster:msg_id"]
 
 
 def test_one_msg_id_in_two_projects_does_not_bundle() -> None:
-    given_rows = rows(record(1, msg_id="m", who="a"), record(2, msg_id="m", project="p", who="b",
-                                                             ts="2026-07-01T00:00:00Z"))
+    given_rows = rows(
+        record(1, msg_id="m", who="a"), record(2, msg_id="m", project="p", who="b", ts="2026-07-01T00:00:00Z")
+    )
     assert refs(bundle(given_rows, [], 60)) == [["mem:1"], ["mem:2"]]
 
 
@@ -58,8 +87,7 @@ def test_a_memory_inside_an_episodes_span_and_scope_joins_it() -> None:
     episode = record(9, kind=EPISODE, start="2026-06-01T09:00:00Z", end="2026-06-01T11:00:00Z")
     inside, elsewhere = record(1, who="a"), record(2, who="b", channel="other")
     outside = record(3, who="c", ts="2026-06-02T10:00:00Z")
-    assert refs(bundle(rows(inside, outside, episode, elsewhere), [], 60)) == [["mem:1", "ep:9"], ["mem:3"],
-                                                                                ["mem:2"]]
+    assert refs(bundle(rows(inside, outside, episode, elsewhere), [], 60)) == [["mem:1", "ep:9"], ["mem:3"], ["mem:2"]]
 
 
 def test_one_sources_turns_within_the_window_of_the_bursts_first_row_bundle() -> None:
@@ -83,11 +111,18 @@ def test_a_declared_record_relation_between_candidates_bundles_with_its_predicat
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 400), st.sampled_from(["", "m1", "m2"])), min_size=1,
-                max_size=12))
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 400), st.sampled_from(["", "m1", "m2"])), min_size=1, max_size=12
+    )
+)
 def test_bundling_partitions_the_candidates_and_orders_clusters_by_their_best_row(spec: list[Any]) -> None:
-    given_rows = rows(*(record(i + 1, who=f"u{who}", msg_id=msg, ts=f"2026-06-01T10:{sec // 60:02d}:{sec % 60:02d}Z")
-                        for i, (who, sec, msg) in enumerate(spec)))
+    given_rows = rows(
+        *(
+            record(i + 1, who=f"u{who}", msg_id=msg, ts=f"2026-06-01T10:{sec // 60:02d}:{sec % 60:02d}Z")
+            for i, (who, sec, msg) in enumerate(spec)
+        )
+    )
     clusters = bundle(given_rows, [], 60)
     flat = [row.ref for cluster in clusters for row in cluster]
     assert sorted(flat) == sorted(row.ref for row in given_rows) and len(flat) == len(set(flat))
@@ -97,6 +132,7 @@ def test_bundling_partitions_the_candidates_and_orders_clusters_by_their_best_ro
 
 
 # -- stage 4: structure ---------------------------------------------------------------------------------------------
+
 
 def test_the_head_is_the_newest_version_of_the_most_relevant_record() -> None:
     old = Row(record(1, msg_id="m", ts="2026-06-01T10:00:00Z"), 0)
@@ -173,8 +209,9 @@ def test_a_long_head_quote_fits_the_cap_holds_the_best_block_and_names_its_range
 
 def test_a_one_block_record_over_the_cap_quotes_its_start_and_offers_the_rest() -> None:
     text = "word " * 300
-    quote = head_quote("mem:1", text, Blocks(divide(text)[:1] if len(divide(text)) == 1 else [], "lexical"),
-                       Query("word", None), 800)
+    quote = head_quote(
+        "mem:1", text, Blocks(divide(text)[:1] if len(divide(text)) == 1 else [], "lexical"), Query("word", None), 800
+    )
     assert quote["quote_basis"] == "start" and quote["content"] == text[:800]
     assert quote["expand"] == {"ref": "mem:1", "span": [0, len(text)]}
 
@@ -196,6 +233,7 @@ def test_a_passage_over_the_preview_is_cut_and_offers_its_block_at_this_revision
 
 # -- allocation and resolution ---------------------------------------------------------------------------------------
 
+
 def test_breadth_before_depth_every_head_before_any_excerpt() -> None:
     allocation = allocate([100, 100, 100], [[50, 50], [50], []], 350)
     assert allocation.items == 3 and allocation.excerpts == [1, 0, 0] and allocation.used == 350
@@ -207,20 +245,22 @@ def test_the_first_head_is_always_carried_and_a_head_that_does_not_fit_drops_its
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(1, 900), min_size=1, max_size=8), st.data(), st.integers(1, 6000),
-       st.integers(0, 3000))
+@given(st.lists(st.integers(1, 900), min_size=1, max_size=8), st.data(), st.integers(1, 6000), st.integers(0, 3000))
 def test_raising_the_budget_never_removes_anything(heads: list[int], data: Any, budget: int, more: int) -> None:
     excerpts = [data.draw(st.lists(st.integers(1, 500), max_size=4)) for _ in heads]
     low, high = allocate(heads, excerpts, budget), allocate(heads, excerpts, budget + more)
     assert high.items >= low.items
     assert all(h >= l for h, l in zip(high.excerpts, low.excerpts))
-    assert low.used <= budget or low.items == 1 and low.excerpts == [0]
+    assert low.used <= budget or (low.items == 1 and low.excerpts == [0])
 
 
 def test_a_count_over_the_maximum_is_lowered_and_the_policy_says_so() -> None:
     resolved = resolve_count(S, 25)
-    assert resolved.effective == 10 and resolved.policy == {"source": "caller", "clamped": True,
-                                                            "reason": "count_requested"}
+    assert resolved.effective == 10 and resolved.policy == {
+        "source": "caller",
+        "clamped": True,
+        "reason": "count_requested",
+    }
     assert resolve_count(Settings.from_env({}, reconstruct_forced_count=3), 7).policy["source"] == "operator_forced"
 
 

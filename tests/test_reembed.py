@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import make_settings, open_memory
 
 import cuedrecall.handlers.reembed as reembed_module
-from conftest import make_settings, open_memory
 from cuedrecall.api import Memory
 from cuedrecall.embed import EmbeddingError, HashEmbedder, NullEmbedder
 from cuedrecall.handlers.reembed import REEMBED
@@ -26,8 +26,20 @@ from cuedrecall.store.vector_index import IndexRow, VectorIndex
 
 A = "agent-a"
 OLD = HashEmbedder.model
-WORDS = ("harbour", "violin", "glacier", "lantern", "orchard", "comet", "saffron", "tundra", "quartz", "meadow",
-         "falcon", "ember")
+WORDS = (
+    "harbour",
+    "violin",
+    "glacier",
+    "lantern",
+    "orchard",
+    "comet",
+    "saffron",
+    "tundra",
+    "quartz",
+    "meadow",
+    "falcon",
+    "ember",
+)
 
 
 class Rolled(HashEmbedder):
@@ -51,12 +63,18 @@ def fill(path: Path, memories: int = 12, episodes: int = 2) -> list[str]:
     refs = []
     with open_memory(path) as memory:
         for i in range(memories):
-            answer = memory.store(agent_id=A, content=f"note {i}: the {WORDS[i % len(WORDS)]} by the shore",
-                                  timestamp=f"2025-10-01T10:{i:02d}:00+00:00")
+            answer = memory.store(
+                agent_id=A,
+                content=f"note {i}: the {WORDS[i % len(WORDS)]} by the shore",
+                timestamp=f"2025-10-01T10:{i:02d}:00+00:00",
+            )
             refs.append(answer["ref"])
         for i in range(episodes):
-            refs.append(memory.archive_episode(agent_id=A, summary=f"episode {i}: a talk about the "
-                                               f"{WORDS[i]} and the {WORDS[i + 1]}")["ref"])
+            refs.append(
+                memory.archive_episode(
+                    agent_id=A, summary=f"episode {i}: a talk about the {WORDS[i]} and the {WORDS[i + 1]}"
+                )["ref"]
+            )
     return refs
 
 
@@ -110,7 +128,8 @@ def test_a_model_change_queues_the_re_embedding_and_the_vector_arms_leave_the_ol
 
 
 def test_the_walk_goes_newest_first_a_batch_a_task_and_the_vector_arms_see_the_rows_done(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "m.db"
     refs = fill(path)
     monkeypatch.setattr(reembed_module, "BATCH_ROWS", 5)
@@ -197,8 +216,10 @@ def test_without_vectors_nothing_is_queued_and_a_store_of_one_model_queues_nothi
 
 def test_the_block_backfill_rebuilds_the_block_sets_of_the_new_model(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
-    text = " ".join(f"Entry {i}: we talked about the {WORDS[i % len(WORDS)]} for a while, and nothing in it was "
-                    "worth keeping." for i in range(40))
+    text = " ".join(
+        f"Entry {i}: we talked about the {WORDS[i % len(WORDS)]} for a while, and nothing in it was worth keeping."
+        for i in range(40)
+    )
     with open_memory(path, settings=make_settings(block_build_enabled=True), background=False) as memory:
         memory.store(agent_id=A, content=text)
         assert memory.blocks is not None and memory.blocks.drain() == 1
@@ -219,8 +240,15 @@ def test_rows_merged_into_the_vector_index_below_its_newest_id_land_in_id_order(
     made = {}
     for row_id in range(1, 80):
         vector = rng.normal(size=384).astype(np.float32)
-        made[row_id] = IndexRow(row_id, vector / np.linalg.norm(vector), A if row_id % 3 else "agent-b", "",
-                                "", f"s{row_id % 4}", float(row_id))
+        made[row_id] = IndexRow(
+            row_id,
+            vector / np.linalg.norm(vector),
+            A if row_id % 3 else "agent-b",
+            "",
+            "",
+            f"s{row_id % 4}",
+            float(row_id),
+        )
     exact = lambda ids: {i: made[i].vector for i in ids if i in made}  # noqa: E731  (the stored vectors)
     merged, ordered = VectorIndex(exact), VectorIndex(exact)
     first = sorted(rng.choice(list(made), size=20, replace=False).tolist())
@@ -235,7 +263,6 @@ def test_rows_merged_into_the_vector_index_below_its_newest_id_land_in_id_order(
     assert len(merged) == len(ordered) == 79
     query = made[5].vector
     for scope in (Scope(A), Scope("agent-b"), Scope(A, source_id="s1")):
-        assert merged.search(scope, query, floor=-1.0, depth=100) == ordered.search(scope, query, floor=-1.0,
-                                                                                    depth=100)
+        assert merged.search(scope, query, floor=-1.0, depth=100) == ordered.search(scope, query, floor=-1.0, depth=100)
         assert merged.coarse(scope, query, start=3, count=10) == ordered.coarse(scope, query, start=3, count=10)
     assert [a.tolist() for a in merged.agent_rows("")] == [a.tolist() for a in ordered.agent_rows("")]

@@ -18,17 +18,17 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from conftest import visible
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_cue_properties import AGENTS, Row, build, request_spec, store_spec
 
 from cuedrecall.api import Memory
 from cuedrecall.recall.candidates import LEXICAL_ARMS
 from cuedrecall.recall.cued_v0_3 import SEATS
 from cuedrecall.recall.gate_v1 import COMMON_WORDS, RELIEF_ROWS, RELIEF_STEP, RELIEF_SUSPECT
-from cuedrecall.text.fts import fts_terms
 from cuedrecall.store.base import Scope
-from conftest import visible
-from test_cue_properties import AGENTS, Row, build, request_spec, store_spec
+from cuedrecall.text.fts import fts_terms
 
 LEXICAL = LEXICAL_ARMS  # the trigram arms, and the word arm where it is on
 
@@ -64,8 +64,15 @@ def closeness(trace: dict[str, Any], ref: str, text: str, query: str) -> float:
     mode = trace["request"]["mode"]
     fusion = {row["ref"]: row for row in trace["fusion"]}[ref]
     penalty = trace["scoring"].get("episode_penalty", {}).get(ref, 1.0)
-    cosine = next((hit["raw"] for arm in ("vector_near", "vector_far") for hit in trace["arms"].get(arm, [])
-                   if hit["ref"] == ref), None)
+    cosine = next(
+        (
+            hit["raw"]
+            for arm in ("vector_near", "vector_far")
+            for hit in trace["arms"].get(arm, [])
+            if hit["ref"] == ref
+        ),
+        None,
+    )
     near = []
     if cosine is not None and bar["cosine"]["threshold"] > 0:
         near.append(cosine * penalty / bar["cosine"]["threshold"])
@@ -77,8 +84,13 @@ def closeness(trace: dict[str, Any], ref: str, text: str, query: str) -> float:
     return max(near, default=0.0)
 
 
-def check(memory: Memory, rows: dict[str, Row], scope: Scope, args: dict[str, Any], cue: dict[str, Any] | None,
-          ) -> bool:
+def check(
+    memory: Memory,
+    rows: dict[str, Row],
+    scope: Scope,
+    args: dict[str, Any],
+    cue: dict[str, Any] | None,
+) -> bool:
     call = {**args, **({"time_cue": cue} if cue else {})}
     off, on = recall(memory, False, call), recall(memory, True, call)
     before, after = keys(off), keys(on)
@@ -90,8 +102,11 @@ def check(memory: Memory, rows: dict[str, Row], scope: Scope, args: dict[str, An
     assert off["trace"]["config"]["gate_relief"] is False and trace["config"]["gate_relief"] is True
     extra = [ref for ref in after if ref not in before]
     relieved = [r["ref"] for r in trace["reservation"] if r["kind"] == "relief"]
-    seated = [ref for ref in trace.get("cue", {}).get("seated", []) if ref not in off["trace"].get("cue", {}).get(
-        "seated", [])]
+    seated = [
+        ref
+        for ref in trace.get("cue", {}).get("seated", [])
+        if ref not in off["trace"].get("cue", {}).get("seated", [])
+    ]
     assert sorted(extra) == sorted(set(relieved) | set(seated)), (extra, relieved, seated)
 
     # 2. which rows: refused below their threshold by less than one step, in the scope
@@ -107,8 +122,13 @@ def check(memory: Memory, rows: dict[str, Row], scope: Scope, args: dict[str, An
     assert len(relieved) <= RELIEF_ROWS and len(answer) + len(relieved) <= args["limit"]
     assert after[len(answer) : len(answer) + len(relieved)] == relieved  # right after the answer (a cue moves none)
     if relieved:
-        under = [ref for ref, d in decisions.items() if d.get("reason") == "below_gate" and ref in rows
-                 and closeness(trace, ref, searchable(memory, ref), args["query"]) >= RELIEF_STEP - 1e-9]
+        under = [
+            ref
+            for ref, d in decisions.items()
+            if d.get("reason") == "below_gate"
+            and ref in rows
+            and closeness(trace, ref, searchable(memory, ref), args["query"]) >= RELIEF_STEP - 1e-9
+        ]
         assert len(under) >= RELIEF_SUSPECT
         assert any(s["code"] == "FILTER_DROP" for s in trace["suspected"])
     if relieved or seated:  # the relief is the trace's last stage, with its reason
@@ -131,11 +151,16 @@ LEXICAL_SCALE = {"rrf": 1 / 61, "rsf": 0.55}
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(store=store_spec, requests=st.lists(request_spec, min_size=1, max_size=4), cosine=cosine_gate,
-       lexical=lexical_gate, cued=st.lists(st.booleans(), min_size=4, max_size=4))
+@given(
+    store=store_spec,
+    requests=st.lists(request_spec, min_size=1, max_size=4),
+    cosine=cosine_gate,
+    lexical=lexical_gate,
+    cued=st.lists(st.booleans(), min_size=4, max_size=4),
+)
 def test_relief_only_adds_rows_one_step_under_the_gate_within_its_bounds(
-        store: dict[str, Any], requests: list[dict[str, Any]], cosine: float | None, lexical: float | None,
-        cued: list[bool]) -> None:
+    store: dict[str, Any], requests: list[dict[str, Any]], cosine: float | None, lexical: float | None, cued: list[bool]
+) -> None:
     memory, rows, texts = build(store)
     try:
         mode = memory.settings.recall_mode
@@ -147,9 +172,14 @@ def test_relief_only_adds_rows_one_step_under_the_gate_within_its_bounds(
         for request, with_cue in zip(requests, cued):
             scope = Scope(request["agent"], request["project"], request["channel"], request["source"])
             query = _query(request, texts)
-            args: dict[str, Any] = {"agent_id": request["agent"], "query": query, "limit": request["limit"],
-                                    "deep": request["deep"], "channel": request["channel"],
-                                    "source_id": request["source"]}
+            args: dict[str, Any] = {
+                "agent_id": request["agent"],
+                "query": query,
+                "limit": request["limit"],
+                "deep": request["deep"],
+                "channel": request["channel"],
+                "source_id": request["source"],
+            }
             if request["project"] is not None:
                 args["project_id"] = request["project"]
             check(memory, rows, scope, args, request["cue"] if with_cue else None)
@@ -168,10 +198,13 @@ def _query(request: dict[str, Any], texts: dict[str, list[Any]]) -> str:
 # -- examples: what relief does where it applies -----------------------------------------------------------
 
 QUERY = "zephyr quartz nebula"
-TEXTS = [("zephyr quartz nebula", "2025-03-02"),  # cosine 1.0 with the query (hash embedder)
-         ("zephyr quartz nebula report", "2025-05-10"),  # 0.866
-         ("zephyr quartz nebula notes today", "2025-06-12"),  # 0.795
-         ("orange juice at breakfast", "2025-06-13"), ("the garden needs water", "2025-07-01")]
+TEXTS = [
+    ("zephyr quartz nebula", "2025-03-02"),  # cosine 1.0 with the query (hash embedder)
+    ("zephyr quartz nebula report", "2025-05-10"),  # 0.866
+    ("zephyr quartz nebula notes today", "2025-06-12"),  # 0.795
+    ("orange juice at breakfast", "2025-06-13"),
+    ("the garden needs water", "2025-07-01"),
+]
 JUNE = {"after": "2025-06-01", "before": "2025-06-30", "confidence": "sure"}
 
 
@@ -194,7 +227,9 @@ def test_relief_fills_the_empty_places_with_the_rows_just_under_the_gate(tmp_pat
     trace = response["trace"]
     assert keys(response) == ["mem:1", "mem:2", "mem:3"]  # the answer, then the relieved rows in fused order
     assert [r for r in trace["reservation"] if r["kind"] == "relief"] == [
-        {"ref": "mem:2", "kind": "relief"}, {"ref": "mem:3", "kind": "relief"}]
+        {"ref": "mem:2", "kind": "relief"},
+        {"ref": "mem:3", "kind": "relief"},
+    ]
     assert [s["code"] for s in trace["suspected"]] == ["FILTER_DROP"]
     stage = trace["stages"][-1]
     assert (stage["stage"], stage["admitted"], stage["seated"]) == (1, ["mem:2", "mem:3"], [])

@@ -18,28 +18,47 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from hypothesis import given, settings, strategies as st
+from conftest import make_settings, open_memory
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from conftest import make_settings, open_memory
 from cuedrecall.api import Memory
 from cuedrecall.server import jsonrpc, stdio
 from cuedrecall.server.http_wellformed import WellFormedBody
-from cuedrecall.server.jsonrpc import (MAX_DEPTH, MAX_ITEMS, MAX_STRING, METHOD_NOT_FOUND, PARSE_ERROR, Refusal,
-                                       bounds_problem, parsed)
+from cuedrecall.server.jsonrpc import (
+    MAX_DEPTH,
+    MAX_ITEMS,
+    MAX_STRING,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    Refusal,
+    bounds_problem,
+    parsed,
+)
 from cuedrecall.server.mcp import http_app
 from cuedrecall.tools.common import QUERY_MAX
 from cuedrecall.ui.app import TOKEN_HEADER, make_app, running
 
 REPO = Path(__file__).resolve().parents[1]
 BODY = 16 * 1024 * 1024 - 4096  # the probe's bodies: just under the HTTP body bound
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
-           "Authorization": "Bearer t"}
+HEADERS = {
+    "Accept": "application/json, text/event-stream",
+    "Content-Type": "application/json",
+    "Authorization": "Bearer t",
+}
 
 
 def _call(arguments: bytes, request_id: int = 7, tool: bytes = b"recall") -> bytes:
-    return (b'{"jsonrpc":"2.0","id":' + str(request_id).encode() + b',"method":"tools/call","params":{"name":"'
-            + tool + b'","arguments":' + arguments + b"}}")
+    return (
+        b'{"jsonrpc":"2.0","id":'
+        + str(request_id).encode()
+        + b',"method":"tools/call","params":{"name":"'
+        + tool
+        + b'","arguments":'
+        + arguments
+        + b"}}"
+    )
 
 
 def _zeros(size: int) -> bytes:
@@ -97,12 +116,15 @@ def test_the_probes_body_is_refused_over_http_before_it_is_parsed() -> None:
     assert peak < len(body) // 2, f"{peak:,} bytes held for a {len(body):,}-byte body"
 
 
-@pytest.mark.parametrize(("value", "said"), [
-    (b"[" + b"{}," * (MAX_ITEMS // 2) + b"{}]", f"{MAX_ITEMS:,} items"),
-    (b"{" + b",".join(b'"%d":0' % i for i in range(MAX_ITEMS // 2 + 1)) + b"}", f"{MAX_ITEMS:,} items"),
-    (b'["' + b"x" * (MAX_STRING + 1) + b'"]', f"{MAX_STRING:,} bytes"),
-    (b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1), f"deeper than {MAX_DEPTH}"),
-])
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        (b"[" + b"{}," * (MAX_ITEMS // 2) + b"{}]", f"{MAX_ITEMS:,} items"),
+        (b"{" + b",".join(b'"%d":0' % i for i in range(MAX_ITEMS // 2 + 1)) + b"}", f"{MAX_ITEMS:,} items"),
+        (b'["' + b"x" * (MAX_STRING + 1) + b'"]', f"{MAX_STRING:,} bytes"),
+        (b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1), f"deeper than {MAX_DEPTH}"),
+    ],
+)
 def test_each_bound_is_named_in_the_refusal(value: bytes, said: str) -> None:
     with pytest.raises(Refusal) as refused:
         parsed(_call(b'{"agent_id":"a","query":"x","exclude_contents":' + value + b"}"))
@@ -130,9 +152,11 @@ def test_the_tools_own_bounds_fit_inside_the_message_bounds() -> None:
 
 JSON_VALUES = st.recursive(
     st.none() | st.integers() | st.text(alphabet='ab"\\[]{},:\u00e9', max_size=12),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(alphabet='a"\\[{', max_size=5), inner,
-                                                                max_size=4),
-    max_leaves=30)
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(alphabet='a"\\[{', max_size=5), inner, max_size=4)
+    ),
+    max_leaves=30,
+)
 
 
 def _reference(raw: bytes) -> tuple[int, int, int]:
@@ -149,8 +173,9 @@ def _reference(raw: bytes) -> tuple[int, int, int]:
 
 @settings(max_examples=200, deadline=None)
 @given(JSON_VALUES, st.sampled_from([1, 2, 3, 7, 64]), st.booleans())
-def test_the_chunked_scan_agrees_with_the_parsed_value_across_chunk_edges(value: Any, chunk: int,
-                                                                          ascii_only: bool) -> None:
+def test_the_chunked_scan_agrees_with_the_parsed_value_across_chunk_edges(
+    value: Any, chunk: int, ascii_only: bool
+) -> None:
     raw = json.dumps(value, ensure_ascii=ascii_only).encode()
     original = jsonrpc._CHUNK
     jsonrpc._CHUNK = chunk
@@ -179,16 +204,34 @@ def test_the_explorer_reads_its_bodies_under_the_same_bounds(tmp_path: Path) -> 
 def test_bad_method_names_over_stdio_are_answered_and_logged_in_a_few_short_lines(tmp_path: Path) -> None:
     """The probe: each bad method name wrote ~3 KB of pydantic's errors to stderr. Now each is answered -32601 with
     its id, and at most ten short lines a minute are logged."""
-    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "0"}}}
-    bad = [json.dumps({"jsonrpc": "2.0", "id": 100 + i, "method": f"tools/nope{i}", "params": {"x": [1] * 50}})
-           for i in range(40)]
-    script = [json.dumps(init), '{"jsonrpc":"2.0","method":"notifications/initialized"}',
-              '{"jsonrpc":"2.0","method":"notifications/nope"}', *bad]
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "probe", "version": "0"},
+        },
+    }
+    bad = [
+        json.dumps({"jsonrpc": "2.0", "id": 100 + i, "method": f"tools/nope{i}", "params": {"x": [1] * 50}})
+        for i in range(40)
+    ]
+    script = [
+        json.dumps(init),
+        '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        '{"jsonrpc":"2.0","method":"notifications/nope"}',
+        *bad,
+    ]
     done = subprocess.run(
         [sys.executable, "-m", "cuedrecall.cli", "serve", "--db", str(tmp_path / "s.db"), "--embedding", "hash"],
-        input=("\n".join(script) + "\n").encode(), capture_output=True, timeout=120, cwd=REPO,
-        env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONPATH": str(REPO)})
+        input=("\n".join(script) + "\n").encode(),
+        capture_output=True,
+        timeout=120,
+        cwd=REPO,
+        env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONPATH": str(REPO)},
+    )
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
     answers = {body["id"]: body for body in map(json.loads, done.stdout.splitlines())}
     assert set(answers) == {0} | {100 + i for i in range(40)}  # the bad notification is not answered
@@ -199,13 +242,16 @@ def test_bad_method_names_over_stdio_are_answered_and_logged_in_a_few_short_line
 
 @pytest.fixture
 def http_url(tmp_path: Path) -> Iterator[str]:
-    with open_memory(tmp_path / "w.db", settings=make_settings(auth_token="t")) as memory, \
-            running(http_app(memory), lifespan="on") as url:
+    with (
+        open_memory(tmp_path / "w.db", settings=make_settings(auth_token="t")) as memory,
+        running(http_app(memory), lifespan="on") as url,
+    ):
         yield url
 
 
 def test_a_bad_method_name_over_http_is_a_jsonrpc_error_in_one_short_log_line(
-    http_url: str, caplog: pytest.LogCaptureFixture,
+    http_url: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.DEBUG)
     body = {"jsonrpc": "2.0", "id": 9, "method": "tools/nope", "params": {"x": [1] * 50}}

@@ -29,9 +29,16 @@ _OPENER = textwrap.dedent("""
 
 def _open_at_once(path: Path, go: Path) -> list[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    procs = [subprocess.Popen([sys.executable, "-c", _OPENER, str(path), str(go)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-             for _ in range(OPENERS)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _OPENER, str(path), str(go)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for _ in range(OPENERS)
+    ]
     go.touch()  # every opener starts at once, each on its own idea that the file is new
     outputs = []
     for proc in procs:

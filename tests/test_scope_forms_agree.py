@@ -34,9 +34,26 @@ PROJECTS = ("", "p1", "p2")
 CHANNELS = ("", "c1", "c2")
 # ids that tell the exact rule from the prefix rule: "discord:1" is a prefix of "discord:12", "zoë" of
 # "zoë2", "user-7" of "user-77"; namespaces end in ":" "_" "-" "/"; "%" and "_" are LIKE wildcards
-SOURCES = ("", "discord:1", "discord:12", "discord:12345", "discord:abc", "Discord:1", "slack:al_", "slack:al_x",
-           "slack:alice", "tëlegram:zoë", "tëlegram:zoë2", "zoë", "user-7", "user-77", "docs/", "docs/a.md", "%",
-           "7")
+SOURCES = (
+    "",
+    "discord:1",
+    "discord:12",
+    "discord:12345",
+    "discord:abc",
+    "Discord:1",
+    "slack:al_",
+    "slack:al_x",
+    "slack:alice",
+    "tëlegram:zoë",
+    "tëlegram:zoë2",
+    "zoë",
+    "user-7",
+    "user-77",
+    "docs/",
+    "docs/a.md",
+    "%",
+    "7",
+)
 WORDS = ("harbour", "ledger", "violin", "orchard", "comet", "lantern")
 
 
@@ -65,16 +82,39 @@ def admitted(row: Row, scope: Scope, *, by_source: bool) -> bool:
     return row.source_id.startswith(scope.source_id)  # anything else ends a namespace prefix
 
 
-rows = st.builds(Row, st.sampled_from(AGENTS), st.sampled_from(PROJECTS), st.sampled_from(CHANNELS),
-                 st.sampled_from(SOURCES))
+rows = st.builds(
+    Row, st.sampled_from(AGENTS), st.sampled_from(PROJECTS), st.sampled_from(CHANNELS), st.sampled_from(SOURCES)
+)
 scopes = st.builds(
     Scope,
     agent_id=st.sampled_from((*AGENTS, "agent-unknown")),
     project_id=st.sampled_from((None, "", "p1", "p3")),
     channel=st.sampled_from(("", "c1", "c3")),
-    source_id=st.sampled_from(("", "discord", "discord:", "discord:1", "discord:12", "Discord:", "slack:al_",
-                               "slack:al", "slack:alice", "tëlegram:", "tëlegram:zoë", "zoë", "zo", "user-",
-                               "user-7", "docs/", "docs", "7", "%", "_", "x")),
+    source_id=st.sampled_from(
+        (
+            "",
+            "discord",
+            "discord:",
+            "discord:1",
+            "discord:12",
+            "Discord:",
+            "slack:al_",
+            "slack:al",
+            "slack:alice",
+            "tëlegram:",
+            "tëlegram:zoë",
+            "zoë",
+            "zo",
+            "user-",
+            "user-7",
+            "docs/",
+            "docs",
+            "7",
+            "%",
+            "_",
+            "x",
+        )
+    ),
 )
 # after the first write: delete some memories and move some to another scope, so the index is checked
 # after it followed changes, not only after it was built
@@ -83,17 +123,36 @@ edits = st.lists(st.tuples(st.integers(min_value=0, max_value=59), st.one_of(st.
 
 def _memory(row: Row, n: int) -> dict:
     content = f"{WORDS[n % len(WORDS)]} note {n}"
-    return memory_row(agent_id=row.agent_id, project_id=row.project_id, channel=row.channel, msg_id="",
-                      content=content, source={"id": row.source_id} if row.source_id else {},
-                      timestamp=f"2025-01-{1 + n % 28:02d}T10:00:00+00:00", metadata={}, created_at=NOW,
-                      vector=hash_vector(content), model="hash-384")
+    return memory_row(
+        agent_id=row.agent_id,
+        project_id=row.project_id,
+        channel=row.channel,
+        msg_id="",
+        content=content,
+        source={"id": row.source_id} if row.source_id else {},
+        timestamp=f"2025-01-{1 + n % 28:02d}T10:00:00+00:00",
+        metadata={},
+        created_at=NOW,
+        vector=hash_vector(content),
+        model="hash-384",
+    )
 
 
 def _episode(row: Row, n: int) -> dict:
     summary = f"a talk about {WORDS[n % len(WORDS)]} {n}"
-    return episode_row(agent_id=row.agent_id, project_id=row.project_id, channel=row.channel, summary=summary,
-                       keywords="", start_time=None, end_time=None, resolved=False, created_at=NOW,
-                       vector=hash_vector(summary), model="hash-384")
+    return episode_row(
+        agent_id=row.agent_id,
+        project_id=row.project_id,
+        channel=row.channel,
+        summary=summary,
+        keywords="",
+        start_time=None,
+        end_time=None,
+        resolved=False,
+        created_at=NOW,
+        vector=hash_vector(summary),
+        model="hash-384",
+    )
 
 
 def sql_ids(store: SqliteStore, kind: str, scope: Scope) -> set[int]:
@@ -109,8 +168,12 @@ def mask_ids(store: SqliteStore, kind: str, scope: Scope) -> set[int]:
 
 
 @settings(max_examples=60, deadline=None)
-@given(memories=st.lists(rows, min_size=0, max_size=40), episodes=st.lists(rows, max_size=12), changes=edits,
-       reads=st.lists(scopes, min_size=1, max_size=8))
+@given(
+    memories=st.lists(rows, min_size=0, max_size=40),
+    episodes=st.lists(rows, max_size=12),
+    changes=edits,
+    reads=st.lists(scopes, min_size=1, max_size=8),
+)
 def test_sql_and_numpy_scope_forms_admit_the_rows_the_rule_admits(
     memories: list[Row], episodes: list[Row], changes: list[tuple[int, Row | None]], reads: list[Scope]
 ) -> None:
@@ -135,8 +198,12 @@ def test_sql_and_numpy_scope_forms_admit_the_rows_the_rule_admits(
                         store.delete(conn, f"mem:{memory_id}")
                         del stored[memory_id]
                     else:
-                        moved_to = {"agent_id": moved.agent_id, "project_id": moved.project_id,
-                                    "channel": moved.channel, "source_id": moved.source_id}
+                        moved_to = {
+                            "agent_id": moved.agent_id,
+                            "project_id": moved.project_id,
+                            "channel": moved.channel,
+                            "source_id": moved.source_id,
+                        }
                         store.update_memory(conn, memory_id, moved_to)
                         stored[memory_id] = moved
 
@@ -180,8 +247,10 @@ def test_a_source_id_ending_in_a_letter_or_digit_matches_exactly_and_any_other_i
     store = SqliteStore(":memory:")
     try:
         with store.write() as conn:
-            by_id = {store.insert_memory(conn, _memory(Row("agent-a", "", "", source), n)): source
-                     for n, source in enumerate(SOURCES)}
+            by_id = {
+                store.insert_memory(conn, _memory(Row("agent-a", "", "", source), n)): source
+                for n, source in enumerate(SOURCES)
+            }
         for source_id, wanted in SOURCE_CASES:
             scope = Scope("agent-a", source_id=source_id)
             oracle = {by_id[i] for i in by_id if admitted(Row("agent-a", "", "", by_id[i]), scope, by_source=True)}

@@ -19,9 +19,9 @@ from typing import Any, get_type_hints
 
 import numpy as np
 import pytest
+from conftest import make_settings, open_memory
 
 from benchmarks.recall_trace_confirm import CANDIDATE_MISS, RANKING_MISS, confirm
-from conftest import make_settings, open_memory
 from cuedrecall.api import Memory
 from cuedrecall.recall import trace_schema as schema
 from cuedrecall.store.base import Scope
@@ -30,13 +30,24 @@ from cuedrecall.store.vector_index import IndexRow, VectorIndex
 A, B = "agent-a", "agent-b"
 QUERY = "zephyr quartz nebula"
 EXACT = "zephyr quartz nebula"  # cosine 1.0 with QUERY under the hash embedder
-CLOSE = ["zephyr quartz nebula report", "zephyr quartz nebula notes today", "zephyr quartz nebula log",
-         "zephyr quartz nebula plan b"]
-UNRELATED = ["orange juice at breakfast", "the garden needs water", "piano lesson moved to friday",
-             "camera lens cleaning kit", "violin strings are too tight", "marathon training starts monday"]
+CLOSE = [
+    "zephyr quartz nebula report",
+    "zephyr quartz nebula notes today",
+    "zephyr quartz nebula log",
+    "zephyr quartz nebula plan b",
+]
+UNRELATED = [
+    "orange juice at breakfast",
+    "the garden needs water",
+    "piano lesson moved to friday",
+    "camera lens cleaning kit",
+    "violin strings are too tight",
+    "marathon training starts monday",
+]
 # one shared word with the query and many others: found by the keyword arm, too far for the vector floor
-LEXICAL = [f"we ordered printer paper toner pens folders staplers binders and zephyr item {i} for the office"
-           for i in range(4)]
+LEXICAL = [
+    f"we ordered printer paper toner pens folders staplers binders and zephyr item {i} for the office" for i in range(4)
+]
 
 
 def reopen(path: Path, **overrides: Any) -> Memory:
@@ -122,8 +133,12 @@ def test_keyword_seats_hold_n_lexical_only_rows_in_the_order_before_the_gate(lex
     assert [m["ref"] for m in seated] == lexical_only[:n]
     fused = {row["ref"]: row["score"] for row in trace["fusion"]}
     for place, message in enumerate(seated, 1):
-        assert message["match_reason"] == {"signal": "keyword", "admission": "reservation", "seat": place,
-                                           "rrf": pytest.approx(fused[message["ref"]], abs=1e-6)}
+        assert message["match_reason"] == {
+            "signal": "keyword",
+            "admission": "reservation",
+            "seat": place,
+            "rrf": pytest.approx(fused[message["ref"]], abs=1e-6),
+        }
     assert kinds(trace) == ["keyword"] * n
     assert [item["ref"] for item in trace["reservation"]] == lexical_only[:n]
     answered = trace["order"]["before_cut"][: trace["order"]["limit"]]
@@ -203,8 +218,11 @@ def test_far_seats_hold_the_two_best_memories_beyond_the_window(far_store: tuple
     seated = held(response, "far")
     assert [m["ref"] for m in seated] == expected[:2]
     for message in seated:
-        assert message["match_reason"] == {"signal": "far", "admission": "reservation",
-                                           "cosine": pytest.approx(cosines[message["ref"]], abs=1e-6)}
+        assert message["match_reason"] == {
+            "signal": "far",
+            "admission": "reservation",
+            "cosine": pytest.approx(cosines[message["ref"]], abs=1e-6),
+        }
     assert kinds(trace) == ["far", "far"]
     assert all(ref.startswith("mem:") for ref in arm(trace, "far"))  # memories only, never the episode
     no_duplicates(response)
@@ -226,7 +244,8 @@ def test_far_seats_start_past_the_reach_and_keep_to_the_vector_floor(far_store: 
 
 
 def test_far_seats_skip_rows_the_gate_refused_rows_present_and_rows_the_caller_holds(
-        far_store: tuple[Path, list[str]]) -> None:
+    far_store: tuple[Path, list[str]],
+) -> None:
     path, targets = far_store
     with reopen(path, max_memories=3, far_seats_enabled=True) as memory:
         strict_gate(memory)  # the keyword arm reaches the targets; the gate refuses lexical-only rows
@@ -274,8 +293,7 @@ def test_the_coarse_search_ranks_by_hamming_distance_then_scan_position_beyond_t
             expected.append((int(np.count_nonzero((vectors[i] > 0) != (query > 0))), position, i + 1))
     expected.sort()
     assert [(d, p, row_id) for row_id, p, d, _ in found] == expected[:50]
-    assert [c for *_, c in found] == pytest.approx([float(vectors[r - 1] @ query) for *_, r in expected[:50]],
-                                                   rel=1e-5)
+    assert [c for *_, c in found] == pytest.approx([float(vectors[r - 1] @ query) for *_, r in expected[:50]], rel=1e-5)
     assert index.coarse(Scope("a"), query, start=len(rows), count=50) == []
 
 
@@ -303,7 +321,8 @@ def test_the_propagation_seat_is_off_by_default(propagation_store: Path) -> None
 
 
 def test_the_propagation_seat_holds_the_best_of_a_deeper_search_by_fused_and_cosine_rank(
-        propagation_store: Path) -> None:
+    propagation_store: Path,
+) -> None:
     with reopen(propagation_store) as memory:
         open_gate(memory)
         _, deep = recall(memory, limit=100)  # the deeper search's order, independently
@@ -316,18 +335,27 @@ def test_the_propagation_seat_holds_the_best_of_a_deeper_search_by_fused_and_cos
         vectors = memory.store_.vectors([answer[0], *candidates])
     unit = {ref: v / np.linalg.norm(v) for ref, v in vectors.items()}
     by_cosine = sorted(candidates, key=lambda ref: (-float(unit[ref] @ unit[answer[0]]), candidates.index(ref)))
-    score = {ref: 0.65 / (60 + candidates.index(ref) + 1) + 0.35 / (60 + by_cosine.index(ref) + 1)
-             for ref in candidates}
+    score = {
+        ref: 0.65 / (60 + candidates.index(ref) + 1) + 0.35 / (60 + by_cosine.index(ref) + 1) for ref in candidates
+    }
     best = min(candidates, key=lambda ref: (-score[ref], candidates.index(ref)))
     (seat,) = held(response, "propagation")
     fused_rank, cosine_rank = candidates.index(best) + 1, by_cosine.index(best) + 1
     assert seat["ref"] == best
-    assert seat["match_reason"] == {"signal": "propagation", "admission": "reservation", "fused_rank": fused_rank,
-                                    "cosine_rank": cosine_rank}
+    assert seat["match_reason"] == {
+        "signal": "propagation",
+        "admission": "reservation",
+        "fused_rank": fused_rank,
+        "cosine_rank": cosine_rank,
+    }
     assert response["messages"][0]["ref"] == best  # appended last: the response lists it first
-    assert trace["propagation"] == {"policy": "propagation-v1", "depth": 100, "candidates": len(candidates),
-                                    "seated": [{"ref": best, "fused_rank": fused_rank, "cosine_rank": cosine_rank}],
-                                    "anchor": answer[0]}
+    assert trace["propagation"] == {
+        "policy": "propagation-v1",
+        "depth": 100,
+        "candidates": len(candidates),
+        "seated": [{"ref": best, "fused_rank": fused_rank, "cosine_rank": cosine_rank}],
+        "anchor": answer[0],
+    }
     assert trace["policy"]["propagation"] == "propagation-v1" and kinds(trace)[-1] == "propagation"
     assert arm(trace, "propagation")[0] == best and len(arm(trace, "propagation")) == len(candidates)
     assert "propagation" in trace["timing_ms"]
@@ -344,8 +372,9 @@ def test_the_propagation_seat_never_holds_another_agents_row_or_one_already_held
         for limit in (1, 3, 10, 30):
             response, trace = recall(memory, limit=limit)
             no_duplicates(response)
-            assert not set(arm(trace, "propagation")) & (theirs | set(refs(response)) - {
-                m["ref"] for m in held(response, "propagation")})
+            assert not set(arm(trace, "propagation")) & (
+                theirs | set(refs(response)) - {m["ref"] for m in held(response, "propagation")}
+            )
             assert len(held(response, "propagation")) <= 1
 
 
@@ -380,8 +409,12 @@ def test_the_propagation_seat_needs_no_fallback(db_path: Path) -> None:
 
 # Every trigram of the query's words, none of the words: close by the hash embedder's trigram features
 # (cosine about 0.39), out of the keyword arm's reach.
-TRIGRAMS_ONLY = ["zepha phyra quarx artz nebu bula", "zepha phyra quarx artz nebu bula one",
-                 "zepha phyra quarx artz nebu bula two", "zepha phyra quarx artz nebu bula three"]
+TRIGRAMS_ONLY = [
+    "zepha phyra quarx artz nebu bula",
+    "zepha phyra quarx artz nebu bula one",
+    "zepha phyra quarx artz nebu bula two",
+    "zepha phyra quarx artz nebu bula three",
+]
 EVERY_SEAT = {"max_memories": 10, "far_seats_enabled": True, "keyword_seats": 2, "recall_propagation_seat": True}
 
 
@@ -414,7 +447,7 @@ def test_seats_append_in_order_and_a_cue_neither_moves_nor_repeats_them(mixed_st
     # the seats of the uncued recall keep their rows and their order after the answer, whatever the cue does
     plain_held = [item["ref"] for item in plain_trace["reservation"] if item["kind"] in ("keyword", "far")]
     cued_held = [item["ref"] for item in trace["reservation"] if item["kind"] in ("keyword", "far")]
-    assert cued_held == plain_held and best_first[2:2 + len(cued_held)] == cued_held
+    assert cued_held == plain_held and best_first[2 : 2 + len(cued_held)] == cued_held
     cue_seats = [item["ref"] for item in trace["reservation"] if item["kind"] == "cue"]
     assert cue_seats and not set(cue_seats) & set(plain_held)
     assert best_first[-1] == trace["reservation"][-1]["ref"] and kinds(trace)[-1] == "propagation"
@@ -426,14 +459,20 @@ def test_a_trace_with_every_seat_writes_only_declared_shapes(mixed_store: Path) 
         _, trace = recall(memory, limit=2)
     assert set(trace) <= set(schema.SECTIONS)
     assert set(trace["policy"]) == set(get_type_hints(schema.Policy))
-    assert set(get_type_hints(schema._PropagationBase)) <= set(trace["propagation"]) <= set(
-        get_type_hints(schema.PropagationSection))
+    assert (
+        set(get_type_hints(schema._PropagationBase))
+        <= set(trace["propagation"])
+        <= set(get_type_hints(schema.PropagationSection))
+    )
     assert all(set(seat) == set(get_type_hints(schema.PropagationSeat)) for seat in trace["propagation"]["seated"])
-    assert all(set(get_type_hints(schema._ReservationBase)) <= set(item) <= set(get_type_hints(schema.Reservation))
-               for item in trace["reservation"])
+    assert all(
+        set(get_type_hints(schema._ReservationBase)) <= set(item) <= set(get_type_hints(schema.Reservation))
+        for item in trace["reservation"]
+    )
     for name in ("far", "propagation"):
-        assert trace["arms"][name] and all(set(hit) == set(get_type_hints(schema.ArmHit))
-                                           for hit in trace["arms"][name])
+        assert trace["arms"][name] and all(
+            set(hit) == set(get_type_hints(schema.ArmHit)) for hit in trace["arms"][name]
+        )
     assert trace["request"]["keyword_seats"] == 2 and trace["request"]["far_seats"] is True
     assert trace["request"]["propagation_seat"] is True
 
@@ -447,5 +486,6 @@ def test_with_every_new_seat_off_a_recall_is_the_same_as_with_the_settings_absen
     for response in (before, after):
         trace = response.pop("trace")
         assert "propagation" not in trace and not {"keyword_seats", "far_seats", "propagation_seat"} & set(
-            trace["request"])
+            trace["request"]
+        )
     assert before == after

@@ -28,15 +28,17 @@ def test_defaults_from_an_empty_environment_are_the_declared_defaults() -> None:
 
 
 def test_every_setting_is_read_from_its_prefixed_upper_case_variable() -> None:
-    settings = Settings.from_env({
-        "CPERSONA_DB_PATH": "/tmp/x.db",
-        "CPERSONA_EMBEDDING_MODE": "HASH",
-        "CPERSONA_MAX_CONTENT_LENGTH": "123",
-        "CPERSONA_RRF_THRESHOLD_FACTOR": "0.25",
-        "CPERSONA_FTS_ENABLED": "off",
-        "CPERSONA_ALLOW_UNAUTHENTICATED_HTTP": "true",
-        "CPERSONA_AUTH_TOKEN": "tok",
-    })
+    settings = Settings.from_env(
+        {
+            "CPERSONA_DB_PATH": "/tmp/x.db",
+            "CPERSONA_EMBEDDING_MODE": "HASH",
+            "CPERSONA_MAX_CONTENT_LENGTH": "123",
+            "CPERSONA_RRF_THRESHOLD_FACTOR": "0.25",
+            "CPERSONA_FTS_ENABLED": "off",
+            "CPERSONA_ALLOW_UNAUTHENTICATED_HTTP": "true",
+            "CPERSONA_AUTH_TOKEN": "tok",
+        }
+    )
     assert settings.db_path == "/tmp/x.db"
     assert settings.embedding_mode == "hash"
     assert settings.max_content_length == 123
@@ -69,8 +71,11 @@ def test_variables_without_the_prefix_or_empty_are_ignored() -> None:
         ("CPERSONA_ALLOW_UNAUTHENTICATED_HTTP", "2", "true, false"),
         # choices
         ("CPERSONA_EMBEDDING_MODE", "gpt", "local, http, hash, none"),
-        ("CPERSONA_EMBEDDING_MODEL", "text-embedding-3-small",
-         "minilm-l6-int8, paraphrase-minilm-l3, multilingual-e5-small"),
+        (
+            "CPERSONA_EMBEDDING_MODEL",
+            "text-embedding-3-small",
+            "minilm-l6-int8, paraphrase-minilm-l3, multilingual-e5-small",
+        ),
         ("CPERSONA_RECALL_MODE", "sum", "rrf, rsf"),
         ("CPERSONA_RECALL_PRECISION", "loose", "strict, balanced, lenient"),
         ("CPERSONA_PRIOR_AGE_ANCHOR", "then", "newest, now"),
@@ -90,8 +95,13 @@ def test_a_malformed_value_raises_settings_error_naming_the_variable_and_the_acc
 def test_every_typed_setting_refuses_garbage() -> None:
     """No setting silently falls back to its default on an unreadable value."""
     for f in fields(Settings):
-        if isinstance(f.default, str) and f.name not in ("embedding_mode", "embedding_model", "recall_mode",
-                                                        "recall_precision", "prior_age_anchor"):
+        if isinstance(f.default, str) and f.name not in (
+            "embedding_mode",
+            "embedding_model",
+            "recall_mode",
+            "recall_precision",
+            "prior_age_anchor",
+        ):
             continue  # free text: db_path, urls, token, host
         variable = "CPERSONA_" + f.name.upper()
         with pytest.raises(SettingsError, match=variable):
@@ -126,9 +136,14 @@ def test_describe_lists_each_setting_under_our_name_first_then_cpersonas() -> No
 
 # -- our names and CPersona's ---------------------------------------------------------------------
 
-_CHOICES = {"embedding_mode": ("hash", "none"), "recall_mode": ("rsf", "rrf"), "prior_age_anchor": ("now", "newest"),
-            "recall_precision": ("strict", "lenient"),
-            "embedding_model": ("multilingual-e5-small", "minilm-l6-int8"), "recall_gate": ("gate-v0", "gate-v1")}
+_CHOICES = {
+    "embedding_mode": ("hash", "none"),
+    "recall_mode": ("rsf", "rrf"),
+    "prior_age_anchor": ("now", "newest"),
+    "recall_precision": ("strict", "lenient"),
+    "embedding_model": ("multilingual-e5-small", "minilm-l6-int8"),
+    "recall_gate": ("gate-v0", "gate-v1"),
+}
 
 
 def _two_values(name: str, default: object) -> tuple[str, str, object]:
@@ -152,14 +167,18 @@ _UNSET_BY_DEFAULT = {"reconstruct_forced_count": ("3", "4", 3), "reconstruct_for
 
 # a value that is refused alone comes with what it needs: block building off needs block retrieval off, a larger
 # default count a larger maximum
-_NEEDS = {"block_build_enabled": {"block_retrieval_enabled": "false"},
-          "reconstruct_default_count": {"reconstruct_max_count": "20"}}
+_NEEDS = {
+    "block_build_enabled": {"block_retrieval_enabled": "false"},
+    "reconstruct_default_count": {"reconstruct_max_count": "20"},
+}
 
 
 def _alone(prefix: str, name: str, raw: str) -> dict[str, str]:
     """The environment that sets one setting (and what its value needs) under one prefix."""
-    return {prefix + name.upper(): raw, **{prefix + other.upper(): value
-                                           for other, value in _NEEDS.get(name, {}).items()}}
+    return {
+        prefix + name.upper(): raw,
+        **{prefix + other.upper(): value for other, value in _NEEDS.get(name, {}).items()},
+    }
 
 
 @pytest.mark.parametrize("prefix", ["CUEDRECALL_", "CPERSONA_"])
@@ -176,8 +195,10 @@ def test_both_names_with_the_same_value_are_fine() -> None:
         assert getattr(Settings.from_env(environ), f.name) == value, f.name
     # the same value written two ways is the same value
     assert Settings.from_env({"CUEDRECALL_FTS_ENABLED": "off", "CPERSONA_FTS_ENABLED": "FALSE"}).fts_enabled is False
-    assert Settings.from_env({"CUEDRECALL_EMBEDDING_MODE": "hash", "CPERSONA_EMBEDDING_MODE": "HASH"}).embedding_mode \
+    assert (
+        Settings.from_env({"CUEDRECALL_EMBEDDING_MODE": "hash", "CPERSONA_EMBEDDING_MODE": "HASH"}).embedding_mode
         == "hash"
+    )
 
 
 def test_both_names_with_different_values_stop_startup_naming_both() -> None:
@@ -232,25 +253,33 @@ def test_blocks_are_built_and_searched_by_default_and_searching_unbuilt_blocks_s
 
 def test_the_readme_lists_every_setting_under_its_cuedrecall_name() -> None:
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    missing = [name for name, _, _ in Settings.describe()
-               if name.startswith("CUEDRECALL_") and f"| `{name}` |" not in readme]
+    missing = [
+        name for name, _, _ in Settings.describe() if name.startswith("CUEDRECALL_") and f"| `{name}` |" not in readme
+    ]
     assert not missing, f"README's settings table lacks {missing}"
 
 
-@pytest.mark.parametrize("environ", [
-    {"CUEDRECALL_RECONSTRUCT_DEFAULT_COUNT": "11"},
-    {"CUEDRECALL_RECONSTRUCT_FORCED_COUNT": "11"},
-    {"CUEDRECALL_RECONSTRUCT_DEFAULT_BUDGET": "30000"},
-    {"CUEDRECALL_RECONSTRUCT_FORCED_BUDGET": "30000"},
-    {"CUEDRECALL_RECONSTRUCT_DEFAULT_BUDGET": "100"},
-])
+@pytest.mark.parametrize(
+    "environ",
+    [
+        {"CUEDRECALL_RECONSTRUCT_DEFAULT_COUNT": "11"},
+        {"CUEDRECALL_RECONSTRUCT_FORCED_COUNT": "11"},
+        {"CUEDRECALL_RECONSTRUCT_DEFAULT_BUDGET": "30000"},
+        {"CUEDRECALL_RECONSTRUCT_FORCED_BUDGET": "30000"},
+        {"CUEDRECALL_RECONSTRUCT_DEFAULT_BUDGET": "100"},
+    ],
+)
 def test_a_reconstruct_count_or_budget_that_cannot_be_honoured_stops_startup_naming_it(environ: dict[str, str]) -> None:
     with pytest.raises(SettingsError, match=next(iter(environ))):
         Settings.from_env(environ)
 
 
 def test_a_cpersona_api_model_name_starts_in_a_mode_that_is_not_local_and_is_refused_in_local() -> None:
-    assert Settings.from_env({"CPERSONA_EMBEDDING_MODE": "http", "CPERSONA_EMBEDDING_MODEL":
-                              "text-embedding-3-small"}).embedding_model == "text-embedding-3-small"
+    assert (
+        Settings.from_env(
+            {"CPERSONA_EMBEDDING_MODE": "http", "CPERSONA_EMBEDDING_MODEL": "text-embedding-3-small"}
+        ).embedding_model
+        == "text-embedding-3-small"
+    )
     with pytest.raises(SettingsError, match="CPERSONA_EMBEDDING_MODEL"):
         Settings.from_env({"CPERSONA_EMBEDDING_MODEL": "text-embedding-3-small"})

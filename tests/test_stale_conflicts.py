@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import open_memory
 from rich.console import Console
 
-from conftest import open_memory
 from cuedrecall.api import Memory
 from cuedrecall.clock import to_epoch
 from cuedrecall.graph.relations import RecordRelation
@@ -29,8 +29,19 @@ def turn(text: str, ts: str, who: str = "bob") -> dict[str, Any]:
 
 
 def record(row_id: int, *, ts: str | None = OLD, msg_id: str = "", project: str = "") -> Record:
-    return Record(f"mem:{row_id}", MEMORY, row_id, A, project, "", f"text {row_id}", ts or "", ts or "",
-                  msg_id=msg_id, ts_epoch=to_epoch(ts) if ts else None)
+    return Record(
+        f"mem:{row_id}",
+        MEMORY,
+        row_id,
+        A,
+        project,
+        "",
+        f"text {row_id}",
+        ts or "",
+        ts or "",
+        msg_id=msg_id,
+        ts_epoch=to_epoch(ts) if ts else None,
+    )
 
 
 def declared(subject: str, predicate: str, object_: str, relation_id: int = 1) -> RecordRelation:
@@ -72,25 +83,26 @@ def link_versions(memory: Memory, *ids: int) -> None:
 
 # -- the rules, each firing in a recall ------------------------------------------------------------------
 
-def test_same_msg_id_versions_are_both_returned_with_roles_and_nothing_dropped_or_moved(
-        launch: Memory) -> None:
+
+def test_same_msg_id_versions_are_both_returned_with_roles_and_nothing_dropped_or_moved(launch: Memory) -> None:
     before = recall(launch)
     link_versions(launch, 1, 2)
     after = recall(launch)
     assert refs(after) == refs(before) and {"mem:1", "mem:2"} <= set(refs(after))
     assert without_roles(after) == without_roles(before)
-    assert after["conflicts"] == [
-        {"why": "same_msg_id", "current": "mem:2", "stale": ["mem:1"], "msg_id": "launch"}]
+    assert after["conflicts"] == [{"why": "same_msg_id", "current": "mem:2", "stale": ["mem:1"], "msg_id": "launch"}]
     role = {m["ref"]: m.get("conflict_role") for m in after["messages"]}
     assert role == {"mem:2": "current", "mem:1": "stale"}
 
 
 @pytest.mark.parametrize("predicate", ["supersedes", "corrects"])
 def test_a_declared_supersedes_or_corrects_makes_its_subject_current_whatever_the_times(
-        launch: Memory, predicate: str) -> None:
+    launch: Memory, predicate: str
+) -> None:
     before = recall(launch)
-    launch.declare_associations(agent_id=A, associations={"relations": [
-        {"subject": "mem:1", "predicate": predicate, "object": "mem:2"}]})  # the older one replaces the newer
+    launch.declare_associations(
+        agent_id=A, associations={"relations": [{"subject": "mem:1", "predicate": predicate, "object": "mem:2"}]}
+    )  # the older one replaces the newer
     after = recall(launch)
     assert refs(after) == refs(before)
     assert after["conflicts"] == [{"why": predicate, "current": "mem:1", "stale": ["mem:2"]}]
@@ -105,16 +117,29 @@ def test_entity_attribute_values_that_differ_make_the_older_statement_stale(tmp_
     before = memory.recall(agent_id=A, query="where does Ana live", limit=10)
     for anchor, city in (("mem:1", "Berlin"), ("mem:2", "Paris"), ("mem:3", "Berlin")):
         predicate = "lives in" if anchor != "mem:3" else "walks in"  # another attribute: no conflict
-        memory.declare_associations(agent_id=A, anchor_ref=anchor, associations={"relations": [
-            {"subject": "Ana", "predicate": predicate, "object": city}]})
+        memory.declare_associations(
+            agent_id=A,
+            anchor_ref=anchor,
+            associations={"relations": [{"subject": "Ana", "predicate": predicate, "object": city}]},
+        )
     ana = memory.store_.find_entity(A, "", "", "ana")
     assert ana is not None
     after = memory.recall(agent_id=A, query="where does Ana live", limit=10)
     assert refs(after) == refs(before)
-    assert after["conflicts"] == [{"why": "entity_attribute", "current": "mem:2", "stale": ["mem:1"],
-                                   "entity_id": ana.id, "attribute": "lives in"}]
+    assert after["conflicts"] == [
+        {
+            "why": "entity_attribute",
+            "current": "mem:2",
+            "stale": ["mem:1"],
+            "entity_id": ana.id,
+            "attribute": "lives in",
+        }
+    ]
     assert {m["ref"]: m.get("conflict_role") for m in after["messages"]} == {
-        "mem:1": "stale", "mem:2": "current", "mem:3": None}
+        "mem:1": "stale",
+        "mem:2": "current",
+        "mem:3": None,
+    }
 
 
 def test_rows_that_agree_carry_no_conflict_section(tmp_path: Path) -> None:
@@ -122,8 +147,11 @@ def test_rows_that_agree_carry_no_conflict_section(tmp_path: Path) -> None:
     memory.store(agent_id=A, message=turn("Ana lives in Berlin.", OLD))
     memory.store(agent_id=A, message=turn("Still: Ana lives in Berlin, in Kreuzberg.", NEW))
     for anchor in ("mem:1", "mem:2"):
-        memory.declare_associations(agent_id=A, anchor_ref=anchor, associations={"relations": [
-            {"subject": "Ana", "predicate": "lives in", "object": "Berlin"}]})
+        memory.declare_associations(
+            agent_id=A,
+            anchor_ref=anchor,
+            associations={"relations": [{"subject": "Ana", "predicate": "lives in", "object": "Berlin"}]},
+        )
     answer = memory.recall(agent_id=A, query="where does Ana live", limit=10, trace=True)
     assert {"mem:1", "mem:2"} <= set(refs(answer))
     assert "conflicts" not in answer and "conflicts" not in answer["trace"]
@@ -159,11 +187,13 @@ def test_a_recall_without_a_conflict_is_unchanged(launch: Memory) -> None:
 
 # -- the rule on hand-made records -----------------------------------------------------------------------
 
+
 def test_versions_sharing_the_newest_time_are_undecided_and_an_older_one_still_stale() -> None:
     rows = [record(1, ts=NEW, msg_id="m"), record(2, msg_id="m"), record(3, ts=NEW, msg_id="m")]
     found = find(rows, [], [])
     assert [c.as_dict() for c in found] == [
-        {"why": "same_msg_id", "undecided": ["mem:1", "mem:3"], "stale": ["mem:2"], "msg_id": "m"}]
+        {"why": "same_msg_id", "undecided": ["mem:1", "mem:3"], "stale": ["mem:2"], "msg_id": "m"}
+    ]
     assert roles(found) == {"mem:1": "undecided", "mem:3": "undecided", "mem:2": "stale"}
 
 
@@ -181,21 +211,28 @@ def test_a_chain_of_declared_replacements_is_one_group_under_its_head() -> None:
     chain = [declared("mem:3", "supersedes", "mem:2", 1), declared("mem:2", "corrects", "mem:1", 2)]
     found = find(rows, chain, [])
     assert [c.as_dict() for c in found] == [
-        {"why": "corrects+supersedes", "current": "mem:3", "stale": ["mem:2", "mem:1"]}]
+        {"why": "corrects+supersedes", "current": "mem:3", "stale": ["mem:2", "mem:1"]}
+    ]
 
 
 def test_a_circle_of_declared_replacements_is_undecided_and_other_predicates_are_no_conflict() -> None:
     rows = [record(1), record(2), record(3)]
-    circle = [declared("mem:1", "supersedes", "mem:2", 1), declared("mem:2", "supersedes", "mem:1", 2),
-              declared("mem:3", "supports", "mem:1", 3), declared("mem:3", "supersedes", "mem:9", 4)]
-    assert [c.as_dict() for c in find(rows, circle, [])] == [
-        {"why": "supersedes", "undecided": ["mem:1", "mem:2"]}]
+    circle = [
+        declared("mem:1", "supersedes", "mem:2", 1),
+        declared("mem:2", "supersedes", "mem:1", 2),
+        declared("mem:3", "supports", "mem:1", 3),
+        declared("mem:3", "supersedes", "mem:9", 4),
+    ]
+    assert [c.as_dict() for c in find(rows, circle, [])] == [{"why": "supersedes", "undecided": ["mem:1", "mem:2"]}]
 
 
 def test_an_attribute_stated_with_a_shared_value_is_no_conflict() -> None:
     rows = [record(1), record(2, ts=NEW)]
-    overlapping = [attribute("mem:1", 7, "speaks", 10, 1), attribute("mem:1", 7, "speaks", 11, 2),
-                   attribute("mem:2", 7, "speaks", 11, 3)]
+    overlapping = [
+        attribute("mem:1", 7, "speaks", 10, 1),
+        attribute("mem:1", 7, "speaks", 11, 2),
+        attribute("mem:2", 7, "speaks", 11, 3),
+    ]
     assert find(rows, [], overlapping) == []
     anchored_elsewhere = [attribute("mem:1", 7, "speaks", 10, 1), attribute("mem:9", 7, "speaks", 11, 2)]
     assert find(rows, [], anchored_elsewhere) == []
@@ -203,14 +240,24 @@ def test_an_attribute_stated_with_a_shared_value_is_no_conflict() -> None:
 
 def test_attribute_statements_of_one_time_that_differ_are_undecided() -> None:
     rows = [record(1), record(2), record(3, ts="2025-01-01T00:00:00Z")]
-    split = [attribute("mem:1", 7, "lives in", 10, 1), attribute("mem:2", 7, "lives in", 11, 2),
-             attribute("mem:3", 7, "lives in", 12, 3)]
+    split = [
+        attribute("mem:1", 7, "lives in", 10, 1),
+        attribute("mem:2", 7, "lives in", 11, 2),
+        attribute("mem:3", 7, "lives in", 12, 3),
+    ]
     assert [c.as_dict() for c in find(rows, [], split)] == [
-        {"why": "entity_attribute", "undecided": ["mem:1", "mem:2"], "stale": ["mem:3"], "entity_id": 7,
-         "attribute": "lives in"}]
+        {
+            "why": "entity_attribute",
+            "undecided": ["mem:1", "mem:2"],
+            "stale": ["mem:3"],
+            "entity_id": 7,
+            "attribute": "lives in",
+        }
+    ]
 
 
 # -- reconstruct reads the same rule ---------------------------------------------------------------------
+
 
 def test_reconstruct_lists_the_same_conflict_in_the_item_and_the_same_roles(launch: Memory) -> None:
     link_versions(launch, 1, 2)
@@ -228,8 +275,11 @@ def test_reconstruct_lists_an_attribute_conflict_between_items_in_the_answer(tmp
     memory.store(agent_id=A, message=turn("Ana lives in Berlin, near the river.", OLD, "bob"))
     memory.store(agent_id=A, message=turn("Ana lives in Paris since she moved.", NEW, "carol"))
     for anchor, city in (("mem:1", "Berlin"), ("mem:2", "Paris")):
-        memory.declare_associations(agent_id=A, anchor_ref=anchor, associations={"relations": [
-            {"subject": "Ana", "predicate": "lives in", "object": city}]})
+        memory.declare_associations(
+            agent_id=A,
+            anchor_ref=anchor,
+            associations={"relations": [{"subject": "Ana", "predicate": "lives in", "object": city}]},
+        )
     recalled = memory.recall(agent_id=A, query="where does Ana live", limit=10)
     answer = memory.reconstruct(agent_id=A, query="where does Ana live")
     heads = {item["head_ref"] for item in answer["items"]}

@@ -35,7 +35,20 @@ from cuedrecall.clock import to_epoch
 from cuedrecall.embed.hashing import DIMENSIONS, hash_vector
 from cuedrecall.handlers.rows import embedding, episode_row, memory_row
 from cuedrecall.store.base import (
-    ENTITY, EPISODE, MEMORY, AgentSummary, BlockSet, Hit, Mentions, NewRelation, Record, Scope, Store, Task, Threshold, make_ref,
+    ENTITY,
+    EPISODE,
+    MEMORY,
+    AgentSummary,
+    BlockSet,
+    Hit,
+    Mentions,
+    NewRelation,
+    Record,
+    Scope,
+    Store,
+    Task,
+    Threshold,
+    make_ref,
     memory_vectors,
 )
 from cuedrecall.store.sqlite import SqliteStore
@@ -50,8 +63,9 @@ BACKENDS: list[Any] = [
 
 def make_postgres(tmp_path: Path) -> Store:
     """A fresh, empty PostgresStore in a new schema of the session's private server (tests/pg_server.py)."""
-    from cuedrecall.store.postgres import PostgresStore
     from pg_server import postgres_url
+
+    from cuedrecall.store.postgres import PostgresStore
 
     return PostgresStore(postgres_url())
 
@@ -79,23 +93,62 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
 
 
 def add_memory(
-    store: Store, content: str, *, agent: str = A, project: str = "", channel: str = "", source: dict | None = None,
-    msg_id: str = "", timestamp: str = "2025-01-01T00:00:00+00:00", embedded: bool = True, locked: bool = False,
+    store: Store,
+    content: str,
+    *,
+    agent: str = A,
+    project: str = "",
+    channel: str = "",
+    source: dict | None = None,
+    msg_id: str = "",
+    timestamp: str = "2025-01-01T00:00:00+00:00",
+    embedded: bool = True,
+    locked: bool = False,
 ) -> str:
-    row = memory_row(agent_id=agent, project_id=project, channel=channel, msg_id=msg_id, content=content,
-                     source=source or {}, timestamp=timestamp, metadata={}, created_at=NOW,
-                     vector=hash_vector(content) if embedded else None, model=MODEL, locked=locked)
+    row = memory_row(
+        agent_id=agent,
+        project_id=project,
+        channel=channel,
+        msg_id=msg_id,
+        content=content,
+        source=source or {},
+        timestamp=timestamp,
+        metadata={},
+        created_at=NOW,
+        vector=hash_vector(content) if embedded else None,
+        model=MODEL,
+        locked=locked,
+    )
     with store.write() as conn:
         return make_ref(MEMORY, store.insert_memory(conn, row))
 
 
 def add_episode(
-    store: Store, summary: str, *, agent: str = A, project: str = "", channel: str = "", keywords: str = "",
-    start_time: str | None = None, end_time: str | None = None, created_at: str = NOW, resolved: bool = False,
+    store: Store,
+    summary: str,
+    *,
+    agent: str = A,
+    project: str = "",
+    channel: str = "",
+    keywords: str = "",
+    start_time: str | None = None,
+    end_time: str | None = None,
+    created_at: str = NOW,
+    resolved: bool = False,
 ) -> str:
-    row = episode_row(agent_id=agent, project_id=project, channel=channel, summary=summary, keywords=keywords,
-                      start_time=start_time, end_time=end_time, resolved=resolved, created_at=created_at,
-                      vector=hash_vector(summary), model=MODEL)
+    row = episode_row(
+        agent_id=agent,
+        project_id=project,
+        channel=channel,
+        summary=summary,
+        keywords=keywords,
+        start_time=start_time,
+        end_time=end_time,
+        resolved=resolved,
+        created_at=created_at,
+        vector=hash_vector(summary),
+        model=MODEL,
+    )
     with store.write() as conn:
         return make_ref(EPISODE, store.insert_episode(conn, row))
 
@@ -128,23 +181,63 @@ def world(store: Store) -> dict[str, str]:
     episodes ep_harbour, ep_glacier, ep_old (ep_old is inserted last but recorded first).
     """
     refs = {
-        "harbour": add_memory(store, "the harbour lantern glows at dusk", source={"type": "User", "id": "discord:1"},
-                              timestamp="2025-01-10T10:00:00+00:00"),
-        "violin": add_memory(store, "a violin lesson in the orchard", project="p1", channel="c1",
-                             source={"id": "slack:2"}, timestamp="2025-02-10T10:00:00+00:00"),
-        "glacier": add_memory(store, "the glacier trip was cold", project="p2", channel="c2",
-                              source={"id": "discord:3"}, timestamp="2025-03-10T10:00:00+00:00"),
+        "harbour": add_memory(
+            store,
+            "the harbour lantern glows at dusk",
+            source={"type": "User", "id": "discord:1"},
+            timestamp="2025-01-10T10:00:00+00:00",
+        ),
+        "violin": add_memory(
+            store,
+            "a violin lesson in the orchard",
+            project="p1",
+            channel="c1",
+            source={"id": "slack:2"},
+            timestamp="2025-02-10T10:00:00+00:00",
+        ),
+        "glacier": add_memory(
+            store,
+            "the glacier trip was cold",
+            project="p2",
+            channel="c2",
+            source={"id": "discord:3"},
+            timestamp="2025-03-10T10:00:00+00:00",
+        ),
         "late": add_memory(store, "a comet sighting over the quarry", timestamp="2024-06-01T10:00:00+00:00"),
-        "other": add_memory(store, "the harbour lantern glows at dusk", agent=B, source={"id": "discord:1"},
-                            timestamp="2025-01-10T10:00:00+00:00"),
-        "ep_harbour": add_episode(store, "talk about the harbour lantern", keywords="harbour",
-                                  start_time="2025-01-15T09:00:00+00:00", created_at="2025-01-16T09:00:00+00:00"),
-        "ep_glacier": add_episode(store, "planning the glacier trip", keywords="glacier", project="p2", channel="c2",
-                                  start_time="2025-03-15T09:00:00+00:00", created_at="2025-03-16T09:00:00+00:00"),
-        "ep_other": add_episode(store, "talk about the harbour lantern", keywords="harbour", agent=B,
-                                start_time="2025-01-15T09:00:00+00:00", created_at="2025-01-16T09:00:00+00:00"),
-        "ep_old": add_episode(store, "an old chat about kites", project="p1", channel="c1",
-                              created_at="2024-05-01T09:00:00+00:00"),
+        "other": add_memory(
+            store,
+            "the harbour lantern glows at dusk",
+            agent=B,
+            source={"id": "discord:1"},
+            timestamp="2025-01-10T10:00:00+00:00",
+        ),
+        "ep_harbour": add_episode(
+            store,
+            "talk about the harbour lantern",
+            keywords="harbour",
+            start_time="2025-01-15T09:00:00+00:00",
+            created_at="2025-01-16T09:00:00+00:00",
+        ),
+        "ep_glacier": add_episode(
+            store,
+            "planning the glacier trip",
+            keywords="glacier",
+            project="p2",
+            channel="c2",
+            start_time="2025-03-15T09:00:00+00:00",
+            created_at="2025-03-16T09:00:00+00:00",
+        ),
+        "ep_other": add_episode(
+            store,
+            "talk about the harbour lantern",
+            keywords="harbour",
+            agent=B,
+            start_time="2025-01-15T09:00:00+00:00",
+            created_at="2025-01-16T09:00:00+00:00",
+        ),
+        "ep_old": add_episode(
+            store, "an old chat about kites", project="p1", channel="c1", created_at="2024-05-01T09:00:00+00:00"
+        ),
     }
     return refs
 
@@ -158,27 +251,73 @@ def test_schema_version_is_a_positive_int(store: Store) -> None:
 
 def test_an_inserted_memory_reads_back_as_a_record_with_every_field(store: Store) -> None:
     source = {"type": "User", "id": "discord:1", "name": "Al"}
-    ref = add_memory(store, "the kettle is in the left cupboard", agent=A, project="p1", channel="c1",
-                     source=source, msg_id="m-1", timestamp="2025-03-04T05:06:07.123+09:00", locked=True)
-    assert store.records([ref]) == {ref: Record(
-        ref=ref, kind=MEMORY, id=number(ref), agent_id=A, project_id="p1", channel="c1",
-        text="the kettle is in the left cupboard", timestamp="2025-03-04T05:06:07.123+09:00", created_at=NOW,
-        msg_id="m-1", source=source, keywords="", resolved=False, locked=True, start_time=None, end_time=None,
-        ts_epoch=to_epoch("2025-03-04T05:06:07.123+09:00"),
-    )}
+    ref = add_memory(
+        store,
+        "the kettle is in the left cupboard",
+        agent=A,
+        project="p1",
+        channel="c1",
+        source=source,
+        msg_id="m-1",
+        timestamp="2025-03-04T05:06:07.123+09:00",
+        locked=True,
+    )
+    assert store.records([ref]) == {
+        ref: Record(
+            ref=ref,
+            kind=MEMORY,
+            id=number(ref),
+            agent_id=A,
+            project_id="p1",
+            channel="c1",
+            text="the kettle is in the left cupboard",
+            timestamp="2025-03-04T05:06:07.123+09:00",
+            created_at=NOW,
+            msg_id="m-1",
+            source=source,
+            keywords="",
+            resolved=False,
+            locked=True,
+            start_time=None,
+            end_time=None,
+            ts_epoch=to_epoch("2025-03-04T05:06:07.123+09:00"),
+        )
+    }
     assert store.records([ref])[ref].display_content == "the kettle is in the left cupboard"
 
 
 def test_an_inserted_episode_reads_back_with_its_start_as_its_time_and_a_labelled_display(store: Store) -> None:
-    ref = add_episode(store, "planning the trip to Porto", agent=A, project="p2", channel="c2", keywords="porto trip",
-                      start_time="2025-05-01T08:00:00Z", end_time="2025-05-01T09:30:00Z",
-                      created_at="2025-05-02T10:00:00+00:00", resolved=True)
+    ref = add_episode(
+        store,
+        "planning the trip to Porto",
+        agent=A,
+        project="p2",
+        channel="c2",
+        keywords="porto trip",
+        start_time="2025-05-01T08:00:00Z",
+        end_time="2025-05-01T09:30:00Z",
+        created_at="2025-05-02T10:00:00+00:00",
+        resolved=True,
+    )
     record = store.records([ref])[ref]
     assert record == Record(
-        ref=ref, kind=EPISODE, id=number(ref), agent_id=A, project_id="p2", channel="c2",
-        text="planning the trip to Porto", timestamp="2025-05-01T08:00:00Z", created_at="2025-05-02T10:00:00+00:00",
-        msg_id="", source={"System": "episode"}, keywords="porto trip", resolved=True, locked=False,
-        start_time="2025-05-01T08:00:00Z", end_time="2025-05-01T09:30:00Z", ts_epoch=to_epoch("2025-05-01T08:00:00Z"),
+        ref=ref,
+        kind=EPISODE,
+        id=number(ref),
+        agent_id=A,
+        project_id="p2",
+        channel="c2",
+        text="planning the trip to Porto",
+        timestamp="2025-05-01T08:00:00Z",
+        created_at="2025-05-02T10:00:00+00:00",
+        msg_id="",
+        source={"System": "episode"},
+        keywords="porto trip",
+        resolved=True,
+        locked=False,
+        start_time="2025-05-01T08:00:00Z",
+        end_time="2025-05-01T09:30:00Z",
+        ts_epoch=to_epoch("2025-05-01T08:00:00Z"),
     )
     assert record.display_content == "[Episode] planning the trip to Porto"
 
@@ -204,7 +343,8 @@ def test_unknown_refs_are_absent_from_records(store: Store) -> None:
 
 
 def test_agents_lists_every_agent_with_a_row_or_a_profile_with_counts_and_axes(
-        store: Store, world: dict[str, str]) -> None:
+    store: Store, world: dict[str, str]
+) -> None:
     with store.write() as conn:
         store.set_profile(conn, NOBODY, "profile only", NOW)
     assert store.agents() == [
@@ -217,7 +357,8 @@ def test_agents_lists_every_agent_with_a_row_or_a_profile_with_counts_and_axes(
 
 
 def test_page_records_pages_a_scope_newest_id_first_by_before_id_offset_and_period(
-        store: Store, world: dict[str, str]) -> None:
+    store: Store, world: dict[str, str]
+) -> None:
     def refs(records: list[Record]) -> list[str]:
         return [r.ref for r in records]
 
@@ -234,8 +375,11 @@ def test_page_records_pages_a_scope_newest_id_first_by_before_id_offset_and_peri
     # the period is the record time, [start, end)
     february = (to_epoch("2025-02-01T00:00:00+00:00"), to_epoch("2025-03-10T10:00:00+00:00"))
     assert refs(store.page_records(MEMORY, Scope(A), limit=10, period=february)) == [violin]
-    assert refs(store.page_records(EPISODE, Scope(A), limit=10)) == [world["ep_old"], world["ep_glacier"],
-                                                                     world["ep_harbour"]]
+    assert refs(store.page_records(EPISODE, Scope(A), limit=10)) == [
+        world["ep_old"],
+        world["ep_glacier"],
+        world["ep_harbour"],
+    ]
     old = (to_epoch("2024-01-01T00:00:00+00:00"), to_epoch("2024-12-31T00:00:00+00:00"))
     assert refs(store.page_records(EPISODE, Scope(A), limit=10, period=old)) == [world["ep_old"]]
     # a source filter hides episodes unless a channel scopes the read
@@ -251,7 +395,12 @@ def test_memory_row_holds_every_column_with_the_vector(store: Store) -> None:
     row = store.memory_row(number(ref))
     assert row is not None
     assert (row["id"], row["agent_id"], row["content"], row["msg_id"], row["source_id"]) == (
-        number(ref), A, "row level detail", "x-7", "discord:7")
+        number(ref),
+        A,
+        "row level detail",
+        "x-7",
+        "discord:7",
+    )
     assert np.allclose(row["embedding"], hash_vector("row level detail"))
     assert store.memory_row(9999) is None
 
@@ -274,19 +423,50 @@ def test_export_rows_yields_one_agents_rows_oldest_first_or_every_agents_for_emp
 def test_a_write_block_that_raises_leaves_nothing_behind_the_index_and_calibration_included(store: Store) -> None:
     kept = add_memory(store, "kept memory of agent b", agent=B)
     lost_text = "the lost harbour memo"
-    with pytest.raises(RuntimeError, match="abort"):
-        with store.write() as conn:
-            lost = make_ref(MEMORY, store.insert_memory(conn, memory_row(
-                agent_id=A, project_id="", channel="", msg_id="lost-1", content=lost_text, source={},
-                timestamp=NOW, metadata={}, created_at=NOW, vector=hash_vector(lost_text), model=MODEL)))
-            lost_episode = make_ref(EPISODE, store.insert_episode(conn, episode_row(
-                agent_id=A, project_id="", channel="", summary="a lost episode", keywords="", start_time=None,
-                end_time=None, resolved=False, created_at=NOW, vector=hash_vector("a lost episode"), model=MODEL)))
-            assert store.delete(conn, kept) is True
-            store.set_profile(conn, A, "a lost profile", NOW)
-            store.set_thresholds(conn, [Threshold(A, "near", 0.4, MODEL, "v1")])
-            store.set_beta(conn, A, 2.0)
-            raise RuntimeError("abort")
+    with pytest.raises(RuntimeError, match="abort"), store.write() as conn:
+        lost = make_ref(
+            MEMORY,
+            store.insert_memory(
+                conn,
+                memory_row(
+                    agent_id=A,
+                    project_id="",
+                    channel="",
+                    msg_id="lost-1",
+                    content=lost_text,
+                    source={},
+                    timestamp=NOW,
+                    metadata={},
+                    created_at=NOW,
+                    vector=hash_vector(lost_text),
+                    model=MODEL,
+                ),
+            ),
+        )
+        lost_episode = make_ref(
+            EPISODE,
+            store.insert_episode(
+                conn,
+                episode_row(
+                    agent_id=A,
+                    project_id="",
+                    channel="",
+                    summary="a lost episode",
+                    keywords="",
+                    start_time=None,
+                    end_time=None,
+                    resolved=False,
+                    created_at=NOW,
+                    vector=hash_vector("a lost episode"),
+                    model=MODEL,
+                ),
+            ),
+        )
+        assert store.delete(conn, kept) is True
+        store.set_profile(conn, A, "a lost profile", NOW)
+        store.set_thresholds(conn, [Threshold(A, "near", 0.4, MODEL, "v1")])
+        store.set_beta(conn, A, 2.0)
+        raise RuntimeError("abort")
     assert set(store.records([kept, lost, lost_episode])) == {kept}
     assert store.vector_near(Scope(A), hash_vector(lost_text), floor=-2.0, depth=100, window=100) == []
     assert store.vectors([lost, lost_episode]) == {}
@@ -299,12 +479,24 @@ def test_a_write_block_that_raises_leaves_nothing_behind_the_index_and_calibrati
 
 
 def test_the_store_writes_normally_after_a_rolled_back_block_and_the_new_row_gets_its_own_vector(store: Store) -> None:
-    with pytest.raises(ValueError):
-        with store.write() as conn:
-            store.insert_memory(conn, memory_row(
-                agent_id=A, project_id="", channel="", msg_id="", content="rolled back", source={}, timestamp=NOW,
-                metadata={}, created_at=NOW, vector=hash_vector("rolled back"), model=MODEL))
-            raise ValueError
+    with pytest.raises(ValueError), store.write() as conn:
+        store.insert_memory(
+            conn,
+            memory_row(
+                agent_id=A,
+                project_id="",
+                channel="",
+                msg_id="",
+                content="rolled back",
+                source={},
+                timestamp=NOW,
+                metadata={},
+                created_at=NOW,
+                vector=hash_vector("rolled back"),
+                model=MODEL,
+            ),
+        )
+        raise ValueError
     ref = add_memory(store, "committed afterwards")
     assert [r.text for r in store.records([ref]).values()] == ["committed afterwards"]
     assert np.allclose(store.vectors([ref])[ref], hash_vector("committed afterwards"))
@@ -354,10 +546,9 @@ def test_snapshots_nest_and_the_store_is_writable_after_the_outer_one(store: Sto
 
 
 def test_a_snapshot_left_by_an_exception_leaves_the_store_usable(store: Store) -> None:
-    with pytest.raises(KeyError):
-        with store.snapshot():
-            store.pool_counts(Scope(A))
-            raise KeyError("reader failed")
+    with pytest.raises(KeyError), store.snapshot():
+        store.pool_counts(Scope(A))
+        raise KeyError("reader failed")
     ref = add_memory(store, "written after a failed read")
     assert set(store.records([ref])) == {ref}
 
@@ -412,8 +603,12 @@ def test_update_memory_moves_a_memory_between_scopes_on_every_arm(store: Store) 
     with store.write() as conn:
         store.update_memory(conn, number(ref), {"project_id": "p2", "channel": "c2", "source_id": "slack:9"})
     query = hash_vector("a movable note")
-    cases = ((Scope(A, "p1"), False), (Scope(A, "p2", "c2"), True), (Scope(A, source_id="discord:"), False),
-             (Scope(A, source_id="slack:"), True))
+    cases = (
+        (Scope(A, "p1"), False),
+        (Scope(A, "p2", "c2"), True),
+        (Scope(A, source_id="discord:"), False),
+        (Scope(A, source_id="slack:"), True),
+    )
     for scope, visible in cases:
         expected = [ref] if visible else []
         assert ranked(store.vector_near(scope, query, floor=-2.0, depth=10, window=10)) == expected, scope
@@ -433,7 +628,9 @@ def test_find_duplicate_by_content_in_the_write_projects_and_channels(store: Sto
     ref = add_memory(store, "the door code is 4711", project="p1", channel="c1")
     shared = add_memory(store, "a shared fact")  # global pool, shared channel
     assert store.find_duplicate(A, ["p1", ""], ["c1", ""], "", "the door code is 4711") == (
-        "duplicate content", number(ref))
+        "duplicate content",
+        number(ref),
+    )
     assert store.find_duplicate(A, ["p1", ""], ["c2", ""], "", "the door code is 4711") is None
     assert store.find_duplicate(A, ["p2", ""], ["c1", ""], "", "the door code is 4711") is None
     assert store.find_duplicate(A, [""], [""], "", "the door code is 4711") is None
@@ -490,20 +687,30 @@ def test_profiles_are_set_overwritten_and_read_per_agent(store: Store) -> None:
     assert tuple(store.profile(A)) == ("likes coffee now", "2025-02-01T00:00:00+00:00")
     assert [tuple(p) for p in store.profiles(A)] == [(A, "likes coffee now", "2025-02-01T00:00:00+00:00")]
     assert [tuple(p) for p in store.profiles("")] == [
-        (A, "likes coffee now", "2025-02-01T00:00:00+00:00"), (B, "likes rain", "2025-01-02T00:00:00+00:00")]
+        (A, "likes coffee now", "2025-02-01T00:00:00+00:00"),
+        (B, "likes rain", "2025-01-02T00:00:00+00:00"),
+    ]
     assert store.profile(NOBODY) is None and list(store.profiles(NOBODY)) == []
 
 
 def test_set_thresholds_upserts_per_agent_and_signal_and_drop_thresholds_removes_agents(store: Store) -> None:
     assert store.thresholds() == []
     with store.write() as conn:
-        store.set_thresholds(conn, [Threshold(A, "near", 0.3, MODEL, "v1"), Threshold(A, "far", 0.5, MODEL, "v1"),
-                                    Threshold(B, "near", 0.2, MODEL, "v1")])
+        store.set_thresholds(
+            conn,
+            [
+                Threshold(A, "near", 0.3, MODEL, "v1"),
+                Threshold(A, "far", 0.5, MODEL, "v1"),
+                Threshold(B, "near", 0.2, MODEL, "v1"),
+            ],
+        )
     with store.write() as conn:
         store.set_thresholds(conn, [Threshold(A, "near", 0.35, "other-model", "v2")])
     assert sorted(store.thresholds(), key=lambda t: (t.agent_id, t.signal)) == [
-        Threshold(A, "far", 0.5, MODEL, "v1"), Threshold(A, "near", 0.35, "other-model", "v2"),
-        Threshold(B, "near", 0.2, MODEL, "v1")]
+        Threshold(A, "far", 0.5, MODEL, "v1"),
+        Threshold(A, "near", 0.35, "other-model", "v2"),
+        Threshold(B, "near", 0.2, MODEL, "v1"),
+    ]
     with store.write() as conn:
         store.drop_thresholds(conn, [A, NOBODY])
     assert store.thresholds() == [Threshold(B, "near", 0.2, MODEL, "v1")]
@@ -532,14 +739,14 @@ def test_set_beta_sets_overwrites_and_none_removes(store: Store) -> None:
 
 def test_vector_near_ranks_the_scope_best_first(store: Store, world: dict[str, str]) -> None:
     scope = Scope(A, "p1", "c1")
-    hits = store.vector_near(scope, hash_vector("the harbour lantern glows at dusk"), floor=-2.0, depth=100,
-                             window=100)
+    hits = store.vector_near(scope, hash_vector("the harbour lantern glows at dusk"), floor=-2.0, depth=100, window=100)
     refs = scored(hits)
     assert set(refs) == {world["harbour"], world["violin"], world["late"], world["ep_harbour"], world["ep_old"]}
     assert refs[0] == world["harbour"] and hits[0].raw == pytest.approx(1.0, abs=1e-5)
     assert len(store.vector_near(scope, hash_vector("harbour"), floor=-2.0, depth=2, window=100)) == 2
-    above = scored(store.vector_near(scope, hash_vector("the harbour lantern glows at dusk"), floor=0.99, depth=100,
-                                     window=100))
+    above = scored(
+        store.vector_near(scope, hash_vector("the harbour lantern glows at dusk"), floor=0.99, depth=100, window=100)
+    )
     assert above == [world["harbour"]]  # B's identical memory is another agent's
 
 
@@ -568,13 +775,16 @@ def test_vector_far_covers_the_scope_beyond_the_window_up_to_the_reach(store: St
     assert not set(far) & set(near)
     # scan position 1 only (newest first per kind): the second-newest memory and episode
     assert set(scored(store.vector_far(scope, query, floor=-2.0, limit=100, window=1, reach=2))) == {
-        world["violin"], world["ep_harbour"]}
+        world["violin"],
+        world["ep_harbour"],
+    }
     assert len(store.vector_far(scope, query, floor=-2.0, limit=1, window=1, reach=100)) == 1
     assert store.vector_far(scope, query, floor=-2.0, limit=100, window=100, reach=200) == []
 
 
 def test_far_candidates_rank_the_scopes_memories_beyond_the_start_by_sign_bits(
-        store: Store, world: dict[str, str]) -> None:
+    store: Store, world: dict[str, str]
+) -> None:
     query = hash_vector("harbour lantern")
     found = store.far_candidates(Scope(A), query, start=0, count=100)
     # memories only, of agent A, each once; best first by (Hamming distance, scan position)
@@ -588,7 +798,9 @@ def test_far_candidates_rank_the_scopes_memories_beyond_the_start_by_sign_bits(
     assert found[0].ref == world["harbour"]
     # scan positions newest first: from 2 on, the two oldest inserted; the count cuts the list
     assert {hit.ref for hit in store.far_candidates(Scope(A), query, start=2, count=100)} == {
-        world["harbour"], world["violin"]}
+        world["harbour"],
+        world["violin"],
+    }
     assert len(store.far_candidates(Scope(A), query, start=0, count=1)) == 1
     assert [hit.ref for hit in store.far_candidates(Scope(A, "p1", "c1"), query, start=0, count=100)] != []
     assert store.far_candidates(Scope(A, source_id="discord:3"), query, start=0, count=100)[0].ref == world["glacier"]
@@ -603,28 +815,33 @@ def test_vector_in_period_keeps_one_kind_inside_the_scope_and_the_period(store: 
     episodes = scored(store.vector_in_period(Scope(A), EPISODE, query, floor=-2.0, depth=100, period=period))
     assert episodes == [world["ep_harbour"]]
     assert scored(store.vector_in_period(Scope(A, ""), MEMORY, query, floor=-2.0, depth=100, period=period)) == [
-        world["harbour"]]
+        world["harbour"]
+    ]
     # the period is half-open: [start, end)
     start = to_epoch("2025-01-10T10:00:00+00:00")
-    assert scored(store.vector_in_period(Scope(A), MEMORY, query, floor=-2.0, depth=100,
-                                         period=(start, start + 1))) == [world["harbour"]]
+    assert scored(
+        store.vector_in_period(Scope(A), MEMORY, query, floor=-2.0, depth=100, period=(start, start + 1))
+    ) == [world["harbour"]]
     assert store.vector_in_period(Scope(A), MEMORY, query, floor=-2.0, depth=100, period=(start - 1, start)) == []
 
 
 def test_episode_fts_finds_the_scopes_episodes_by_term(store: Store, world: dict[str, str]) -> None:
     assert ranked(store.episode_fts(Scope(A), fts_terms("harbour"), depth=10)) == [world["ep_harbour"]]
-    assert ranked(store.episode_fts(Scope(A, "p2", "c2"), fts_terms("glacier trip"), depth=10)) == [
-        world["ep_glacier"]]
+    assert ranked(store.episode_fts(Scope(A, "p2", "c2"), fts_terms("glacier trip"), depth=10)) == [world["ep_glacier"]]
     assert store.episode_fts(Scope(A, ""), fts_terms("glacier"), depth=10) == []
     assert store.episode_fts(Scope(A, None, "c1"), fts_terms("glacier"), depth=10) == []
     assert store.episode_fts(Scope(A, source_id="discord:"), fts_terms("harbour"), depth=10) == []
     assert ranked(store.episode_fts(Scope(A, None, "c1", "discord:"), fts_terms("harbour"), depth=10)) == [
-        world["ep_harbour"]]
+        world["ep_harbour"]
+    ]
     assert store.episode_fts(Scope(A), [], depth=10) == []
     assert store.episode_fts(Scope(A), fts_terms("harbour"), depth=0) == []
     assert len(store.episode_fts(Scope(A), fts_terms("the harbour glacier kites"), depth=2)) == 2
     assert set(ranked(store.episode_fts(Scope(A), fts_terms("the harbour glacier kites"), depth=10))) == {
-        world["ep_harbour"], world["ep_glacier"], world["ep_old"]}
+        world["ep_harbour"],
+        world["ep_glacier"],
+        world["ep_old"],
+    }
 
 
 def test_episode_fts_keeps_the_period(store: Store, world: dict[str, str]) -> None:
@@ -638,7 +855,9 @@ def test_memory_keyword_finds_the_scopes_memories_by_term(store: Store, world: d
     assert ranked(store.memory_keyword(Scope(B), fts_terms("lantern"), "lantern", depth=10)) == [world["other"]]
     assert store.memory_keyword(Scope(A, "p1", "c1"), fts_terms("glacier"), "glacier", depth=10) == []
     assert set(ranked(store.memory_keyword(Scope(A, source_id="discord:"), fts_terms("the"), "the", depth=10))) == {
-        world["glacier"], world["harbour"]}
+        world["glacier"],
+        world["harbour"],
+    }
     assert store.memory_keyword(Scope(A), fts_terms("lantern"), "lantern", depth=0) == []
     found = ranked(store.memory_keyword(Scope(A), fts_terms("violin glacier comet"), "violin glacier comet", depth=2))
     assert len(found) == 2 and set(found) <= {world["violin"], world["glacier"], world["late"]}
@@ -648,7 +867,8 @@ def test_memory_keyword_keeps_the_period(store: Store, world: dict[str, str]) ->
     january = (to_epoch("2025-01-01T00:00:00Z"), to_epoch("2025-02-01T00:00:00Z"))
     terms = fts_terms("harbour violin")
     assert ranked(store.memory_keyword(Scope(A), terms, "harbour violin", depth=10, period=january)) == [
-        world["harbour"]]
+        world["harbour"]
+    ]
 
 
 def test_memory_keyword_falls_back_to_a_substring_scan_when_no_term_is_searchable(
@@ -669,29 +889,41 @@ def test_memory_keyword_adds_memories_holding_a_short_phrase_after_the_term_hits
     found = ranked(store.memory_keyword(Scope(A), fts_terms("glacier"), "glacier", depth=10, phrases=["sk"]))
     assert found == [world["glacier"], world["harbour"]]
     assert ranked(store.memory_keyword(Scope(A), [], "nothing here", depth=10, phrases=["sk", "vi"])) == [
-        world["violin"], world["harbour"]]
+        world["violin"],
+        world["harbour"],
+    ]
     assert store.memory_keyword(Scope(A, "p1", "c1", "slack:"), [], "nothing here", depth=10, phrases=["sk"]) == []
     assert store.memory_keyword(Scope(B), [], "nothing here", depth=10, phrases=["vi"]) == []
     assert len(store.memory_keyword(Scope(A), fts_terms("glacier"), "glacier", depth=1, phrases=["sk"])) == 1
 
 
 def test_newest_lists_by_insertion_or_by_record_time_inside_a_period(store: Store, world: dict[str, str]) -> None:
-    assert ranked(store.newest(Scope(A), MEMORY, 10)) == [world["late"], world["glacier"], world["violin"],
-                                                          world["harbour"]]
+    assert ranked(store.newest(Scope(A), MEMORY, 10)) == [
+        world["late"],
+        world["glacier"],
+        world["violin"],
+        world["harbour"],
+    ]
     assert ranked(store.newest(Scope(A), MEMORY, 10, period=EVERYTHING)) == [
-        world["glacier"], world["violin"], world["harbour"], world["late"]]
+        world["glacier"],
+        world["violin"],
+        world["harbour"],
+        world["late"],
+    ]
     assert ranked(store.newest(Scope(A), MEMORY, 2)) == [world["late"], world["glacier"]]
     assert ranked(store.newest(Scope(A), EPISODE, 10)) == [world["ep_old"], world["ep_glacier"], world["ep_harbour"]]
     assert ranked(store.newest(Scope(A), EPISODE, 10, period=EVERYTHING)) == [
-        world["ep_glacier"], world["ep_harbour"], world["ep_old"]]
+        world["ep_glacier"],
+        world["ep_harbour"],
+        world["ep_old"],
+    ]
     before_2025 = (0.0, to_epoch("2025-01-01T00:00:00Z"))
     assert ranked(store.newest(Scope(A), MEMORY, 10, period=before_2025)) == [world["late"]]
     assert store.newest(Scope(A), MEMORY, 0) == []
 
 
 def test_newest_applies_the_scope(store: Store, world: dict[str, str]) -> None:
-    assert ranked(store.newest(Scope(A, "p1", "c1"), MEMORY, 10)) == [world["late"], world["violin"],
-                                                                       world["harbour"]]
+    assert ranked(store.newest(Scope(A, "p1", "c1"), MEMORY, 10)) == [world["late"], world["violin"], world["harbour"]]
     assert ranked(store.newest(Scope(A, source_id="discord:"), MEMORY, 10)) == [world["glacier"], world["harbour"]]
     assert ranked(store.newest(Scope(A, source_id="Discord:"), MEMORY, 10)) == []  # case-sensitive prefix
     assert store.newest(Scope(A, source_id="discord:"), EPISODE, 10) == []
@@ -717,8 +949,10 @@ def test_pool_counts_counts_the_scopes_memories_and_visible_episodes(store: Stor
 
 def test_span_is_the_oldest_and_newest_memory_time_in_the_scope(store: Store, world: dict[str, str]) -> None:
     assert store.span(Scope(A)) == (to_epoch("2024-06-01T10:00:00+00:00"), to_epoch("2025-03-10T10:00:00+00:00"))
-    assert store.span(Scope(A, "p1", "c1")) == (to_epoch("2024-06-01T10:00:00+00:00"),
-                                                 to_epoch("2025-02-10T10:00:00+00:00"))
+    assert store.span(Scope(A, "p1", "c1")) == (
+        to_epoch("2024-06-01T10:00:00+00:00"),
+        to_epoch("2025-02-10T10:00:00+00:00"),
+    )
     assert store.span(Scope(A, source_id="slack:")) == (to_epoch("2025-02-10T10:00:00+00:00"),) * 2
     assert store.span(Scope(NOBODY)) is None
 
@@ -790,8 +1024,9 @@ def test_a_vector_of_another_width_leaves_the_vector_arms_at_once(store: Store) 
     with store.write() as conn:
         store.update_memory(conn, number(newest), embedding(np.ones(8, dtype=np.float32) / np.sqrt(8), MODEL))
     assert set(store.vectors([first, newest])) == {first}
-    near = store.vector_near(Scope(A), hash_vector("the violin lesson in the orchard"), floor=0.99, depth=10,
-                             window=100)
+    near = store.vector_near(
+        Scope(A), hash_vector("the violin lesson in the orchard"), floor=0.99, depth=10, window=100
+    )
     assert ranked(near) == []
 
 
@@ -816,16 +1051,23 @@ def block_set(store: Store, ref: str, *, model: str = MODEL, codes: bool = True,
     spans = divide(text)
     vectors = np.stack([hash_vector(span.text(text)) for span in spans])
     code = np.round(vectors * (127 / np.abs(vectors).max(axis=1, keepdims=True))).astype(np.int8)
-    return BlockSet(ref, digest, model, tuple((s.start, s.end, s.forced) for s in spans),
-                    np.packbits(vectors > 0, axis=1), code if codes else np.zeros((len(spans), 0), np.int8))
+    return BlockSet(
+        ref,
+        digest,
+        model,
+        tuple((s.start, s.end, s.forced) for s in spans),
+        np.packbits(vectors > 0, axis=1),
+        code if codes else np.zeros((len(spans), 0), np.int8),
+    )
 
 
 def marker(store: Store, ref: str, model: str = MODEL) -> BlockSet:
     """The set that marks a record of fewer than two blocks as done."""
     found = store.record_text(ref)
     assert found is not None
-    return BlockSet(ref, found[1], model, ((0, len(found[0]), False),), np.zeros((0, 0), np.uint8),
-                    np.zeros((0, 0), np.int8))
+    return BlockSet(
+        ref, found[1], model, ((0, len(found[0]), False),), np.zeros((0, 0), np.uint8), np.zeros((0, 0), np.int8)
+    )
 
 
 def write_set(store: Store, block_set_: BlockSet) -> bool:
@@ -833,8 +1075,10 @@ def write_set(store: Store, block_set_: BlockSet) -> bool:
         return store.write_blocks(conn, block_set_)
 
 
-LONG = " ".join(f"Line {i} of the diary says the weather was mild and the garden quiet." for i in range(12)) + \
-    " At the very end it says the brass key hides under the mossy stone."
+LONG = (
+    " ".join(f"Line {i} of the diary says the weather was mild and the garden quiet." for i in range(12))
+    + " At the very end it says the brass key hides under the mossy stone."
+)
 KEY = hash_vector("the brass key hides under the mossy stone")
 
 
@@ -888,10 +1132,9 @@ def test_a_failed_task_is_retried_later_and_dropped_after_three_failures(store: 
 
 
 def test_a_task_queued_in_a_write_that_rolls_back_is_not_queued(store: Store) -> None:
-    with pytest.raises(RuntimeError):
-        with store.write() as conn:
-            store.enqueue(conn, "build_blocks", {"ref": "mem:1"})
-            raise RuntimeError("the write failed")
+    with pytest.raises(RuntimeError), store.write() as conn:
+        store.enqueue(conn, "build_blocks", {"ref": "mem:1"})
+        raise RuntimeError("the write failed")
     assert store.pending_tasks() == 0
 
 
@@ -925,13 +1168,18 @@ def test_a_memorys_new_text_takes_its_old_blocks_away_and_a_deleted_records_bloc
     with store.write() as conn:
         store.update_memory(conn, number(ref), {"content": LONG + " And a postscript."})
     assert block_refs(store, Scope(A)) == [episode]
-    assert store.records_lacking_blocks(None, 10, MODEL) == [(ref, LONG + " And a postscript.",
-                                                            store.record_text(ref)[1])]  # type: ignore[index]
+    assert store.records_lacking_blocks(None, 10, MODEL) == [
+        (ref, LONG + " And a postscript.", store.record_text(ref)[1])
+    ]  # type: ignore[index]
     with store.write() as conn:
         store.delete(conn, episode)
     assert block_refs(store, Scope(A)) == [] and store.block_spans([episode]) == {}
-    assert store.block_counts(A) == {"records_with_blocks": 0, "records_divided": 0,
-                                     "records_lacking_blocks": 1, "block_rows": 0}
+    assert store.block_counts(A) == {
+        "records_with_blocks": 0,
+        "records_divided": 0,
+        "records_lacking_blocks": 1,
+        "block_rows": 0,
+    }
 
 
 def test_the_block_arm_finds_a_record_by_the_block_that_holds_the_answer(store: Store) -> None:
@@ -958,8 +1206,12 @@ def test_a_record_of_one_block_is_marked_done_and_never_searched(store: Store) -
     assert [r for r, _, _ in store.records_lacking_blocks(None, 10, MODEL)] == [long]
     assert store.block_spans([short]) == {short: [(0, len("a single short sentence about the brass key"), False)]}
     assert block_refs(store, Scope(A)) == []
-    assert store.block_counts(A) == {"records_with_blocks": 1, "records_divided": 0,
-                                     "records_lacking_blocks": 1, "block_rows": 0}
+    assert store.block_counts(A) == {
+        "records_with_blocks": 1,
+        "records_divided": 0,
+        "records_lacking_blocks": 1,
+        "block_rows": 0,
+    }
 
 
 def test_records_lacking_blocks_walk_memories_then_episodes_by_id_after_the_cursor(store: Store) -> None:
@@ -1020,8 +1272,12 @@ def test_blocks_follow_their_record_to_another_scope(store: Store) -> None:
     assert write_set(store, block_set(store, ref))
     with store.write() as conn:
         store.update_memory(conn, number(ref), {"project_id": "p2", "channel": "c2", "source_id": "slack:9"})
-    for scope, visible in ((Scope(A, "p1"), False), (Scope(A, "p2", "c2"), True),
-                           (Scope(A, source_id="discord:"), False), (Scope(A, source_id="slack:"), True)):
+    for scope, visible in (
+        (Scope(A, "p1"), False),
+        (Scope(A, "p2", "c2"), True),
+        (Scope(A, source_id="discord:"), False),
+        (Scope(A, source_id="slack:"), True),
+    ):
         assert block_refs(store, scope) == ([ref] if visible else []), scope
     assert store.has_block_set(ref, MODEL)  # moved, not rebuilt
 
@@ -1054,20 +1310,27 @@ def test_the_block_arm_examines_at_most_per_record_blocks_and_examine_rows(store
 
 
 def test_a_read_inside_a_write_sees_the_writes_own_rows_and_is_not_kept_after_a_rollback(store: Store) -> None:
-    with pytest.raises(RuntimeError):
-        with store.write() as conn:
-            assert store.profile(A) is None
-            store.set_profile(conn, A, "written inside", NOW)
-            assert store.profile(A) == ("written inside", NOW)  # the write sees its own row
-            raise RuntimeError("roll back")
+    with pytest.raises(RuntimeError), store.write() as conn:
+        assert store.profile(A) is None
+        store.set_profile(conn, A, "written inside", NOW)
+        assert store.profile(A) == ("written inside", NOW)  # the write sees its own row
+        raise RuntimeError("roll back")
     assert store.profile(A) is None  # nothing read inside the rolled-back write outlives it
 
 
 # -- the associative graph ------------------------------------------------------------------------------
 
 
-def add_entity(store: Store, name: str, *, agent: str = A, project: str = "", channel: str = "",
-               aliases: tuple[str, ...] = (), mentioned_by: tuple[str, ...] = ()) -> int:
+def add_entity(
+    store: Store,
+    name: str,
+    *,
+    agent: str = A,
+    project: str = "",
+    channel: str = "",
+    aliases: tuple[str, ...] = (),
+    mentioned_by: tuple[str, ...] = (),
+) -> int:
     """An entity (normalised here by lower-casing: the store compares what it is given), its aliases and mentions."""
     with store.write() as conn:
         entity_id = store.insert_entity(conn, agent, project, channel, name, name.lower(), NOW)
@@ -1078,11 +1341,20 @@ def add_entity(store: Store, name: str, *, agent: str = A, project: str = "", ch
     return entity_id
 
 
-def relate(store: Store, subject: tuple[str, int], predicate: str, object_: tuple[str, int], *, agent: str = A,
-           project: str = "", channel: str = "", anchor: str = "", at: str = NOW) -> int:
+def relate(
+    store: Store,
+    subject: tuple[str, int],
+    predicate: str,
+    object_: tuple[str, int],
+    *,
+    agent: str = A,
+    project: str = "",
+    channel: str = "",
+    anchor: str = "",
+    at: str = NOW,
+) -> int:
     with store.write() as conn:
-        return store.add_relation(conn, NewRelation(agent, project, channel, *subject, predicate, *object_, anchor,
-                                                     at))
+        return store.add_relation(conn, NewRelation(agent, project, channel, *subject, predicate, *object_, anchor, at))
 
 
 def test_has_graph_follows_the_agents_entities_and_relations(store: Store) -> None:
@@ -1131,10 +1403,15 @@ def test_mentioning_lists_readable_records_by_id_with_the_count(store: Store, wo
     refs = [world[name] for name in ("harbour", "violin", "glacier", "ep_harbour", "ep_glacier")]
     topic = add_entity(store, "topic", mentioned_by=tuple(refs))
     assert store.mentioning(Scope(A), [topic], 10)[topic] == Mentions(
-        [world["harbour"], world["ep_harbour"], world["violin"], world["ep_glacier"], world["glacier"]], 5)
+        [world["harbour"], world["ep_harbour"], world["violin"], world["ep_glacier"], world["glacier"]], 5
+    )
     assert store.mentioning(Scope(A), [topic], 2)[topic] == Mentions([world["harbour"], world["ep_harbour"]], 5)
     assert store.mentioning(Scope(A, "p2"), [topic], 10)[topic].refs == [
-        world["harbour"], world["ep_harbour"], world["ep_glacier"], world["glacier"]]
+        world["harbour"],
+        world["ep_harbour"],
+        world["ep_glacier"],
+        world["glacier"],
+    ]
     # a source filter without a channel hides episodes, as on every arm
     assert store.mentioning(Scope(A, None, "", "discord:3"), [topic], 10)[topic] == Mentions([world["glacier"]], 1)
     assert store.mentioned_entities(Scope(A), [world["violin"], world["late"]]) == {world["violin"]: [topic]}
@@ -1163,8 +1440,7 @@ def test_relations_between_records_need_both_ends_among_the_refs(store: Store, w
     assert store.relations_between(Scope(B), [world["harbour"], world["violin"]]) == []
 
 
-def test_anchored_relations_are_entity_relations_declared_from_the_refs(store: Store,
-                                                                        world: dict[str, str]) -> None:
+def test_anchored_relations_are_entity_relations_declared_from_the_refs(store: Store, world: dict[str, str]) -> None:
     harbour, violin = world["harbour"], world["violin"]
     ana, berlin, paris = add_entity(store, "Ana"), add_entity(store, "Berlin"), add_entity(store, "Paris")
     secret = add_entity(store, "Secret", project="p1")
@@ -1185,8 +1461,11 @@ def test_deleting_a_record_or_an_entity_takes_what_names_it_and_a_text_change_ta
     ana = add_entity(store, "Ana", aliases=("a.",), mentioned_by=(keep, gone))
     bo = add_entity(store, "Bo", mentioned_by=(keep,))
     stays = relate(store, (ENTITY, ana), "knows", (ENTITY, bo))
-    for relation in ((split(gone), "supports", split(keep)), (split(keep), "cites", split(gone)),
-                     ((ENTITY, ana), "knows", (ENTITY, bo))):
+    for relation in (
+        (split(gone), "supports", split(keep)),
+        (split(keep), "cites", split(gone)),
+        ((ENTITY, ana), "knows", (ENTITY, bo)),
+    ):
         relate(store, *relation, anchor=gone if relation[1] == "knows" else "")
     with store.write() as conn:
         store.update_memory(conn, number(keep), {"content": "kept, reworded"})

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import given, settings, strategies as st
-
 from conftest import open_memory
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from cuedrecall.store import term_counts
 from cuedrecall.store.term_counts import FALLBACK_ROWS, FIRST_PASS_ROWS, TermCounts, plan_terms
 
@@ -91,8 +92,10 @@ def test_a_large_store_ranks_first_on_the_rarest_terms_that_fit_the_budget_in_qu
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.from_regex(r"[a-z]{3,8}", fullmatch=True), st.integers(0, 30_000), min_size=1,
-                       max_size=12), st.integers(2_001, 200_000))
+@given(
+    st.dictionaries(st.from_regex(r"[a-z]{3,8}", fullmatch=True), st.integers(0, 30_000), min_size=1, max_size=12),
+    st.integers(2_001, 200_000),
+)
 def test_each_pass_reads_no_more_rows_than_its_budget_and_keeps_the_rarest(rows: dict[str, int], total: int) -> None:
     terms = list(rows)
     plan = plan_terms(TermCounts(_Source(total, rows), 1.0), "memories", terms, words=True)  # ratio 1: none common

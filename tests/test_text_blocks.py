@@ -7,9 +7,34 @@ from hypothesis import strategies as st
 
 from cuedrecall.text.blocks import MAX_BLOCK_CHARS, PAIRS, Span, divide
 
-_PIECES = st.sampled_from(["word ", "an idea", ". ", "!", "? ", "。", "．", "！", "？", "\n", "\n\n", ", ", "、",
-                           "; ", ": ", "```", "\n```\n", "x" * 300, "日本語の文", "é", " ", "...", *PAIRS,
-                           *PAIRS.values()])
+_PIECES = st.sampled_from(
+    [
+        "word ",
+        "an idea",
+        ". ",
+        "!",
+        "? ",
+        "。",
+        "．",
+        "！",
+        "？",
+        "\n",
+        "\n\n",
+        ", ",
+        "、",
+        "; ",
+        ": ",
+        "```",
+        "\n```\n",
+        "x" * 300,
+        "日本語の文",
+        "é",
+        " ",
+        "...",
+        *PAIRS,
+        *PAIRS.values(),
+    ]
+)
 TEXTS = st.one_of(st.text(max_size=3000), st.lists(_PIECES, max_size=120).map("".join))
 
 
@@ -45,7 +70,10 @@ def test_sentences_end_at_full_stops_followed_by_space_or_the_end_and_at_full_wi
 
 def test_lines_and_blank_lines_are_cuts_but_commas_are_not() -> None:
     assert texts("first line\nsecond line\n\nthird, fourth, fifth") == [
-        "first line\n", "second line\n\n", "third, fourth, fifth"]
+        "first line\n",
+        "second line\n\n",
+        "third, fourth, fifth",
+    ]
 
 
 def test_no_cut_falls_inside_a_balanced_pair_or_a_fence() -> None:

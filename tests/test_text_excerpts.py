@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conftest import make_settings, open_memory
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import make_settings, open_memory
 from cuedrecall.text.blocks import Span, divide
 from cuedrecall.text.excerpts import SEPARATOR, excerpt, governing, partitions, shared_trigrams, trigrams
 
@@ -17,8 +17,9 @@ LONG = FILLER + "However, the dentist appointment moved to Friday at 3pm. That w
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=3000), st.text(max_size=60), st.integers(min_value=1, max_value=900))
-def test_an_excerpt_fits_its_budget_and_every_passage_is_the_records_own_text(text: str, query: str,
-                                                                              budget: int) -> None:
+def test_an_excerpt_fits_its_budget_and_every_passage_is_the_records_own_text(
+    text: str, query: str, budget: int
+) -> None:
     found = excerpt(text, query, budget)
     assert len(found.text) <= budget
     assert all(piece in text for piece in found.text.split(SEPARATOR))
@@ -65,10 +66,16 @@ def cut_at(text: str, cuts: list[int]) -> list[Span]:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(min_size=1, max_size=3000), st.text(max_size=60), st.integers(min_value=1, max_value=900),
-       st.lists(st.integers(min_value=1, max_value=2999), max_size=12), st.integers(min_value=-2, max_value=14))
+@given(
+    st.text(min_size=1, max_size=3000),
+    st.text(max_size=60),
+    st.integers(min_value=1, max_value=900),
+    st.lists(st.integers(min_value=1, max_value=2999), max_size=12),
+    st.integers(min_value=-2, max_value=14),
+)
 def test_an_excerpt_over_given_blocks_fits_its_budget_and_shows_the_records_own_text(
-        text: str, query: str, budget: int, cuts: list[int], first: int) -> None:
+    text: str, query: str, budget: int, cuts: list[int], first: int
+) -> None:
     spans = cut_at(text, cuts)
     assert partitions(text, spans)
     found = excerpt(text, query, budget, spans=spans, first=first)
@@ -116,8 +123,9 @@ def test_a_first_block_too_long_for_its_context_is_shown_alone_or_cut() -> None:
 def test_a_first_block_is_ignored_out_of_range_or_without_given_blocks() -> None:
     assert excerpt(LONG, "dentist appointment", first=0).basis == "lexical"
     spans = divide(LONG)
-    assert excerpt(LONG, "dentist appointment", spans=spans, first=len(spans)) == \
-        excerpt(LONG, "dentist appointment", spans=spans)
+    assert excerpt(LONG, "dentist appointment", spans=spans, first=len(spans)) == excerpt(
+        LONG, "dentist appointment", spans=spans
+    )
     assert excerpt(LONG, "zzzz", budget=60, spans=spans, first=-1).basis == "start"
 
 
@@ -150,7 +158,8 @@ FAR = REPORT + " The lighthouse keeper Ingrid repaired the foghorn on the northe
 
 
 def test_with_blocks_on_a_block_seats_excerpt_is_built_over_the_stored_blocks_and_holds_the_block_it_reached(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     settings = make_settings(block_build_enabled=True, block_retrieval_enabled=True)
     with open_memory(tmp_path / "b.db", settings=settings, background=False) as memory:
         memory.calibration.set("a", "cosine", 0.99)  # the whole record's vector alone cannot pass

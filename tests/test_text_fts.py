@@ -28,9 +28,7 @@ def test_nothing_surviving_gives_empty_expression():
 
 
 def test_edge_punctuation_is_stripped_from_tokens():
-    assert build_fts_expression('("bug-183"), [release]! `code`;') == (
-        '"bug-183" OR "release" OR "code"'
-    )
+    assert build_fts_expression('("bug-183"), [release]! `code`;') == ('"bug-183" OR "release" OR "code"')
 
 
 def test_inner_punctuation_is_kept():
@@ -66,9 +64,7 @@ def test_inner_double_quote_is_doubled():
 
 
 def test_extra_terms_are_appended_as_phrases():
-    assert build_fts_expression("release", ["code review", "ab", 'x"yz']) == (
-        '"release" OR "code review" OR "x""yz"'
-    )
+    assert build_fts_expression("release", ["code review", "ab", 'x"yz']) == ('"release" OR "code review" OR "x""yz"')
 
 
 def test_extra_terms_alone_make_an_expression():

@@ -3,15 +3,15 @@ docs/recall-process.md#a-cue-for-today-is-not-used)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cuedrecall.clock import EARLIEST, LATEST, parse_instant, to_epoch
 from cuedrecall.errors import ToolArgumentError
 from cuedrecall.recall.cued_v0_3 import CONFIDENCES, DAY, MONTH, WEEK
-from cuedrecall.clock import EARLIEST, LATEST, parse_instant, to_epoch
 from cuedrecall.recall.timecue import (
     Ago,
     TimeCue,
@@ -22,7 +22,7 @@ from cuedrecall.recall.timecue import (
     period,
 )
 
-UTC = timezone.utc
+UTC = UTC
 NOW = datetime(2026, 9, 10, 12, 0, tzinfo=UTC)
 SPAN = (datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 9, 1, tzinfo=UTC))
 
@@ -129,10 +129,8 @@ _NEITHER = "time_cue needs either after/before or ago, not both and not neither"
             {"after": "2025-01-01", "confidence": "maybe"},
             "time_cue.confidence must be one of sure, likely, vague, not 'maybe'",
         ),
-        ({"ago": "long_ago", "confidence": 2}, "time_cue.confidence must be one of sure, likely, vague, "
-                                                "not 2"),
-        ({"after": "last tuesday"}, f"{_REQUIRED}; time_cue.after is not a date or timestamp: "
-                                    "'last tuesday'"),
+        ({"ago": "long_ago", "confidence": 2}, "time_cue.confidence must be one of sure, likely, vague, not 2"),
+        ({"after": "last tuesday"}, f"{_REQUIRED}; time_cue.after is not a date or timestamp: 'last tuesday'"),
         (
             {"confidence": "maybe"},
             f"time_cue.confidence must be one of sure, likely, vague, not 'maybe'; {_NEITHER}",
@@ -213,7 +211,7 @@ def test_relative_period_ends_no_later_than_now():
 
 
 def test_month_is_30_days():
-    assert MONTH == timedelta(days=30)
+    assert timedelta(days=30) == MONTH
     start, end = base_period(cue(ago={"unit": "months", "value": 3}), NOW, None)
     assert end - start == timedelta(days=30)
     assert start + (end - start) / 2 == NOW - timedelta(days=90)
@@ -303,9 +301,7 @@ def test_epoch_sorts_like_time():
 
 # --- properties ----------------------------------------------------------------------------
 
-_moments = st.datetimes(
-    min_value=datetime(1971, 1, 1), max_value=datetime(2200, 1, 1), timezones=st.just(UTC)
-)
+_moments = st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2200, 1, 1), timezones=st.just(UTC))
 _agos = st.one_of(
     st.just("long_ago"),
     st.builds(
@@ -314,9 +310,7 @@ _agos = st.one_of(
         st.integers(min_value=0, max_value=10**40),
     ),
 )
-_absolute = st.fixed_dictionaries(
-    {}, optional={"after": _moments.map(str), "before": _moments.map(str)}
-).filter(bool)
+_absolute = st.fixed_dictionaries({}, optional={"after": _moments.map(str), "before": _moments.map(str)}).filter(bool)
 _cues = st.builds(
     lambda confidence, fields: {"confidence": confidence, **fields},
     st.sampled_from(CONFIDENCES),

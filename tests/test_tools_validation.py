@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import failed, open_memory, snapshot
+
 from cuedrecall.api import Memory
 from cuedrecall.tools import TOOLS
 
@@ -24,21 +24,57 @@ def seeded(tmp_path: Path) -> Iterator[tuple[Memory, dict[str, dict[str, Any]]]]
         memory.store(agent_id=OTHER, message={"content": "the other agent's memory"})
         ep = memory.archive_episode(agent_id=AGENT, summary="a seeded session", keywords="seed")
         memory.update_profile(agent_id=AGENT, profile="likes tea")
-        for i, topic in enumerate(["garden", "taxes", "piano", "cycling", "bread", "chess", "rust", "birds",
-                                   "knitting", "sailing", "coffee", "maps"]):
+        for i, topic in enumerate(
+            [
+                "garden",
+                "taxes",
+                "piano",
+                "cycling",
+                "bread",
+                "chess",
+                "rust",
+                "birds",
+                "knitting",
+                "sailing",
+                "coffee",
+                "maps",
+            ]
+        ):
             memory.store(agent_id=AGENT, message={"content": f"note {i}: a thought about {topic}"})
         export = memory.export_memories(agent_id=AGENT, output_path="seed.jsonl")  # into exports/ beside v.db
         assert mem["result"] == "stored" and ep["ok"] and export["ok"]
         base: dict[str, dict[str, Any]] = {
-            "store": {"agent_id": AGENT, "message": {"content": "a fresh memory", "id": "m2"}, "channel": "c",
-                      "project_id": "p"},
-            "recall": {"agent_id": AGENT, "query": "tea", "limit": 5, "deep": False, "channel": "", "project_id": None,
-                       "source_id": "", "exclude_contents": [], "full_content": False, "trace": False,
-                       "time_cue": None},
+            "store": {
+                "agent_id": AGENT,
+                "message": {"content": "a fresh memory", "id": "m2"},
+                "channel": "c",
+                "project_id": "p",
+            },
+            "recall": {
+                "agent_id": AGENT,
+                "query": "tea",
+                "limit": 5,
+                "deep": False,
+                "channel": "",
+                "project_id": None,
+                "source_id": "",
+                "exclude_contents": [],
+                "full_content": False,
+                "trace": False,
+                "time_cue": None,
+            },
             "get_contents": {"agent_id": AGENT, "refs": [mem["ref"], ep["ref"]]},
-            "archive_episode": {"agent_id": AGENT, "summary": "another session", "keywords": "k",
-                                "history": [{"timestamp": "2025-10-01T10:00:00+00:00"}], "start_time": None,
-                                "end_time": None, "resolved": False, "channel": "", "project_id": ""},
+            "archive_episode": {
+                "agent_id": AGENT,
+                "summary": "another session",
+                "keywords": "k",
+                "history": [{"timestamp": "2025-10-01T10:00:00+00:00"}],
+                "start_time": None,
+                "end_time": None,
+                "resolved": False,
+                "channel": "",
+                "project_id": "",
+            },
             "update_memory": {"memory_id": mem["id"], "content": "the changed memory", "agent_id": AGENT},
             "delete_memory": {"memory_id": mem["id"], "agent_id": AGENT},
             "delete_episode": {"episode_id": ep["episode_id"], "agent_id": AGENT},
@@ -46,22 +82,38 @@ def seeded(tmp_path: Path) -> Iterator[tuple[Memory, dict[str, dict[str, Any]]]]
             "list_episodes": {"agent_id": AGENT, "limit": 10, "project_id": None},
             "get_profile": {"agent_id": AGENT},
             "update_profile": {"agent_id": AGENT, "profile": "likes coffee now"},
-            "export_memories": {"agent_id": AGENT, "output_path": "out.jsonl",
-                                "include_embeddings": False},
+            "export_memories": {"agent_id": AGENT, "output_path": "out.jsonl", "include_embeddings": False},
             "import_memories": {"input_path": export["path"], "target_agent_id": "agent-c", "dry_run": False},
-            "calibrate_threshold": {"agent_id": AGENT, "sample_size": 50, "method": "separation",
-                                    "percentile": 0.95, "z_factor": 1.0},
+            "calibrate_threshold": {
+                "agent_id": AGENT,
+                "sample_size": 50,
+                "method": "separation",
+                "percentile": 0.95,
+                "z_factor": 1.0,
+            },
             "set_recall_precision": {"agent_id": AGENT, "precision": "strict"},
             "get_recall_precision": {"agent_id": AGENT},
-            "recall_with_context": {"agent_id": AGENT, "query": "tea", "limit": 5, "deep": False, "channel": "",
-                                    "project_id": None, "source_id": "", "full_content": False,
-                                    "external_context": [{"role": "user", "content": "hello",
-                                                          "timestamp": "2025-10-01T10:00:00+00:00"}]},
+            "recall_with_context": {
+                "agent_id": AGENT,
+                "query": "tea",
+                "limit": 5,
+                "deep": False,
+                "channel": "",
+                "project_id": None,
+                "source_id": "",
+                "full_content": False,
+                "external_context": [{"role": "user", "content": "hello", "timestamp": "2025-10-01T10:00:00+00:00"}],
+            },
             "lock_memory": {"memory_id": mem["id"], "agent_id": AGENT},
             "unlock_memory": {"memory_id": mem["ref"], "agent_id": AGENT},
             "delete_agent_data": {"agent_id": "agent-c"},
-            "merge_memories": {"source_agent_id": OTHER, "target_agent_id": "agent-d", "strategy": "skip",
-                               "mode": "copy", "dry_run": False},
+            "merge_memories": {
+                "source_agent_id": OTHER,
+                "target_agent_id": "agent-d",
+                "strategy": "skip",
+                "mode": "copy",
+                "dry_run": False,
+            },
             "check_health": {"agent_id": AGENT, "fix": False, "checks": []},
             "deep_check": {"agent_id": AGENT, "fix": False, "checks": []},
             "get_queue_status": {},
@@ -81,8 +133,12 @@ def _state(memory: Memory, tmp_path: Path) -> tuple[str, bool, str, list[Any]]:
     every calibrated threshold and precision override, and the gate settings of every agent."""
     calibration = repr((memory.store_.thresholds(), memory.store_.betas()))
     gates = [memory.get_recall_precision(agent_id=agent) for agent in (AGENT, OTHER)]
-    return (snapshot(memory, agents=(AGENT, OTHER, "agent-c")), (tmp_path / "exports" / "out.jsonl").exists(),
-            calibration, gates)
+    return (
+        snapshot(memory, agents=(AGENT, OTHER, "agent-c")),
+        (tmp_path / "exports" / "out.jsonl").exists(),
+        calibration,
+        gates,
+    )
 
 
 # A value of the wrong JSON type for each declared type (None too, for parameters that do not take null).
@@ -120,9 +176,23 @@ def test_the_fixture_has_valid_arguments_for_every_tool(
     assert set(base) == set(TOOLS)
     for name in TOOLS:
         assert set(base[name]) <= set(TOOLS[name].params), name
-    order = ["recall", "get_contents", "list_memories", "list_episodes", "get_profile", "store", "archive_episode",
-             "lock_memory", "unlock_memory", "update_memory", "update_profile", "export_memories", "import_memories",
-             "delete_episode", "delete_memory"]  # delete_memory after update_memory, which needs the row
+    order = [
+        "recall",
+        "get_contents",
+        "list_memories",
+        "list_episodes",
+        "get_profile",
+        "store",
+        "archive_episode",
+        "lock_memory",
+        "unlock_memory",
+        "update_memory",
+        "update_profile",
+        "export_memories",
+        "import_memories",
+        "delete_episode",
+        "delete_memory",
+    ]  # delete_memory after update_memory, which needs the row
     for name in [*order, *(t for t in TOOLS if t not in order)]:
         result = memory.call(name, base[name])
         assert result.get("ok") is not False, (name, result)
@@ -188,8 +258,13 @@ def test_a_missing_required_argument_is_refused_naming_it_and_nothing_is_written
 
 
 # A required string may be empty only where the empty string means something documented.
-_EMPTY_MEANS_SOMETHING = {("recall", "query"), ("recall_with_context", "query"), ("reconstruct", "query"),
-                          ("update_profile", "profile"), ("calibrate_threshold", "agent_id")}
+_EMPTY_MEANS_SOMETHING = {
+    ("recall", "query"),
+    ("recall_with_context", "query"),
+    ("reconstruct", "query"),
+    ("update_profile", "profile"),
+    ("calibrate_threshold", "agent_id"),
+}
 NON_EMPTY = [pair for pair in REQUIRED_STRINGS if pair not in _EMPTY_MEANS_SOMETHING]
 
 
@@ -220,9 +295,7 @@ def test_an_empty_recall_query_lists_instead_of_failing(seeded: tuple[Memory, di
     assert any(row["content"] == "the seed memory about tea" for row in result["messages"])
 
 
-def test_an_empty_profile_updates_nothing(
-    seeded: tuple[Memory, dict[str, dict[str, Any]]], tmp_path: Path
-) -> None:
+def test_an_empty_profile_updates_nothing(seeded: tuple[Memory, dict[str, dict[str, Any]]], tmp_path: Path) -> None:
     memory, _ = seeded
     before = _state(memory, tmp_path)
     for empty in ("", "   ", "[Memory from x]  "):
@@ -366,7 +439,9 @@ def test_a_recall_limit_out_of_range_is_refused(seeded: tuple[Memory, dict[str, 
         assert result["messages"] == []  # the collection key the tool documents is still there
 
 
-@pytest.mark.parametrize(("tool", "key", "high"), [("list_memories", "memories", 500), ("list_episodes", "episodes", 200)])
+@pytest.mark.parametrize(
+    ("tool", "key", "high"), [("list_memories", "memories", 500), ("list_episodes", "episodes", 200)]
+)
 def test_a_listing_limit_out_of_range_is_clamped_as_cpersona_clamps_it(
     tool: str, key: str, high: int, seeded: tuple[Memory, dict[str, dict[str, Any]]]
 ) -> None:
@@ -389,8 +464,11 @@ def test_a_memory_id_below_one_is_refused(
 
 @pytest.mark.parametrize(
     ("tool", "param", "value"),
-    [("update_memory", "memory_id", 9999), ("delete_memory", "memory_id", 9999),
-     ("delete_episode", "episode_id", 9999)],
+    [
+        ("update_memory", "memory_id", 9999),
+        ("delete_memory", "memory_id", 9999),
+        ("delete_episode", "episode_id", 9999),
+    ],
 )
 def test_an_unknown_id_is_refused_naming_it(
     tool: str, param: str, value: int, seeded: tuple[Memory, dict[str, dict[str, Any]]], tmp_path: Path

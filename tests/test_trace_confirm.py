@@ -34,8 +34,14 @@ def hit(ref: str, rank: int, raw: float | None = 0.5) -> dict[str, Any]:
 
 
 def decision(ref: str, passed: bool, score: float = 0.5, threshold: float = 0.4) -> dict[str, Any]:
-    d = {"ref": ref, "signal": "cosine", "score": score, "threshold": threshold, "origin": "heuristic",
-         "passed": passed}
+    d = {
+        "ref": ref,
+        "signal": "cosine",
+        "score": score,
+        "threshold": threshold,
+        "origin": "heuristic",
+        "passed": passed,
+    }
     if not passed:
         d["reason"] = "below_gate"
     return d
@@ -55,8 +61,13 @@ def make_trace(
     return {
         "trace_version": 1,
         "arms": {name: [hit(ref, rank) for rank, ref in enumerate(refs)] for name, refs in (arms or {}).items()},
-        "gate": {"decisions": [decision(r, True) for r in passed] + [decision(r, False, 0.1) for r in refused],
-                 "calibrated": {}, "heuristic_min": 0.4, "pool": 10, "gate_fallback": False},
+        "gate": {
+            "decisions": [decision(r, True) for r in passed] + [decision(r, False, 0.1) for r in refused],
+            "calibrated": {},
+            "heuristic_min": 0.4,
+            "pool": 10,
+            "gate_fallback": False,
+        },
         "autocut": {"fired": True, "at": 1, "dropped": autocut} if autocut else {"fired": False},
         "order": {"before_cut": before, "limit": limit, "cut_by_count": before[limit:] if limit is not None else []},
         "reservation": [{"ref": ref, "kind": kind} for ref, kind in reservation],
@@ -67,30 +78,41 @@ def make_trace(
 # mem:5 dropped by autocut; mem:6 only on the cue arm (no seat); mem:7 seated by the cue;
 # mem:8 on an arm but neither judged nor ordered (excluded); mem:9 on no arm.
 FULL = make_trace(
-    arms={"vector_near": ["mem:1", "mem:2", "mem:3", "mem:4", "mem:5"], "memory_keyword": ["mem:8", "mem:1"],
-          "vector_far": [], "cue": ["mem:7", "mem:6", "mem:1"]},
-    passed=["mem:1", "mem:2", "mem:3", "mem:5"], refused=["mem:4"], autocut=["mem:5"],
-    before_cut=["mem:1", "mem:2", "mem:3"], limit=2, reservation=[("mem:7", "cue")],
+    arms={
+        "vector_near": ["mem:1", "mem:2", "mem:3", "mem:4", "mem:5"],
+        "memory_keyword": ["mem:8", "mem:1"],
+        "vector_far": [],
+        "cue": ["mem:7", "mem:6", "mem:1"],
+    },
+    passed=["mem:1", "mem:2", "mem:3", "mem:5"],
+    refused=["mem:4"],
+    autocut=["mem:5"],
+    before_cut=["mem:1", "mem:2", "mem:3"],
+    limit=2,
+    reservation=[("mem:7", "cue")],
 )
 
 
-@pytest.mark.parametrize(("gold", "code"), [
-    ([], UNATTRIBUTED),
-    (["mem:9"], CANDIDATE_MISS),
-    (["mem:4"], FILTER_DROP),
-    (["mem:5"], FILTER_DROP),
-    (["mem:3"], RANKING_MISS),
-    (["mem:6"], RANKING_MISS),
-    (["mem:8"], UNATTRIBUTED),
-    (["mem:1"], None),
-    (["mem:7"], None),
-    (["mem:9", "mem:2"], None),  # one piece of evidence returned is enough
-    (["mem:9", "mem:4"], FILTER_DROP),
-    (["mem:4", "mem:3"], RANKING_MISS),  # not all judged gold refs were refused
-    (["mem:5", "mem:4"], FILTER_DROP),  # refused, or passed and all autocut
-    (["mem:5", "mem:3"], RANKING_MISS),  # a passed gold ref survived autocut
-    (["mem:8", "mem:6"], RANKING_MISS),
-])
+@pytest.mark.parametrize(
+    ("gold", "code"),
+    [
+        ([], UNATTRIBUTED),
+        (["mem:9"], CANDIDATE_MISS),
+        (["mem:4"], FILTER_DROP),
+        (["mem:5"], FILTER_DROP),
+        (["mem:3"], RANKING_MISS),
+        (["mem:6"], RANKING_MISS),
+        (["mem:8"], UNATTRIBUTED),
+        (["mem:1"], None),
+        (["mem:7"], None),
+        (["mem:9", "mem:2"], None),  # one piece of evidence returned is enough
+        (["mem:9", "mem:4"], FILTER_DROP),
+        (["mem:4", "mem:3"], RANKING_MISS),  # not all judged gold refs were refused
+        (["mem:5", "mem:4"], FILTER_DROP),  # refused, or passed and all autocut
+        (["mem:5", "mem:3"], RANKING_MISS),  # a passed gold ref survived autocut
+        (["mem:8", "mem:6"], RANKING_MISS),
+    ],
+)
 def test_codes_on_a_trace_with_every_fate(gold: list[str], code: str | None) -> None:
     assert confirm(FULL, gold) == code
 
@@ -118,28 +140,39 @@ def test_other_arms_are_not_seat_arms(arm: str) -> None:
 
 
 def test_cut_by_count_wins_over_a_seat_arm_and_the_gate_wins_over_both() -> None:
-    trace = make_trace(arms={"vector_near": ["mem:1", "mem:2", "mem:3"], "cue": ["mem:3"]},
-                       passed=["mem:1", "mem:2"], refused=["mem:3"], before_cut=["mem:1", "mem:2"], limit=1)
+    trace = make_trace(
+        arms={"vector_near": ["mem:1", "mem:2", "mem:3"], "cue": ["mem:3"]},
+        passed=["mem:1", "mem:2"],
+        refused=["mem:3"],
+        before_cut=["mem:1", "mem:2"],
+        limit=1,
+    )
     assert confirm(trace, ["mem:2"]) == RANKING_MISS
     assert confirm(trace, ["mem:3"]) == FILTER_DROP  # refused by the gate, although the cue arm found it
 
 
 def test_a_null_limit_keeps_the_whole_order() -> None:
-    trace = make_trace(arms={"vector_near": ["mem:1", "mem:2", "mem:3"]}, passed=["mem:1", "mem:2", "mem:3"],
-                       before_cut=["mem:1", "mem:2", "mem:3"], limit=None)
+    trace = make_trace(
+        arms={"vector_near": ["mem:1", "mem:2", "mem:3"]},
+        passed=["mem:1", "mem:2", "mem:3"],
+        before_cut=["mem:1", "mem:2", "mem:3"],
+        limit=None,
+    )
     assert confirm(trace, ["mem:3"]) is None
 
 
 def test_kept_is_read_from_before_cut_and_limit_not_from_cut_by_count() -> None:
-    trace = make_trace(arms={"vector_near": ["mem:1", "mem:2"]}, passed=["mem:1", "mem:2"],
-                       before_cut=["mem:1", "mem:2"], limit=1)
+    trace = make_trace(
+        arms={"vector_near": ["mem:1", "mem:2"]}, passed=["mem:1", "mem:2"], before_cut=["mem:1", "mem:2"], limit=1
+    )
     trace["order"]["cut_by_count"] = []  # an inconsistent trace: still not returned, and nothing says why
     assert confirm(trace, ["mem:2"]) == UNATTRIBUTED
 
 
 def test_cpersona_order_entries_and_wrapped_responses_are_read() -> None:
-    trace = make_trace(arms={"vector_near": ["mem:1", "mem:2"]}, passed=["mem:1", "mem:2"],
-                       before_cut=["mem:1", "mem:2"], limit=1)
+    trace = make_trace(
+        arms={"vector_near": ["mem:1", "mem:2"]}, passed=["mem:1", "mem:2"], before_cut=["mem:1", "mem:2"], limit=1
+    )
     trace["order"]["before_cut"] = [{"ref": "mem:1"}, {"ref": "mem:2"}]
     assert confirm(trace, ["mem:1"]) is None
     assert confirm(trace, ["mem:2"]) == RANKING_MISS
@@ -151,22 +184,29 @@ def test_cpersona_order_entries_and_wrapped_responses_are_read() -> None:
 RETURNED = make_trace(arms={"vector_near": ["mem:1"]}, passed=["mem:1"], before_cut=["mem:1"])
 
 
-@pytest.mark.parametrize(("kwargs", "code"), [
-    ({}, None),
-    ({"correct": True}, None),
-    ({"correct": False}, UNATTRIBUTED),
-    ({"shown_text": "Mara  fixed\nthe brake\tpads.", "quotes": ["fixed the brake pads"]}, None),
-    ({"shown_text": "Mara fixed the brake pads.", "quotes": ["fixed the   brake\npads"], "correct": False},
-     AGENT_MISUSE),
-    ({"shown_text": "Mara fixed the brake pads.", "quotes": ["chain", "fixed the brake pads"], "correct": True},
-     None),
-    ({"shown_text": "Mara fixed the bike.", "quotes": ["brake pads"]}, RECONSTRUCTION_LOSS),
-    ({"shown_text": "Mara fixed the bike.", "quotes": ["brake pads"], "correct": False}, RECONSTRUCTION_LOSS),
-    ({"shown_text": "", "quotes": ["brake pads"]}, RECONSTRUCTION_LOSS),
-    ({"shown_text": "Mara fixed the bike.", "quotes": [], "correct": False}, UNATTRIBUTED),
-    ({"shown_text": "Mara fixed the bike.", "quotes": ["   "], "correct": False}, UNATTRIBUTED),
-    ({"quotes": ["brake pads"], "correct": False}, UNATTRIBUTED),  # no shown text: the quote cannot be checked
-])
+@pytest.mark.parametrize(
+    ("kwargs", "code"),
+    [
+        ({}, None),
+        ({"correct": True}, None),
+        ({"correct": False}, UNATTRIBUTED),
+        ({"shown_text": "Mara  fixed\nthe brake\tpads.", "quotes": ["fixed the brake pads"]}, None),
+        (
+            {"shown_text": "Mara fixed the brake pads.", "quotes": ["fixed the   brake\npads"], "correct": False},
+            AGENT_MISUSE,
+        ),
+        (
+            {"shown_text": "Mara fixed the brake pads.", "quotes": ["chain", "fixed the brake pads"], "correct": True},
+            None,
+        ),
+        ({"shown_text": "Mara fixed the bike.", "quotes": ["brake pads"]}, RECONSTRUCTION_LOSS),
+        ({"shown_text": "Mara fixed the bike.", "quotes": ["brake pads"], "correct": False}, RECONSTRUCTION_LOSS),
+        ({"shown_text": "", "quotes": ["brake pads"]}, RECONSTRUCTION_LOSS),
+        ({"shown_text": "Mara fixed the bike.", "quotes": [], "correct": False}, UNATTRIBUTED),
+        ({"shown_text": "Mara fixed the bike.", "quotes": ["   "], "correct": False}, UNATTRIBUTED),
+        ({"quotes": ["brake pads"], "correct": False}, UNATTRIBUTED),  # no shown text: the quote cannot be checked
+    ],
+)
 def test_returned_evidence(kwargs: dict[str, Any], code: str | None) -> None:
     assert confirm(RETURNED, ["mem:1"], **kwargs) == code
 
@@ -184,12 +224,20 @@ def test_attribute_names_the_stage_and_why() -> None:
     assert list(found) == ["mem:1", "mem:3", "mem:4", "mem:5", "mem:6", "mem:7", "mem:8", "mem:9"]
     stages = {ref: (a["stage"], a["code"]) for ref, a in found.items()}
     assert stages == {
-        "mem:1": ("returned", None), "mem:3": ("count", RANKING_MISS), "mem:4": ("gate", FILTER_DROP),
-        "mem:5": ("autocut", FILTER_DROP), "mem:6": ("seat", RANKING_MISS), "mem:7": ("reservation", None),
-        "mem:8": ("unknown", UNATTRIBUTED), "mem:9": ("arms", CANDIDATE_MISS),
+        "mem:1": ("returned", None),
+        "mem:3": ("count", RANKING_MISS),
+        "mem:4": ("gate", FILTER_DROP),
+        "mem:5": ("autocut", FILTER_DROP),
+        "mem:6": ("seat", RANKING_MISS),
+        "mem:7": ("reservation", None),
+        "mem:8": ("unknown", UNATTRIBUTED),
+        "mem:9": ("arms", CANDIDATE_MISS),
     }
-    assert found["mem:1"]["arms"] == {"vector_near": {"rank": 0, "raw": 0.5}, "memory_keyword": {"rank": 1, "raw": 0.5},
-                                      "cue": {"rank": 2, "raw": 0.5}}
+    assert found["mem:1"]["arms"] == {
+        "vector_near": {"rank": 0, "raw": 0.5},
+        "memory_keyword": {"rank": 1, "raw": 0.5},
+        "cue": {"rank": 2, "raw": 0.5},
+    }
     assert found["mem:3"]["position"] == 2 and found["mem:3"]["limit"] == 2 and found["mem:3"]["cut_by_count"]
     assert found["mem:4"]["gate"]["reason"] == "below_gate" and "below_gate" in found["mem:4"]["why"]
     assert found["mem:5"]["autocut"] == {"at": 1}
@@ -218,8 +266,15 @@ LINES = [
     {"id": "q7", "trace": FULL, "gold": ["mem:1"], "shown_text": "a  b c", "quotes": ["a b"], "correct": False},
     {"trace": FULL, "gold": []},
 ]
-EXPECTED = {CANDIDATE_MISS: 1, FILTER_DROP: 1, RANKING_MISS: 2, RECONSTRUCTION_LOSS: 1, AGENT_MISUSE: 1,
-            UNATTRIBUTED: 1, "returned": 1}
+EXPECTED = {
+    CANDIDATE_MISS: 1,
+    FILTER_DROP: 1,
+    RANKING_MISS: 2,
+    RECONSTRUCTION_LOSS: 1,
+    AGENT_MISUSE: 1,
+    UNATTRIBUTED: 1,
+    "returned": 1,
+}
 
 
 @pytest.fixture
@@ -270,8 +325,10 @@ def test_cli_single_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert data["items"] == [{"id": "trace.json", "code": RANKING_MISS}]
     shown = tmp_path / "shown.txt"
     shown.write_text("nothing relevant", encoding="utf-8")
-    assert main(["--trace", str(path), "--gold", "mem:1", "--shown-text", str(shown), "--quote", "brake pads",
-                 "--json"]) == 0
+    assert (
+        main(["--trace", str(path), "--gold", "mem:1", "--shown-text", str(shown), "--quote", "brake pads", "--json"])
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["items"][0]["code"] == RECONSTRUCTION_LOSS
     assert main(["--trace", str(path), "--gold", "mem:1", "--incorrect", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["items"][0]["code"] == UNATTRIBUTED
@@ -281,8 +338,13 @@ def test_cli_details_table(tmp_path: Path) -> None:
     path = tmp_path / "trace.json"
     path.write_text(json.dumps(FULL), encoding="utf-8")
     out = io.StringIO()
-    assert main(["--trace", str(path), "--gold", "mem:4", "--details"],
-                console=Console(file=out, width=200, color_system=None)) == 0
+    assert (
+        main(
+            ["--trace", str(path), "--gold", "mem:4", "--details"],
+            console=Console(file=out, width=200, color_system=None),
+        )
+        == 0
+    )
     assert "refused by the gate: below_gate" in out.getvalue()
 
 
@@ -300,8 +362,13 @@ def test_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_cli_help_runs_as_a_module() -> None:
-    result = subprocess.run([sys.executable, "-m", "benchmarks.recall_trace_confirm", "--help"], cwd=ROOT,
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.recall_trace_confirm", "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     assert "RUN.jsonl" in result.stdout or "run" in result.stdout
     assert "--trace" in result.stdout and "--gold" in result.stdout and "--json" in result.stdout

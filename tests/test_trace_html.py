@@ -85,17 +85,32 @@ def test_the_page_holds_no_stored_text_and_loads_nothing(cued: dict[str, Any], s
         for _, text in ROWS:
             words = text.split()
             for i in range(len(words) - 2):
-                run = " ".join(words[i:i + 3])
+                run = " ".join(words[i : i + 3])
                 assert run not in page and html.escape(run) not in page, run
     assert "<script>window" not in trace_page(cued)
 
 
 def test_everything_shown_is_escaped() -> None:
     evil = '<img src=x onerror="alert(1)">'
-    trace = {"trace_version": 1, "arms": {"vector_near": [{"ref": evil, "rank": 0, "raw": 0.5}]},
-             "gate": {"decisions": [{"ref": evil, "signal": "cosine", "score": 0.1, "threshold": 0.3,
-                                     "origin": evil, "passed": False, "reason": evil}]},
-             "order": {"before_cut": [evil], "limit": 1, "cut_by_count": []}, evil: {"x": evil}}
+    trace = {
+        "trace_version": 1,
+        "arms": {"vector_near": [{"ref": evil, "rank": 0, "raw": 0.5}]},
+        "gate": {
+            "decisions": [
+                {
+                    "ref": evil,
+                    "signal": "cosine",
+                    "score": 0.1,
+                    "threshold": 0.3,
+                    "origin": evil,
+                    "passed": False,
+                    "reason": evil,
+                }
+            ]
+        },
+        "order": {"before_cut": [evil], "limit": 1, "cut_by_count": []},
+        evil: {"x": evil},
+    }
     page = trace_page(trace, question=evil)
     assert "<img" not in page and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in page
 
@@ -108,17 +123,30 @@ def test_a_reconstruct_trace_shows_its_items_and_links_into_its_recall(store: Me
     assert len(items) == len(answer["items"])
     for item, row in zip(answer["items"], items):
         assert f'data-ref="{item["head_ref"]}"' in row
-    recall_part = page[page.index('id="recall-view"'):]
+    recall_part = page[page.index('id="recall-view"') :]
     assert 'class="arms"' in recall_part and 'class="gate"' in recall_part
     for item in answer["items"]:
         assert html.escape(item["content"][:30]) not in page
     assert read_source(answer["trace"]).kind == "reconstruct"
 
 
-@pytest.mark.parametrize("trace", [{}, None, [], {"trace_version": 1}, {"coverage": {"error": "RuntimeError"}},
-                                   {"arms": {"x": [{"ref": "mem:1"}]}, "order": {"before_cut": [{"ref": "mem:1"}]},
-                                    "cue": {"lifted": [{"ref": "mem:1", "from": "?", "to": None}]},
-                                    "stages": [{"stage": 1, "period": ["bad", None]}], "future": {"a": 1}}])
+@pytest.mark.parametrize(
+    "trace",
+    [
+        {},
+        None,
+        [],
+        {"trace_version": 1},
+        {"coverage": {"error": "RuntimeError"}},
+        {
+            "arms": {"x": [{"ref": "mem:1"}]},
+            "order": {"before_cut": [{"ref": "mem:1"}]},
+            "cue": {"lifted": [{"ref": "mem:1", "from": "?", "to": None}]},
+            "stages": [{"stage": 1, "period": ["bad", None]}],
+            "future": {"a": 1},
+        },
+    ],
+)
 def test_odd_traces_render(trace: Any) -> None:
     page = trace_page(trace)
     assert page.startswith("<!DOCTYPE html>")
@@ -127,7 +155,8 @@ def test_odd_traces_render(trace: Any) -> None:
 
 
 def test_the_view_command_writes_the_page_and_prints_its_path(
-        tmp_path: Path, cued: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, cued: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
     source = tmp_path / "trace.json"
     source.write_text(json.dumps(cued), encoding="utf-8")
     assert cli_main(["view", str(source), "--question", QUESTION]) == 0
@@ -135,8 +164,16 @@ def test_the_view_command_writes_the_page_and_prints_its_path(
     assert written == (tmp_path / "trace.html").resolve()
     assert 'class="moves"' in written.read_text(encoding="utf-8")
     log = tmp_path / "log.jsonl"
-    entry = {"v": 1, "id": "abc123", "at": NOW, "tool": "recall", "scope": {"agent_id": AGENT}, "refs": ["mem:4"],
-             "query_sha256": "0", "trace": cued["trace"]}
+    entry = {
+        "v": 1,
+        "id": "abc123",
+        "at": NOW,
+        "tool": "recall",
+        "scope": {"agent_id": AGENT},
+        "refs": ["mem:4"],
+        "query_sha256": "0",
+        "trace": cued["trace"],
+    }
     log.write_text(json.dumps(entry) + "\n", encoding="utf-8")
     assert cli_main(["view", str(log), "--entry", "abc123", "--out", str(tmp_path / "e.html")]) == 0
     assert "trace log entry abc123" in (tmp_path / "e.html").read_text(encoding="utf-8")

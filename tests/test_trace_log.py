@@ -67,10 +67,12 @@ def test_the_response_is_unchanged_by_the_log(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
     plain = sample(db)
     logging_memory = sample(db, trace_log=str(tmp_path / "traces.jsonl"))
-    calls = [("recall", {"agent_id": "demo", "query": CUE_QUERY, "limit": 5, "time_cue": JUNE_CUE}),
-             ("recall", {"agent_id": "demo", "query": "", "limit": 3}),
-             ("reconstruct", {"agent_id": "demo", "query": CUE_QUERY, "mode": "lite"}),
-             ("reconstruct", {"agent_id": "demo", "query": "bike shop", "time_cue": JUNE_CUE})]
+    calls = [
+        ("recall", {"agent_id": "demo", "query": CUE_QUERY, "limit": 5, "time_cue": JUNE_CUE}),
+        ("recall", {"agent_id": "demo", "query": "", "limit": 3}),
+        ("reconstruct", {"agent_id": "demo", "query": CUE_QUERY, "mode": "lite"}),
+        ("reconstruct", {"agent_id": "demo", "query": "bike shop", "time_cue": JUNE_CUE}),
+    ]
     for tool, arguments in calls:
         assert logging_memory.call(tool, arguments) == plain.call(tool, arguments), (tool, arguments)
         asked = logging_memory.call(tool, {**arguments, "trace": True})
@@ -91,7 +93,7 @@ def test_the_log_holds_no_stored_text(logged: tuple[Memory, Path]) -> None:
     for row in memory.list_memories(agent_id="demo", limit=100)["memories"]:
         words = row["content"].split()
         for i in range(len(words) - 2):
-            assert " ".join(words[i:i + 3]) not in text, row["ref"]
+            assert " ".join(words[i : i + 3]) not in text, row["ref"]
 
 
 def test_rotation_at_the_bound_keeps_one_rotated_file(tmp_path: Path) -> None:
@@ -141,7 +143,8 @@ def test_an_unserialisable_entry_is_dropped_not_raised(tmp_path: Path) -> None:
 
 
 def test_traces_lists_the_log_and_the_confirmation_tool_reads_it(
-        logged: tuple[Memory, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    logged: tuple[Memory, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     memory, log = logged
     cued = memory.recall(agent_id="demo", query=CUE_QUERY, limit=5, time_cue=JUNE_CUE)
     memory.recall(agent_id="demo", query="tomatoes on the balcony", limit=2)
@@ -161,8 +164,13 @@ def test_traces_lists_the_log_and_the_confirmation_tool_reads_it(
     assert confirm_main(["--trace-log", str(log), "--entry", first, "--gold", "mem:11", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["items"] == [{"id": first, "code": None}]
     answers = tmp_path / "answers.jsonl"
-    answers.write_text(json.dumps({"query": CUE_QUERY, "gold": ["mem:12"]}) + "\n"
-                       + json.dumps({"entry": listed[1]["id"], "gold": ["mem:999"]}) + "\n", encoding="utf-8")
+    answers.write_text(
+        json.dumps({"query": CUE_QUERY, "gold": ["mem:12"]})
+        + "\n"
+        + json.dumps({"entry": listed[1]["id"], "gold": ["mem:999"]})
+        + "\n",
+        encoding="utf-8",
+    )
     assert confirm_main(["--trace-log", str(log), "--answers", str(answers), "--db", db, "--json"]) == 0
     codes = [item["code"] for item in json.loads(capsys.readouterr().out)["items"]]
     assert len(codes) == 3 and codes[-1] == "CANDIDATE_MISS"

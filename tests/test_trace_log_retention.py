@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -61,10 +61,17 @@ def test_entries_older_than_the_limit_are_dropped_from_both_files_younger_ones_k
     path = tmp_path / "t.jsonl"
     week = timedelta(days=7)
     (tmp_path / "t.jsonl.1").write_text(
-        line("r-old", T0 - week - timedelta(days=2)) + line("r-edge", T0 - week - timedelta(seconds=1))
-        + line("r-young", T0 - week + timedelta(seconds=1)), encoding="utf-8")
-    main = [line("m-old", T0 - week - timedelta(hours=1)), "not json\n", line("m-undated", "whenever"),
-            line("m-young", T0 - timedelta(days=1))]
+        line("r-old", T0 - week - timedelta(days=2))
+        + line("r-edge", T0 - week - timedelta(seconds=1))
+        + line("r-young", T0 - week + timedelta(seconds=1)),
+        encoding="utf-8",
+    )
+    main = [
+        line("m-old", T0 - week - timedelta(hours=1)),
+        "not json\n",
+        line("m-undated", "whenever"),
+        line("m-young", T0 - timedelta(days=1)),
+    ]
     path.write_text("".join(main), encoding="utf-8")
     log = TraceLog(path, max_bytes=10**6, max_age_days=7)
     assert log.append({"id": "new", "at": NOW}, now=T0)
@@ -87,7 +94,9 @@ def test_the_recall_clock_decides_the_age_through_the_setting(tmp_path: Path) ->
     clock.at = T0 + timedelta(days=8)  # the first entry is now 8 days old, the second 2
     memory.recall(agent_id="demo", query="tomatoes on the balcony", limit=2)
     assert [(e["tool"], e["at"]) for _, e in read_entries(log)] == [
-        ("reconstruct", iso(T0 + timedelta(days=6))), ("recall", iso(T0 + timedelta(days=8)))]
+        ("reconstruct", iso(T0 + timedelta(days=6))),
+        ("recall", iso(T0 + timedelta(days=8))),
+    ]
     memory.close()
 
 
@@ -108,7 +117,8 @@ def test_an_append_looks_for_old_entries_at_most_once_an_hour(tmp_path: Path) ->
 
 
 def test_a_symlinked_log_is_never_rewritten_and_the_entry_still_written(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     target = elsewhere / "real.jsonl"
@@ -137,7 +147,8 @@ def test_a_rotated_file_that_is_a_symlink_is_never_rewritten(tmp_path: Path) -> 
 
 
 def test_a_failure_mid_pass_leaves_the_file_whole_and_no_temporary_file(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "t.jsonl"
     before = line("old", T0 - timedelta(days=30)) + line("young", T0)
     path.write_text(before, encoding="utf-8")
@@ -155,10 +166,10 @@ def test_a_failure_mid_pass_leaves_the_file_whole_and_no_temporary_file(
 
 
 def test_prune_days_drops_old_entries_by_hand_and_refuses_a_bad_value(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "t.jsonl"
-    path.write_text(line("old", T0 - timedelta(days=40)) + line("young", T0 - timedelta(days=2)),
-                    encoding="utf-8")
+    path.write_text(line("old", T0 - timedelta(days=40)) + line("young", T0 - timedelta(days=2)), encoding="utf-8")
     assert cli_main(["traces", str(path), "--prune-days", "30", "--until", NOW]) == 0
     assert "dropped 1 entries" in capsys.readouterr().out and ids(path) == ["young"]
     assert cli_main(["traces", str(path), "--prune-days", "0"]) == 1
@@ -171,7 +182,8 @@ def test_prune_days_drops_old_entries_by_hand_and_refuses_a_bad_value(
 def test_the_age_pass_compares_instants_not_text(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     # 2025-10-25T23:00-05:00 is 2025-10-26T04:00Z: 6 days 8 hours before NOW, young under a 7-day limit
-    path.write_text(line("offset", "2025-10-25T23:00:00-05:00") + line("z-old", "2025-10-24T11:59:59Z"),
-                    encoding="utf-8")
-    assert TraceLog(path, max_bytes=10**6, max_age_days=7).prune(T0.astimezone(timezone.utc)) == 1
+    path.write_text(
+        line("offset", "2025-10-25T23:00:00-05:00") + line("z-old", "2025-10-24T11:59:59Z"), encoding="utf-8"
+    )
+    assert TraceLog(path, max_bytes=10**6, max_age_days=7).prune(T0.astimezone(UTC)) == 1
     assert ids(path) == ["offset"]

@@ -25,27 +25,54 @@ MISS = {"stage": 0, "code": "CANDIDATE_MISS", "reason": "the period holds no can
 DROP = {"stage": 0, "code": "FILTER_DROP", "reason": "2 rows sit one step under", "action": "relieved"}
 
 
-def trace(*, suspected: list[Any] | None = None, fallback: bool = False, autocut: bool = False,
-          cue: bool = False, ignored: bool = False, cue_stages: int = 0, relief: int = 0,
-          timing: dict[str, Any] | None = None) -> dict[str, Any]:
+def trace(
+    *,
+    suspected: list[Any] | None = None,
+    fallback: bool = False,
+    autocut: bool = False,
+    cue: bool = False,
+    ignored: bool = False,
+    cue_stages: int = 0,
+    relief: int = 0,
+    timing: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """A recall trace holding just what the summary reads."""
     stages: list[dict[str, Any]] = [] if cue_stages else [{"stage": 0, "searched": "all arms", "next": None}]
-    stages += [{"stage": n, "searched": "the cue period", "confidence": "likely", "found": 0}
-               for n in range(cue_stages)]
+    stages += [
+        {"stage": n, "searched": "the cue period", "confidence": "likely", "found": 0} for n in range(cue_stages)
+    ]
     stages.append({"stage": len(stages), "searched": "propagation", "source": "mem:1"})  # not a cue stage
-    return {"trace_version": 1, "request": {"limit": 5, **({"time_cue": CUE} if cue else {})},
-            "gate": {"decisions": [], "gate_fallback": fallback}, "autocut": {"fired": autocut},
-            "reservation": [{"ref": f"mem:{n}", "kind": "relief"} for n in range(relief)]
-            + [{"ref": "mem:99", "kind": "cue"}],
-            "stages": stages, "suspected": suspected or [], "timing_ms": timing or {},
-            **({"cue_ignored": {"reason": "recent_only", "period": None}} if ignored else {})}
+    return {
+        "trace_version": 1,
+        "request": {"limit": 5, **({"time_cue": CUE} if cue else {})},
+        "gate": {"decisions": [], "gate_fallback": fallback},
+        "autocut": {"fired": autocut},
+        "reservation": [{"ref": f"mem:{n}", "kind": "relief"} for n in range(relief)]
+        + [{"ref": "mem:99", "kind": "cue"}],
+        "stages": stages,
+        "suspected": suspected or [],
+        "timing_ms": timing or {},
+        **({"cue_ignored": {"reason": "recent_only", "period": None}} if ignored else {}),
+    }
 
 
 def entry(name: str, at: datetime | str, recall: dict[str, Any] | None, tool: str = "recall") -> str:
     body: Any = recall if tool == "recall" else {"candidate_refs": [], "recall": recall}
-    return json.dumps({"v": 1, "id": name, "at": at if isinstance(at, str) else iso(at), "tool": tool,
-                       "scope": {"agent_id": "a"}, "query_sha256": "0" * 64, "refs": [],
-                       "trace": body}) + "\n"
+    return (
+        json.dumps(
+            {
+                "v": 1,
+                "id": name,
+                "at": at if isinstance(at, str) else iso(at),
+                "tool": tool,
+                "scope": {"agent_id": "a"},
+                "query_sha256": "0" * 64,
+                "refs": [],
+                "trace": body,
+            }
+        )
+        + "\n"
+    )
 
 
 @pytest.fixture
@@ -57,20 +84,30 @@ def log(tmp_path: Path) -> Path:
         entry("too-old", T0 - 9 * day, trace(suspected=[DROP], fallback=True, timing={"total": 999.0}))
         + entry("r1", T0 - 6 * day, trace(suspected=[DROP], relief=2, timing={"total": 10.0, "gate": 1.0}))
         + "{not json\n"
-        + entry("r2", T0 - 5 * day, trace(cue=True, cue_stages=2, suspected=[MISS], autocut=True,
-                                          timing={"total": 20.0, "gate": 3.0})), encoding="utf-8")
+        + entry(
+            "r2",
+            T0 - 5 * day,
+            trace(cue=True, cue_stages=2, suspected=[MISS], autocut=True, timing={"total": 20.0, "gate": 3.0}),
+        ),
+        encoding="utf-8",
+    )
     path = tmp_path / "t.jsonl"
     path.write_text(
         entry("r3", T0 - 4 * day, trace(cue=True, ignored=True, fallback=True, timing={"total": 30.0}))
-        + "[1, 2]\n" + "\n"
-        + entry("r4", T0 - 3 * day, trace(suspected=[DROP, {**DROP, "stage": 1}], relief=1,
-                                          timing={"total": 40.0}), tool="reconstruct")
+        + "[1, 2]\n"
+        + "\n"
+        + entry(
+            "r4",
+            T0 - 3 * day,
+            trace(suspected=[DROP, {**DROP, "stage": 1}], relief=1, timing={"total": 40.0}),
+            tool="reconstruct",
+        )
         + entry("r5", T0 - 2 * day, trace(cue=True, cue_stages=1, timing={"total": 50.0, "bad": "x"}))
         + entry("untraced", T0 - day, None, tool="reconstruct")
         + entry("undated", "sometime", trace(suspected=[DROP]))
-        + entry("r6", T0 - timedelta(hours=1), trace(suspected=[{"code": "ODD"}, "junk"],
-                                                     timing={"total": 60.0})),
-        encoding="utf-8")
+        + entry("r6", T0 - timedelta(hours=1), trace(suspected=[{"code": "ODD"}, "junk"], timing={"total": 60.0})),
+        encoding="utf-8",
+    )
     return path
 
 
@@ -81,17 +118,27 @@ def test_the_summary_counts_a_constructed_log_exactly(log: Path) -> None:
         {"stage": 0, "code": "FILTER_DROP", "count": 2, "rate": round(2 / 6, 4)},
         {"stage": 0, "code": "CANDIDATE_MISS", "count": 1, "rate": round(1 / 6, 4)},
         {"stage": 1, "code": "FILTER_DROP", "count": 1, "rate": round(1 / 6, 4)},
-        {"stage": None, "code": "ODD", "count": 1, "rate": round(1 / 6, 4)}]
+        {"stage": None, "code": "ODD", "count": 1, "rate": round(1 / 6, 4)},
+    ]
     counts = {name: event["count"] for name, event in stats["events"].items()}
-    assert counts == {"gate_fallback": 1, "autocut": 1, "time_cue_given": 3, "time_cue_ignored": 1,
-                      "time_cue_revised": 1, "relief": 2}
+    assert counts == {
+        "gate_fallback": 1,
+        "autocut": 1,
+        "time_cue_given": 3,
+        "time_cue_ignored": 1,
+        "time_cue_revised": 1,
+        "relief": 2,
+    }
     assert stats["events"]["time_cue_given"]["rate"] == 0.5 and stats["relief_rows"] == 3
-    assert stats["timing_ms"] == {"gate": {"n": 2, "median": 2.0, "p95": 3.0},
-                                  "total": {"n": 6, "median": 35.0, "p95": 60.0}}
+    assert stats["timing_ms"] == {
+        "gate": {"n": 2, "median": 2.0, "p95": 3.0},
+        "total": {"n": 6, "median": 35.0, "p95": 60.0},
+    }
     assert stats["skipped"] == {"malformed_lines": 2, "no_trace": 1, "undated": 1}
     assert stats["outside_window"] == 1  # too-old: its fallback and 999 ms are not counted
     assert stats["window"]["first"] == iso(T0 - timedelta(days=6)) and stats["window"]["last"] == iso(
-        T0 - timedelta(hours=1))
+        T0 - timedelta(hours=1)
+    )
 
 
 def test_the_window_bounds_are_half_open_and_an_empty_window_has_zero_rates(log: Path) -> None:
@@ -105,8 +152,13 @@ def test_the_window_bounds_are_half_open_and_an_empty_window_has_zero_rates(log:
 
 def test_a_malformed_line_is_skipped_and_counted_not_raised(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
-    path.write_bytes(b"\xff\xfe garbage\n" + entry("ok", T0, trace()).encode() + b'{"cut": "in half\n'
-                     + b'"a string"\n' + b'{"at": 5, "trace": []}\n')
+    path.write_bytes(
+        b"\xff\xfe garbage\n"
+        + entry("ok", T0, trace()).encode()
+        + b'{"cut": "in half\n'
+        + b'"a string"\n'
+        + b'{"at": 5, "trace": []}\n'
+    )
     stats = summarize_log(path)
     assert stats["recalls"] == 1 and stats["skipped"] == {"malformed_lines": 3, "no_trace": 1, "undated": 0}
     assert summarize([(1, {"trace": {"timing_ms": {"total": float("nan")}}, "at": NOW})])["timing_ms"] == {}
@@ -118,27 +170,40 @@ def test_percentiles_are_nearest_rank() -> None:
     assert percentile([7.0], 0.95) == 7.0 and percentile([3.0, 1.0], 0.95) == 3.0
 
 
-def test_the_cli_prints_the_summary_as_tables_and_as_json(
-        log: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_prints_the_summary_as_tables_and_as_json(log: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["traces", str(log), "--summary", "--until", NOW, "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed == {**summarize_log(log, since=T0 - timedelta(days=7), until=T0), "path": str(log)}
     assert cli_main(["traces", str(log), "--summary", "--since", "2025-10-25", "--until", NOW]) == 0
     out = capsys.readouterr().out
-    for shown in ("6 recalls", "FILTER_DROP", "CANDIDATE_MISS", "33.3%", "gate_fallback", "time_cue_revised",
-                  "relief (3 rows)", "timing_ms", "2 malformed lines", "1 outside the window"):
+    for shown in (
+        "6 recalls",
+        "FILTER_DROP",
+        "CANDIDATE_MISS",
+        "33.3%",
+        "gate_fallback",
+        "time_cue_revised",
+        "relief (3 rows)",
+        "timing_ms",
+        "2 malformed lines",
+        "1 outside the window",
+    ):
         assert shown in out, shown
     assert cli_main(["traces", str(log), "--summary", "--days", "2", "--until", NOW, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["recalls"] == 2  # r5 and r6
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["--summary", "--since", "last week"], "--since 'last week' is not an ISO-8601 date or time"),
-    (["--summary", "--days", "0"], "--days 0 must be above 0"),
-    (["--summary", "--since", NOW, "--until", "2025-10-01"], "--until must come after"),
-])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--summary", "--since", "last week"], "--since 'last week' is not an ISO-8601 date or time"),
+        (["--summary", "--days", "0"], "--days 0 must be above 0"),
+        (["--summary", "--since", NOW, "--until", "2025-10-01"], "--until must come after"),
+    ],
+)
 def test_a_bad_window_is_refused_with_a_clear_message(
-        log: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    log: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
     assert cli_main(["traces", str(log), *argv]) == 1
     assert message in capsys.readouterr().err
 
@@ -157,9 +222,17 @@ def test_a_live_log_is_summarised(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert stats["skipped"] == {"malformed_lines": 0, "no_trace": 0, "undated": 0}
 
 
-@pytest.mark.parametrize("argv", [["--summary", "--days", "1e12"], ["--summary", "--days", "nan"],
-                                  ["--prune-days", "inf"], ["--summary", "--until", "0001-01-01"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--summary", "--days", "1e12"],
+        ["--summary", "--days", "nan"],
+        ["--prune-days", "inf"],
+        ["--summary", "--until", "0001-01-01"],
+    ],
+)
 def test_a_window_beyond_the_calendar_is_refused_not_raised(
-        log: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    log: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
     assert cli_main(["traces", str(log), *argv]) == 1
     assert capsys.readouterr().err.startswith("cuedrecall: ")

@@ -20,12 +20,27 @@ def _cells(line: str) -> dict[str, float]:
     return {key: float(value) for (_, key, _), value in zip(COLUMNS, values, strict=True)}
 
 
-def test_a_tiny_run_writes_what_its_report_promises(tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_tiny_run_writes_what_its_report_promises(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Every promised column, for every size, and consistent with itself; no claim on the speed itself."""
     out = tmp_path / "results" / "trace_overhead.md"
-    assert main(["--sizes", "120", "60", "--queries", "6", "--limit", "5", "--out", str(out),
-                 "--workdir", str(tmp_path / "db")]) == 0
+    assert (
+        main(
+            [
+                "--sizes",
+                "120",
+                "60",
+                "--queries",
+                "6",
+                "--limit",
+                "5",
+                "--out",
+                str(out),
+                "--workdir",
+                str(tmp_path / "db"),
+            ]
+        )
+        == 0
+    )
     text = out.read_text(encoding="utf-8")
     lines = text.splitlines()
     assert lines[0] == "# Recall trace overhead"
@@ -52,9 +67,17 @@ def test_a_tiny_run_writes_what_its_report_promises(tmp_path: Path,
 
 def test_the_row_is_computed_from_the_timings() -> None:
     """Known timings: the medians, their ratio, the median of the paired ratios, and the 90th percentiles."""
-    timing = Timing(size=100, episodes=2, queries=4, plain_ms=[1.0, 2.0, 4.0, 8.0],
-                    traced_ms=[2.0, 2.0, 6.0, 8.0], trace_total_ms=[0.5] * 4,
-                    coverage_ms=[0.1, 0.2, 0.3, 0.4], mismatches=0, load_s=1.5)
+    timing = Timing(
+        size=100,
+        episodes=2,
+        queries=4,
+        plain_ms=[1.0, 2.0, 4.0, 8.0],
+        traced_ms=[2.0, 2.0, 6.0, 8.0],
+        trace_total_ms=[0.5] * 4,
+        coverage_ms=[0.1, 0.2, 0.3, 0.4],
+        mismatches=0,
+        load_s=1.5,
+    )
     row = timing.row()
     assert row["untraced_p50_ms"] == 3.0 and row["traced_p50_ms"] == 4.0
     assert row["ratio_p50"] == pytest.approx(4.0 / 3.0)
@@ -63,8 +86,7 @@ def test_the_row_is_computed_from_the_timings() -> None:
     assert row["coverage_p50_ms"] == pytest.approx(0.25)
 
 
-def test_answers_differing_counts_a_traced_answer_that_is_not_the_untraced_one(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_answers_differing_counts_a_traced_answer_that_is_not_the_untraced_one(monkeypatch: pytest.MonkeyPatch) -> None:
     """The mismatch count measures something: identical answers give 0, an untraced answer changed gives one
     per query."""
     memory = Memory(":memory:", settings=make_settings(), clock=fixed_clock(NOW))

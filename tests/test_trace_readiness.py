@@ -15,13 +15,12 @@ Every store is built in the test with the hash embedder and a pinned clock.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 import cuedrecall.recall.coverage as coverage_module
-
 from benchmarks.recall_trace_confirm import (
     CANDIDATE_MISS,
     FILTER_DROP,
@@ -126,8 +125,9 @@ def test_forcing_the_gate_high_is_a_filter_drop() -> None:
     for forced in (False, True):
         memory = new_memory()
         with_filler(memory)
-        gold = store(memory, "The bike shop replaced the worn brake pads on Mara's road bike.",
-                     "2025-09-10T10:00:00+00:00")
+        gold = store(
+            memory, "The bike shop replaced the worn brake pads on Mara's road bike.", "2025-09-10T10:00:00+00:00"
+        )
         if forced:
             memory.calibration.set(AGENT, "cosine", 0.99)
             memory.calibration.set(AGENT, "rrf", 1.0)
@@ -142,10 +142,18 @@ def test_forcing_the_gate_high_is_a_filter_drop() -> None:
 
 
 TOPICS = [
-    "a coastal ride to Cascais", "new tyres before the Sintra climb", "a long ride along the Tagus river",
-    "cleaning and oiling the drivetrain", "a group ride with the Saturday club", "fitting a bike light for winter",
-    "a puncture on the way to work", "planning the Algarve bike tour", "choosing a new saddle",
-    "a rainy commute and mudguards", "the brakes squealing on descents", "a night ride through the old town",
+    "a coastal ride to Cascais",
+    "new tyres before the Sintra climb",
+    "a long ride along the Tagus river",
+    "cleaning and oiling the drivetrain",
+    "a group ride with the Saturday club",
+    "fitting a bike light for winter",
+    "a puncture on the way to work",
+    "planning the Algarve bike tour",
+    "choosing a new saddle",
+    "a rainy commute and mudguards",
+    "the brakes squealing on descents",
+    "a night ride through the old town",
 ]
 EVIDENCE = "Mara had the chain on her road bike replaced at the bike shop."
 PENALTY_QUERY = "chain replaced on Mara's road bike"
@@ -154,13 +162,15 @@ PENALTY_QUERY = "chain replaced on Mara's road bike"
 def sessions_store(penalty: bool) -> tuple[Memory, str]:
     """Twelve sessions a fortnight apart (May to October), each archived as an episode; evidence in the first."""
     memory = new_memory(episode_penalty_enabled=penalty, recall_depth_floor=20)
-    start = datetime(2025, 5, 1, 18, 0, tzinfo=timezone.utc)
+    start = datetime(2025, 5, 1, 18, 0, tzinfo=UTC)
     evidence = ""
     for number, topic in enumerate(TOPICS):
         day = start + timedelta(days=14 * number)
-        turns = [f"Mara talked about {topic} on her road bike.",
-                 f"She said the weather during {topic.split()[-1]} was fine.",
-                 f"We also chatted about dinner plans and film night number {number + 1}."]
+        turns = [
+            f"Mara talked about {topic} on her road bike.",
+            f"She said the weather during {topic.split()[-1]} was fine.",
+            f"We also chatted about dinner plans and film night number {number + 1}.",
+        ]
         if number == 0:
             turns.append(EVIDENCE)
         history = []
@@ -170,8 +180,12 @@ def sessions_store(penalty: bool) -> tuple[Memory, str]:
             if text == EVIDENCE:
                 evidence = ref
             history.append({"timestamp": stamp})
-        result = memory.archive_episode(agent_id=AGENT, summary=f"Session {number + 1}: Mara and her road bike, "
-                                        f"{topic}.", keywords="road bike, Mara", history=history)
+        result = memory.archive_episode(
+            agent_id=AGENT,
+            summary=f"Session {number + 1}: Mara and her road bike, {topic}.",
+            keywords="road bike, Mara",
+            history=history,
+        )
         assert result["ok"], result
     return memory, evidence
 
@@ -198,7 +212,7 @@ ATTRIBUTION_STORE = {
     "B": "Brake pads for a road bike wear out faster in the rain.",
     "Z": "Mara asked about brake pads for her road bike.",
     "Y": "Long list from the hardware trip: screws, hinges, sandpaper, wood glue, paint brushes, masking tape, "
-         "a ladder, a felt pad for the door, and a new doormat.",
+    "a ladder, a felt pad for the door, and a new doormat.",
     "X": "Cats sleep all day long.",
     "F1": "Dinner was grilled sardines with salad and bread.",
     "F2": "Rain is expected all week, so pack an umbrella.",
@@ -269,8 +283,12 @@ def test_autocut_drop_is_a_filter_drop_at_the_autocut_stage() -> None:
     """A homogeneous (vector-only) list with a wide gap: autocut removes the tail after the gate."""
     memory = new_memory(fts_enabled=False, recall_depth_floor=10)
     memory.calibration.set(AGENT, "cosine", 0.1)
-    close = [store(memory, text, f"2025-0{i}-10T10:00:00+00:00") for i, text in enumerate(
-        ["new brake pads for the road bike", "road bike brake pads were fitted", "brake pads and a road bike"], 1)]
+    close = [
+        store(memory, text, f"2025-0{i}-10T10:00:00+00:00")
+        for i, text in enumerate(
+            ["new brake pads for the road bike", "road bike brake pads were fitted", "brake pads and a road bike"], 1
+        )
+    ]
     far = store(memory, "the bike went to the shop in spring for a wash", "2025-05-10T10:00:00+00:00")
     trace = memory.recall(agent_id=AGENT, query="road bike brake pads", limit=10, trace=True)["trace"]
     assert trace["autocut"]["fired"] is True, trace["autocut"]
@@ -297,12 +315,16 @@ CASES = [
     ({}, {"query": "Sintra ride", "limit": 4, "deep": True}),
     ({}, {"query": "brake pads", "limit": 5, "exclude_contents": ["Mara's bike: new brake pads"]}),
     ({}, {"query": "bike", "limit": 5, "full_content": True}),
-    ({}, {"query": "bike shop", "limit": 3,
-          "time_cue": {"after": "2025-06-01", "before": "2025-06-30", "confidence": "likely"}}),
-    ({}, {"query": "bike shop", "limit": 3, "time_cue": {"ago": {"unit": "months", "value": 3},
-                                                          "confidence": "sure"}}),
-    ({}, {"query": "bike shop", "limit": 3, "time_cue": {"ago": {"unit": "days", "value": 0},
-                                                          "confidence": "sure"}}),
+    (
+        {},
+        {
+            "query": "bike shop",
+            "limit": 3,
+            "time_cue": {"after": "2025-06-01", "before": "2025-06-30", "confidence": "likely"},
+        },
+    ),
+    ({}, {"query": "bike shop", "limit": 3, "time_cue": {"ago": {"unit": "months", "value": 3}, "confidence": "sure"}}),
+    ({}, {"query": "bike shop", "limit": 3, "time_cue": {"ago": {"unit": "days", "value": 0}, "confidence": "sure"}}),
     ({"recall_mode": "rsf"}, {"query": "bike shop brake pads", "limit": 5}),
     ({"episode_penalty_enabled": True, "recall_depth_floor": 20}, {"query": "bike ride", "limit": 5}),
     ({"prior_age_rate": 0.01, "confidence_enabled": True}, {"query": "bike ride", "limit": 5}),
@@ -340,14 +362,23 @@ def marker_store() -> Memory:
     memory = new_memory(recall_depth_floor=10)
     with_filler(memory)
     history = []
-    for day, text in enumerate([f"The {MARKER} bike lock code is stored in the drawer.",
-                                f"Mara lent the {MARKER} tandem to her cousin in Braga.",
-                                f"Velocipede notes: {MARKER} repaired the rear brake pads."], 1):
+    for day, text in enumerate(
+        [
+            f"The {MARKER} bike lock code is stored in the drawer.",
+            f"Mara lent the {MARKER} tandem to her cousin in Braga.",
+            f"Velocipede notes: {MARKER} repaired the rear brake pads.",
+        ],
+        1,
+    ):
         stamp = f"2025-10-{day:02d}T09:00:00+00:00"
         store(memory, text, stamp)
         history.append({"timestamp": stamp})
-    memory.archive_episode(agent_id=AGENT, summary=f"Talked about the {MARKER} bikes and the lock.",
-                           keywords=f"{MARKER}, bike", history=history)
+    memory.archive_episode(
+        agent_id=AGENT,
+        summary=f"Talked about the {MARKER} bikes and the lock.",
+        keywords=f"{MARKER}, bike",
+        history=history,
+    )
     memory.update_profile(agent_id=AGENT, profile=f"Mara, cyclist, owner of {MARKER} bikes.")
     return memory
 
@@ -358,11 +389,13 @@ MARKER_CALLS = [
     {"query": MARKER, "limit": 3},
     {"query": "", "limit": 10},
     {"query": f"{MARKER} tandem cousin", "limit": 3, "exclude_contents": [f"The {MARKER} bike lock"]},
-    {"query": f"{MARKER} bike", "limit": 3,
-     "time_cue": {"after": "2025-10-01", "before": "2025-10-03", "confidence": "sure"}},
+    {
+        "query": f"{MARKER} bike",
+        "limit": 3,
+        "time_cue": {"after": "2025-10-01", "before": "2025-10-03", "confidence": "sure"},
+    },
     {"query": f"{MARKER} bike", "limit": 3, "time_cue": {"ago": "long_ago", "confidence": "vague"}},
-    {"query": f"{MARKER} bike", "limit": 3, "time_cue": {"ago": {"unit": "days", "value": 0},
-                                                          "confidence": "sure"}},
+    {"query": f"{MARKER} bike", "limit": 3, "time_cue": {"ago": {"unit": "days", "value": 0}, "confidence": "sure"}},
 ]
 
 
@@ -380,8 +413,9 @@ def test_the_trace_holds_no_stored_text(arguments: dict[str, Any]) -> None:
 def test_the_trace_does_not_echo_the_query_or_exclusions() -> None:
     memory = marker_store()
     query = "Quixotic-phrase bike lock for Braga"
-    trace = memory.recall(agent_id=AGENT, query=query, limit=5, trace=True,
-                          exclude_contents=["Uniquely-excluded text"])["trace"]
+    trace = memory.recall(
+        agent_id=AGENT, query=query, limit=5, trace=True, exclude_contents=["Uniquely-excluded text"]
+    )["trace"]
     text = json.dumps(trace, ensure_ascii=False).lower()
     assert "quixotic" not in text and "braga" not in text and "uniquely" not in text
     assert set(trace["request"]) >= {"limit", "depth", "deep", "mode"}
@@ -390,12 +424,24 @@ def test_the_trace_does_not_echo_the_query_or_exclusions() -> None:
 
 # -- the coverage ledger (docs/trace.md#the-coverage-ledger) ----------------------------------------------
 
-QUESTION = ("CPersona 2.5.5a1 のリリース前に包括コードレビューで最優先度 P1 と判定されたバグ bug-218 は "
-            "PR #354 の a/b で直す?")
-PARTS = [("cpersona", "identifier"), ("2.5.5a1", "identifier"), ("リリース", "katakana"), ("包括", "kanji"),
-         ("コードレビュー", "katakana"), ("最優先度", "kanji"), ("p1", "identifier"), ("判定", "kanji"),
-         ("バグ", "katakana"), ("bug-218", "identifier"), ("pr", "identifier"), ("#354", "identifier"),
-         ("a/b", "identifier")]
+QUESTION = (
+    "CPersona 2.5.5a1 のリリース前に包括コードレビューで最優先度 P1 と判定されたバグ bug-218 は PR #354 の a/b で直す?"
+)
+PARTS = [
+    ("cpersona", "identifier"),
+    ("2.5.5a1", "identifier"),
+    ("リリース", "katakana"),
+    ("包括", "kanji"),
+    ("コードレビュー", "katakana"),
+    ("最優先度", "kanji"),
+    ("p1", "identifier"),
+    ("判定", "kanji"),
+    ("バグ", "katakana"),
+    ("bug-218", "identifier"),
+    ("pr", "identifier"),
+    ("#354", "identifier"),
+    ("a/b", "identifier"),
+]
 
 
 def coverage_store(preview_chars: int = 500) -> tuple[Memory, dict[str, str]]:
@@ -403,8 +449,9 @@ def coverage_store(preview_chars: int = 500) -> tuple[Memory, dict[str, str]]:
     with_filler(memory)
     refs = {
         "release": store(memory, "CPersona 2.5.5a1 のリリース判定は来週の予定。", "2025-10-01T09:00:00+00:00"),
-        "bug": store(memory, "bug-218 は最優先度 P1 のバグで、PR #354 で修正する。対象は 2.5.5a1",
-                     "2025-10-02T09:00:00+00:00"),
+        "bug": store(
+            memory, "bug-218 は最優先度 P1 のバグで、PR #354 で修正する。対象は 2.5.5a1", "2025-10-02T09:00:00+00:00"
+        ),
     }
     memory.calibration.set(AGENT, "cosine", 0.1)  # both records pass the gate: the ledger is what is tested
     return memory, refs
@@ -416,13 +463,14 @@ def test_coverage_ledger_on_the_mixed_japanese_and_identifier_question() -> None
     ledger = response["trace"]["coverage"]
     normalized = normalize(QUESTION)
     assert ledger["normalization"] == "nfkc-lower"
-    assert [(normalized[p["span"][0]:p["span"][1]], p["kind"]) for p in ledger["parts"]] == PARTS
+    assert [(normalized[p["span"][0] : p["span"][1]], p["kind"]) for p in ledger["parts"]] == PARTS
     assert "parts_omitted" not in ledger
     order = [m["ref"] for m in response["messages"]]
     assert set(refs.values()) <= set(order)
     assert ledger["records"] == len(order)
-    full = {item["ref"]: normalize(item["content"])
-            for item in memory.get_contents(agent_id=AGENT, refs=order)["items"]}
+    full = {
+        item["ref"]: normalize(item["content"]) for item in memory.get_contents(agent_id=AGENT, refs=order)["items"]
+    }
     expected = [[ref for ref in order if part in full[ref]] for part, _ in PARTS]
     assert ledger["covered_by"] == expected
     assert ledger["uncovered"] == [i for i, refs_ in enumerate(expected) if not refs_]

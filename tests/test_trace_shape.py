@@ -19,8 +19,25 @@ from cuedrecall.recall.policy import RELIEF, process_policy
 from cuedrecall.recall.scoring_version import SCORING_VERSION
 from tests.conftest import NOW, make_settings, open_memory
 
-FIELDS = ["trace_version", "policy", "server_version", "scope", "request", "config", "arms", "fusion", "scoring",
-          "gate", "autocut", "order", "reservation", "stages", "suspected", "coverage", "timing_ms"]
+FIELDS = [
+    "trace_version",
+    "policy",
+    "server_version",
+    "scope",
+    "request",
+    "config",
+    "arms",
+    "fusion",
+    "scoring",
+    "gate",
+    "autocut",
+    "order",
+    "reservation",
+    "stages",
+    "suspected",
+    "coverage",
+    "timing_ms",
+]
 ORDINARY_ARMS = {"vector_near", "vector_far", "episode_fts", "memory_keyword"}
 GATE_REASONS = {"below_gate", "common_words_only", "profile_small_pool", "unscored_volume"}
 CUE = {"after": "2025-06-01", "before": "2025-06-30", "confidence": "likely"}
@@ -51,10 +68,15 @@ def check_common(trace: dict[str, Any], memory: Memory) -> None:
     assert request["mode"] == memory.settings.recall_mode
     config = trace["config"]
     assert config == {
-        "embedding_mode": "hash", "embedding_model": "hash-384", "scan_window": memory.settings.max_memories,
-        "vector_reach": memory.settings.vector_reach, "vector_far_limit": memory.settings.vector_far_limit,
-        "fused_gate_enabled": memory.settings.fused_gate_enabled, "autocut_enabled": memory.settings.autocut_enabled,
-        "gate_relief": memory.settings.gate_relief, "calibration": {"origin": "none", "memories_at": None},
+        "embedding_mode": "hash",
+        "embedding_model": "hash-384",
+        "scan_window": memory.settings.max_memories,
+        "vector_reach": memory.settings.vector_reach,
+        "vector_far_limit": memory.settings.vector_far_limit,
+        "fused_gate_enabled": memory.settings.fused_gate_enabled,
+        "autocut_enabled": memory.settings.autocut_enabled,
+        "gate_relief": memory.settings.gate_relief,
+        "calibration": {"origin": "none", "memories_at": None},
     }
     for name, hits in trace["arms"].items():
         assert isinstance(hits, list), name
@@ -81,7 +103,7 @@ def check_common(trace: dict[str, Any], memory: Memory) -> None:
         assert {"at", "dropped"} <= set(autocut)
     order = trace["order"]
     assert set(order) == {"before_cut", "limit", "cut_by_count"}
-    assert order["cut_by_count"] == order["before_cut"][order["limit"]:]
+    assert order["cut_by_count"] == order["before_cut"][order["limit"] :]
     for seat in trace["reservation"]:
         assert {"ref", "kind"} <= set(seat) <= {"ref", "kind", "relieved"}
     assert trace["stages"] and trace["stages"][0]["stage"] == 0
@@ -132,8 +154,12 @@ def test_the_trace_with_a_cue(sample: Memory) -> None:
 
 
 def test_a_cue_period_that_holds_nothing_is_suspected_and_revised(sample: Memory) -> None:
-    trace = traced(sample, query="bike shop brake pads", limit=3,
-                   time_cue={"after": "2020-01-01", "before": "2020-01-02", "confidence": "sure"})["trace"]
+    trace = traced(
+        sample,
+        query="bike shop brake pads",
+        limit=3,
+        time_cue={"after": "2020-01-01", "before": "2020-01-02", "confidence": "sure"},
+    )["trace"]
     check_common(trace, sample)
     assert [s["stage"] for s in trace["stages"]] == [0, 1]
     assert trace["stages"][0]["found"] == 0 and trace["stages"][0]["next"]
@@ -143,8 +169,9 @@ def test_a_cue_period_that_holds_nothing_is_suspected_and_revised(sample: Memory
 
 
 def test_an_ignored_cue_still_names_the_cued_policy(sample: Memory) -> None:
-    trace = traced(sample, query="bike", limit=3, time_cue={"ago": {"unit": "days", "value": 0},
-                                                            "confidence": "sure"})["trace"]
+    trace = traced(sample, query="bike", limit=3, time_cue={"ago": {"unit": "days", "value": 0}, "confidence": "sure"})[
+        "trace"
+    ]
     check_common(trace, sample)
     assert trace["policy"]["process"] == POLICY
     assert trace["cue_ignored"]["reason"] == "recent_only"
@@ -161,8 +188,11 @@ def test_a_blank_query_lists_the_newest(sample: Memory) -> None:
 
 
 def test_scoring_records_the_penalty_and_the_prior() -> None:
-    memory = Memory(":memory:", settings=make_settings(episode_penalty_enabled=True, prior_age_rate=0.01,
-                                                      recall_depth_floor=20), clock=fixed_clock(NOW))
+    memory = Memory(
+        ":memory:",
+        settings=make_settings(episode_penalty_enabled=True, prior_age_rate=0.01, recall_depth_floor=20),
+        clock=fixed_clock(NOW),
+    )
     load_sample(memory)
     trace = traced(memory, query="bike ride Sintra", limit=5)["trace"]
     check_common(trace, memory)
@@ -188,12 +218,14 @@ def test_the_policy_names_every_variant_in_force_and_nothing_else(tmp_path: Path
     """policy.process is the base policy then each variant that is on, whether or not it fired this call."""
     base = resolve_params(make_settings(), {}, query="bike", limit=3)
     assert process_policy(base, cued=False) == "single-pass-v0" and process_policy(base, cued=True) == "cued-v0.3"
-    every = resolve_params(make_settings(gate_relief=True, recall_cue_stages=3, cue_propagation=True), {},
-                           query="bike", limit=3)
+    every = resolve_params(
+        make_settings(gate_relief=True, recall_cue_stages=3, cue_propagation=True), {}, query="bike", limit=3
+    )
     assert process_policy(every, cued=True) == f"cued-v0.3+{RELIEF}+stages-v1"  # a caller's cue: none proposed
     assert process_policy(every, cued=False) == f"single-pass-v0+{RELIEF}+propagated-v1"  # stages need a cue
     with open_memory(tmp_path / "m.db", settings=make_settings(gate_relief=True)) as memory:
         memory.store(agent_id="a", message={"content": "the bike shop fixed the brakes"})
-        trace = memory.recall(agent_id="a", query="bike", trace=True,
-                              time_cue={"after": "2025-01-01", "confidence": "vague"})["trace"]
+        trace = memory.recall(
+            agent_id="a", query="bike", trace=True, time_cue={"after": "2025-01-01", "confidence": "vague"}
+        )["trace"]
     assert trace["policy"]["process"] == f"cued-v0.3+{RELIEF}"

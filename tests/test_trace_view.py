@@ -25,8 +25,9 @@ def render(trace: Any, width: int = 220) -> str:
 
 @pytest.fixture(scope="module")
 def sample() -> Memory:
-    memory = Memory(":memory:", settings=make_settings(recall_depth_floor=8, episode_penalty_enabled=True),
-                    clock=fixed_clock(NOW))
+    memory = Memory(
+        ":memory:", settings=make_settings(recall_depth_floor=8, episode_penalty_enabled=True), clock=fixed_clock(NOW)
+    )
     load_sample(memory)
     return memory
 
@@ -35,9 +36,17 @@ def test_every_section_is_printed(sample: Memory) -> None:
     response = sample.recall(agent_id="demo", query="bike shop brake pads", limit=3, trace=True)
     trace = response["trace"]
     text = render(trace)
-    for title in ("recall trace v1", "policy, scope, request, config", "arms (rank: ref raw score)",
-                  "fusion (rrf)", "quality gate", "after the gate", "stages of the loop", "coverage (nfkc-lower)",
-                  "timing (ms)"):
+    for title in (
+        "recall trace v1",
+        "policy, scope, request, config",
+        "arms (rank: ref raw score)",
+        "fusion (rrf)",
+        "quality gate",
+        "after the gate",
+        "stages of the loop",
+        "coverage (nfkc-lower)",
+        "timing (ms)",
+    ):
         assert title in text, title
     # arms side by side: one column per arm, with its length
     header = next(line for line in text.splitlines() if "vector_near (" in line)
@@ -62,8 +71,13 @@ def test_no_stored_text_is_printed(sample: Memory) -> None:
 
 
 def test_a_cue_trace_shows_stages_seats_and_suspicions(sample: Memory) -> None:
-    trace = sample.recall(agent_id="demo", query="bike shop", limit=3, trace=True,
-                          time_cue={"after": "2020-01-01", "before": "2020-01-02", "confidence": "sure"})["trace"]
+    trace = sample.recall(
+        agent_id="demo",
+        query="bike shop",
+        limit=3,
+        trace=True,
+        time_cue={"after": "2020-01-01", "before": "2020-01-02", "confidence": "sure"},
+    )["trace"]
     text = render(trace)
     assert "cue (" in text and "cue_stage_1 (" in text
     assert "suspected during the recall" in text and "CANDIDATE_MISS" in text
@@ -74,8 +88,13 @@ def test_a_cue_trace_shows_stages_seats_and_suspicions(sample: Memory) -> None:
 def test_a_seated_row_is_shown() -> None:
     memory = Memory(":memory:", settings=make_settings(), clock=fixed_clock(NOW))
     load_sample(memory)
-    trace = memory.recall(agent_id="demo", query="Sintra ride bike", limit=1, trace=True,
-                          time_cue={"after": "2025-03-01", "before": "2025-10-30", "confidence": "sure"})["trace"]
+    trace = memory.recall(
+        agent_id="demo",
+        query="Sintra ride bike",
+        limit=1,
+        trace=True,
+        time_cue={"after": "2025-03-01", "before": "2025-10-30", "confidence": "sure"},
+    )["trace"]
     text = render(trace)
     assert trace["reservation"]  # the cue arm searches 50 deep, the ordinary arms only to the limit
     for seat in trace["reservation"]:
@@ -88,30 +107,59 @@ def test_blank_query_ignored_cue_and_failed_coverage_print() -> None:
     load_sample(memory)
     blank = memory.recall(agent_id="demo", query="", limit=3, trace=True)["trace"]
     assert "newest (3)" in render(blank)
-    ignored = memory.recall(agent_id="demo", query="bike", limit=3, trace=True,
-                            time_cue={"ago": {"unit": "days", "value": 0}, "confidence": "sure"})["trace"]
+    ignored = memory.recall(
+        agent_id="demo",
+        query="bike",
+        limit=3,
+        trace=True,
+        time_cue={"ago": {"unit": "days", "value": 0}, "confidence": "sure"},
+    )["trace"]
     assert "time cue ignored: recent_only" in render(ignored)
     broken = dict(blank, coverage={"error": "RuntimeError"})
     assert "coverage ledger could not be built: RuntimeError" in render(broken)
 
 
-@pytest.mark.parametrize("trace", [{}, {"trace_version": 1}, None, [],
-                                   {"arms": {"x": [{"ref": "mem:1"}]}, "order": {"before_cut": [{"ref": "mem:1"}]},
-                                    "future_field": {"a": 1}}])
+@pytest.mark.parametrize(
+    "trace",
+    [
+        {},
+        {"trace_version": 1},
+        None,
+        [],
+        {"arms": {"x": [{"ref": "mem:1"}]}, "order": {"before_cut": [{"ref": "mem:1"}]}, "future_field": {"a": 1}},
+    ],
+)
 def test_odd_traces_do_not_crash(trace: Any) -> None:
     text = render(trace, width=80)
     if isinstance(trace, dict) and "future_field" in trace:
         assert 'future_field: {"a": 1}' in text
 
 
-def test_the_cli_prints_the_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_cli_prints_the_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     for name in ("CPERSONA_DB_PATH", "CPERSONA_EMBEDDING_MODE", "CPERSONA_FTS_ENABLED"):
         monkeypatch.delenv(name, raising=False)
     db = tmp_path / "m.db"
     with Memory(db, settings=make_settings(), clock=fixed_clock(NOW)) as memory:
         load_sample(memory)
-    assert cli_main(["recall", "bike shop brake pads", "--db", str(db), "--embedding", "hash", "--agent", "demo",
-                     "--limit", "3", "--trace"]) == 0
+    assert (
+        cli_main(
+            [
+                "recall",
+                "bike shop brake pads",
+                "--db",
+                str(db),
+                "--embedding",
+                "hash",
+                "--agent",
+                "demo",
+                "--limit",
+                "3",
+                "--trace",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "recall trace v1" in out and "quality gate" in out and "timing (ms)" in out

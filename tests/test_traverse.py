@@ -18,8 +18,12 @@ def declare(memory: Memory, **arguments: Any) -> dict[str, Any]:
 
 def chain(memory: Memory, *names: str, predicate: str = "next") -> None:
     """name0 -predicate-> name1 -> name2 ..., one relation per pair."""
-    declare(memory, associations={"relations": [{"subject": a, "predicate": predicate, "object": b}
-                                                for a, b in zip(names, names[1:])]})
+    declare(
+        memory,
+        associations={
+            "relations": [{"subject": a, "predicate": predicate, "object": b} for a, b in zip(names, names[1:])]
+        },
+    )
 
 
 def listed(answer: dict[str, Any]) -> list[tuple[str, int]]:
@@ -30,7 +34,13 @@ def test_an_unknown_name_answers_no_such_entity_with_empty_lists(memory: Memory)
     declare(memory, associations={"entities": [{"name": "Ana"}]})
     for name in ("Bo", "ana b", "!"):
         assert memory.traverse(agent_id=A, entity=name) == {
-            "entity": name, "max_hops": 1, "limit": 20, "entities": [], "relations": [], "reason": "no_such_entity"}
+            "entity": name,
+            "max_hops": 1,
+            "limit": 20,
+            "entities": [],
+            "relations": [],
+            "reason": "no_such_entity",
+        }
 
 
 def test_a_blank_name_is_refused_as_an_argument(memory: Memory) -> None:
@@ -72,14 +82,19 @@ def test_entities_at_one_hop_are_ordered_by_the_more_recent_relation_then_id(mem
 
 
 def test_equal_declaration_times_order_by_the_higher_relation_id(memory: Memory) -> None:
-    declare(memory, associations={"relations": [{"subject": "Hub", "predicate": "p", "object": name}
-                                                for name in ("First", "Second", "Third")]})
+    declare(
+        memory,
+        associations={
+            "relations": [{"subject": "Hub", "predicate": "p", "object": name} for name in ("First", "Second", "Third")]
+        },
+    )
     assert listed(memory.traverse(agent_id=A, entity="Hub"))[1:] == [("Third", 1), ("Second", 1), ("First", 1)]
 
 
 def test_limit_keeps_the_first_entities_and_counts_the_rest(memory: Memory) -> None:
-    declare(memory, associations={"relations": [{"subject": "Hub", "predicate": "p", "object": f"E{i}"}
-                                                for i in range(5)]})
+    declare(
+        memory, associations={"relations": [{"subject": "Hub", "predicate": "p", "object": f"E{i}"} for i in range(5)]}
+    )
     answer = memory.traverse(agent_id=A, entity="Hub", limit=3)
     assert len(answer["entities"]) == 3 and answer["entities_omitted"] == 3
     assert answer["bounds"] == {"omitted": ["limit"]}
@@ -90,12 +105,25 @@ def test_limit_keeps_the_first_entities_and_counts_the_rest(memory: Memory) -> N
 
 def test_relations_list_entity_ids_and_their_anchor(memory: Memory) -> None:
     ref = memory.store(agent_id=A, content="Ana leads the Osaka office")["ref"]
-    made = declare(memory, anchor_ref=ref, associations={
-        "entities": [{"name": "Ana"}], "relations": [{"subject": "Ana", "predicate": "Leads", "object": "Osaka"}]})
+    made = declare(
+        memory,
+        anchor_ref=ref,
+        associations={
+            "entities": [{"name": "Ana"}],
+            "relations": [{"subject": "Ana", "predicate": "Leads", "object": "Osaka"}],
+        },
+    )
     ana, osaka = (entity["id"] for entity in made["entities"])
     (relation,) = memory.traverse(agent_id=A, entity="Osaka")["relations"]
-    assert relation == {"id": made["relations"][0], "subject": ana, "predicate": "leads", "object": osaka,
-                        "declared_by": "agent", "declared_at": relation["declared_at"], "anchor_ref": ref}
+    assert relation == {
+        "id": made["relations"][0],
+        "subject": ana,
+        "predicate": "leads",
+        "object": osaka,
+        "declared_by": "agent",
+        "declared_at": relation["declared_at"],
+        "anchor_ref": ref,
+    }
     declare(memory, associations={"relations": [{"subject": "Bo", "predicate": "knows", "object": "Cy"}]})
     assert "anchor_ref" not in memory.traverse(agent_id=A, entity="Bo")["relations"][0]
 
@@ -130,7 +158,10 @@ def test_mentions_follow_the_read_scope_and_the_source_filter(memory: Memory) ->
 def test_an_entity_without_aliases_or_mentions_lists_neither_key(memory: Memory) -> None:
     declare(memory, associations={"entities": [{"name": "Ana"}]})
     assert memory.traverse(agent_id=A, entity="Ana")["entities"][0] == {
-        "id": memory.traverse(agent_id=A, entity="Ana")["entities"][0]["id"], "name": "Ana", "hops": 0}
+        "id": memory.traverse(agent_id=A, entity="Ana")["entities"][0]["id"],
+        "name": "Ana",
+        "hops": 0,
+    }
 
 
 def test_aliases_are_listed_by_their_normalised_form(memory: Memory) -> None:
@@ -140,8 +171,9 @@ def test_aliases_are_listed_by_their_normalised_form(memory: Memory) -> None:
 
 def test_a_relation_through_an_entity_the_scope_cannot_read_is_not_followed(memory: Memory) -> None:
     declare(memory, associations={"entities": [{"name": "Hub"}]})
-    declare(memory, project_id="p1", associations={"relations": [{"subject": "Hub", "predicate": "p",
-                                                                  "object": "Secret"}]})
+    declare(
+        memory, project_id="p1", associations={"relations": [{"subject": "Hub", "predicate": "p", "object": "Secret"}]}
+    )
     assert listed(memory.traverse(agent_id=A, entity="Hub", project_id="p1")) == [("Hub", 0), ("Secret", 1)]
     elsewhere = memory.traverse(agent_id=A, entity="Hub", project_id="p2")
     assert listed(elsewhere) == [("Hub", 0)] and "bounds" not in elsewhere
@@ -149,8 +181,13 @@ def test_a_relation_through_an_entity_the_scope_cannot_read_is_not_followed(memo
 
 def test_a_name_both_a_project_and_the_global_pool_hold_starts_from_both(memory: Memory) -> None:
     declare(memory, associations={"relations": [{"subject": "Ana", "predicate": "p", "object": "Global friend"}]})
-    declare(memory, project_id="p1", associations={
-        "entities": [{"name": "Ana", "aliases": ["A."]}],
-        "relations": [{"subject": "A.", "predicate": "p", "object": "Project friend"}]})
+    declare(
+        memory,
+        project_id="p1",
+        associations={
+            "entities": [{"name": "Ana", "aliases": ["A."]}],
+            "relations": [{"subject": "A.", "predicate": "p", "object": "Project friend"}],
+        },
+    )
     answer = memory.traverse(agent_id=A, entity="ana", project_id="p1")
     assert sorted(listed(answer)) == [("Ana", 0), ("Ana", 0), ("Global friend", 1), ("Project friend", 1)]

@@ -36,15 +36,25 @@ def client(memory: Memory, *, write: bool = False, traces: Path | None = None) -
 def test_every_request_needs_the_token(opened: tuple[Memory, dict[str, str], Path]) -> None:
     memory, _, _ = opened
     c = client(memory, write=True)
-    for method, path in (("GET", "/"), ("GET", "/api/info"), ("GET", "/api/agents"), ("GET", "/api/records"),
-                         ("POST", "/api/search"), ("POST", "/api/write"), ("GET", "/api/traces"), ("GET", "/nowhere")):
+    for method, path in (
+        ("GET", "/"),
+        ("GET", "/api/info"),
+        ("GET", "/api/agents"),
+        ("GET", "/api/records"),
+        ("POST", "/api/search"),
+        ("POST", "/api/write"),
+        ("GET", "/api/traces"),
+        ("GET", "/nowhere"),
+    ):
         for headers in ({}, {TOKEN_HEADER: "wrong"}, {TOKEN_HEADER: TOKEN + "x"}):
             assert c.request(method, path, headers=headers, json={}).status_code == 403, (method, path, headers)
     assert c.get(f"/?token={TOKEN}").status_code == 200  # the page may take it from the URL
     assert c.get(f"/api/agents?token={TOKEN}").status_code == 403  # the API only from the header
     before = snapshot(memory, (AGENT,))
-    response = c.post(f"/api/write?token={TOKEN}", json={"tool": "delete_memory", "confirm": True,
-                                                         "arguments": {"memory_id": 1, "agent_id": AGENT}})
+    response = c.post(
+        f"/api/write?token={TOKEN}",
+        json={"tool": "delete_memory", "confirm": True, "arguments": {"memory_id": 1, "agent_id": AGENT}},
+    )
     assert response.status_code == 403 and snapshot(memory, (AGENT,)) == before
 
 
@@ -66,11 +76,17 @@ def test_read_only_refuses_every_write(opened: tuple[Memory, dict[str, str], Pat
     assert c.get("/api/info", headers=AUTH).json()["write"] is False
     before = snapshot(memory, (AGENT,))
     evidence = int(refs[EVIDENCE_TEXT].split(":")[1])
-    for tool, arguments in (("update_memory", {"memory_id": evidence, "content": "changed"}),
-                            ("delete_memory", {"memory_id": evidence}), ("lock_memory", {"memory_id": evidence}),
-                            ("update_profile", {"profile": "changed"})):
-        response = c.post("/api/write", headers=AUTH, json={"tool": tool, "confirm": True,
-                                                             "arguments": {**arguments, "agent_id": AGENT}})
+    for tool, arguments in (
+        ("update_memory", {"memory_id": evidence, "content": "changed"}),
+        ("delete_memory", {"memory_id": evidence}),
+        ("lock_memory", {"memory_id": evidence}),
+        ("update_profile", {"profile": "changed"}),
+    ):
+        response = c.post(
+            "/api/write",
+            headers=AUTH,
+            json={"tool": tool, "confirm": True, "arguments": {**arguments, "agent_id": AGENT}},
+        )
         assert response.status_code == 403 and "read-only" in response.json()["error"]
     assert c.get("/api/write", headers=AUTH).status_code == 405
     assert snapshot(memory, (AGENT,)) == before
@@ -82,21 +98,28 @@ def test_writes_go_through_the_tools_with_their_rules(opened: tuple[Memory, dict
     evidence = int(refs[EVIDENCE_TEXT].split(":")[1])
 
     def write(tool: str, confirm: bool = False, **arguments: Any) -> dict[str, Any]:
-        response = c.post("/api/write", headers=AUTH, json={"tool": tool, "arguments": {"agent_id": AGENT,
-                                                                                          **arguments},
-                                                             "confirm": confirm})
+        response = c.post(
+            "/api/write",
+            headers=AUTH,
+            json={"tool": tool, "arguments": {"agent_id": AGENT, **arguments}, "confirm": confirm},
+        )
         return response.json()
 
     assert write("update_memory", memory_id=evidence, content="New brake pads and a trued wheel.")["ok"] is True
-    assert memory.get_contents(agent_id=AGENT, refs=[f"mem:{evidence}"])["items"][0]["content"] == \
-        "New brake pads and a trued wheel."
+    assert (
+        memory.get_contents(agent_id=AGENT, refs=[f"mem:{evidence}"])["items"][0]["content"]
+        == "New brake pads and a trued wheel."
+    )
     assert write("lock_memory", memory_id=evidence)["ok"] is True
     refused = write("update_memory", memory_id=evidence, content="again")
     assert refused["ok"] is False and "locked" in refused["error"]
     assert write("delete_memory", confirm=True, memory_id=evidence)["ok"] is False  # a lock holds
     assert write("unlock_memory", memory_id=evidence)["ok"] is True
-    unconfirmed = c.post("/api/write", headers=AUTH, json={"tool": "delete_memory",
-                                                          "arguments": {"memory_id": evidence, "agent_id": AGENT}})
+    unconfirmed = c.post(
+        "/api/write",
+        headers=AUTH,
+        json={"tool": "delete_memory", "arguments": {"memory_id": evidence, "agent_id": AGENT}},
+    )
     assert unconfirmed.status_code == 400 and "confirm" in unconfirmed.json()["error"]
     assert write("delete_memory", confirm=True, memory_id=evidence)["ok"] is True
     assert memory.get_contents(agent_id=AGENT, refs=[f"mem:{evidence}"])["missing"] == [f"mem:{evidence}"]
@@ -104,8 +127,11 @@ def test_writes_go_through_the_tools_with_their_rules(opened: tuple[Memory, dict
     assert memory.get_profile(agent_id=AGENT)["profile"] == "Rides a gravel bike now."
     invalid = write("update_memory", memory_id=0, content="x")
     assert invalid["ok"] is False and "memory_id" in invalid["error"]  # the tool's own validation
-    other = c.post("/api/write", headers=AUTH, json={"tool": "delete_agent_data", "confirm": True,
-                                                    "arguments": {"agent_id": AGENT}})
+    other = c.post(
+        "/api/write",
+        headers=AUTH,
+        json={"tool": "delete_agent_data", "confirm": True, "arguments": {"agent_id": AGENT}},
+    )
     assert other.status_code == 400 and memory.list_memories(agent_id=AGENT)["count"] > 0
 
 
@@ -113,13 +139,22 @@ def test_agents_and_paging_newest_first_with_a_date_filter(opened: tuple[Memory,
     memory, refs, _ = opened
     c = client(memory)
     agents = c.get("/api/agents", headers=AUTH).json()["agents"]
-    assert agents == [{"agent_id": AGENT, "memories": len(refs), "episodes": 0, "projects": [""], "channels": [""],
-                       "profile": True}]
+    assert agents == [
+        {"agent_id": AGENT, "memories": len(refs), "episodes": 0, "projects": [""], "channels": [""], "profile": True}
+    ]
     newest_first = sorted(refs.values(), key=lambda r: -int(r.split(":")[1]))
     seen, before_id = [], None
     while True:
-        page = c.get("/api/records", headers=AUTH, params={"kind": "memories", "agent_id": AGENT, "limit": 3,
-                                                           **({"before_id": before_id} if before_id else {})}).json()
+        page = c.get(
+            "/api/records",
+            headers=AUTH,
+            params={
+                "kind": "memories",
+                "agent_id": AGENT,
+                "limit": 3,
+                **({"before_id": before_id} if before_id else {}),
+            },
+        ).json()
         seen += [row["ref"] for row in page["rows"]]
         assert page["totals"]["memories"] == len(refs)
         before_id = page["next_before_id"]
@@ -128,8 +163,9 @@ def test_agents_and_paging_newest_first_with_a_date_filter(opened: tuple[Memory,
     assert seen == newest_first
     offset = c.get("/api/records", headers=AUTH, params={"agent_id": AGENT, "limit": 2, "offset": 2}).json()
     assert [row["ref"] for row in offset["rows"]] == newest_first[2:4]
-    june = c.get("/api/records", headers=AUTH, params={"agent_id": AGENT, "after": "2025-06-01",
-                                                       "before": "2025-06-30"}).json()
+    june = c.get(
+        "/api/records", headers=AUTH, params={"agent_id": AGENT, "after": "2025-06-01", "before": "2025-06-30"}
+    ).json()
     assert {row["ref"] for row in june["rows"]} == {refs[EVIDENCE_TEXT], refs[SCRIPT_TEXT]}
     assert june["span"] == ["2025-02-03T10:00:00+00:00", "2025-09-29T10:00:00+00:00"]
     for params in ({"limit": 0}, {"limit": 500}, {"limit": "x"}, {"after": "June"}, {"kind": "blocks"}):
@@ -142,8 +178,15 @@ def test_agents_and_paging_newest_first_with_a_date_filter(opened: tuple[Memory,
 def test_search_answers_beside_its_trace_view(opened: tuple[Memory, dict[str, str], Path]) -> None:
     memory, refs, log = opened
     c = client(memory, traces=log)
-    body = {"tool": "recall", "agent_id": AGENT, "project_id": "*", "channel": "", "query": QUESTION,
-            "limit": LIMIT, "time_cue": {**CUE, "after": CUE["after"], "before": CUE["before"]}}
+    body = {
+        "tool": "recall",
+        "agent_id": AGENT,
+        "project_id": "*",
+        "channel": "",
+        "query": QUESTION,
+        "limit": LIMIT,
+        "time_cue": {**CUE, "after": CUE["after"], "before": CUE["before"]},
+    }
     found = c.post("/api/search", headers=AUTH, json=body).json()
     assert found["ok"] is True and "trace" not in found["answer"]
     assert refs[EVIDENCE_TEXT] in [m["ref"] for m in found["answer"]["messages"]]
@@ -183,11 +226,17 @@ def test_the_speed_script_measures_every_request(tmp_path: Path) -> None:
     from benchmarks.ui_speed import main as speed_main
 
     out = tmp_path / "ui.md"
-    assert speed_main(["--sizes", "300", "--repeat", "2", "--no-browser", "--workdir", str(tmp_path),
-                       "--out", str(out)]) == 0
+    assert (
+        speed_main(["--sizes", "300", "--repeat", "2", "--no-browser", "--workdir", str(tmp_path), "--out", str(out)])
+        == 0
+    )
     report = out.read_text(encoding="utf-8")
-    for row in ("| page |", "| records: first page (50) |", "| search: recall with a time cue + trace view |",
-                "| first paint's requests, together |"):
+    for row in (
+        "| page |",
+        "| records: first page (50) |",
+        "| search: recall with a time cue + trace view |",
+        "| first paint's requests, together |",
+    ):
         assert row in report, row
 
 
@@ -198,8 +247,9 @@ def test_the_tools_run_as_the_principal_with_its_grants(opened: tuple[Memory, di
     reader = Principal("reader", {AGENT: READ})
     c = TestClient(make_app(memory, TOKEN, write=True, principal=reader), base_url="http://127.0.0.1")
     before = snapshot(memory, (AGENT,))
-    refused = c.post("/api/write", headers=AUTH, json={"tool": "update_profile",
-                                                       "arguments": {"agent_id": AGENT, "profile": "x"}}).json()
+    refused = c.post(
+        "/api/write", headers=AUTH, json={"tool": "update_profile", "arguments": {"agent_id": AGENT, "profile": "x"}}
+    ).json()
     assert (refused["ok"], refused["error"], refused["client_id"]) == (False, "permission_denied", "reader")
     assert snapshot(memory, (AGENT,)) == before
     found = c.post("/api/search", headers=AUTH, json={"tool": "recall", "agent_id": AGENT, "query": QUESTION}).json()
@@ -217,11 +267,21 @@ def test_the_ui_command_prints_a_loopback_url_with_its_token(tmp_path: Path) -> 
     repo = Path(__file__).resolve().parents[1]
     with Memory(tmp_path / "m.db", settings=make_settings(), clock=fixed_clock(NOW)) as memory:
         fill(memory)
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONPATH": str(repo),
-           "CUEDRECALL_BLOCK_BUILD_ENABLED": "false", "CUEDRECALL_BLOCK_RETRIEVAL_ENABLED": "false"}
-    process = subprocess.Popen([sys.executable, "-m", "cuedrecall.cli", "ui", "--db", str(tmp_path / "m.db"),
-                                "--embedding", "hash"], env=env, cwd=repo, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(repo),
+        "CUEDRECALL_BLOCK_BUILD_ENABLED": "false",
+        "CUEDRECALL_BLOCK_RETRIEVAL_ENABLED": "false",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cuedrecall.cli", "ui", "--db", str(tmp_path / "m.db"), "--embedding", "hash"],
+        env=env,
+        cwd=repo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = process.stdout.readline() if process.stdout else ""
         found = re.search(r"(http://127\.0\.0\.1:\d+)/\?token=(\S+)", line)
@@ -232,8 +292,11 @@ def test_the_ui_command_prints_a_loopback_url_with_its_token(tmp_path: Path) -> 
         assert httpx.get(f"{base}/?token={token}").status_code == 200
         agents = httpx.get(f"{base}/api/agents", headers={TOKEN_HEADER: token}).json()["agents"]
         assert [a["agent_id"] for a in agents] == [AGENT]
-        refused = httpx.post(f"{base}/api/write", headers={TOKEN_HEADER: token},
-                             json={"tool": "update_profile", "arguments": {"agent_id": AGENT, "profile": "x"}})
+        refused = httpx.post(
+            f"{base}/api/write",
+            headers={TOKEN_HEADER: token},
+            json={"tool": "update_profile", "arguments": {"agent_id": AGENT, "profile": "x"}},
+        )
         assert refused.status_code == 403
     finally:
         process.terminate()

@@ -36,11 +36,14 @@ def browser() -> Iterator[Any]:
         pytest.fail("the playwright package is missing: `make test` installs it (the test extra)")
     executable = CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium")
     if not executable:
-        pytest.fail(f"no Chromium at {CHROMIUM}: `make test` installs Debian's chromium package when run as root "
-                    "(apt-get install -y chromium); or set CUEDRECALL_CHROMIUM to a Chromium binary")
+        pytest.fail(
+            f"no Chromium at {CHROMIUM}: `make test` installs Debian's chromium package when run as root "
+            "(apt-get install -y chromium); or set CUEDRECALL_CHROMIUM to a Chromium binary"
+        )
     with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, headless=True,
-                                              args=["--no-sandbox", "--disable-gpu"])
+        launched = playwright.chromium.launch(
+            executable_path=executable, headless=True, args=["--no-sandbox", "--disable-gpu"]
+        )
         yield launched
         launched.close()
 
@@ -102,7 +105,8 @@ def search(page: Any, *, cue: bool = True) -> None:
 
 
 def test_a_cued_recall_shows_the_evidence_its_move_and_a_gate_reason(
-        page: Any, read_only: str, store: tuple[Memory, dict[str, str]]) -> None:
+    page: Any, read_only: str, store: tuple[Memory, dict[str, str]]
+) -> None:
     memory, refs = store
     trace = cued_recall(memory)["trace"]
     move = biggest_lift(trace)
@@ -131,8 +135,9 @@ def test_a_cued_recall_shows_the_evidence_its_move_and_a_gate_reason(
         shoot(page, "explorer-search.png")
 
 
-def test_memory_text_is_shown_as_text_never_run(page: Any, read_only: str,
-                                                store: tuple[Memory, dict[str, str]]) -> None:
+def test_memory_text_is_shown_as_text_never_run(
+    page: Any, read_only: str, store: tuple[Memory, dict[str, str]]
+) -> None:
     memory, refs = store
     open_explorer(page, read_only)
     row = page.locator(f"#rows tr[data-ref='{refs[SCRIPT_TEXT]}'] td.text")
@@ -143,36 +148,45 @@ def test_memory_text_is_shown_as_text_never_run(page: Any, read_only: str,
         shoot(page, "explorer.png")
 
 
-def test_read_only_offers_no_change_and_refuses_one(page: Any, read_only: str,
-                                                   store: tuple[Memory, dict[str, str]]) -> None:
+def test_read_only_offers_no_change_and_refuses_one(
+    page: Any, read_only: str, store: tuple[Memory, dict[str, str]]
+) -> None:
     memory, refs = store
     open_explorer(page, read_only)
     assert page.locator("#mode").inner_text() == "read-only"
     assert page.locator("#rows button").count() == 0
     before = snapshot(memory, (AGENT,))
-    status = page.evaluate("""async ([token, id]) => (await fetch('/api/write', {method: 'POST',
+    status = page.evaluate(
+        """async ([token, id]) => (await fetch('/api/write', {method: 'POST',
         headers: {'X-CuedRecall-Token': token, 'Content-Type': 'application/json'},
         body: JSON.stringify({tool: 'delete_memory', confirm: true, arguments: {memory_id: id, agent_id: 'me'}})
-        })).status""", [TOKEN, int(refs[EVIDENCE_TEXT].split(":")[1])])
+        })).status""",
+        [TOKEN, int(refs[EVIDENCE_TEXT].split(":")[1])],
+    )
     assert status == 403 and snapshot(memory, (AGENT,)) == before
 
 
-def test_without_the_token_nothing_loads_or_changes(page: Any, read_only: str,
-                                                    store: tuple[Memory, dict[str, str]]) -> None:
+def test_without_the_token_nothing_loads_or_changes(
+    page: Any, read_only: str, store: tuple[Memory, dict[str, str]]
+) -> None:
     memory, refs = store
     before = snapshot(memory, (AGENT,))
     for url in (f"{read_only}/", f"{read_only}/?token=wrong"):
         response = page.goto(url)
         assert response.status == 403 and "token" in page.content()
-    status = page.evaluate("""async (id) => (await fetch('/api/write', {method: 'POST',
+    status = page.evaluate(
+        """async (id) => (await fetch('/api/write', {method: 'POST',
         headers: {'Content-Type': 'application/json'},
         body: JSON.stringify({tool: 'delete_memory', confirm: true, arguments: {memory_id: id, agent_id: 'me'}})
-        })).status""", int(refs[EVIDENCE_TEXT].split(":")[1]))
+        })).status""",
+        int(refs[EVIDENCE_TEXT].split(":")[1]),
+    )
     assert status == 403 and snapshot(memory, (AGENT,)) == before
 
 
 def test_with_write_a_memory_is_edited_locked_and_deleted_after_confirming(
-        page: Any, browser: Any, tmp_path: Path) -> None:
+    page: Any, browser: Any, tmp_path: Path
+) -> None:
     with Memory(tmp_path / "w.db", settings=make_settings(), clock=fixed_clock(NOW)) as memory:
         refs = fill(memory)
         ref = refs[EVIDENCE_TEXT]
@@ -184,8 +198,10 @@ def test_with_write_a_memory_is_edited_locked_and_deleted_after_confirming(
             row.locator("textarea").fill("New brake pads and a trued rear wheel, June.")
             row.get_by_role("button", name="Save").click()
             page.wait_for_selector(f"#rows tr[data-ref='{ref}'] td.text:has-text('trued rear wheel')")
-            assert memory.get_contents(agent_id=AGENT, refs=[ref])["items"][0]["content"] == \
-                "New brake pads and a trued rear wheel, June."
+            assert (
+                memory.get_contents(agent_id=AGENT, refs=[ref])["items"][0]["content"]
+                == "New brake pads and a trued rear wheel, June."
+            )
             row.get_by_role("button", name="Lock").click()
             page.wait_for_selector(f"#rows tr.locked[data-ref='{ref}']")
             assert next(m for m in memory.list_memories(agent_id=AGENT)["memories"] if m["ref"] == ref)["locked"]
@@ -234,8 +250,9 @@ def test_every_tab_opens_and_the_trace_log_opens_an_entry(page: Any, tmp_path: P
     settings = make_settings(trace_log=str(log))
     with Memory(tmp_path / "t.db", settings=settings, clock=fixed_clock(NOW)) as memory:
         fill(memory)
-        memory.archive_episode(agent_id=AGENT, summary="Talked through the June brake repair.",
-                               start_time="2025-06-12T18:40:00+00:00")
+        memory.archive_episode(
+            agent_id=AGENT, summary="Talked through the June brake repair.", start_time="2025-06-12T18:40:00+00:00"
+        )
         cued_recall(memory)
         with running(make_app(memory, TOKEN, traces=log)) as url:
             open_explorer(page, url)

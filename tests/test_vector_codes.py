@@ -31,11 +31,18 @@ def test_a_vector_with_a_non_finite_value_is_always_scored_exactly() -> None:
     assert band[0] == np.inf and not codes[0].any() and np.isfinite(band[1])
 
 
-def _exact_scan(vectors: np.ndarray, agents: list[str], agent: str, query: np.ndarray, floor: float, depth: int,
-                positions: tuple[int, int | None]) -> list[tuple[int, float, int]]:
+def _exact_scan(
+    vectors: np.ndarray,
+    agents: list[str],
+    agent: str,
+    query: np.ndarray,
+    floor: float,
+    depth: int,
+    positions: tuple[int, int | None],
+) -> list[tuple[int, float, int]]:
     """The rule the index keeps: the scope's rows newest first, sliced, best ``depth`` by score >= floor, ties to
     the earlier position."""
-    rows = [i for i in range(len(vectors)) if agents[i] == agent][::-1][positions[0]:positions[1]]
+    rows = [i for i in range(len(vectors)) if agents[i] == agent][::-1][positions[0] : positions[1]]
     start = positions[0]
     scored = [(float(vectors[i] @ query), start + p, i + 1) for p, i in enumerate(rows)]
     kept = sorted((s for s in scored if s[0] >= floor), key=lambda s: (-s[0], s[1]))[:depth]
@@ -43,10 +50,17 @@ def _exact_scan(vectors: np.ndarray, agents: list[str], agent: str, query: np.nd
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.integers(1, 300), st.integers(1, 40), st.sampled_from([-2.0, -0.1, 0.0, 0.2]),
-       st.integers(0, 30), st.sampled_from([None, 5, 60]))
-def test_search_returns_the_exact_scans_rows_scores_and_order(seed: int, count: int, depth: int, floor: float,
-                                                              start: int, stop: int | None) -> None:
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(1, 300),
+    st.integers(1, 40),
+    st.sampled_from([-2.0, -0.1, 0.0, 0.2]),
+    st.integers(0, 30),
+    st.sampled_from([None, 5, 60]),
+)
+def test_search_returns_the_exact_scans_rows_scores_and_order(
+    seed: int, count: int, depth: int, floor: float, start: int, stop: int | None
+) -> None:
     rng = np.random.default_rng(seed)
     # eighths in [-1, 1]: every product is exact in float32, so the scan and the index agree to the bit, and
     # repeated rows make ties that only the position can break

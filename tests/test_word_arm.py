@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import given, strategies as st
-
 from conftest import database_at, make_settings, open_memory
+from hypothesis import given
+from hypothesis import strategies as st
+
 from cuedrecall.store import schema
 from cuedrecall.store.base import Scope
 from cuedrecall.store.sqlite import SqliteStore
@@ -22,7 +23,11 @@ def words_arm(memory, query: str, agent: str = A) -> list[str]:
 
 def test_query_words_are_the_content_words_lower_cased_once_in_order() -> None:
     assert query_words("When did Caroline MOVE to Sweden, and when did she move back?") == [
-        "caroline", "move", "sweden", "back"]
+        "caroline",
+        "move",
+        "sweden",
+        "back",
+    ]
     assert query_words("what was it about?") == []
     assert query_words("東京の会議 in Osaka") == ["osaka"]  # unspaced scripts are the trigram arm's
 
@@ -101,6 +106,7 @@ class _Counts:
 
 def test_a_word_in_more_than_the_common_share_of_rows_is_common_and_a_rare_one_is_not() -> None:
     from cuedrecall.store.term_counts import TermCounts
+
     counts = TermCounts(_Counts(), 0.1)
     assert counts.is_common_word("memories", "like") and not counts.is_common_word("memories", "sweden")
     assert not TermCounts(_Counts(), 1.0).is_common_word("memories", "like")  # ratio 1: never

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from conftest import NOW, failed, open_memory, snapshot
+
 from cuedrecall.api import Memory
 from cuedrecall.embed import EmbeddingError
 from cuedrecall.embed.hashing import hash_vector
@@ -42,8 +42,13 @@ def _episode_columns(memory: Memory, agent: str) -> dict[int, dict[str, Any]]:
 
 def test_store_answers_stored_with_id_ref_and_embedded(memory: Memory) -> None:
     result = memory.store(agent_id=A, message={"content": "the kettle is in the left cupboard"})
-    assert result == {"ok": True, "result": "stored", "id": result["id"], "ref": f"mem:{result['id']}",
-                      "embedded": True}
+    assert result == {
+        "ok": True,
+        "result": "stored",
+        "id": result["id"],
+        "ref": f"mem:{result['id']}",
+        "embedded": True,
+    }
     assert isinstance(result["id"], int) and result["id"] >= 1
     assert _contents(memory, A, [result["ref"]]) == {result["ref"]: "the kettle is in the left cupboard"}
 
@@ -124,8 +129,11 @@ def test_source_spellings_are_folded_and_kept(memory: Memory) -> None:
     memory.store(agent_id=A, message={"content": "two", "source": {"type": "assistant", "id": "bot"}})
     memory.store(agent_id=A, message={"content": "three", "source": {"User": {"id": "discord:1", "name": "M"}}})
     sources = [row["source"] for row in memory.list_memories(agent_id=A)["memories"]]
-    assert sources == [{"type": "User", "id": "discord:1", "name": "M"}, {"type": "Agent", "id": "bot"},
-                       {"type": "User"}]
+    assert sources == [
+        {"type": "User", "id": "discord:1", "name": "M"},
+        {"type": "Agent", "id": "bot"},
+        {"type": "User"},
+    ]
 
 
 def test_an_embedding_failure_still_stores_the_row_with_embedded_false(tmp_path: Path) -> None:
@@ -176,8 +184,11 @@ def test_episode_start_and_end_are_the_earliest_and_latest_parsed_instants_of_hi
 
 def test_episode_times_given_as_arguments_override_history(memory: Memory) -> None:
     result = memory.archive_episode(
-        agent_id=A, summary="a planned trip", history=[{"timestamp": "2025-01-01T00:00:00Z"}],
-        start_time="2025-05-01T09:00:00+00:00", end_time="2025-05-03T18:00:00+00:00",
+        agent_id=A,
+        summary="a planned trip",
+        history=[{"timestamp": "2025-01-01T00:00:00Z"}],
+        start_time="2025-05-01T09:00:00+00:00",
+        end_time="2025-05-03T18:00:00+00:00",
     )
     row = _episode_columns(memory, A)[result["episode_id"]]
     assert (row["start_time"], row["end_time"]) == ("2025-05-01T09:00:00+00:00", "2025-05-03T18:00:00+00:00")
@@ -246,7 +257,9 @@ def test_a_deleted_memory_is_reported_missing(memory: Memory) -> None:
 def test_a_deleted_episode_is_reported_missing(memory: Memory) -> None:
     episode = memory.archive_episode(agent_id=A, summary="a session to forget")
     assert memory.delete_episode(episode_id=episode["episode_id"], agent_id=A) == {
-        "ok": True, "deleted_id": episode["episode_id"]}
+        "ok": True,
+        "deleted_id": episode["episode_id"],
+    }
     assert memory.get_contents(agent_id=A, refs=[episode["ref"]])["missing"] == [episode["ref"]]
     assert memory.list_episodes(agent_id=A)["count"] == 0
     assert failed(memory.delete_episode(episode_id=episode["episode_id"]), "'episode_id'")
@@ -297,20 +310,36 @@ def test_a_profile_over_2000_characters_is_truncated_and_flagged(memory: Memory)
 
 
 def test_list_memories_is_newest_first_and_respects_limit_agent_and_project(memory: Memory) -> None:
-    refs = [memory.store(agent_id=A, message={"content": f"note {i}"}, project_id=p)["ref"]
-            for i, p in enumerate(["", "p1", "p2", "p1", ""])]
+    refs = [
+        memory.store(agent_id=A, message={"content": f"note {i}"}, project_id=p)["ref"]
+        for i, p in enumerate(["", "p1", "p2", "p1", ""])
+    ]
     memory.store(agent_id=B, message={"content": "b's note"})
     listed = memory.list_memories(agent_id=A)
     assert [m["ref"] for m in listed["memories"]] == refs[::-1] and listed["count"] == 5
     assert [m["ref"] for m in memory.list_memories(agent_id=A, limit=2)["memories"]] == refs[::-1][:2]
     assert [m["ref"] for m in memory.list_memories(agent_id=A, project_id="")["memories"]] == [refs[4], refs[0]]
     assert [m["ref"] for m in memory.list_memories(agent_id=A, project_id="p1")["memories"]] == [
-        refs[4], refs[3], refs[1], refs[0]]
+        refs[4],
+        refs[3],
+        refs[1],
+        refs[0],
+    ]
     assert memory.list_memories(agent_id="")["count"] == 6
     assert memory.list_memories(agent_id=A, limit=0) == {"memories": [], "count": 0}
     row = listed["memories"][0]
-    assert set(row) >= {"id", "ref", "agent_id", "project_id", "channel", "content", "source", "timestamp",
-                        "created_at", "locked"}
+    assert set(row) >= {
+        "id",
+        "ref",
+        "agent_id",
+        "project_id",
+        "channel",
+        "content",
+        "source",
+        "timestamp",
+        "created_at",
+        "locked",
+    }
 
 
 def test_list_episodes_is_newest_first(memory: Memory) -> None:
@@ -323,9 +352,13 @@ def test_list_episodes_is_newest_first(memory: Memory) -> None:
 
 
 def test_recall_finds_a_unique_stored_text_for_a_query_equal_to_it_as_the_best_row(memory: Memory) -> None:
-    texts = ["the spare key hangs behind the blue garage door", "quarterly budget review scheduled with finance",
-             "my cat Pixel likes sardines for breakfast", "the wifi password rotates every ninety days",
-             "train tickets to Lisbon booked for the conference"]
+    texts = [
+        "the spare key hangs behind the blue garage door",
+        "quarterly budget review scheduled with finance",
+        "my cat Pixel likes sardines for breakfast",
+        "the wifi password rotates every ninety days",
+        "train tickets to Lisbon booked for the conference",
+    ]
     refs = {memory.store(agent_id=A, message={"content": t})["ref"]: t for t in texts}
     for ref, text in refs.items():
         answer = memory.recall(agent_id=A, query=text, limit=3)

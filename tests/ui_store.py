@@ -12,7 +12,7 @@ QUESTION = "what did the bike shop fix on the bike?"
 CUE = {"after": "2025-06-01", "before": "2025-06-30", "confidence": "sure"}
 LIMIT = 8
 EVIDENCE_TEXT = "The shop fitted new brake pads on the bike in June."
-SCRIPT_TEXT = "<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\"> a note about the hose."
+SCRIPT_TEXT = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"> a note about the hose.'
 ROWS = (
     ("2025-02-03T10:00:00+00:00", "The bike shop trued both wheels of my bike and checked the bike shop bill twice."),
     ("2025-03-10T10:00:00+00:00", "Bike shop visit: the bike shop replaced the chain on my bike."),

@@ -20,8 +20,8 @@ _LAZY = {"HttpEmbedder": "http", "embeddings_app": "server", "serve_embeddings":
 
 __all__ = [
     "DEFAULT_MODEL",
-    "MODEL_NAMES",
     "MODELS",
+    "MODEL_NAMES",
     "MODES",
     "Embedder",
     "EmbeddingError",

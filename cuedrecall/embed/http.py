@@ -31,9 +31,7 @@ def _check_vector(url: str, index: int, vector: Any, width: int | None) -> list[
     if not vector:
         raise EmbeddingError(f"{url}: embeddings[{index}] is empty")
     if width is not None and len(vector) != width:
-        raise EmbeddingError(
-            f"{url}: embeddings[{index}] has {len(vector)} dimensions, expected {width}"
-        )
+        raise EmbeddingError(f"{url}: embeddings[{index}] has {len(vector)} dimensions, expected {width}")
     for j, value in enumerate(vector):
         # bool is an int subclass, but true/false in a vector is a broken server.
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -113,9 +111,7 @@ class HttpEmbedder:
             if self._width is None:
                 self._width = vectors.shape[1]
             elif vectors.shape[1] != self._width:
-                raise EmbeddingError(
-                    f"{self.url}: vectors have {vectors.shape[1]} dimensions, expected {self._width}"
-                )
+                raise EmbeddingError(f"{self.url}: vectors have {vectors.shape[1]} dimensions, expected {self._width}")
         return l2_normalise(vectors)
 
     def _post(self, texts: list[str]) -> Any:
@@ -126,9 +122,7 @@ class HttpEmbedder:
             raise EmbeddingError(f"embedding request to {self.url} failed: {exc!r}") from exc
         if not response.is_success:
             snippet = response.text[:200]
-            raise EmbeddingError(
-                f"embedding request to {self.url} returned HTTP {response.status_code}: {snippet}"
-            )
+            raise EmbeddingError(f"embedding request to {self.url} returned HTTP {response.status_code}: {snippet}")
         try:
             return response.json()
         except ValueError as exc:

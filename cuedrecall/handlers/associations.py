@@ -14,8 +14,16 @@ from typing import Any
 
 from cuedrecall.errors import ToolArgumentError
 from cuedrecall.graph.declare import (
-    MAX_ALIASES, MAX_ENTITIES, MAX_RELATIONS, MAX_RETRACTIONS, Bucket, Declaration, EntityDeclaration,
-    RelationDeclaration, declare, declare_in,
+    MAX_ALIASES,
+    MAX_ENTITIES,
+    MAX_RELATIONS,
+    MAX_RETRACTIONS,
+    Bucket,
+    Declaration,
+    EntityDeclaration,
+    RelationDeclaration,
+    declare,
+    declare_in,
 )
 from cuedrecall.graph.names import MAX_NAME
 from cuedrecall.graph.traverse import traverse as traverse_graph
@@ -23,22 +31,45 @@ from cuedrecall.runtime import Runtime
 from cuedrecall.store.base import Scope
 from cuedrecall.tools.bounds import check_ref_range
 
-_KINDS = ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"), (dict, "an object"),
-          (list, "an array"), (type(None), "null"))
+_KINDS = (
+    (bool, "a boolean"),
+    (int, "an integer"),
+    (float, "a number"),
+    (str, "a string"),
+    (dict, "an object"),
+    (list, "an array"),
+    (type(None), "null"),
+)
 
 
-def declare_associations(rt: Runtime, agent_id: str, associations: dict[str, Any] | None, anchor_ref: str,
-                         retract: dict[str, Any] | None, channel: str, project_id: str) -> dict[str, Any]:
+def declare_associations(
+    rt: Runtime,
+    agent_id: str,
+    associations: dict[str, Any] | None,
+    anchor_ref: str,
+    retract: dict[str, Any] | None,
+    channel: str,
+    project_id: str,
+) -> dict[str, Any]:
     """Declare entities, aliases, mentions (with an anchor) and relations, and retract, in one transaction."""
     declaration = parse_declaration(associations, retract)
     return declare(rt.store, Bucket(agent_id, project_id, channel), declaration, anchor_ref, rt.now_iso())
 
 
-def traverse(rt: Runtime, agent_id: str, entity: str, max_hops: int, limit: int, channel: str,
-             project_id: str | None, source_id: str) -> dict[str, Any]:
+def traverse(
+    rt: Runtime,
+    agent_id: str,
+    entity: str,
+    max_hops: int,
+    limit: int,
+    channel: str,
+    project_id: str | None,
+    source_id: str,
+) -> dict[str, Any]:
     """The entities within ``max_hops`` relations of the named one, readable in the scope (read-only)."""
-    return traverse_graph(rt.store, Scope(agent_id, project_id, channel, source_id), entity, max_hops=max_hops,
-                          limit=limit)
+    return traverse_graph(
+        rt.store, Scope(agent_id, project_id, channel, source_id), entity, max_hops=max_hops, limit=limit
+    )
 
 
 def parse_rider(associations: dict[str, Any]) -> Declaration | dict[str, Any]:
@@ -50,8 +81,9 @@ def parse_rider(associations: dict[str, Any]) -> Declaration | dict[str, Any]:
         return {"ok": False, "error": f"{exc}: nothing was declared (the memory is stored)"}
 
 
-def declare_rider(rt: Runtime, conn: Any, agent_id: str, project_id: str, channel: str,
-                  declaration: Declaration, anchor_ref: str) -> dict[str, Any]:
+def declare_rider(
+    rt: Runtime, conn: Any, agent_id: str, project_id: str, channel: str, declaration: Declaration, anchor_ref: str
+) -> dict[str, Any]:
     """store's ``associations``, declared against the stored memory inside the store's own transaction
     ``conn``: a failure here rolls the memory back too, so a store answered ok:false has written nothing."""
     bucket = Bucket(agent_id, project_id, channel)
@@ -78,8 +110,10 @@ def parse_declaration(associations: dict[str, Any] | None, retract: dict[str, An
 def _entity(label: str, item: Any) -> EntityDeclaration:
     given = _fields(label, item, required=("name",), allowed=("name", "aliases"))
     aliases = _list(f"{label}.aliases", given.get("aliases"), MAX_ALIASES)
-    return EntityDeclaration(_string(f"{label}.name", given["name"]),
-                             tuple(_string(f"{label}.aliases[{j}]", alias) for j, alias in enumerate(aliases)))
+    return EntityDeclaration(
+        _string(f"{label}.name", given["name"]),
+        tuple(_string(f"{label}.aliases[{j}]", alias) for j, alias in enumerate(aliases)),
+    )
 
 
 def _relation(label: str, item: Any) -> RelationDeclaration:
@@ -99,8 +133,9 @@ def _fields(label: str, value: Any, *, required: tuple[str, ...], allowed: tuple
         raise _wrong(label, "an object", value)
     unknown = sorted(str(key) for key in value if key not in allowed)
     if unknown:
-        raise ToolArgumentError(f"argument '{label}' has unknown field(s): {', '.join(unknown)[:200]} "
-                                f"(accepted: {', '.join(allowed)})")
+        raise ToolArgumentError(
+            f"argument '{label}' has unknown field(s): {', '.join(unknown)[:200]} (accepted: {', '.join(allowed)})"
+        )
     missing = [name for name in required if name not in value]
     if missing:
         raise ToolArgumentError(f"argument '{label}.{missing[0]}' is required")

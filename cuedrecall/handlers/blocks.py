@@ -36,14 +36,14 @@ import logging
 import sqlite3
 import threading
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from cuedrecall import heap
-from cuedrecall.handlers import calibrate
 from cuedrecall.embed import EmbeddingError
-from cuedrecall.handlers import reembed
+from cuedrecall.handlers import calibrate, reembed
 from cuedrecall.runtime import Runtime
 from cuedrecall.store.base import BlockSet, Task, is_ref
 from cuedrecall.text.blocks import divide
@@ -132,8 +132,14 @@ def build(rt: Runtime, records: Sequence[tuple[str, str, str]], *, finish: int |
     return written
 
 
-def backfill_step(rt: Runtime, after: str | None, *, agent_id: str = "", limit: int | None = None,
-                  stopping: Callable[[], bool] = lambda: False) -> tuple[int, str | None, bool]:
+def backfill_step(
+    rt: Runtime,
+    after: str | None,
+    *,
+    agent_id: str = "",
+    limit: int | None = None,
+    stopping: Callable[[], bool] = lambda: False,
+) -> tuple[int, str | None, bool]:
     """One bounded run over the records lacking a block set, after the cursor ``after`` (None: from the start).
 
     At most BACKFILL_RECORDS records (fewer with ``limit``), BACKFILL_CHARS characters
@@ -176,9 +182,15 @@ def build_report(rt: Runtime) -> dict[str, Any]:
     counts = rt.store.block_counts("", model)
     with_set, divided = counts["records_with_blocks"], counts["records_divided"]
     lacking = counts["records_lacking_blocks"]
-    return {"pending_tasks": rt.store.pending_tasks(), "model": model, "records": with_set + lacking,
-            "records_divided": divided, "records_single_block": with_set - divided,
-            "records_lacking_blocks": lacking, "block_rows": counts["block_rows"]}
+    return {
+        "pending_tasks": rt.store.pending_tasks(),
+        "model": model,
+        "records": with_set + lacking,
+        "records_divided": divided,
+        "records_single_block": with_set - divided,
+        "records_lacking_blocks": lacking,
+        "block_rows": counts["block_rows"],
+    }
 
 
 class BlockBuilder:
@@ -188,8 +200,14 @@ class BlockBuilder:
     Within one process one task runs at a time, whichever thread runs it.
     """
 
-    def __init__(self, runtime: Callable[[], Runtime], *, now: Callable[[], float] = time.time,
-                 lease_s: float | None = None, idle_s: float = IDLE_S) -> None:
+    def __init__(
+        self,
+        runtime: Callable[[], Runtime],
+        *,
+        now: Callable[[], float] = time.time,
+        lease_s: float | None = None,
+        idle_s: float = IDLE_S,
+    ) -> None:
         self._runtime = runtime
         self._now = now
         self._lease = lease_s
@@ -273,8 +291,9 @@ class BlockBuilder:
     def _backfill(self, rt: Runtime, task: Task) -> None:
         after = task.payload.get("after")
         after = after if is_ref(after) else None
-        done, cursor, more = (0, after, False) if not building(rt) else backfill_step(
-            rt, after, stopping=self._stop.is_set)
+        done, cursor, more = (
+            (0, after, False) if not building(rt) else backfill_step(rt, after, stopping=self._stop.is_set)
+        )
         with rt.store.write() as conn:
             rt.store.finish_task(conn, task.id)
             if more and not rt.store.pending_tasks(BACKFILL):  # one chain, whoever else started one
@@ -298,4 +317,3 @@ class BlockBuilder:
                 busy = False
                 self._stop.wait(self._idle)
             busy = busy or worked
-

@@ -11,7 +11,7 @@ Isolation is the store's: project X with the global pool, channel C with the sha
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from cuedrecall.clock import iso, parse_instant
@@ -27,22 +27,49 @@ KINDS = {"memories": MEMORY, "episodes": EPISODE, MEMORY: MEMORY, EPISODE: EPISO
 
 def agents(rt: Runtime) -> dict[str, Any]:
     """Every agent with a memory, an episode or a profile: counts, projects and channels."""
-    return {"agents": [{"agent_id": a.agent_id, "memories": a.memories, "episodes": a.episodes,
-                        "projects": list(a.projects), "channels": list(a.channels), "profile": a.profile}
-                       for a in rt.store.agents()]}
+    return {
+        "agents": [
+            {
+                "agent_id": a.agent_id,
+                "memories": a.memories,
+                "episodes": a.episodes,
+                "projects": list(a.projects),
+                "channels": list(a.channels),
+                "profile": a.profile,
+            }
+            for a in rt.store.agents()
+        ]
+    }
 
 
-def browse(rt: Runtime, *, kind: str, agent_id: str, project_id: str | None = None, channel: str = "",
-           limit: int = 50, before_id: int | None = None, offset: int = 0, after: str | None = None,
-           before: str | None = None) -> dict[str, Any]:
+def browse(
+    rt: Runtime,
+    *,
+    kind: str,
+    agent_id: str,
+    project_id: str | None = None,
+    channel: str = "",
+    limit: int = 50,
+    before_id: int | None = None,
+    offset: int = 0,
+    after: str | None = None,
+    before: str | None = None,
+) -> dict[str, Any]:
     """One page of the scope's memories or episodes, newest first, with the scope's totals and time span."""
     if kind not in KINDS:
         raise ToolArgumentError(f"argument 'kind' must be memories or episodes, not {str(kind)[:40]!r}")
     if not agent_id:
         raise ToolArgumentError("argument 'agent_id' is required")
-    for name, value in (("agent_id", agent_id), ("project_id", project_id), ("channel", channel),
-                        ("limit", limit), ("before_id", before_id), ("offset", offset), ("after", after),
-                        ("before", before)):
+    for name, value in (
+        ("agent_id", agent_id),
+        ("project_id", project_id),
+        ("channel", channel),
+        ("limit", limit),
+        ("before_id", before_id),
+        ("offset", offset),
+        ("after", after),
+        ("before", before),
+    ):
         check_value(name, value)  # the tools' rules: a 64-bit integer, no NUL or lone surrogate in a string
     if not 1 <= limit <= PAGE_MAX:
         raise ToolArgumentError(f"argument 'limit' must be between 1 and {PAGE_MAX}")
@@ -53,14 +80,19 @@ def browse(rt: Runtime, *, kind: str, agent_id: str, project_id: str | None = No
     high = _bound("before", before, end_of_day=True)
     period = None if low is None and high is None else (-1e18 if low is None else low, 1e18 if high is None else high)
     with rt.store.snapshot():
-        records = rt.store.page_records(KINDS[kind], scope, limit=limit, before_id=before_id, offset=offset,
-                                        period=period)
+        records = rt.store.page_records(
+            KINDS[kind], scope, limit=limit, before_id=before_id, offset=offset, period=period
+        )
         memories, episodes = rt.store.pool_counts(scope)
         span = rt.store.span(scope)
-    return {"kind": "memories" if KINDS[kind] == MEMORY else "episodes", "rows": [_row(r) for r in records],
-            "count": len(records), "next_before_id": records[-1].id if len(records) == limit else None,
-            "totals": {"memories": memories, "episodes": episodes},
-            "span": None if span is None else [_iso(span[0]), _iso(span[1])]}
+    return {
+        "kind": "memories" if KINDS[kind] == MEMORY else "episodes",
+        "rows": [_row(r) for r in records],
+        "count": len(records),
+        "next_before_id": records[-1].id if len(records) == limit else None,
+        "totals": {"memories": memories, "episodes": episodes},
+        "span": None if span is None else [_iso(span[0]), _iso(span[1])],
+    }
 
 
 def scope_span(rt: Runtime, agent_id: str, project_id: str | None = None, channel: str = "") -> list[str] | None:
@@ -70,7 +102,7 @@ def scope_span(rt: Runtime, agent_id: str, project_id: str | None = None, channe
 
 
 def _iso(epoch: float) -> str:
-    return iso(datetime.fromtimestamp(epoch, timezone.utc))
+    return iso(datetime.fromtimestamp(epoch, UTC))
 
 
 def _bound(name: str, value: str | None, *, end_of_day: bool) -> float | None:
@@ -83,7 +115,7 @@ def _bound(name: str, value: str | None, *, end_of_day: bool) -> float | None:
     except ValueError:
         day = None
     if day is not None:
-        moment = datetime(day.year, day.month, day.day, tzinfo=timezone.utc) + timedelta(days=int(end_of_day))
+        moment = datetime(day.year, day.month, day.day, tzinfo=UTC) + timedelta(days=int(end_of_day))
         return moment.timestamp()
     parsed = parse_instant(text)
     if parsed is None:
@@ -98,8 +130,15 @@ def _preview(text: str) -> dict[str, Any]:
 
 
 def _row(r: Record) -> dict[str, Any]:
-    row: dict[str, Any] = {"id": r.id, "ref": r.ref, "project_id": r.project_id, "channel": r.channel,
-                           "timestamp": r.timestamp, "created_at": r.created_at, **_preview(r.text)}
+    row: dict[str, Any] = {
+        "id": r.id,
+        "ref": r.ref,
+        "project_id": r.project_id,
+        "channel": r.channel,
+        "timestamp": r.timestamp,
+        "created_at": r.created_at,
+        **_preview(r.text),
+    }
     if r.kind == MEMORY:
         row.update(source=r.source, locked=r.locked)
     else:

@@ -22,8 +22,16 @@ import numpy as np
 
 from cuedrecall.recall.arms import retrieve
 from cuedrecall.recall.calibration import (
-    COSINE_FLOOR, MIN_SAMPLES, PRECISION_BETA, TEMPORAL_WINDOW_S, CalibrationError, cosine_samples, due_milestone,
-    next_milestone, separation, threshold_from,
+    COSINE_FLOOR,
+    MIN_SAMPLES,
+    PRECISION_BETA,
+    TEMPORAL_WINDOW_S,
+    CalibrationError,
+    cosine_samples,
+    due_milestone,
+    next_milestone,
+    separation,
+    threshold_from,
 )
 from cuedrecall.recall.context import RecallContext
 from cuedrecall.recall.fusion import fuse
@@ -39,8 +47,16 @@ TASK = "calibrate"  # the queue's task kind: {agent_id}
 REEMBED = "reembed_vectors"  # handlers/reembed.py's task kind (that module imports this one)
 
 
-def measure(rt: Runtime, agent_id: str, beta: float, sample_size: int = 200, method: str = "separation",
-            percentile: float = 0.95, z_factor: float = 1.0, seed: int = 0) -> tuple[dict[str, Any], list[Threshold]]:
+def measure(
+    rt: Runtime,
+    agent_id: str,
+    beta: float,
+    sample_size: int = 200,
+    method: str = "separation",
+    percentile: float = 0.95,
+    z_factor: float = 1.0,
+    seed: int = 0,
+) -> tuple[dict[str, Any], list[Threshold]]:
     """The report and the thresholds it found; nothing is written. CalibrationError when data is lacking."""
     ids, times = rt.store.embedded_memory_ids(agent_id)
     if len(ids) < MIN_SAMPLES:
@@ -54,13 +70,24 @@ def measure(rt: Runtime, agent_id: str, beta: float, sample_size: int = 200, met
     cosine = threshold_from(method, positives, nulls, beta, percentile, z_factor, COSINE_FLOOR)
     found = [rt.calibration.threshold(agent_id, "cosine", cosine)]
     report: dict[str, Any] = {
-        "ok": True, "agent_id": agent_id, "scope": "per_agent" if agent_id else "global", "method": method,
-        "beta": beta, "sampled_embeddings": len(pick), "embedded_memories": len(ids), "num_pairs": int(nulls.size),
-        "embedding_dim": int(vectors.shape[1]), "embedding_model": rt.embedder.model,
-        "distribution": {"null_mean": round(float(nulls.mean()), 4), "null_std": round(float(nulls.std()), 4),
-                         "positive_mean": round(float(positives.mean()), 4)},
+        "ok": True,
+        "agent_id": agent_id,
+        "scope": "per_agent" if agent_id else "global",
+        "method": method,
+        "beta": beta,
+        "sampled_embeddings": len(pick),
+        "embedded_memories": len(ids),
+        "num_pairs": int(nulls.size),
+        "embedding_dim": int(vectors.shape[1]),
+        "embedding_model": rt.embedder.model,
+        "distribution": {
+            "null_mean": round(float(nulls.mean()), 4),
+            "null_std": round(float(nulls.std()), 4),
+            "positive_mean": round(float(positives.mean()), 4),
+        },
         "null_admit_rate": round(float((nulls >= cosine).mean()), 4),
-        "old_thresholds": rt.calibration.thresholds(agent_id), "new_thresholds": {"cosine": cosine},
+        "old_thresholds": rt.calibration.thresholds(agent_id),
+        "new_thresholds": {"cosine": cosine},
     }
     if agent_id:
         # the pseudo-recalls run under the new cosine threshold, as the gate will
@@ -74,8 +101,9 @@ def measure(rt: Runtime, agent_id: str, beta: float, sample_size: int = 200, met
     return report, found
 
 
-def calibrate_threshold(rt: Runtime, agent_id: str, sample_size: int, method: str, percentile: float,
-                        z_factor: float) -> dict[str, Any]:
+def calibrate_threshold(
+    rt: Runtime, agent_id: str, sample_size: int, method: str, percentile: float, z_factor: float
+) -> dict[str, Any]:
     """The tool: measure with the agent's precision, then write the thresholds.
 
     As CPersona reads them: 0 means the default (200 samples, the 0.95 quantile, 1.0
@@ -110,8 +138,14 @@ def set_recall_precision(rt: Runtime, agent_id: str, precision: str, beta: float
             rt.store.set_beta(conn, agent_id, override)
             rt.store.set_thresholds(conn, found + _stamp(rt, agent_id, report, auto=False))
         result = {**report, "sidecar_persisted": True}
-    answer = {"ok": result["ok"], "agent_id": agent_id, "precision": _named(effective), "beta": effective,
-              "cleared": cleared, "calibrate": result}
+    answer = {
+        "ok": result["ok"],
+        "agent_id": agent_id,
+        "precision": _named(effective),
+        "beta": effective,
+        "cleared": cleared,
+        "calibrate": result,
+    }
     return answer if result["ok"] else {**answer, "error": f"nothing changed: {result['error']}"}
 
 
@@ -122,10 +156,17 @@ def _named(beta: float) -> str:
 def get_recall_precision(rt: Runtime, agent_id: str) -> dict[str, Any]:
     beta = rt.calibration.beta(agent_id, rt.settings.recall_precision)
     default = rt.settings.recall_precision
-    return {"ok": True, "agent_id": agent_id, "precision": _named(beta), "beta": beta,
-            "overridden": rt.calibration.overridden(agent_id), "default_precision": default,
-            "global_precision": default, "global_beta": PRECISION_BETA[default],
-            "thresholds": rt.calibration.thresholds(agent_id)}
+    return {
+        "ok": True,
+        "agent_id": agent_id,
+        "precision": _named(beta),
+        "beta": beta,
+        "overridden": rt.calibration.overridden(agent_id),
+        "default_precision": default,
+        "global_precision": default,
+        "global_beta": PRECISION_BETA[default],
+        "thresholds": rt.calibration.thresholds(agent_id),
+    }
 
 
 def recalibrate_stale(rt: Runtime) -> None:
@@ -145,8 +186,9 @@ def recalibrate_stale(rt: Runtime) -> None:
 
 def _stamp(rt: Runtime, agent_id: str, report: dict[str, Any], *, auto: bool) -> list[Threshold]:
     """The calibration's record: automatic or asked for, at how many memories (the global one: embedded ones)."""
-    return rt.calibration.stamp(agent_id, auto=auto, memories=_memories(rt, agent_id) if agent_id
-                                else int(report.get("embedded_memories", 0)))
+    return rt.calibration.stamp(
+        agent_id, auto=auto, memories=_memories(rt, agent_id) if agent_id else int(report.get("embedded_memories", 0))
+    )
 
 
 def _memories(rt: Runtime, agent_id: str) -> int:
@@ -238,8 +280,15 @@ def run_task(rt: Runtime, task: Task) -> None:
         rt.store.finish_task(conn, task.id)
 
 
-def _lexical_threshold(rt: Runtime, agent_id: str, calibrated: dict[str, float], ids: np.ndarray,
-                       times: np.ndarray, beta: float, rng: random.Random) -> dict[str, Any]:
+def _lexical_threshold(
+    rt: Runtime,
+    agent_id: str,
+    calibrated: dict[str, float],
+    ids: np.ndarray,
+    times: np.ndarray,
+    beta: float,
+    rng: random.Random,
+) -> dict[str, Any]:
     """The fused-score threshold for lexical-only rows: pseudo-queries drawn from the agent's own memories."""
     draws = []
     for _ in range(DRAWS):
@@ -276,14 +325,22 @@ def adopt_sidecar(rt: Runtime) -> bool:
     """
     path = Path(rt.settings.db_path + ".calibration.json")
     # a sidecar sits beside a SQLite file; a PostgreSQL store never reads a file beside the (unused) SQLite path
-    if rt.settings.db_url or rt.settings.db_path == ":memory:" or not path.is_file() or rt.store.thresholds() \
-            or rt.store.betas():
+    if (
+        rt.settings.db_url
+        or rt.settings.db_path == ":memory:"
+        or not path.is_file()
+        or rt.store.thresholds()
+        or rt.store.betas()
+    ):
         return False
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         model, scoring = str(data.get("embedding_model", "")), str(data.get("scoring_version", ""))
-        rows = [Threshold(str(agent), str(signal), float(value), model, scoring)
-                for agent, signals in data.get("agents", {}).items() for signal, value in signals.items()]
+        rows = [
+            Threshold(str(agent), str(signal), float(value), model, scoring)
+            for agent, signals in data.get("agents", {}).items()
+            for signal, value in signals.items()
+        ]
         betas = {str(agent): float(beta) for agent, beta in data.get("betas", {}).items()}
     except (ValueError, TypeError, AttributeError):
         return False  # unreadable: left where it is; the heuristic gate applies until a calibration

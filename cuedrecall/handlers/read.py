@@ -91,11 +91,14 @@ def _parsed(position: int, item: Any) -> _Wanted:
     if isinstance(item, str):
         return _Wanted(position, _ref(name, item))
     if not isinstance(item, dict):
-        raise _refused(name, "must be a ref (\"mem:<id>\", \"ep:<id>\") or an object {ref, block?, span?}")
+        raise _refused(name, 'must be a ref ("mem:<id>", "ep:<id>") or an object {ref, block?, span?}')
     unknown = sorted(set(item) - _ITEM_KEYS)
     if unknown:
-        raise _refused(name, f"has unknown field(s) {', '.join(repr(key)[:40] for key in unknown[:5])} "
-                             f"(accepted: ref, block, span, node, revision)")
+        raise _refused(
+            name,
+            f"has unknown field(s) {', '.join(repr(key)[:40] for key in unknown[:5])} "
+            f"(accepted: ref, block, span, node, revision)",
+        )
     if "ref" not in item:
         raise _refused(name, "has no ref")
     if not isinstance(item["ref"], str):
@@ -150,8 +153,9 @@ def _index_range(name: str, field: str, value: Any) -> tuple[int, int]:
     return index, index
 
 
-def _answer(wanted: _Wanted, record: Record | None,
-            stored: list[tuple[int, int, bool]] | None) -> dict[str, Any] | None:
+def _answer(
+    wanted: _Wanted, record: Record | None, stored: list[tuple[int, int, bool]] | None
+) -> dict[str, Any] | None:
     """The item for a request on an owned record (None when it is not the caller's or gone); a range outside
     the record refuses the call."""
     if record is None:
@@ -164,11 +168,11 @@ def _answer(wanted: _Wanted, record: Record | None,
     elif wanted.kind == "span":
         text = record.text
         if wanted.low >= len(text):
-            raise _refused(wanted.name, f"has a span starting at {wanted.low}, past the end of the text "
-                                        f"({len(text)} characters)")
+            raise _refused(
+                wanted.name, f"has a span starting at {wanted.low}, past the end of the text ({len(text)} characters)"
+            )
         end = min(wanted.high, len(text))
-        item.update(content=text[wanted.low : end], range={"start": wanted.low, "end": end},
-                    content_len=len(text))
+        item.update(content=text[wanted.low : end], range={"start": wanted.low, "end": end}, content_len=len(text))
     elif wanted.kind == "block":
         item.update(_block_range(wanted, record.text, stored))
     item.update(source=record.source, timestamp=record.timestamp)
@@ -186,10 +190,14 @@ def _block_range(wanted: _Wanted, text: str, stored: list[tuple[int, int, bool]]
         held = f"{len(spans)} (0 to {len(spans) - 1})" if spans else "none"
         raise _refused(wanted.name, f"asks for block {wanted.high}; the record's blocks ({basis}): {held}")
     start, end = spans[wanted.low].start, spans[wanted.high].end
-    return {"content": text[start:end], "range": {"start": start, "end": end}, "content_len": len(text),
-            "block": {"first": wanted.low, "last": wanted.high, "of": len(spans)}, "basis": basis,
-            "governing": {"first": governing(text, spans, wanted.low)[0],
-                          "last": governing(text, spans, wanted.high)[1]}}
+    return {
+        "content": text[start:end],
+        "range": {"start": start, "end": end},
+        "content_len": len(text),
+        "block": {"first": wanted.low, "last": wanted.high, "of": len(spans)},
+        "basis": basis,
+        "governing": {"first": governing(text, spans, wanted.low)[0], "last": governing(text, spans, wanted.high)[1]},
+    }
 
 
 # What a listing may return in characters, spent front to back; past it, long rows become previews.
@@ -200,18 +208,43 @@ PREVIEW_CHARS = 500
 
 def list_memories(rt: Runtime, agent_id: str, limit: int, project_id: str | None) -> dict[str, Any]:
     records = rt.store.list_records(MEMORY, agent_id, project_id, limit)
-    rows = [{"id": r.id, "ref": r.ref, "agent_id": r.agent_id, "project_id": r.project_id,
-             "channel": r.channel, "content": r.text, "source": r.source, "timestamp": r.timestamp,
-             "created_at": r.created_at, "locked": r.locked} for r in records]
+    rows = [
+        {
+            "id": r.id,
+            "ref": r.ref,
+            "agent_id": r.agent_id,
+            "project_id": r.project_id,
+            "channel": r.channel,
+            "content": r.text,
+            "source": r.source,
+            "timestamp": r.timestamp,
+            "created_at": r.created_at,
+            "locked": r.locked,
+        }
+        for r in records
+    ]
     return {"memories": rows, "count": len(rows), **_budgeted(rows, ("content",), MEMORY_LIST_BUDGET)}
 
 
 def list_episodes(rt: Runtime, agent_id: str, limit: int, project_id: str | None) -> dict[str, Any]:
     records = rt.store.list_records(EPISODE, agent_id, project_id, limit)
-    rows = [{"id": r.id, "ref": r.ref, "agent_id": r.agent_id, "project_id": r.project_id,
-             "channel": r.channel, "summary": r.text, "keywords": r.keywords, "start_time": r.start_time,
-             "end_time": r.end_time, "time": r.timestamp,
-             "created_at": r.created_at, "resolved": r.resolved} for r in records]
+    rows = [
+        {
+            "id": r.id,
+            "ref": r.ref,
+            "agent_id": r.agent_id,
+            "project_id": r.project_id,
+            "channel": r.channel,
+            "summary": r.text,
+            "keywords": r.keywords,
+            "start_time": r.start_time,
+            "end_time": r.end_time,
+            "time": r.timestamp,
+            "created_at": r.created_at,
+            "resolved": r.resolved,
+        }
+        for r in records
+    ]
     return {"episodes": rows, "count": len(rows), **_budgeted(rows, ("summary", "keywords"), EPISODE_LIST_BUDGET)}
 
 

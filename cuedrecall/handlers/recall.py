@@ -8,8 +8,9 @@ step hydrated.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from cuedrecall.clock import to_epoch
 from cuedrecall.handlers import trace_log
@@ -38,8 +39,19 @@ class RecallRun:
 
 
 def run_recall(
-    rt: Runtime, *, agent_id: str, query: str, limit: int, deep: bool, channel: str, project_id: str | None,
-    source_id: str, exclude_contents: list[str], full_content: bool, trace: bool, time_cue: Any,
+    rt: Runtime,
+    *,
+    agent_id: str,
+    query: str,
+    limit: int,
+    deep: bool,
+    channel: str,
+    project_id: str | None,
+    source_id: str,
+    exclude_contents: list[str],
+    full_content: bool,
+    trace: bool,
+    time_cue: Any,
     propagation: bool = True,
 ) -> dict[str, Any]:
     """One recall; ``propagation``: whether the propagation seat may be held where the setting turns it on.
@@ -47,20 +59,50 @@ def run_recall(
     With the trace log on, the recall is traced for the log whether or not the caller asked, and the caller's
     response is the one it would have had (``handlers/trace_log.py``)."""
     logged = trace_log.enabled(rt)
-    run = recall_run(rt, agent_id=agent_id, query=query, limit=limit, deep=deep, channel=channel,
-                     project_id=project_id, source_id=source_id, exclude_contents=exclude_contents,
-                     full_content=full_content, trace=trace or logged, time_cue=time_cue, propagation=propagation)
+    run = recall_run(
+        rt,
+        agent_id=agent_id,
+        query=query,
+        limit=limit,
+        deep=deep,
+        channel=channel,
+        project_id=project_id,
+        source_id=source_id,
+        exclude_contents=exclude_contents,
+        full_content=full_content,
+        trace=trace or logged,
+        time_cue=time_cue,
+        propagation=propagation,
+    )
     if not logged:
         return run.response
-    trace_log.record(rt, "recall", run.ctx.scope, query, run.response.get("trace"),
-                     [m["ref"] for m in run.response["messages"] if "ref" in m])
+    trace_log.record(
+        rt,
+        "recall",
+        run.ctx.scope,
+        query,
+        run.response.get("trace"),
+        [m["ref"] for m in run.response["messages"] if "ref" in m],
+    )
     return run.response if trace else {k: v for k, v in run.response.items() if k != "trace"}
 
 
 def recall_run(
-    rt: Runtime, *, agent_id: str, query: str, limit: int, deep: bool, channel: str, project_id: str | None,
-    source_id: str, exclude_contents: list[str], full_content: bool, trace: bool, time_cue: Any,
-    propagation: bool = True, lexical_terms: Sequence[str] = (),
+    rt: Runtime,
+    *,
+    agent_id: str,
+    query: str,
+    limit: int,
+    deep: bool,
+    channel: str,
+    project_id: str | None,
+    source_id: str,
+    exclude_contents: list[str],
+    full_content: bool,
+    trace: bool,
+    time_cue: Any,
+    propagation: bool = True,
+    lexical_terms: Sequence[str] = (),
 ) -> RecallRun:
     """One recall, kept whole; ``lexical_terms``: extra phrases the lexical arms search (never the vector arms)."""
     started = time.perf_counter()  # the cue's time limit counts from here, the query's embedding included
@@ -68,11 +110,28 @@ def recall_run(
     vector = rt.query_vector(query)
     recorder = TraceRecorder() if trace else Recorder()
     with rt.store.snapshot():
-        params = resolve_params(rt.settings, rt.calibration.thresholds(agent_id), query=query, limit=limit,
-                                deep=deep, exclude_contents=exclude_contents, embedding_model=_block_model(rt),
-                                propagation=propagation, calibration=rt.calibration.record(agent_id)["origin"])
-        ctx = RecallContext(rt.store, Scope(agent_id, project_id, channel, source_id), query, vector, params,
-                            rt.clock(), recorder, started=started, lexical_terms=tuple(lexical_terms))
+        params = resolve_params(
+            rt.settings,
+            rt.calibration.thresholds(agent_id),
+            query=query,
+            limit=limit,
+            deep=deep,
+            exclude_contents=exclude_contents,
+            embedding_model=_block_model(rt),
+            propagation=propagation,
+            calibration=rt.calibration.record(agent_id)["origin"],
+        )
+        ctx = RecallContext(
+            rt.store,
+            Scope(agent_id, project_id, channel, source_id),
+            query,
+            vector,
+            params,
+            rt.clock(),
+            recorder,
+            started=started,
+            lexical_terms=tuple(lexical_terms),
+        )
         if recorder.enabled:
             _trace_header(rt, ctx, cue, limit, full_content)
         outcome = recall_process(ctx, cue)
@@ -101,8 +160,9 @@ def _response(rt: Runtime, ctx: RecallContext, outcome: Outcome, full_content: b
     if full_content:
         response["full_content_budget_chars"] = FULL_CONTENT_BUDGET
     if ctx.recorder.enabled:
-        returned = [(m["ref"], record.text) for m in messages
-                    if "ref" in m and (record := ctx.facts.get(m["ref"])) is not None]
+        returned = [
+            (m["ref"], record.text) for m in messages if "ref" in m and (record := ctx.facts.get(m["ref"])) is not None
+        ]
         record_coverage(ctx.query, returned, ctx.recorder)
         response["trace"] = ctx.recorder.result()
     return response
@@ -111,11 +171,20 @@ def _response(rt: Runtime, ctx: RecallContext, outcome: Outcome, full_content: b
 def _trace_header(rt: Runtime, ctx: RecallContext, cue: TimeCue | None, limit: int, full_content: bool) -> None:
     p = ctx.params
     request: dict[str, Any] = {
-        "limit": limit, "depth": p.depth, "deep": p.deep, "mode": p.mode,
-        "confidence_enabled": p.confidence_enabled, "confidence_ordering": "fusion",
-        "prior": {"far_weight": p.far_weight, "age_rate": p.age_rate, "age_floor": p.age_floor,
-                  "age_anchor": p.age_anchor},
-        "episode_penalty": p.episode_penalty, "full_content": full_content,
+        "limit": limit,
+        "depth": p.depth,
+        "deep": p.deep,
+        "mode": p.mode,
+        "confidence_enabled": p.confidence_enabled,
+        "confidence_ordering": "fusion",
+        "prior": {
+            "far_weight": p.far_weight,
+            "age_rate": p.age_rate,
+            "age_floor": p.age_floor,
+            "age_anchor": p.age_anchor,
+        },
+        "episode_penalty": p.episode_penalty,
+        "full_content": full_content,
     }
     # the held seats that are off by default are named only when on, so a default trace is as it was
     if p.keyword_seats:
@@ -131,13 +200,23 @@ def _trace_header(rt: Runtime, ctx: RecallContext, cue: TimeCue | None, limit: i
     if ctx.lexical_terms:  # reconstruct's entity names: counted, not written (the trace holds no stored text)
         request["lexical_terms"] = len(ctx.lexical_terms)
     config = {
-        "embedding_mode": rt.embedder.mode, "embedding_model": rt.embedder.model, "scan_window": p.window,
-        "vector_reach": p.reach, "vector_far_limit": p.far_limit, "fused_gate_enabled": p.fused_gate_enabled,
-        "autocut_enabled": p.autocut_enabled, "gate_relief": p.gate_relief,
+        "embedding_mode": rt.embedder.mode,
+        "embedding_model": rt.embedder.model,
+        "scan_window": p.window,
+        "vector_reach": p.reach,
+        "vector_far_limit": p.far_limit,
+        "fused_gate_enabled": p.fused_gate_enabled,
+        "autocut_enabled": p.autocut_enabled,
+        "gate_relief": p.gate_relief,
         "calibration": rt.calibration.record(ctx.scope.agent_id),  # {origin: auto | explicit | none, memories_at}
     }
-    ctx.recorder.header({"scoring": SCORING_VERSION, "process": process_policy(p, cue is not None),
-                         "gate": p.gate_policy}, __version__, ctx.scope.as_dict(), request, config)
+    ctx.recorder.header(
+        {"scoring": SCORING_VERSION, "process": process_policy(p, cue is not None), "gate": p.gate_policy},
+        __version__,
+        ctx.scope.as_dict(),
+        request,
+        config,
+    )
 
 
 _CONTEXT_FIELDS = ("role", "content", "name", "user_id", "timestamp")
@@ -145,8 +224,17 @@ _MERGED_ROLES = ("user", "assistant")
 
 
 def recall_with_context(
-    rt: Runtime, *, agent_id: str, query: str, external_context: list[dict[str, Any]], limit: int, deep: bool,
-    channel: str, project_id: str | None, source_id: str, full_content: bool,
+    rt: Runtime,
+    *,
+    agent_id: str,
+    query: str,
+    external_context: list[dict[str, Any]],
+    limit: int,
+    deep: bool,
+    channel: str,
+    project_id: str | None,
+    source_id: str,
+    full_content: bool,
 ) -> dict[str, Any]:
     """A recall that leaves out what the conversation already holds, merged with that conversation in time order.
 
@@ -154,17 +242,31 @@ def recall_with_context(
     the messages, and the whole list is ordered by time, undated entries first.
     """
     entries, issues = _context_entries(external_context)
-    response = run_recall(rt, agent_id=agent_id, query=query, limit=limit, deep=deep, channel=channel,
-                          project_id=project_id, source_id=source_id, full_content=full_content, trace=False,
-                          time_cue=None, exclude_contents=[e["content"] for e in entries if e.get("content")],
-                          propagation=False)
-    merged = response["messages"] + [_context_message(e) for e in entries
-                                     if e.get("role") in _MERGED_ROLES and e.get("content")]
+    response = run_recall(
+        rt,
+        agent_id=agent_id,
+        query=query,
+        limit=limit,
+        deep=deep,
+        channel=channel,
+        project_id=project_id,
+        source_id=source_id,
+        full_content=full_content,
+        trace=False,
+        time_cue=None,
+        exclude_contents=[e["content"] for e in entries if e.get("content")],
+        propagation=False,
+    )
+    merged = response["messages"] + [
+        _context_message(e) for e in entries if e.get("role") in _MERGED_ROLES and e.get("content")
+    ]
     out = {**response, "messages": sorted(merged, key=_chronological)}
     others = sorted({e["role"] for e in entries if e.get("role") and e["role"] not in _MERGED_ROLES})
     if others:
-        out["context_filter_only"] = {"roles": others, "note": "entries of these roles only kept their text out "
-                                                               "of the recall; they are not in messages"}
+        out["context_filter_only"] = {
+            "roles": others,
+            "note": "entries of these roles only kept their text out of the recall; they are not in messages",
+        }
     if issues:
         out["context_field_issues"] = issues
     return out
@@ -193,8 +295,12 @@ def _context_message(entry: dict[str, str]) -> dict[str, Any]:
         source = {"type": "User", "id": f"discord:{entry.get('user_id') or name}", "name": name}
     else:
         source = {"type": "Agent", "id": "self"}
-    return {"content": entry["content"], "source": source, "timestamp": entry.get("timestamp", ""),
-            "context_type": "conversation"}
+    return {
+        "content": entry["content"],
+        "source": source,
+        "timestamp": entry.get("timestamp", ""),
+        "context_type": "conversation",
+    }
 
 
 def _chronological(message: dict[str, Any]) -> tuple[int, float]:

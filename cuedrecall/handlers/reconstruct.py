@@ -16,14 +16,14 @@ from cuedrecall.errors import ToolArgumentError
 from cuedrecall.graph.cues import Cues, query_cues
 from cuedrecall.handlers import trace_log
 from cuedrecall.handlers.recall import RecallRun, recall_run
+from cuedrecall.recall.coverage import build_ledger
+from cuedrecall.recall.timecue import parse_time_cue
 from cuedrecall.reconstruct.envelope import Candidates, envelope
 from cuedrecall.reconstruct.policy_v1 import MAX_EVIDENCE, MAX_HOPS
 from cuedrecall.reconstruct.process import Built, Request, reconstruct_items
 from cuedrecall.reconstruct.quotes import Query
 from cuedrecall.reconstruct.resolve import resolve_budget, resolve_count
 from cuedrecall.reconstruct.rows import Row
-from cuedrecall.recall.coverage import build_ledger
-from cuedrecall.recall.timecue import parse_time_cue
 from cuedrecall.runtime import Runtime
 from cuedrecall.store.base import Scope
 from cuedrecall.text.fts import MIN_TERM
@@ -35,9 +35,23 @@ _SIZED_OUT = frozenset(("bounds", "requested_budget", "effective_budget", "used_
 
 
 def reconstruct(
-    rt: Runtime, *, agent_id: str, query: str, count: int | None, top_k: int | None, max_hops: int | None,
-    max_evidence: int | None, deep: bool, channel: str, project_id: str | None, source_id: str, trace: bool,
-    budget: int | None, time_cue: Any, mode: str | None = None, lite: bool | None = None,
+    rt: Runtime,
+    *,
+    agent_id: str,
+    query: str,
+    count: int | None,
+    top_k: int | None,
+    max_hops: int | None,
+    max_evidence: int | None,
+    deep: bool,
+    channel: str,
+    project_id: str | None,
+    source_id: str,
+    trace: bool,
+    budget: int | None,
+    time_cue: Any,
+    mode: str | None = None,
+    lite: bool | None = None,
 ) -> dict[str, Any]:
     s = rt.settings
     parse_time_cue(time_cue)  # an unreadable cue is refused before anything runs
@@ -52,16 +66,32 @@ def reconstruct(
     logged = trace_log.enabled(rt)  # traced for the log whether or not asked; the response stays the same
     with rt.store.snapshot():
         cues = query_cues(rt.store, scope, query)
-        run = recall_run(rt, agent_id=agent_id, query=query, limit=depth, deep=deep, channel=channel,
-                         project_id=project_id, source_id=source_id, exclude_contents=[], full_content=True,
-                         trace=trace or logged, time_cue=time_cue, lexical_terms=_lexical_terms(cues))
+        run = recall_run(
+            rt,
+            agent_id=agent_id,
+            query=query,
+            limit=depth,
+            deep=deep,
+            channel=channel,
+            project_id=project_id,
+            source_id=source_id,
+            exclude_contents=[],
+            full_content=True,
+            trace=trace or logged,
+            time_cue=time_cue,
+            lexical_terms=_lexical_terms(cues),
+        )
         rows, excluded = _rows(run)
         model = rt.embedder.model if s.block_retrieval_enabled and rt.embedder.available else ""
-        request = Request(scope, Query(query, run.ctx.query_vector), wanted,
-                          resolve_budget(s, budget, wanted.effective),
-                          min(s.reconstruct_max_hops if max_hops is None else max_hops, MAX_HOPS),
-                          min(s.reconstruct_max_evidence if max_evidence is None else max_evidence, MAX_EVIDENCE),
-                          model)
+        request = Request(
+            scope,
+            Query(query, run.ctx.query_vector),
+            wanted,
+            resolve_budget(s, budget, wanted.effective),
+            min(s.reconstruct_max_hops if max_hops is None else max_hops, MAX_HOPS),
+            min(s.reconstruct_max_evidence if max_evidence is None else max_evidence, MAX_EVIDENCE),
+            model,
+        )
         built = reconstruct_items(rt.store, s, request, rows)
     answered = len(run.outcome.rows) - sum(row.seat is not None for row in run.outcome.rows)
     found = Candidates(len(rows), excluded, depth, answered >= depth, run.outcome.gate_fallback)
@@ -129,8 +159,9 @@ def _trace(run: RecallRun, rows: list[Row], built: Built, cues: dict[str, Any] |
             cited.setdefault(row.ref, row.record.text)
     out: dict[str, Any] = {
         "candidate_refs": [row.ref for row in rows],
-        "clusters": [{"refs": [row.ref for row in cluster], "why": [row.why for row in cluster]}
-                     for cluster in built.clusters],
+        "clusters": [
+            {"refs": [row.ref for row in cluster], "why": [row.why for row in cluster]} for cluster in built.clusters
+        ],
     }
     if cues is not None:
         out["cues"] = cues

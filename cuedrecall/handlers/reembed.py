@@ -71,8 +71,10 @@ def embedded(rt: Runtime, texts: list[str]) -> np.ndarray:
     """The texts' vectors as stored texts, one call; EmbeddingError when the embedder gives none fit to store."""
     vectors = np.asarray(rt.embedder.embed(texts), dtype=np.float32)
     if vectors.ndim != 2 or vectors.shape[0] != len(texts) or not np.all(np.isfinite(vectors)):
-        raise EmbeddingError(f"the embedder ({rt.embedder.model}) gave {vectors.shape} for {len(texts)} texts, "
-                             "not one finite vector each")
+        raise EmbeddingError(
+            f"the embedder ({rt.embedder.model}) gave {vectors.shape} for {len(texts)} texts, "
+            "not one finite vector each"
+        )
     return vectors
 
 
@@ -80,8 +82,9 @@ def write(rt: Runtime, conn: Any, rows: list[tuple[str, str]], vectors: np.ndarr
     """Inside a write: each row's new vector, while the row still holds its text and another model's vector; the
     rows written."""
     model = rt.embedder.model
-    return sum(rt.store.replace_stale_embedding(conn, ref, text, vector, model)
-               for (ref, text), vector in zip(rows, vectors))
+    return sum(
+        rt.store.replace_stale_embedding(conn, ref, text, vector, model) for (ref, text), vector in zip(rows, vectors)
+    )
 
 
 def run_task(rt: Runtime, task: Task) -> int:
@@ -124,8 +127,8 @@ def finished(rt: Runtime) -> None:
     """After the last step: the thresholds another model measured are measured anew, when allowed."""
     left = sum(stale_rows(rt).values())
     if left:
-        log.info("re-embedding walked the store; %d rows written meanwhile under another model wait for the "
-                 "next start", left)
+        log.info(
+            "re-embedding walked the store; %d rows written meanwhile under another model wait for the next start", left
+        )
     if rt.embedder.available and rt.settings.calibrate_on_model_change and rt.calibration.stale:
         calibrate.recalibrate_stale(rt)
-

@@ -15,28 +15,64 @@ from cuedrecall.clock import to_epoch
 
 
 def memory_row(
-    *, agent_id: str, project_id: str, channel: str, msg_id: str, content: str, source: dict[str, Any],
-    timestamp: str, metadata: dict[str, Any], created_at: str, vector: np.ndarray | None, model: str,
+    *,
+    agent_id: str,
+    project_id: str,
+    channel: str,
+    msg_id: str,
+    content: str,
+    source: dict[str, Any],
+    timestamp: str,
+    metadata: dict[str, Any],
+    created_at: str,
+    vector: np.ndarray | None,
+    model: str,
     locked: bool = False,
 ) -> dict[str, Any]:
     """A memory as the store inserts it: ``timestamp`` is the caller's time of the event (what cues read)."""
     return {
-        "agent_id": agent_id, "project_id": project_id, "channel": channel, "msg_id": msg_id, "content": content,
-        "source": json_text(source), "source_id": str(source.get("id", "")), "timestamp": timestamp,
-        "ts_epoch": to_epoch(timestamp), "metadata": json_text(metadata), "locked": int(locked),
-        "created_at": created_at, **embedding(vector, model),
+        "agent_id": agent_id,
+        "project_id": project_id,
+        "channel": channel,
+        "msg_id": msg_id,
+        "content": content,
+        "source": json_text(source),
+        "source_id": str(source.get("id", "")),
+        "timestamp": timestamp,
+        "ts_epoch": to_epoch(timestamp),
+        "metadata": json_text(metadata),
+        "locked": int(locked),
+        "created_at": created_at,
+        **embedding(vector, model),
     }
 
 
 def episode_row(
-    *, agent_id: str, project_id: str, channel: str, summary: str, keywords: str, start_time: str | None,
-    end_time: str | None, resolved: bool, created_at: str, vector: np.ndarray | None, model: str,
+    *,
+    agent_id: str,
+    project_id: str,
+    channel: str,
+    summary: str,
+    keywords: str,
+    start_time: str | None,
+    end_time: str | None,
+    resolved: bool,
+    created_at: str,
+    vector: np.ndarray | None,
+    model: str,
 ) -> dict[str, Any]:
     """An episode as the store inserts it: its time is its start, else when it was recorded."""
     return {
-        "agent_id": agent_id, "project_id": project_id, "channel": channel, "summary": summary,
-        "keywords": keywords, "start_time": start_time, "end_time": end_time,
-        "ts_epoch": to_epoch(start_time or created_at), "resolved": int(resolved), "created_at": created_at,
+        "agent_id": agent_id,
+        "project_id": project_id,
+        "channel": channel,
+        "summary": summary,
+        "keywords": keywords,
+        "start_time": start_time,
+        "end_time": end_time,
+        "ts_epoch": to_epoch(start_time or created_at),
+        "resolved": int(resolved),
+        "created_at": created_at,
         **embedding(vector, model),
     }
 

@@ -45,9 +45,10 @@ import stat
 import tempfile
 import threading
 import uuid
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator, Sequence
+from typing import Any, BinaryIO
 
 from cuedrecall.clock import iso, parse_instant
 from cuedrecall.runtime import Runtime
@@ -68,7 +69,7 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _APPEND = os.O_WRONLY | os.O_APPEND | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 QUERY_SECRET = "trace_query_hmac"  # the database secret keying query hashes
 _guard = threading.Lock()
-_logs: dict[tuple[str, int, float], "TraceLog"] = {}
+_logs: dict[tuple[str, int, float], TraceLog] = {}
 
 
 class TraceLog:
@@ -114,8 +115,12 @@ class TraceLog:
         except Exception as exc:  # the log must never fail a recall
             if not self._warned:
                 self._warned = True
-                log.warning("the trace log %s cannot be written (%s: %s); traces are not logged until it can",
-                            self.path, type(exc).__name__, exc)
+                log.warning(
+                    "the trace log %s cannot be written (%s: %s); traces are not logged until it can",
+                    self.path,
+                    type(exc).__name__,
+                    exc,
+                )
             return False
 
     def _prune_when_due(self, now: datetime) -> None:
@@ -129,8 +134,12 @@ class TraceLog:
         except Exception as exc:  # the age pass must never fail a recall either
             if not self._prune_warned:
                 self._prune_warned = True
-                log.warning("old entries of the trace log %s cannot be dropped (%s: %s); entries are still "
-                            "written", self.path, type(exc).__name__, exc)
+                log.warning(
+                    "old entries of the trace log %s cannot be dropped (%s: %s); entries are still written",
+                    self.path,
+                    type(exc).__name__,
+                    exc,
+                )
 
     def prune(self, now: datetime, *, only_when_oldest_is_old: bool = False) -> int:
         """Drop the entries older than the age limit at ``now`` from both files; how many were dropped.
@@ -176,8 +185,9 @@ def open_private(path: Path) -> int:
         if exc.errno != errno.ELOOP or not os.path.islink(path):
             raise
         if os.lstat(path).st_uid not in (os.getuid(), 0):
-            raise OSError(f"{path} is a symbolic link another user made: the trace log is not written "
-                          "through it") from None
+            raise OSError(
+                f"{path} is a symbolic link another user made: the trace log is not written through it"
+            ) from None
         fd = os.open(path, _APPEND)  # no O_CREAT: only a file that is already there
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
@@ -319,11 +329,15 @@ def stored_query_hash(query: str, db: str | None = None) -> str:
     try:
         secret = stored_secret(settings.db_path, settings.db_url, QUERY_SECRET)
     except Exception as exc:
-        raise ValueError(f"the database {where} cannot be read for its query secret ({type(exc).__name__}: "
-                         f"{exc}); --db names the database the log was written for") from None
+        raise ValueError(
+            f"the database {where} cannot be read for its query secret ({type(exc).__name__}: "
+            f"{exc}); --db names the database the log was written for"
+        ) from None
     if secret is None:
-        raise ValueError(f"the database {where} has no query secret yet (no trace was logged against it): "
-                         "--db names the database the log was written for")
+        raise ValueError(
+            f"the database {where} has no query secret yet (no trace was logged against it): "
+            "--db names the database the log was written for"
+        )
     return query_hash(query, secret)
 
 
@@ -336,12 +350,21 @@ def record(rt: Runtime, tool: str, scope: Scope, query: str, trace: Any, refs: S
         hashed: str | None = query_hash(query, query_secret(rt))
     except Exception as exc:  # no secret (a store that cannot write now): no hash rather than an unkeyed one
         hashed = None
-        log.warning("the trace log entry carries no query hash: the database secret cannot be had (%s)",
-                    type(exc).__name__)
+        log.warning(
+            "the trace log entry carries no query hash: the database secret cannot be had (%s)", type(exc).__name__
+        )
     try:
         now = rt.clock()
-        entry = {"v": ENTRY_VERSION, "id": uuid.uuid4().hex[:16], "at": iso(now), "tool": tool,
-                 "scope": scope.as_dict(), "query_sha256": hashed, "refs": list(refs), "trace": trace}
+        entry = {
+            "v": ENTRY_VERSION,
+            "id": uuid.uuid4().hex[:16],
+            "at": iso(now),
+            "tool": tool,
+            "scope": scope.as_dict(),
+            "query_sha256": hashed,
+            "refs": list(refs),
+            "trace": trace,
+        }
     except Exception as exc:  # a broken clock, say: still never the caller's problem
         log.warning("a trace log entry could not be made (%s)", type(exc).__name__)
         return

@@ -21,9 +21,10 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from cuedrecall.clock import iso, parse_instant
 from cuedrecall.handlers.trace_log import read_entries
@@ -81,8 +82,13 @@ def _rate(count: int, recalls: int) -> float:
     return round(count / recalls, 4) if recalls else 0.0
 
 
-def summarize(entries: Iterable[tuple[int, Mapping[str, Any]]], *, since: datetime | None = None,
-              until: datetime | None = None, skipped_lines: int = 0) -> dict[str, Any]:
+def summarize(
+    entries: Iterable[tuple[int, Mapping[str, Any]]],
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    skipped_lines: int = 0,
+) -> dict[str, Any]:
     """The counts and rates of the entries whose ``at`` lies in [since, until) (either end open when None).
 
     ``skipped_lines`` (lines that were not JSON objects) is reported as given. An entry without a recall
@@ -116,8 +122,12 @@ def summarize(entries: Iterable[tuple[int, Mapping[str, Any]]], *, since: dateti
         for item in _list(trace.get("suspected")):
             if isinstance(item, Mapping):
                 stage = item.get("stage")
-                suspected[(stage if isinstance(stage, int) and not isinstance(stage, bool) else None,
-                           str(item.get("code") or "?"))] += 1
+                suspected[
+                    (
+                        stage if isinstance(stage, int) and not isinstance(stage, bool) else None,
+                        str(item.get("code") or "?"),
+                    )
+                ] += 1
         for name, happened in events(trace).items():
             fired[name] += happened
         relieved += relief_rows(trace)
@@ -126,25 +136,34 @@ def summarize(entries: Iterable[tuple[int, Mapping[str, Any]]], *, since: dateti
                 timings.setdefault(str(key), []).append(float(value))
     ordered = sorted(suspected.items(), key=lambda kv: (-kv[1], kv[0][0] is None, kv[0][0] or 0, kv[0][1]))
     return {
-        "window": {"since": iso(since) if since else None, "until": iso(until) if until else None,
-                   "first": iso(first) if first else None, "last": iso(last) if last else None},
+        "window": {
+            "since": iso(since) if since else None,
+            "until": iso(until) if until else None,
+            "first": iso(first) if first else None,
+            "last": iso(last) if last else None,
+        },
         "recalls": recalls,
         "tools": dict(sorted(tools.items())),
-        "suspected": [{"stage": stage, "code": code, "count": count, "rate": _rate(count, recalls)}
-                      for (stage, code), count in ordered],
+        "suspected": [
+            {"stage": stage, "code": code, "count": count, "rate": _rate(count, recalls)}
+            for (stage, code), count in ordered
+        ],
         "events": {name: {"count": fired[name], "rate": _rate(fired[name], recalls)} for name in EVENTS},
         "relief_rows": relieved,
-        "timing_ms": {key: {"n": len(values), "median": round(statistics.median(values), 3),
-                            "p95": round(percentile(values, 0.95), 3)}
-                      for key, values in sorted(timings.items())},
+        "timing_ms": {
+            key: {
+                "n": len(values),
+                "median": round(statistics.median(values), 3),
+                "p95": round(percentile(values, 0.95), 3),
+            }
+            for key, values in sorted(timings.items())
+        },
         "skipped": {"malformed_lines": skipped_lines, "no_trace": no_trace, "undated": undated},
         "outside_window": outside,
     }
 
 
-def summarize_log(
-    path: str | Path, *, since: datetime | None = None, until: datetime | None = None
-) -> dict[str, Any]:
+def summarize_log(path: str | Path, *, since: datetime | None = None, until: datetime | None = None) -> dict[str, Any]:
     """``summarize`` over a trace log and its rotated file; OSError when a file cannot be read."""
     skipped: list[int] = []
     out = summarize(read_entries(path, skipped=skipped), since=since, until=until)  # streamed, one pass

@@ -16,8 +16,14 @@ from cuedrecall.runtime import Runtime
 from cuedrecall.store.base import EPISODE, MEMORY, make_ref
 from cuedrecall.text.sanitise import sanitise
 
-_SOURCE_TYPES = {"user": "User", "agent": "Agent", "assistant": "Agent", "ai": "Agent", "system": "System",
-                 "session": "System"}
+_SOURCE_TYPES = {
+    "user": "User",
+    "agent": "Agent",
+    "assistant": "Agent",
+    "ai": "Agent",
+    "system": "System",
+    "session": "System",
+}
 _MESSAGE_FIELDS = ("content", "id", "source", "timestamp", "metadata")
 
 
@@ -29,7 +35,7 @@ def normalise_source(source: Any) -> dict[str, Any]:
         kind = _SOURCE_TYPES.get(source.strip().lower())
         return {"type": kind} if kind else {"id": source}
     if len(source) == 1:
-        (key, value), = source.items()
+        ((key, value),) = source.items()
         kind = _SOURCE_TYPES.get(str(key).lower())
         if kind and isinstance(value, dict):
             return {"type": kind, **value}
@@ -49,10 +55,20 @@ def with_truncated(out: dict[str, Any], truncated: bool) -> dict[str, Any]:
     return {**out, "truncated": True} if truncated else out
 
 
-def store(rt: Runtime, agent_id: str, message: dict[str, Any] | None, channel: str, project_id: str,
-          content: str | None = None, id: str | None = None, source: Any = None, timestamp: str | None = None,
-          metadata: dict[str, Any] | None = None, lock: bool = False,
-          associations: dict[str, Any] | None = None) -> dict[str, Any]:
+def store(
+    rt: Runtime,
+    agent_id: str,
+    message: dict[str, Any] | None,
+    channel: str,
+    project_id: str,
+    content: str | None = None,
+    id: str | None = None,
+    source: Any = None,
+    timestamp: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    lock: bool = False,
+    associations: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Store one memory, given at the top level (content, id, ...) or in the older ``message`` object.
 
     ``associations``, when given, is declared against the memory the store resolved to
@@ -83,10 +99,20 @@ def store(rt: Runtime, agent_id: str, message: dict[str, Any] | None, channel: s
         with rt.store.write() as conn:
             return {**_skipped(duplicate), **declared(conn, duplicate[1])}
     vector = rt.embed([checked["content"]])[0]
-    row = memory_row(agent_id=agent_id, project_id=project_id, channel=channel, msg_id=checked["msg_id"],
-                     content=checked["content"], source=checked["source"], timestamp=checked["timestamp"],
-                     metadata=checked["metadata"], created_at=rt.now_iso(), vector=vector, model=rt.embedder.model,
-                     locked=lock)
+    row = memory_row(
+        agent_id=agent_id,
+        project_id=project_id,
+        channel=channel,
+        msg_id=checked["msg_id"],
+        content=checked["content"],
+        source=checked["source"],
+        timestamp=checked["timestamp"],
+        metadata=checked["metadata"],
+        created_at=rt.now_iso(),
+        vector=vector,
+        model=rt.embedder.model,
+        locked=lock,
+    )
     with rt.store.write() as conn:
         # checked again under the writers' lock: another process (or thread) may have stored the same memory while
         # this one embedded, and two servers storing one text at once must keep one row
@@ -96,7 +122,13 @@ def store(rt: Runtime, agent_id: str, message: dict[str, Any] | None, channel: s
         new_id = rt.store.insert_memory(conn, row)
         queued = queue_build(rt, conn, make_ref(MEMORY, new_id))
         rider_report = declared(conn, new_id)  # in this transaction: a failure here rolls the memory back
-    out = {"ok": True, "result": "stored", "id": new_id, "ref": make_ref(MEMORY, new_id), "embedded": vector is not None}
+    out = {
+        "ok": True,
+        "result": "stored",
+        "id": new_id,
+        "ref": make_ref(MEMORY, new_id),
+        "embedded": vector is not None,
+    }
     if lock:
         out["locked"] = True
     if queued:
@@ -116,8 +148,10 @@ def _one_message(message: dict[str, Any] | None, top: dict[str, Any]) -> dict[st
         return top
     clashes = sorted(name for name, value in top.items() if name in message and message[name] != value)
     if clashes:
-        raise ToolArgumentError(f"argument(s) {', '.join(clashes)} given both at the top level and in 'message' "
-                                "with different values: give each once")
+        raise ToolArgumentError(
+            f"argument(s) {', '.join(clashes)} given both at the top level and in 'message' "
+            "with different values: give each once"
+        )
     return {**message, **top}
 
 
@@ -146,13 +180,27 @@ def _checked_message(rt: Runtime, message: dict[str, Any]) -> dict[str, Any]:
     clean, truncated = sanitise(content, rt.settings.max_content_length)
     if not clean:
         return {"reason": "empty after sanitization"}
-    return {"content": clean, "truncated": truncated, "msg_id": message.get("id", ""), "source": source,
-            "metadata": metadata, "timestamp": timestamp}
+    return {
+        "content": clean,
+        "truncated": truncated,
+        "msg_id": message.get("id", ""),
+        "source": source,
+        "metadata": metadata,
+        "timestamp": timestamp,
+    }
 
 
 def archive_episode(
-    rt: Runtime, agent_id: str, summary: str, keywords: str, history: list[dict[str, Any]],
-    start_time: str | None, end_time: str | None, resolved: bool, channel: str, project_id: str,
+    rt: Runtime,
+    agent_id: str,
+    summary: str,
+    keywords: str,
+    history: list[dict[str, Any]],
+    start_time: str | None,
+    end_time: str | None,
+    resolved: bool,
+    channel: str,
+    project_id: str,
 ) -> dict[str, Any]:
     start, end = _history_span(history)
     for name, value in (("start_time", start_time), ("end_time", end_time)):
@@ -163,9 +211,19 @@ def archive_episode(
     if not clean:
         return {"ok": False, "episode_id": None, "error": "argument 'summary' is empty after sanitization"}
     vector = rt.embed([clean])[0]
-    row = episode_row(agent_id=agent_id, project_id=project_id, channel=channel, summary=clean,
-                      keywords=sanitise(keywords, cap)[0], start_time=start_time or start, end_time=end_time or end,
-                      resolved=resolved, created_at=rt.now_iso(), vector=vector, model=rt.embedder.model)
+    row = episode_row(
+        agent_id=agent_id,
+        project_id=project_id,
+        channel=channel,
+        summary=clean,
+        keywords=sanitise(keywords, cap)[0],
+        start_time=start_time or start,
+        end_time=end_time or end,
+        resolved=resolved,
+        created_at=rt.now_iso(),
+        vector=vector,
+        model=rt.embedder.model,
+    )
     with rt.store.write() as conn:
         episode_id = rt.store.insert_episode(conn, row)
         queued = queue_build(rt, conn, make_ref(EPISODE, episode_id))
@@ -218,9 +276,14 @@ def delete_agent_data(rt: Runtime, agent_id: str) -> dict[str, Any]:
         counts = rt.store.delete_agent(conn, agent_id)
         rt.store.drop_thresholds(conn, [agent_id])
         rt.store.set_beta(conn, agent_id, None)
-    return {"ok": True, "agent_id": agent_id, "deleted_memories": counts["memories"],
-            "deleted_profiles": counts["profiles"], "deleted_episodes": counts["episodes"],
-            "deleted_pending_tasks": 0}
+    return {
+        "ok": True,
+        "agent_id": agent_id,
+        "deleted_memories": counts["memories"],
+        "deleted_profiles": counts["profiles"],
+        "deleted_episodes": counts["episodes"],
+        "deleted_pending_tasks": 0,
+    }
 
 
 def delete_memory(rt: Runtime, memory_id: int, agent_id: str) -> dict[str, Any]:

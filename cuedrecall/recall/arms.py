@@ -26,8 +26,12 @@ def retrieve(ctx: RecallContext) -> Arms:
         )
         if p.far_enabled:
             far = ctx.store.vector_far(
-                ctx.scope, ctx.query_vector, floor=p.vector_floor, limit=min(p.depth, p.far_limit or p.depth),
-                window=p.window, reach=p.reach,
+                ctx.scope,
+                ctx.query_vector,
+                floor=p.vector_floor,
+                limit=min(p.depth, p.far_limit or p.depth),
+                window=p.window,
+                reach=p.reach,
             )
             near = {hit.ref for hit in arms["vector_near"]}
             arms["vector_far"] = [hit for hit in far if hit.ref not in near]
@@ -35,8 +39,9 @@ def retrieve(ctx: RecallContext) -> Arms:
         if p.word_arm:  # the stemmed word arm, listed only when on (a trace without it is as before)
             arms["memory_words"] = ctx.store.memory_words(ctx.scope, ctx.words, depth=p.depth)
         arms["episode_fts"] = ctx.store.episode_fts(ctx.scope, ctx.terms, depth=p.depth)
-        arms["memory_keyword"] = ctx.store.memory_keyword(ctx.scope, ctx.terms, ctx.query, depth=p.depth,
-                                                          phrases=ctx.short_terms)
+        arms["memory_keyword"] = ctx.store.memory_keyword(
+            ctx.scope, ctx.terms, ctx.query, depth=p.depth, phrases=ctx.short_terms
+        )
     ctx.recorder.arms(arms)
     return facts(ctx, arms)
 
@@ -68,5 +73,8 @@ def exclude(ctx: RecallContext, arms: Arms) -> Arms:
 def held_by_caller(ctx: RecallContext, ref: str) -> bool:
     """Whether the record's text is one the caller already holds (``exclude_contents``); hydrated records only."""
     record = ctx.facts.get(ref)
-    return bool(ctx.params.exclusions) and record is not None and is_excluded(record.display_content,
-                                                                            ctx.params.exclusions)
+    return (
+        bool(ctx.params.exclusions)
+        and record is not None
+        and is_excluded(record.display_content, ctx.params.exclusions)
+    )

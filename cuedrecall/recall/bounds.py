@@ -29,9 +29,15 @@ from cuedrecall.text.words import MAX_WORDS
 
 POLICY = "recall-bounds-v1"
 CAPS: dict[str, Any] = {
-    "terms": MAX_TERMS, "cjk_trigrams": MAX_CJK_TRIGRAMS, "words": MAX_WORDS, "exclusions": MAX_EXCLUSIONS,
-    "keyword_rule": KEYWORD_BUDGET_RULE, "keyword_first_pass_rows": FIRST_PASS_ROWS,
-    "keyword_fallback_rows": FALLBACK_ROWS, "cue_stages": MAX_CUE_STAGES, "cue_depth": CUE_DEPTH,
+    "terms": MAX_TERMS,
+    "cjk_trigrams": MAX_CJK_TRIGRAMS,
+    "words": MAX_WORDS,
+    "exclusions": MAX_EXCLUSIONS,
+    "keyword_rule": KEYWORD_BUDGET_RULE,
+    "keyword_first_pass_rows": FIRST_PASS_ROWS,
+    "keyword_fallback_rows": FALLBACK_ROWS,
+    "cue_stages": MAX_CUE_STAGES,
+    "cue_depth": CUE_DEPTH,
 }
 
 

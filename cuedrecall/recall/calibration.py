@@ -49,8 +49,9 @@ def separation(positives: np.ndarray, nulls: np.ndarray, beta: float, floor: flo
     return round(max(float(candidates[best]), floor), 4)
 
 
-def threshold_from(method: str, positives: np.ndarray, nulls: np.ndarray, beta: float, percentile: float,
-                   z_factor: float, floor: float) -> float:
+def threshold_from(
+    method: str, positives: np.ndarray, nulls: np.ndarray, beta: float, percentile: float, z_factor: float, floor: float
+) -> float:
     if method == "separation":
         return separation(positives, nulls, beta, floor)
     if method == "percentile":
@@ -147,13 +148,17 @@ class Calibration:
             return {"origin": "none", "memories_at": None}
         record = self._records().get(owner, {})
         memories = record.get(MEMORIES_AT)
-        return {"origin": "auto" if record.get(AUTO) == 1.0 else "explicit",
-                "memories_at": None if memories is None else int(memories)}
+        return {
+            "origin": "auto" if record.get(AUTO) == 1.0 else "explicit",
+            "memories_at": None if memories is None else int(memories),
+        }
 
     def stamp(self, agent_id: str, *, auto: bool, memories: int) -> list[Threshold]:
         """The calibration's record, ready to write with its thresholds (or alone, for a measurement that failed)."""
-        return [self.threshold(agent_id, AUTO, 1.0 if auto else 0.0),
-                self.threshold(agent_id, MEMORIES_AT, float(memories))]
+        return [
+            self.threshold(agent_id, AUTO, 1.0 if auto else 0.0),
+            self.threshold(agent_id, MEMORIES_AT, float(memories)),
+        ]
 
     def thresholds(self, agent_id: str) -> dict[str, float]:
         """Calibrated gate thresholds for the agent (its own, else the global ones made with agent "")."""

@@ -6,7 +6,8 @@ are spans of the normalised question, records are refs: the ledger holds no text
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from cuedrecall.text import NORMALIZATION, normalize, question_parts
 
@@ -31,7 +32,7 @@ def build_ledger(question: str, records: Sequence[tuple[str, str]]) -> dict[str,
     return ledger
 
 
-def record_coverage(question: str, returned: Sequence[tuple[str, str]], recorder: "Recorder") -> None:
+def record_coverage(question: str, returned: Sequence[tuple[str, str]], recorder: Recorder) -> None:
     """Record the ledger over the returned records (ref, full stored text); ``{"error": type}`` if it fails."""
     recorder.mark("response")
     try:

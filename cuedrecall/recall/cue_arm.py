@@ -27,13 +27,17 @@ def cue_lists(ctx: RecallContext, period: tuple[float, float]) -> dict[str, list
                 scope, kind, ctx.query_vector, floor=ctx.params.vector_floor, depth=CUE_DEPTH, period=period
             )
     if ctx.params.fts_enabled:
-        lists["mem_keyword"] = store.memory_keyword(scope, ctx.terms, ctx.query, depth=CUE_DEPTH, period=period,
-                                                 phrases=ctx.short_terms)
+        lists["mem_keyword"] = store.memory_keyword(
+            scope, ctx.terms, ctx.query, depth=CUE_DEPTH, period=period, phrases=ctx.short_terms
+        )
         lists["ep_fts"] = store.episode_fts(scope, ctx.terms, depth=CUE_DEPTH, period=period)
     # The merge breaks ties by first appearance, so the lists go memories first (docs/recall-process.md#the-cue-arm: memory
     # vector, memory keyword, then episode vector and episode full text).
-    return {name: lists[name] for name in (f"{MEMORY}_vector", "mem_keyword", f"{EPISODE}_vector", "ep_fts")
-            if name in lists}
+    return {
+        name: lists[name]
+        for name in (f"{MEMORY}_vector", "mem_keyword", f"{EPISODE}_vector", "ep_fts")
+        if name in lists
+    }
 
 
 def merge(lists: dict[str, list[Hit]]) -> list[Hit]:

@@ -15,7 +15,7 @@ are always returned, none rises more than BOUND places, and at most SEATS row is
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Final
 
 from cuedrecall.clock import to_epoch
@@ -52,7 +52,7 @@ def hit_period(ctx: RecallContext, row: Candidate) -> tuple[datetime, datetime] 
         first, last = to_epoch(record.start_time), to_epoch(record.end_time)
         start = min(start, first) if first is not None else start
         end = max(end, last + 1) if last is not None else end
-    return datetime.fromtimestamp(start, timezone.utc), datetime.fromtimestamp(end, timezone.utc)
+    return datetime.fromtimestamp(start, UTC), datetime.fromtimestamp(end, UTC)
 
 
 def neighbours(found: list[Hit], source: str) -> list[Hit]:

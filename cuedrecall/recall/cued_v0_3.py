@@ -27,9 +27,7 @@ BOUND: Final[Mapping[Confidence, int]] = MappingProxyType({"sure": 3, "likely": 
 SEATS: Final[Mapping[Confidence, int]] = MappingProxyType({"sure": 3, "likely": 2, "vague": 1})
 
 # docs/recall-process.md#periods: widening on each side, as a fraction of the period's own length.
-MARGIN: Final[Mapping[Confidence, float]] = MappingProxyType(
-    {"sure": 0.0, "likely": 0.5, "vague": 1.0}
-)
+MARGIN: Final[Mapping[Confidence, float]] = MappingProxyType({"sure": 0.0, "likely": 0.5, "vague": 1.0})
 
 # docs/recall-process.md#one-revision: the one revision widens by one confidence step; a vague cue has nowhere to go.
 WIDER: Final[Mapping[Confidence, Confidence | None]] = MappingProxyType(
@@ -52,6 +50,4 @@ MAX_CUE_STAGES: Final = 2
 DAY: Final = timedelta(days=1)
 WEEK: Final = timedelta(days=7)
 MONTH: Final = timedelta(days=30)
-UNIT_LENGTH: Final[Mapping[str, timedelta]] = MappingProxyType(
-    {"days": DAY, "weeks": WEEK, "months": MONTH}
-)
+UNIT_LENGTH: Final[Mapping[str, timedelta]] = MappingProxyType({"days": DAY, "weeks": WEEK, "months": MONTH})

@@ -35,8 +35,9 @@ def far_hits(ctx: RecallContext) -> list[Hit]:
     return [hit for hit in hits if not held_by_caller(ctx, hit.ref)]
 
 
-def far_seats(ctx: RecallContext, present: list[Candidate], reached: frozenset[str],
-              admitted: frozenset[str]) -> list[Candidate]:
+def far_seats(
+    ctx: RecallContext, present: list[Candidate], reached: frozenset[str], admitted: frozenset[str]
+) -> list[Candidate]:
     """Up to FAR_SEATS far-arm memories the answer lacks that the gate did not refuse; kind ``far``."""
     held = {row.ref for row in present}
     seated: list[Candidate] = []

@@ -155,11 +155,20 @@ def decide(ctx: RecallContext, row: Candidate, judge: Bar, terms: tuple[str, ...
     if not _v1(ctx):  # gate-v0: the row's first signal alone, a lexical match on any word
         score, (threshold, origin) = row.score(mode), judge.cosine if signal == "cosine" else judge.lexical
         passed = score is not None and score >= threshold
-        return Decision(row.ref, signal, score, threshold, origin, passed, None if passed else "below_gate",
-                        closeness=None if passed else _closeness(score, threshold))
+        return Decision(
+            row.ref,
+            signal,
+            score,
+            threshold,
+            origin,
+            passed,
+            None if passed else "below_gate",
+            closeness=None if passed else _closeness(score, threshold),
+        )
     votes = lexical_votes(row)
-    counted = votes is not None and (any(arm in row.ranks for arm in CONTENT_WORD_ARMS)
-                                     or _holds(_text(ctx, row.ref), terms))
+    counted = votes is not None and (
+        any(arm in row.ranks for arm in CONTENT_WORD_ARMS) or _holds(_text(ctx, row.ref), terms)
+    )
     if row.cosine is None and not counted:  # a lexical-only row matched on common words alone
         threshold, origin = judge.lexical
         return Decision(row.ref, mode, row.fused, threshold, origin, False, "common_words_only")
@@ -172,8 +181,16 @@ def decide(ctx: RecallContext, row: Candidate, judge: Bar, terms: tuple[str, ...
         if j.score >= j.threshold:
             return Decision(row.ref, j.signal, j.score, j.threshold, j.origin, True, lexical=j.lexical)
     first = judged[0]
-    return Decision(row.ref, first.signal, first.score, first.threshold, first.origin, False, "below_gate",
-                    closeness=max(_closeness(j.score, j.threshold) for j in judged))
+    return Decision(
+        row.ref,
+        first.signal,
+        first.score,
+        first.threshold,
+        first.origin,
+        False,
+        "below_gate",
+        closeness=max(_closeness(j.score, j.threshold) for j in judged),
+    )
 
 
 def _holds(text: str, terms: tuple[str, ...]) -> bool:
@@ -203,8 +220,16 @@ def gate(ctx: RecallContext, rows: list[Candidate]) -> GateResult:
             admitted = rescued + [row for row in admitted if row.is_profile]
             fallback = True
     rescued = [row.ref for row in admitted] if fallback else []
-    result = GateResult(admitted, decisions, fallback, rescued, ctx.params.thresholds, heuristic, ctx.pool(),
-                        bar={"cosine": judge.cosine, ctx.params.mode: judge.lexical})
+    result = GateResult(
+        admitted,
+        decisions,
+        fallback,
+        rescued,
+        ctx.params.thresholds,
+        heuristic,
+        ctx.pool(),
+        bar={"cosine": judge.cosine, ctx.params.mode: judge.lexical},
+    )
     ctx.recorder.gate(result)
     return result
 

@@ -23,8 +23,13 @@ from cuedrecall.recall.context import RecallContext
 MAX_KEYWORD_SEATS = 10  # the setting is clamped to 0..10
 
 
-def keyword_seats(ctx: RecallContext, scored: list[Candidate], admitted: list[Candidate], gate_fallback: bool,
-                  present: list[Candidate]) -> list[Candidate]:
+def keyword_seats(
+    ctx: RecallContext,
+    scored: list[Candidate],
+    admitted: list[Candidate],
+    gate_fallback: bool,
+    present: list[Candidate],
+) -> list[Candidate]:
     """Up to n lexical-only rows the answer lacks, in the order before the gate; recorded as kind ``keyword``."""
     n = min(max(ctx.params.keyword_seats, 0), MAX_KEYWORD_SEATS)
     if n == 0 or ctx.blank or not admitted or gate_fallback:

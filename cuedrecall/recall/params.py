@@ -58,9 +58,18 @@ class RecallParams:
         return self.reach > self.window and self.far_weight > 0
 
 
-def resolve_params(s: Settings, calibrated: dict[str, float], *, query: str, limit: int, deep: bool = False,
-                   exclude_contents: list[str] | None = None, embedding_model: str = "",
-                   propagation: bool = True, calibration: str = "none") -> RecallParams:
+def resolve_params(
+    s: Settings,
+    calibrated: dict[str, float],
+    *,
+    query: str,
+    limit: int,
+    deep: bool = False,
+    exclude_contents: list[str] | None = None,
+    embedding_model: str = "",
+    propagation: bool = True,
+    calibration: str = "none",
+) -> RecallParams:
     """The recall's parameters; ``calibrated`` is the agent's thresholds per signal (cosine sets the floor), and
     ``calibration`` where they came from (auto, explicit, none).
 
@@ -72,21 +81,42 @@ def resolve_params(s: Settings, calibrated: dict[str, float], *, query: str, lim
     depth = limit if blank else min(max(limit, s.recall_depth_floor), s.recall_library_max_limit)
     vector_threshold = calibrated.get("cosine", s.vector_min_similarity)
     return RecallParams(
-        limit=limit, depth=depth, deep=deep, mode=s.recall_mode, rrf_k=s.rrf_k,
-        vector_floor=vector_threshold * s.rrf_threshold_factor, window=s.max_memories, reach=s.vector_reach,
-        far_limit=s.vector_far_limit, far_weight=s.prior_far_weight, fts_enabled=s.fts_enabled,
-        episode_penalty=s.episode_penalty_enabled, episode_decay_rate=s.episode_decay_rate,
-        episode_decay_floor=s.episode_decay_floor, age_rate=s.prior_age_rate, age_floor=s.prior_age_floor,
-        age_anchor=s.prior_age_anchor, autocut_enabled=s.autocut_enabled, autocut_ratio=s.autocut_min_gap_ratio,
-        autocut_min=s.autocut_min_results, thresholds=calibrated if s.fused_gate_enabled else {},
-        exclusions=normalise_exclusions(exclude_contents or []), confidence_enabled=s.confidence_enabled,
-        fused_gate_enabled=s.fused_gate_enabled, preview_chars=s.recall_preview_chars,
+        limit=limit,
+        depth=depth,
+        deep=deep,
+        mode=s.recall_mode,
+        rrf_k=s.rrf_k,
+        vector_floor=vector_threshold * s.rrf_threshold_factor,
+        window=s.max_memories,
+        reach=s.vector_reach,
+        far_limit=s.vector_far_limit,
+        far_weight=s.prior_far_weight,
+        fts_enabled=s.fts_enabled,
+        episode_penalty=s.episode_penalty_enabled,
+        episode_decay_rate=s.episode_decay_rate,
+        episode_decay_floor=s.episode_decay_floor,
+        age_rate=s.prior_age_rate,
+        age_floor=s.prior_age_floor,
+        age_anchor=s.prior_age_anchor,
+        autocut_enabled=s.autocut_enabled,
+        autocut_ratio=s.autocut_min_gap_ratio,
+        autocut_min=s.autocut_min_results,
+        thresholds=calibrated if s.fused_gate_enabled else {},
+        exclusions=normalise_exclusions(exclude_contents or []),
+        confidence_enabled=s.confidence_enabled,
+        fused_gate_enabled=s.fused_gate_enabled,
+        preview_chars=s.recall_preview_chars,
         excerpt_chars=s.recall_excerpt_chars,
-        cue_time_limit_ms=s.recall_cue_time_limit_ms, cue_stages=s.recall_cue_stages,
-        block_retrieval=s.block_retrieval_enabled and bool(embedding_model), embedding_model=embedding_model,
-        keyword_seats=s.keyword_seats, far_seats=s.far_seats_enabled,
+        cue_time_limit_ms=s.recall_cue_time_limit_ms,
+        cue_stages=s.recall_cue_stages,
+        block_retrieval=s.block_retrieval_enabled and bool(embedding_model),
+        embedding_model=embedding_model,
+        keyword_seats=s.keyword_seats,
+        far_seats=s.far_seats_enabled,
         propagation_seat=s.recall_propagation_seat and propagation,
-        gate_policy=s.recall_gate, gate_relief=s.gate_relief and s.recall_gate != "gate-v0",
+        gate_policy=s.recall_gate,
+        gate_relief=s.gate_relief and s.recall_gate != "gate-v0",
         calibration=calibration if calibrated else "none",
-        word_arm=s.word_arm_enabled, cue_propagation=s.cue_propagation,
+        word_arm=s.word_arm_enabled,
+        cue_propagation=s.cue_propagation,
     )

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from cuedrecall.recall import arms as arm_stage
 from cuedrecall.recall.autocut import autocut
 from cuedrecall.recall.block_arm import block_seats
-from cuedrecall.recall.candidates import Candidate, PROFILE_REF
+from cuedrecall.recall.candidates import PROFILE_REF, Candidate
 from cuedrecall.recall.context import RecallContext
 from cuedrecall.recall.far_seats import far_seats
 from cuedrecall.recall.fusion import fuse
@@ -23,7 +23,8 @@ from cuedrecall.recall.gate import gate
 from cuedrecall.recall.keyword_seats import keyword_seats
 from cuedrecall.recall.order import count_cut
 from cuedrecall.recall.prior import apply_prior
-from cuedrecall.recall.relief import NONE as NO_RELIEF, Relief, just_under, relieve
+from cuedrecall.recall.relief import NONE as NO_RELIEF
+from cuedrecall.recall.relief import Relief, just_under, relieve
 from cuedrecall.recall.scoring import penalise
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from cuedrecall.clock import iso
@@ -59,18 +59,27 @@ def recall_process(ctx: RecallContext, cue: TimeCue | None) -> Outcome:
     bound = BOUND[confidence]
     answer, moves = bounded_move(result.answer, found, bound)
     cue_rank = {hit.ref: hit.rank for hit in found}
-    for row in result.held:  # held places never move, but a row the cue arm ranked says so (docs/recall-process.md#what-the-response-says)
+    for row in (
+        result.held
+    ):  # held places never move, but a row the cue arm ranked says so (docs/recall-process.md#what-the-response-says)
         row.cue_rank = cue_rank.get(row.ref)
     seated = seats(found, answer + result.held, result, SEATS[confidence])
     for row in seated:
         ctx.recorder.reservation(row.ref, "cue", relieved=row.relieved is not None)
     if ctx.recorder.enabled:
-        ctx.recorder.cue({"bound": bound, "confidence": confidence, "lifted": moves,
-                          "seated": [row.ref for row in seated]})
+        ctx.recorder.cue(
+            {"bound": bound, "confidence": confidence, "lifted": moves, "seated": [row.ref for row in seated]}
+        )
     ctx.recorder.mark("cue_move_and_seats")
     record_relief(ctx, result.relief, [row for row in seated if row.relieved is not None])
-    summary = {"policy": process_policy(ctx.params, True), "period": _iso_period(searched),
-               "confidence": confidence, "revised": revised, "moved": len(moves), "seated": len(seated)}
+    summary = {
+        "policy": process_policy(ctx.params, True),
+        "period": _iso_period(searched),
+        "confidence": confidence,
+        "revised": revised,
+        "moved": len(moves),
+        "seated": len(seated),
+    }
     return Outcome(_propagated(ctx, result, answer + result.held + seated), result.gate_fallback, summary)
 
 
@@ -88,8 +97,12 @@ def _cue_propagated(ctx: RecallContext, result: PassResult) -> tuple[list[Candid
     proposed = hit_period(ctx, hit) if hit is not None else None
     if hit is None or proposed is None:
         return result.answer, []
-    entry: Stage = {"searched": f"the cue arm over the strong hit's period ({PROPAGATED})", "source": hit.ref,
-                    "period": _iso_period(proposed), "next": None}
+    entry: Stage = {
+        "searched": f"the cue arm over the strong hit's period ({PROPAGATED})",
+        "source": hit.ref,
+        "period": _iso_period(proposed),
+        "next": None,
+    }
     if (time.perf_counter() - ctx.started) * 1000 > ctx.params.cue_time_limit_ms:
         ctx.recorder.stage({**entry, "found": 0, "stopped": TIME_LIMIT})
         return result.answer, []
@@ -104,8 +117,15 @@ def _cue_propagated(ctx: RecallContext, result: PassResult) -> tuple[list[Candid
     for row in seated:
         ctx.recorder.reservation(row.ref, PROPAGATED_SEAT)
     if ctx.recorder.enabled:
-        ctx.recorder.stage({**entry, "found": len(found), "lifted": moves, "seated": [row.ref for row in seated],
-                            "stopped": FOUND if found else "a proposed cue is not revised"})
+        ctx.recorder.stage(
+            {
+                **entry,
+                "found": len(found),
+                "lifted": moves,
+                "seated": [row.ref for row in seated],
+                "stopped": FOUND if found else "a proposed cue is not revised",
+            }
+        )
     ctx.recorder.mark("cue_propagation")
     return moved, seated
 
@@ -122,7 +142,7 @@ def _span(ctx: RecallContext) -> tuple[datetime | None, datetime | None] | None:
     span = ctx.span()
     if span is None:
         return None
-    return tuple(datetime.fromtimestamp(t, timezone.utc) for t in span)  # type: ignore[return-value]
+    return tuple(datetime.fromtimestamp(t, UTC) for t in span)  # type: ignore[return-value]
 
 
 def _iso_period(p: tuple[datetime, datetime] | None) -> list[str] | None:
@@ -135,8 +155,11 @@ def _ignored(ctx: RecallContext, cue: TimeCue, span: Any, result: PassResult) ->
     ctx.recorder.cue_ignored({"reason": "recent_only", "period": own})
     ctx.recorder.stage({"searched": "all arms", "next": _next_after_pass(ctx, result)})
     record_relief(ctx, result.relief, [])
-    return Outcome(_propagated(ctx, result, result.answer + result.held), result.gate_fallback,
-                   {"policy": process_policy(ctx.params, True), "ignored": "recent_only", "period": own})
+    return Outcome(
+        _propagated(ctx, result, result.answer + result.held),
+        result.gate_fallback,
+        {"policy": process_policy(ctx.params, True), "ignored": "recent_only", "period": own},
+    )
 
 
 def _search(
@@ -151,13 +174,20 @@ def _search(
         found = search_period(ctx, searched, "cue" if stage == 0 else f"cue_stage_{stage}") if searched else []
         wider = WIDER[confidence]
         over_time = (time.perf_counter() - ctx.started) * 1000 > ctx.params.cue_time_limit_ms
-        verdict = after_stage(len(found), _usable(found, result), stage=stage, stages=stages,
-                              wider=wider is not None, over_time=over_time)
+        verdict = after_stage(
+            len(found), _usable(found, result), stage=stage, stages=stages, wider=wider is not None, over_time=over_time
+        )
         step = _next_step(verdict, wider)
-        number = ctx.recorder.stage({
-            "searched": "all arms and the cue period" if stage == 0 else "the cue period only",
-            "confidence": confidence, "period": _iso_period(searched), "found": len(found), "next": step,
-            **({"stopped": verdict.stop} if verdict.stop is not None else {})})
+        number = ctx.recorder.stage(
+            {
+                "searched": "all arms and the cue period" if stage == 0 else "the cue period only",
+                "confidence": confidence,
+                "period": _iso_period(searched),
+                "found": len(found),
+                "next": step,
+                **({"stopped": verdict.stop} if verdict.stop is not None else {}),
+            }
+        )
         ctx.recorder.mark("cue_search" if stage == 0 else f"cue_stage_{stage}")
         if verdict.suspected is not None:
             action = f"widened to the {wider} margin" if verdict.stop is None else step or f"stop: {verdict.stop}"
@@ -173,8 +203,11 @@ def _usable(found: list[Hit], result: PassResult) -> int:
     """How many of a stage's rows the cue could use: rows the count returned (to move) or a seat may take."""
     returned = {row.ref for row in result.answer}
     under = {row.ref for row in result.relief.under}
-    return sum(1 for hit in found if hit.ref in returned or hit.ref in under
-               or not (hit.ref in result.reached and hit.ref not in result.admitted))
+    return sum(
+        1
+        for hit in found
+        if hit.ref in returned or hit.ref in under or not (hit.ref in result.reached and hit.ref not in result.admitted)
+    )
 
 
 def _next_step(verdict: Verdict, wider: str | None) -> str | None:
@@ -188,9 +221,7 @@ def _next_step(verdict: Verdict, wider: str | None) -> str | None:
     return f"widen to the {wider} margin"
 
 
-def bounded_move(
-    answer: list[Candidate], found: list[Hit], bound: int
-) -> tuple[list[Candidate], list[dict[str, Any]]]:
+def bounded_move(answer: list[Candidate], found: list[Hit], bound: int) -> tuple[list[Candidate], list[dict[str, Any]]]:
     """Reorder the returned rows by ``p - L * 61 / (61 + c)``: no row rises more than L places.
 
     A row the cue found wins a tie against one it did not; any other tie keeps the
@@ -208,13 +239,15 @@ def bounded_move(
     for row in answer:
         row.cue_rank = cue_rank.get(row.ref)
     ordered = sorted(enumerate(answer), key=key)
-    moves = [{"ref": row.ref, "from": before, "to": after}
-             for after, (before, row) in enumerate(ordered) if before != after]
+    moves = [
+        {"ref": row.ref, "from": before, "to": after} for after, (before, row) in enumerate(ordered) if before != after
+    ]
     return [row for _, row in ordered], moves
 
 
-def seats(found: list[Hit], answer: list[Candidate], result: PassResult, count: int, *, kind: str = "cue",
-          relief: bool = True) -> list[Candidate]:
+def seats(
+    found: list[Hit], answer: list[Candidate], result: PassResult, count: int, *, kind: str = "cue", relief: bool = True
+) -> list[Candidate]:
     """Up to ``count`` cue rows the answer lacks that the gate and autocut did not refuse, in cue order; with gate
     relief (and ``relief``), the seats left empty then take the period's rows one step under the gate."""
     present = {row.ref for row in answer}

@@ -38,8 +38,9 @@ OFFSET = 60  # the reciprocal-rank constant of the score
 SEATS = 1
 
 
-def propagation_seat(ctx: RecallContext, answer: list[Candidate], present: list[Candidate],
-                     gate_fallback: bool) -> list[Candidate]:
+def propagation_seat(
+    ctx: RecallContext, answer: list[Candidate], present: list[Candidate], gate_fallback: bool
+) -> list[Candidate]:
     """The propagation seat, or nothing; ``answer`` is the count's rows before any cue move."""
     p = ctx.params
     if not p.propagation_seat or ctx.blank or gate_fallback:
@@ -51,8 +52,11 @@ def propagation_seat(ctx: RecallContext, answer: list[Candidate], present: list[
     if anchor is not None:
         held = {row.ref for row in present}
         deeper = rank(_suspended(ctx, depth)).ordered
-        candidates = [row.ref for row in deeper
-                      if not row.is_profile and row.ref not in held and ctx.facts.get(row.ref) is not None]
+        candidates = [
+            row.ref
+            for row in deeper
+            if not row.is_profile and row.ref not in held and ctx.facts.get(row.ref) is not None
+        ]
         ranked = _ranked(ctx, anchor, candidates)
         ctx.recorder.arms({"propagation": [Hit(ref, place, score) for place, (score, ref, _, _) in enumerate(ranked)]})
         for _score, ref, fused_rank, cosine_rank in ranked[:SEATS]:
@@ -80,11 +84,12 @@ def _ranked(ctx: RecallContext, anchor: str, candidates: list[str]) -> list[tupl
         return []
     vectors = ctx.store.vectors([anchor, *candidates])
     cosines = _cosines(vectors.get(anchor), [vectors.get(ref) for ref in candidates])
-    by_cosine = sorted(range(len(candidates)),
-                       key=lambda i: (cosines[i] is None, -(cosines[i] or 0.0), i))
+    by_cosine = sorted(range(len(candidates)), key=lambda i: (cosines[i] is None, -(cosines[i] or 0.0), i))
     cosine_rank = {i: place + 1 for place, i in enumerate(by_cosine)}
-    scored = [(FUSED_WEIGHT / (OFFSET + i + 1) + COSINE_WEIGHT / (OFFSET + cosine_rank[i]), ref, i + 1,
-               cosine_rank[i]) for i, ref in enumerate(candidates)]
+    scored = [
+        (FUSED_WEIGHT / (OFFSET + i + 1) + COSINE_WEIGHT / (OFFSET + cosine_rank[i]), ref, i + 1, cosine_rank[i])
+        for i, ref in enumerate(candidates)
+    ]
     return sorted(scored, key=lambda item: (-item[0], item[2]))
 
 

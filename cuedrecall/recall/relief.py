@@ -42,8 +42,11 @@ def just_under(ctx: RecallContext, scored: list[Candidate], decisions: list[Deci
     """The rows the gate refused by less than one step (none when relief is off), in the order before the gate."""
     if not ctx.params.gate_relief:
         return NONE
-    near = {d.ref: d.closeness for d in decisions
-            if d.reason == "below_gate" and d.closeness is not None and d.closeness >= RELIEF_STEP}
+    near = {
+        d.ref: d.closeness
+        for d in decisions
+        if d.reason == "below_gate" and d.closeness is not None and d.closeness >= RELIEF_STEP
+    }
     under = [row for row in scored if row.ref in near and ctx.facts.get(row.ref) is not None]
     return Relief(under, [], 0, {row.ref: near[row.ref] for row in under})
 
@@ -60,8 +63,12 @@ def relieve(ctx: RecallContext, found: Relief, answer: list[Candidate], held: li
     for row in admitted:
         row.relieved = found.closeness[row.ref]
         ctx.recorder.reservation(row.ref, "relief")
-    ctx.recorder.suspect(0, "FILTER_DROP", f"{len(eligible)} rows sit one step under the gate and the answer has "
-                         f"{room} empty places", f"relieved the gate one step: admitted {len(admitted)}")
+    ctx.recorder.suspect(
+        0,
+        "FILTER_DROP",
+        f"{len(eligible)} rows sit one step under the gate and the answer has {room} empty places",
+        f"relieved the gate one step: admitted {len(admitted)}",
+    )
     return replace(found, admitted=admitted, room=room)
 
 
@@ -69,9 +76,18 @@ def record(ctx: RecallContext, relief: Relief, seated: list[Candidate]) -> None:
     """The relief's stage in the trace, when it admitted a row or a cue seat took one of its rows."""
     if not ctx.recorder.enabled or not (relief.admitted or seated):
         return
-    reason = (f"FILTER_DROP suspected: {len(relief.under)} rows one step under the gate, {relief.room} empty places"
-              if relief.admitted else "a cue seat the cue left empty, for a period row one step under the gate")
-    ctx.recorder.stage({"searched": f"the rows within {RELIEF_STEP:g} of their gate threshold",
-                        "reason": reason, "found": len(relief.under),
-                        "admitted": [row.ref for row in relief.admitted], "seated": [row.ref for row in seated],
-                        "next": None})
+    reason = (
+        f"FILTER_DROP suspected: {len(relief.under)} rows one step under the gate, {relief.room} empty places"
+        if relief.admitted
+        else "a cue seat the cue left empty, for a period row one step under the gate"
+    )
+    ctx.recorder.stage(
+        {
+            "searched": f"the rows within {RELIEF_STEP:g} of their gate threshold",
+            "reason": reason,
+            "found": len(relief.under),
+            "admitted": [row.ref for row in relief.admitted],
+            "seated": [row.ref for row in seated],
+            "next": None,
+        }
+    )

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from cuedrecall.clock import to_epoch
 from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.context import RecallContext
 from cuedrecall.recall.policy import RELIEF
-from cuedrecall.clock import to_epoch
 from cuedrecall.store.base import Record
 from cuedrecall.text.blocks import Span
 from cuedrecall.text.excerpts import excerpt, partitions
@@ -22,8 +22,13 @@ def _round(value: float | None) -> float | None:
 def match_reason(row: Candidate, mode: str) -> dict[str, Any] | None:
     """Why the row is here: the signal it was admitted on and its scores, or the seat that held it."""
     if row.block is not None:
-        block = {"signal": "block", "admission": "reservation", "order": "vector" if row.block.cosine is not None
-                 else "hamming", "hamming": row.block.distance, "block": row.block.block}
+        block = {
+            "signal": "block",
+            "admission": "reservation",
+            "order": "vector" if row.block.cosine is not None else "hamming",
+            "hamming": row.block.distance,
+            "block": row.block.block,
+        }
         return block if row.cue_rank is None else {**block, "cue_rank": row.cue_rank}
     if row.seat == "cue":
         seat = {"signal": row.seat, "admission": "reservation", "cue_rank": row.cue_rank}
@@ -86,8 +91,7 @@ def build_messages(ctx: RecallContext, rows: list[Candidate], full_content: bool
     messages = []
     for row in rows:
         if row.is_profile:
-            messages.append({"content": f"[Profile] {ctx.profile()}", "source": {"System": "profile"},
-                             "timestamp": ""})
+            messages.append({"content": f"[Profile] {ctx.profile()}", "source": {"System": "profile"}, "timestamp": ""})
             continue
         record = ctx.facts.get(row.ref)
         if record is None:

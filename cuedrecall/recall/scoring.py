@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
+from cuedrecall.clock import to_epoch
 from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.context import RecallContext
-from cuedrecall.clock import to_epoch
 from cuedrecall.store.base import EPISODE
 
 

@@ -73,16 +73,16 @@ class Conflict:
         return out
 
 
-def find(records: Sequence[Record], relations: Sequence[RecordRelation],
-         attributes: Sequence[Relation]) -> list[Conflict]:
+def find(
+    records: Sequence[Record], relations: Sequence[RecordRelation], attributes: Sequence[Relation]
+) -> list[Conflict]:
     """Every conflict among ``records`` (given best first), once, in order of its best-placed record.
 
     ``relations``: declared record relations (any; those between two of the records count); ``attributes``:
     entity -> entity relations with their anchor (those anchored at one of the records count)."""
     by_ref = {record.ref: record for record in records}
     place = {ref: i for i, ref in enumerate(by_ref)}
-    found = [*_versions(list(by_ref.values())), *_declared(by_ref, relations),
-             *_attributes(by_ref, attributes)]
+    found = [*_versions(list(by_ref.values())), *_declared(by_ref, relations), *_attributes(by_ref, attributes)]
     return sorted(dict.fromkeys(found), key=lambda c: min(place[ref] for ref in c.refs))
 
 
@@ -117,8 +117,11 @@ def roles(conflicts: Sequence[Conflict]) -> dict[str, str]:
 def report(ctx: RecallContext, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The recall's conflicts as its response lists them; marks each involved message's ``conflict_role`` and
     records the trace's ``conflicts`` (refs only). [] when the returned rows agree: then nothing is added."""
-    records = [record for message in reversed(messages)  # messages run worst to best
-               if "ref" in message and (record := ctx.facts.get(message["ref"])) is not None]
+    records = [
+        record
+        for message in reversed(messages)  # messages run worst to best
+        if "ref" in message and (record := ctx.facts.get(message["ref"])) is not None
+    ]
     found = among(ctx.store, ctx.scope, records)
     if not found:
         return []
@@ -138,7 +141,7 @@ def _by_time(why: str, records: list[Record], **shared: Any) -> Conflict:
     """The newest of ``records`` (answer order) is current, the rest stale; a tie at the top is undecided."""
     ordered = sorted(records, key=_newness, reverse=True)  # stable: ties keep the answer's order
     top = [record.ref for record in ordered if _newness(record) == _newness(ordered[0])]
-    stale = tuple(record.ref for record in ordered[len(top):])
+    stale = tuple(record.ref for record in ordered[len(top) :])
     if len(top) == 1:
         return Conflict(why, top[0], (), stale, **shared)
     return Conflict(why, None, tuple(top), stale, **shared)
@@ -149,8 +152,7 @@ def _versions(records: list[Record]) -> list[Conflict]:
     for record in records:
         if record.kind == MEMORY and record.msg_id:
             groups[(record.msg_id, record.project_id)].append(record)
-    return [_by_time("same_msg_id", members, msg_id=key[0])
-            for key, members in groups.items() if len(members) > 1]
+    return [_by_time("same_msg_id", members, msg_id=key[0]) for key, members in groups.items() if len(members) > 1]
 
 
 def _declared(by_ref: dict[str, Record], relations: Sequence[RecordRelation]) -> list[Conflict]:
@@ -159,8 +161,12 @@ def _declared(by_ref: dict[str, Record], relations: Sequence[RecordRelation]) ->
     older: dict[str, list[tuple[str, str]]] = defaultdict(list)  # newer ref -> (older ref, predicate)
     replaced: set[str] = set()
     for relation in relations:
-        if relation.predicate in REPLACING and relation.subject != relation.object \
-                and relation.subject in by_ref and relation.object in by_ref:
+        if (
+            relation.predicate in REPLACING
+            and relation.subject != relation.object
+            and relation.subject in by_ref
+            and relation.object in by_ref
+        ):
             older[relation.subject].append((relation.object, relation.predicate))
             replaced.add(relation.object)
     order = list(by_ref)
@@ -226,19 +232,22 @@ def _attributes(by_ref: dict[str, Record], attributes: Sequence[Relation]) -> li
     return out
 
 
-def _disagreement(anchors: list[Record], values: dict[str, set[int]], entity_id: int,
-                  predicate: str) -> Conflict | None:
+def _disagreement(
+    anchors: list[Record], values: dict[str, set[int]], entity_id: int, predicate: str
+) -> Conflict | None:
     """The newest statement is current; an older one sharing no value with it is stale. Newest statements
     of one time that share no value leave it undecided; an older one is then stale when it shares a value
     with none of them."""
     ordered = sorted(anchors, key=_newness, reverse=True)
     top = [record.ref for record in ordered if _newness(record) == _newness(ordered[0])]
-    split = any(values[a].isdisjoint(values[b]) for i, a in enumerate(top) for b in top[i + 1:])
+    split = any(values[a].isdisjoint(values[b]) for i, a in enumerate(top) for b in top[i + 1 :])
     newest = top if split else top[:1]
-    stale = tuple(record.ref for record in ordered[len(top):]
-                  if all(values[record.ref].isdisjoint(values[ref]) for ref in newest))
+    stale = tuple(
+        record.ref
+        for record in ordered[len(top) :]
+        if all(values[record.ref].isdisjoint(values[ref]) for ref in newest)
+    )
     if not split and not stale:
         return None
     shared: dict[str, Any] = {"entity_id": entity_id, "attribute": predicate}
-    return Conflict("entity_attribute", None if split else newest[0], tuple(newest) if split else (), stale,
-                    **shared)
+    return Conflict("entity_attribute", None if split else newest[0], tuple(newest) if split else (), stale, **shared)

@@ -141,8 +141,7 @@ def _parse_ago(value: object) -> Ago | Literal["long_ago"]:
     if value == LONG_AGO:
         return LONG_AGO
     if not isinstance(value, Mapping) or set(value) != {"unit", "value"}:
-        raise TimeCueError(f'time_cue.ago must be {{"unit": ..., "value": ...}} or "long_ago", '
-                           f"not {_shown(value)}")
+        raise TimeCueError(f'time_cue.ago must be {{"unit": ..., "value": ...}} or "long_ago", not {_shown(value)}')
     unit, count = value["unit"], value["value"]
     if not isinstance(unit, str) or unit not in UNIT_LENGTH:
         raise TimeCueError(f"time_cue.ago.unit must be one of {', '.join(UNIT_LENGTH)}, not {_shown(unit)}")
@@ -246,9 +245,7 @@ def base_period(cue: TimeCue, now: datetime, span: Span | None) -> Period | None
     return start, end
 
 
-def period(
-    cue: TimeCue, confidence: Confidence, now: datetime, span: Span | None
-) -> Period | None:
+def period(cue: TimeCue, confidence: Confidence, now: datetime, span: Span | None) -> Period | None:
     """The period searched at a confidence step: the base widened by its margin on both sides."""
     base = base_period(cue, now, span)
     if base is None:

@@ -13,8 +13,17 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from cuedrecall.recall.trace_schema import (
-    TRACE_VERSION, CueIgnored, CueSection, GateDecision, GateSection, Policy, PropagationSection, Reservation, Stage,
-    StaleConflict, Trace,
+    TRACE_VERSION,
+    CueIgnored,
+    CueSection,
+    GateDecision,
+    GateSection,
+    Policy,
+    PropagationSection,
+    Reservation,
+    Stage,
+    StaleConflict,
+    Trace,
 )
 
 if TYPE_CHECKING:
@@ -28,19 +37,26 @@ class Recorder:
 
     enabled = False
 
-    def header(self, policy: Policy, server_version: str, scope: dict[str, Any], request: dict[str, Any],
-               config: dict[str, Any]) -> None: ...
-    def arms(self, arms: dict[str, list["Hit"]]) -> None: ...
+    def header(
+        self,
+        policy: Policy,
+        server_version: str,
+        scope: dict[str, Any],
+        request: dict[str, Any],
+        config: dict[str, Any],
+    ) -> None: ...
+    def arms(self, arms: dict[str, list[Hit]]) -> None: ...
     def excluded(self, refs: list[str]) -> None: ...
-    def fusion(self, rows: list["Candidate"]) -> None: ...
-    def scoring(self, name: str, rows: list["Candidate"], factor: str) -> None: ...
-    def gate(self, result: "GateResult") -> None: ...
-    def autocut(self, fired: bool, at: int | None, dropped: list["Candidate"]) -> None: ...
-    def order(self, rows: list["Candidate"], limit: int, cut: list["Candidate"]) -> None: ...
+    def fusion(self, rows: list[Candidate]) -> None: ...
+    def scoring(self, name: str, rows: list[Candidate], factor: str) -> None: ...
+    def gate(self, result: GateResult) -> None: ...
+    def autocut(self, fired: bool, at: int | None, dropped: list[Candidate]) -> None: ...
+    def order(self, rows: list[Candidate], limit: int, cut: list[Candidate]) -> None: ...
     def reservation(self, ref: str, kind: str, *, relieved: bool = False) -> None: ...
     def block(self, order: str) -> None: ...
     def stage(self, entry: Stage) -> int:
         return 0
+
     def suspect(self, stage: int, code: str, reason: str, action: str) -> None: ...
     def cue(self, section: CueSection) -> None: ...
     def cue_ignored(self, section: CueIgnored) -> None: ...
@@ -62,18 +78,35 @@ class TraceRecorder(Recorder):
     def __init__(self) -> None:
         self._last = self._start = time.perf_counter()
         self.data: Trace = {
-            "trace_version": TRACE_VERSION, "policy": {"scoring": "", "process": "", "gate": ""}, "server_version": None,
-            "scope": {}, "request": {}, "config": {}, "arms": {}, "fusion": [], "scoring": {},
+            "trace_version": TRACE_VERSION,
+            "policy": {"scoring": "", "process": "", "gate": ""},
+            "server_version": None,
+            "scope": {},
+            "request": {},
+            "config": {},
+            "arms": {},
+            "fusion": [],
+            "scoring": {},
             "gate": {"decisions": [], "calibrated": {}, "heuristic_min": 0.0, "pool": 0, "gate_fallback": False},
-            "autocut": {"fired": False}, "order": {"before_cut": [], "limit": 0, "cut_by_count": []},
-            "reservation": [], "stages": [], "suspected": [], "timing_ms": {},
+            "autocut": {"fired": False},
+            "order": {"before_cut": [], "limit": 0, "cut_by_count": []},
+            "reservation": [],
+            "stages": [],
+            "suspected": [],
+            "timing_ms": {},
         }
 
-    def header(self, policy: Policy, server_version: str, scope: dict[str, Any], request: dict[str, Any],
-               config: dict[str, Any]) -> None:
+    def header(
+        self,
+        policy: Policy,
+        server_version: str,
+        scope: dict[str, Any],
+        request: dict[str, Any],
+        config: dict[str, Any],
+    ) -> None:
         self.data.update(policy=policy, server_version=server_version, scope=scope, request=request, config=config)
 
-    def arms(self, arms: dict[str, list["Hit"]]) -> None:
+    def arms(self, arms: dict[str, list[Hit]]) -> None:
         for name, hits in arms.items():
             self.data["arms"][name] = [{"ref": h.ref, "rank": h.rank, "raw": h.raw} for h in hits]
             plan = getattr(hits, "plan", None)  # a keyword arm's term plan (store.term_counts.PlannedHits)
@@ -86,43 +119,55 @@ class TraceRecorder(Recorder):
         known = self.data.setdefault("excluded", [])
         known.extend(ref for ref in refs if ref not in known)
 
-    def fusion(self, rows: list["Candidate"]) -> None:
+    def fusion(self, rows: list[Candidate]) -> None:
         self.data["fusion"] = [{"ref": row.ref, "score": row.fused, "votes": dict(row.votes)} for row in rows]
 
-    def scoring(self, name: str, rows: list["Candidate"], factor: str) -> None:
+    def scoring(self, name: str, rows: list[Candidate], factor: str) -> None:
         """One scoring factor (``penalty``, ``prior``) of each row, under the step's name."""
         self.data["scoring"][name] = {row.ref: getattr(row, factor) for row in rows}
 
-    def gate(self, result: "GateResult") -> None:
+    def gate(self, result: GateResult) -> None:
         decisions: list[GateDecision] = []
         for d in result.decisions:
-            item: GateDecision = {"ref": d.ref, "signal": d.signal, "score": d.score, "threshold": d.threshold,
-                                  "origin": d.origin, "passed": d.passed}
+            item: GateDecision = {
+                "ref": d.ref,
+                "signal": d.signal,
+                "score": d.score,
+                "threshold": d.threshold,
+                "origin": d.origin,
+                "passed": d.passed,
+            }
             if d.reason:
                 item["reason"] = d.reason
             if d.lexical:
                 item["lexical"] = True
             decisions.append(item)
         section: GateSection = {
-            "decisions": decisions, "calibrated": dict(result.calibrated), "heuristic_min": result.heuristic_min,
-            "pool": result.pool, "gate_fallback": bool(result.rescued),
+            "decisions": decisions,
+            "calibrated": dict(result.calibrated),
+            "heuristic_min": result.heuristic_min,
+            "pool": result.pool,
+            "gate_fallback": bool(result.rescued),
         }
         if result.rescued:
             section["fallback_admitted"] = list(result.rescued)
         if result.bar:
-            section["bar"] = {signal: {"threshold": value, "origin": origin}
-                              for signal, (value, origin) in result.bar.items()}
+            section["bar"] = {
+                signal: {"threshold": value, "origin": origin} for signal, (value, origin) in result.bar.items()
+            }
         self.data["gate"] = section
 
-    def autocut(self, fired: bool, at: int | None, dropped: list["Candidate"]) -> None:
+    def autocut(self, fired: bool, at: int | None, dropped: list[Candidate]) -> None:
         if fired and at is not None:
             self.data["autocut"] = {"fired": True, "at": at, "dropped": [row.ref for row in dropped]}
         else:
             self.data["autocut"] = {"fired": False}
 
-    def order(self, rows: list["Candidate"], limit: int, cut: list["Candidate"]) -> None:
+    def order(self, rows: list[Candidate], limit: int, cut: list[Candidate]) -> None:
         self.data["order"] = {
-            "before_cut": [row.ref for row in rows], "limit": limit, "cut_by_count": [row.ref for row in cut],
+            "before_cut": [row.ref for row in rows],
+            "limit": limit,
+            "cut_by_count": [row.ref for row in cut],
         }
 
     def reservation(self, ref: str, kind: str, *, relieved: bool = False) -> None:

@@ -8,7 +8,7 @@ version, CPersona) still read defensively: ``Trace`` is ``total=False``.
 
 from __future__ import annotations
 
-from typing import Any, Optional, TypedDict
+from typing import Any, TypedDict
 
 TRACE_VERSION = 1
 
@@ -16,21 +16,21 @@ TRACE_VERSION = 1
 class ArmHit(TypedDict):
     ref: str
     rank: int  # 0-based, counted before exclude_contents removed any row
-    raw: Optional[float]  # cosine, bm25, or None (LIKE fallback, listings)
+    raw: float | None  # cosine, bm25, or None (LIKE fallback, listings)
 
 
 class FusionRow(TypedDict):
     ref: str
-    score: Optional[float]
+    score: float | None
     votes: dict[str, float]  # arm -> its contribution to the fused score
 
 
 class _GateDecisionBase(TypedDict):
     ref: str
-    signal: Optional[str]  # "cosine", "rrf", "rsf", "profile", or None for an unscored row
-    score: Optional[float]
-    threshold: Optional[float]
-    origin: Optional[str]  # "calibrated" | "heuristic" | "outlier" (gate-v1's small-pool cosine bar) | None
+    signal: str | None  # "cosine", "rrf", "rsf", "profile", or None for an unscored row
+    score: float | None
+    threshold: float | None
+    origin: str | None  # "calibrated" | "heuristic" | "outlier" (gate-v1's small-pool cosine bar) | None
     passed: bool
 
 
@@ -83,9 +83,9 @@ class Stage(TypedDict, total=False):
     stage: int
     searched: str
     confidence: str
-    period: Optional[list[str]]
+    period: list[str] | None
     found: int
-    next: Optional[str]
+    next: str | None
     reason: str  # gate relief's stage: why it ran (FILTER_DROP suspected, or a cue seat for a row just under)
     admitted: list[str]  # gate relief: the rows it appended after the answer
     source: str  # cue propagation: the strong hit whose period was searched
@@ -110,7 +110,7 @@ class CueSection(TypedDict):
 
 class CueIgnored(TypedDict):
     reason: str  # "recent_only"
-    period: Optional[list[str]]
+    period: list[str] | None
 
 
 class BlockSection(TypedDict):
@@ -157,7 +157,7 @@ class StaleConflict(_StaleConflictBase, total=False):
 class Trace(TypedDict, total=False):
     trace_version: int
     policy: Policy
-    server_version: Optional[str]
+    server_version: str | None
     scope: dict[str, Any]
     request: dict[str, Any]
     config: dict[str, Any]

@@ -95,8 +95,11 @@ def _by_episode(c: _Clusters) -> None:
     for i in _memories(c.rows):
         record = c.rows[i].record
         for e, start, end, project, channel in spans:
-            if record.ts_epoch is not None and start <= record.ts_epoch <= end \
-                    and (record.project_id, record.channel) == (project, channel):
+            if (
+                record.ts_epoch is not None
+                and start <= record.ts_epoch <= end
+                and (record.project_id, record.channel) == (project, channel)
+            ):
                 c.join(min(i, e), max(i, e), "cluster:episode")
 
 

@@ -31,8 +31,9 @@ class Candidates:
     gate_fallback: bool
 
 
-def envelope(built: Built, request: Request, found: Candidates, *, trace: bool,
-             forwarded: dict[str, Any]) -> dict[str, Any]:
+def envelope(
+    built: Built, request: Request, found: Candidates, *, trace: bool, forwarded: dict[str, Any]
+) -> dict[str, Any]:
     count, budget = request.count, built.budget
     returned = len(built.items)
     shortfall = _shortfall(built, count.effective, found)
@@ -50,9 +51,13 @@ def envelope(built: Built, request: Request, found: Candidates, *, trace: bool,
     if trace or set(bounds) - {"top_k", "max_hops", "max_evidence"}:
         out["bounds"] = bounds
     if trace:
-        out["reconstruction"] = {"policy": POLICY, "candidate_count": found.count,
-                                 "cluster_count": len(built.clusters), "selected_count": built.window + built.held,
-                                 "excluded_without_provenance": found.excluded_without_provenance}
+        out["reconstruction"] = {
+            "policy": POLICY,
+            "candidate_count": found.count,
+            "cluster_count": len(built.clusters),
+            "selected_count": built.window + built.held,
+            "excluded_without_provenance": found.excluded_without_provenance,
+        }
     elif found.excluded_without_provenance:
         out["reconstruction"] = {"excluded_without_provenance": found.excluded_without_provenance}
     if built.conflicts:  # stale-v1's conflicts between items (those inside one item are the item's)
@@ -83,11 +88,16 @@ def _shortfall(built: Built, count: int, found: Candidates) -> str | None:
 
 
 def _bounds(built: Built, request: Request, found: Candidates) -> dict[str, Any]:
-    bounds: dict[str, Any] = {"top_k": found.top_k, "max_hops": request.max_hops,
-                              "max_evidence": request.max_evidence}
+    bounds: dict[str, Any] = {"top_k": found.top_k, "max_hops": request.max_hops, "max_evidence": request.max_evidence}
     reached = [name for name, hit in (("top_k", found.top_k_reached), ("max_evidence", built.evidence_reached)) if hit]
-    omitted = [name for name, hit in (("max_evidence", any(item.claims_omitted for item in built.returned)),
-                                      ("max_hops", any(item.hop_bound for item in built.returned))) if hit]
+    omitted = [
+        name
+        for name, hit in (
+            ("max_evidence", any(item.claims_omitted for item in built.returned)),
+            ("max_hops", any(item.hop_bound for item in built.returned)),
+        )
+        if hit
+    ]
     if reached:
         bounds["reached"] = reached
     if omitted:

@@ -23,7 +23,12 @@ from cuedrecall.reconstruct.quotes import Blocks, Query, head_quote, passage_quo
 from cuedrecall.reconstruct.resolve import Resolved, head_quote_chars, resolve_budget
 from cuedrecall.reconstruct.rows import Row
 from cuedrecall.reconstruct.structure import (
-    Item, build_item, claims, conflicts, independence_reason, spanning_conflicts,
+    Item,
+    build_item,
+    claims,
+    conflicts,
+    independence_reason,
+    spanning_conflicts,
 )
 from cuedrecall.store.base import Relation, Scope, Store
 from cuedrecall.text.blocks import Span, divide
@@ -67,22 +72,44 @@ def reconstruct_items(store: Store, s: Settings, request: Request, rows: list[Ro
     if held and budget.policy["source"] == "server_default":
         budget = resolve_budget(s, None, request.count.effective + len(held))
     chosen = [*window, *held]
-    walked = walk(store, request.scope, [[row.ref for row in cluster] for cluster in chosen],
-                  max_hops=request.max_hops, max_evidence=request.max_evidence, pool={row.ref for row in rows})
+    walked = walk(
+        store,
+        request.scope,
+        [[row.ref for row in cluster] for cluster in chosen],
+        max_hops=request.max_hops,
+        max_evidence=request.max_evidence,
+        pool={row.ref for row in rows},
+    )
     walked_rows = _walked_rows(store, walked.rows, len(rows))
-    items = [build_item(cluster, walked_rows[i], request.max_evidence, held=i >= len(window),
-                        hop_bound=walked.hop_bound[i]) for i, cluster in enumerate(chosen)]
-    every_relation = relations + (record_relations(store, request.scope, _walked_refs(walked_rows))
-                                  if any(walked_rows) else [])
+    items = [
+        build_item(cluster, walked_rows[i], request.max_evidence, held=i >= len(window), hop_bound=walked.hop_bound[i])
+        for i, cluster in enumerate(chosen)
+    ]
+    every_relation = relations + (
+        record_relations(store, request.scope, _walked_refs(walked_rows)) if any(walked_rows) else []
+    )
     attributes = anchored(store, request.scope, [row.ref for row in rows] + _walked_refs(walked_rows))
     quoted, bases = _quotes(store, s, request, items)
-    allocation = allocate([len(q[0]["content"]) for q in quoted],
-                          [[len(e["content"]) for e in q[1]] for q in quoted], budget.effective)
-    shown = [_item(item, quoted[i], allocation.excerpts[i], every_relation, attributes)
-             for i, item in enumerate(items[: allocation.items])]
+    allocation = allocate(
+        [len(q[0]["content"]) for q in quoted], [[len(e["content"]) for e in q[1]] for q in quoted], budget.effective
+    )
+    shown = [
+        _item(item, quoted[i], allocation.excerpts[i], every_relation, attributes)
+        for i, item in enumerate(items[: allocation.items])
+    ]
     returned = items[: allocation.items]
-    return Built(shown, returned, clusters, budget, allocation, len(window), len(held),
-                 walked.evidence_reached, bases, spanning_conflicts(returned, every_relation, attributes))
+    return Built(
+        shown,
+        returned,
+        clusters,
+        budget,
+        allocation,
+        len(window),
+        len(held),
+        walked.evidence_reached,
+        bases,
+        spanning_conflicts(returned, every_relation, attributes),
+    )
 
 
 def _choose(clusters: list[list[Row]], count: int) -> tuple[list[list[Row]], list[list[Row]]]:
@@ -118,8 +145,9 @@ def _walked_refs(walked_rows: list[list[Row]]) -> list[str]:
     return [row.ref for rows in walked_rows for row in rows]
 
 
-def _quotes(store: Store, s: Settings, request: Request,
-            items: list[Item]) -> tuple[list[tuple[dict[str, Any], list[dict[str, Any]]]], set[str]]:
+def _quotes(
+    store: Store, s: Settings, request: Request, items: list[Item]
+) -> tuple[list[tuple[dict[str, Any], list[dict[str, Any]]]], set[str]]:
     """Each item's head quote and its other claims' passages (most relevant first)."""
     refs = [row.ref for item in items for row in item.retained]
     stored = store.block_spans(refs) if request.stored_blocks and refs else {}
@@ -129,13 +157,17 @@ def _quotes(store: Store, s: Settings, request: Request,
     for item in items:
         head = item.head
         blocks = _blocks(store, request.stored_blocks, head, stored.get(head.ref))
-        quote = (head_quote(head.ref, head.record.text, blocks, request.query, cap) if cap > 0
-                 else passage_quote(head.ref, head.record.text, blocks, request.query, head_quote_chars(s)))
+        quote = (
+            head_quote(head.ref, head.record.text, blocks, request.query, cap)
+            if cap > 0
+            else passage_quote(head.ref, head.record.text, blocks, request.query, head_quote_chars(s))
+        )
         passages = []
         for row in item.retained[1:]:
             row_blocks = _blocks(store, request.stored_blocks, row, stored.get(row.ref))
-            passages.append({"ref": row.ref, **passage_quote(row.ref, row.record.text, row_blocks, request.query,
-                                                             preview)})
+            passages.append(
+                {"ref": row.ref, **passage_quote(row.ref, row.record.text, row_blocks, request.query, preview)}
+            )
         bases.update(q["quote_basis"] for q in (quote, *passages) if "quote_basis" in q)
         out.append((quote, passages))
     return out, bases
@@ -151,11 +183,19 @@ def _blocks(store: Store, model: str, row: Row, stored: list[tuple[int, int, boo
     return Blocks(divide(text), "lexical")
 
 
-def _item(item: Item, quoted: tuple[dict[str, Any], list[dict[str, Any]]], carried: int,
-          relations: list[RecordRelation], attributes: list[Relation]) -> dict[str, Any]:
+def _item(
+    item: Item,
+    quoted: tuple[dict[str, Any], list[dict[str, Any]]],
+    carried: int,
+    relations: list[RecordRelation],
+    attributes: list[Relation],
+) -> dict[str, Any]:
     head, passages = quoted
-    out: dict[str, Any] = {"content": head["content"], "head_ref": item.head.ref,
-                           "claims": claims(item, relations, attributes)}
+    out: dict[str, Any] = {
+        "content": head["content"],
+        "head_ref": item.head.ref,
+        "claims": claims(item, relations, attributes),
+    }
     reason = independence_reason(item)
     if reason != "singleton":  # an item of one record needs no reason
         out["independence_reason"] = reason

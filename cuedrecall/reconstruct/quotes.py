@@ -80,13 +80,24 @@ def head_quote(ref: str, text: str, blocks: Blocks, query: Query, cap: int) -> d
         return {"content": text, "quote_basis": "whole", "ranges": [[0, len(text)]]}
     cut = {"content_len": len(text), "content_truncated": True}
     if len(blocks.spans) <= 1:
-        return {"content": text[:cap], **cut, "quote_basis": "start", "ranges": [[0, cap]],
-                "expand": {"ref": ref, "span": [0, len(text)]}}
+        return {
+            "content": text[:cap],
+            **cut,
+            "quote_basis": "start",
+            "ranges": [[0, cap]],
+            "expand": {"ref": ref, "span": [0, len(text)]},
+        }
     taken, incomplete = _fill(text, blocks.spans, rank_blocks(text, blocks, query), cap)
     if incomplete is not None:
         start, end = taken[0]
-        return {"content": text[start:end], **cut, "quote_basis": blocks.basis, "ranges": [[start, end]],
-                "context_incomplete": True, "expand": {"ref": ref, "span": [start, incomplete]}}
+        return {
+            "content": text[start:end],
+            **cut,
+            "quote_basis": blocks.basis,
+            "ranges": [[start, end]],
+            "context_incomplete": True,
+            "expand": {"ref": ref, "span": [start, incomplete]},
+        }
     return {"content": joined(text, taken), **cut, "quote_basis": blocks.basis, "ranges": merged(taken)}
 
 
@@ -122,13 +133,23 @@ def passage_quote(ref: str, text: str, blocks: Blocks, query: Query, cap: int) -
     best = rank_blocks(text, blocks, query)[0]
     first, last, complete = governs(text, blocks.spans, best)
     start, end = blocks.spans[first].start, blocks.spans[last].end
-    out: dict[str, Any] = {"content": text[start:end], "quote_basis": blocks.basis,
-                           "block": {"index": best, "of": n, "span": [start, end]}, "content_len": len(text)}
+    out: dict[str, Any] = {
+        "content": text[start:end],
+        "quote_basis": blocks.basis,
+        "block": {"index": best, "of": n, "span": [start, end]},
+        "content_len": len(text),
+    }
     if end - start > cap:
-        out.update(content=text[start : start + cap], content_truncated=True, context_incomplete=True,
-                   expand={"ref": ref, "block": best, "revision": revision(text)})
+        out.update(
+            content=text[start : start + cap],
+            content_truncated=True,
+            context_incomplete=True,
+            expand={"ref": ref, "block": best, "revision": revision(text)},
+        )
         out["block"]["span"] = [start, start + cap]
     elif not complete:
-        out.update(context_incomplete=True,
-                   expand={"ref": ref, "block": [max(0, first - 1), min(n - 1, last + 1)], "revision": revision(text)})
+        out.update(
+            context_incomplete=True,
+            expand={"ref": ref, "block": [max(0, first - 1), min(n - 1, last + 1)], "revision": revision(text)},
+        )
     return out

@@ -40,8 +40,7 @@ class Item:
     hop_bound: bool  # a relation was left unfollowed at the hop bound
 
 
-def build_item(members: list[Row], walked: Sequence[Row], max_evidence: int, *, held: bool,
-               hop_bound: bool) -> Item:
+def build_item(members: list[Row], walked: Sequence[Row], max_evidence: int, *, held: bool, hop_bound: bool) -> Item:
     head = choose_head(members)
     ordered = [head, *sorted((row for row in members if row is not head), key=lambda row: row.relevance), *walked]
     return Item(members, head, ordered[:max_evidence], max(0, len(ordered) - max_evidence), held, hop_bound)
@@ -74,8 +73,9 @@ def independence_reason(item: Item) -> str:
     return next((key for key in KEYS if key in found), "singleton")
 
 
-def claims(item: Item, relations: Sequence[RecordRelation],
-           attributes: Sequence[Relation] = ()) -> list[dict[str, Any]]:
+def claims(
+    item: Item, relations: Sequence[RecordRelation], attributes: Sequence[Relation] = ()
+) -> list[dict[str, Any]]:
     """The item's claims; ``attributes``: the entity relations anchored at its rows (stale-v1 reads them)."""
     found = item_conflicts(item, relations, attributes)
     out = []
@@ -92,14 +92,18 @@ def claims(item: Item, relations: Sequence[RecordRelation],
     return out
 
 
-def roles(claim: Row, retained: Sequence[Row], relations: Sequence[RecordRelation],
-          conflicts: Sequence[Conflict] = ()) -> list[dict[str, str]]:
+def roles(
+    claim: Row, retained: Sequence[Row], relations: Sequence[RecordRelation], conflicts: Sequence[Conflict] = ()
+) -> list[dict[str, str]]:
     """What other retained rows are to this claim; each entry's ref is the subject of the role."""
     out: list[dict[str, str]] = []
     for conflict in conflicts:  # a declared replacement is named below, by its own predicate
         if conflict.why in _BY_TIME and claim.ref in conflict.stale:
-            out += [{"ref": ref, "role": "supersedes"} for ref in conflict.newer()
-                    if {"ref": ref, "role": "supersedes"} not in out]
+            out += [
+                {"ref": ref, "role": "supersedes"}
+                for ref in conflict.newer()
+                if {"ref": ref, "role": "supersedes"} not in out
+            ]
     out += [{"ref": episode.ref, "role": "supports"} for episode in retained if _holds(episode, claim)]
     present = {row.ref for row in retained}
     for relation in relations:
@@ -113,31 +117,41 @@ def roles(claim: Row, retained: Sequence[Row], relations: Sequence[RecordRelatio
 def _holds(episode: Row, claim: Row) -> bool:
     """An episode supports a memory whose time lies in its span, in its project and channel."""
     e, c = episode.record, claim.record
-    if e.kind != EPISODE or c.kind != MEMORY or c.ts_epoch is None or (e.project_id, e.channel) != (c.project_id,
-                                                                                                   c.channel):
+    if (
+        e.kind != EPISODE
+        or c.kind != MEMORY
+        or c.ts_epoch is None
+        or (e.project_id, e.channel) != (c.project_id, c.channel)
+    ):
         return False
     start = to_epoch(e.start_time)
     end = to_epoch(e.end_time) if e.end_time else start
     return start is not None and end is not None and start <= c.ts_epoch <= end
 
 
-def item_conflicts(item: Item, relations: Sequence[RecordRelation] = (),
-                   attributes: Sequence[Relation] = ()) -> list[Conflict]:
+def item_conflicts(
+    item: Item, relations: Sequence[RecordRelation] = (), attributes: Sequence[Relation] = ()
+) -> list[Conflict]:
     """stale-v1's conflicts among the item's retained rows (recall/stale.py: the recall's own rule)."""
     return find([row.record for row in item.retained], relations, attributes)
 
 
-def conflicts(item: Item, relations: Sequence[RecordRelation] = (),
-              attributes: Sequence[Relation] = ()) -> list[dict[str, Any]]:
+def conflicts(
+    item: Item, relations: Sequence[RecordRelation] = (), attributes: Sequence[Relation] = ()
+) -> list[dict[str, Any]]:
     """The item's conflicts as its answer lists them: the current (or undecided newest) and the stale refs."""
     return [conflict.as_dict() for conflict in item_conflicts(item, relations, attributes)]
 
 
-def spanning_conflicts(items: Sequence[Item], relations: Sequence[RecordRelation],
-                       attributes: Sequence[Relation]) -> list[dict[str, Any]]:
+def spanning_conflicts(
+    items: Sequence[Item], relations: Sequence[RecordRelation], attributes: Sequence[Relation]
+) -> list[dict[str, Any]]:
     """stale-v1's conflicts among the retained rows of all the items that no single item holds whole (records
     that state two values of one entity attribute seldom share an item: sharing an entity never bundles)."""
     records = {row.ref: row.record for item in items for row in item.retained}
     held = [{row.ref for row in item.retained} for item in items]
-    return [conflict.as_dict() for conflict in find(list(records.values()), relations, attributes)
-            if not any(set(conflict.refs) <= refs for refs in held)]
+    return [
+        conflict.as_dict()
+        for conflict in find(list(records.values()), relations, attributes)
+        if not any(set(conflict.refs) <= refs for refs in held)
+    ]

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import anyio
 import h11
@@ -74,8 +75,9 @@ def _is_loopback(name: str) -> bool:
 class HostPolicy:
     """Which ``Host`` and ``Origin`` values are this server's own (the DNS-rebinding rule)."""
 
-    def __init__(self, allowed_hosts: Iterable[str] = (), allowed_origins: Iterable[str] = (),
-                 bind_host: str = "") -> None:
+    def __init__(
+        self, allowed_hosts: Iterable[str] = (), allowed_origins: Iterable[str] = (), bind_host: str = ""
+    ) -> None:
         hosts = {host_name(h) for h in allowed_hosts}
         if bind_host not in WILDCARD_BINDS:
             hosts.add(host_name(bind_host))
@@ -303,6 +305,9 @@ def protocol_with(header_timeout: float) -> type[GuardedH11Protocol]:
 
 def server_limits(header_timeout: float = HEADER_TIMEOUT) -> dict[str, Any]:
     """The uvicorn settings every HTTP server here runs with: the guarded protocol and the limits above."""
-    return {"http": protocol_with(header_timeout) if header_timeout != HEADER_TIMEOUT else GuardedH11Protocol,
-            "timeout_keep_alive": KEEP_ALIVE, "limit_concurrency": LIMIT_CONCURRENCY,
-            "h11_max_incomplete_event_size": MAX_HEAD}
+    return {
+        "http": protocol_with(header_timeout) if header_timeout != HEADER_TIMEOUT else GuardedH11Protocol,
+        "timeout_keep_alive": KEEP_ALIVE,
+        "limit_concurrency": LIMIT_CONCURRENCY,
+        "h11_max_incomplete_event_size": MAX_HEAD,
+    }

@@ -18,8 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from cuedrecall.server.http_guard import replay
-from cuedrecall.server.jsonrpc import (PARSE_ERROR, Refusal, check_method, error_body, log_refusal, parsed,
-                                       request_id)
+from cuedrecall.server.jsonrpc import PARSE_ERROR, Refusal, check_method, error_body, log_refusal, parsed, request_id
 
 
 class WellFormedBody:

@@ -109,9 +109,12 @@ def message_of(raw: bytes) -> types.JSONRPCMessage:
         message = None
     # a line with an id the request model refused would otherwise pass as a notification, and go unanswered
     if message is None or ("id" in data and isinstance(message.root, types.JSONRPCNotification)):
-        raise Refusal(INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 request, notification or response "
-                                       "(jsonrpc \"2.0\", a method or a result, an id that is a string or "
-                                       "an integer)")
+        raise Refusal(
+            INVALID_REQUEST,
+            "Invalid Request: not a JSON-RPC 2.0 request, notification or response "
+            '(jsonrpc "2.0", a method or a result, an id that is a string or '
+            "an integer)",
+        )
     check_method(data)
     return message
 
@@ -158,8 +161,7 @@ def _reason(exc: Exception) -> str:
 def bounds_problem(raw: bytes) -> str | None:
     """What bound of ``MESSAGE_BOUNDS`` the bytes break (the first one met), or None."""
     opening = raw.count(b"[") + raw.count(b"{")
-    if opening <= MAX_DEPTH and opening + raw.count(b",") + raw.count(b":") <= MAX_ITEMS \
-            and len(raw) <= MAX_STRING + 2:
+    if opening <= MAX_DEPTH and opening + raw.count(b",") + raw.count(b":") <= MAX_ITEMS and len(raw) <= MAX_STRING + 2:
         return None  # within every bound even counting what sits inside strings: no scan needed
     scan = _Scan(raw)
     for _ in scan.chunks(stop_early=True):
@@ -167,8 +169,10 @@ def bounds_problem(raw: bytes) -> str | None:
     if scan.depth > MAX_DEPTH:
         return f"the message is nested deeper than {MAX_DEPTH} levels"
     if scan.items > MAX_ITEMS:
-        return (f"the message holds more than {MAX_ITEMS:,} items (values and keys of its arrays and "
-                "objects; no argument may hold more than 100,000 values)")
+        return (
+            f"the message holds more than {MAX_ITEMS:,} items (values and keys of its arrays and "
+            "objects; no argument may hold more than 100,000 values)"
+        )
     if scan.longest > MAX_STRING:
         return f"the message holds a string longer than {MAX_STRING:,} bytes"
     return None
@@ -300,17 +304,18 @@ class _RefusalLog:
         now = time.monotonic()
         if now - self.window >= 60.0:
             if self.quiet:
-                log.warning("%s: %d more refused messages in the last minute were not logged", transport,
-                            self.quiet)
+                log.warning("%s: %d more refused messages in the last minute were not logged", transport, self.quiet)
             self.window, self.logged, self.quiet = now, 0, 0
         if self.logged < REFUSALS_LOGGED:
             self.logged += 1
-            log.warning("%s: refused a message of %d bytes (%d): %s", transport, size, refusal.code,
-                        refusal.message[:160])
+            log.warning(
+                "%s: refused a message of %d bytes (%d): %s", transport, size, refusal.code, refusal.message[:160]
+            )
         else:
             self.quiet += 1
-            log.debug("%s: refused a message of %d bytes (%d): %s", transport, size, refusal.code,
-                      refusal.message[:160])
+            log.debug(
+                "%s: refused a message of %d bytes (%d): %s", transport, size, refusal.code, refusal.message[:160]
+            )
 
 
 log_refusal = _RefusalLog()

@@ -15,7 +15,8 @@ import functools
 import hmac
 import json
 import logging
-from typing import Any, AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import anyio
 import mcp.types as types
@@ -146,8 +147,7 @@ class BearerAuth:
         scheme, _, given = header.partition(b" ")
         principal = self.authenticate(given.strip()) if scheme.lower() == b"bearer" else None
         if principal is None:
-            response = JSONResponse({"error": "unauthorized"}, status_code=401,
-                                    headers={"WWW-Authenticate": "Bearer"})
+            response = JSONResponse({"error": "unauthorized"}, status_code=401, headers={"WWW-Authenticate": "Bearer"})
             await response(scope, receive, send)
             return
         scope[PRINCIPAL_KEY] = principal
@@ -170,11 +170,15 @@ def http_authentication(settings: Settings) -> Authenticate | None:
     if settings.acl_file:
         acl = load_acl(settings.acl_file)
         if settings.auth_token:
-            log.warning("the ACL file %s is in use: the single HTTP token (CUEDRECALL_AUTH_TOKEN / "
-                        "CPERSONA_AUTH_TOKEN) is ignored", settings.acl_file)
+            log.warning(
+                "the ACL file %s is in use: the single HTTP token (CUEDRECALL_AUTH_TOKEN / "
+                "CPERSONA_AUTH_TOKEN) is ignored",
+                settings.acl_file,
+            )
         if not any(client.token is not None for client in acl.clients):
-            log.warning("the ACL file %s names no client with a token: every HTTP request will be refused",
-                        settings.acl_file)
+            log.warning(
+                "the ACL file %s names no client with a token: every HTTP request will be refused", settings.acl_file
+            )
         return acl.authenticate
     if settings.auth_token:
         return single_token(settings.auth_token)
@@ -206,8 +210,7 @@ def http_app(memory: Memory, bind_host: str = "") -> ASGIApp:
 
     # /mcp is answered where it is (a Mount alone would redirect it to /mcp/ with a 307 strict clients do not follow)
     endpoint = _Endpoint(handle)
-    app: ASGIApp = Starlette(routes=[Route("/mcp", endpoint=endpoint), Mount("/mcp", app=handle)],
-                             lifespan=lifespan)
+    app: ASGIApp = Starlette(routes=[Route("/mcp", endpoint=endpoint), Mount("/mcp", app=handle)], lifespan=lifespan)
     policy = policy_of(settings.http_allowed_hosts, settings.http_allowed_origins, bind_host)
     # the well-formedness check reads the body, so it sits inside the bound: at most that many bytes are read
     guarded = BearerAuth(BodyLimit(WellFormedBody(app), settings.http_max_body), authenticate)
@@ -240,18 +243,21 @@ class Health:
             return
         if scope.get("method") not in ("GET", "HEAD"):
             await JSONResponse({"error": "method not allowed"}, status_code=405, headers={"Allow": "GET"})(
-                scope, receive, send)
+                scope, receive, send
+            )
             return
         reachable = await anyio.to_thread.run_sync(self._backend_answers)
-        body = {"status": "ok" if reachable else "degraded", "version": __version__,
-                "backend": {"kind": "postgresql" if self.memory.settings.db_url else "sqlite",
-                            "reachable": reachable}}
+        body = {
+            "status": "ok" if reachable else "degraded",
+            "version": __version__,
+            "backend": {"kind": "postgresql" if self.memory.settings.db_url else "sqlite", "reachable": reachable},
+        }
         await JSONResponse(body, status_code=200 if reachable else 503)(scope, receive, send)
 
     def _backend_answers(self) -> bool:
         try:
             self.memory.store_.thresholds()  # one small read: the store answers
-        except Exception:  # noqa: BLE001 - any failure to read is "not reachable", never a 500
+        except Exception:
             log.warning("health: the store did not answer a read", exc_info=True)
             return False
         return True
@@ -261,7 +267,10 @@ def serve_http(memory: Memory, host: str, port: int) -> None:
     import uvicorn
 
     if host in WILDCARD_BINDS and not memory.settings.http_allowed_hosts:
-        log.warning("serving on every address (%s), but only loopback Host names are answered: set "
-                    "CUEDRECALL_HTTP_ALLOWED_HOSTS to the names other machines use", host)
+        log.warning(
+            "serving on every address (%s), but only loopback Host names are answered: set "
+            "CUEDRECALL_HTTP_ALLOWED_HOSTS to the names other machines use",
+            host,
+        )
     # the head deadline (slowloris), keep-alive and concurrency limits of http_guard.server_limits
     uvicorn.run(http_app(memory, bind_host=host), host=host, port=port, log_level="warning", **server_limits())

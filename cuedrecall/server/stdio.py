@@ -16,8 +16,9 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, BinaryIO
+from typing import Any, BinaryIO
 
 import anyio
 import mcp.types as types

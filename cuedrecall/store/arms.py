@@ -7,7 +7,8 @@ A mixin of ``SqliteStore``: it reads through the store's connection, lock, index
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -47,9 +48,11 @@ def words_arm_sql(scope: Scope, period: Period | None) -> tuple[str, list[Any]]:
     """The word arm's query, as ``fts_arm_sql`` over the stemmed word index."""
     where, params = scope_where(scope, "m", MEMORY)
     pwhere, pparams = period_where("m", period)
-    sql = (f"SELECT m.id, bm25(memories_words) FROM memories_words JOIN memories m INDEXED BY {_SCOPE_INDEX[MEMORY]} "
-           f"ON m.id = memories_words.rowid WHERE memories_words MATCH ? AND {where}{pwhere} "
-           "ORDER BY bm25(memories_words), m.id LIMIT ?")
+    sql = (
+        f"SELECT m.id, bm25(memories_words) FROM memories_words JOIN memories m INDEXED BY {_SCOPE_INDEX[MEMORY]} "
+        f"ON m.id = memories_words.rowid WHERE memories_words MATCH ? AND {where}{pwhere} "
+        "ORDER BY bm25(memories_words), m.id LIMIT ?"
+    )
     return sql, [*params, *pparams]
 
 
@@ -74,8 +77,10 @@ class SqliteArms:
         with self._lock:
             self._catch_up()
             rows = self._indexes[MEMORY].coarse(scope, query, start=start, count=count)
-        return [CoarseHit(make_ref(MEMORY, row_id), position, distance, cosine)
-                for row_id, position, distance, cosine in rows]
+        return [
+            CoarseHit(make_ref(MEMORY, row_id), position, distance, cosine)
+            for row_id, position, distance, cosine in rows
+        ]
 
     def vector_in_period(
         self, scope: Scope, kind: str, query: np.ndarray, *, floor: float, depth: int, period: Period
@@ -110,16 +115,20 @@ class SqliteArms:
         found.sort(key=lambda item: item[:3])
         return [Hit(ref, rank, score) for rank, (*_, ref, score) in enumerate(found[:depth])]
 
-    def episode_fts(
-        self, scope: Scope, terms: Sequence[str], *, depth: int, period: Period | None = None
-    ) -> list[Hit]:
+    def episode_fts(self, scope: Scope, terms: Sequence[str], *, depth: int, period: Period | None = None) -> list[Hit]:
         """FTS5 trigram over episode summary and keywords, best bm25 first."""
         if not terms or depth <= 0 or not scope.episodes_visible:
             return []
         return self._fts_arm(EPISODE, scope, terms, depth, period)
 
     def memory_keyword(
-        self, scope: Scope, terms: Sequence[str], query: str, *, depth: int, period: Period | None = None,
+        self,
+        scope: Scope,
+        terms: Sequence[str],
+        query: str,
+        *,
+        depth: int,
+        period: Period | None = None,
         phrases: Sequence[str] = (),
     ) -> list[Hit]:
         """FTS5 trigram over memory content, then memories holding any of ``phrases`` (names too short for a
@@ -134,8 +143,9 @@ class SqliteArms:
             return hits
         return self._like_hits(scope, [query.strip()], depth, period, 0, set())
 
-    def _like_hits(self, scope: Scope, phrases: Sequence[str], depth: int, period: Period | None, first_rank: int,
-                   taken: set[str]) -> list[Hit]:
+    def _like_hits(
+        self, scope: Scope, phrases: Sequence[str], depth: int, period: Period | None, first_rank: int, taken: set[str]
+    ) -> list[Hit]:
         """Memories whose content holds any of the phrases, newest first, ranked after ``first_rank``."""
         where, params = scope_where(scope, "m", MEMORY)
         pwhere, pparams = period_where("m", period)
@@ -147,8 +157,9 @@ class SqliteArms:
         refs = [make_ref(MEMORY, row_id) for row_id, _ in rows if make_ref(MEMORY, row_id) not in taken][:depth]
         return [Hit(ref, first_rank + rank, None) for rank, ref in enumerate(refs)]
 
-    def memory_words(self, scope: Scope, words: Sequence[str], *, depth: int,
-                     period: Period | None = None) -> list[Hit]:
+    def memory_words(
+        self, scope: Scope, words: Sequence[str], *, depth: int, period: Period | None = None
+    ) -> list[Hit]:
         """The word arm: memories holding any of the words (stemmed), best bm25 first."""
         if not words or depth <= 0:
             return []
@@ -156,8 +167,9 @@ class SqliteArms:
         # as the keyword arm: the words' plan under keyword-budget-v1
         plan = plan_terms(self._vocab, "memories", words, words=True, small_scope=self._small_scope(scope, "memories"))
         rows, ranked_on = self._ranked(sql, plan, words_expression, [*params, depth], depth)
-        return PlannedHits((Hit(make_ref(MEMORY, row_id), rank, score) for rank, (row_id, score) in enumerate(rows)),
-                           plan, ranked_on)
+        return PlannedHits(
+            (Hit(make_ref(MEMORY, row_id), rank, score) for rank, (row_id, score) in enumerate(rows)), plan, ranked_on
+        )
 
     def _fts_arm(self, kind: str, scope: Scope, terms: Sequence[str], depth: int, period: Period | None) -> list[Hit]:
         sql, params = fts_arm_sql(kind, scope, period)
@@ -176,8 +188,9 @@ class SqliteArms:
             return False
         return self.pool_counts(scope)[0] <= SCOPE_SCAN_ROWS  # type: ignore[attr-defined]
 
-    def _ranked(self, sql: str, plan: TermPlan, expression: Any, params: list[Any],
-                depth: int) -> tuple[list[tuple], str]:
+    def _ranked(
+        self, sql: str, plan: TermPlan, expression: Any, params: list[Any], depth: int
+    ) -> tuple[list[tuple], str]:
         """The rows of ``sql`` ranked under the plan (``term_counts.run_plan``) and the pass they came from."""
         return run_plan(plan, lambda terms: self._read_fts(sql, [expression(terms), *params]), depth)
 
@@ -211,8 +224,10 @@ class SqliteArms:
             return self._cached(("rows", table), lambda: self._read(f"SELECT COUNT(*) FROM {table}")[0][0])
 
         def read(upto: dict[str, int]) -> tuple[int, dict[str, int]]:
-            count, top = self._read(f"SELECT (SELECT COUNT(*) FROM {table} WHERE id > ?), "
-                                    f"(SELECT COALESCE(MAX(id), 0) FROM {table})", (upto.get(kind, 0),))[0]
+            count, top = self._read(
+                f"SELECT (SELECT COUNT(*) FROM {table} WHERE id > ?), (SELECT COALESCE(MAX(id), 0) FROM {table})",
+                (upto.get(kind, 0),),
+            )[0]
             return count, {kind: top}
 
         def grow(kept: int, upto: dict[str, int]) -> tuple[int, dict[str, int]]:
@@ -228,7 +243,9 @@ class SqliteArms:
 
     def word_count(self, table: str, word: str) -> int:
         """Rows holding one word of the word index (stemmed as the index stems it)."""
-        rows = self._read_fts(f"SELECT COUNT(*) FROM {table}_words WHERE {table}_words MATCH ?", [words_expression([word])])
+        rows = self._read_fts(
+            f"SELECT COUNT(*) FROM {table}_words WHERE {table}_words MATCH ?", [words_expression([word])]
+        )
         return rows[0][0] if rows else 0
 
     def phrase_count(self, table: str, phrase: str) -> int:

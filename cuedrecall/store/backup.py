@@ -37,8 +37,10 @@ def _read_only(path: Path) -> sqlite3.Connection:
 
 
 def _counts(conn: sqlite3.Connection) -> dict[str, int]:
-    return {table: conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
-            for table in ("memories", "episodes", "profiles")}
+    return {
+        table: conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+        for table in ("memories", "episodes", "profiles")
+    }
 
 
 def backup_database(source: Path, dest: Path, *, replace: bool = True) -> dict[str, Any]:
@@ -104,8 +106,7 @@ def _copy(source: Path, dest: Path, replace: bool) -> dict[str, Any]:
             raise StoreError(f"{source} is not a cuedrecall database (it has no schema_version table)")
         with _private_folder(folder_fd, dest.parent) as (private_fd, private_path):
             # created here, private and new; SQLite then opens this very file through the open folder
-            os.close(os.open(COPY_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600,
-                             dir_fd=private_fd))
+            os.close(os.open(COPY_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600, dir_fd=private_fd))
             held = _fill(src, f"{private_path}/{COPY_NAME}")
             copy_fd = os.open(COPY_NAME, os.O_RDONLY | _NOFOLLOW, dir_fd=private_fd)
             try:

@@ -117,7 +117,7 @@ class _ModelRows:
         self.words[start:stop] = words(record.bits, self.width)
         for offset, code in enumerate(record.codes):
             self._set_code(start + offset, code)
-        base = (np.int64(record_key(record.kind, record.record_id)) << _BLOCK_BITS)
+        base = np.int64(record_key(record.kind, record.record_id)) << _BLOCK_BITS
         self.key[start:stop] = base | np.asarray(record.blocks, dtype=np.int64)
         self.alive[start:stop] = True
         self.axes.set_rows(start, k, record.agent_id, record.project_id, record.channel, record.source_id)
@@ -158,8 +158,9 @@ class _ModelRows:
         self.axes.keep(kept, capacity)
         self.n, self.dead = count, 0
 
-    def search(self, scope: Scope, query: np.ndarray, *, examine: int, rerank: int,
-               per_record: int) -> tuple[list[Found], str]:
+    def search(
+        self, scope: Scope, query: np.ndarray, *, examine: int, rerank: int, per_record: int
+    ) -> tuple[list[Found], str]:
         n = self.n
         kinds = self.key[:n] >> (_ID_BITS + _BLOCK_BITS)
         blocks = self.key[:n] & MAX_BLOCK
@@ -183,16 +184,19 @@ class _ModelRows:
             cosine = (self.codes[chosen].astype(np.float64) @ unit) / self.norms[chosen]
             release(self.codes)  # rows read at random, a few hundred a search: none kept resident after it
             order = np.lexsort((keys[best], -cosine))
-            return [self._found(chosen[i], int(distance[best[i]]), float(cosine[i]))
-                    for i in _first_per_record(keys[best][order], order)], "vector"
+            return [
+                self._found(chosen[i], int(distance[best[i]]), float(cosine[i]))
+                for i in _first_per_record(keys[best][order], order)
+            ], "vector"
         order = np.lexsort((keys, distance))  # every examined row, by (distance, kind, id, block)
         picked = _first_per_record(keys[order], order)[:rerank]
         return [self._found(rows[i], int(distance[i]), None) for i in picked], "hamming"
 
     def _found(self, row: int, distance: int, cosine: float | None) -> Found:
         key = int(self.key[row])
-        return Found(key >> (_ID_BITS + _BLOCK_BITS), (key >> _BLOCK_BITS) & _ID_MASK, key & MAX_BLOCK, distance,
-                     cosine)
+        return Found(
+            key >> (_ID_BITS + _BLOCK_BITS), (key >> _BLOCK_BITS) & _ID_MASK, key & MAX_BLOCK, distance, cosine
+        )
 
 
 def _best(distance: np.ndarray, keys: np.ndarray, count: int) -> np.ndarray:
@@ -247,13 +251,13 @@ class BlockIndex:
         """Drop every block of these records, whatever their model."""
         if not records:
             return
-        keys = np.fromiter((record_key(kind, row_id) for kind, row_id in records), dtype=np.int64,
-                           count=len(records))
+        keys = np.fromiter((record_key(kind, row_id) for kind, row_id in records), dtype=np.int64, count=len(records))
         for rows in self._models.values():
             rows.remove(keys)
 
-    def search(self, scope: Scope, query: np.ndarray, model: str, *, examine: int, rerank: int,
-               per_record: int) -> tuple[list[Found], str]:
+    def search(
+        self, scope: Scope, query: np.ndarray, model: str, *, examine: int, rerank: int, per_record: int
+    ) -> tuple[list[Found], str]:
         """The scope's records of this model nearest the query by their best block; and the order used.
 
         Examined: the scope's rows of ``model`` (memories through the source rule,
@@ -269,7 +273,13 @@ class BlockIndex:
         """
         rows = self._models.get(model)
         query = np.asarray(query, dtype=np.float32)
-        if rows is None or rows.live == 0 or examine <= 0 or rerank <= 0 or per_record <= 0 \
-                or (query.shape[0] + 7) // 8 != rows.nbytes:
+        if (
+            rows is None
+            or rows.live == 0
+            or examine <= 0
+            or rerank <= 0
+            or per_record <= 0
+            or (query.shape[0] + 7) // 8 != rows.nbytes
+        ):
             return [], "vector"
         return rows.search(scope, query, examine=examine, rerank=rerank, per_record=min(per_record, MAX_BLOCK + 1))

@@ -18,7 +18,8 @@ import itertools
 import json
 import logging
 import sqlite3
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -55,8 +56,10 @@ class SqliteBlocks:
 
     def enqueue(self, conn: sqlite3.Connection, kind: str, payload: dict[str, Any], not_before: float = 0.0) -> int:
         """Queue a task inside an open write(): it commits or rolls back with the write that needs it."""
-        cursor = conn.execute("INSERT INTO tasks(kind, payload, not_before) VALUES (?, ?, ?)",
-                              (kind, json.dumps(payload, sort_keys=True), not_before))
+        cursor = conn.execute(
+            "INSERT INTO tasks(kind, payload, not_before) VALUES (?, ?, ?)",
+            (kind, json.dumps(payload, sort_keys=True), not_before),
+        )
         return int(cursor.lastrowid)
 
     def claim_task(self, now: float, lease_s: float) -> Task | None:
@@ -65,8 +68,9 @@ class SqliteBlocks:
         if not self._read(f"SELECT 1 FROM tasks WHERE {due} LIMIT 1", (now, now)):
             return None  # the common idle case answers without taking the write lock
         with self.write() as conn:
-            row = conn.execute(f"SELECT id, kind, payload, attempts FROM tasks WHERE {due} ORDER BY id LIMIT 1",
-                               (now, now)).fetchone()
+            row = conn.execute(
+                f"SELECT id, kind, payload, attempts FROM tasks WHERE {due} ORDER BY id LIMIT 1", (now, now)
+            ).fetchone()
             if row is None:
                 return None
             conn.execute("UPDATE tasks SET claimed_until = ? WHERE id = ?", (now + lease_s, row[0]))
@@ -86,11 +90,19 @@ class SqliteBlocks:
             attempts = int(row[2]) + 1
             if attempts >= TASK_ATTEMPTS:
                 conn.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
-                log.warning("task %d (%s %s) dropped after %d failed attempts, the last: %s", task_id, row[0],
-                            row[1], attempts, error)
+                log.warning(
+                    "task %d (%s %s) dropped after %d failed attempts, the last: %s",
+                    task_id,
+                    row[0],
+                    row[1],
+                    attempts,
+                    error,
+                )
                 return False
-            conn.execute("UPDATE tasks SET attempts = ?, last_error = ?, not_before = ?, claimed_until = 0 "
-                         "WHERE id = ?", (attempts, error[:1000], not_before, task_id))
+            conn.execute(
+                "UPDATE tasks SET attempts = ?, last_error = ?, not_before = ?, claimed_until = 0 WHERE id = ?",
+                (attempts, error[:1000], not_before, task_id),
+            )
         return True
 
     def pending_tasks(self, kind: str = "") -> int:
@@ -100,8 +112,10 @@ class SqliteBlocks:
 
     def pending_by_kind(self) -> dict[str, int]:
         """Tasks queued and not finished, by kind (kinds with none are absent)."""
-        return {kind: int(count) for kind, count in self._read("SELECT kind, COUNT(*) FROM tasks GROUP BY kind "
-                                                               "ORDER BY kind")}
+        return {
+            kind: int(count)
+            for kind, count in self._read("SELECT kind, COUNT(*) FROM tasks GROUP BY kind ORDER BY kind")
+        }
 
     # -- block rows ------------------------------------------------------------------------------
 
@@ -115,8 +129,12 @@ class SqliteBlocks:
     def has_block_set(self, ref: str, model: str) -> bool:
         """Whether the record has a current block set made by this model (a done-marker counts)."""
         kind, row_id = split_ref(ref)
-        return bool(self._read("SELECT 1 FROM blocks WHERE kind = ? AND record_id = ? AND block = 0 AND model = ?",
-                               (kind, row_id, model)))
+        return bool(
+            self._read(
+                "SELECT 1 FROM blocks WHERE kind = ? AND record_id = ? AND block = 0 AND model = ?",
+                (kind, row_id, model),
+            )
+        )
 
     def write_blocks(self, conn: sqlite3.Connection, block_set: BlockSet) -> bool:
         """Replace a record's blocks, inside an open write(), while its text is the one the set divides.
@@ -128,8 +146,9 @@ class SqliteBlocks:
         """
         kind, row_id = split_ref(block_set.ref)
         table, column, source = TEXT_COLUMNS[kind]
-        row = conn.execute(f"SELECT {column}, agent_id, project_id, channel, {source} FROM {table} WHERE id = ?",
-                           (row_id,)).fetchone()
+        row = conn.execute(
+            f"SELECT {column}, agent_id, project_id, channel, {source} FROM {table} WHERE id = ?", (row_id,)
+        ).fetchone()
         if row is None or text_hash(row[0]) != block_set.text_hash:
             return False
         text, axes = row[0], tuple(row[1:])
@@ -141,23 +160,39 @@ class SqliteBlocks:
         tail = (block_set.text_hash, block_set.model)
         if not bits.size:
             start, end, _ = spans[0] if spans else (0, len(text), False)
-            conn.execute("INSERT INTO blocks VALUES (?, ?, 0, ?, ?, 0, ?, ?, NULL, NULL, ?, ?, ?, ?)",
-                         (*head, start, end, *tail, *axes))
+            conn.execute(
+                "INSERT INTO blocks VALUES (?, ?, 0, ?, ?, 0, ?, ?, NULL, NULL, ?, ?, ?, ?)",
+                (*head, start, end, *tail, *axes),
+            )
             return True
         if not (bits.ndim == 2 and bits.shape[0] == len(spans) and codes.shape[:1] == (len(spans),)):
-            raise ValueError(f"block set of {block_set.ref}: {len(spans)} spans, bits {bits.shape}, "
-                             f"codes {codes.shape}: one row of each per span")
+            raise ValueError(
+                f"block set of {block_set.ref}: {len(spans)} spans, bits {bits.shape}, "
+                f"codes {codes.shape}: one row of each per span"
+            )
         codes = codes.astype(np.int8, copy=False)
         conn.executemany(
             "INSERT INTO blocks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(*head, i, int(start), int(end), int(bool(forced)), *tail, bits[i].tobytes(),
-              codes[i].tobytes() if codes.shape[1:] and codes.shape[1] else None, *axes)
-             for i, (start, end, forced) in enumerate(spans)],
+            [
+                (
+                    *head,
+                    i,
+                    int(start),
+                    int(end),
+                    int(bool(forced)),
+                    *tail,
+                    bits[i].tobytes(),
+                    codes[i].tobytes() if codes.shape[1:] and codes.shape[1] else None,
+                    *axes,
+                )
+                for i, (start, end, forced) in enumerate(spans)
+            ],
         )
         return True
 
-    def records_lacking_blocks(self, after: str | None, limit: int, model: str, *,
-                               agent_id: str = "") -> list[tuple[str, str, str]]:
+    def records_lacking_blocks(
+        self, after: str | None, limit: int, model: str, *, agent_id: str = ""
+    ) -> list[tuple[str, str, str]]:
         """(ref, text, text_hash) of the records with no block set of this model, memories then episodes, by
         id, after the ``after`` ref (None: from the start); one agent's or every agent's ("")."""
         out: list[tuple[str, str, str]] = []
@@ -191,10 +226,16 @@ class SqliteBlocks:
             )[0]
             records, done, divided = records + total, done + built, divided + split
         where = " AND agent_id = ?" if agent_id else ""
-        rows = self._read(f"SELECT COUNT(*) FROM blocks b WHERE bits IS NOT NULL{where}{model_where}",
-                          [*([agent_id] if agent_id else []), *([model] if model else [])])[0][0]
-        return {"records_with_blocks": done, "records_divided": divided,
-                "records_lacking_blocks": records - done, "block_rows": rows}
+        rows = self._read(
+            f"SELECT COUNT(*) FROM blocks b WHERE bits IS NOT NULL{where}{model_where}",
+            [*([agent_id] if agent_id else []), *([model] if model else [])],
+        )[0][0]
+        return {
+            "records_with_blocks": done,
+            "records_divided": divided,
+            "records_lacking_blocks": records - done,
+            "block_rows": rows,
+        }
 
     def block_spans(self, refs: Sequence[str]) -> dict[str, list[tuple[int, int, bool]]]:
         """(start, end, forced) of each block of the records' current sets, in order (a done-marker: one span
@@ -207,7 +248,9 @@ class SqliteBlocks:
                 chunk = ids[start : start + _CHUNK]
                 rows = self._read(
                     f"SELECT record_id, start_char, end_char, forced FROM blocks WHERE kind = ? AND record_id IN "
-                    f"({','.join('?' * len(chunk))}) ORDER BY record_id, block", [kind, *chunk])
+                    f"({','.join('?' * len(chunk))}) ORDER BY record_id, block",
+                    [kind, *chunk],
+                )
                 for row_id, begin, end, forced in rows:
                     out.setdefault(make_ref(kind, row_id), []).append((begin, end, bool(forced)))
         return out
@@ -216,24 +259,35 @@ class SqliteBlocks:
         """The int8 codes of the record's current blocks, one row a block in order, when every block of its set
         has one from ``model``; else None (no set, a done-marker, another model, a block without a code)."""
         kind, row_id = split_ref(ref)
-        rows = self._read("SELECT model, codes FROM blocks WHERE kind = ? AND record_id = ? ORDER BY block",
-                          [kind, row_id])
+        rows = self._read(
+            "SELECT model, codes FROM blocks WHERE kind = ? AND record_id = ? ORDER BY block", [kind, row_id]
+        )
         if not rows or any(found != model or codes is None for found, codes in rows):
             return None
         return np.stack([np.frombuffer(codes, dtype=np.int8) for _, codes in rows])
 
     # -- the block arm and its index ---------------------------------------------------------------
 
-    def block_arm(self, scope: Scope, query: np.ndarray, model: str, *, examine: int = 250_000, rerank: int = 200,
-                  per_record: int = 64) -> tuple[list[BlockHit], str]:
+    def block_arm(
+        self,
+        scope: Scope,
+        query: np.ndarray,
+        model: str,
+        *,
+        examine: int = 250_000,
+        rerank: int = 200,
+        per_record: int = 64,
+    ) -> tuple[list[BlockHit], str]:
         """Records of the scope reached through their blocks, best first, and the order used ("vector" or
         "hamming"); see ``BlockIndex.search``. Reads the in-process index, caught up with every commit."""
         with self._lock:
             self._catch_up()
-            found, order = self._blocks.search(scope, query, model, examine=examine, rerank=rerank,
-                                               per_record=per_record)
-        return [BlockHit(make_ref(_KIND_NAMES[f.kind], f.record_id), f.block, f.distance, f.cosine)
-                for f in found], order
+            found, order = self._blocks.search(
+                scope, query, model, examine=examine, rerank=rerank, per_record=per_record
+            )
+        return [
+            BlockHit(make_ref(_KIND_NAMES[f.kind], f.record_id), f.block, f.distance, f.cosine) for f in found
+        ], order
 
     def _rebuild_block_index(self) -> None:
         index = BlockIndex(spill=self._spill_dir())
@@ -261,14 +315,21 @@ class SqliteBlocks:
         """The blocks with vectors that match ``where``, one record at a time."""
         cursor = self._conn.execute(
             "SELECT kind, record_id, block, model, bits, codes, agent_id, project_id, channel, source_id "
-            f"FROM blocks WHERE bits IS NOT NULL AND {where} ORDER BY kind, record_id, block", params)
+            f"FROM blocks WHERE bits IS NOT NULL AND {where} ORDER BY kind, record_id, block",
+            params,
+        )
         for (kind, row_id), group in itertools.groupby(cursor, key=lambda row: (row[0], row[1])):
             rows = list(group)
             first = rows[0]
             yield RecordBlocks(
-                kind=kind, record_id=row_id, model=first[3],
+                kind=kind,
+                record_id=row_id,
+                model=first[3],
                 blocks=np.fromiter((row[2] for row in rows), dtype=np.int64, count=len(rows)),
                 bits=np.frombuffer(b"".join(row[4] for row in rows), dtype=np.uint8).reshape(len(rows), -1),
                 codes=[None if row[5] is None else np.frombuffer(row[5], dtype=np.int8) for row in rows],
-                agent_id=first[6], project_id=first[7], channel=first[8], source_id=first[9],
+                agent_id=first[6],
+                project_id=first[7],
+                channel=first[8],
+                source_id=first[9],
             )

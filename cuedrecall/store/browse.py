@@ -9,8 +9,9 @@ a whole-table load of rows.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from cuedrecall.store.base import AgentSummary, Period, Record, Scope
 from cuedrecall.store.predicates import scope_where
@@ -23,6 +24,7 @@ class SqliteBrowse:
     """Every agent with its counts and axes; a page of records, highest id first, keyset or offset paged."""
 
     if TYPE_CHECKING:  # provided by SqliteStore
+
         def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
         def _select_records(self, kind: str, where: str, params: Sequence[Any], tail: str) -> list[Record]: ...
         def _cached(self, key: tuple[Any, ...], compute: Any) -> Any: ...
@@ -33,8 +35,16 @@ class SqliteBrowse:
         change any connection makes."""
         return self._cached(("browse_agents",), lambda: agent_summaries(self._read))
 
-    def page_records(self, kind: str, scope: Scope, *, limit: int, before_id: int | None = None, offset: int = 0,
-                     period: Period | None = None) -> list[Record]:
+    def page_records(
+        self,
+        kind: str,
+        scope: Scope,
+        *,
+        limit: int,
+        before_id: int | None = None,
+        offset: int = 0,
+        period: Period | None = None,
+    ) -> list[Record]:
         """Up to ``limit`` (at most PAGE_MAX) records of the scope, highest id first: below ``before_id`` when
         given (keyset paging), after skipping ``offset`` rows, and with a record time in ``period`` [start, end)
         when given. Episodes a source filter hides (``Scope.episodes_visible``) are not read.
@@ -54,8 +64,10 @@ class SqliteBrowse:
             if period is not None:
                 where += " AND t.ts_epoch >= ? AND t.ts_epoch < ?"
                 params += [period[0], period[1]]
-            rows = self._read(f"SELECT t.id FROM {TABLES[kind]} t WHERE {where} ORDER BY t.id DESC LIMIT ? OFFSET ?",
-                              [*params, size, offset])
+            rows = self._read(
+                f"SELECT t.id FROM {TABLES[kind]} t WHERE {where} ORDER BY t.id DESC LIMIT ? OFFSET ?",
+                [*params, size, offset],
+            )
             ids = [row_id for (row_id,) in rows]
         else:
             ids = self._newest_ids(kind, scope, buckets, before_id, offset + size)[offset:]
@@ -67,15 +79,23 @@ class SqliteBrowse:
     def _buckets(self, kind: str, scope: Scope) -> list[tuple[str, str]] | None:
         """The scope's (project, channel) pairs that hold rows of the kind; None when there are too many to merge."""
         table = TABLES[kind]
-        pairs = self._cached(("browse_buckets", kind, scope.agent_id), lambda: self._read(
-            f"SELECT DISTINCT project_id, channel FROM {table} WHERE agent_id = ?", (scope.agent_id,)))
-        wanted = [(project, channel) for project, channel in pairs
-                  if (scope.project_id is None or project in {"", scope.project_id})
-                  and (not scope.channel or channel in {"", scope.channel})]
+        pairs = self._cached(
+            ("browse_buckets", kind, scope.agent_id),
+            lambda: self._read(
+                f"SELECT DISTINCT project_id, channel FROM {table} WHERE agent_id = ?", (scope.agent_id,)
+            ),
+        )
+        wanted = [
+            (project, channel)
+            for project, channel in pairs
+            if (scope.project_id is None or project in {"", scope.project_id})
+            and (not scope.channel or channel in {"", scope.channel})
+        ]
         return wanted if len(wanted) <= MAX_BUCKETS else None
 
-    def _newest_ids(self, kind: str, scope: Scope, buckets: list[tuple[str, str]], before_id: int | None,
-                    count: int) -> list[int]:
+    def _newest_ids(
+        self, kind: str, scope: Scope, buckets: list[tuple[str, str]], before_id: int | None, count: int
+    ) -> list[int]:
         """The ``count`` highest ids of the scope below ``before_id``: each bucket's run read from the isolation
         index (agent, project, channel, id) in id order, the runs merged."""
         table = TABLES[kind]

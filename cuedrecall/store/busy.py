@@ -45,8 +45,10 @@ def begin_write(conn: sqlite3.Connection, wait_s: float, deadline: float | None 
                 if not is_busy(exc):
                     raise
                 if time.monotonic() >= deadline:
-                    raise StoreError(f"the database is busy: another process held its write lock for over "
-                                     f"{wait_s:g} s (database is locked); nothing was written") from None
+                    raise StoreError(
+                        f"the database is busy: another process held its write lock for over "
+                        f"{wait_s:g} s (database is locked); nothing was written"
+                    ) from None
             time.sleep(min(pause, max(deadline - time.monotonic(), 0)))
             pause = min(pause * 2, 0.5)
     finally:

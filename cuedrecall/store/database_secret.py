@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import quote
 
 _CREATE = "CREATE TABLE IF NOT EXISTS database_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)"
-_cache: "weakref.WeakKeyDictionary[Any, dict[str, bytes]]" = weakref.WeakKeyDictionary()
+_cache: weakref.WeakKeyDictionary[Any, dict[str, bytes]] = weakref.WeakKeyDictionary()
 _guard = threading.Lock()
 
 
@@ -34,8 +34,10 @@ def database_secret(store: Any, name: str) -> bytes:
     with store.write() as conn:
         mark = "?" if isinstance(conn, sqlite3.Connection) else "%s"
         conn.execute(_CREATE)
-        conn.execute(f"INSERT INTO database_secrets(name, value) VALUES ({mark}, {mark}) "
-                     "ON CONFLICT (name) DO NOTHING", (name, fresh))
+        conn.execute(
+            f"INSERT INTO database_secrets(name, value) VALUES ({mark}, {mark}) ON CONFLICT (name) DO NOTHING",
+            (name, fresh),
+        )
         value = conn.execute(f"SELECT value FROM database_secrets WHERE name = {mark}", (name,)).fetchone()[0]
     secret = bytes.fromhex(value)
     with _guard:

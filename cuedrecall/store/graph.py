@@ -10,10 +10,20 @@ scope of their own and are readable with their entity.
 from __future__ import annotations
 
 import sqlite3
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from cuedrecall.store.base import (
-    ENTITY, EPISODE, MEMORY, Entity, Mentions, NameHit, NewRelation, Relation, Scope, make_ref,
+    ENTITY,
+    EPISODE,
+    MEMORY,
+    Entity,
+    Mentions,
+    NameHit,
+    NewRelation,
+    Relation,
+    Scope,
+    make_ref,
 )
 from cuedrecall.store.predicates import scope_where
 from cuedrecall.store.rows import ENTITY_COLUMNS, RELATION_COLUMNS, TABLES, ids_by_kind
@@ -44,45 +54,79 @@ class SqliteGraph:
 
     # -- writes, inside write() ---------------------------------------------------------------
 
-    def insert_entity(self, conn: sqlite3.Connection, agent_id: str, project_id: str, channel: str, name: str,
-                      normalized: str, created_at: str) -> int:
+    def insert_entity(
+        self,
+        conn: sqlite3.Connection,
+        agent_id: str,
+        project_id: str,
+        channel: str,
+        name: str,
+        normalized: str,
+        created_at: str,
+    ) -> int:
         cursor = conn.execute(
             "INSERT INTO entities(agent_id, project_id, channel, name, normalized, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?)", (agent_id, project_id, channel, name, normalized, created_at))
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (agent_id, project_id, channel, name, normalized, created_at),
+        )
         return int(cursor.lastrowid)
 
     def add_alias(self, conn: sqlite3.Connection, entity_id: int, alias: str, normalized: str) -> bool:
-        return conn.execute("INSERT OR IGNORE INTO entity_aliases(entity_id, alias, normalized) VALUES (?, ?, ?)",
-                            (entity_id, alias, normalized)).rowcount > 0
+        return (
+            conn.execute(
+                "INSERT OR IGNORE INTO entity_aliases(entity_id, alias, normalized) VALUES (?, ?, ?)",
+                (entity_id, alias, normalized),
+            ).rowcount
+            > 0
+        )
 
     def add_mention(self, conn: sqlite3.Connection, entity_id: int, ref: str, created_at: str) -> bool:
-        return conn.execute("INSERT OR IGNORE INTO entity_mentions(entity_id, ref, created_at) VALUES (?, ?, ?)",
-                            (entity_id, ref, created_at)).rowcount > 0
+        return (
+            conn.execute(
+                "INSERT OR IGNORE INTO entity_mentions(entity_id, ref, created_at) VALUES (?, ?, ?)",
+                (entity_id, ref, created_at),
+            ).rowcount
+            > 0
+        )
 
     def add_relation(self, conn: sqlite3.Connection, relation: NewRelation) -> int:
         """The relation's id: a new row, or the one already declared with the same key (scope, ends, predicate,
         anchor), which keeps its first declaration time."""
-        key = (relation.agent_id, relation.project_id, relation.channel, relation.subject_kind, relation.subject_id,
-               relation.predicate, relation.object_kind, relation.object_id, relation.anchor_ref)
+        key = (
+            relation.agent_id,
+            relation.project_id,
+            relation.channel,
+            relation.subject_kind,
+            relation.subject_id,
+            relation.predicate,
+            relation.object_kind,
+            relation.object_id,
+            relation.anchor_ref,
+        )
         conn.execute(
             "INSERT OR IGNORE INTO relations(agent_id, project_id, channel, subject_kind, subject_id, predicate, "
             "object_kind, object_id, anchor_ref, declared_by, declared_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (*key, relation.declared_by, relation.declared_at))
+            (*key, relation.declared_by, relation.declared_at),
+        )
         row = conn.execute(
             "SELECT id FROM relations WHERE agent_id = ? AND project_id = ? AND channel = ? AND subject_kind = ? "
             "AND subject_id = ? AND predicate = ? AND object_kind = ? AND object_id = ? AND anchor_ref = ?",
-            key).fetchone()
+            key,
+        ).fetchone()
         return int(row[0])
 
     def retract_relation(self, conn: sqlite3.Connection, agent_id: str, relation_id: int) -> bool:
-        return conn.execute("DELETE FROM relations WHERE id = ? AND agent_id = ?",
-                            (relation_id, agent_id)).rowcount > 0
+        return conn.execute("DELETE FROM relations WHERE id = ? AND agent_id = ?", (relation_id, agent_id)).rowcount > 0
 
     def retract_mention(self, conn: sqlite3.Connection, agent_id: str, entity_id: int, ref: str) -> bool:
-        return conn.execute(
-            "DELETE FROM entity_mentions WHERE entity_id = ? AND ref = ? "
-            "AND entity_id IN (SELECT id FROM entities WHERE id = ? AND agent_id = ?)",
-            (entity_id, ref, entity_id, agent_id)).rowcount > 0
+        return (
+            conn.execute(
+                "DELETE FROM entity_mentions WHERE entity_id = ? AND ref = ? "
+                "AND entity_id IN (SELECT id FROM entities WHERE id = ? AND agent_id = ?)",
+                (entity_id, ref, entity_id, agent_id),
+            ).rowcount
+            > 0
+        )
 
     def _delete_graph(self, conn: sqlite3.Connection, agent_id: str) -> dict[str, int]:
         """Every relation and entity of one agent (the triggers take aliases and mentions); the count of each."""
@@ -95,16 +139,25 @@ class SqliteGraph:
     def has_graph(self, agent_id: str) -> bool:
         """Whether the agent has declared any entity or relation; kept until any connection changes the graph,
         so a reader of an empty graph pays no query once warm."""
-        return self._cached(("graph", agent_id), lambda: bool(self._read(
-            "SELECT EXISTS (SELECT 1 FROM entities WHERE agent_id = ?) "
-            "OR EXISTS (SELECT 1 FROM relations WHERE agent_id = ?)", (agent_id, agent_id))[0][0]))
+        return self._cached(
+            ("graph", agent_id),
+            lambda: bool(
+                self._read(
+                    "SELECT EXISTS (SELECT 1 FROM entities WHERE agent_id = ?) "
+                    "OR EXISTS (SELECT 1 FROM relations WHERE agent_id = ?)",
+                    (agent_id, agent_id),
+                )[0][0]
+            ),
+        )
 
     def find_entity(self, agent_id: str, project_id: str, channel: str, normalized: str) -> Entity | None:
         """The lowest-id entity of exactly this bucket that the normalised name names, as its name or an alias."""
         rows = self._read(
             f"SELECT {ENTITY_COLUMNS} FROM entities e WHERE e.agent_id = ? AND e.project_id = ? AND e.channel = ? "
             "AND (e.normalized = ? OR e.id IN (SELECT entity_id FROM entity_aliases WHERE normalized = ?)) "
-            "ORDER BY e.id LIMIT 1", (agent_id, project_id, channel, normalized, normalized))
+            "ORDER BY e.id LIMIT 1",
+            (agent_id, project_id, channel, normalized, normalized),
+        )
         return Entity(*rows[0]) if rows else None
 
     def entities(self, ids: Sequence[int]) -> dict[int, Entity]:
@@ -121,7 +174,8 @@ class SqliteGraph:
         rows = self._read(
             f"SELECT {ENTITY_COLUMNS} FROM entities e WHERE {where} AND (e.normalized = ? "
             "OR e.id IN (SELECT entity_id FROM entity_aliases WHERE normalized = ?)) ORDER BY e.id",
-            [*params, normalized, normalized])
+            [*params, normalized, normalized],
+        )
         return [Entity(*row) for row in rows]
 
     def names_within(self, scope: Scope, text: str) -> list[NameHit]:
@@ -132,7 +186,9 @@ class SqliteGraph:
             f"SELECT e.id, e.name, e.normalized, 0 FROM entities e WHERE {where} AND instr(?, e.normalized) > 0 "
             f"UNION ALL SELECT a.entity_id, a.alias, a.normalized, 1 FROM entity_aliases a "
             f"JOIN entities e ON e.id = a.entity_id WHERE {where} AND instr(?, a.normalized) > 0 "
-            "ORDER BY 4, 1, 3", [*params, text, *params, text])
+            "ORDER BY 4, 1, 3",
+            [*params, text, *params, text],
+        )
         return [NameHit(entity_id, written, normalized) for entity_id, written, normalized, _ in rows]
 
     def aliases(self, entity_ids: Sequence[int]) -> dict[int, list[NameHit]]:
@@ -141,7 +197,8 @@ class SqliteGraph:
         for chunk, marks in _chunks(sorted(set(entity_ids))):
             for entity_id, alias, normalized in self._read(
                 f"SELECT entity_id, alias, normalized FROM entity_aliases WHERE entity_id IN ({marks}) "
-                "ORDER BY entity_id, normalized", chunk,
+                "ORDER BY entity_id, normalized",
+                chunk,
             ):
                 out.setdefault(entity_id, []).append(NameHit(entity_id, alias, normalized))
         return out
@@ -154,7 +211,8 @@ class SqliteGraph:
             for ref, entity_id in self._read(
                 # CROSS JOIN keeps the refs outermost: a few index probes, never a pass over the agent's entities
                 f"SELECT m.ref, m.entity_id FROM entity_mentions m CROSS JOIN entities e ON e.id = m.entity_id "
-                f"WHERE m.ref IN ({marks}) AND {where} ORDER BY m.ref, m.entity_id", [*chunk, *params],
+                f"WHERE m.ref IN ({marks}) AND {where} ORDER BY m.ref, m.entity_id",
+                [*chunk, *params],
             ):
                 out.setdefault(ref, []).append(entity_id)
         return out
@@ -173,13 +231,16 @@ class SqliteGraph:
                 parts.append(
                     f"SELECT m.entity_id, m.ref, t.id AS rid, {order} AS kord FROM entity_mentions m "
                     f"JOIN {TABLES[kind]} t ON t.id = CAST(substr(m.ref, {len(prefix) + 1}) AS INTEGER) "
-                    f"WHERE m.entity_id IN ({marks}) AND substr(m.ref, 1, {len(prefix)}) = '{prefix}' AND {where}")
+                    f"WHERE m.entity_id IN ({marks}) AND substr(m.ref, 1, {len(prefix)}) = '{prefix}' AND {where}"
+                )
                 params += [*chunk, *scope_params]
             rows = self._read(
                 "SELECT entity_id, ref, total FROM (SELECT entity_id, ref, rid, kord, "
                 "ROW_NUMBER() OVER (PARTITION BY entity_id ORDER BY rid, kord) AS place, "
                 f"COUNT(*) OVER (PARTITION BY entity_id) AS total FROM ({' UNION ALL '.join(parts)})) "
-                "WHERE place <= ? ORDER BY entity_id, place", [*params, limit])
+                "WHERE place <= ? ORDER BY entity_id, place",
+                [*params, limit],
+            )
             for entity_id, ref, total in rows:
                 out.setdefault(entity_id, Mentions([], total)).refs.append(ref)
         return out
@@ -197,7 +258,9 @@ class SqliteGraph:
                     f"SELECT {RELATION_COLUMNS} FROM relations r JOIN entities s ON s.id = r.subject_id "
                     f"JOIN entities o ON o.id = r.object_id WHERE r.{end}_kind = '{ENTITY}' "
                     f"AND r.{end}_id IN ({marks}) AND r.subject_kind = '{ENTITY}' AND r.object_kind = '{ENTITY}' "
-                    f"AND {rwhere} AND {swhere} AND {owhere}", [*chunk, *rparams, *sparams, *oparams])
+                    f"AND {rwhere} AND {swhere} AND {owhere}",
+                    [*chunk, *rparams, *sparams, *oparams],
+                )
                 found.update((row[0], Relation(*row)) for row in rows)
         return [found[key] for key in sorted(found)]
 
@@ -230,7 +293,8 @@ class SqliteGraph:
                 f"SELECT {RELATION_COLUMNS} FROM relations r JOIN entities s ON s.id = r.subject_id "
                 f"JOIN entities o ON o.id = r.object_id WHERE r.anchor_ref IN ({marks}) "
                 f"AND r.subject_kind = '{ENTITY}' AND r.object_kind = '{ENTITY}' AND {rwhere} AND {swhere} "
-                f"AND {owhere}", [*chunk, *rparams, *sparams, *oparams],
+                f"AND {owhere}",
+                [*chunk, *rparams, *sparams, *oparams],
             ):
                 found[row[0]] = Relation(*row)
         return [found[key] for key in sorted(found)]

@@ -17,9 +17,9 @@ use, so eviction changes cost, never an answer.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
-from typing import Any, Hashable
+from typing import Any
 
 from cuedrecall.store.bounded import Lru
 

@@ -11,8 +11,8 @@ so a stream of recalls never starves a store.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 _EXCLUSIVE, _SHARED, _COVERED = "x", "s", "n"
 
@@ -100,7 +100,7 @@ class SnapshotLock:
         finally:
             self.release()
 
-    def __enter__(self) -> "SnapshotLock":
+    def __enter__(self) -> SnapshotLock:
         self.acquire()
         return self
 

@@ -8,7 +8,8 @@ Every read takes ``agent_id`` "" to mean every agent; ids come oldest first.
 from __future__ import annotations
 
 import sqlite3
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -48,8 +49,7 @@ class SqliteMaintenance:
         out = {}
         for kind, name in ((MEMORY, "memories"), (EPISODE, "episodes")):
             table = _TABLES[kind][0]
-            total, embedded = self._read(
-                f"SELECT COUNT(*), COUNT(embedding) FROM {table} WHERE {where}", params)[0]
+            total, embedded = self._read(f"SELECT COUNT(*), COUNT(embedding) FROM {table} WHERE {where}", params)[0]
             out[name], out[f"embedded_{name}"] = total, embedded
         return out
 
@@ -69,16 +69,23 @@ class SqliteMaintenance:
         """Rows whose vector does not have ``width`` float32 components: (count, oldest ids)."""
         where, params = agent_where(agent_id)
         return self._counted_ids(
-            _TABLES[kind][0], f"{where} AND embedding IS NOT NULL AND length(embedding) != ?", [*params, 4 * width],
-            limit)
+            _TABLES[kind][0],
+            f"{where} AND embedding IS NOT NULL AND length(embedding) != ?",
+            [*params, 4 * width],
+            limit,
+        )
 
     def stale_embeddings(self, model: str, agent_id: str = "") -> dict[str, int]:
         """Rows of each kind ("mem", "ep") whose vector another model than ``model`` made: the re-embedding's
         work left."""
         where, params = agent_where(agent_id)
-        return {kind: self._read(f"SELECT COUNT(*) FROM {table} WHERE {where} AND embedding IS NOT NULL "
-                                 "AND embedding_model != ?", [*params, model])[0][0]
-                for kind, (table, _, _) in _TABLES.items()}
+        return {
+            kind: self._read(
+                f"SELECT COUNT(*) FROM {table} WHERE {where} AND embedding IS NOT NULL AND embedding_model != ?",
+                [*params, model],
+            )[0][0]
+            for kind, (table, _, _) in _TABLES.items()
+        }
 
     def stale_records(self, model: str, before: str | None, limit: int, agent_id: str = "") -> list[tuple[str, str]]:
         """(ref, text) of at most ``limit`` rows whose vector another model made, newest first: memories, then
@@ -89,9 +96,11 @@ class SqliteMaintenance:
             if len(out) >= limit:
                 break
             table, _, column = _TABLES[kind]
-            rows = self._read(f"SELECT id, {column} FROM {table} WHERE id < ? AND {where} AND embedding IS NOT NULL "
-                              "AND embedding_model != ? ORDER BY id DESC LIMIT ?",
-                              [below, *params, model, limit - len(out)])
+            rows = self._read(
+                f"SELECT id, {column} FROM {table} WHERE id < ? AND {where} AND embedding IS NOT NULL "
+                "AND embedding_model != ? ORDER BY id DESC LIMIT ?",
+                [below, *params, model, limit - len(out)],
+            )
             out += [(make_ref(kind, row_id), text) for row_id, text in rows]
         return out
 
@@ -129,7 +138,8 @@ class SqliteMaintenance:
         """(id, stored vector) of every row of one kind that has one, whatever its width."""
         where, params = agent_where(agent_id)
         rows = self._read(
-            f"SELECT id, embedding FROM {_TABLES[kind][0]} WHERE {where} AND embedding IS NOT NULL ORDER BY id", params)
+            f"SELECT id, embedding FROM {_TABLES[kind][0]} WHERE {where} AND embedding IS NOT NULL ORDER BY id", params
+        )
         for row_id, blob in rows:
             yield row_id, np.frombuffer(blob, dtype="<f4")
 
@@ -147,7 +157,8 @@ class SqliteMaintenance:
         """The readable record times of an agent's memories, epoch seconds, ascending."""
         where, params = agent_where(agent_id)
         rows = self._read(
-            f"SELECT ts_epoch FROM memories WHERE {where} AND ts_epoch IS NOT NULL ORDER BY ts_epoch", params)
+            f"SELECT ts_epoch FROM memories WHERE {where} AND ts_epoch IS NOT NULL ORDER BY ts_epoch", params
+        )
         return [epoch for (epoch,) in rows]
 
     def episode_spans(self, agent_id: str) -> list[tuple[int, str | None, str | None]]:
@@ -171,10 +182,13 @@ class SqliteMaintenance:
         with self.write() as conn:
             missing = conn.execute(
                 f"SELECT t.id FROM {table} t WHERE {where} AND NOT EXISTS "
-                f"(SELECT 1 FROM {fts}_docsize d WHERE d.id = t.id) ORDER BY t.id", params).fetchall()
+                f"(SELECT 1 FROM {fts}_docsize d WHERE d.id = t.id) ORDER BY t.id",
+                params,
+            ).fetchall()
             stray = conn.execute(
                 f"SELECT d.id FROM {fts}_docsize d WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE t.id = d.id) "
-                "ORDER BY d.id").fetchall()
+                "ORDER BY d.id"
+            ).fetchall()
             try:
                 conn.execute(f"INSERT INTO {fts}({fts}, rank) VALUES ('integrity-check', 1)")
                 problem = ""
@@ -203,15 +217,21 @@ class SqliteMaintenance:
             index = self._indexes[kind]
             width = index.dim or self._oldest_width(table, model, model_params)
             indexed = set(index.agent_rows(agent_id)[0].tolist())
-            rows = [] if width is None else self._read(
-                f"SELECT id FROM {table} WHERE {where} AND length(embedding) = ? ORDER BY id", [*params, 4 * width])
+            rows = (
+                []
+                if width is None
+                else self._read(
+                    f"SELECT id FROM {table} WHERE {where} AND length(embedding) = ? ORDER BY id", [*params, 4 * width]
+                )
+            )
         expected = [row_id for (row_id,) in rows]
         present = set(expected)
         return IndexGap([i for i in expected if i not in indexed], sorted(indexed - present))
 
     def _oldest_width(self, table: str, where: str = "1 = 1", params: Sequence[Any] = ()) -> int | None:
-        rows = self._read(f"SELECT length(embedding) FROM {table} WHERE {where} AND embedding IS NOT NULL "
-                          "ORDER BY id LIMIT 1", params)
+        rows = self._read(
+            f"SELECT length(embedding) FROM {table} WHERE {where} AND embedding IS NOT NULL ORDER BY id LIMIT 1", params
+        )
         return rows[0][0] // 4 if rows and rows[0][0] else None
 
     def rebuild_index(self) -> None:
@@ -225,19 +245,26 @@ class SqliteMaintenance:
 
     # -- repairs, inside write() -----------------------------------------------------------
 
-    def replace_stale_embedding(self, conn: sqlite3.Connection, ref: str, text: str, vector: np.ndarray,
-                                model: str) -> bool:
+    def replace_stale_embedding(
+        self, conn: sqlite3.Connection, ref: str, text: str, vector: np.ndarray, model: str
+    ) -> bool:
         """Give a row ``model``'s vector of ``text`` while its vector is still another model's and its text is
         still ``text``; False, changing nothing, when the row is gone, changed, or already re-embedded."""
         kind, row_id = split_ref(ref)
         table, _, column = _TABLES[kind]
         blob = np.asarray(vector, dtype="<f4").tobytes()
-        return conn.execute(
-            f"UPDATE {table} SET embedding = ?, embedding_model = ? WHERE id = ? AND {column} = ? "
-            "AND embedding IS NOT NULL AND embedding_model != ?", (blob, model, row_id, text, model)).rowcount > 0
+        return (
+            conn.execute(
+                f"UPDATE {table} SET embedding = ?, embedding_model = ? WHERE id = ? AND {column} = ? "
+                "AND embedding IS NOT NULL AND embedding_model != ?",
+                (blob, model, row_id, text, model),
+            ).rowcount
+            > 0
+        )
 
-    def set_episode_embedding(self, conn: sqlite3.Connection, episode_id: int, vector: np.ndarray | None,
-                              model: str) -> None:
+    def set_episode_embedding(
+        self, conn: sqlite3.Connection, episode_id: int, vector: np.ndarray | None, model: str
+    ) -> None:
         """Replace an episode's vector and the label of the model that made it."""
         blob = None if vector is None else np.asarray(vector, dtype="<f4").tobytes()
         conn.execute("UPDATE episodes SET embedding = ?, embedding_model = ? WHERE id = ?", (blob, model, episode_id))

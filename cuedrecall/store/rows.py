@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from cuedrecall.store.base import EPISODE, MEMORY, AgentSummary, Record, Scope, make_ref, split_ref
 from cuedrecall.store.predicates import scope_where
@@ -21,14 +22,16 @@ TEXT_COLUMNS = {MEMORY: ("memories", "content", "source_id"), EPISODE: ("episode
 # the columns, on table alias t, that ``memory_record`` / ``episode_record`` read, in their order
 RECORD_COLUMNS = {
     MEMORY: "t.id, t.agent_id, t.project_id, t.channel, t.content, t.timestamp, t.created_at, t.msg_id, t.source, "
-            "t.locked, t.ts_epoch",
+    "t.locked, t.ts_epoch",
     EPISODE: "t.id, t.agent_id, t.project_id, t.channel, t.summary, COALESCE(NULLIF(t.start_time, ''), t.created_at), "
-             "t.created_at, t.keywords, t.resolved, t.start_time, t.end_time, t.ts_epoch",
+    "t.created_at, t.keywords, t.resolved, t.start_time, t.end_time, t.ts_epoch",
 }
 # the columns, on alias e and r, that ``Entity`` and ``Relation`` are built from, in their fields' order
 ENTITY_COLUMNS = "e.id, e.agent_id, e.project_id, e.channel, e.name, e.normalized, e.declared_by, e.created_at"
-RELATION_COLUMNS = ("r.id, r.agent_id, r.project_id, r.channel, r.subject_kind, r.subject_id, r.predicate, "
-                    "r.object_kind, r.object_id, r.anchor_ref, r.declared_by, r.declared_at")
+RELATION_COLUMNS = (
+    "r.id, r.agent_id, r.project_id, r.channel, r.subject_kind, r.subject_id, r.predicate, "
+    "r.object_kind, r.object_id, r.anchor_ref, r.declared_by, r.declared_at"
+)
 SCANNED_COLUMNS = ("content", "timestamp", "source")  # the memory columns scan_memories may read
 PAGE_MAX = 500  # the most rows one page of page_records reads
 _TOP = 1 << 62  # above every id: a newest-first walk of a kind starts below it
@@ -42,9 +45,19 @@ def memory_record(row: Sequence[Any]) -> Record:
     except ValueError:
         parsed = {}
     return Record(
-        ref=make_ref(MEMORY, row_id), kind=MEMORY, id=row_id, agent_id=agent, project_id=project,
-        channel=channel, text=content, timestamp=timestamp, created_at=created_at, msg_id=msg_id,
-        source=parsed if isinstance(parsed, dict) else {}, locked=bool(locked), ts_epoch=ts,
+        ref=make_ref(MEMORY, row_id),
+        kind=MEMORY,
+        id=row_id,
+        agent_id=agent,
+        project_id=project,
+        channel=channel,
+        text=content,
+        timestamp=timestamp,
+        created_at=created_at,
+        msg_id=msg_id,
+        source=parsed if isinstance(parsed, dict) else {},
+        locked=bool(locked),
+        ts_epoch=ts,
     )
 
 
@@ -52,9 +65,21 @@ def episode_record(row: Sequence[Any]) -> Record:
     """An episode from a row of ``RECORD_COLUMNS[EPISODE]``."""
     row_id, agent, project, channel, summary, time, created_at, keywords, resolved, start, end, ts = row
     return Record(
-        ref=make_ref(EPISODE, row_id), kind=EPISODE, id=row_id, agent_id=agent, project_id=project,
-        channel=channel, text=summary, timestamp=time or "", created_at=created_at, keywords=keywords,
-        resolved=bool(resolved), source={"System": "episode"}, start_time=start, end_time=end, ts_epoch=ts,
+        ref=make_ref(EPISODE, row_id),
+        kind=EPISODE,
+        id=row_id,
+        agent_id=agent,
+        project_id=project,
+        channel=channel,
+        text=summary,
+        timestamp=time or "",
+        created_at=created_at,
+        keywords=keywords,
+        resolved=bool(resolved),
+        source={"System": "episode"},
+        start_time=start,
+        end_time=end,
+        ts_epoch=ts,
     )
 
 
@@ -71,14 +96,22 @@ def agent_summaries(read: Callable[[str], list[tuple]]) -> list[AgentSummary]:
     channels: dict[str, set[str]] = {}
     for position, table in enumerate(("memories", "episodes")):
         for agent, project, channel, count in read(
-                f"SELECT agent_id, project_id, channel, COUNT(*) FROM {table} GROUP BY agent_id, project_id, channel"):
+            f"SELECT agent_id, project_id, channel, COUNT(*) FROM {table} GROUP BY agent_id, project_id, channel"
+        ):
             counts.setdefault(agent, [0, 0])[position] += int(count)
             projects.setdefault(agent, set()).add(project)
             channels.setdefault(agent, set()).add(channel)
     profiled = {agent for (agent,) in read("SELECT DISTINCT agent_id FROM profiles")}
-    return [AgentSummary(agent, *counts.get(agent, [0, 0]), tuple(sorted(projects.get(agent, ()))),
-                         tuple(sorted(channels.get(agent, ()))), agent in profiled)
-            for agent in sorted(set(counts) | profiled)]
+    return [
+        AgentSummary(
+            agent,
+            *counts.get(agent, [0, 0]),
+            tuple(sorted(projects.get(agent, ()))),
+            tuple(sorted(channels.get(agent, ()))),
+            agent in profiled,
+        )
+        for agent in sorted(set(counts) | profiled)
+    ]
 
 
 def page_window(kind: str, scope: Scope, limit: int, offset: int) -> tuple[int, int]:
@@ -136,8 +169,9 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def pool_growth(read: Callable[[str, Sequence[Any]], list[tuple]], scope: Scope, mark: str,
-                upto: dict[str, int], by_id: str = "") -> tuple[tuple[int, int], dict[str, int]]:
+def pool_growth(
+    read: Callable[[str, Sequence[Any]], list[tuple]], scope: Scope, mark: str, upto: dict[str, int], by_id: str = ""
+) -> tuple[tuple[int, int], dict[str, int]]:
     """The pool counts of the records with ids above ``upto`` (kind -> id; a kind absent: every record), and the
     newest id of each table the pool reads, from the same statement (store/grown_stats.py folds the counts into
     kept ones). ``by_id``: the backend's clause after the table that makes a count above an id walk the id range
@@ -146,7 +180,10 @@ def pool_growth(read: Callable[[str, Sequence[Any]], list[tuple]], scope: Scope,
     for kind in (MEMORY, EPISODE) if scope.episodes_visible else (MEMORY,):
         where, params = scope_where(scope, "t", kind, mark=mark)
         table, hint = TABLES[kind], by_id if upto.get(kind) else ""
-        count, top = read(f"SELECT (SELECT COUNT(*) FROM {table} t{hint} WHERE {where} AND t.id > {mark}), "
-                          f"(SELECT COALESCE(MAX(id), 0) FROM {table})", [*params, upto.get(kind, 0)])[0]
+        count, top = read(
+            f"SELECT (SELECT COUNT(*) FROM {table} t{hint} WHERE {where} AND t.id > {mark}), "
+            f"(SELECT COALESCE(MAX(id), 0) FROM {table})",
+            [*params, upto.get(kind, 0)],
+        )[0]
         counts[kind], newest[kind] = int(count), int(top)
     return (counts[MEMORY], counts[EPISODE]), newest

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import sqlite3
 
+
 def _logged_as(table: str, kind: str) -> str:
     """Triggers that log any change of ``table`` as one change_log entry of ``kind`` (row 0), so every process's
     cached copy of the table follows a change made by any of them, as the vector index does."""
-    return "".join(f"""
+    return "".join(
+        f"""
         CREATE TRIGGER {table}_log_{event.lower()} AFTER {event} ON {table} BEGIN
             INSERT INTO change_log(kind, row_id) VALUES ('{kind}', 0);
-        END;""" for event in ("INSERT", "UPDATE", "DELETE"))
+        END;"""
+        for event in ("INSERT", "UPDATE", "DELETE")
+    )
 
 
 def _mirrored_by(index: str) -> str:
@@ -100,7 +104,9 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE VIRTUAL TABLE episodes_fts USING fts5(
             summary, keywords, content='episodes', content_rowid='id', tokenize='trigram');
 
-        """ + _mirrored_by("memories_fts") + """
+        """
+        + _mirrored_by("memories_fts")
+        + """
         CREATE TRIGGER episodes_fts_insert AFTER INSERT ON episodes BEGIN
             INSERT INTO episodes_fts(rowid, summary, keywords) VALUES (new.id, new.summary, new.keywords);
         END;
@@ -176,7 +182,10 @@ MIGRATIONS.append(
             agent_id TEXT PRIMARY KEY,
             beta REAL NOT NULL
         );
-        """ + _logged_as("calibration", "cal") + _logged_as("recall_precision", "cal") + """
+        """
+        + _logged_as("calibration", "cal")
+        + _logged_as("recall_precision", "cal")
+        + """
         """,
     )
 )
@@ -277,7 +286,9 @@ MIGRATIONS.append(
         """
         -- A profile change is logged like any other, so a process caches an agent's profile until any
         -- connection changes one (a warm recall then reads no profile row).
-        """ + _logged_as("profiles", "prof") + """
+        """
+        + _logged_as("profiles", "prof")
+        + """
         """,
     )
 )
@@ -351,15 +362,20 @@ MIGRATIONS.append(
             DELETE FROM relations WHERE subject_kind = 'entity' AND subject_id = old.id;
             DELETE FROM relations WHERE object_kind = 'entity' AND object_id = old.id;
         END;
-        """ + _graph_forgets("memories", "mem") + _graph_forgets("episodes", "ep") + """
+        """
+        + _graph_forgets("memories", "mem")
+        + _graph_forgets("episodes", "ep")
+        + """
 
         -- Whether an agent has a graph at all is cached per process (an empty graph costs a reader
         -- nothing): a change of entities or relations by any connection is logged so every cache follows.
-        """ + _logged_as("entities", "graph") + _logged_as("relations", "graph") + """
+        """
+        + _logged_as("entities", "graph")
+        + _logged_as("relations", "graph")
+        + """
         """,
     )
 )
-
 
 
 MIGRATIONS.append(
@@ -372,7 +388,9 @@ MIGRATIONS.append(
         CREATE VIRTUAL TABLE memories_words USING fts5(
             content, content='memories', content_rowid='id', tokenize='porter unicode61');
         INSERT INTO memories_words(memories_words) VALUES ('rebuild');
-        """ + _mirrored_by("memories_words") + """
+        """
+        + _mirrored_by("memories_words")
+        + """
         """,
     )
 )

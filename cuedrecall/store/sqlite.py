@@ -13,25 +13,26 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 from cuedrecall.errors import StoreError
-from cuedrecall.store.base import EPISODE, MEMORY, Record, Scope, Threshold, make_ref, split_ref
 from cuedrecall.store.arms import SqliteArms
+from cuedrecall.store.base import EPISODE, MEMORY, Record, Scope, Threshold, make_ref, split_ref
 from cuedrecall.store.block_index import BlockIndex
 from cuedrecall.store.blocks import SqliteBlocks
-from cuedrecall.store.busy import BUSY_TIMEOUT_MS, WRITE_SLICE_S, WRITE_WAIT_S, begin_write, open_reader
+from cuedrecall.store.bounded import Lru
 from cuedrecall.store.browse import SqliteBrowse
+from cuedrecall.store.busy import BUSY_TIMEOUT_MS, WRITE_SLICE_S, WRITE_WAIT_S, begin_write, open_reader
 from cuedrecall.store.graph import SqliteGraph
+from cuedrecall.store.grown_stats import GrownStats, Upto
 from cuedrecall.store.locks import SnapshotLock
 from cuedrecall.store.maintenance import SqliteMaintenance
 from cuedrecall.store.predicates import listing_where, scope_where
-from cuedrecall.store.bounded import Lru
-from cuedrecall.store.grown_stats import GrownStats, Upto
 from cuedrecall.store.rows import RECORD_COLUMNS, TABLES, ids_by_kind, pool_growth, record_of
 from cuedrecall.store.schema import migrate
 from cuedrecall.store.term_counts import TermCounts
@@ -315,8 +316,9 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
             self._grown.clear()
 
     def _new_index(self, kind: str, capacity: int = 16) -> VectorIndex:
-        return VectorIndex(exact=lambda ids: self._stored_vectors(kind, ids), capacity=capacity,
-                           spill=self._spill_dir())
+        return VectorIndex(
+            exact=lambda ids: self._stored_vectors(kind, ids), capacity=capacity, spill=self._spill_dir()
+        )
 
     def _spill_dir(self) -> str | None:
         """Where the indexes' codes files are made (store/mapped.py): beside the database file; in memory for a
@@ -461,8 +463,11 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
         if beta is None:
             conn.execute("DELETE FROM recall_precision WHERE agent_id = ?", (agent_id,))
             return
-        conn.execute("INSERT INTO recall_precision(agent_id, beta) VALUES (?, ?) "
-                     "ON CONFLICT(agent_id) DO UPDATE SET beta = excluded.beta", (agent_id, beta))
+        conn.execute(
+            "INSERT INTO recall_precision(agent_id, beta) VALUES (?, ?) "
+            "ON CONFLICT(agent_id) DO UPDATE SET beta = excluded.beta",
+            (agent_id, beta),
+        )
 
     def delete(self, conn: sqlite3.Connection, ref: str) -> bool:
         kind, row_id = split_ref(ref)
@@ -554,9 +559,11 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
 
     def profile(self, agent_id: str) -> tuple[str, str] | None:
         """(content, updated_at) of the agent's profile; cached until any connection changes a profile."""
+
         def read() -> tuple[str, str] | None:
-            rows = self._read("SELECT content, updated_at FROM profiles WHERE agent_id = ? AND user_id = ''",
-                              (agent_id,))
+            rows = self._read(
+                "SELECT content, updated_at FROM profiles WHERE agent_id = ? AND user_id = ''", (agent_id,)
+            )
             return rows[0] if rows else None
 
         return self._cached(("profile", agent_id), read)
@@ -568,9 +575,16 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
 
     def thresholds(self) -> list[Threshold]:
         """Every calibrated threshold, with the fingerprint it was measured under."""
-        return self._cached(("thresholds",), lambda: [Threshold(*row) for row in self._read(
-            "SELECT agent_id, signal, value, embedding_model, scoring_version FROM calibration "
-            "ORDER BY agent_id, signal")])
+        return self._cached(
+            ("thresholds",),
+            lambda: [
+                Threshold(*row)
+                for row in self._read(
+                    "SELECT agent_id, signal, value, embedding_model, scoring_version FROM calibration "
+                    "ORDER BY agent_id, signal"
+                )
+            ],
+        )
 
     def betas(self) -> dict[str, float]:
         """The agents' precision overrides."""
@@ -593,6 +607,7 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
 
     def pool_counts(self, scope: Scope) -> tuple[int, int]:
         """(memories, episodes) in the scope: the gate's pool."""
+
         def grow(kept: tuple[int, int], upto: Upto) -> tuple[tuple[int, int], Upto]:
             (memories, episodes), newest = pool_growth(self._read, scope, "?", upto, by_id=" NOT INDEXED")
             return (kept[0] + memories, kept[1] + episodes), newest
@@ -601,12 +616,15 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
 
     def span(self, scope: Scope) -> tuple[float, float] | None:
         """(oldest, newest) memory time in the scope, epoch seconds; None when nothing is dated."""
+
         def read(upto: Upto) -> tuple[tuple[float, float] | None, Upto]:
             where, params = scope_where(scope, "t", MEMORY)
             by_id = " NOT INDEXED" if upto else ""  # new rows: the id range, not every row of the scope
             low, high, top = self._read(
                 f"SELECT MIN(t.ts_epoch), MAX(t.ts_epoch), (SELECT COALESCE(MAX(id), 0) FROM memories) "
-                f"FROM memories t{by_id} WHERE {where} AND t.id > ?", [*params, upto.get(MEMORY, 0)])[0]
+                f"FROM memories t{by_id} WHERE {where} AND t.id > ?",
+                [*params, upto.get(MEMORY, 0)],
+            )[0]
             return (None if low is None else (low, high)), {MEMORY: top}
 
         def grow(kept: tuple[float, float] | None, upto: Upto) -> tuple[tuple[float, float] | None, Upto]:

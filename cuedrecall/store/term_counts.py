@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 _Row = TypeVar("_Row")
 
@@ -104,8 +104,11 @@ class TermCounts:
             if cached is not None:
                 self._counts.move_to_end(key)
         if cached is None or abs(total - cached[1]) > self.STALE_RATIO * cached[1]:
-            count = {"gram": self._source.gram_count, "phrase": self._source.phrase_count,
-                     "word": self._source.word_count}[kind]
+            count = {
+                "gram": self._source.gram_count,
+                "phrase": self._source.phrase_count,
+                "word": self._source.word_count,
+            }[kind]
             cached = (count(table, text), total)
             with self._guard:
                 self._counts[key] = cached
@@ -152,10 +155,18 @@ class TermPlan:
         arm's term list (``fts_terms``/``query_words`` of the query, which the caller has).
         """
         place = {term: i for i, term in enumerate(self.terms)}
-        return {"rule": KEYWORD_BUDGET_RULE, "first_pass_rows": FIRST_PASS_ROWS, "fallback_rows": self.fallback_rows,
-                "table_rows": self.table_rows, "terms": len(self.terms), "first": [place[t] for t in self.first],
-                "fallback": [place[t] for t in self.fallback], "left_out": [place[t] for t in self.left_out],
-                "term_rows": [self.rows.get(t) for t in self.terms], "ranked_on": ranked_on}
+        return {
+            "rule": KEYWORD_BUDGET_RULE,
+            "first_pass_rows": FIRST_PASS_ROWS,
+            "fallback_rows": self.fallback_rows,
+            "table_rows": self.table_rows,
+            "terms": len(self.terms),
+            "first": [place[t] for t in self.first],
+            "fallback": [place[t] for t in self.fallback],
+            "left_out": [place[t] for t in self.left_out],
+            "term_rows": [self.rows.get(t) for t in self.terms],
+            "ranked_on": ranked_on,
+        }
 
 
 class PlannedHits(list):  # type: ignore[type-arg]
@@ -166,8 +177,9 @@ class PlannedHits(list):  # type: ignore[type-arg]
         self.plan, self.ranked_on = plan, ranked_on
 
 
-def plan_terms(counts: TermCounts, table: str, terms: Sequence[str], *, words: bool,
-               small_scope: bool = False) -> TermPlan:
+def plan_terms(
+    counts: TermCounts, table: str, terms: Sequence[str], *, words: bool, small_scope: bool = False
+) -> TermPlan:
     """keyword-budget-v1 over the trigram index's terms (``words`` False) or the word index's words.
 
     In a table of at most FIRST_PASS_ROWS rows every pass fits: the first ranks on the
@@ -186,8 +198,14 @@ def plan_terms(counts: TermCounts, table: str, terms: Sequence[str], *, words: b
     line = counts.ratio * total if counts.ratio < 1.0 and total >= counts.MIN_ROWS else float("inf")
     uncommon = [term for term in terms if rows[term] <= line]
     fallback_rows = FIRST_PASS_ROWS if small_scope else FALLBACK_ROWS
-    return TermPlan(_within(uncommon, rows, FIRST_PASS_ROWS, total), _within(terms, rows, fallback_rows, total),
-                    tuple(terms), rows, total, fallback_rows)
+    return TermPlan(
+        _within(uncommon, rows, FIRST_PASS_ROWS, total),
+        _within(terms, rows, fallback_rows, total),
+        tuple(terms),
+        rows,
+        total,
+        fallback_rows,
+    )
 
 
 def run_plan(plan: TermPlan, run: Callable[[list[str]], list[_Row]], depth: int) -> tuple[list[_Row], str]:

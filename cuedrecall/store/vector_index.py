@@ -66,8 +66,9 @@ class IndexRow:
 class VectorIndex:
     """Vectors of one kind (memories or episodes) with their scope columns."""
 
-    def __init__(self, exact: ExactVectors, dim: int | None = None, capacity: int = 16,
-                 spill: str | None = None) -> None:
+    def __init__(
+        self, exact: ExactVectors, dim: int | None = None, capacity: int = 16, spill: str | None = None
+    ) -> None:
         """``capacity``: rows held before the first doubling (a store loading N rows asks for N exactly).
         ``spill``: the directory of the file the codes are mapped from (``store/mapped.py``; None: in memory)."""
         self.dim = dim
@@ -266,8 +267,7 @@ class VectorIndex:
         order = np.lexsort((picked, -scores))[:depth]
         return [(int(self._ids[rows[picked[j]]]), float(scores[j]), int(start + picked[j])) for j in order]
 
-    def coarse(self, scope: Scope, query: np.ndarray, *, start: int,
-               count: int) -> list[tuple[int, int, int, float]]:
+    def coarse(self, scope: Scope, query: np.ndarray, *, start: int, count: int) -> list[tuple[int, int, int, float]]:
         """The ``count`` rows of the scope at scan positions >= ``start`` closest to the query by sign bits.
 
         As (id, scan position, Hamming distance, dot product with the query), best
@@ -288,8 +288,10 @@ class VectorIndex:
         order = keep[np.lexsort((keep, distance[keep]))][:count]
         chosen = rows[order]
         cosines = self._scores(chosen, query.astype(np.float32, copy=False))
-        return [(int(self._ids[row]), int(start + i), int(distance[i]), float(cosine))
-                for row, i, cosine in zip(chosen, order, cosines)]
+        return [
+            (int(self._ids[row]), int(start + i), int(distance[i]), float(cosine))
+            for row, i, cosine in zip(chosen, order, cosines)
+        ]
 
     def _approximate(self, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
         """The codes' dot products for the given rows (newest first).

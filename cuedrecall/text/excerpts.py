@@ -16,8 +16,8 @@ Pure: the caller reads any stored blocks and passes them in.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from cuedrecall.text.blocks import Span, divide
 from cuedrecall.text.parts import normalize
@@ -41,8 +41,9 @@ class Excerpt:
     basis: str  # "lexical" | "blocks" | "start"
 
 
-def excerpt(text: str, query: str, budget: int = EXCERPT_CHARS, spans: Sequence[Span] | None = None,
-            first: int | None = None) -> Excerpt:
+def excerpt(
+    text: str, query: str, budget: int = EXCERPT_CHARS, spans: Sequence[Span] | None = None, first: int | None = None
+) -> Excerpt:
     """The excerpt of ``text`` for ``query`` within ``budget`` characters (separators included).
 
     ``spans``: the blocks to choose from (they must partition ``text``: see ``partitions``); None divides the
@@ -104,8 +105,7 @@ def governs(text: str, spans: list[Span], index: int) -> tuple[int, int, bool]:
     while True:
         if first > 0 and (not _ends_sentence(text, spans[first - 1]) or _qualified(text, spans[first])):
             candidate = (first - 1, last)
-        elif last + 1 < len(spans) and (not _ends_sentence(text, spans[last])
-                                        or _qualified(text, spans[last + 1])):
+        elif last + 1 < len(spans) and (not _ends_sentence(text, spans[last]) or _qualified(text, spans[last + 1])):
             candidate = (first, last + 1)
         else:
             return first, last, True

@@ -18,7 +18,7 @@ class Exclusions(tuple):  # type: ignore[type-arg]
 
     left_out: int
 
-    def __new__(cls, entries: Iterable[str], left_out: int = 0) -> "Exclusions":
+    def __new__(cls, entries: Iterable[str], left_out: int = 0) -> Exclusions:
         self = super().__new__(cls, entries)
         self.left_out = left_out
         self._exact = frozenset(entry for entry in self if len(entry) < PREFIX_FLOOR)

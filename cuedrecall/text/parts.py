@@ -87,6 +87,5 @@ def identifier_like_parts(query: str | None) -> tuple[str, ...]:
     return tuple(
         word
         for part in _distinct_parts(normalized)
-        if part.kind == "identifier"
-        and _IDENTIFIER_MARK.search(word := part.text(normalized))
+        if part.kind == "identifier" and _IDENTIFIER_MARK.search(word := part.text(normalized))
     )

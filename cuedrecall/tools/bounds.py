@@ -90,17 +90,21 @@ def _check_scalar(where: str, item: Any) -> None:
         if len(item) > MAX_TEXT:
             raise ToolArgumentError(f"argument '{where}' is too long ({len(item):,} characters, at most {MAX_TEXT:,})")
         if "\x00" in item:
-            raise ToolArgumentError(f"argument '{where}' must not contain a NUL character (U+0000): "
-                                    "PostgreSQL text cannot hold one, so no backend takes it")
+            raise ToolArgumentError(
+                f"argument '{where}' must not contain a NUL character (U+0000): "
+                "PostgreSQL text cannot hold one, so no backend takes it"
+            )
         if has_surrogate(item):
-            raise ToolArgumentError(f"argument '{where}' is not valid Unicode text (it holds a lone surrogate, "
-                                    "which UTF-8 cannot carry)")
+            raise ToolArgumentError(
+                f"argument '{where}' is not valid Unicode text (it holds a lone surrogate, which UTF-8 cannot carry)"
+            )
     elif isinstance(item, bool) or item is None:
         return
     elif isinstance(item, int):
         if not -MAX_INT - 1 <= item <= MAX_INT:
-            raise ToolArgumentError(f"argument '{where}' is out of range: an integer from -2**63 to 2**63-1 "
-                                    f"(got {shown(item, 30)})")
+            raise ToolArgumentError(
+                f"argument '{where}' is out of range: an integer from -2**63 to 2**63-1 (got {shown(item, 30)})"
+            )
     elif isinstance(item, float):
         if not math.isfinite(item):
             raise ToolArgumentError(f"argument '{where}' must be a finite number, got {item!r}")
@@ -115,8 +119,10 @@ def check_ref(name: str, ref: Any, where: str = "") -> None:
         return  # the handler names the wrong type
     match = _REF.fullmatch(ref.strip())
     if match is None or int(match.group(2)) > MAX_INT:
-        raise ToolArgumentError(f"argument '{name}': {where or name} is not a record ref: {shown(ref)} (expected "
-                                "mem:<id> or ep:<id>, the id a positive integer below 2**63)")
+        raise ToolArgumentError(
+            f"argument '{name}': {where or name} is not a record ref: {shown(ref)} (expected "
+            "mem:<id> or ep:<id>, the id a positive integer below 2**63)"
+        )
 
 
 def check_ref_range(name: str, text: Any) -> None:
@@ -127,8 +133,9 @@ def check_ref_range(name: str, text: Any) -> None:
         return
     kind, _, number = text.strip().partition(":")
     if kind in ("mem", "ep") and number.isdigit() and number.isascii() and int(number) > MAX_INT:
-        raise ToolArgumentError(f"argument '{name}' is out of range: {shown(text, 40)} names a record id "
-                                "above 2**63-1, which no record has")
+        raise ToolArgumentError(
+            f"argument '{name}' is out of range: {shown(text, 40)} names a record id above 2**63-1, which no record has"
+        )
 
 
 def _json_type(value: Any) -> str:

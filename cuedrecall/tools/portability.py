@@ -23,38 +23,66 @@ TOOLS = [
     Tool(
         "export_memories",
         "Write an agent's memories, episodes and profile to a JSONL file in the export folder (a backup or a move).",
-        {"agent_id": AGENT_OR_ALL,
-         "output_path": Param("string", "file to write, relative to the server's export folder (an absolute path "
-                                        "only inside it); the file is created 0600, no folder is made",
-                              required=True, non_empty=True, max_length=1024),
-         "include_embeddings": Param("boolean", "also write the vectors", default=False),
-         "overwrite": Param("boolean", "replace an existing file that is not this agent's own export (needs "
-                                       "write access on what it holds)", default=False)},
-        portability.export_jsonl, on_agent(WRITE), destructive=True, takes_principal=True,
+        {
+            "agent_id": AGENT_OR_ALL,
+            "output_path": Param(
+                "string",
+                "file to write, relative to the server's export folder (an absolute path "
+                "only inside it); the file is created 0600, no folder is made",
+                required=True,
+                non_empty=True,
+                max_length=1024,
+            ),
+            "include_embeddings": Param("boolean", "also write the vectors", default=False),
+            "overwrite": Param(
+                "boolean",
+                "replace an existing file that is not this agent's own export (needs write access on what it holds)",
+                default=False,
+            ),
+        },
+        portability.export_jsonl,
+        on_agent(WRITE),
+        destructive=True,
+        takes_principal=True,
     ),
     Tool(
         "import_memories",
         "Load a JSONL export (cuedrecall's, or CPersona's cpersona-export/1.x) from the export folder. Importing "
         "the same file twice changes nothing.",
-        {"input_path": Param("string", "file to read, relative to the server's export folder (an absolute path "
-                                       "only inside it)", required=True,
-                             non_empty=True, max_length=1024),
-         "target_agent_id": identifier("file every record under this agent (\"\" keeps each record's)",
-                                       default=""),
-         "dry_run": Param("boolean", "count what would be imported without writing", default=False),
-         "session_key": SESSION_KEY},
-        portability.import_jsonl, on_agent(WRITE, "target_agent_id"), takes_principal=True,
+        {
+            "input_path": Param(
+                "string",
+                "file to read, relative to the server's export folder (an absolute path only inside it)",
+                required=True,
+                non_empty=True,
+                max_length=1024,
+            ),
+            "target_agent_id": identifier('file every record under this agent ("" keeps each record\'s)', default=""),
+            "dry_run": Param("boolean", "count what would be imported without writing", default=False),
+            "session_key": SESSION_KEY,
+        },
+        portability.import_jsonl,
+        on_agent(WRITE, "target_agent_id"),
+        takes_principal=True,
         paused={"imported_memories": 0, "imported_episodes": 0},
     ),
     Tool(
         "merge_memories",
         "Copy (or move) one agent's memories, episodes and profile under another agent; duplicates are skipped.",
-        {"source_agent_id": _AGENT_ARG, "target_agent_id": _AGENT_ARG,
-         "strategy": Param("string", "skip: what the target already holds is left as it is", default="skip",
-                           enum=("skip",)),
-         "mode": Param("string", "copy keeps the source; move deletes what was copied", default="copy",
-                       enum=("copy", "move")),
-         "dry_run": Param("boolean", "count without writing", default=False), "session_key": SESSION_KEY},
-        merge_memories, _merge_demands, paused={"merged_memories": 0, "merged_episodes": 0},
+        {
+            "source_agent_id": _AGENT_ARG,
+            "target_agent_id": _AGENT_ARG,
+            "strategy": Param(
+                "string", "skip: what the target already holds is left as it is", default="skip", enum=("skip",)
+            ),
+            "mode": Param(
+                "string", "copy keeps the source; move deletes what was copied", default="copy", enum=("copy", "move")
+            ),
+            "dry_run": Param("boolean", "count without writing", default=False),
+            "session_key": SESSION_KEY,
+        },
+        merge_memories,
+        _merge_demands,
+        paused={"merged_memories": 0, "merged_episodes": 0},
     ),
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cuedrecall.access import READ, WRITE
 from cuedrecall.handlers import calibrate
-from cuedrecall.tools.common import NAME_MAX, SESSION_KEY, AGENT
+from cuedrecall.tools.common import AGENT, NAME_MAX, SESSION_KEY
 from cuedrecall.tools.spec import Param, Tool, on_agent
 
 TOOLS = [
@@ -13,19 +13,38 @@ TOOLS = [
         "Measure this agent's score distributions and set its quality gate, one threshold per signal. Run it "
         "after a few hundred memories, or when recalls return too much or too little.",
         {
-            "agent_id": Param("string", "the agent; \"\" sets the global cosine threshold", required=True,
-                              max_length=NAME_MAX),
-            "sample_size": Param("integer", "memories to sample (10 to 5000; 0 = 200)", default=200, minimum=0,
-                                 maximum=5000, clamp=True),
-            "method": Param("string", "how the threshold is chosen", default="separation",
-                            enum=("separation", "percentile", "zscore")),
-            "percentile": Param("number", "for method percentile: the quantile of unrelated pairs (0 = 0.95; "
-                                "above 1 read as a percent)", default=0.95, minimum=0, maximum=100),
-            "z_factor": Param("number", "for method zscore: standard deviations above the unrelated mean "
-                              "(0 = 1.0)", default=1.0, minimum=-10, maximum=10, clamp=True),
+            "agent_id": Param(
+                "string", 'the agent; "" sets the global cosine threshold', required=True, max_length=NAME_MAX
+            ),
+            "sample_size": Param(
+                "integer", "memories to sample (10 to 5000; 0 = 200)", default=200, minimum=0, maximum=5000, clamp=True
+            ),
+            "method": Param(
+                "string",
+                "how the threshold is chosen",
+                default="separation",
+                enum=("separation", "percentile", "zscore"),
+            ),
+            "percentile": Param(
+                "number",
+                "for method percentile: the quantile of unrelated pairs (0 = 0.95; above 1 read as a percent)",
+                default=0.95,
+                minimum=0,
+                maximum=100,
+            ),
+            "z_factor": Param(
+                "number",
+                "for method zscore: standard deviations above the unrelated mean (0 = 1.0)",
+                default=1.0,
+                minimum=-10,
+                maximum=10,
+                clamp=True,
+            ),
             "session_key": SESSION_KEY,
         },
-        calibrate.calibrate_threshold, on_agent(WRITE), paused={"sidecar_persisted": False},
+        calibrate.calibrate_threshold,
+        on_agent(WRITE),
+        paused={"sidecar_persisted": False},
     ),
     Tool(
         "set_recall_precision",
@@ -33,16 +52,28 @@ TOOLS = [
         "No precision and no beta clears the override.",
         {
             "agent_id": AGENT,
-            "precision": Param("string", "strict, balanced or lenient", default="",
-                               enum=("", "strict", "balanced", "lenient")),
-            "beta": Param("number", "a weight of your own instead (above 0; strict is 2, lenient 0.5)", default=0,
-                          minimum=0, maximum=100),
+            "precision": Param(
+                "string", "strict, balanced or lenient", default="", enum=("", "strict", "balanced", "lenient")
+            ),
+            "beta": Param(
+                "number",
+                "a weight of your own instead (above 0; strict is 2, lenient 0.5)",
+                default=0,
+                minimum=0,
+                maximum=100,
+            ),
             "session_key": SESSION_KEY,
         },
-        calibrate.set_recall_precision, on_agent(WRITE), paused={},
+        calibrate.set_recall_precision,
+        on_agent(WRITE),
+        paused={},
     ),
     Tool(
-        "get_recall_precision", "Read the agent's gate precision and its calibrated thresholds.",
-        {"agent_id": AGENT}, calibrate.get_recall_precision, on_agent(READ), read_only=True,
+        "get_recall_precision",
+        "Read the agent's gate precision and its calibrated thresholds.",
+        {"agent_id": AGENT},
+        calibrate.get_recall_precision,
+        on_agent(READ),
+        read_only=True,
     ),
 ]

@@ -8,15 +8,23 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from cuedrecall.access import EVERY_AGENT, READ, WRITE, Demand
 from cuedrecall.errors import ToolArgumentError
 from cuedrecall.tools.bounds import check_value, shown
 
-_JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "object": dict,
-                               "array": list, "null": type(None)}
+_JSON_TYPES: dict[str, Any] = {
+    "string": str,
+    "integer": int,
+    "number": (int, float),
+    "boolean": bool,
+    "object": dict,
+    "array": list,
+    "null": type(None),
+}
 _MISSING = object()
 
 
@@ -73,12 +81,17 @@ class Param:
         if value is None and self.nullable:
             return self.default
         value = self._decoded(value)
-        if self.clamp and (type(value) is int or type(value) is float and math.isfinite(value)):
+        if self.clamp and (type(value) is int or (type(value) is float and math.isfinite(value))):
             value = self._bounded(name, value)  # a clamped number is moved to its bound, however far out
-        if self.max_length is not None and self.type == "string" and isinstance(value, str) \
-                and len(value) > self.max_length:  # the argument's own bound first, not check_value's wider one
-            raise ToolArgumentError(f"argument '{name}' is too long ({len(value):,} characters, at most "
-                                    f"{self.max_length:,})")
+        if (
+            self.max_length is not None
+            and self.type == "string"
+            and isinstance(value, str)
+            and len(value) > self.max_length
+        ):  # the argument's own bound first, not check_value's wider one
+            raise ToolArgumentError(
+                f"argument '{name}' is too long ({len(value):,} characters, at most {self.max_length:,})"
+            )
         check_value(name, value)  # surrogates, NaN, 64-bit range, depth, size: whatever the declared type
         if not any(isinstance(value, _JSON_TYPES[kind]) for kind in self.also):
             value = self._typed(name, value)
@@ -106,19 +119,22 @@ class Param:
         if self.max_length is not None and len(value) > self.max_length:
             raise ToolArgumentError(f"argument '{name}' is too long ({len(value):,}, at most {self.max_length:,})")
         if self.max_items is not None and len(value) > self.max_items:
-            raise ToolArgumentError(f"argument '{name}' has too many items ({len(value):,}, at most "
-                                    f"{self.max_items:,})")
+            raise ToolArgumentError(
+                f"argument '{name}' has too many items ({len(value):,}, at most {self.max_items:,})"
+            )
         if self.strict_fields and self.properties:
             _check_fields(name, value, self.properties)
         item_type = self.items if isinstance(self.items, str) else (self.items or {}).get("type")
-        if item_type and any(not isinstance(v, _JSON_TYPES[item_type])
-                             or isinstance(v, bool) != (item_type == "boolean") for v in value):
+        if item_type and any(
+            not isinstance(v, _JSON_TYPES[item_type]) or isinstance(v, bool) != (item_type == "boolean") for v in value
+        ):
             raise ToolArgumentError(f"argument '{name}' must be an array of {item_type}s")
         item_most = self.items.get("maxLength") if isinstance(self.items, dict) else None
         for position, item in enumerate(value if item_most is not None else ()):
             if isinstance(item, str) and len(item) > item_most:
-                raise ToolArgumentError(f"argument '{name}[{position}]' is too long ({len(item):,} characters, at "
-                                        f"most {item_most})")
+                raise ToolArgumentError(
+                    f"argument '{name}[{position}]' is too long ({len(item):,} characters, at most {item_most})"
+                )
 
     def _decoded(self, value: Any) -> Any:
         """An object or array sent as JSON text (some clients can only send strings) is read as JSON; a ref
@@ -141,7 +157,7 @@ class Param:
         if self.clamp:
             value = value if low is None else max(low, value)
             return value if high is None else min(high, value)
-        if low is not None and value < low or high is not None and value > high:
+        if (low is not None and value < low) or (high is not None and value > high):
             raise ToolArgumentError(f"argument '{name}' must be {self._kind()}, got {shown(value)}")
         return value
 
@@ -162,13 +178,21 @@ def _check_fields(name: str, value: dict[str, Any], properties: dict[str, Any]) 
     for field_name, schema in properties.items():
         field_value, most = value.get(field_name), schema.get("maxLength")
         if isinstance(field_value, str) and most is not None and len(field_value) > most:
-            raise ToolArgumentError(f"argument '{name}.{field_name}' is too long ({len(field_value):,} characters, "
-                                    f"at most {most})")
+            raise ToolArgumentError(
+                f"argument '{name}.{field_name}' is too long ({len(field_value):,} characters, at most {most})"
+            )
 
 
 def _json_type(value: Any) -> str:
-    for name, kind in (("null", type(None)), ("a boolean", bool), ("an integer", int), ("a number", float),
-                       ("a string", str), ("an object", dict), ("an array", list)):
+    for name, kind in (
+        ("null", type(None)),
+        ("a boolean", bool),
+        ("an integer", int),
+        ("a number", float),
+        ("a string", str),
+        ("an object", dict),
+        ("an array", list),
+    ):
         if isinstance(value, kind):
             return name
     return type(value).__name__
@@ -236,8 +260,9 @@ class Tool:
                 if param.required:
                     raise ToolArgumentError(f"argument '{name}' is required: {param.doc}")
                 # a fresh copy: a handler may extend the list or object it was given
-                bound[name] = json.loads(json.dumps(param.default)) if isinstance(param.default, (list, dict)) \
-                    else param.default
+                bound[name] = (
+                    json.loads(json.dumps(param.default)) if isinstance(param.default, (list, dict)) else param.default
+                )
             else:
                 bound[name] = param.check(name, value)
         return bound

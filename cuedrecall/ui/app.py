@@ -25,8 +25,9 @@ import secrets
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
@@ -51,8 +52,12 @@ TOKEN_HEADER = "x-cuedrecall-token"
 WRITE_TOOLS = frozenset({"update_memory", "delete_memory", "lock_memory", "unlock_memory", "update_profile"})
 CONFIRMED = frozenset({"delete_memory"})  # tools the request must confirm ("confirm": true)
 SEARCH_TOOLS = ("recall", "reconstruct")
-_HEADERS = {"Cache-Control": "no-store", "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer",
-            "X-Content-Type-Options": "nosniff"}
+_HEADERS = {
+    "Cache-Control": "no-store",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+}
 
 
 class TokenGate:
@@ -73,8 +78,11 @@ class TokenGate:
         if not given and scope.get("path") == "/" and scope.get("method") in ("GET", "HEAD"):
             given = Request(scope).query_params.get("token", "").encode("utf-8")
         if not hmac.compare_digest(given, self.token):
-            response = JSONResponse({"ok": False, "error": "the explorer needs the token printed when it started"},
-                                    status_code=403, headers=_HEADERS)
+            response = JSONResponse(
+                {"ok": False, "error": "the explorer needs the token printed when it started"},
+                status_code=403,
+                headers=_HEADERS,
+            )
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)
@@ -111,8 +119,9 @@ def local_principal(memory: Memory) -> Principal:
     return load_acl(memory.settings.acl_file).local or LOCAL
 
 
-def make_app(memory: Memory, token: str, *, write: bool = False, traces: str | Path | None = None,
-             principal: Principal = LOCAL) -> ASGIApp:
+def make_app(
+    memory: Memory, token: str, *, write: bool = False, traces: str | Path | None = None, principal: Principal = LOCAL
+) -> ASGIApp:
     """The explorer's ASGI app over ``memory``, behind the token; ``traces``: a trace log it may open; every tool
     runs as ``principal`` (its grants apply)."""
     reader = TraceLogReader(traces) if traces else None
@@ -123,23 +132,45 @@ def make_app(memory: Memory, token: str, *, write: bool = False, traces: str | P
     def page(request: Request) -> Response:
         nonce = secrets.token_urlsafe(16)
         body = markup.asset("explorer.html")
-        html = markup.document("cuedrecall explorer", body, css=("trace.css", "explorer.css"),
-                               js=("trace.js", "explorer.js"), nonce=nonce, connect=True)
+        html = markup.document(
+            "cuedrecall explorer",
+            body,
+            css=("trace.css", "explorer.css"),
+            js=("trace.js", "explorer.js"),
+            nonce=nonce,
+            connect=True,
+        )
         return HTMLResponse(html, headers={**_HEADERS, "Content-Security-Policy": markup.csp(nonce, connect=True)})
 
     def info(request: Request) -> Response:
-        return _ok({"ok": True, "write": write, "version": __version__, "db": _store_name(memory.settings),
-                    "traces": reader is not None, "page_max": PAGE_MAX, "write_tools": sorted(WRITE_TOOLS)})
+        return _ok(
+            {
+                "ok": True,
+                "write": write,
+                "version": __version__,
+                "db": _store_name(memory.settings),
+                "traces": reader is not None,
+                "page_max": PAGE_MAX,
+                "write_tools": sorted(WRITE_TOOLS),
+            }
+        )
 
     def agents(request: Request) -> Response:
         return _ok({"ok": True, **memory.agents()})
 
     def records(request: Request) -> Response:
         q = request.query_params
-        answer = memory.browse(q.get("kind", "memories"), q.get("agent_id", ""), project_id=_project(q.get("project_id")),
-                               channel=q.get("channel", ""), limit=_int(request, "limit", 50),
-                               before_id=_int(request, "before_id", None), offset=_int(request, "offset", 0),
-                               after=q.get("after") or None, before=q.get("before") or None)
+        answer = memory.browse(
+            q.get("kind", "memories"),
+            q.get("agent_id", ""),
+            project_id=_project(q.get("project_id")),
+            channel=q.get("channel", ""),
+            limit=_int(request, "limit", 50),
+            before_id=_int(request, "before_id", None),
+            offset=_int(request, "offset", 0),
+            after=q.get("after") or None,
+            before=q.get("before") or None,
+        )
         return _ok({"ok": True, **answer})
 
     def contents(request: Request) -> Response:
@@ -174,8 +205,15 @@ def make_app(memory: Memory, token: str, *, write: bool = False, traces: str | P
         entry = reader.entry(request.path_params["entry_id"]) if reader is not None else None
         if entry is None:
             return _fail("no such trace log entry", 404)
-        return _ok({"ok": True, "id": entry.get("id"), "tool": entry.get("tool"), "at": entry.get("at"),
-                    "trace_html": trace_fragment(entry)})
+        return _ok(
+            {
+                "ok": True,
+                "id": entry.get("id"),
+                "tool": entry.get("tool"),
+                "at": entry.get("at"),
+                "trace_html": trace_fragment(entry),
+            }
+        )
 
     async def change(request: Request) -> Response:
         if not write:
@@ -187,13 +225,21 @@ def make_app(memory: Memory, token: str, *, write: bool = False, traces: str | P
         if not isinstance(arguments, dict):
             return _fail("arguments must be an object")
         if tool in CONFIRMED and body.get("confirm") is not True:
-            return _fail(f"{tool} needs \"confirm\": true")
+            return _fail(f'{tool} needs "confirm": true')
         return _ok(await _thread(lambda: call(tool, arguments)))
 
-    routes = [Route("/", page), Route("/api/info", info), Route("/api/agents", agents),
-              Route("/api/records", records), Route("/api/contents", contents), Route("/api/profile", profile),
-              Route("/api/search", search, methods=["POST"]), Route("/api/traces", trace_list),
-              Route("/api/traces/{entry_id}", trace_entry), Route("/api/write", change, methods=["POST"])]
+    routes = [
+        Route("/", page),
+        Route("/api/info", info),
+        Route("/api/agents", agents),
+        Route("/api/records", records),
+        Route("/api/contents", contents),
+        Route("/api/profile", profile),
+        Route("/api/search", search, methods=["POST"]),
+        Route("/api/traces", trace_list),
+        Route("/api/traces/{entry_id}", trace_entry),
+        Route("/api/write", change, methods=["POST"]),
+    ]
     app = Starlette(routes=routes, exception_handlers={ToolArgumentError: _refused, ValueError: _refused})
     # the MCP server's guard (server/http_guard.py): a rebound name or a foreign page is refused before the token
     # check, and a body over the bound before it is read
@@ -226,8 +272,12 @@ async def _thread(call: Callable[[], Any]) -> Any:
 
 def _search_arguments(tool: str, body: dict[str, Any]) -> dict[str, Any]:
     """The tool's arguments from the page's form: the scope, the query, the limit (reconstruct's count), the cue."""
-    arguments: dict[str, Any] = {"agent_id": body.get("agent_id", ""), "query": body.get("query", ""),
-                                 "channel": body.get("channel") or "", "trace": True}
+    arguments: dict[str, Any] = {
+        "agent_id": body.get("agent_id", ""),
+        "query": body.get("query", ""),
+        "channel": body.get("channel") or "",
+        "trace": True,
+    }
     project = _project(body.get("project_id"))
     if project is not None:
         arguments["project_id"] = project
@@ -240,8 +290,9 @@ def _search_arguments(tool: str, body: dict[str, Any]) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def running(app: ASGIApp, port: int = 0, lifespan: str = "off",
-            header_timeout: float = HEADER_TIMEOUT) -> Iterator[str]:
+def running(
+    app: ASGIApp, port: int = 0, lifespan: str = "off", header_timeout: float = HEADER_TIMEOUT
+) -> Iterator[str]:
     """``app`` under uvicorn on 127.0.0.1 (a free port when 0) in a background thread; yields the base URL.
     ``lifespan="on"`` for an app that starts work in its lifespan (the MCP HTTP app's session manager). The
     server keeps the limits of ``http_guard.server_limits`` (head deadline, keep-alive, concurrency)."""
@@ -252,8 +303,9 @@ def running(app: ASGIApp, port: int = 0, lifespan: str = "off",
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan=lifespan,
-                                           **server_limits(header_timeout)))
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", lifespan=lifespan, **server_limits(header_timeout))
+    )
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
@@ -269,8 +321,14 @@ def running(app: ASGIApp, port: int = 0, lifespan: str = "off",
         sock.close()
 
 
-def serve(memory: Memory, *, port: int = 0, write: bool = False, traces: str | None = None,
-          announce: Callable[[str], None] = print) -> None:
+def serve(
+    memory: Memory,
+    *,
+    port: int = 0,
+    write: bool = False,
+    traces: str | None = None,
+    announce: Callable[[str], None] = print,
+) -> None:
     """Run the explorer until interrupted; ``announce`` is told the URL (with its token) once it listens."""
     token = secrets.token_urlsafe(24)
     app = make_app(memory, token, write=write, traces=traces, principal=local_principal(memory))

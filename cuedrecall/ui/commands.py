@@ -13,9 +13,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -50,9 +51,8 @@ def view(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"cuedrecall: {exc}", file=sys.stderr)
         return 1
-    from cuedrecall.ui.trace_html import trace_page
-
     from cuedrecall.trace_view import write_page
+    from cuedrecall.ui.trace_html import trace_page
 
     out = Path(args.out) if args.out else source.with_name(f"{source.stem}{suffix}.html")
     try:
@@ -89,8 +89,7 @@ def _instant(text: str | None, flag: str) -> datetime | None:
         return None
     moment = parse_instant(text)
     if moment is None:
-        raise ValueError(f"{flag} {text!r} is not an ISO-8601 date or time (e.g. 2025-06-01, "
-                         "2025-06-01T12:00Z)")
+        raise ValueError(f"{flag} {text!r} is not an ISO-8601 date or time (e.g. 2025-06-01, 2025-06-01T12:00Z)")
     return moment
 
 
@@ -125,8 +124,9 @@ def _summary(path: Path, args: argparse.Namespace) -> int:
     console = Console()
     window = stats["window"]
     tools = ", ".join(f"{n} {tool}" for tool, n in stats["tools"].items()) or "none"
-    print(f"trace log {path}: {stats['recalls']} recalls ({tools}) from {window['since']} "
-          f"to {window['until'] or 'now'}")
+    print(
+        f"trace log {path}: {stats['recalls']} recalls ({tools}) from {window['since']} to {window['until'] or 'now'}"
+    )
     table = Table(title="suspected per stage")
     for column in ("stage", "code", "count", "rate"):
         table.add_column(column)
@@ -149,8 +149,10 @@ def _summary(path: Path, args: argparse.Namespace) -> int:
             table.add_row(key, str(timing["n"]), f"{timing['median']:g}", f"{timing['p95']:g}")
         console.print(table)
     skipped = stats["skipped"]
-    print(f"skipped: {skipped['malformed_lines']} malformed lines, {skipped['no_trace']} entries without a "
-          f"trace, {skipped['undated']} without a time; {stats['outside_window']} outside the window")
+    print(
+        f"skipped: {skipped['malformed_lines']} malformed lines, {skipped['no_trace']} entries without a "
+        f"trace, {skipped['undated']} without a time; {stats['outside_window']} outside the window"
+    )
     return 0
 
 
@@ -165,8 +167,15 @@ def _listing(path: Path, args: argparse.Namespace) -> int:
     for column in ("id", "at", "tool", "agent", "refs", "policy", "query sha256"):
         table.add_column(column)
     for r in rows:
-        table.add_row(str(r["id"]), str(r["at"]), str(r["tool"]), str(r["agent_id"]), str(r["refs"]),
-                      f"{r['process'] or '-'}{' (cued)' if r['cued'] else ''}", r["query_sha256"])
+        table.add_row(
+            str(r["id"]),
+            str(r["at"]),
+            str(r["tool"]),
+            str(r["agent_id"]),
+            str(r["refs"]),
+            f"{r['process'] or '-'}{' (cued)' if r['cued'] else ''}",
+            r["query_sha256"],
+        )
     Console().print(table)
     print("open one with: cuedrecall view PATH --entry ID (or in cuedrecall ui --traces PATH)")
     return 0
@@ -187,8 +196,13 @@ def ui(args: argparse.Namespace, memory: Callable[..., Any]) -> int:
 
 def add_parsers(add: Callable[..., argparse.ArgumentParser], handlers: dict[str, Callable[..., int]]) -> None:
     """The three subcommands, on the ``cuedrecall`` parser's ``add`` (name, handler, help, db, embedding)."""
-    p = add("view", handlers["view"], "Write a recall or reconstruct trace as a self-contained HTML page.",
-            db=False, embedding=False)
+    p = add(
+        "view",
+        handlers["view"],
+        "Write a recall or reconstruct trace as a self-contained HTML page.",
+        db=False,
+        embedding=False,
+    )
     p.add_argument("file", help="a trace, a response holding one (recall --json --trace), or a trace log (JSONL)")
     p.add_argument("--out", help="the page to write (default: beside the file, .html)")
     p.add_argument("--question", help="the question asked: the coverage ledger marks its words")
@@ -199,20 +213,35 @@ def add_parsers(add: Callable[..., argparse.ArgumentParser], handlers: dict[str,
     p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
     p.add_argument("--traces", help="a trace log to open (default: CUEDRECALL_TRACE_LOG)")
 
-    p = add("traces", handlers["traces"], "List a trace log's entries (CUEDRECALL_TRACE_LOG), newest first.",
-            db=False, embedding=False)
+    p = add(
+        "traces",
+        handlers["traces"],
+        "List a trace log's entries (CUEDRECALL_TRACE_LOG), newest first.",
+        db=False,
+        embedding=False,
+    )
     p.add_argument("path", help="the trace log (its rotated file <path>.1 is read too)")
     p.add_argument("--limit", type=int, default=50, help="entries to list (default 50)")
-    p.add_argument("--query", help="only the entries of this question (matched by its hash, keyed by the "
-                                   "database's secret: see --db)")
-    p.add_argument("--db", help="with --query: the database the log was written for (default: "
-                                "CUEDRECALL_DB_PATH or ~/.cuedrecall/memory.db)")
+    p.add_argument(
+        "--query",
+        help="only the entries of this question (matched by its hash, keyed by the database's secret: see --db)",
+    )
+    p.add_argument(
+        "--db",
+        help="with --query: the database the log was written for (default: "
+        "CUEDRECALL_DB_PATH or ~/.cuedrecall/memory.db)",
+    )
     p.add_argument("--json", action="store_true", help="print the listing (or the summary) as JSON")
-    p.add_argument("--summary", action="store_true",
-                   help="count a window instead: suspected codes per stage, gate fallback, autocut, time "
-                        "cues, relief, timings")
+    p.add_argument(
+        "--summary",
+        action="store_true",
+        help="count a window instead: suspected codes per stage, gate fallback, autocut, time cues, relief, timings",
+    )
     p.add_argument("--days", type=float, default=7.0, help="with --summary: the window's length (default 7)")
     p.add_argument("--since", help="with --summary: the window's start (ISO-8601; overrides --days)")
     p.add_argument("--until", help="the window's end, or --prune-days's now (ISO-8601; default: now)")
-    p.add_argument("--prune-days", type=float,
-                   help="drop the entries older than this many days (rewritten through a temporary file)")
+    p.add_argument(
+        "--prune-days",
+        type=float,
+        help="drop the entries older than this many days (rewritten through a temporary file)",
+    )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 import json
 import secrets
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -60,7 +60,7 @@ def compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)
 
 
-@lru_cache(maxsize=None)
+@cache
 def asset(name: str) -> str:
     """A file of the package's static folder (CSS, JS, HTML), as text."""
     return resources.files(PACKAGE).joinpath("static", name).read_text(encoding="utf-8")
@@ -70,18 +70,23 @@ def csp(nonce: str, *, connect: bool = False) -> str:
     """The page's Content-Security-Policy: nothing but its own nonce-tagged scripts and inline styles; the
     explorer may also fetch from its own origin."""
     connect_src = "'self'" if connect else "'none'"
-    return (f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'unsafe-inline'; img-src data:; "
-            f"connect-src {connect_src}; base-uri 'none'; form-action 'none'")
+    return (
+        f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'unsafe-inline'; img-src data:; "
+        f"connect-src {connect_src}; base-uri 'none'; form-action 'none'"
+    )
 
 
-def document(title: str, body: str, *, css: tuple[str, ...], js: tuple[str, ...], nonce: str | None = None,
-             connect: bool = False) -> str:
+def document(
+    title: str, body: str, *, css: tuple[str, ...], js: tuple[str, ...], nonce: str | None = None, connect: bool = False
+) -> str:
     """A whole page: its CSP (as a meta tag too, so a saved file keeps it), the named static CSS and JS inlined."""
     nonce = nonce or secrets.token_urlsafe(16)
     styles = "".join(f"<style>{asset(name)}</style>" for name in css)
     scripts = "".join(f'<script nonce="{esc(nonce)}">{asset(name)}</script>' for name in js)
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f'<meta http-equiv="Content-Security-Policy" content="{esc(csp(nonce, connect=connect))}">'
-            '<meta name="referrer" content="no-referrer">'
-            '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{esc(title)}</title>{styles}</head><body>{body}{scripts}</body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(csp(nonce, connect=connect))}">'
+        '<meta name="referrer" content="no-referrer">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title>{styles}</head><body>{body}{scripts}</body></html>\n"
+    )

@@ -7,7 +7,8 @@ ranks are shown counting from 1; the trace counts from 0.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from cuedrecall.ui.markup import compact, el, esc, num, ref
 
@@ -27,8 +28,11 @@ def as_list(value: Any) -> list[Any]:
 def arm_hits(trace: Trace) -> dict[str, list[Mapping[str, Any]]]:
     """arm name -> its hits that are objects."""
     arms = trace.get("arms") or {}
-    return {str(n): [h for h in as_list(hits) if isinstance(h, Mapping)] for n, hits in arms.items()} \
-        if isinstance(arms, Mapping) else {}
+    return (
+        {str(n): [h for h in as_list(hits) if isinstance(h, Mapping)] for n, hits in arms.items()}
+        if isinstance(arms, Mapping)
+        else {}
+    )
 
 
 def rank_of(hit: Mapping[str, Any], position: int) -> int:
@@ -116,12 +120,16 @@ def arms(trace: Trace) -> str:
         row = [el("td", str(rank + 1), cls="n")]
         for name in found:
             hit = cells[name].get(rank)
-            row.append(el("td", ref(hit.get("ref")) + el("small", esc(f" {num(hit.get('raw'))}")),
-                          data_ref=hit.get("ref")) if hit else el("td", ""))
+            row.append(
+                el("td", ref(hit.get("ref")) + el("small", esc(f" {num(hit.get('raw'))}")), data_ref=hit.get("ref"))
+                if hit
+                else el("td", "")
+            )
         rows.append(el("tr", *row))
     excluded = as_list(trace.get("excluded"))
-    note = el("p", esc("left out as the caller's own context: "), " ".join(ref(r) for r in excluded)) \
-        if excluded else ""
+    note = (
+        el("p", esc("left out as the caller's own context: "), " ".join(ref(r) for r in excluded)) if excluded else ""
+    )
     return section("arms: rank, ref and raw score", el("div", el("table", *rows, cls="arms"), cls="scroll"), note)
 
 
@@ -136,21 +144,36 @@ def fusion(trace: Trace) -> str:
             if arm not in voters:
                 voters.append(arm)
     scoring = {n: f for n, f in (trace.get("scoring") or {}).items() if isinstance(f, Mapping)}
-    top = max((v for row in rows_in for v in (row.get("votes") or {}).values() if isinstance(v, (int, float))),
-              default=0) or 1
-    rows = [el("tr", el("th", "#"), el("th", "ref"), el("th", "fused"), *(el("th", esc(a)) for a in voters),
-               *(el("th", esc(n)) for n in scoring))]
+    top = (
+        max((v for row in rows_in for v in (row.get("votes") or {}).values() if isinstance(v, (int, float))), default=0)
+        or 1
+    )
+    rows = [
+        el(
+            "tr",
+            el("th", "#"),
+            el("th", "ref"),
+            el("th", "fused"),
+            *(el("th", esc(a)) for a in voters),
+            *(el("th", esc(n)) for n in scoring),
+        )
+    ]
     for place, row in enumerate(rows_in, 1):
         votes = row.get("votes") or {}
         cells = [el("td", str(place), cls="n"), el("td", ref(row.get("ref"))), el("td", num(row.get("score")), cls="n")]
         for arm in voters:
             vote = votes.get(arm)
-            cells.append(el("td", _bar(vote / top) + esc(num(vote)), cls="n vote") if isinstance(vote, (int, float))
-                         else el("td", ""))
+            cells.append(
+                el("td", _bar(vote / top) + esc(num(vote)), cls="n vote")
+                if isinstance(vote, (int, float))
+                else el("td", "")
+            )
         cells += [el("td", esc(num(f.get(row.get("ref")))), cls="n") for f in scoring.values()]
         rows.append(el("tr", *cells, data_ref=row.get("ref")))
-    return section(f"fusion ({mode}): the fused score and each arm's contribution",
-                    el("div", el("table", *rows, cls="fusion"), cls="scroll"))
+    return section(
+        f"fusion ({mode}): the fused score and each arm's contribution",
+        el("div", el("table", *rows, cls="fusion"), cls="scroll"),
+    )
 
 
 def _bar(share: float, *, cls: str = "vbar") -> str:
@@ -162,31 +185,52 @@ def gate(trace: Trace) -> str:
     """The gate line: each decision against its bar (the threshold sits at the middle), and the reason of a drop."""
     g = trace.get("gate") or {}
     bars = g.get("bar") or {}
-    summary = [f"pool {g.get('pool', '-')}", f"heuristic minimum {num(g.get('heuristic_min'))}",
-               f"calibrated {compact(g.get('calibrated') or {})}", f"gate fallback {num(g.get('gate_fallback'))}"]
+    summary = [
+        f"pool {g.get('pool', '-')}",
+        f"heuristic minimum {num(g.get('heuristic_min'))}",
+        f"calibrated {compact(g.get('calibrated') or {})}",
+        f"gate fallback {num(g.get('gate_fallback'))}",
+    ]
     if isinstance(bars, Mapping) and bars:
-        summary.append("bars " + ", ".join(f"{s} {num(b.get('threshold'))} ({b.get('origin')})"
-                                           for s, b in bars.items() if isinstance(b, Mapping)))
-    rows = [el("tr", *(el("th", esc(c)) for c in ("ref", "signal", "score", "threshold", "origin", "line",
-                                                 "decision")))]
+        summary.append(
+            "bars "
+            + ", ".join(
+                f"{s} {num(b.get('threshold'))} ({b.get('origin')})" for s, b in bars.items() if isinstance(b, Mapping)
+            )
+        )
+    rows = [
+        el("tr", *(el("th", esc(c)) for c in ("ref", "signal", "score", "threshold", "origin", "line", "decision")))
+    ]
     for d in as_list(g.get("decisions")):
         if not isinstance(d, Mapping):
             continue
         score, bar = d.get("score"), d.get("threshold")
-        line = _bar(score / (2 * bar), cls="gateline") \
-            if isinstance(score, (int, float)) and isinstance(bar, (int, float)) and bar > 0 else ""
+        line = (
+            _bar(score / (2 * bar), cls="gateline")
+            if isinstance(score, (int, float)) and isinstance(bar, (int, float)) and bar > 0
+            else ""
+        )
         passed = bool(d.get("passed"))
         verdict = "passed" if passed else f"dropped: {d.get('reason') or 'not passed'}"
         lexical = " (lexical)" if d.get("lexical") else ""
-        rows.append(el("tr", el("td", ref(d.get("ref"))), el("td", esc(f"{d.get('signal')}{lexical}")),
-                       el("td", esc(num(score)), cls="n"), el("td", esc(num(bar)), cls="n"),
-                       el("td", esc(d.get("origin") or "-")), el("td", line),
-                       el("td", esc(verdict), cls="decision " + ("pass" if passed else "drop")),
-                       data_ref=d.get("ref")))
+        rows.append(
+            el(
+                "tr",
+                el("td", ref(d.get("ref"))),
+                el("td", esc(f"{d.get('signal')}{lexical}")),
+                el("td", esc(num(score)), cls="n"),
+                el("td", esc(num(bar)), cls="n"),
+                el("td", esc(d.get("origin") or "-")),
+                el("td", line),
+                el("td", esc(verdict), cls="decision " + ("pass" if passed else "drop")),
+                data_ref=d.get("ref"),
+            )
+        )
     fallback = as_list(g.get("fallback_admitted"))
     extra = el("p", esc("admitted by the gate fallback: "), " ".join(ref(r) for r in fallback)) if fallback else ""
-    return section("the quality gate", el("p", esc("; ".join(summary)), cls="summary"),
-                    el("table", *rows, cls="gate"), extra)
+    return section(
+        "the quality gate", el("p", esc("; ".join(summary)), cls="summary"), el("table", *rows, cls="gate"), extra
+    )
 
 
 def cuts(trace: Trace) -> str:
@@ -197,35 +241,71 @@ def cuts(trace: Trace) -> str:
     cut = {str(r) for r in as_list(order.get("cut_by_count"))}
     rows = [el("tr", el("th", "place"), el("th", "ref"), el("th", "fate"))]
     for r in as_list(autocut.get("dropped")):
-        rows.append(el("tr", el("td", "-"), el("td", ref(r)),
-                       el("td", esc(f"dropped by autocut (largest relative score gap, at {autocut.get('at')})"),
-                          cls="drop"), data_ref=r))
+        rows.append(
+            el(
+                "tr",
+                el("td", "-"),
+                el("td", ref(r)),
+                el("td", esc(f"dropped by autocut (largest relative score gap, at {autocut.get('at')})"), cls="drop"),
+                data_ref=r,
+            )
+        )
     for place, r in enumerate(before_cut(trace), 1):
         dropped = r in cut or (isinstance(limit, int) and place > limit)
         fate = f"cut by count (place {place} > limit {limit})" if dropped else "kept"
-        rows.append(el("tr", el("td", str(place), cls="n"), el("td", ref(r)),
-                       el("td", esc(fate), cls="drop" if dropped else "pass"), data_ref=r,
-                       cls="limit" if isinstance(limit, int) and place == limit else None))
+        rows.append(
+            el(
+                "tr",
+                el("td", str(place), cls="n"),
+                el("td", ref(r)),
+                el("td", esc(fate), cls="drop" if dropped else "pass"),
+                data_ref=r,
+                cls="limit" if isinstance(limit, int) and place == limit else None,
+            )
+        )
     fired = f"fired at {autocut.get('at')}" if autocut.get("fired") else "did not fire"
-    return section("autocut and the count cut", el("p", esc(f"autocut {fired}; count cut at limit {limit}, "
-                                                             f"{len(cut)} cut"), cls="summary"),
-                    el("table", *rows, cls="cuts"))
+    return section(
+        "autocut and the count cut",
+        el("p", esc(f"autocut {fired}; count cut at limit {limit}, {len(cut)} cut"), cls="summary"),
+        el("table", *rows, cls="cuts"),
+    )
 
 
 def seats(trace: Trace) -> str:
     """The held seats (rows admitted after the answer: block, keyword, far, cue, propagation, relief)."""
     held = [s for s in as_list(trace.get("reservation")) if isinstance(s, Mapping)]
-    body = [el("p", esc("no seat was held"), cls="empty")] if not held else [el("table", el(
-        "tr", el("th", "ref"), el("th", "seat")), *(el("tr", el("td", ref(s.get("ref"))), el("td", esc(s.get("kind"))),
-                                                   data_ref=s.get("ref")) for s in held), cls="seats")]
+    body = (
+        [el("p", esc("no seat was held"), cls="empty")]
+        if not held
+        else [
+            el(
+                "table",
+                el("tr", el("th", "ref"), el("th", "seat")),
+                *(
+                    el("tr", el("td", ref(s.get("ref"))), el("td", esc(s.get("kind"))), data_ref=s.get("ref"))
+                    for s in held
+                ),
+                cls="seats",
+            )
+        ]
+    )
     block = trace.get("block")
     if isinstance(block, Mapping):
         body.append(el("p", esc(f"block arm order: {block.get('order')}")))
     propagation = trace.get("propagation")
     if isinstance(propagation, Mapping):
         seated = [s for s in as_list(propagation.get("seated")) if isinstance(s, Mapping)]
-        body.append(el("p", esc(f"propagation ({propagation.get('policy')}): anchor "), ref(propagation.get("anchor")),
-                       esc(f", depth {propagation.get('depth')}, {propagation.get('candidates')} candidates; seated: "),
-                       " ".join(ref(s.get("ref")) + esc(f" (fused #{s.get('fused_rank')}, cosine #"
-                                                        f"{s.get('cosine_rank')})") for s in seated) or "none"))
+        body.append(
+            el(
+                "p",
+                esc(f"propagation ({propagation.get('policy')}): anchor "),
+                ref(propagation.get("anchor")),
+                esc(f", depth {propagation.get('depth')}, {propagation.get('candidates')} candidates; seated: "),
+                " ".join(
+                    ref(s.get("ref")) + esc(f" (fused #{s.get('fused_rank')}, cosine #{s.get('cosine_rank')})")
+                    for s in seated
+                )
+                or "none",
+            )
+        )
     return section("held seats", *body)

@@ -22,10 +22,16 @@ def summary(entry: dict[str, Any]) -> dict[str, Any]:
     policy = recall.get("policy") if isinstance(recall.get("policy"), dict) else {}
     request = recall.get("request") if isinstance(recall.get("request"), dict) else {}
     scope = entry.get("scope") if isinstance(entry.get("scope"), dict) else {}
-    return {"id": entry.get("id"), "at": entry.get("at"), "tool": entry.get("tool"),
-            "agent_id": scope.get("agent_id"), "refs": len(entry.get("refs") or []),
-            "process": policy.get("process"), "cued": "time_cue" in request,
-            "query_sha256": str(entry.get("query_sha256") or "")[:12]}
+    return {
+        "id": entry.get("id"),
+        "at": entry.get("at"),
+        "tool": entry.get("tool"),
+        "agent_id": scope.get("agent_id"),
+        "refs": len(entry.get("refs") or []),
+        "process": policy.get("process"),
+        "cued": "time_cue" in request,
+        "query_sha256": str(entry.get("query_sha256") or "")[:12],
+    }
 
 
 class TraceLogReader:
@@ -55,7 +61,7 @@ class TraceLogReader:
                 self._summaries = [summary(entry) for _, entry in read_entries(self.path)]
                 self._summaries.reverse()
                 self._key = stamp
-            rows = self._summaries[offset: offset + limit]
+            rows = self._summaries[offset : offset + limit]
             return {"entries": rows, "total": len(self._summaries), "offset": offset}
 
     def entry(self, entry_id: str) -> dict[str, Any] | None:

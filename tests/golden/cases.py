@@ -24,10 +24,21 @@ HIGH_GATE = [(ATLAS, "cosine", 0.95), (ATLAS, "rrf", 0.9), (ATLAS, "rsf", 2.0)]
 FAR = {"max_memories": 10, "vector_reach": 80}
 
 
-def _case(name: str, query: str, *, settings: dict[str, Any] | None = None,
-          thresholds: list[tuple[str, str, float]] | None = None, agent: str = ATLAS, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "settings": settings or {}, "thresholds": [list(t) for t in thresholds or []],
-            "arguments": {"agent_id": agent, "query": query, "limit": arguments.pop("limit", 10), **arguments}}
+def _case(
+    name: str,
+    query: str,
+    *,
+    settings: dict[str, Any] | None = None,
+    thresholds: list[tuple[str, str, float]] | None = None,
+    agent: str = ATLAS,
+    **arguments: Any,
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "settings": settings or {},
+        "thresholds": [list(t) for t in thresholds or []],
+        "arguments": {"agent_id": agent, "query": query, "limit": arguments.pop("limit", 10), **arguments},
+    }
 
 
 CASES: list[dict[str, Any]] = [
@@ -77,8 +88,11 @@ CASES: list[dict[str, Any]] = [
     # episode boundary penalty
     _case("penalty_english", "database migration plan", settings={"episode_penalty_enabled": True}),
     _case("penalty_login", "login crash", settings={"episode_penalty_enabled": True}),
-    _case("penalty_rsf_bug", "bug-218 session store eviction",
-          settings={"episode_penalty_enabled": True, "recall_mode": "rsf"}),
+    _case(
+        "penalty_rsf_bug",
+        "bug-218 session store eviction",
+        settings={"episode_penalty_enabled": True, "recall_mode": "rsf"},
+    ),
     # the prior (age weight)
     _case("prior_login", "login crash", settings={"prior_age_rate": 0.05}),
     _case("prior_release", "release v2.4.1 v2.4.2", settings={"prior_age_rate": 0.05}),
@@ -103,8 +117,11 @@ CASES: list[dict[str, Any]] = [
     _case("exclude_exact", "login crash", exclude_contents=["Login crash in v2.4.1 reappeared on the staging server."]),
     _case("exclude_short_prefix_kept", "login crash", exclude_contents=["Login crash in v2.4.1"]),
     _case("exclude_long_prefix", "design review ranking stage gate", exclude_contents=[LONG_NOTE[:40]]),
-    _case("exclude_episode", "database migration plan",
-          exclude_contents=["[Episode] Planning meeting for the database migration to PostgreSQL and its rehearsal."]),
+    _case(
+        "exclude_episode",
+        "database migration plan",
+        exclude_contents=["[Episode] Planning meeting for the database migration to PostgreSQL and its rehearsal."],
+    ),
     # source_id filter
     _case("source_ken", "login crash", source_id="user-ken"),
     _case("source_prefix", "login crash release", source_id="user-"),
@@ -121,8 +138,9 @@ CASES: list[dict[str, Any]] = [
     _case("fts_off_login", "login crash", settings={"fts_enabled": False}),
     _case("embedding_none", "database migration plan", settings={"embedding_mode": "none"}),
     _case("embedding_none_identifier", "what about bug-218", settings={"embedding_mode": "none"}),
-    _case("embedding_none_calibrated", "database migration plan", settings={"embedding_mode": "none"},
-          thresholds=LOW_GATE),
+    _case(
+        "embedding_none_calibrated", "database migration plan", settings={"embedding_mode": "none"}, thresholds=LOW_GATE
+    ),
 ]
 
 
@@ -162,8 +180,9 @@ def differences(expected: dict[str, Any], actual: dict[str, Any]) -> list[str]:
     return [name for name in names if dumps(expected.get(name)) != dumps(actual.get(name))]
 
 
-def diff_text(expected: dict[str, Any], actual: dict[str, Any], names: list[str], *, first: int | None = 3,
-              context: int = 8) -> str:
+def diff_text(
+    expected: dict[str, Any], actual: dict[str, Any], names: list[str], *, first: int | None = 3, context: int = 8
+) -> str:
     """A readable unified diff of the named cases (the first ``first`` of them; None for all)."""
     out = []
     shown = names if first is None else names[:first]
@@ -175,10 +194,14 @@ def diff_text(expected: dict[str, Any], actual: dict[str, Any], names: list[str]
             out.append(f"--- case {name}: in the golden, no longer a case")
             continue
         lines = difflib.unified_diff(
-            dumps(expected.get(name)).splitlines(), dumps(actual.get(name)).splitlines(),
-            f"golden/{name}", f"now/{name}", n=context, lineterm="",
+            dumps(expected.get(name)).splitlines(),
+            dumps(actual.get(name)).splitlines(),
+            f"golden/{name}",
+            f"now/{name}",
+            n=context,
+            lineterm="",
         )
         out.append("\n".join(lines))
     if len(shown) < len(names):
-        out.append(f"... and {len(names) - len(shown)} more: {', '.join(names[len(shown):])}")
+        out.append(f"... and {len(names) - len(shown)} more: {', '.join(names[len(shown) :])}")
     return "\n".join(out)

@@ -16,7 +16,7 @@ if __package__ in (None, ""):  # run as a script: python tests/golden/regenerate
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     __package__ = "tests.golden"
 
-from .cases import GOLDEN_FILE, diff_text, differences, generate, load, save  # noqa: E402
+from .cases import GOLDEN_FILE, diff_text, differences, generate, load, save
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,11 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from cuedrecall.errors import ToolArgumentError
-from cuedrecall.handlers.health.deep import DEEP_CHECKS, NOT_IMPLEMENTED
 from cuedrecall.handlers.blocks import RETRY_DELAY_S, building
-from cuedrecall.handlers.reembed import REEMBED
+from cuedrecall.handlers.health.deep import DEEP_CHECKS, NOT_IMPLEMENTED
 from cuedrecall.handlers.health.registry import HEALTH_CHECKS, not_run
 from cuedrecall.handlers.health.run import SAMPLE, Check, Finding, Repair, Run
+from cuedrecall.handlers.reembed import REEMBED
 from cuedrecall.runtime import Runtime
 from cuedrecall.sessions import SessionKey
 from cuedrecall.store.base import TASK_ATTEMPTS
@@ -33,8 +33,13 @@ def queue_status(rt: Runtime) -> dict[str, Any]:
     included, in all and by kind. Off while blocks are not built and nothing is re-embedded."""
     if not building(rt) and not (rt.embedder.available and rt.store.pending_tasks(REEMBED)):
         return {"enabled": False, "pending": 0}
-    return {"enabled": True, "pending": rt.store.pending_tasks(), "pending_by_kind": rt.store.pending_by_kind(),
-            "max_retries": TASK_ATTEMPTS, "retry_delay": int(RETRY_DELAY_S)}
+    return {
+        "enabled": True,
+        "pending": rt.store.pending_tasks(),
+        "pending_by_kind": rt.store.pending_by_kind(),
+        "max_retries": TASK_ATTEMPTS,
+        "retry_delay": int(RETRY_DELAY_S),
+    }
 
 
 def _selected(checks: list[str], registry: dict[str, Any], tolerated: dict[str, str] | None = None) -> list[str]:
@@ -44,8 +49,9 @@ def _selected(checks: list[str], registry: dict[str, Any], tolerated: dict[str, 
     """
     unknown = [name for name in checks if name not in registry and name not in (tolerated or {})]
     if unknown:
-        raise ToolArgumentError(f"argument 'checks': unknown check(s) {', '.join(map(repr, unknown))} "
-                                f"(known: {', '.join(registry)})")
+        raise ToolArgumentError(
+            f"argument 'checks': unknown check(s) {', '.join(map(repr, unknown))} (known: {', '.join(registry)})"
+        )
     return [name for name in registry if not checks or name in checks]
 
 
@@ -99,8 +105,7 @@ def _health_issues(run: Run, names: list[str], repairing: bool) -> tuple[list[di
     return issues, open_severities
 
 
-def check_health(rt: Runtime, agent_id: str, fix: bool, checks: list[str],
-                 session_key: SessionKey) -> dict[str, Any]:
+def check_health(rt: Runtime, agent_id: str, fix: bool, checks: list[str], session_key: SessionKey) -> dict[str, Any]:
     """Run the named checks (all for none) over one agent's rows ("" = every agent), repairing with ``fix``.
 
     ``severity_summary`` counts the issues found; ``status`` is the verdict on what is
@@ -114,15 +119,20 @@ def check_health(rt: Runtime, agent_id: str, fix: bool, checks: list[str],
     skipped = _skip_reason(rt, fix, session_key)
     issues, open_severities = _health_issues(Run(rt, agent_id), names, fix and not skipped)
     stats = rt.store.maintenance_counts(agent_id)
-    out = {"total_memories": stats["memories"], "issues": issues,
-           "severity_summary": {s: sum(1 for i in issues if i["severity"] == s) for s in SEVERITIES},
-           "status": _verdict(open_severities), "fixed": sum(i.get("fixed", 0) for i in issues),
-           "checks_run": names, "stats": stats, **({"not_run": off} if off else {})}
+    out = {
+        "total_memories": stats["memories"],
+        "issues": issues,
+        "severity_summary": {s: sum(1 for i in issues if i["severity"] == s) for s in SEVERITIES},
+        "status": _verdict(open_severities),
+        "fixed": sum(i.get("fixed", 0) for i in issues),
+        "checks_run": names,
+        "stats": stats,
+        **({"not_run": off} if off else {}),
+    }
     return _with_skip(out, skipped)
 
 
-def deep_check(rt: Runtime, agent_id: str, fix: bool, checks: list[str],
-               session_key: SessionKey) -> dict[str, Any]:
+def deep_check(rt: Runtime, agent_id: str, fix: bool, checks: list[str], session_key: SessionKey) -> dict[str, Any]:
     """The slower checks of one agent's memory; with ``fix``, the repairs that are safe (see DEEP_CHECKS).
 
     A check CPersona 2.6 has and cuedrecall does not (NOT_IMPLEMENTED) is answered under
@@ -136,8 +146,13 @@ def deep_check(rt: Runtime, agent_id: str, fix: bool, checks: list[str],
         check, repair = DEEP_CHECKS[name]
         results[name] = _checked(run, check, repair if fix and not skipped else None)[0]
     not_run = {name: NOT_IMPLEMENTED[name] for name in checks if name in NOT_IMPLEMENTED}
-    out = {"agent_id": agent_id, "checks_run": names, "results": results,
-           "fixed": sum(r.get("fixed", 0) for r in results.values()), **({"not_run": not_run} if not_run else {})}
+    out = {
+        "agent_id": agent_id,
+        "checks_run": names,
+        "results": results,
+        "fixed": sum(r.get("fixed", 0) for r in results.values()),
+        **({"not_run": not_run} if not_run else {}),
+    }
     return _with_skip(out, skipped)
 
 
@@ -154,9 +169,14 @@ def session_findings(rt: Runtime, per_kind_limit: int, include_summary: bool) ->
             counts[name] = found.count
             by_severity[severity] += found.count
             findings += [{"kind": name, "severity": severity, **item} for item in found.items[:per_kind_limit]]
-    out = {"findings": findings, "counts_by_kind": counts, "counts_by_severity": by_severity,
-           "per_kind_limit": per_kind_limit, "capped_kinds": [n for n, c in counts.items() if c > per_kind_limit],
-           "total": sum(counts.values())}
+    out = {
+        "findings": findings,
+        "counts_by_kind": counts,
+        "counts_by_severity": by_severity,
+        "per_kind_limit": per_kind_limit,
+        "capped_kinds": [n for n, c in counts.items() if c > per_kind_limit],
+        "total": sum(counts.values()),
+    }
     return {**out, "summary": _summary(rt, counts)} if include_summary else out
 
 
@@ -168,7 +188,12 @@ def _summary(rt: Runtime, counts: dict[str, int]) -> str:
         return f"{size} check_health finds nothing to report."
     found = ", ".join(f"{n} {name} ({HEALTH_CHECKS[name][0]})" for name, n in counts.items())
     mendable = [name for name in counts if HEALTH_CHECKS[name][2] is not None]
-    repair = (f" check_health with fix: true repairs {', '.join(mendable)}." if mendable
-              else " None of it is repaired automatically.")
-    return (f"{size} check_health finds {sum(counts.values())} problem(s) of {len(counts)} kind(s): {found}. "
-            f"Nothing was repaired.{repair}")
+    repair = (
+        f" check_health with fix: true repairs {', '.join(mendable)}."
+        if mendable
+        else " None of it is repaired automatically."
+    )
+    return (
+        f"{size} check_health finds {sum(counts.values())} problem(s) of {len(counts)} kind(s): {found}. "
+        f"Nothing was repaired.{repair}"
+    )

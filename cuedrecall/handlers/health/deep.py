@@ -15,7 +15,16 @@ import numpy as np
 
 from cuedrecall.clock import to_epoch
 from cuedrecall.handlers.health.run import (
-    KINDS, NOTHING, Check, Finding, Repair, Run, finding, reembed, ref_items, rewrite,
+    KINDS,
+    NOTHING,
+    Check,
+    Finding,
+    Repair,
+    Run,
+    finding,
+    reembed,
+    ref_items,
+    rewrite,
 )
 from cuedrecall.handlers.rows import json_object
 from cuedrecall.store.base import EPISODE, MEMORY, make_ref, memory_vectors
@@ -39,8 +48,9 @@ def _anonymous_source(run: Run) -> Finding:
 def _short_content(run: Run) -> Finding:
     """Memories holding fewer than SHORT_CONTENT characters (after trimming)."""
     ids = [i for i, text in run.rt.store.scan_memories(run.agent_id, "content") if len(text.strip()) < SHORT_CONTENT]
-    return finding(len(ids), f"{len(ids)} memories hold fewer than {SHORT_CONTENT} characters",
-                   ref_items(MEMORY, ids[: run.limit]))
+    return finding(
+        len(ids), f"{len(ids)} memories hold fewer than {SHORT_CONTENT} characters", ref_items(MEMORY, ids[: run.limit])
+    )
 
 
 _INNER_RUN = re.compile(r"(?<=\S)(?:[ \t]{2,}|\t)")
@@ -69,15 +79,22 @@ def _normalise_content(run: Run, found: Finding) -> int:
 
 def _norm_outliers(run: Run) -> list[str]:
     """The refs of the agent's vectors whose L2 norm is off 1 by more than NORM_TOLERANCE."""
-    return [make_ref(kind, i) for kind in KINDS for i, vector in run.rt.store.embedded_vectors(kind, run.agent_id)
-            if abs(float(np.linalg.norm(vector.astype(np.float64))) - 1.0) > NORM_TOLERANCE]
+    return [
+        make_ref(kind, i)
+        for kind in KINDS
+        for i, vector in run.rt.store.embedded_vectors(kind, run.agent_id)
+        if abs(float(np.linalg.norm(vector.astype(np.float64))) - 1.0) > NORM_TOLERANCE
+    ]
 
 
 def _embedding_norm(run: Run) -> Finding:
     """Vectors whose L2 norm is not 1 (within NORM_TOLERANCE): their cosine scores are off."""
     refs = _norm_outliers(run)
-    return finding(len(refs), f"{len(refs)} vectors are not of unit length (fix: embedded again)",
-                   [{"ref": r} for r in refs[: run.limit]])
+    return finding(
+        len(refs),
+        f"{len(refs)} vectors are not of unit length (fix: embedded again)",
+        [{"ref": r} for r in refs[: run.limit]],
+    )
 
 
 def _reembed_norm_outliers(run: Run, found: Finding) -> int:
@@ -110,8 +127,10 @@ def _near_duplicate(run: Run) -> Finding:
     count, best = close_pairs(vectors, NEAR_DUPLICATE_COSINE, PAIRS_SHOWN)
     if not count:
         return NOTHING
-    pairs = [{"refs": [make_ref(MEMORY, int(ids[i])), make_ref(MEMORY, int(ids[j]))], "cosine": round(s, 4)}
-             for i, j, s in best]
+    pairs = [
+        {"refs": [make_ref(MEMORY, int(ids[i])), make_ref(MEMORY, int(ids[j]))], "cosine": round(s, 4)}
+        for i, j, s in best
+    ]
     items = [{"ref": p["refs"][0], "detail": f"cosine {p['cosine']} with {p['refs'][1]}"} for p in pairs]
     detail = f"{count} pairs of memories are near duplicates (cosine >= {NEAR_DUPLICATE_COSINE}); report only"
     return finding(count, detail, items[: run.limit], {"pairs": pairs})
@@ -121,9 +140,12 @@ def _calibration_staleness(run: Run) -> Finding:
     """The agent's calibrated thresholds were measured under another embedding model or scoring version."""
     if run.agent_id not in run.rt.calibration.stale_agents():
         return NOTHING
-    return finding(1, "the agent's thresholds were measured under another embedding model or scoring version and "
-                      "are not applied; calibrate_threshold measures them again",
-                   [{"detail": f"agent {run.agent_id!r}: stale calibration"}])
+    return finding(
+        1,
+        "the agent's thresholds were measured under another embedding model or scoring version and "
+        "are not applied; calibrate_threshold measures them again",
+        [{"detail": f"agent {run.agent_id!r}: stale calibration"}],
+    )
 
 
 def _empty_span(times: list[float], start: str | None, end: str | None) -> bool:
@@ -141,8 +163,11 @@ def _orphaned_episodes(run: Run) -> Finding:
     """Episodes whose time span holds none of the agent's memories (episodes without a start are not judged)."""
     times = run.rt.store.memory_epochs(run.agent_id)
     ids = [i for i, start, end in run.rt.store.episode_spans(run.agent_id) if _empty_span(times, start, end)]
-    return finding(len(ids), f"{len(ids)} episodes span a time that holds none of the agent's memories",
-                   ref_items(EPISODE, ids[: run.limit]))
+    return finding(
+        len(ids),
+        f"{len(ids)} episodes span a time that holds none of the agent's memories",
+        ref_items(EPISODE, ids[: run.limit]),
+    )
 
 
 DEEP_CHECKS: dict[str, tuple[Check, Repair | None]] = {

@@ -15,7 +15,18 @@ from cuedrecall.clock import to_epoch
 from cuedrecall.embed import EmbeddingError
 from cuedrecall.handlers.blocks import BACKFILL_CHARS, BACKFILL_RECORDS, backfill_step, building
 from cuedrecall.handlers.health.run import (
-    KINDS, NOTHING, Check, Finding, Repair, Run, delete_unlocked, finding, gap_finding, reembed, ref_items, rewrite,
+    KINDS,
+    NOTHING,
+    Check,
+    Finding,
+    Repair,
+    Run,
+    delete_unlocked,
+    finding,
+    gap_finding,
+    reembed,
+    ref_items,
+    rewrite,
     short,
 )
 from cuedrecall.handlers.reembed import REEMBED, reembed_now, stale_rows
@@ -66,8 +77,10 @@ def _duplicate_content(run: Run) -> Finding:
     if not copies:
         return NOTHING
     locked = sum(1 for *_, is_locked in copies if is_locked)
-    detail = (f"{len(copies)} memories repeat the content of an earlier one in the same agent, project and channel "
-              f"(fix: the lowest id is kept, the copies deleted; {locked} locked copies are kept)")
+    detail = (
+        f"{len(copies)} memories repeat the content of an earlier one in the same agent, project and channel "
+        f"(fix: the lowest id is kept, the copies deleted; {locked} locked copies are kept)"
+    )
     items = [{"ref": make_ref(MEMORY, i), "detail": f"a copy of mem:{keep}"} for i, keep, _ in copies[: run.limit]]
     return finding(len(copies), detail, items)
 
@@ -86,16 +99,20 @@ def _embedding_dimension(run: Run) -> Finding:
     found = {kind: run.rt.store.misfit_embeddings(kind, run.agent_id, width, run.limit) for kind in KINDS}
     count = sum(n for n, _ in found.values())
     items = [item for kind, (_, ids) in found.items() for item in ref_items(kind, ids)]
-    return finding(count, f"{count} vectors are not {width} wide, the current width (fix: embedded again)",
-                   items[: run.limit])
+    return finding(
+        count, f"{count} vectors are not {width} wide, the current width (fix: embedded again)", items[: run.limit]
+    )
 
 
 def _reembed_misfits(run: Run, found: Finding) -> int:
     """Embed the rows of another width again, while the embedder can."""
     if not run.rt.embedder.available or run.width is None:
         return 0
-    refs = [make_ref(kind, i) for kind in KINDS
-            for i in run.rt.store.misfit_embeddings(kind, run.agent_id, run.width, run.budget)[1]]
+    refs = [
+        make_ref(kind, i)
+        for kind in KINDS
+        for i in run.rt.store.misfit_embeddings(kind, run.agent_id, run.width, run.budget)[1]
+    ]
     return reembed(run, refs)
 
 
@@ -143,9 +160,11 @@ def _stale_embeddings(run: Run) -> Finding:
         return NOTHING
     model, pending = run.rt.embedder.model, run.rt.store.pending_tasks(REEMBED)
     sample = run.rt.store.stale_records(model, None, run.limit, run.agent_id)
-    detail = (f"{counts.get(MEMORY, 0)} memories and {counts.get(EPISODE, 0)} episodes carry vectors of another "
-              f"model than {model}: the vector arms leave them out until the background re-embedding reaches them "
-              f"({pending} task(s) queued) (fix: re-embedded now, within the run's budget)")
+    detail = (
+        f"{counts.get(MEMORY, 0)} memories and {counts.get(EPISODE, 0)} episodes carry vectors of another "
+        f"model than {model}: the vector arms leave them out until the background re-embedding reaches them "
+        f"({pending} task(s) queued) (fix: re-embedded now, within the run's budget)"
+    )
     return finding(count, detail, [{"ref": ref} for ref, _ in sample], {"by_kind": counts, "queued": pending})
 
 
@@ -193,9 +212,11 @@ def _missing_blocks(run: Run) -> Finding:
     if not lacking:
         return NOTHING
     sample = run.rt.store.records_lacking_blocks(None, run.limit, model, agent_id=run.agent_id)
-    detail = (f"{lacking} records have no block set for their current text yet ({counts['records_with_blocks']} "
-              f"have one, {counts['block_rows']} blocks); the background backfill builds them (fix: one backfill "
-              f"step now, at most {BACKFILL_RECORDS} records and {BACKFILL_CHARS} characters)")
+    detail = (
+        f"{lacking} records have no block set for their current text yet ({counts['records_with_blocks']} "
+        f"have one, {counts['block_rows']} blocks); the background backfill builds them (fix: one backfill "
+        f"step now, at most {BACKFILL_RECORDS} records and {BACKFILL_CHARS} characters)"
+    )
     return finding(lacking, detail, [{"ref": ref} for ref, _, _ in sample], {"blocks": counts})
 
 
@@ -212,8 +233,10 @@ def not_run(rt: Any) -> dict[str, str]:
     """The checks this configuration does not run, with the reason."""
     if building(rt):
         return {}
-    return {"missing_blocks": "not run: blocks are not built here (CUEDRECALL_BLOCK_BUILD_ENABLED is off, or the "
-                              "embedder makes no vectors), so there is no block set to miss"}
+    return {
+        "missing_blocks": "not run: blocks are not built here (CUEDRECALL_BLOCK_BUILD_ENABLED is off, or the "
+        "embedder makes no vectors), so there is no block set to miss"
+    }
 
 
 def _invalid_timestamp(run: Run) -> Finding:
@@ -237,8 +260,7 @@ def source_problem(text: str) -> str | None:
 
 def _invalid_source_type(run: Run) -> Finding:
     """Memories whose source is not a JSON object or names a type other than User, Agent or System."""
-    bad = [(i, why) for i, text in run.rt.store.scan_memories(run.agent_id, "source")
-           if (why := source_problem(text))]
+    bad = [(i, why) for i, text in run.rt.store.scan_memories(run.agent_id, "source") if (why := source_problem(text))]
     items = [{"ref": make_ref(MEMORY, i), "detail": f"source {why}"} for i, why in bad[: run.limit]]
     detail = f"{len(bad)} memories have a source that is not an object of type {', '.join(SOURCE_TYPES)}"
     return finding(len(bad), detail, items)
@@ -247,8 +269,9 @@ def _invalid_source_type(run: Run) -> Finding:
 def _missing_profile(run: Run) -> Finding:
     """Agents holding memories but no profile."""
     agents = run.rt.store.agents_without_profile(run.agent_id)
-    items: list[dict[str, Any]] = [{"agent_id": a, "detail": f"agent {a!r} has memories but no profile"}
-                                   for a in agents[: run.limit]]
+    items: list[dict[str, Any]] = [
+        {"agent_id": a, "detail": f"agent {a!r} has memories but no profile"} for a in agents[: run.limit]
+    ]
     detail = f"{len(agents)} agents have memories but no profile: {short(', '.join(agents))}"
     return finding(len(agents), detail, items)
 

@@ -9,9 +9,10 @@ is left rather than running on.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -156,6 +157,8 @@ def gap_finding(run: Run, gaps: dict[str, IndexGap], index: str) -> Finding:
     missing = sum(len(g.missing) for g in gaps.values())
     stray = sum(len(g.stray) for g in gaps.values())
     problems = "; ".join(g.problem for g in gaps.values() if g.problem)
-    detail = (f"the {index} is out of step with the rows: {missing} rows without an entry, {stray} entries "
-              f"without a row" + (f"; its integrity check says: {problems}" if problems else ""))
+    detail = (
+        f"the {index} is out of step with the rows: {missing} rows without an entry, {stray} entries "
+        f"without a row" + (f"; its integrity check says: {problems}" if problems else "")
+    )
     return finding(count, detail, items[: run.limit])

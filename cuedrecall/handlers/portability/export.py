@@ -18,16 +18,30 @@ import numpy as np
 
 from cuedrecall.access import EVERY_AGENT, LOCAL, WRITE, Demand, Principal, denied
 from cuedrecall.handlers.portability.formats import EPISODE_KEYS, FORMAT, MEMORY_KEYS, VERSIONS
-from cuedrecall.handlers.portability.paths import (Existing, ResolvedPath, default_folder, existing, opened, refuse,
-                                                   resolve, write_private)
+from cuedrecall.handlers.portability.paths import (
+    Existing,
+    ResolvedPath,
+    default_folder,
+    existing,
+    opened,
+    refuse,
+    resolve,
+    write_private,
+)
 from cuedrecall.handlers.rows import json_object
 from cuedrecall.runtime import Runtime
 from cuedrecall.store.base import EPISODE, MEMORY
 
 
-def export_jsonl(rt: Runtime, agent_id: str, output_path: str, include_embeddings: bool,
-                 overwrite: bool = False, anywhere: bool = False,
-                 principal: Principal = LOCAL) -> dict[str, Any]:
+def export_jsonl(
+    rt: Runtime,
+    agent_id: str,
+    output_path: str,
+    include_embeddings: bool,
+    overwrite: bool = False,
+    anywhere: bool = False,
+    principal: Principal = LOCAL,
+) -> dict[str, Any]:
     """Write one agent's (or every agent's) records into the export folder.
 
     The file is created 0600 under a temporary name and renamed into place: never
@@ -56,8 +70,9 @@ def _destination(rt: Runtime, output_path: str, anywhere: bool) -> ResolvedPath:
     return path
 
 
-def _replace_denial(found: Existing | None, agent_id: str, overwrite: bool, principal: Principal,
-                    anywhere: bool) -> dict[str, Any] | None:
+def _replace_denial(
+    found: Existing | None, agent_id: str, overwrite: bool, principal: Principal, anywhere: bool
+) -> dict[str, Any] | None:
     """The replace rule; None when the export may go ahead, else the answer (or a refusal raised).
 
     Nothing there: go ahead. Otherwise the caller needs write access on what the file
@@ -74,9 +89,12 @@ def _replace_denial(found: Existing | None, agent_id: str, overwrite: bool, prin
     ours = found.header is not None and found.header.get("version") == FORMAT and holder == agent_id
     if not ours and not overwrite:
         held = "another agent's export" if holder is not None else "a file that is not an export of this agent"
-        raise refuse("output_path", f"names an existing file that export did not write for this agent ({held}): "
-                                    "export replaces only its own export of the same agent, or, with "
-                                    "'overwrite': true, a file whose contents the caller may write")
+        raise refuse(
+            "output_path",
+            f"names an existing file that export did not write for this agent ({held}): "
+            "export replaces only its own export of the same agent, or, with "
+            "'overwrite': true, a file whose contents the caller may write",
+        )
     return None
 
 
@@ -95,17 +113,36 @@ def _lines(rt: Runtime, agent_id: str, include_embeddings: bool) -> tuple[list[d
     memories = list(store.export_rows(MEMORY, agent_id))
     episodes = list(store.export_rows(EPISODE, agent_id))
     profiles = store.profiles(agent_id)
-    header = {"_type": "header", "version": FORMAT, "agent_id": agent_id, "exported_at": rt.now_iso(),
-              "memory_count": len(memories), "episode_count": len(episodes), "profile_count": len(profiles)}
+    header = {
+        "_type": "header",
+        "version": FORMAT,
+        "agent_id": agent_id,
+        "exported_at": rt.now_iso(),
+        "memory_count": len(memories),
+        "episode_count": len(episodes),
+        "profile_count": len(profiles),
+    }
     lines = [header]
     for row in memories:
         record = {k: row[k] for k in MEMORY_KEYS}
         record["source"], record["metadata"] = json_object(row["source"]), json_object(row["metadata"])
-        lines.append({"_type": "memory", "id": row["id"], **record,
-                      **(_encode(row["embedding"], row["embedding_model"]) if include_embeddings else {})})
+        lines.append(
+            {
+                "_type": "memory",
+                "id": row["id"],
+                **record,
+                **(_encode(row["embedding"], row["embedding_model"]) if include_embeddings else {}),
+            }
+        )
     for row in episodes:
-        lines.append({"_type": "episode", "id": row["id"], **{k: row[k] for k in EPISODE_KEYS},
-                      **(_encode(row["embedding"], row["embedding_model"]) if include_embeddings else {})})
+        lines.append(
+            {
+                "_type": "episode",
+                "id": row["id"],
+                **{k: row[k] for k in EPISODE_KEYS},
+                **(_encode(row["embedding"], row["embedding_model"]) if include_embeddings else {}),
+            }
+        )
     for agent, content, updated_at in profiles:
         lines.append({"_type": "profile", "agent_id": agent, "content": content, "updated_at": updated_at})
     return lines, {"memories": len(memories), "episodes": len(episodes), "profiles": len(profiles)}

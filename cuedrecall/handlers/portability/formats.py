@@ -19,10 +19,29 @@ from cuedrecall.clock import iso, parse_instant
 from cuedrecall.handlers.portability.paths import refuse
 
 FORMAT = "cuedrecall-export/1"
-MEMORY_KEYS = ("agent_id", "project_id", "channel", "msg_id", "content", "source", "timestamp", "metadata",
-               "locked", "created_at")
-EPISODE_KEYS = ("agent_id", "project_id", "channel", "summary", "keywords", "start_time", "end_time", "resolved",
-                "created_at")
+MEMORY_KEYS = (
+    "agent_id",
+    "project_id",
+    "channel",
+    "msg_id",
+    "content",
+    "source",
+    "timestamp",
+    "metadata",
+    "locked",
+    "created_at",
+)
+EPISODE_KEYS = (
+    "agent_id",
+    "project_id",
+    "channel",
+    "summary",
+    "keywords",
+    "start_time",
+    "end_time",
+    "resolved",
+    "created_at",
+)
 
 # The record types each format version may hold, and the header key counting each.
 _ROWS = ("memory", "episode", "profile")
@@ -73,8 +92,9 @@ def _json_lines(text: str) -> list[tuple[int, Any]]:
         except (ValueError, RecursionError):
             raise refuse("input_path", f"has a line that is not JSON (line {number})") from None
         if "\\ud" in line.lower() and not _utf8(value):  # a lone surrogate can only come as an escape
-            raise refuse("input_path", f"has a line with text that is not valid Unicode: a lone surrogate "
-                                       f"(line {number})")
+            raise refuse(
+                "input_path", f"has a line with text that is not valid Unicode: a lone surrogate (line {number})"
+            )
         lines.append((number, value))
     return lines
 
@@ -91,8 +111,12 @@ def _utf8(value: Any) -> bool:
 def _header(lines: list[tuple[int, Any]]) -> dict[str, Any]:
     """The first line, when it is an export header of a known version; else a refusal naming the versions."""
     known = ", ".join(VERSIONS)
-    if not lines or not isinstance(lines[0][1], dict) or lines[0][1].get("_type") != "header" \
-            or lines[0][1].get("version") not in VERSIONS:
+    if (
+        not lines
+        or not isinstance(lines[0][1], dict)
+        or lines[0][1].get("_type") != "header"
+        or lines[0][1].get("version") not in VERSIONS
+    ):
         raise refuse("input_path", f"must start with an export header of a known version ({known})")
     return lines[0][1]
 
@@ -102,16 +126,24 @@ def _check_counts(header: dict[str, Any], present: dict[str, int], allowed: tupl
     for kind in allowed:
         key = f"{kind}_count"
         if key in header and header[key] != present[kind]:
-            raise refuse("input_path", f"is refused: the header says {header[key]} {kind} records, the "
-                                       f"file has {present[kind]}")
+            raise refuse(
+                "input_path", f"is refused: the header says {header[key]} {kind} records, the file has {present[kind]}"
+            )
     # a header without profile_count may say has_profile instead: it must match too
-    if "profile_count" not in header and isinstance(header.get("has_profile"), bool) \
-            and header["has_profile"] != (present["profile"] > 0):
-        raise refuse("input_path", f"is refused: the header's has_profile is {header['has_profile']}, "
-                                   f"the file has {present['profile']} profile records")
+    if (
+        "profile_count" not in header
+        and isinstance(header.get("has_profile"), bool)
+        and header["has_profile"] != (present["profile"] > 0)
+    ):
+        raise refuse(
+            "input_path",
+            f"is refused: the header's has_profile is {header['has_profile']}, "
+            f"the file has {present['profile']} profile records",
+        )
 
 
 # -- a record's fields, as either format spells them -------------------------------------------
+
 
 def as_text(value: Any) -> str:
     """A file's string field: None and absent are "", anything else is its text."""

@@ -22,7 +22,8 @@ waiting; it embeds nothing (its counts need none).
 from __future__ import annotations
 
 import base64
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -38,16 +39,23 @@ from cuedrecall.runtime import Runtime
 from cuedrecall.store.base import EPISODE, MEMORY, make_ref
 from cuedrecall.text.sanitise import sanitise
 
-
 COMMIT_BATCH = 500  # records per transaction: the write lock is never held for more than one batch's inserts
 # (added, skipped) count of each record type
-_COUNTED = {"memory": ("imported_memories", "skipped_memories"), "episode": ("imported_episodes", "skipped_episodes"),
-            "profile": ("profile_updated", "skipped_profiles")}
+_COUNTED = {
+    "memory": ("imported_memories", "skipped_memories"),
+    "episode": ("imported_episodes", "skipped_episodes"),
+    "profile": ("profile_updated", "skipped_profiles"),
+}
 
 
 def import_jsonl(
-    rt: Runtime, input_path: str, target_agent_id: str, dry_run: bool,
-    progress: Callable[[int], None] | None = None, batch_size: int = 256, anywhere: bool = False,
+    rt: Runtime,
+    input_path: str,
+    target_agent_id: str,
+    dry_run: bool,
+    progress: Callable[[int], None] | None = None,
+    batch_size: int = 256,
+    anywhere: bool = False,
     principal: Principal = LOCAL,
 ) -> dict[str, Any]:
     """Load an export (ours or CPersona's) in batches, one transaction each; a second run of the same file adds
@@ -80,8 +88,14 @@ def import_jsonl(
     if refusal is not None:
         return refusal
     foreign = version != FORMAT
-    counts: dict[str, Any] = {"imported_memories": 0, "skipped_memories": 0, "imported_episodes": 0,
-                              "skipped_episodes": 0, "profile_updated": 0, "skipped_profiles": 0}
+    counts: dict[str, Any] = {
+        "imported_memories": 0,
+        "skipped_memories": 0,
+        "imported_episodes": 0,
+        "skipped_episodes": 0,
+        "profile_updated": 0,
+        "skipped_profiles": 0,
+    }
     # an unnamed agent or an unreadable vector is refused here, before the first batch is written
     agents = [_agent_of(item, target_agent_id) for item in records]
     vectors, todo = _kept_vectors(rt, records)
@@ -98,8 +112,9 @@ def import_jsonl(
     for start in range(0, len(records), COMMIT_BATCH):
         _embed_missing(rt, records, by_batch.get(start // COMMIT_BATCH, []), vectors, batch_size, progress)
         end = start + COMMIT_BATCH  # embedded above, outside the write lock; written below, one transaction
-        _write_batch(rt, records[start:end], agents[start:end], vectors[start:end], counts, target_agent_id,
-                     anywhere, foreign)
+        _write_batch(
+            rt, records[start:end], agents[start:end], vectors[start:end], counts, target_agent_id, anywhere, foreign
+        )
     return _answer(dry_run, counts, present)
 
 
@@ -118,8 +133,16 @@ def _agent_of(item: dict[str, Any], target_agent_id: str) -> str:
     return agent
 
 
-def _write_batch(rt: Runtime, records: list[dict[str, Any]], agents: list[str], vectors: list[Any],
-                 counts: dict[str, Any], target_agent_id: str, anywhere: bool, foreign: bool) -> None:
+def _write_batch(
+    rt: Runtime,
+    records: list[dict[str, Any]],
+    agents: list[str],
+    vectors: list[Any],
+    counts: dict[str, Any],
+    target_agent_id: str,
+    anywhere: bool,
+    foreign: bool,
+) -> None:
     """One transaction over ``records``, counted once it is committed."""
     added = dict.fromkeys(counts, 0)
     with rt.store.write() as conn:
@@ -229,8 +252,14 @@ def _decoded(encoded: Any, i: int) -> np.ndarray:
         ) from None
 
 
-def _embed_missing(rt: Runtime, records: list[dict[str, Any]], todo: list[int], out: list[np.ndarray | None],
-                   batch: int, progress: Callable[[int], None] | None) -> None:
+def _embed_missing(
+    rt: Runtime,
+    records: list[dict[str, Any]],
+    todo: list[int],
+    out: list[np.ndarray | None],
+    batch: int,
+    progress: Callable[[int], None] | None,
+) -> None:
     """Embed the ``todo`` records' text (content, else summary) into ``out``, ``batch`` at a time."""
     for start in range(0, len(todo), batch):
         chunk = todo[start : start + batch]
@@ -241,8 +270,9 @@ def _embed_missing(rt: Runtime, records: list[dict[str, Any]], todo: list[int], 
             progress(len(chunk))
 
 
-def _import_one(rt: Runtime, conn: Any, item: dict[str, Any], agent: str, vector: Any, keep_lock: bool,
-                foreign: bool) -> str:
+def _import_one(
+    rt: Runtime, conn: Any, item: dict[str, Any], agent: str, vector: Any, keep_lock: bool, foreign: bool
+) -> str:
     """One record filed under ``agent``; answers the count it adds to (imported_... or skipped_...)."""
     now = rt.now_iso()
     if item["_type"] == "profile":
@@ -253,8 +283,16 @@ def _import_one(rt: Runtime, conn: Any, item: dict[str, Any], agent: str, vector
     return _import_episode(rt, conn, item, agent, vector, created_at)
 
 
-def _import_memory(rt: Runtime, conn: Any, item: dict[str, Any], agent: str, vector: Any, keep_lock: bool,
-                   foreign: bool, created_at: str) -> str:
+def _import_memory(
+    rt: Runtime,
+    conn: Any,
+    item: dict[str, Any],
+    agent: str,
+    vector: Any,
+    keep_lock: bool,
+    foreign: bool,
+    created_at: str,
+) -> str:
     """A memory, skipped when empty or when the agent already holds it (same msg_id and content)."""
     store = rt.store
     project, channel = as_text(item.get("project_id")), as_text(item.get("channel"))
@@ -266,11 +304,23 @@ def _import_memory(rt: Runtime, conn: Any, item: dict[str, Any], agent: str, vec
     if foreign:
         source, metadata = _cpersona_columns(item, source, metadata)
     timestamp = as_text(item.get("timestamp"))
-    memory_id = store.insert_memory(conn, memory_row(
-        agent_id=agent, project_id=project, channel=channel, msg_id=msg_id, content=content,
-        source=source, timestamp=timestamp if parse_instant(timestamp) else created_at, metadata=metadata,
-        created_at=created_at, vector=vector, model=rt.embedder.model,
-        locked=keep_lock and bool(item.get("locked"))))
+    memory_id = store.insert_memory(
+        conn,
+        memory_row(
+            agent_id=agent,
+            project_id=project,
+            channel=channel,
+            msg_id=msg_id,
+            content=content,
+            source=source,
+            timestamp=timestamp if parse_instant(timestamp) else created_at,
+            metadata=metadata,
+            created_at=created_at,
+            vector=vector,
+            model=rt.embedder.model,
+            locked=keep_lock and bool(item.get("locked")),
+        ),
+    )
     queue_build(rt, conn, make_ref(MEMORY, memory_id))  # committed with the row
     return "imported_memories"
 
@@ -285,8 +335,7 @@ def _cpersona_columns(item: dict[str, Any], source: Any, metadata: Any) -> tuple
     return normalise_source(source), metadata
 
 
-def _import_episode(rt: Runtime, conn: Any, item: dict[str, Any], agent: str, vector: Any,
-                    created_at: str) -> str:
+def _import_episode(rt: Runtime, conn: Any, item: dict[str, Any], agent: str, vector: Any, created_at: str) -> str:
     """An episode, skipped when empty or when the agent already holds one with the same summary."""
     store = rt.store
     project, channel = as_text(item.get("project_id")), as_text(item.get("channel"))
@@ -295,10 +344,22 @@ def _import_episode(rt: Runtime, conn: Any, item: dict[str, Any], agent: str, ve
         return "skipped_episodes"
     keywords = item.get("keywords")
     keywords = " ".join(as_text(k) for k in keywords) if isinstance(keywords, list) else as_text(keywords)
-    episode_id = store.insert_episode(conn, episode_row(
-        agent_id=agent, project_id=project, channel=channel, summary=summary, keywords=keywords,
-        start_time=as_text(item.get("start_time")) or None, end_time=as_text(item.get("end_time")) or None,
-        resolved=bool(item.get("resolved")), created_at=created_at, vector=vector, model=rt.embedder.model))
+    episode_id = store.insert_episode(
+        conn,
+        episode_row(
+            agent_id=agent,
+            project_id=project,
+            channel=channel,
+            summary=summary,
+            keywords=keywords,
+            start_time=as_text(item.get("start_time")) or None,
+            end_time=as_text(item.get("end_time")) or None,
+            resolved=bool(item.get("resolved")),
+            created_at=created_at,
+            vector=vector,
+            model=rt.embedder.model,
+        ),
+    )
     queue_build(rt, conn, make_ref(EPISODE, episode_id))
     return "imported_episodes"
 

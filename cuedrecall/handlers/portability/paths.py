@@ -88,12 +88,18 @@ def export_folder(rt: Runtime, name: str) -> Path:
     if configured:
         folder = Path(os.path.abspath(Path(configured).expanduser()))
         if not folder.is_dir():
-            raise refuse(name, "cannot be used: the export folder does not exist (CPERSONA_EXPORT_DIR must name "
-                               "an existing folder; export never creates it)")
+            raise refuse(
+                name,
+                "cannot be used: the export folder does not exist (CPERSONA_EXPORT_DIR must name "
+                "an existing folder; export never creates it)",
+            )
         return folder
     if not _database_on_disk(db_path):
-        raise refuse(name, "cannot be used: this server has no export folder (the database is in memory and "
-                           "CPERSONA_EXPORT_DIR is not set)")
+        raise refuse(
+            name,
+            "cannot be used: this server has no export folder (the database is in memory and "
+            "CPERSONA_EXPORT_DIR is not set)",
+        )
     return default_folder(db_path)
 
 
@@ -106,15 +112,18 @@ def _within(path: Path, folder: Path) -> Path | None:
     """path relative to folder when it lies inside it (lexically, by whole components), else None."""
     if path.parts[: len(folder.parts)] != folder.parts:
         return None
-    return Path(*path.parts[len(folder.parts):]) if len(path.parts) > len(folder.parts) else Path(".")
+    return Path(*path.parts[len(folder.parts) :]) if len(path.parts) > len(folder.parts) else Path(".")
 
 
 def _check_lengths(name: str, path: Path) -> None:
     """Each component at most NAME_MAX bytes: a clear refusal rather than the file system's error."""
     for part in path.parts:
         if len(os.fsencode(part)) > NAME_MAX:
-            raise refuse(name, f"has a name longer than {NAME_MAX} bytes ({part[:40]!r}...): a file or folder "
-                               f"name is at most {NAME_MAX} bytes")
+            raise refuse(
+                name,
+                f"has a name longer than {NAME_MAX} bytes ({part[:40]!r}...): a file or folder "
+                f"name is at most {NAME_MAX} bytes",
+            )
 
 
 def resolve(rt: Runtime, name: str, given: str, *, anywhere: bool) -> ResolvedPath:
@@ -148,16 +157,26 @@ def _confined(rt: Runtime, name: str, given: str) -> ResolvedPath:
         relative = _within(normal, folder)
         relative = relative if relative is not None else _within(normal, Path(os.path.realpath(folder)))
         if relative is None:
-            raise refuse(name, "is outside the export folder: a path is taken relative to it, and an "
-                               "absolute path must lie inside it")
+            raise refuse(
+                name,
+                "is outside the export folder: a path is taken relative to it, and an absolute path must lie inside it",
+            )
     else:
         relative = raw
     parts = tuple(part for part in relative.parts if part not in ("", "."))
-    return ResolvedPath(folder / relative, folder.joinpath(*parts), confined=True, argument=name, folder=folder,
-                        parts=parts, follow_folder=bool(rt.settings.export_dir))
+    return ResolvedPath(
+        folder / relative,
+        folder.joinpath(*parts),
+        confined=True,
+        argument=name,
+        folder=folder,
+        parts=parts,
+        follow_folder=bool(rt.settings.export_dir),
+    )
 
 
 # -- walking inside the folder ----------------------------------------------------------------
+
 
 def _missing(path: ResolvedPath) -> str:
     """What a caller hears when a folder on the way is missing or is not a folder."""
@@ -187,8 +206,7 @@ def opened(rt: Runtime, path: ResolvedPath) -> Iterator[tuple[int, str]]:
         name = path.real.name or "."
     try:
         if _is_database_entry(rt, folder_fd, name):
-            raise refuse(path.argument, "names one of the database's own files, which export and import never "
-                                        "touch")
+            raise refuse(path.argument, "names one of the database's own files, which export and import never touch")
         yield folder_fd, name
     finally:
         os.close(folder_fd)
@@ -239,8 +257,7 @@ def _beneath(root: int, path: ResolvedPath) -> tuple[int, str]:
             try:
                 stack.append(os.open(part, _DIR_FLAGS, dir_fd=stack[-1]))
             except OSError as exc:
-                if exc.errno in (errno.ELOOP, errno.EMLINK) and _is_link(stack[-1], part) \
-                        and links < MAX_LINKS:
+                if exc.errno in (errno.ELOOP, errno.EMLINK) and _is_link(stack[-1], part) and links < MAX_LINKS:
                     links += 1
                     todo.insert(0, part)  # it became a link after we looked: look again
                     continue
@@ -319,6 +336,7 @@ def _is_database_entry(rt: Runtime, folder_fd: int, name: str) -> bool:
 
 # -- reading ----------------------------------------------------------------------------------
 
+
 def read_text(rt: Runtime, path: ResolvedPath) -> str:
     """The file's text: a regular file, at most max_import_bytes, UTF-8; else a refusal naming input_path.
 
@@ -358,6 +376,7 @@ def _read_regular(folder_fd: int, name: str, limit: int, unreadable: str, too_bi
 
 # -- writing ----------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Existing:
     """A regular file already at the destination: its identity and its first line, when that is a JSON object."""
@@ -382,8 +401,10 @@ def existing(folder_fd: int, name: str, argument: str) -> Existing | None:
         raise refuse(argument, f"cannot be checked ({_reason(exc)})") from None
     if stat.S_ISDIR(info.st_mode):
         raise refuse(argument, "names a folder, not a file")
-    not_regular = ("names something that is not a regular file (a pipe, a device, a socket or a link): "
-                   "export replaces only a regular file")
+    not_regular = (
+        "names something that is not a regular file (a pipe, a device, a socket or a link): "
+        "export replaces only a regular file"
+    )
     if not stat.S_ISREG(info.st_mode):
         raise refuse(argument, not_regular)
     try:
@@ -401,8 +422,9 @@ def existing(folder_fd: int, name: str, argument: str) -> Existing | None:
     return Existing((info.st_dev, info.st_ino), header if isinstance(header, dict) else None)
 
 
-def write_private(folder_fd: int, name: str, lines: list[dict[str, Any]], replacing: Existing | None,
-                  argument: str = "output_path") -> None:
+def write_private(
+    folder_fd: int, name: str, lines: list[dict[str, Any]], replacing: Existing | None, argument: str = "output_path"
+) -> None:
     """Write the lines to a new 0600 temp file in the open folder, then put it at ``name``: never half a file.
 
     With nothing there before, the file is linked in only if the name is still free
@@ -446,22 +468,21 @@ def _put_in_place(folder_fd: int, temp: str, name: str, replacing: Existing | No
             os.link(temp, name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd, follow_symlinks=False)
             return
         except FileExistsError:
-            raise refuse(argument, "names a file that appeared while the export was written: nothing was "
-                                   "replaced") from None
+            raise refuse(
+                argument, "names a file that appeared while the export was written: nothing was replaced"
+            ) from None
         except OSError as exc:
             if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK):
                 raise
         if _present(folder_fd, name):  # no hard links on this file system: look, then rename
-            raise refuse(argument, "names a file that appeared while the export was written: nothing was "
-                                   "replaced")
+            raise refuse(argument, "names a file that appeared while the export was written: nothing was replaced")
     else:
         try:
             now = os.stat(name, dir_fd=folder_fd, follow_symlinks=False)
         except FileNotFoundError:
             now = None
         if now is not None and (now.st_dev, now.st_ino) != replacing.ident:
-            raise refuse(argument, "names a file that was replaced while the export was written: nothing was "
-                                   "replaced")
+            raise refuse(argument, "names a file that was replaced while the export was written: nothing was replaced")
     os.rename(temp, name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
 
 

@@ -31,13 +31,14 @@ Which terms rank is the SQLite store's rule, keyword-budget-v1
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from cuedrecall.store.base import EPISODE, MEMORY, CoarseHit, Hit, Period, Scope, make_ref
-from cuedrecall.store.predicates import like_escape
 from cuedrecall.store.postgres.scope import period_where, scope_where
+from cuedrecall.store.predicates import like_escape
 from cuedrecall.store.term_counts import SCOPE_SCAN_ROWS, PlannedHits, plan_terms, run_plan
 
 if TYPE_CHECKING:
@@ -65,11 +66,14 @@ def _bm25(period: Period | None) -> tuple[str, list[Any]]:
     term among the matching rows, n and the mean row length over the scope (parameters: ``PgRecords._scope_lengths``),
     the period, best first. Its parameters: n, the mean, the period's, then the depth."""
     pwhere, pparams = period_where("s", period)
-    return ("s AS (SELECT o.*, count(*) FILTER (WHERE o.tf > 0) OVER (PARTITION BY o.i) AS df FROM o), "
-            "n AS (SELECT %s::float8 AS n, %s::float8 AS mean) "
-            f"SELECT s.id, -SUM(CASE WHEN s.tf > 0 THEN GREATEST(ln((n.n - s.df + 0.5) / (s.df + 0.5)), {_IDF_FLOOR}) "
-            f"* s.tf * ({_K1} + 1) / (s.tf + {_K1} * (1 - {_B} + {_B} * s.len / n.mean)) ELSE 0 END)::float8 AS raw "
-            f"FROM s CROSS JOIN n WHERE TRUE{pwhere} GROUP BY s.id ORDER BY raw, s.id LIMIT %s", pparams)
+    return (
+        "s AS (SELECT o.*, count(*) FILTER (WHERE o.tf > 0) OVER (PARTITION BY o.i) AS df FROM o), "
+        "n AS (SELECT %s::float8 AS n, %s::float8 AS mean) "
+        f"SELECT s.id, -SUM(CASE WHEN s.tf > 0 THEN GREATEST(ln((n.n - s.df + 0.5) / (s.df + 0.5)), {_IDF_FLOOR}) "
+        f"* s.tf * ({_K1} + 1) / (s.tf + {_K1} * (1 - {_B} + {_B} * s.len / n.mean)) ELSE 0 END)::float8 AS raw "
+        f"FROM s CROSS JOIN n WHERE TRUE{pwhere} GROUP BY s.id ORDER BY raw, s.id LIMIT %s",
+        pparams,
+    )
 
 
 def words_query(words: Sequence[str]) -> str:
@@ -84,10 +88,13 @@ class PgArms:
     hnsw_dim: int | None  # the width of the optional HNSW index (None: every vector arm is exact)
 
     if TYPE_CHECKING:  # provided by PgConnection and PgRecords
+
         def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
         def _scope_lengths(self, kind: str, scope: Scope, lengths: Sequence[str]) -> tuple[int, Any]: ...
         def _model_filter(self, alias: str) -> tuple[str, list[Any]]: ...
+
         _vocab: TermCounts
+
         def pool_counts(self, scope: Scope) -> tuple[int, int]: ...
 
     # -- vector arms ---------------------------------------------------------------------------
@@ -96,18 +103,28 @@ class PgArms:
         """Cosine over the newest ``window`` embedded rows of each kind in scope, best ``depth``."""
         return self._vector_arm(scope, query, floor, depth, (0, window), None, (MEMORY, EPISODE))
 
-    def vector_far(self, scope: Scope, query: np.ndarray, *, floor: float, limit: int, window: int,
-                   reach: int) -> list[Hit]:
+    def vector_far(
+        self, scope: Scope, query: np.ndarray, *, floor: float, limit: int, window: int, reach: int
+    ) -> list[Hit]:
         """The same over scan positions [window, reach): what the near window cannot see."""
         return self._vector_arm(scope, query, floor, limit, (window, reach), None, (MEMORY, EPISODE))
 
-    def vector_in_period(self, scope: Scope, kind: str, query: np.ndarray, *, floor: float, depth: int,
-                         period: Period) -> list[Hit]:
+    def vector_in_period(
+        self, scope: Scope, kind: str, query: np.ndarray, *, floor: float, depth: int, period: Period
+    ) -> list[Hit]:
         """Cosine over every embedded record of one kind in the scope whose time lies in the period."""
         return self._vector_arm(scope, query, floor, depth, (0, None), period, (kind,))
 
-    def _vector_arm(self, scope: Scope, query: np.ndarray, floor: float, depth: int,
-                    positions: tuple[int, int | None], period: Period | None, kinds: tuple[str, ...]) -> list[Hit]:
+    def _vector_arm(
+        self,
+        scope: Scope,
+        query: np.ndarray,
+        floor: float,
+        depth: int,
+        positions: tuple[int, int | None],
+        period: Period | None,
+        kinds: tuple[str, ...],
+    ) -> list[Hit]:
         """One query: per kind, the scope's scan window scored, the floor applied; merged best first."""
         kinds = tuple(kind for kind in kinds if kind == MEMORY or scope.episodes_visible)
         query = np.asarray(query, dtype=np.float32).reshape(-1)
@@ -119,17 +136,30 @@ class PgArms:
         parts, params = [], []
         for order, kind in enumerate(kinds):
             window, window_params = self._scan_window(scope, kind, query.size, period)
-            parts.append(f"SELECT {order} AS kord, w.id, -(w.embedding <#> %s) AS score, w.pos FROM ({window} "
-                         "OFFSET %s LIMIT %s) w")
+            parts.append(
+                f"SELECT {order} AS kord, w.id, -(w.embedding <#> %s) AS score, w.pos FROM ({window} "
+                "OFFSET %s LIMIT %s) w"
+            )
             params += [query, *window_params, start, None if stop is None else max(0, stop - start)]
-        rows = self._read(f"SELECT kord, id, score FROM ({' UNION ALL '.join(parts)}) s WHERE score >= %s "
-                          "ORDER BY score DESC, kord, pos LIMIT %s", [*params, floor, depth])
-        return [Hit(make_ref(kinds[kord], row_id), rank, float(score))
-                for rank, (kord, row_id, score) in enumerate(rows)]
+        rows = self._read(
+            f"SELECT kord, id, score FROM ({' UNION ALL '.join(parts)}) s WHERE score >= %s "
+            "ORDER BY score DESC, kord, pos LIMIT %s",
+            [*params, floor, depth],
+        )
+        return [
+            Hit(make_ref(kinds[kord], row_id), rank, float(score)) for rank, (kord, row_id, score) in enumerate(rows)
+        ]
 
-    def _approximate_arm(self, scope: Scope, query: np.ndarray, floor: float, depth: int,
-                         positions: tuple[int, int | None], period: Period | None,
-                         kinds: tuple[str, ...]) -> list[Hit]:
+    def _approximate_arm(
+        self,
+        scope: Scope,
+        query: np.ndarray,
+        floor: float,
+        depth: int,
+        positions: tuple[int, int | None],
+        period: Period | None,
+        kinds: tuple[str, ...],
+    ) -> list[Hit]:
         """With CUEDRECALL_PG_HNSW: the scan window as an id range, its nearest rows from the HNSW index.
 
         Approximate: the index walk may miss a row the exact scan finds (more often
@@ -147,14 +177,17 @@ class PgArms:
                 f"SELECT t.id, -((t.embedding::vector({dim})) <#> %s::vector({dim})) AS score FROM {_TEXT[kind][0]} t "
                 f"WHERE {where} AND vector_dims(t.embedding) = {dim} AND t.id BETWEEN %s AND %s "
                 f"ORDER BY (t.embedding::vector({dim})) <#> %s::vector({dim}) LIMIT %s",
-                [query, *params, bounds[0], bounds[1], query, depth])
-            found += [(-score, order, -row_id, make_ref(kind, row_id), score) for row_id, score in rows
-                      if score >= floor]
+                [query, *params, bounds[0], bounds[1], query, depth],
+            )
+            found += [
+                (-score, order, -row_id, make_ref(kind, row_id), score) for row_id, score in rows if score >= floor
+            ]
         found.sort(key=lambda item: item[:3])
         return [Hit(ref, rank, float(score)) for rank, (*_, ref, score) in enumerate(found[:depth])]
 
-    def _window_ids(self, scope: Scope, kind: str, dim: int, period: Period | None,
-                    positions: tuple[int, int | None]) -> tuple[int, int] | None:
+    def _window_ids(
+        self, scope: Scope, kind: str, dim: int, period: Period | None, positions: tuple[int, int | None]
+    ) -> tuple[int, int] | None:
         """(lowest, highest) id of the scan positions [start, stop) of one kind; None when the window is empty.
         Two probes down the (agent, id) index, no vector read."""
         start, stop = positions
@@ -176,14 +209,19 @@ class PgArms:
         where, params = scope_where(kind_scope, "t", kind)
         pwhere, pparams = period_where("t", period)
         model, mparams = self._model_filter("t")
-        return (f"{where} AND t.embedding IS NOT NULL AND vector_dims(t.embedding) = %s{model}{pwhere}",
-                [*params, dim, *mparams, *pparams])
+        return (
+            f"{where} AND t.embedding IS NOT NULL AND vector_dims(t.embedding) = %s{model}{pwhere}",
+            [*params, dim, *mparams, *pparams],
+        )
 
     def _scan_window(self, scope: Scope, kind: str, dim: int, period: Period | None) -> tuple[str, list[Any]]:
         """The scope's comparable rows of one kind, newest first, each with its scan position (0-based)."""
         where, params = self._comparable(scope, kind, dim, period)
-        return (f"SELECT t.id, t.embedding, t.sign_bits, row_number() OVER (ORDER BY t.id DESC) - 1 AS pos "
-                f"FROM {_TEXT[kind][0]} t WHERE {where} ORDER BY t.id DESC", params)
+        return (
+            f"SELECT t.id, t.embedding, t.sign_bits, row_number() OVER (ORDER BY t.id DESC) - 1 AS pos "
+            f"FROM {_TEXT[kind][0]} t WHERE {where} ORDER BY t.id DESC",
+            params,
+        )
 
     def far_candidates(self, scope: Scope, query: np.ndarray, *, start: int, count: int) -> list[CoarseHit]:
         """The ``count`` embedded memories of the scope at scan positions >= ``start`` nearest the query by
@@ -197,21 +235,31 @@ class PgArms:
             f"SELECT c.id, c.pos, c.distance, -(c.embedding <#> %s) FROM (SELECT w.id, w.pos, w.embedding, "
             f"bit_count(w.sign_bits # %s::varbit) AS distance FROM ({window} OFFSET %s) w "
             "ORDER BY distance, w.pos LIMIT %s) c ORDER BY c.distance, c.pos",
-            [query, sign_text(query), *params, max(0, start), count])
-        return [CoarseHit(make_ref(MEMORY, row_id), int(pos), int(distance), float(cosine))
-                for row_id, pos, distance, cosine in rows]
+            [query, sign_text(query), *params, max(0, start), count],
+        )
+        return [
+            CoarseHit(make_ref(MEMORY, row_id), int(pos), int(distance), float(cosine))
+            for row_id, pos, distance, cosine in rows
+        ]
 
     # -- lexical arms ----------------------------------------------------------------------------
 
-    def episode_fts(self, scope: Scope, terms: Sequence[str], *, depth: int,
-                    period: Period | None = None) -> list[Hit]:
+    def episode_fts(self, scope: Scope, terms: Sequence[str], *, depth: int, period: Period | None = None) -> list[Hit]:
         """Trigram matching over episode summary and keywords, best score first."""
         if not terms or depth <= 0 or not scope.episodes_visible:
             return []
         return self._trigram_arm(EPISODE, scope, terms, depth, period)
 
-    def memory_keyword(self, scope: Scope, terms: Sequence[str], query: str, *, depth: int,
-                       period: Period | None = None, phrases: Sequence[str] = ()) -> list[Hit]:
+    def memory_keyword(
+        self,
+        scope: Scope,
+        terms: Sequence[str],
+        query: str,
+        *,
+        depth: int,
+        period: Period | None = None,
+        phrases: Sequence[str] = (),
+    ) -> list[Hit]:
         """Trigram matching over memory content, then memories holding any of ``phrases`` (newest first); a
         substring scan of the query only when it has no trigram term and both find nothing."""
         if depth <= 0:
@@ -223,8 +271,9 @@ class PgArms:
             return hits  # a row holding the whole query holds each term: the trigram arm found it already
         return self._like_hits(scope, [query.strip()], depth, period, 0, set())
 
-    def _trigram_arm(self, kind: str, scope: Scope, terms: Sequence[str], depth: int,
-                     period: Period | None) -> list[Hit]:
+    def _trigram_arm(
+        self, kind: str, scope: Scope, terms: Sequence[str], depth: int, period: Period | None
+    ) -> list[Hit]:
         """The terms' plan under keyword-budget-v1 (store/term_counts.py, as on SQLite): rank on its first terms,
         on its fallback terms when that finds fewer than ``depth``; a small scope is then scanned for the terms
         the budget left out."""
@@ -235,8 +284,7 @@ class PgArms:
             hits += self._like_hits(scope, plan.left_out, depth - len(hits), period, len(hits), {h.ref for h in hits})
         return PlannedHits(hits, plan, ranked_on)
 
-    def _bm25_arm(self, kind: str, scope: Scope, terms: Sequence[str], depth: int,
-                  period: Period | None) -> list[Hit]:
+    def _bm25_arm(self, kind: str, scope: Scope, terms: Sequence[str], depth: int, period: Period | None) -> list[Hit]:
         """The documented BM25 of the trigram arms (the module's docstring), one query. As in FTS5, a row's
         columns (an episode's summary and keywords) count together: tf summed over them, length their sum."""
         table, text = _TEXT[kind]
@@ -247,8 +295,11 @@ class PgArms:
         match = " OR ".join(f"strpos(lower({text}), lower(%s)) > 0" for _ in terms)
         columns, lengths = _COLUMNS[kind]
         bodies = ", ".join(f"lower(m.{column}) AS body{j}" for j, column in enumerate(columns))
-        tf = " + ".join(f"(char_length(c.body{j}) - char_length(replace(c.body{j}, lower(x.t), ''))) "
-                        f"/ GREATEST(char_length(x.t), 1)" for j in range(len(columns)))
+        tf = " + ".join(
+            f"(char_length(c.body{j}) - char_length(replace(c.body{j}, lower(x.t), ''))) "
+            f"/ GREATEST(char_length(x.t), 1)"
+            for j in range(len(columns))
+        )
         ranked, tail = _bm25(period)
         rows = self._read(
             f"WITH g AS MATERIALIZED ({lookups}), "
@@ -256,23 +307,27 @@ class PgArms:
             f"{bodies} FROM g JOIN {table} m ON m.id = g.id WHERE ({match}) AND {where}), "
             f"o AS MATERIALIZED (SELECT c.id, c.ts_epoch, c.len, x.i, {tf} AS tf FROM c CROSS JOIN unnest(%s::text[]) "
             f"WITH ORDINALITY AS x(t, i)), {ranked}",
-            [*terms, *terms, *params, list(terms), *self._scope_lengths(kind, scope, lengths), *tail, depth])
+            [*terms, *terms, *params, list(terms), *self._scope_lengths(kind, scope, lengths), *tail, depth],
+        )
         return [Hit(make_ref(kind, row_id), rank, float(raw)) for rank, (row_id, raw) in enumerate(rows)]
 
-    def _like_hits(self, scope: Scope, phrases: Sequence[str], depth: int, period: Period | None, first_rank: int,
-                   taken: set[str]) -> list[Hit]:
+    def _like_hits(
+        self, scope: Scope, phrases: Sequence[str], depth: int, period: Period | None, first_rank: int, taken: set[str]
+    ) -> list[Hit]:
         """Memories whose content holds any of the phrases (ASCII case folded, as SQLite's LIKE), newest first."""
         where, params = scope_where(scope, "m", MEMORY)
         pwhere, pparams = period_where("m", period)
         likes = " OR ".join("m.content ILIKE %s ESCAPE '\\'" for _ in phrases)
         rows = self._read(
             f"SELECT m.id FROM memories m WHERE ({likes}) AND {where}{pwhere} ORDER BY m.id DESC LIMIT %s",
-            [*(f"%{like_escape(phrase)}%" for phrase in phrases), *params, *pparams, depth + len(taken)])
+            [*(f"%{like_escape(phrase)}%" for phrase in phrases), *params, *pparams, depth + len(taken)],
+        )
         refs = [make_ref(MEMORY, row_id) for (row_id,) in rows if make_ref(MEMORY, row_id) not in taken][:depth]
         return [Hit(ref, first_rank + rank, None) for rank, ref in enumerate(refs)]
 
-    def memory_words(self, scope: Scope, words: Sequence[str], *, depth: int,
-                     period: Period | None = None) -> list[Hit]:
+    def memory_words(
+        self, scope: Scope, words: Sequence[str], *, depth: int, period: Period | None = None
+    ) -> list[Hit]:
         """The word arm: memories holding any of the words (english stemming), best ts_rank first; the words'
         plan under keyword-budget-v1, as the trigram arms."""
         kept = list(dict.fromkeys(w for word in words for w in _WORD.findall(word)))
@@ -294,8 +349,15 @@ class PgArms:
             # all the ranking reads (a pair with tf = 0 adds nothing to a sum, a df or a row's presence)
             "o AS MATERIALIZED (SELECT c.id, c.ts_epoch, c.len, q.i, COALESCE(array_length(u.positions, 1), 0) AS tf "
             "FROM c CROSS JOIN LATERAL unnest(c.words) AS u JOIN q ON q.lexeme = u.lexeme), " + ranked,
-            [" ".join(words), words_query(words), *params, *self._scope_lengths(MEMORY, scope, ("word_len",)), *tail,
-             depth])
+            [
+                " ".join(words),
+                words_query(words),
+                *params,
+                *self._scope_lengths(MEMORY, scope, ("word_len",)),
+                *tail,
+                depth,
+            ],
+        )
         return [Hit(make_ref(MEMORY, row_id), rank, float(raw)) for rank, (row_id, raw) in enumerate(rows)]
 
     def newest(self, scope: Scope, kind: str, limit: int, period: Period | None = None) -> list[Hit]:
@@ -305,6 +367,8 @@ class PgArms:
         where, params = scope_where(scope, "t", kind)
         pwhere, pparams = period_where("t", period)
         order = "t.ts_epoch DESC, t.id DESC" if period else "t.id DESC"
-        rows = self._read(f"SELECT t.id FROM {_TEXT[kind][0]} t WHERE {where}{pwhere} ORDER BY {order} LIMIT %s",
-                          [*params, *pparams, limit])
+        rows = self._read(
+            f"SELECT t.id FROM {_TEXT[kind][0]} t WHERE {where}{pwhere} ORDER BY {order} LIMIT %s",
+            [*params, *pparams, limit],
+        )
         return [Hit(make_ref(kind, row_id), rank, None) for rank, (row_id,) in enumerate(rows)]

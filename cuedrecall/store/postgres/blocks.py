@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,6 +44,7 @@ class PgBlocks:
     """The queue, the blocks table and the block arm."""
 
     if TYPE_CHECKING:  # provided by PgConnection
+
         def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
         def write(self) -> AbstractContextManager[Any]: ...
 
@@ -50,8 +52,12 @@ class PgBlocks:
 
     def enqueue(self, conn: Any, kind: str, payload: dict[str, Any], not_before: float = 0.0) -> int:
         """Queue a task inside an open write(): it commits or rolls back with the write that needs it."""
-        return int(conn.execute("INSERT INTO tasks(kind, payload, not_before) VALUES (%s, %s, %s) RETURNING id",
-                                (kind, json.dumps(payload, sort_keys=True), not_before)).fetchone()[0])
+        return int(
+            conn.execute(
+                "INSERT INTO tasks(kind, payload, not_before) VALUES (%s, %s, %s) RETURNING id",
+                (kind, json.dumps(payload, sort_keys=True), not_before),
+            ).fetchone()[0]
+        )
 
     def claim_task(self, now: float, lease_s: float) -> Task | None:
         """The oldest due task nobody holds, claimed until now + lease_s; locked rows of other claimers skipped."""
@@ -59,8 +65,10 @@ class PgBlocks:
         if not self._read(f"SELECT 1 FROM tasks WHERE {due} LIMIT 1", (now, now)):
             return None  # the common idle case answers without a write
         with self.write() as conn:
-            row = conn.execute(f"SELECT id, kind, payload, attempts FROM tasks WHERE {due} ORDER BY id LIMIT 1 "
-                               "FOR UPDATE SKIP LOCKED", (now, now)).fetchone()
+            row = conn.execute(
+                f"SELECT id, kind, payload, attempts FROM tasks WHERE {due} ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED",
+                (now, now),
+            ).fetchone()
             if row is None:
                 return None
             conn.execute("UPDATE tasks SET claimed_until = %s WHERE id = %s", (now + lease_s, row[0]))
@@ -74,18 +82,27 @@ class PgBlocks:
         """Count a failed attempt and release the claim; after TASK_ATTEMPTS failures the task is dropped (and
         logged): False then, or when the task is gone."""
         with self.write() as conn:
-            row = conn.execute("SELECT kind, payload, attempts FROM tasks WHERE id = %s FOR UPDATE",
-                               (task_id,)).fetchone()
+            row = conn.execute(
+                "SELECT kind, payload, attempts FROM tasks WHERE id = %s FOR UPDATE", (task_id,)
+            ).fetchone()
             if row is None:
                 return False
             attempts = int(row[2]) + 1
             if attempts >= TASK_ATTEMPTS:
                 conn.execute("DELETE FROM tasks WHERE id = %s", (task_id,))
-                log.warning("task %d (%s %s) dropped after %d failed attempts, the last: %s", task_id, row[0],
-                            row[1], attempts, error)
+                log.warning(
+                    "task %d (%s %s) dropped after %d failed attempts, the last: %s",
+                    task_id,
+                    row[0],
+                    row[1],
+                    attempts,
+                    error,
+                )
                 return False
-            conn.execute("UPDATE tasks SET attempts = %s, last_error = %s, not_before = %s, claimed_until = 0 "
-                         "WHERE id = %s", (attempts, error[:1000], not_before, task_id))
+            conn.execute(
+                "UPDATE tasks SET attempts = %s, last_error = %s, not_before = %s, claimed_until = 0 WHERE id = %s",
+                (attempts, error[:1000], not_before, task_id),
+            )
         return True
 
     def pending_tasks(self, kind: str = "") -> int:
@@ -95,8 +112,10 @@ class PgBlocks:
 
     def pending_by_kind(self) -> dict[str, int]:
         """Tasks queued and not finished, by kind (kinds with none are absent)."""
-        return {kind: int(count) for kind, count in
-                self._read("SELECT kind, COUNT(*) FROM tasks GROUP BY kind ORDER BY kind")}
+        return {
+            kind: int(count)
+            for kind, count in self._read("SELECT kind, COUNT(*) FROM tasks GROUP BY kind ORDER BY kind")
+        }
 
     # -- block rows ------------------------------------------------------------------------------
 
@@ -110,24 +129,34 @@ class PgBlocks:
     def has_block_set(self, ref: str, model: str) -> bool:
         """Whether the record has a current block set made by this model (a done-marker counts)."""
         kind, row_id = split_ref(ref)
-        return bool(self._read("SELECT 1 FROM blocks WHERE kind = %s AND record_id = %s AND block = 0 "
-                               "AND model = %s", (kind, row_id, model)))
+        return bool(
+            self._read(
+                "SELECT 1 FROM blocks WHERE kind = %s AND record_id = %s AND block = 0 AND model = %s",
+                (kind, row_id, model),
+            )
+        )
 
     def write_blocks(self, conn: Any, block_set: BlockSet) -> bool:
         """Replace a record's blocks, inside an open write(), while its text is the one the set divides (False,
         writing nothing, otherwise). A set without vectors marks the record done."""
         kind, row_id = split_ref(block_set.ref)
         table, column, source = TEXT_COLUMNS[kind]
-        row = conn.execute(f"SELECT {column}, agent_id, project_id, channel, {source} FROM {table} WHERE id = %s "
-                           "FOR UPDATE", (row_id,)).fetchone()
+        row = conn.execute(
+            f"SELECT {column}, agent_id, project_id, channel, {source} FROM {table} WHERE id = %s FOR UPDATE", (row_id,)
+        ).fetchone()
         if row is None or text_hash(row[0]) != block_set.text_hash:
             return False
         text, axes = row[0], tuple(row[1:])
-        bits, codes, spans = np.asarray(block_set.bits, dtype=np.uint8), np.asarray(block_set.codes), \
-            list(block_set.spans)
+        bits, codes, spans = (
+            np.asarray(block_set.bits, dtype=np.uint8),
+            np.asarray(block_set.codes),
+            list(block_set.spans),
+        )
         if bits.size and not (bits.ndim == 2 and bits.shape[0] == len(spans) and codes.shape[:1] == (len(spans),)):
-            raise ValueError(f"block set of {block_set.ref}: {len(spans)} spans, bits {bits.shape}, "
-                             f"codes {codes.shape}: one row of each per span")
+            raise ValueError(
+                f"block set of {block_set.ref}: {len(spans)} spans, bits {bits.shape}, "
+                f"codes {codes.shape}: one row of each per span"
+            )
         conn.execute("DELETE FROM blocks WHERE kind = %s AND record_id = %s", (kind, row_id))
         insert = "INSERT INTO blocks VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::varbit, %s, %s, %s, %s, %s)"
         head, tail = (kind, row_id), (block_set.text_hash, block_set.model)
@@ -137,14 +166,28 @@ class PgBlocks:
             return True
         codes = codes.astype(np.int8, copy=False)
         with conn.cursor() as cursor:
-            cursor.executemany(insert, [
-                (*head, i, int(start), int(end), int(bool(forced)), *tail, _bit_text(bits[i]),
-                 codes[i].tobytes() if codes.shape[1:] and codes.shape[1] else None, *axes)
-                for i, (start, end, forced) in enumerate(spans)])
+            cursor.executemany(
+                insert,
+                [
+                    (
+                        *head,
+                        i,
+                        int(start),
+                        int(end),
+                        int(bool(forced)),
+                        *tail,
+                        _bit_text(bits[i]),
+                        codes[i].tobytes() if codes.shape[1:] and codes.shape[1] else None,
+                        *axes,
+                    )
+                    for i, (start, end, forced) in enumerate(spans)
+                ],
+            )
         return True
 
-    def records_lacking_blocks(self, after: str | None, limit: int, model: str, *,
-                               agent_id: str = "") -> list[tuple[str, str, str]]:
+    def records_lacking_blocks(
+        self, after: str | None, limit: int, model: str, *, agent_id: str = ""
+    ) -> list[tuple[str, str, str]]:
         """(ref, text, text_hash) of the records with no block set of this model, memories then episodes, by id,
         after the ``after`` ref; one agent's or every agent's ("")."""
         out: list[tuple[str, str, str]] = []
@@ -156,7 +199,9 @@ class PgBlocks:
             rows = self._read(
                 f"SELECT t.id, t.{column} FROM {table} t WHERE t.id > %s{agent} AND NOT EXISTS (SELECT 1 FROM "
                 "blocks b WHERE b.kind = %s AND b.record_id = t.id AND b.block = 0 AND b.model = %s) "
-                "ORDER BY t.id LIMIT %s", [after_id, *([agent_id] if agent_id else []), kind, model, limit - len(out)])
+                "ORDER BY t.id LIMIT %s",
+                [after_id, *([agent_id] if agent_id else []), kind, model, limit - len(out)],
+            )
             out += [(make_ref(kind, row_id), text, text_hash(text)) for row_id, text in rows]
         return out
 
@@ -172,13 +217,20 @@ class PgBlocks:
                 f"SELECT COUNT(*), COUNT(b.record_id), COUNT(b.bits) FROM {TEXT_COLUMNS[kind][0]} t "
                 f"LEFT JOIN blocks b ON b.kind = %s AND b.record_id = t.id AND b.block = 0{model_where} "
                 f"WHERE {where}",
-                [kind, *([model] if model else []), *params])[0]
+                [kind, *([model] if model else []), *params],
+            )[0]
             records, done, divided = records + total, done + built, divided + split
         where = " AND b.agent_id = %s" if agent_id else ""
-        rows = self._read(f"SELECT COUNT(*) FROM blocks b WHERE bits IS NOT NULL{where}{model_where}",
-                          [*([agent_id] if agent_id else []), *([model] if model else [])])[0][0]
-        return {"records_with_blocks": int(done), "records_divided": int(divided),
-                "records_lacking_blocks": int(records - done), "block_rows": int(rows)}
+        rows = self._read(
+            f"SELECT COUNT(*) FROM blocks b WHERE bits IS NOT NULL{where}{model_where}",
+            [*([agent_id] if agent_id else []), *([model] if model else [])],
+        )[0][0]
+        return {
+            "records_with_blocks": int(done),
+            "records_divided": int(divided),
+            "records_lacking_blocks": int(records - done),
+            "block_rows": int(rows),
+        }
 
     def block_spans(self, refs: Sequence[str]) -> dict[str, list[tuple[int, int, bool]]]:
         """(start, end, forced) of each block of the records' current sets, in order; no set: absent."""
@@ -188,24 +240,35 @@ class PgBlocks:
             if not ids:
                 continue
             for row_id, begin, end, forced in self._read(
-                    "SELECT record_id, start_char, end_char, forced FROM blocks WHERE kind = %s "
-                    "AND record_id = ANY(%s) ORDER BY record_id, block", [kind, ids]):
+                "SELECT record_id, start_char, end_char, forced FROM blocks WHERE kind = %s "
+                "AND record_id = ANY(%s) ORDER BY record_id, block",
+                [kind, ids],
+            ):
                 out.setdefault(make_ref(kind, row_id), []).append((begin, end, bool(forced)))
         return out
 
     def block_codes(self, ref: str, model: str) -> np.ndarray | None:
         """The int8 codes of the record's current blocks when every block has one from ``model``; else None."""
         kind, row_id = split_ref(ref)
-        rows = self._read("SELECT model, codes FROM blocks WHERE kind = %s AND record_id = %s ORDER BY block",
-                          [kind, row_id])
+        rows = self._read(
+            "SELECT model, codes FROM blocks WHERE kind = %s AND record_id = %s ORDER BY block", [kind, row_id]
+        )
         if not rows or any(found != model or codes is None for found, codes in rows):
             return None
         return np.stack([np.frombuffer(bytes(codes), dtype=np.int8) for _, codes in rows])
 
     # -- the block arm ------------------------------------------------------------------------------
 
-    def block_arm(self, scope: Scope, query: np.ndarray, model: str, *, examine: int = 250_000, rerank: int = 200,
-                  per_record: int = 64) -> tuple[list[BlockHit], str]:
+    def block_arm(
+        self,
+        scope: Scope,
+        query: np.ndarray,
+        model: str,
+        *,
+        examine: int = 250_000,
+        rerank: int = 200,
+        per_record: int = 64,
+    ) -> tuple[list[BlockHit], str]:
         """Records of the scope reached through their blocks, best first, and the order used ("vector" or
         "hamming"): the rule of ``BlockIndex.search``."""
         query = np.asarray(query, dtype=np.float32).reshape(-1)
@@ -216,7 +279,9 @@ class PgBlocks:
         best = self._read(
             f"SELECT e.kind, e.record_id, e.block, e.distance, e.codes FROM (SELECT x.*, bit_count(x.bits # "
             f"%s::varbit) AS distance FROM ({examined}) x) e ORDER BY e.distance, e.kord, e.record_id, e.block "
-            "LIMIT %s", [target, *params, rerank])
+            "LIMIT %s",
+            [target, *params, rerank],
+        )
         if not best:
             return [], "vector"
         if all(codes is not None and len(codes) == query.size and any(codes) for *_, codes in best):
@@ -225,12 +290,15 @@ class PgBlocks:
             f"SELECT kind, record_id, block, distance FROM (SELECT DISTINCT ON (e.kord, e.record_id) e.* FROM "
             f"(SELECT x.*, bit_count(x.bits # %s::varbit) AS distance FROM ({examined}) x) e "
             "ORDER BY e.kord, e.record_id, e.distance, e.block) r ORDER BY distance, kord, record_id, block LIMIT %s",
-            [target, *params, rerank])
-        return [BlockHit(make_ref(kind, row_id), int(block), int(distance), None)
-                for kind, row_id, block, distance in rows], "hamming"
+            [target, *params, rerank],
+        )
+        return [
+            BlockHit(make_ref(kind, row_id), int(block), int(distance), None) for kind, row_id, block, distance in rows
+        ], "hamming"
 
-    def _examined_blocks(self, scope: Scope, model: str, nbits: int, per_record: int,
-                         examine: int) -> tuple[str, list[Any]]:
+    def _examined_blocks(
+        self, scope: Scope, model: str, nbits: int, per_record: int, examine: int
+    ) -> tuple[str, list[Any]]:
         """The rows the block arm examines: the scope's blocks of the model and width, in key order."""
         memories, mparams = scope_where(scope, "b", MEMORY)
         kinds = f"(b.kind = 'mem' AND {memories})"
@@ -239,9 +307,12 @@ class PgBlocks:
             episodes, eparams = scope_where(Scope(scope.agent_id, scope.project_id, scope.channel), "b", EPISODE)
             kinds = f"({kinds} OR (b.kind = 'ep' AND {episodes}))"
             params += eparams
-        return (f"SELECT b.kind, {_KIND_ORDER} AS kord, b.record_id, b.block, b.bits, b.codes FROM blocks b "
-                f"WHERE b.model = %s AND b.bits IS NOT NULL AND length(b.bits) = %s AND b.block < %s AND {kinds} "
-                f"ORDER BY kord, b.record_id, b.block LIMIT %s", [*params, examine])
+        return (
+            f"SELECT b.kind, {_KIND_ORDER} AS kord, b.record_id, b.block, b.bits, b.codes FROM blocks b "
+            f"WHERE b.model = %s AND b.bits IS NOT NULL AND length(b.bits) = %s AND b.block < %s AND {kinds} "
+            f"ORDER BY kord, b.record_id, b.block LIMIT %s",
+            [*params, examine],
+        )
 
 
 def _by_cosine(best: list[tuple], query: np.ndarray) -> list[BlockHit]:

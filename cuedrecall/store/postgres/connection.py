@@ -11,8 +11,9 @@ inside a write sees every write acknowledged before it.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from cuedrecall.errors import StoreError
 
@@ -24,8 +25,9 @@ def connect(url: str) -> Any:
     try:
         import psycopg
     except ImportError as exc:
-        raise StoreError("a postgresql:// database needs the psycopg driver: pip install 'cuedrecall[postgres]'") \
-            from exc
+        raise StoreError(
+            "a postgresql:// database needs the psycopg driver: pip install 'cuedrecall[postgres]'"
+        ) from exc
     try:
         conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
     except psycopg.Error as exc:
@@ -37,8 +39,9 @@ def connect(url: str) -> Any:
         from pgvector.psycopg import register_vector
     except ImportError as exc:
         conn.close()
-        raise StoreError("a postgresql:// database needs the pgvector package: pip install 'cuedrecall[postgres]'") \
-            from exc
+        raise StoreError(
+            "a postgresql:// database needs the pgvector package: pip install 'cuedrecall[postgres]'"
+        ) from exc
     register_vector(conn)
     return conn
 
@@ -53,7 +56,8 @@ def _create_vector(conn: Any, url: str) -> None:
         conn.close()
         raise StoreError(
             f"the PostgreSQL database {redact(url)} lacks the pgvector extension and this role cannot create it: "
-            "run CREATE EXTENSION vector; as a role that may (pgvector must be installed on the server)") from exc
+            "run CREATE EXTENSION vector; as a role that may (pgvector must be installed on the server)"
+        ) from exc
 
 
 def redact(url: str) -> str:

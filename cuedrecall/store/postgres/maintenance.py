@@ -8,7 +8,8 @@ indexes, kept by PostgreSQL in the row's transaction), so ``fts_gap`` and
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,6 +32,7 @@ class PgMaintenance:
     vector_model: str | None
 
     if TYPE_CHECKING:  # provided by PgConnection and PgRecords
+
         def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
         def snapshot(self) -> AbstractContextManager[None]: ...
         def embedding_dim(self) -> int | None: ...
@@ -40,8 +42,9 @@ class PgMaintenance:
         where, params = agent_where(agent_id)
         out = {}
         for kind, name in ((MEMORY, "memories"), (EPISODE, "episodes")):
-            total, embedded = self._read(f"SELECT COUNT(*), COUNT(embedding) FROM {TABLES[kind]} WHERE {where}",
-                                         params)[0]
+            total, embedded = self._read(
+                f"SELECT COUNT(*), COUNT(embedding) FROM {TABLES[kind]} WHERE {where}", params
+            )[0]
             out[name], out[f"embedded_{name}"] = int(total), int(embedded)
         return out
 
@@ -60,15 +63,22 @@ class PgMaintenance:
     def misfit_embeddings(self, kind: str, agent_id: str, width: int, limit: int) -> tuple[int, list[int]]:
         """Rows whose vector does not have ``width`` components: (count, oldest ids)."""
         where, params = agent_where(agent_id)
-        return self._counted_ids(TABLES[kind], f"{where} AND embedding IS NOT NULL AND vector_dims(embedding) != %s",
-                                 [*params, width], limit)
+        return self._counted_ids(
+            TABLES[kind], f"{where} AND embedding IS NOT NULL AND vector_dims(embedding) != %s", [*params, width], limit
+        )
 
     def stale_embeddings(self, model: str, agent_id: str = "") -> dict[str, int]:
         """Rows of each kind whose vector another model than ``model`` made: the re-embedding's work left."""
         where, params = agent_where(agent_id)
-        return {kind: int(self._read(f"SELECT COUNT(*) FROM {table} WHERE {where} AND embedding IS NOT NULL "
-                                     "AND embedding_model != %s", [*params, model])[0][0])
-                for kind, table in TABLES.items()}
+        return {
+            kind: int(
+                self._read(
+                    f"SELECT COUNT(*) FROM {table} WHERE {where} AND embedding IS NOT NULL AND embedding_model != %s",
+                    [*params, model],
+                )[0][0]
+            )
+            for kind, table in TABLES.items()
+        }
 
     def stale_records(self, model: str, before: str | None, limit: int, agent_id: str = "") -> list[tuple[str, str]]:
         """(ref, text) of at most ``limit`` rows whose vector another model made, newest first: memories, then
@@ -78,9 +88,11 @@ class PgMaintenance:
         for kind, below in before_plan(before):
             if len(out) >= limit:
                 break
-            rows = self._read(f"SELECT id, {_TEXT[kind]} FROM {TABLES[kind]} WHERE id < %s AND {where} "
-                              "AND embedding IS NOT NULL AND embedding_model != %s ORDER BY id DESC LIMIT %s",
-                              [below, *params, model, limit - len(out)])
+            rows = self._read(
+                f"SELECT id, {_TEXT[kind]} FROM {TABLES[kind]} WHERE id < %s AND {where} "
+                "AND embedding IS NOT NULL AND embedding_model != %s ORDER BY id DESC LIMIT %s",
+                [below, *params, model, limit - len(out)],
+            )
             out += [(make_ref(kind, row_id), text) for row_id, text in rows]
         return out
 
@@ -99,7 +111,9 @@ class PgMaintenance:
         where, params = agent_where(agent_id)
         rows = self._read(
             "SELECT id, keep, locked FROM (SELECT id, locked, MIN(id) OVER (PARTITION BY agent_id, project_id, "
-            f"channel, content) AS keep FROM memories WHERE {where}) d WHERE id != keep ORDER BY id", params)
+            f"channel, content) AS keep FROM memories WHERE {where}) d WHERE id != keep ORDER BY id",
+            params,
+        )
         return [(row_id, keep, bool(locked)) for row_id, keep, locked in rows]
 
     def scan_memories(self, agent_id: str, column: str) -> list[tuple[int, str]]:
@@ -107,34 +121,45 @@ class PgMaintenance:
         if column not in SCANNED_COLUMNS:
             raise ValueError(f"column {column!r} cannot be scanned (accepted: {', '.join(SCANNED_COLUMNS)})")
         where, params = agent_where(agent_id)
-        return [tuple(row) for row in self._read(f"SELECT id, {column} FROM memories WHERE {where} ORDER BY id",
-                                                 params)]
+        return [
+            tuple(row) for row in self._read(f"SELECT id, {column} FROM memories WHERE {where} ORDER BY id", params)
+        ]
 
     def embedded_vectors(self, kind: str, agent_id: str) -> Iterator[tuple[int, np.ndarray]]:
         """(id, stored vector) of every row of one kind that has one, whatever its width."""
         where, params = agent_where(agent_id)
-        for row_id, vector in self._read(f"SELECT id, embedding FROM {TABLES[kind]} WHERE {where} "
-                                         "AND embedding IS NOT NULL ORDER BY id", params):
+        for row_id, vector in self._read(
+            f"SELECT id, embedding FROM {TABLES[kind]} WHERE {where} AND embedding IS NOT NULL ORDER BY id", params
+        ):
             yield row_id, as_vector(vector)
 
     def agents_without_profile(self, agent_id: str) -> list[str]:
         """Agents holding memories but no profile."""
         where, params = agent_where(agent_id, "m")
-        rows = self._read(f"SELECT DISTINCT m.agent_id FROM memories m WHERE {where} AND NOT EXISTS "
-                          "(SELECT 1 FROM profiles p WHERE p.agent_id = m.agent_id) ORDER BY m.agent_id", params)
+        rows = self._read(
+            f"SELECT DISTINCT m.agent_id FROM memories m WHERE {where} AND NOT EXISTS "
+            "(SELECT 1 FROM profiles p WHERE p.agent_id = m.agent_id) ORDER BY m.agent_id",
+            params,
+        )
         return [agent for (agent,) in rows]
 
     def memory_epochs(self, agent_id: str) -> list[float]:
         """The readable record times of an agent's memories, epoch seconds, ascending."""
         where, params = agent_where(agent_id)
-        return [epoch for (epoch,) in self._read(
-            f"SELECT ts_epoch FROM memories WHERE {where} AND ts_epoch IS NOT NULL ORDER BY ts_epoch", params)]
+        return [
+            epoch
+            for (epoch,) in self._read(
+                f"SELECT ts_epoch FROM memories WHERE {where} AND ts_epoch IS NOT NULL ORDER BY ts_epoch", params
+            )
+        ]
 
     def episode_spans(self, agent_id: str) -> list[tuple[int, str | None, str | None]]:
         """(id, start_time, end_time) of every episode, as given."""
         where, params = agent_where(agent_id)
-        return [tuple(row) for row in self._read(
-            f"SELECT id, start_time, end_time FROM episodes WHERE {where} ORDER BY id", params)]
+        return [
+            tuple(row)
+            for row in self._read(f"SELECT id, start_time, end_time FROM episodes WHERE {where} ORDER BY id", params)
+        ]
 
     # -- the derived columns -------------------------------------------------------------------
 
@@ -142,15 +167,17 @@ class PgMaintenance:
         """Rows whose stored trigram column differs from their text's (``missing``); no entry can outlive its row
         here (``stray`` is always empty)."""
         where, params = agent_where(agent_id)
-        rows = self._read(f"SELECT id FROM {TABLES[kind]} WHERE {where} AND grams IS DISTINCT FROM {_GRAMS[kind]} "
-                          "ORDER BY id", params)
+        rows = self._read(
+            f"SELECT id FROM {TABLES[kind]} WHERE {where} AND grams IS DISTINCT FROM {_GRAMS[kind]} ORDER BY id", params
+        )
         return IndexGap([row_id for (row_id,) in rows], [])
 
     def rebuild_fts(self, conn: Any, kind: str) -> None:
         """Recompute the derived trigram column of one kind where it is out of step, inside an open write() (an
         UPDATE recomputes a generated column; the text stays, so no trigger drops the blocks)."""
-        conn.execute(f"UPDATE {TABLES[kind]} SET {_TEXT[kind]} = {_TEXT[kind]} "
-                     f"WHERE grams IS DISTINCT FROM {_GRAMS[kind]}")
+        conn.execute(
+            f"UPDATE {TABLES[kind]} SET {_TEXT[kind]} = {_TEXT[kind]} WHERE grams IS DISTINCT FROM {_GRAMS[kind]}"
+        )
 
     def index_gap(self, kind: str, agent_id: str) -> IndexGap:
         """Comparable rows (the vector width and model the arms compare) whose sign bits do not follow their
@@ -163,7 +190,8 @@ class PgMaintenance:
         rows = self._read(
             f"SELECT id FROM {TABLES[kind]} WHERE {where} AND embedding IS NOT NULL AND vector_dims(embedding) = %s"
             f"{model} AND sign_bits IS DISTINCT FROM cr_sign_bits(embedding) ORDER BY id",
-            [*params, width, *([self.vector_model] if self.vector_model is not None else [])])
+            [*params, width, *([self.vector_model] if self.vector_model is not None else [])],
+        )
         return IndexGap([row_id for (row_id,) in rows], [])
 
     def rebuild_index(self) -> None:
@@ -178,12 +206,18 @@ class PgMaintenance:
     def replace_stale_embedding(self, conn: Any, ref: str, text: str, vector: np.ndarray, model: str) -> bool:
         """Give a row ``model``'s vector of ``text`` while its vector is another model's and its text is ``text``."""
         kind, row_id = split_ref(ref)
-        return conn.execute(
-            f"UPDATE {TABLES[kind]} SET embedding = %s, embedding_model = %s WHERE id = %s AND {_TEXT[kind]} = %s "
-            "AND embedding IS NOT NULL AND embedding_model != %s",
-            (to_db_vector(vector), model, row_id, text, model)).rowcount > 0
+        return (
+            conn.execute(
+                f"UPDATE {TABLES[kind]} SET embedding = %s, embedding_model = %s WHERE id = %s AND {_TEXT[kind]} = %s "
+                "AND embedding IS NOT NULL AND embedding_model != %s",
+                (to_db_vector(vector), model, row_id, text, model),
+            ).rowcount
+            > 0
+        )
 
     def set_episode_embedding(self, conn: Any, episode_id: int, vector: np.ndarray | None, model: str) -> None:
         """Replace an episode's vector and the label of the model that made it."""
-        conn.execute("UPDATE episodes SET embedding = %s, embedding_model = %s WHERE id = %s",
-                     (to_db_vector(vector), model, episode_id))
+        conn.execute(
+            "UPDATE episodes SET embedding = %s, embedding_model = %s WHERE id = %s",
+            (to_db_vector(vector), model, episode_id),
+        )

@@ -10,7 +10,8 @@ calibration, precision overrides, profiles and the task queue all move.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -27,14 +28,40 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "profiles": ("agent_id", "user_id", "content", "updated_at"),
     "calibration": ("agent_id", "signal", "value", "embedding_model", "scoring_version"),
     "recall_precision": ("agent_id", "beta"),
-    "blocks": ("kind", "record_id", "block", "start_char", "end_char", "forced", "text_hash", "model", "bits",
-               "codes", "agent_id", "project_id", "channel", "source_id"),
+    "blocks": (
+        "kind",
+        "record_id",
+        "block",
+        "start_char",
+        "end_char",
+        "forced",
+        "text_hash",
+        "model",
+        "bits",
+        "codes",
+        "agent_id",
+        "project_id",
+        "channel",
+        "source_id",
+    ),
     "tasks": ("id", "kind", "payload", "attempts", "not_before", "claimed_until", "last_error", "created_at"),
     "entities": ("id", "agent_id", "project_id", "channel", "name", "normalized", "declared_by", "created_at"),
     "entity_aliases": ("entity_id", "alias", "normalized"),
     "entity_mentions": ("entity_id", "ref", "declared_by", "created_at"),
-    "relations": ("id", "agent_id", "project_id", "channel", "subject_kind", "subject_id", "predicate",
-                  "object_kind", "object_id", "anchor_ref", "declared_by", "declared_at"),
+    "relations": (
+        "id",
+        "agent_id",
+        "project_id",
+        "channel",
+        "subject_kind",
+        "subject_id",
+        "predicate",
+        "object_kind",
+        "object_id",
+        "anchor_ref",
+        "declared_by",
+        "declared_at",
+    ),
 }
 _IDENTITY = ("memories", "episodes", "tasks", "entities", "relations")  # tables whose id sequence must move on
 _BATCH = 500
@@ -61,8 +88,10 @@ def migrate_sqlite(path: str, url: str, progress: Progress = lambda table, n: No
             for table, columns in TABLE_COLUMNS.items():
                 _copy(source, conn, table, columns, progress)
             for table in _IDENTITY:
-                conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
-                             f"GREATEST((SELECT MAX(id) FROM {table}), 1))")
+                conn.execute(
+                    f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                    f"GREATEST((SELECT MAX(id) FROM {table}), 1))"
+                )
         copied = {table: _count(target, table) for table in TABLE_COLUMNS}
         with target._lock:  # the planner's statistics of the copied rows (the vector widths') now, not whenever
             target._conn.execute("ANALYZE")  # autovacuum next passes: the vector arms' plans read them
@@ -70,8 +99,10 @@ def migrate_sqlite(path: str, url: str, progress: Progress = lambda table, n: No
         target.close()
     wrong = {table: (expected[table], copied[table]) for table in TABLE_COLUMNS if expected[table] != copied[table]}
     if wrong:
-        raise StoreError("the copy's counts differ from the source's (table: source, target): "
-                         + ", ".join(f"{t}: {a}, {b}" for t, (a, b) in wrong.items()))
+        raise StoreError(
+            "the copy's counts differ from the source's (table: source, target): "
+            + ", ".join(f"{t}: {a}, {b}" for t, (a, b) in wrong.items())
+        )
     return {"ok": True, "counts": copied}
 
 

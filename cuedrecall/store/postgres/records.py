@@ -7,7 +7,8 @@ source of truth) and comes back as a float32 numpy array.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,10 +17,38 @@ from cuedrecall.store.postgres.scope import listing_where, scope_where
 from cuedrecall.store.rows import RECORD_COLUMNS, TABLES, ids_by_kind, record_of
 
 # every stored column (the derived grams, words and sign_bits are the database's business)
-MEMORY_COLUMNS = ("id", "agent_id", "project_id", "channel", "msg_id", "content", "source", "source_id", "timestamp",
-                  "ts_epoch", "metadata", "embedding", "embedding_model", "locked", "created_at")
-EPISODE_COLUMNS = ("id", "agent_id", "project_id", "channel", "summary", "keywords", "start_time", "end_time",
-                   "ts_epoch", "resolved", "embedding", "embedding_model", "created_at")
+MEMORY_COLUMNS = (
+    "id",
+    "agent_id",
+    "project_id",
+    "channel",
+    "msg_id",
+    "content",
+    "source",
+    "source_id",
+    "timestamp",
+    "ts_epoch",
+    "metadata",
+    "embedding",
+    "embedding_model",
+    "locked",
+    "created_at",
+)
+EPISODE_COLUMNS = (
+    "id",
+    "agent_id",
+    "project_id",
+    "channel",
+    "summary",
+    "keywords",
+    "start_time",
+    "end_time",
+    "ts_epoch",
+    "resolved",
+    "embedding",
+    "embedding_model",
+    "created_at",
+)
 COLUMNS = {MEMORY: MEMORY_COLUMNS, EPISODE: EPISODE_COLUMNS}
 # kind -> every row length its lexical arms normalise by, as FTS5 counts tokens (the trigram arm's, the word arm's)
 _LENGTHS = {MEMORY: (("text_len",), ("word_len",)), EPISODE: (("summary_len", "keywords_len"),)}
@@ -44,9 +73,11 @@ class PgRecords:
     """Writes and plain reads of memories, episodes, profiles and calibration."""
 
     if TYPE_CHECKING:  # provided by PgConnection and PgGraph
+
         def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
         def _per_snapshot(self, key: tuple[Any, ...], compute: Any) -> Any: ...
         def _delete_graph(self, conn: Any, agent_id: str) -> dict[str, int]: ...
+
         _conn: Any
         _lock: Any
 
@@ -64,8 +95,9 @@ class PgRecords:
     def _insert(self, conn: Any, table: str, row: dict[str, Any]) -> int:
         row = {**row, "embedding": to_db_vector(row.get("embedding"))}
         marks = ", ".join(["%s"] * len(row))
-        cursor = conn.execute(f"INSERT INTO {table} ({', '.join(row)}) VALUES ({marks}) RETURNING id",
-                              list(row.values()))
+        cursor = conn.execute(
+            f"INSERT INTO {table} ({', '.join(row)}) VALUES ({marks}) RETURNING id", list(row.values())
+        )
         return int(cursor.fetchone()[0])
 
     def update_memory(self, conn: Any, memory_id: int, changes: dict[str, Any]) -> None:
@@ -80,7 +112,8 @@ class PgRecords:
                 "INSERT INTO calibration(agent_id, signal, value, embedding_model, scoring_version) "
                 "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (agent_id, signal) DO UPDATE SET value = EXCLUDED.value, "
                 "embedding_model = EXCLUDED.embedding_model, scoring_version = EXCLUDED.scoring_version",
-                (t.agent_id, t.signal, t.value, t.embedding_model, t.scoring_version))
+                (t.agent_id, t.signal, t.value, t.embedding_model, t.scoring_version),
+            )
 
     def drop_thresholds(self, conn: Any, agent_ids: Sequence[str]) -> None:
         conn.execute("DELETE FROM calibration WHERE agent_id = ANY(%s)", (list(agent_ids),))
@@ -90,8 +123,11 @@ class PgRecords:
         if beta is None:
             conn.execute("DELETE FROM recall_precision WHERE agent_id = %s", (agent_id,))
             return
-        conn.execute("INSERT INTO recall_precision(agent_id, beta) VALUES (%s, %s) "
-                     "ON CONFLICT (agent_id) DO UPDATE SET beta = EXCLUDED.beta", (agent_id, beta))
+        conn.execute(
+            "INSERT INTO recall_precision(agent_id, beta) VALUES (%s, %s) "
+            "ON CONFLICT (agent_id) DO UPDATE SET beta = EXCLUDED.beta",
+            (agent_id, beta),
+        )
 
     def delete(self, conn: Any, ref: str) -> bool:
         kind, row_id = split_ref(ref)
@@ -108,36 +144,48 @@ class PgRecords:
         conn.execute(
             "INSERT INTO profiles(agent_id, user_id, content, updated_at) VALUES (%s, '', %s, %s) "
             "ON CONFLICT (agent_id, user_id) DO UPDATE SET content = EXCLUDED.content, "
-            "updated_at = EXCLUDED.updated_at", (agent_id, content, updated_at))
+            "updated_at = EXCLUDED.updated_at",
+            (agent_id, content, updated_at),
+        )
 
     # -- plain reads -----------------------------------------------------------------------
 
-    def find_duplicate(self, agent_id: str, projects: Sequence[str], channels: Sequence[str], msg_id: str,
-                       content: str) -> tuple[str, int] | None:
+    def find_duplicate(
+        self, agent_id: str, projects: Sequence[str], channels: Sequence[str], msg_id: str, content: str
+    ) -> tuple[str, int] | None:
         """(reason, existing id) when the memory is already stored in the write scope; inside write() it reads the
         write's own transaction, which sees every write committed before it took the writers' lock."""
         with self._lock:
-            return self._duplicate(lambda sql, params: self._conn.execute(sql, params), agent_id, projects, channels,
-                                   msg_id, content)
+            return self._duplicate(
+                lambda sql, params: self._conn.execute(sql, params), agent_id, projects, channels, msg_id, content
+            )
 
     @staticmethod
-    def _duplicate(execute: Any, agent_id: str, projects: Sequence[str], channels: Sequence[str], msg_id: str,
-                   content: str) -> tuple[str, int] | None:
+    def _duplicate(
+        execute: Any, agent_id: str, projects: Sequence[str], channels: Sequence[str], msg_id: str, content: str
+    ) -> tuple[str, int] | None:
         if msg_id:
-            row = execute("SELECT id FROM memories WHERE agent_id = %s AND msg_id = %s AND msg_id != '' "
-                          "AND project_id = ANY(%s) ORDER BY id LIMIT 1", (agent_id, msg_id, list(projects))).fetchone()
+            row = execute(
+                "SELECT id FROM memories WHERE agent_id = %s AND msg_id = %s AND msg_id != '' "
+                "AND project_id = ANY(%s) ORDER BY id LIMIT 1",
+                (agent_id, msg_id, list(projects)),
+            ).fetchone()
             if row:
                 return "duplicate msg_id", row[0]
         row = execute(
             # md5 reaches the content index (a long text exceeds a b-tree entry); the text itself decides
             "SELECT id FROM memories WHERE agent_id = %s AND md5(content) = md5(%s) AND content = %s "
             "AND project_id = ANY(%s) AND channel = ANY(%s) ORDER BY id LIMIT 1",
-            (agent_id, content, content, list(projects), list(channels))).fetchone()
+            (agent_id, content, content, list(projects), list(channels)),
+        ).fetchone()
         return ("duplicate content", row[0]) if row else None
 
     def find_episode(self, agent_id: str, project_id: str, channel: str, summary: str) -> int | None:
-        rows = self._read("SELECT id FROM episodes WHERE agent_id = %s AND project_id = %s AND channel = %s "
-                          "AND summary = %s ORDER BY id LIMIT 1", (agent_id, project_id, channel, summary))
+        rows = self._read(
+            "SELECT id FROM episodes WHERE agent_id = %s AND project_id = %s AND channel = %s "
+            "AND summary = %s ORDER BY id LIMIT 1",
+            (agent_id, project_id, channel, summary),
+        )
         return rows[0][0] if rows else None
 
     def memory_row(self, memory_id: int) -> dict[str, Any] | None:
@@ -158,8 +206,9 @@ class PgRecords:
         rows = self._read(f"SELECT {RECORD_COLUMNS[kind]} FROM {TABLES[kind]} t WHERE {where} {tail}", params)
         return [record_of(kind, row) for row in rows]
 
-    def list_records(self, kind: str, agent_id: str, project_id: str | None, limit: int, *,
-                     newest_first: bool = True) -> list[Record]:
+    def list_records(
+        self, kind: str, agent_id: str, project_id: str | None, limit: int, *, newest_first: bool = True
+    ) -> list[Record]:
         """Browse one kind; agent_id "" means every agent."""
         where, params = listing_where(agent_id, project_id)
         order = "DESC" if newest_first else "ASC"
@@ -167,21 +216,28 @@ class PgRecords:
 
     def profile(self, agent_id: str) -> tuple[str, str] | None:
         """(content, updated_at) of the agent's profile."""
-        rows = self._read("SELECT content, updated_at FROM profiles WHERE agent_id = %s AND user_id = ''",
-                          (agent_id,))
+        rows = self._read("SELECT content, updated_at FROM profiles WHERE agent_id = %s AND user_id = ''", (agent_id,))
         return tuple(rows[0]) if rows else None  # type: ignore[return-value]
 
     def profiles(self, agent_id: str) -> list[tuple[str, str, str]]:
         """(agent_id, content, updated_at) of one agent's profile, or every agent's for ""."""
         where, params = ("WHERE agent_id = %s", [agent_id]) if agent_id else ("", [])
-        return [tuple(row) for row in self._read(
-            f"SELECT agent_id, content, updated_at FROM profiles {where} ORDER BY agent_id", params)]
+        return [
+            tuple(row)
+            for row in self._read(
+                f"SELECT agent_id, content, updated_at FROM profiles {where} ORDER BY agent_id", params
+            )
+        ]
 
     def thresholds(self) -> list[Threshold]:
         """Every calibrated threshold, with the fingerprint it was measured under."""
-        return [Threshold(*row) for row in self._read(
-            "SELECT agent_id, signal, value, embedding_model, scoring_version FROM calibration "
-            "ORDER BY agent_id, signal")]
+        return [
+            Threshold(*row)
+            for row in self._read(
+                "SELECT agent_id, signal, value, embedding_model, scoring_version FROM calibration "
+                "ORDER BY agent_id, signal"
+            )
+        ]
 
     def betas(self) -> dict[str, float]:
         """The agents' precision overrides."""
@@ -211,8 +267,9 @@ class PgRecords:
         where, params = scope_where(scope, "m", kind)
 
         def read() -> dict[tuple[str, ...], tuple[int, Any]]:
-            means = ", ".join("GREATEST(avg(" + " + ".join(f"m.{c}" for c in columns) + "), 1)"
-                              for columns in kind_lengths)
+            means = ", ".join(
+                "GREATEST(avg(" + " + ".join(f"m.{c}" for c in columns) + "), 1)" for columns in kind_lengths
+            )
             n, *found = self._read(f"SELECT count(*), {means} FROM {TABLES[kind]} m WHERE {where}", params)[0]
             return {columns: (int(n), mean) for columns, mean in zip(kind_lengths, found)}
 
@@ -230,8 +287,11 @@ class PgRecords:
             return None
         where, params = scope_where(scope, "t", EPISODE)
         # by time, not id (an import can add an episode recorded long before); an unreadable time sorts last
-        rows = self._read(f"SELECT t.created_at FROM episodes t WHERE {where} "
-                          "ORDER BY cr_epoch(t.created_at) DESC NULLS LAST, t.id DESC LIMIT 1", params)
+        rows = self._read(
+            f"SELECT t.created_at FROM episodes t WHERE {where} "
+            "ORDER BY cr_epoch(t.created_at) DESC NULLS LAST, t.id DESC LIMIT 1",
+            params,
+        )
         return rows[0][0] if rows else None
 
     def vectors(self, refs: Sequence[str]) -> dict[str, np.ndarray]:
@@ -244,8 +304,10 @@ class PgRecords:
                 continue
             model, params = self._model_filter("t")
             for row_id, vector in self._read(
-                    f"SELECT t.id, t.embedding FROM {table} t WHERE t.id = ANY(%s) AND t.embedding IS NOT NULL "
-                    f"AND vector_dims(t.embedding) = %s{model}", [ids, dim, *params]):
+                f"SELECT t.id, t.embedding FROM {table} t WHERE t.id = ANY(%s) AND t.embedding IS NOT NULL "
+                f"AND vector_dims(t.embedding) = %s{model}",
+                [ids, dim, *params],
+            ):
                 out[make_ref(kind, row_id)] = as_vector(vector)
         return out
 
@@ -255,10 +317,15 @@ class PgRecords:
         model, params = self._model_filter("t")
         agent = " AND t.agent_id = %s" if agent_id else ""
         dim = self.embedding_dim()
-        rows = [] if dim is None else self._read(
-            f"SELECT t.id, t.ts_epoch FROM memories t WHERE t.embedding IS NOT NULL "
-            f"AND vector_dims(t.embedding) = %s{model}{agent} ORDER BY t.id",
-            [dim, *params, *([agent_id] if agent_id else [])])
+        rows = (
+            []
+            if dim is None
+            else self._read(
+                f"SELECT t.id, t.ts_epoch FROM memories t WHERE t.embedding IS NOT NULL "
+                f"AND vector_dims(t.embedding) = %s{model}{agent} ORDER BY t.id",
+                [dim, *params, *([agent_id] if agent_id else [])],
+            )
+        )
         ids = np.array([row[0] for row in rows], dtype=np.int64)
         times = np.array([np.nan if row[1] is None else row[1] for row in rows], dtype=np.float64)
         return ids, times
@@ -267,8 +334,11 @@ class PgRecords:
         """The width the vector arms compare: of the oldest comparable memory (else episode) vector."""
         model, params = self._model_filter("t")
         for table in ("memories", "episodes"):
-            rows = self._read(f"SELECT vector_dims(t.embedding) FROM {table} t WHERE t.embedding IS NOT NULL{model} "
-                              "ORDER BY t.id LIMIT 1", params)
+            rows = self._read(
+                f"SELECT vector_dims(t.embedding) FROM {table} t WHERE t.embedding IS NOT NULL{model} "
+                "ORDER BY t.id LIMIT 1",
+                params,
+            )
             if rows:
                 return int(rows[0][0])
         return None

@@ -251,10 +251,19 @@ CREATE STATISTICS episodes_vector_dims ON (vector_dims(embedding)) FROM episodes
 
 # Each step runs once, in order, inside one transaction with its version stamp.
 MIGRATIONS: list[tuple[int, str]] = [
-    (1, _FUNCTIONS + _BASE
-     + _GRAPH_FORGETS.format(table="memories", kind="mem", text="content", source="NEW.source_id",
-                             source_cond=" OR OLD.source_id IS DISTINCT FROM NEW.source_id")
-     + _GRAPH_FORGETS.format(table="episodes", kind="ep", text="summary", source="''", source_cond="")),
+    (
+        1,
+        _FUNCTIONS
+        + _BASE
+        + _GRAPH_FORGETS.format(
+            table="memories",
+            kind="mem",
+            text="content",
+            source="NEW.source_id",
+            source_cond=" OR OLD.source_id IS DISTINCT FROM NEW.source_id",
+        )
+        + _GRAPH_FORGETS.format(table="episodes", kind="ep", text="summary", source="''", source_cond=""),
+    ),
     (2, _VECTOR_DIMS_STATS),
 ]
 LATEST_VERSION = MIGRATIONS[-1][0]
@@ -264,8 +273,10 @@ def migrate(conn: Any) -> int:
     """Apply every step newer than the database, one process at a time; returns the version reached."""
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
-        conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, "
-                     "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, "
+            "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+        )
         version = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0]
         for step, script in MIGRATIONS:
             if step > version:
@@ -287,5 +298,7 @@ def ensure_hnsw(conn: Any, dim: int) -> None:
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
         for table in ("memories", "episodes"):
-            conn.execute(f"CREATE INDEX IF NOT EXISTS idx_{table}_hnsw_{dim} ON {table} USING hnsw "
-                         f"((embedding::vector({dim})) vector_ip_ops) WHERE vector_dims(embedding) = {dim}")
+            conn.execute(
+                f"CREATE INDEX IF NOT EXISTS idx_{table}_hnsw_{dim} ON {table} USING hnsw "
+                f"((embedding::vector({dim})) vector_ip_ops) WHERE vector_dims(embedding) = {dim}"
+            )

@@ -8,7 +8,6 @@ read sees what is committed, whoever committed it.
 
 from __future__ import annotations
 
-
 from cuedrecall.store.postgres.arms import PgArms
 from cuedrecall.store.postgres.blocks import PgBlocks
 from cuedrecall.store.postgres.browse import PgBrowse
@@ -24,8 +23,9 @@ from cuedrecall.store.term_counts import TermCounts
 class PostgresStore(PgRecords, PgArms, PgBlocks, PgGraph, PgBrowse, PgMaintenance, PgTermCounts, PgConnection):
     """All SQL of cuedrecall's PostgreSQL backend."""
 
-    def __init__(self, url: str, *, common_term_ratio: float = 0.1, vector_model: str | None = None,
-                 hnsw_dim: int | None = None) -> None:
+    def __init__(
+        self, url: str, *, common_term_ratio: float = 0.1, vector_model: str | None = None, hnsw_dim: int | None = None
+    ) -> None:
         """``url``: a postgresql:// URL (its ``options=-csearch_path=...`` picks a schema). ``vector_model``: the
         only embedding model whose vectors the vector arms compare (None: any). ``hnsw_dim``: build the optional,
         approximate HNSW index over vectors of that width (CUEDRECALL_PG_HNSW). ``common_term_ratio``: the

@@ -9,8 +9,9 @@ count some seconds old decides the same).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from cuedrecall.store.postgres.arms import words_query
 
@@ -24,6 +25,7 @@ class PgTermCounts:
     _row_counts: dict[str, tuple[float, int]]  # table -> (when read, rows), set by the store
 
     if TYPE_CHECKING:  # provided by PgConnection
+
         def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
         def _connection(self) -> AbstractContextManager[Any]: ...
 
@@ -42,16 +44,20 @@ class PgTermCounts:
 
     def phrase_count(self, table: str, phrase: str) -> int:
         """Rows whose text holds the phrase (lower-cased)."""
-        return self._index_count(f"SELECT COUNT(*) FROM {_table(table)} m WHERE m.grams @> cr_trigrams(%s) "
-                                 f"AND strpos(lower({_TEXT[table]}), lower(%s)) > 0", (phrase, phrase))
+        return self._index_count(
+            f"SELECT COUNT(*) FROM {_table(table)} m WHERE m.grams @> cr_trigrams(%s) "
+            f"AND strpos(lower({_TEXT[table]}), lower(%s)) > 0",
+            (phrase, phrase),
+        )
 
     def word_count(self, table: str, word: str) -> int:
         """Memories holding one word, stemmed as the word column stems it."""
         kept = "".join(ch for ch in word if ch.isalnum())
         if not kept:
             return 0
-        return self._index_count("SELECT COUNT(*) FROM memories WHERE words @@ to_tsquery('english', %s)",
-                                 (words_query([kept]),))
+        return self._index_count(
+            "SELECT COUNT(*) FROM memories WHERE words @@ to_tsquery('english', %s)", (words_query([kept]),)
+        )
 
     def _index_count(self, sql: str, params: Sequence[Any]) -> int:
         """A count through the GIN index: a scan of every row would read each row's derived column out of line,
