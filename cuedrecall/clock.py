@@ -6,7 +6,7 @@ Tests pin it and benchmarks replay a history against a fixed "now".
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 Clock = Callable[[], datetime]
 UTC = UTC
@@ -17,20 +17,20 @@ LATEST = datetime.max.replace(tzinfo=UTC)
 
 
 def system_clock() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def fixed_clock(at: datetime | str) -> Clock:
     """A clock that always answers ``at`` (an aware datetime or an ISO-8601 string)."""
     moment = datetime.fromisoformat(at) if isinstance(at, str) else at
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return lambda: moment
 
 
 def iso(moment: datetime) -> str:
     """The one spelling of an instant this package writes: ISO-8601 in UTC with offset."""
-    return moment.astimezone(timezone.utc).isoformat()
+    return moment.astimezone(UTC).isoformat()
 
 
 def to_utc(moment: datetime) -> datetime:

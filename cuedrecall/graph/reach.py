@@ -107,7 +107,7 @@ def _next_hop(relations: list[Relation], frontier: set[int], steps: dict[int, St
         if relation.subject_kind != ENTITY or relation.object_kind != ENTITY:
             continue
         for near, far in ((relation.subject_id, relation.object_id), (relation.object_id, relation.subject_id)):
-            if near in frontier and far not in steps:
-                if far not in out or relation.recency > out[far].recency:
-                    out[far] = relation
+            newer = far not in out or relation.recency > out[far].recency
+            if near in frontier and far not in steps and newer:
+                out[far] = relation
     return out

@@ -31,8 +31,8 @@ def cue_lists(ctx: RecallContext, period: tuple[float, float]) -> dict[str, list
             scope, ctx.terms, ctx.query, depth=CUE_DEPTH, period=period, phrases=ctx.short_terms
         )
         lists["ep_fts"] = store.episode_fts(scope, ctx.terms, depth=CUE_DEPTH, period=period)
-    # The merge breaks ties by first appearance, so the lists go memories first (docs/recall-process.md#the-cue-arm: memory
-    # vector, memory keyword, then episode vector and episode full text).
+    # The merge breaks ties by first appearance, so the lists go memories first
+    # (docs/recall-process.md#the-cue-arm: memory vector, memory keyword, then episode vector and episode full text).
     return {
         name: lists[name]
         for name in (f"{MEMORY}_vector", "mem_keyword", f"{EPISODE}_vector", "ep_fts")

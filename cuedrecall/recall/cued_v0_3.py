@@ -37,10 +37,12 @@ WIDER: Final[Mapping[Confidence, Confidence | None]] = MappingProxyType(
 # docs/recall-process.md#the-cue-arm: the cue arm searches this deep per half (vector, keyword), whatever the count.
 CUE_DEPTH: Final = 50
 
-# docs/recall-process.md#the-bounded-move: the rank constant of the bounded move and of the cue arm's merge (rrf k = 60, plus 1).
+# docs/recall-process.md#the-bounded-move: the rank constant of the bounded move and of the cue arm's merge
+# (rrf k = 60, plus 1).
 CUE_RANK_K: Final = 61
 
-# docs/recall-process.md#a-cue-for-today-is-not-used (cued-v0.1): a cue whose unwidened period starts within this of now is not used.
+# docs/recall-process.md#a-cue-for-today-is-not-used (cued-v0.1): a cue whose unwidened period starts within this
+# of now is not used.
 RECENT_ONLY: Final = timedelta(hours=24)
 
 # docs/recall-process.md#one-revision: the first stage and at most one revision.

@@ -1,4 +1,6 @@
-"""The time cue: reading it (docs/recall-process.md#reading-a-cue) and turning it into a period (docs/recall-process.md#periods)."""
+"""The time cue: reading it and turning it into a period.
+
+The rules: docs/recall-process.md#reading-a-cue and docs/recall-process.md#periods."""
 
 from __future__ import annotations
 
@@ -256,6 +258,9 @@ def period(cue: TimeCue, confidence: Confidence, now: datetime, span: Span | Non
 
 
 def is_recent_only(cue: TimeCue, now: datetime, span: Span | None) -> bool:
-    """Whether the cue's own period starts within 24 hours of now, so it is not used (docs/recall-process.md#a-cue-for-today-is-not-used)."""
+    """Whether the cue's own period starts within 24 hours of now, so it is not used.
+
+    docs/recall-process.md#a-cue-for-today-is-not-used
+    """
     base = base_period(cue, now, span)
     return base is not None and base[0] >= _earlier(to_utc(now), RECENT_ONLY)

@@ -82,8 +82,9 @@ class PgGraph:
         )
         return int(
             conn.execute(
-                "SELECT id FROM relations WHERE agent_id = %s AND project_id = %s AND channel = %s AND subject_kind = %s "
-                "AND subject_id = %s AND predicate = %s AND object_kind = %s AND object_id = %s AND anchor_ref = %s",
+                "SELECT id FROM relations WHERE agent_id = %s AND project_id = %s AND channel = %s "
+                "AND subject_kind = %s AND subject_id = %s AND predicate = %s AND object_kind = %s AND object_id = %s "
+                "AND anchor_ref = %s",
                 key,
             ).fetchone()[0]
         )
