@@ -76,7 +76,7 @@ class Pauses:
         return {
             "paused": left > 0,
             "expires_at": iso(now + timedelta(seconds=left)) if left > 0 else None,
-            "ttl_remaining_seconds": int(round(left)) if left > 0 else None,
+            "ttl_remaining_seconds": round(left) if left > 0 else None,
             "scope": scope(key),
         }
 

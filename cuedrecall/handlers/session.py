@@ -31,7 +31,7 @@ def persistence_status(rt: Runtime, session_key: SessionKey) -> dict[str, Any]:
 
 def paused_answer(rt: Runtime, session_key: SessionKey, body: dict[str, Any]) -> dict[str, Any]:
     """What a write tool answers while its session is paused: its own success shape, nothing kept."""
-    left = int(round(rt.pauses.remaining(session_key, rt.clock())))
+    left = round(rt.pauses.remaining(session_key, rt.clock()))
     return {
         "ok": True,
         **body,

@@ -35,6 +35,7 @@ device is refused (the entry dropped, logged once).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import hmac
@@ -257,10 +258,8 @@ def _drop_older(file: Path, cutoff: datetime, only_when_oldest_is_old: bool) -> 
             else:
                 os.unlink(temporary)
         except BaseException:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(temporary)
-            except OSError:
-                pass
             raise
     return dropped
 

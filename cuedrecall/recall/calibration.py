@@ -14,6 +14,7 @@ reach each of ``AUTO_MILESTONES`` (``handlers/calibrate.py``).
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -77,7 +78,7 @@ def cosine_samples(vectors: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, 
     upper = np.triu_indices(len(vectors), k=1)
     nulls = sims[upper]
     order = np.argsort(times, kind="stable")
-    close = [(a, b) for a, b in zip(order[:-1], order[1:]) if abs(times[b] - times[a]) <= TEMPORAL_WINDOW_S]
+    close = [(a, b) for a, b in itertools.pairwise(order) if abs(times[b] - times[a]) <= TEMPORAL_WINDOW_S]
     if len(close) >= MIN_SAMPLES:
         positives = np.array([sims[a, b] for a, b in close])
     else:  # too few neighbours in time: each record's best partner stands in

@@ -23,7 +23,7 @@ import secrets
 import sqlite3
 import stat
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -84,15 +84,11 @@ def _private_folder(folder_fd: int, folder: Path) -> Iterator[tuple[int, str]]:
         yield fd, by_fd if os.path.isdir(by_fd) else str(folder / name)
     finally:
         for leftover in os.listdir(fd):
-            try:
+            with suppress(OSError):
                 os.unlink(leftover, dir_fd=fd)
-            except OSError:
-                pass
         os.close(fd)
-        try:
+        with suppress(OSError):
             os.rmdir(name, dir_fd=folder_fd)
-        except OSError:
-            pass
 
 
 def _copy(source: Path, dest: Path, replace: bool) -> dict[str, Any]:
@@ -116,10 +112,8 @@ def _copy(source: Path, dest: Path, replace: bool) -> dict[str, Any]:
             finally:
                 os.close(copy_fd)
             _put(private_fd, folder_fd, dest.name, replace)
-        try:
+        with suppress(OSError):
             os.fsync(folder_fd)
-        except OSError:
-            pass
     finally:
         os.close(folder_fd)
         src.close()

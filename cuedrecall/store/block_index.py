@@ -101,7 +101,7 @@ class _ModelRows:
             capacity *= 2
         for name in ("words", "codes", "norms", "key", "alive"):
             old = getattr(self, name)
-            new = self._zeros(name, (capacity,) + old.shape[1:], old.dtype)
+            new = self._zeros(name, (capacity, *old.shape[1:]), old.dtype)
             copy_rows(new, old, self.n)
             setattr(self, name, new)
         self.axes.resize(capacity, self.n)
@@ -152,7 +152,7 @@ class _ModelRows:
         capacity = max(64, self.key.shape[0])
         for name in ("words", "codes", "norms", "key", "alive"):
             old = getattr(self, name)
-            new = self._zeros(name, (capacity,) + old.shape[1:], old.dtype)
+            new = self._zeros(name, (capacity, *old.shape[1:]), old.dtype)
             copy_rows(new, old, self.n, kept)
             setattr(self, name, new)
         self.axes.keep(kept, capacity)

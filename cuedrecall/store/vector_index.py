@@ -93,7 +93,7 @@ class VectorIndex:
         """Double the capacity, keeping the rows."""
         for name in _ROWS:
             old = getattr(self, name)
-            shape = (2 * old.shape[0],) + old.shape[1:]
+            shape = (2 * old.shape[0], *old.shape[1:])
             new = mapped_zeros(shape, old.dtype, self._spill) if name in _MAPPED else np.zeros(shape, old.dtype)
             copy_rows(new, old, self._n)
             setattr(self, name, new)

@@ -10,6 +10,7 @@ cut hard. Commas are never ordinary cuts: a clause list stays one block.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -43,7 +44,7 @@ def divide(text: str) -> list[Span]:
     cuts = [m.end() for m in _CUTS.finditer(text) if 0 < m.end() < len(text) and not _inside(m.end(), protected)]
     bounds = [0, *_kept(text, sorted(set(cuts))), len(text)]
     spans: list[Span] = []
-    for start, end in zip(bounds, bounds[1:]):
+    for start, end in itertools.pairwise(bounds):
         spans += _bounded(text, start, end)
     return spans
 

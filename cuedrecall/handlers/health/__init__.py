@@ -60,7 +60,7 @@ def _skip_reason(rt: Runtime, fix: bool, session_key: SessionKey) -> str:
     left = rt.pauses.remaining(session_key, rt.clock())
     if not fix or left <= 0:
         return ""
-    return f"persistence is paused for this session ({int(round(left))} s left): the checks ran, nothing was repaired"
+    return f"persistence is paused for this session ({round(left)} s left): the checks ran, nothing was repaired"
 
 
 def _with_skip(out: dict[str, Any], skipped: str) -> dict[str, Any]:

@@ -27,7 +27,7 @@ import os
 import secrets
 import stat
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -496,15 +496,11 @@ def _present(folder_fd: int, name: str) -> bool:
 
 def _remove(folder_fd: int, temp: str) -> None:
     """Remove the temp name (after a link, or a failure), quietly: the answer is what matters."""
-    try:
+    with suppress(OSError):
         os.unlink(temp, dir_fd=folder_fd)
-    except OSError:
-        pass
 
 
 def _sync(folder_fd: int) -> None:
     """Make the new name durable; best effort."""
-    try:
+    with suppress(OSError):
         os.fsync(folder_fd)
-    except OSError:
-        pass
