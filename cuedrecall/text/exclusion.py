@@ -13,10 +13,14 @@ PREFIX_FLOOR = 32
 MAX_EXCLUSIONS = 1_000
 
 
-class Exclusions(tuple):  # type: ignore[type-arg]
+class Exclusions(tuple[str, ...]):
     """Normalised entries, with the lookups that make a check cost a few probes, not one per entry."""
 
     left_out: int
+    _exact: frozenset[str]  # the entries shorter than PREFIX_FLOOR: only equality excludes
+    _long: list[str]  # the others, sorted: a prefix match in either direction excludes
+    _by_length: set[int]  # the lengths among _long, for probing the text's prefixes
+    _long_set: frozenset[str]
 
     def __new__(cls, entries: Iterable[str], left_out: int = 0) -> Exclusions:
         self = super().__new__(cls, entries)
