@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -61,12 +62,16 @@ def _header(trace: Trace, console: Console) -> None:
     table = Table(title="policy, scope, request, config", show_header=False)
     table.add_column("field", style="bold")
     table.add_column("value", overflow="fold")
-    policy = trace.get("policy") or {}
+    policy: Mapping[str, Any] = trace.get("policy") or {}
     propagation = f", propagation {policy['propagation']}" if policy.get("propagation") else ""
     table.add_row("policy", f"process {policy.get('process', '-')}, scoring {policy.get('scoring', '-')}{propagation}")
     table.add_row("server_version", str(trace.get("server_version")))
-    for key in ("scope", "request", "config"):
-        value = trace.get(key) or {}
+    for key, section in (
+        ("scope", trace.get("scope")),
+        ("request", trace.get("request")),
+        ("config", trace.get("config")),
+    ):
+        value = section or {}
         table.add_row(key, ", ".join(f"{k}={_compact(v)}" for k, v in value.items()) or "-")
     console.print(table)
 
@@ -125,7 +130,7 @@ def _fusion(trace: Trace, console: Console) -> None:
 
 
 def _gate(trace: Trace, console: Console) -> None:
-    gate = trace.get("gate") or {}
+    gate: Mapping[str, Any] = trace.get("gate") or {}
     decisions = gate.get("decisions") or []
     caption = (
         f"pool {gate.get('pool', '-')}, heuristic minimum {_num(gate.get('heuristic_min'))}, "
@@ -152,7 +157,7 @@ def _gate(trace: Trace, console: Console) -> None:
 def _cuts(trace: Trace, console: Console) -> None:
     """What autocut and the count cut dropped, and why; then the final order."""
     autocut = trace.get("autocut") or {}
-    order = trace.get("order") or {}
+    order: Mapping[str, Any] = trace.get("order") or {}
     before = [item.get("ref") if isinstance(item, dict) else item for item in order.get("before_cut") or []]
     limit = order.get("limit")
     cut = set(order.get("cut_by_count") or [])
@@ -160,10 +165,10 @@ def _cuts(trace: Trace, console: Console) -> None:
     table = Table(title="after the gate: autocut, the count cut, held seats")
     for column in ("place", "ref", "fate", "why"):
         table.add_column(column, overflow="fold")
-    for ref in autocut.get("dropped") or []:
+    for dropped in autocut.get("dropped") or []:
         table.add_row(
             "-",
-            str(ref),
+            str(dropped),
             "[red]dropped by autocut[/]",
             f"largest relative score gap, cut at position {autocut.get('at')}",
         )
@@ -172,8 +177,8 @@ def _cuts(trace: Trace, console: Console) -> None:
             table.add_row(str(place), str(ref), "[yellow]cut by count[/]", f"place {place} > limit {limit}")
         else:
             table.add_row(str(place), str(ref), "[green]returned[/]", f"within limit {limit}")
-    for ref, kind in reserved.items():
-        table.add_row("seat", str(ref), "[cyan]returned by a held seat[/]", f"kind {kind}")
+    for seat, kind in reserved.items():
+        table.add_row("seat", str(seat), "[cyan]returned by a held seat[/]", f"kind {kind}")
     if not before and not reserved and not autocut.get("dropped"):
         table.add_row("-", "-", "nothing admitted", "")
     fired = autocut.get("fired")
@@ -229,8 +234,13 @@ def _loop(trace: Trace, console: Console) -> None:
         table = Table(title="suspected during the recall")
         for column in ("stage", "code", "reason", "action"):
             table.add_column(column, overflow="fold")
-        for s in suspected:
-            table.add_row(str(s.get("stage")), str(s.get("code")), str(s.get("reason")), str(s.get("action", "-")))
+        for suspect in suspected:
+            table.add_row(
+                str(suspect.get("stage")),
+                str(suspect.get("code")),
+                str(suspect.get("reason")),
+                str(suspect.get("action", "-")),
+            )
         console.print(table)
     else:
         console.print("suspected: nothing")
