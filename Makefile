@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 CONSTRAINTS := constraints.txt
 PIP_INSTALL := $(PY) -m pip install --quiet -c $(CONSTRAINTS)
 
-.PHONY: demo test install install-test bench clean browser
+.PHONY: demo test lint install install-test bench clean browser
 
 $(VENV)/.installed: pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,12 @@ PG_TESTS := $(addprefix tests/test_,recall_stages recall_properties recall_golde
 	trace_readiness timecue cue_rules cue_properties isolation isolation_tools write_tools tools_validation seats \
 	block_arm word_arm relief_properties gate_newcomer reconstruct traverse associations)
 PG_TESTS := $(addsuffix .py,$(PG_TESTS))
+
+# Lint, format and types: ruff over the whole repository, mypy over the package (configuration in pyproject.toml).
+lint: $(VENV)/.test-installed
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 test: $(VENV)/.test-installed browser
 	$(PY) -m pytest
