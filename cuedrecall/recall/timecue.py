@@ -205,7 +205,7 @@ def parse_time_cue(raw: object) -> TimeCue | None:
         faults.append("time_cue.before must be later than time_cue.after")
     if faults:
         raise TimeCueError("; ".join(faults))
-    confidence: Confidence = raw["confidence"]  # type: ignore[assignment]
+    confidence: Confidence = raw["confidence"]  # one of CONFIDENCES: _confidence_fault checked it
     if ago is not None:
         return TimeCue(confidence, ago=ago)
     return TimeCue(confidence, after=after, before=before)
