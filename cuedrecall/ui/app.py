@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
@@ -291,7 +291,10 @@ def _search_arguments(tool: str, body: dict[str, Any]) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def running(
-    app: ASGIApp, port: int = 0, lifespan: str = "off", header_timeout: float = HEADER_TIMEOUT
+    app: ASGIApp,
+    port: int = 0,
+    lifespan: Literal["auto", "on", "off"] = "off",  # uvicorn's LifespanType; uvicorn is imported when used
+    header_timeout: float = HEADER_TIMEOUT,
 ) -> Iterator[str]:
     """``app`` under uvicorn on 127.0.0.1 (a free port when 0) in a background thread; yields the base URL.
     ``lifespan="on"`` for an app that starts work in its lifespan (the MCP HTTP app's session manager). The

@@ -151,8 +151,8 @@ def _timeline(
     wanted = {str(r) for r in before_cut(trace)} | {
         str(s.get("ref")) for s in as_list(trace.get("reservation")) if isinstance(s, Mapping)
     }
-    dots = [(r, parse_instant(t)) for r, t in times.items() if r in wanted or not wanted]
-    dots = [(r, t.timestamp()) for r, t in dots if t is not None]
+    instants = [(r, parse_instant(t)) for r, t in times.items() if r in wanted or not wanted]
+    dots = [(r, t.timestamp()) for r, t in instants if t is not None]
     edges = [t.timestamp() for _, _, a, b in bands for t in (parse_instant(a), parse_instant(b)) if t is not None]
     edges += [t for _, t in dots]
     if not edges:

@@ -112,7 +112,8 @@ def trace_fragment(source: Source | Any, *, question: str | None = None, span: l
     if not isinstance(source, Source):
         source = read_source(source, question)
     if source.kind == "reconstruct":
-        recall = source.trace.get("recall") if isinstance(source.trace.get("recall"), Mapping) else {}
+        nested = source.trace.get("recall")
+        recall: Mapping[str, Any] = nested if isinstance(nested, Mapping) else {}
         journeys = trace_parts.journeys(recall)
         trace_parts.add_reconstruct_journeys(journeys, source.trace, source.items)
         inner = _reconstruct(source) + el(

@@ -15,13 +15,18 @@ from typing import Any
 from cuedrecall.handlers.trace_log import ROTATED_SUFFIX, read_entries
 
 
+def _dict_or(value: object, default: dict[str, Any]) -> dict[str, Any]:
+    """``value`` when it is a dict, ``default`` otherwise: an entry is read defensively."""
+    return value if isinstance(value, dict) else default
+
+
 def summary(entry: dict[str, Any]) -> dict[str, Any]:
     """What a listing shows of an entry: no trace, no text."""
-    trace = entry.get("trace") if isinstance(entry.get("trace"), dict) else {}
-    recall = trace.get("recall") if isinstance(trace.get("recall"), dict) else trace
-    policy = recall.get("policy") if isinstance(recall.get("policy"), dict) else {}
-    request = recall.get("request") if isinstance(recall.get("request"), dict) else {}
-    scope = entry.get("scope") if isinstance(entry.get("scope"), dict) else {}
+    trace = _dict_or(entry.get("trace"), {})
+    recall = _dict_or(trace.get("recall"), trace)
+    policy = _dict_or(recall.get("policy"), {})
+    request = _dict_or(recall.get("request"), {})
+    scope = _dict_or(entry.get("scope"), {})
     return {
         "id": entry.get("id"),
         "at": entry.get("at"),
@@ -34,17 +39,20 @@ def summary(entry: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+_Stamp = tuple[int, int, int]  # a file's size, modification time (ns) and inode
+
+
 class TraceLogReader:
     """Summaries of one trace log (its rotated file included), cached until the files change."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
-        self._key: tuple[Any, ...] | None = None
+        self._key: tuple[_Stamp | None, ...] | None = None
         self._summaries: list[dict[str, Any]] = []
 
-    def _stamp(self) -> tuple[Any, ...]:
-        stamps = []
+    def _stamp(self) -> tuple[_Stamp | None, ...]:
+        stamps: list[_Stamp | None] = []
         for file in (self.path.with_name(self.path.name + ROTATED_SUFFIX), self.path):
             try:
                 stat = os.stat(file)
