@@ -78,10 +78,13 @@ def _rows(
             if ref not in taken and ref not in best:
                 best[ref] = steps[entity_id]
     ordered = in_walk_order(best, best.__getitem__, _record_order)
-    walked = [
-        Walked(ref, best[ref].hops, best[ref].relation.predicate if best[ref].relation else "") for ref in ordered
-    ]
+    walked = [Walked(ref, best[ref].hops, _predicate(best[ref])) for ref in ordered]
     return walked, any(found.total > len(found.refs) for found in mentions.values())
+
+
+def _predicate(step: Step) -> str:
+    """The predicate of the relation the step crossed; "" for a step that crossed none."""
+    return step.relation.predicate if step.relation else ""
 
 
 def _record_order(ref: str) -> tuple[int, int]:

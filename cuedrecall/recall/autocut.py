@@ -15,10 +15,10 @@ from cuedrecall.recall.context import RecallContext
 def autocut(ctx: RecallContext, rows: list[Candidate]) -> list[Candidate]:
     p = ctx.params
     scored = [row for row in rows if not row.is_profile]
-    if not p.autocut_enabled or len(scored) < p.autocut_min or not _homogeneous(scored):
+    scores = _homogeneous_cosines(scored) if p.autocut_enabled and len(scored) >= p.autocut_min else None
+    if scores is None:
         ctx.recorder.autocut(False, None, [])
         return rows
-    scores = [row.cosine for row in scored]
     gaps = [scores[i] - scores[i + 1] for i in range(len(scores) - 1)]
     widest = max(range(len(gaps)), key=lambda i: (gaps[i], -i))
     if scores[0] <= 0 or gaps[widest] / scores[0] < p.autocut_ratio:
@@ -30,8 +30,12 @@ def autocut(ctx: RecallContext, rows: list[Candidate]) -> list[Candidate]:
     return [row for row in rows if row.ref not in gone]
 
 
-def _homogeneous(rows: list[Candidate]) -> bool:
-    """Every row has a cosine, none a lexical vote, and the order is descending cosine."""
-    if any(row.cosine is None or any(arm in row.ranks for arm in LEXICAL_ARMS) for row in rows):
-        return False
-    return all(rows[i].cosine >= rows[i + 1].cosine for i in range(len(rows) - 1))
+def _homogeneous_cosines(rows: list[Candidate]) -> list[float] | None:
+    """The rows' cosines when the list is homogeneous: every row has a cosine, none a lexical vote, and the
+    order is descending cosine; None otherwise."""
+    scores = [
+        row.cosine for row in rows if row.cosine is not None and not any(arm in row.ranks for arm in LEXICAL_ARMS)
+    ]
+    if len(scores) < len(rows):
+        return None
+    return scores if all(scores[i] >= scores[i + 1] for i in range(len(scores) - 1)) else None

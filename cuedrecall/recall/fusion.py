@@ -30,9 +30,10 @@ def fuse(ctx: RecallContext, arms: Arms) -> list[Candidate]:
         active = max(1, sum(1 for arm in ORDINARY_ARMS if arms.get(arm)))
         for row in rows:
             row.votes = {arm: vote / active for arm, vote in row.votes.items()}
+    fused = {row.ref: sum(row.votes.values()) for row in rows}
     for row in rows:
-        row.fused = sum(row.votes.values())
-    rows.sort(key=lambda row: -row.fused)  # stable: ties keep first appearance
+        row.fused = fused[row.ref]
+    rows.sort(key=lambda row: -fused[row.ref])  # stable: ties keep first appearance
     ctx.recorder.fusion(rows)
     return rows
 

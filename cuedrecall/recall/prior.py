@@ -31,4 +31,12 @@ def apply_prior(ctx: RecallContext, rows: list[Candidate]) -> list[Candidate]:
         age = undated if when is None else (anchor - when) / 3600.0
         row.prior = age_weight(age, p.age_rate, p.age_floor)
     ctx.recorder.scoring("prior", scored, "prior")
-    return sorted(rows, key=lambda row: (row.is_profile, -(row.fused * row.prior) if row.prior is not None else 0.0))
+    return sorted(rows, key=_weighted_order)
+
+
+def _weighted_order(row: Candidate) -> tuple[bool, float]:
+    """Profile last; then the fused score times the prior, highest first (every weighted row has a fused score:
+    ``apply_prior`` weights none otherwise); a row left unweighted sorts as 0.0."""
+    if row.prior is None or row.fused is None:
+        return row.is_profile, 0.0
+    return row.is_profile, -(row.fused * row.prior)

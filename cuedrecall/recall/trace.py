@@ -104,7 +104,11 @@ class TraceRecorder(Recorder):
         request: dict[str, Any],
         config: dict[str, Any],
     ) -> None:
-        self.data.update(policy=policy, server_version=server_version, scope=scope, request=request, config=config)
+        self.data["policy"] = policy
+        self.data["server_version"] = server_version
+        self.data["scope"] = scope
+        self.data["request"] = request
+        self.data["config"] = config
 
     def arms(self, arms: dict[str, list[Hit]]) -> None:
         for name, hits in arms.items():
