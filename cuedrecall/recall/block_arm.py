@@ -36,7 +36,7 @@ def block_hits(ctx: RecallContext) -> list[BlockHit]:
 def block_seats(ctx: RecallContext, answer: list[Candidate]) -> list[Candidate]:
     """Up to BLOCK_SEATS block-arm records the answer does not hold, in the arm's order."""
     present = {row.ref for row in answer}
-    seated = []
+    seated: list[Candidate] = []
     for hit in block_hits(ctx):
         if len(seated) == BLOCK_SEATS:
             break

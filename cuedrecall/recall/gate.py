@@ -219,12 +219,12 @@ def gate(ctx: RecallContext, rows: list[Candidate]) -> GateResult:
         if rescued:  # a profile row that passed stays: the rescue adds rows, it never removes one
             admitted = rescued + [row for row in admitted if row.is_profile]
             fallback = True
-    rescued = [row.ref for row in admitted] if fallback else []
+    rescued_refs = [row.ref for row in admitted] if fallback else []
     result = GateResult(
         admitted,
         decisions,
         fallback,
-        rescued,
+        rescued_refs,
         ctx.params.thresholds,
         heuristic,
         ctx.pool(),

@@ -21,7 +21,6 @@ candidates' scores as the arm ``propagation``, and ``policy.propagation``.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 
@@ -29,6 +28,7 @@ from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.context import RecallContext
 from cuedrecall.recall.pipeline import rank
 from cuedrecall.recall.trace import Recorder
+from cuedrecall.recall.trace_schema import PropagationSection
 from cuedrecall.store.base import Hit
 
 POLICY = "propagation-v1"
@@ -46,7 +46,7 @@ def propagation_seat(
     if not p.propagation_seat or ctx.blank or gate_fallback:
         return []
     depth = max(DEPTH, p.depth)
-    section: dict[str, Any] = {"policy": POLICY, "depth": depth, "candidates": 0, "seated": []}
+    section: PropagationSection = {"policy": POLICY, "depth": depth, "candidates": 0, "seated": []}
     anchor = next((row.ref for row in answer if not row.is_profile and ctx.facts.get(row.ref) is not None), None)
     seated: list[Candidate] = []
     if anchor is not None:
@@ -63,7 +63,7 @@ def propagation_seat(
             detail = {"fused_rank": fused_rank, "cosine_rank": cosine_rank}
             seated.append(Candidate(ref, seat="propagation", seat_detail=detail))
             ctx.recorder.reservation(ref, "propagation")
-            section["seated"].append({"ref": ref, **detail})
+            section["seated"].append({"ref": ref, "fused_rank": fused_rank, "cosine_rank": cosine_rank})
         section["candidates"] = len(candidates)
         section["anchor"] = anchor
     ctx.recorder.propagation(section)
@@ -97,13 +97,13 @@ def _cosines(anchor: np.ndarray | None, vectors: list[np.ndarray | None]) -> lis
     """Cosine of each vector with the anchor's, both made unit length; None without a comparable vector."""
     if anchor is None:
         return [None] * len(vectors)
-    usable = [i for i, v in enumerate(vectors) if v is not None and v.shape == anchor.shape]
+    usable = [(i, v) for i, v in enumerate(vectors) if v is not None and v.shape == anchor.shape]
     out: list[float | None] = [None] * len(vectors)
     if not usable:
         return out
-    matrix = np.stack([vectors[i] for i in usable]).astype(np.float64)
+    matrix = np.stack([v for _, v in usable]).astype(np.float64)
     norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(anchor) or 1.0)
     values = (matrix @ anchor.astype(np.float64)) / np.where(norms > 0, norms, 1.0)
-    for i, value in zip(usable, values):
+    for (i, _), value in zip(usable, values):
         out[i] = float(value)
     return out
