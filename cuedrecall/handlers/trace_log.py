@@ -323,7 +323,7 @@ def stored_query_hash(query: str, db: str | None = None) -> str:
     server reads them); ValueError when that database has no secret yet or cannot be read."""
     from cuedrecall.config import Settings
 
-    settings = Settings.from_env(**({"db_path": db, "db_url": ""} if db else {}))
+    settings = Settings.from_env(db_path=db, db_url="") if db else Settings.from_env()
     where = settings.db_url.split("@")[-1] if settings.db_url else settings.db_path
     try:
         secret = stored_secret(settings.db_path, settings.db_url, QUERY_SECRET)

@@ -46,7 +46,7 @@ class Query:
 def rank_blocks(text: str, blocks: Blocks, query: Query) -> list[int]:
     """Block indexes best first: reciprocal-rank fusion of shared trigrams and code closeness (ties: text order)."""
     wanted = query.wanted()
-    lists = [[shared_trigrams(wanted, s.text(text)) for s in blocks.spans]]
+    lists: list[list[float]] = [[shared_trigrams(wanted, s.text(text)) for s in blocks.spans]]
     closeness = _closeness(blocks, query.vector)
     if closeness is not None:
         lists.append(closeness)
