@@ -7,8 +7,8 @@ A mixin of ``SqliteStore``: it reads through the store's connection, lock, index
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +19,11 @@ from cuedrecall.store.rows import TABLES
 from cuedrecall.store.term_counts import SCOPE_SCAN_ROWS, PlannedHits, TermPlan, plan_terms, run_plan
 from cuedrecall.text.fts import fts_expression
 from cuedrecall.text.words import words_expression
+
+if TYPE_CHECKING:
+    from cuedrecall.store.locks import SnapshotLock
+    from cuedrecall.store.term_counts import TermCounts
+    from cuedrecall.store.vector_index import VectorIndex
 
 # kind -> (table, alias, its FTS5 table): the two full-text arms differ only in these names
 _FTS_TABLES = {MEMORY: ("memories", "m", "memories_fts"), EPISODE: ("episodes", "e", "episodes_fts")}
@@ -58,6 +63,17 @@ def words_arm_sql(scope: Scope, period: Period | None) -> tuple[str, list[Any]]:
 
 class SqliteArms:
     """The arms, the listing by recency and the term counts (store.term_counts.TermSource)."""
+
+    if TYPE_CHECKING:  # provided by SqliteStore
+        _lock: SnapshotLock
+        _indexes: dict[str, VectorIndex]
+        _vocab: TermCounts
+
+        def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
+        def _catch_up(self, force: bool = False) -> None: ...
+        def _cached(self, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any: ...
+        def _kept(self, key: tuple[Any, ...], full: Any, grow: Any) -> Any: ...
+        def pool_counts(self, scope: Scope) -> tuple[int, int]: ...
 
     # -- recall arms ---------------------------------------------------------------------
 
@@ -186,7 +202,7 @@ class SqliteArms:
         only of a table past the first budget: in a smaller one the budget leaves nothing out)."""
         if self.row_count(table) <= term_counts.FIRST_PASS_ROWS:
             return False
-        return self.pool_counts(scope)[0] <= SCOPE_SCAN_ROWS  # type: ignore[attr-defined]
+        return self.pool_counts(scope)[0] <= SCOPE_SCAN_ROWS
 
     def _ranked(
         self, sql: str, plan: TermPlan, expression: Any, params: list[Any], depth: int

@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from cuedrecall.store.base import Hit
+
 _Row = TypeVar("_Row")
 
 
@@ -169,10 +171,10 @@ class TermPlan:
         }
 
 
-class PlannedHits(list):  # type: ignore[type-arg]
+class PlannedHits(list[Hit]):
     """An arm's hits with the term plan they were ranked under (the trace records it; a plain list otherwise)."""
 
-    def __init__(self, hits: Iterable[Any], plan: TermPlan, ranked_on: str) -> None:
+    def __init__(self, hits: Iterable[Hit], plan: TermPlan, ranked_on: str) -> None:
         super().__init__(hits)
         self.plan, self.ranked_on = plan, ranked_on
 
