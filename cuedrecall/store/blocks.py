@@ -28,8 +28,9 @@ from cuedrecall.store.block_index import KIND_CODES, BlockIndex, RecordBlocks
 from cuedrecall.store.rows import TEXT_COLUMNS, after_plan, task_payload, text_hash
 
 if TYPE_CHECKING:
-    import threading
     from contextlib import AbstractContextManager
+
+    from cuedrecall.store.locks import SnapshotLock
 
 log = logging.getLogger("cuedrecall.store")
 
@@ -43,12 +44,16 @@ class SqliteBlocks:
     """The queue, the blocks table and the block arm."""
 
     if TYPE_CHECKING:  # provided by SqliteStore
-        _conn: sqlite3.Connection
-        _lock: threading.RLock
+
+        @property
+        def _conn(self) -> sqlite3.Connection: ...
+
+        _lock: SnapshotLock
         _blocks: BlockIndex
 
         def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
         def _catch_up(self, force: bool = False) -> None: ...
+        def _spill_dir(self) -> str | None: ...
         def snapshot(self) -> AbstractContextManager[None]: ...
         def write(self) -> AbstractContextManager[sqlite3.Connection]: ...
 
@@ -60,7 +65,8 @@ class SqliteBlocks:
             "INSERT INTO tasks(kind, payload, not_before) VALUES (?, ?, ?)",
             (kind, json.dumps(payload, sort_keys=True), not_before),
         )
-        return int(cursor.lastrowid)
+        assert cursor.lastrowid is not None  # sqlite3 sets it on every INSERT
+        return cursor.lastrowid
 
     def claim_task(self, now: float, lease_s: float) -> Task | None:
         """The oldest due task nobody holds (never claimed, or its claim ran out), claimed until now + lease_s."""

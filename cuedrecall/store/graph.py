@@ -29,7 +29,7 @@ from cuedrecall.store.predicates import scope_where
 from cuedrecall.store.rows import ENTITY_COLUMNS, RELATION_COLUMNS, TABLES, ids_by_kind
 
 if TYPE_CHECKING:
-    import threading
+    from cuedrecall.store.locks import SnapshotLock
 
 _CHUNK = 500  # ids in one IN (...) list: well under SQLite's bound on parameters
 
@@ -46,8 +46,11 @@ class SqliteGraph:
     """Writes and reads of the graph tables."""
 
     if TYPE_CHECKING:  # provided by SqliteStore
-        _conn: sqlite3.Connection
-        _lock: threading.RLock
+
+        @property
+        def _conn(self) -> sqlite3.Connection: ...
+
+        _lock: SnapshotLock
 
         def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
         def _cached(self, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any: ...
@@ -69,7 +72,8 @@ class SqliteGraph:
             "VALUES (?, ?, ?, ?, ?, ?)",
             (agent_id, project_id, channel, name, normalized, created_at),
         )
-        return int(cursor.lastrowid)
+        assert cursor.lastrowid is not None  # sqlite3 sets it on every INSERT
+        return cursor.lastrowid
 
     def add_alias(self, conn: sqlite3.Connection, entity_id: int, alias: str, normalized: str) -> bool:
         return (

@@ -31,7 +31,10 @@ class SqliteMaintenance:
     """Looks that find what is out of order in the rows and the indexes derived from them, and the repairs."""
 
     if TYPE_CHECKING:  # provided by SqliteStore
-        _conn: sqlite3.Connection
+
+        @property
+        def _conn(self) -> sqlite3.Connection: ...
+
         _indexes: dict[str, VectorIndex]
         vector_model: str | None
 

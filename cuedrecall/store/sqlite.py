@@ -52,7 +52,12 @@ def _blob(vector: np.ndarray | None) -> bytes | None:
 
 
 def _vector(blob: bytes | None) -> np.ndarray | None:
-    return None if blob is None else np.frombuffer(blob, dtype="<f4")
+    return None if blob is None else _stored_vector(blob)
+
+
+def _stored_vector(blob: bytes) -> np.ndarray:
+    """A vector column read where the query asked for ``embedding IS NOT NULL``."""
+    return np.frombuffer(blob, dtype="<f4")
 
 
 def _create_private(path: str) -> bool:
@@ -363,7 +368,9 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
             params,
         )
         for row_id, blob, agent, project, channel, source_id, ts in cursor:
-            yield IndexRow(row_id, _vector(blob), agent, project, channel, source_id, np.nan if ts is None else ts)
+            yield IndexRow(
+                row_id, _stored_vector(blob), agent, project, channel, source_id, np.nan if ts is None else ts
+            )
 
     def _catch_up(self, force: bool = False) -> None:
         """Apply writes committed since the index's watermark, by this or any other connection.
@@ -415,11 +422,11 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
                 found[row.row_id] = row
         new = []
         for row_id in ids:
-            row = found.get(row_id)
-            if row is None or not index.fits(row):
+            changed = found.get(row_id)
+            if changed is None or not index.fits(changed):
                 index.remove(row_id)  # deleted, unembedded, of another model or width: no longer comparable
-            elif not index.replace(row):
-                new.append(row)
+            elif not index.replace(changed):
+                new.append(changed)
         index.insert(new)
         if len(ids) >= SETTLE_ROWS:
             index.settle()  # many rows rewritten (a re-embedding): searches bring back the codes they read
@@ -439,7 +446,8 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
         row = {**row, "embedding": _blob(row.get("embedding"))}
         marks = ", ".join("?" * len(row))
         cursor = conn.execute(f"INSERT INTO {table} ({', '.join(row)}) VALUES ({marks})", list(row.values()))
-        return int(cursor.lastrowid)
+        assert cursor.lastrowid is not None  # sqlite3 sets it on every INSERT
+        return cursor.lastrowid
 
     def update_memory(self, conn: sqlite3.Connection, memory_id: int, changes: dict[str, Any]) -> None:
         if "embedding" in changes:
