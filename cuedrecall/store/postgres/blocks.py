@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,7 +28,7 @@ from cuedrecall.store.postgres.scope import scope_where
 from cuedrecall.store.rows import TEXT_COLUMNS, after_plan, task_payload, text_hash
 
 if TYPE_CHECKING:
-    from contextlib import AbstractContextManager
+    from contextlib import contextmanager
 
 log = logging.getLogger("cuedrecall.store")
 
@@ -46,7 +46,8 @@ class PgBlocks:
     if TYPE_CHECKING:  # provided by PgConnection
 
         def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
-        def write(self) -> AbstractContextManager[Any]: ...
+        @contextmanager
+        def write(self) -> Iterator[Any]: ...
 
     # -- the task queue ------------------------------------------------------------------------
 

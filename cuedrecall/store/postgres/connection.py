@@ -81,6 +81,8 @@ class PgConnection:
     once, each in its own REPEATABLE READ transaction. A snapshot opened by the thread that holds a write
     joins the write's transaction (it sees the write's own rows)."""
 
+    read_only = False  # set by a read-only opener (the explorer without --write): ``write`` refuses
+
     def __init__(self, url: str) -> None:
         self.url = url
         self._conn = connect(url)
@@ -146,7 +148,7 @@ class PgConnection:
     @contextmanager
     def write(self) -> Iterator[Any]:
         """One write transaction, serialised with every other writer of the database by the advisory lock."""
-        if getattr(self, "read_only", False):  # a read-only opener (the explorer without --write)
+        if self.read_only:  # a read-only opener (the explorer without --write)
             raise StoreError("this store was opened for reading only: nothing was written")
         with self._lock:
             if self._depth or getattr(self._local, "conn", None) is not None:

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cuedrecall.store.base import EPISODE, MEMORY, IndexGap, make_ref, split_ref
-from cuedrecall.store.postgres.records import as_vector, to_db_vector
+from cuedrecall.store.postgres.records import stored_vector, to_db_vector
 from cuedrecall.store.postgres.scope import agent_where
 from cuedrecall.store.rows import SCANNED_COLUMNS, TABLES, before_plan
 
 if TYPE_CHECKING:
-    from contextlib import AbstractContextManager
+    from contextlib import contextmanager
 
 _TEXT = {MEMORY: "content", EPISODE: "summary"}
 _GRAMS = {MEMORY: "cr_trigrams(content)", EPISODE: "cr_trigrams(summary || E'\\n' || keywords)"}
@@ -34,7 +34,8 @@ class PgMaintenance:
     if TYPE_CHECKING:  # provided by PgConnection and PgRecords
 
         def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
-        def snapshot(self) -> AbstractContextManager[None]: ...
+        @contextmanager
+        def snapshot(self) -> Iterator[None]: ...
         def embedding_dim(self) -> int | None: ...
 
     def maintenance_counts(self, agent_id: str) -> dict[str, int]:
@@ -131,7 +132,7 @@ class PgMaintenance:
         for row_id, vector in self._read(
             f"SELECT id, embedding FROM {TABLES[kind]} WHERE {where} AND embedding IS NOT NULL ORDER BY id", params
         ):
-            yield row_id, as_vector(vector)
+            yield row_id, stored_vector(vector)
 
     def agents_without_profile(self, agent_id: str) -> list[str]:
         """Agents holding memories but no profile."""

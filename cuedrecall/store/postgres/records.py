@@ -58,6 +58,11 @@ def as_vector(value: Any) -> np.ndarray | None:
     """A stored vector as float32 numpy (None stays None)."""
     if value is None:
         return None
+    return stored_vector(value)
+
+
+def stored_vector(value: Any) -> np.ndarray:
+    """A vector column read where the query asked for ``embedding IS NOT NULL``, as float32 numpy."""
     return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
 
 
@@ -217,7 +222,7 @@ class PgRecords:
     def profile(self, agent_id: str) -> tuple[str, str] | None:
         """(content, updated_at) of the agent's profile."""
         rows = self._read("SELECT content, updated_at FROM profiles WHERE agent_id = %s AND user_id = ''", (agent_id,))
-        return tuple(rows[0]) if rows else None  # type: ignore[return-value]
+        return tuple(rows[0]) if rows else None
 
     def profiles(self, agent_id: str) -> list[tuple[str, str, str]]:
         """(agent_id, content, updated_at) of one agent's profile, or every agent's for ""."""
@@ -308,7 +313,7 @@ class PgRecords:
                 f"AND vector_dims(t.embedding) = %s{model}",
                 [ids, dim, *params],
             ):
-                out[make_ref(kind, row_id)] = as_vector(vector)
+                out[make_ref(kind, row_id)] = stored_vector(vector)
         return out
 
     def embedded_memory_ids(self, agent_id: str) -> tuple[np.ndarray, np.ndarray]:

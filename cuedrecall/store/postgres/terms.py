@@ -9,11 +9,13 @@ count some seconds old decides the same).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cuedrecall.store.postgres.arms import words_query
+
+if TYPE_CHECKING:
+    from contextlib import contextmanager
 
 _TEXT = {"memories": "m.content", "episodes": "m.summary || E'\\n' || m.keywords"}
 ROWS_TTL_S = 10.0
@@ -27,7 +29,8 @@ class PgTermCounts:
     if TYPE_CHECKING:  # provided by PgConnection
 
         def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
-        def _connection(self) -> AbstractContextManager[Any]: ...
+        @contextmanager
+        def _connection(self) -> Iterator[Any]: ...
 
     def row_count(self, table: str) -> int:
         """Rows in the table, read at most every ROWS_TTL_S seconds."""
