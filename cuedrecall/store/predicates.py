@@ -16,7 +16,8 @@ from cuedrecall.store.base import MEMORY, Period, Scope
 def scope_where(scope: Scope, alias: str, kind: str, mark: str = "?") -> tuple[str, list[Any]]:
     """The isolation predicate of one table, applied inside every query: agent exact, project and channel with
     the shared pool, the source rule on memories (exact, or a case-sensitive prefix through substr)."""
-    clauses, params = [f"{alias}.agent_id = {mark}"], [scope.agent_id]
+    clauses = [f"{alias}.agent_id = {mark}"]
+    params: list[Any] = [scope.agent_id]  # strings, and the length of a source prefix
     if scope.project_id is not None:
         if scope.project_id:
             clauses.append(f"{alias}.project_id IN ({mark}, '')")

@@ -102,16 +102,20 @@ def agent_summaries(read: Callable[[str], list[tuple]]) -> list[AgentSummary]:
             projects.setdefault(agent, set()).add(project)
             channels.setdefault(agent, set()).add(channel)
     profiled = {agent for (agent,) in read("SELECT DISTINCT agent_id FROM profiles")}
-    return [
-        AgentSummary(
-            agent,
-            *counts.get(agent, [0, 0]),
-            tuple(sorted(projects.get(agent, ()))),
-            tuple(sorted(channels.get(agent, ()))),
-            agent in profiled,
+    summaries = []
+    for agent in sorted(set(counts) | profiled):
+        memories, episodes = counts.get(agent, [0, 0])
+        summaries.append(
+            AgentSummary(
+                agent,
+                memories,
+                episodes,
+                tuple(sorted(projects.get(agent, ()))),
+                tuple(sorted(channels.get(agent, ()))),
+                agent in profiled,
+            )
         )
-        for agent in sorted(set(counts) | profiled)
-    ]
+    return summaries
 
 
 def page_window(kind: str, scope: Scope, limit: int, offset: int) -> tuple[int, int]:

@@ -77,7 +77,7 @@ def candidates(approx: np.ndarray, band: np.ndarray, query_norm: float, floor: f
 def exact_scores(vectors: list[np.ndarray | None], query: np.ndarray) -> np.ndarray:
     """Dot products of stored vectors with the query; NaN where a vector is missing (deleted meanwhile)."""
     out = np.full(len(vectors), np.nan, dtype=np.float32)
-    present = [i for i, vector in enumerate(vectors) if vector is not None and vector.shape == query.shape]
+    present = [(i, vector) for i, vector in enumerate(vectors) if vector is not None and vector.shape == query.shape]
     if present:
-        out[present] = np.stack([vectors[i] for i in present]) @ query
+        out[[i for i, _ in present]] = np.stack([vector for _, vector in present]) @ query
     return out
