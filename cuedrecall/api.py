@@ -80,10 +80,21 @@ class Memory:
                 self.blocks.start()
 
     # The runtime's parts, for benchmarks and tests that reach below the tools.
-    settings: Settings = property(lambda self: self.runtime.settings)  # type: ignore[assignment]
-    store_: Store = property(lambda self: self.runtime.store)  # type: ignore[assignment]
-    queries: QueryVectorCache = property(lambda self: self.runtime.queries)  # type: ignore[assignment]
-    calibration: Calibration = property(lambda self: self.runtime.calibration)  # type: ignore[assignment]
+    @property
+    def settings(self) -> Settings:
+        return self.runtime.settings
+
+    @property
+    def store_(self) -> Store:
+        return self.runtime.store
+
+    @property
+    def queries(self) -> QueryVectorCache:
+        return self.runtime.queries
+
+    @property
+    def calibration(self) -> Calibration:
+        return self.runtime.calibration
 
     @property
     def embedder(self) -> Embedder:

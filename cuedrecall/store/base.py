@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
 import numpy as np
 
@@ -32,11 +32,13 @@ def split_ref(ref: str) -> tuple[str, int]:
     return kind, int(number)
 
 
-def is_ref(value: object) -> bool:
+def is_ref(value: object) -> TypeGuard[str]:
     """Whether a value is a record ref (a task payload written by another version may hold anything)."""
+    if not isinstance(value, str):
+        return False
     try:
-        split_ref(value)  # type: ignore[arg-type]
-    except (ValueError, AttributeError):
+        split_ref(value)
+    except ValueError:
         return False
     return True
 
@@ -284,6 +286,54 @@ class Mentions:
 
 
 @dataclass(frozen=True)
+class DeclaredMention:
+    """A mention as stored: the entity, the record it was declared about, by whom and when."""
+
+    entity_id: int
+    ref: str
+    declared_by: str
+    created_at: str
+
+
+@dataclass(frozen=True)
+class Folder:
+    """A folder an agent declared under a project (CPersona 2.6.14's declared folders); parent 0 is the project.
+    Folders classify records and never narrow a search: nothing on the recall path reads them."""
+
+    id: int
+    agent_id: str
+    project_id: str
+    parent_id: int
+    name: str
+    normalized: str
+    declared_by: str
+    created_at: str
+
+
+@dataclass(frozen=True)
+class FolderMember:
+    """A record filed in a folder (a record sits in at most one)."""
+
+    ref: str
+    folder_id: int
+    declared_by: str
+    declared_at: str
+
+
+@dataclass(frozen=True)
+class Declared:
+    """What one agent (every agent: "") declared beside its records, as export writes it: entities with their
+    aliases, mentions, relations, folders and filings, each list by id (mentions by entity, then ref)."""
+
+    entities: list[Entity]
+    aliases: dict[int, list[NameHit]]
+    mentions: list[DeclaredMention]
+    relations: list[Relation]
+    folders: list[Folder]
+    members: list[FolderMember]
+
+
+@dataclass(frozen=True)
 class AgentSummary:
     """One agent the store holds rows for: its counts, and the projects and channels its rows are filed under."""
 
@@ -305,6 +355,7 @@ class Store(Protocol):
 
     schema_version: int
     vector_model: str | None  # the only embedding model the vector arms compare with a query (None: any)
+    read_only: bool  # set by a read-only opener (the explorer without --write): ``write`` refuses
 
     def close(self) -> None: ...
     def snapshot(self) -> AbstractContextManager[None]: ...
@@ -441,10 +492,18 @@ class Store(Protocol):
     # Writes, inside write(); each insert-or-ignore answers whether it added a row (add_relation: the id of the
     # relation, new or the same one already there)
     def insert_entity(
-        self, conn: Any, agent_id: str, project_id: str, channel: str, name: str, normalized: str, created_at: str
+        self,
+        conn: Any,
+        agent_id: str,
+        project_id: str,
+        channel: str,
+        name: str,
+        normalized: str,
+        created_at: str,
+        declared_by: str = "agent",
     ) -> int: ...
     def add_alias(self, conn: Any, entity_id: int, alias: str, normalized: str) -> bool: ...
-    def add_mention(self, conn: Any, entity_id: int, ref: str, created_at: str) -> bool: ...
+    def add_mention(self, conn: Any, entity_id: int, ref: str, created_at: str, declared_by: str = "agent") -> bool: ...
     def add_relation(self, conn: Any, relation: NewRelation) -> int: ...
     def retract_relation(self, conn: Any, agent_id: str, relation_id: int) -> bool: ...
     def retract_mention(self, conn: Any, agent_id: str, entity_id: int, ref: str) -> bool: ...
@@ -462,6 +521,25 @@ class Store(Protocol):
     def relations_between(self, scope: Scope, refs: Sequence[str]) -> list[Relation]: ...
     # entity -> entity relations declared from one of the refs (stale conflicts' entity attributes)
     def anchored_relations(self, scope: Scope, refs: Sequence[str]) -> list[Relation]: ...
+
+    # declared folders (store/folders.py): kept, exported and imported; no search reads them
+    def find_folder(self, agent_id: str, project_id: str, parent_id: int, normalized: str) -> int | None: ...
+    def insert_folder(
+        self,
+        conn: Any,
+        agent_id: str,
+        project_id: str,
+        parent_id: int,
+        name: str,
+        normalized: str,
+        declared_by: str,
+        created_at: str,
+    ) -> int: ...
+    # files the record unless it is filed already; the folder it is in afterwards
+    def file_record(self, conn: Any, ref: str, folder_id: int, declared_by: str, declared_at: str) -> int: ...
+    def filed_in(self, refs: Sequence[str]) -> dict[str, int]: ...
+    # everything declared beside the records, for export: one agent's, or every agent's for ""
+    def declared(self, agent_id: str) -> Declared: ...
 
 
 def memory_vectors(store: Store, ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:

@@ -130,7 +130,9 @@ class Param:
         ):
             raise ToolArgumentError(f"argument '{name}' must be an array of {item_type}s")
         item_most = self.items.get("maxLength") if isinstance(self.items, dict) else None
-        for position, item in enumerate(value if item_most is not None else ()):
+        if item_most is None:
+            return
+        for position, item in enumerate(value):
             if isinstance(item, str) and len(item) > item_most:
                 raise ToolArgumentError(
                     f"argument '{name}[{position}]' is too long ({len(item):,} characters, at most {item_most})"
