@@ -91,10 +91,11 @@ def quantise(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _embedded(rt: Runtime, texts: list[str]) -> np.ndarray:
-    out = []
+    out: list[np.ndarray] = []
     for start in range(0, len(texts), BATCH):
-        vectors = rt.embed(texts[start : start + BATCH])
-        if any(v is None for v in vectors):
+        batch = rt.embed(texts[start : start + BATCH])
+        vectors = [v for v in batch if v is not None]
+        if len(vectors) < len(batch):
             raise BuildError(f"the embedder ({rt.embedder.model}) gave no vector for a batch of block texts")
         out += vectors
     return np.stack(out).astype(np.float32)
@@ -281,8 +282,12 @@ class BlockBuilder:
 
     def _build(self, rt: Runtime, task: Task) -> None:
         ref = task.payload.get("ref")
-        found = rt.store.record_text(ref) if is_ref(ref) else None
-        if found is None or not building(rt) or rt.store.has_block_set(ref, rt.embedder.model):
+        if (
+            not is_ref(ref)
+            or (found := rt.store.record_text(ref)) is None
+            or not building(rt)
+            or rt.store.has_block_set(ref, rt.embedder.model)
+        ):
             with rt.store.write() as conn:  # gone, not built here, or already current: nothing to do
                 rt.store.finish_task(conn, task.id)
             return

@@ -274,7 +274,7 @@ def run_task(rt: Runtime, task: Task) -> None:
                 found = []
             found += _stamp(rt, agent, report, auto=True)
     with rt.store.write() as conn:
-        if stale:
+        if stale and isinstance(agent, str):  # stale is only ever set for a str agent
             rt.store.drop_thresholds(conn, [agent])
         rt.store.set_thresholds(conn, found)
         rt.store.finish_task(conn, task.id)
@@ -292,7 +292,8 @@ def _lexical_threshold(
     """The fused-score threshold for lexical-only rows: pseudo-queries drawn from the agent's own memories."""
     draws = []
     for _ in range(DRAWS):
-        positives, nulls = [], []
+        positives: list[float] = []
+        nulls: list[float] = []
         picks = rng.sample(range(len(ids)), min(PSEUDO_QUERIES, len(ids)))
         with rt.store.snapshot():
             texts = rt.store.records([make_ref(MEMORY, int(ids[i])) for i in picks])
@@ -301,7 +302,8 @@ def _lexical_threshold(
                 ctx = _pseudo_recall(rt, agent_id, calibrated, texts[ref].text)
                 for row in fuse(ctx, retrieve(ctx)):
                     when = ctx.facts.time(row.ref)
-                    if row.lexical_only and row.ref != ref and when is not None:
+                    # fuse scored every row: the fused check only narrows the Optional
+                    if row.lexical_only and row.ref != ref and when is not None and row.fused is not None:
                         close = abs(when - times[i]) <= TEMPORAL_WINDOW_S
                         (positives if close else nulls).append(row.fused)
         if len(nulls) >= MIN_SAMPLES and len(positives) >= MIN_LEXICAL_POSITIVES:

@@ -141,7 +141,8 @@ def _rows(run: RecallRun) -> tuple[list[Row], int]:
     """The recall's rows with provenance, most relevant first; the profile row has none and is counted."""
     facts = run.ctx.facts
     facts.load(row.ref for row in run.outcome.rows if not row.is_profile)
-    rows, excluded = [], 0
+    rows: list[Row] = []
+    excluded = 0
     for row in run.outcome.rows:
         record = None if row.is_profile else facts.get(row.ref)
         if record is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
+from typing import TypedDict
 
 import numpy as np
 
@@ -120,6 +121,11 @@ def close_pairs(vectors: np.ndarray, floor: float, keep: int) -> tuple[int, list
     return count, best[:keep]
 
 
+class _Pair(TypedDict):
+    refs: list[str]  # the two memories
+    cosine: float  # rounded to 4 places
+
+
 def _near_duplicate(run: Run) -> Finding:
     """Pairs of the agent's memories (its newest NEAR_DUPLICATE_ROWS embedded) with cosine >= 0.97."""
     ids, _ = run.rt.store.embedded_memory_ids(run.agent_id)
@@ -127,7 +133,7 @@ def _near_duplicate(run: Run) -> Finding:
     count, best = close_pairs(vectors, NEAR_DUPLICATE_COSINE, PAIRS_SHOWN)
     if not count:
         return NOTHING
-    pairs = [
+    pairs: list[_Pair] = [
         {"refs": [make_ref(MEMORY, int(ids[i])), make_ref(MEMORY, int(ids[j]))], "cosine": round(s, 4)}
         for i, j, s in best
     ]

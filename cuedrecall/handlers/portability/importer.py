@@ -147,7 +147,8 @@ def _write_batch(
     added = dict.fromkeys(counts, 0)
     with rt.store.write() as conn:
         for item, agent, vector in zip(records, agents, vectors):
-            own = item.get("agent_id") if isinstance(item.get("agent_id"), str) else ""
+            given = item.get("agent_id")
+            own = given if isinstance(given, str) else ""
             keep_lock = _keeps_lock(own, target_agent_id, anywhere)
             added[_import_one(rt, conn, item, agent, vector, keep_lock, foreign)] += 1
     for key, value in added.items():
