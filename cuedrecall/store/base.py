@@ -542,7 +542,7 @@ class Store(Protocol):
     def declared(self, agent_id: str) -> Declared: ...
 
 
-def memory_vectors(store: Store, ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+def memory_vectors(store: Store, ids: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(the ids whose vectors were read, their vectors stacked in that order): the few memories a caller sampled
     from ``embedded_memory_ids``, read one query a kind (a row deleted since is left out)."""
     found = store.vectors([make_ref(MEMORY, int(row_id)) for row_id in ids])
