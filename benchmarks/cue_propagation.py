@@ -432,10 +432,10 @@ def render(
             "settings of every variant are the defaults but `cue_propagation` (and the limit of (w))."
         ),
         (
-            "- Layouts: `per-conversation` (LoCoMo, one agent per conversation, history `asked`: each question sees what "
-            "was stored before it was asked); `one-agent` (every LoCoMo conversation under one agent, history `all`: "
-            "the whole memory stored first, each question asked at its own asked_at); `long-span` (the generated "
-            "history, history `asked`)."
+            "- Layouts: `per-conversation` (LoCoMo, one agent per conversation, history `asked`: each question sees "
+            "what was stored before it was asked); `one-agent` (every LoCoMo conversation under one agent, history "
+            "`all`: the whole memory stored first, each question asked at its own asked_at); `long-span` (the "
+            "generated history, history `asked`)."
         ),
         "- Embedders: " + ", ".join(f"`{k}` ({v})" for k, v in models.items()) + ".",
         *h.dataset_facts(datasets),

@@ -73,7 +73,8 @@ RULES: tuple[tuple[str, str, str], ...] = (
     (
         "n_before_after",
         "likely",
-        "two weeks before 11 August / the day after 3 May -> from N units (and half a unit) before the date to the date",
+        "two weeks before 11 August / the day after 3 May -> from N units (and half a unit) before the date to the "
+        "date",
     ),
     (
         "month_part",
@@ -83,7 +84,8 @@ RULES: tuple[tuple[str, str, str], ...] = (
     (
         "month",
         "likely",
-        "in March / in March 2024 / during March / March 2024 / last March / this March -> that month (year: the latest such month not after asked_at; 'last': before asked_at's month)",
+        "in March / in March 2024 / during March / March 2024 / last March / this March -> that month (year: the "
+        "latest such month not after asked_at; 'last': before asked_at's month)",
     ),
     (
         "season",
@@ -95,7 +97,8 @@ RULES: tuple[tuple[str, str, str], ...] = (
     (
         "n_ago",
         "likely",
-        "3 days ago / two weeks ago / a couple of months ago / a few weeks back / a year ago -> ago N units (a year = 12 months)",
+        "3 days ago / two weeks ago / a couple of months ago / a few weeks back / a year ago -> ago N units (a year = "
+        "12 months)",
     ),
     ("week_before_last", "likely", "the week before last -> ago 2 weeks"),
     ("last_week", "likely", "last week -> ago 1 week"),

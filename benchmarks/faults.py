@@ -25,6 +25,7 @@ clock moved past it) and the queue empties, every record with its blocks.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -617,10 +618,8 @@ def _file_locks(db: Path, pids: dict[int, str]) -> list[str]:
     named: who, which file, which byte."""
     inodes = {}
     for suffix in ("", "-wal", "-shm"):
-        try:
+        with contextlib.suppress(OSError):
             inodes[os.stat(f"{db}{suffix}").st_ino] = f"db{suffix}"
-        except OSError:
-            pass
     out = []
     try:
         lines = Path("/proc/locks").read_text().splitlines()

@@ -11,6 +11,7 @@ exit code is 1 when a rule is broken, 2 when the file is missing.
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -48,7 +49,7 @@ def problems(conversation: Conversation) -> list[str]:
         by_session[t.session].append(t.timestamp)
     for session, stamps in by_session.items():
         times = [_utc(s) for s in stamps]
-        if any(a >= b for a, b in zip(times, times[1:])):
+        if any(a >= b for a, b in itertools.pairwise(times)):
             out.append(f"session {session}: timestamps do not increase")
     for s in c.sessions:
         turns = by_session.get(s.session)

@@ -110,7 +110,7 @@ def render(argv: Sequence[str], rows: list[dict]) -> str:
         group = [r for r in rows if (r["dataset"], r["embedder"], r["variant"]) == key]
         figures = " | ".join(f"{h.mean(r[m] for r in group):.3f}" for m in ("recall_any@10", "ndcg@10", "session@5"))
         lines.append(f"| {' | '.join(key)} | {figures} | {len(group)} |")
-    return "\n".join(lines + [""] + _changes(rows)) + "\n"
+    return "\n".join([*lines, "", *_changes(rows)]) + "\n"
 
 
 def _changes(rows: list[dict]) -> list[str]:

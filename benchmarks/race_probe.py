@@ -180,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
             "| --- | ---: | ---: | ---: | ---: | ---: |",
             f"| symlink swap during export/overwrite/dry-run/import | {race['calls']:,} | {race['served']:,} | "
             f"{race['swaps']:,} | {race['seconds']} | {len(race['broken'])} |",
-            f"| backups onto a planted `.partial` or link | {backups['rounds']} | - | - | - | {len(backups['broken'])} |",
+            f"| backups onto a planted `.partial` or link | {backups['rounds']} | - | - | - | "
+            f"{len(backups['broken'])} |",
             "",
             *(f"- {line}" for line in race["broken"] + backups["broken"]),
         ]

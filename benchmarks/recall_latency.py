@@ -4,7 +4,8 @@
     python -m benchmarks.recall_latency --corpus realistic --locomo PATH/TO/locomo10.json
 
 The store is the synthetic one (``benchmarks/synthetic.py``) or, with ``--corpus realistic``,
-conversational turns (``benchmarks/realistic.py``) asked the realistic questions. Writes a markdown table to benchmarks/results/recall_latency.md (the command at the top).
+conversational turns (``benchmarks/realistic.py``) asked the realistic questions. Writes a markdown
+table to benchmarks/results/recall_latency.md (the command at the top).
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Confirmed failure codes: compare a recall trace with the known answer (docs/trace.md#suspected-and-confirmed-failures).
+"""Confirmed failure codes: compare a recall trace with the known answer.
+
+See docs/trace.md#suspected-and-confirmed-failures.
 
 The loop inside a recall can only *suspect* a failure (``trace.suspected``); this
 tool, outside the server, *confirms* one after the fact from the trace alone and

@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def calls(store: h.ConversationStore, question: Any) -> dict[str, Callable[[], dict[str, Any]]]:

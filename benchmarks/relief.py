@@ -258,7 +258,7 @@ def run_store(
 
 def test(rows: Sequence[dict[str, Any]], x: str, y: str, metric: str = "ndcg") -> dict[str, Any]:
     """Per question, x rose over y or fell below it on ``metric``; the one-sided sign test of x above y."""
-    rose, fell, tied = rose_fell([r[f"{metric}:{x}"] for r in rows], [r[f"{metric}:{y}"] for r in rows])
+    rose, fell, _tied = rose_fell([r[f"{metric}:{x}"] for r in rows], [r[f"{metric}:{y}"] for r in rows])
     return {
         "rose": rose,
         "fell": fell,
@@ -288,7 +288,7 @@ def _p(p: float) -> str:
 def question_sets(rows: Sequence[dict[str, Any]]) -> list[tuple[str, str, list[dict[str, Any]], str, str]]:
     """(label, embedder, rows, off, on): each set relief is judged on, with the variant names to compare."""
     out = []
-    for (layout, dataset, embedder), group in h.group_rows(rows, ("layout", "dataset", "embedder")).items():
+    for (layout, _dataset, embedder), group in h.group_rows(rows, ("layout", "dataset", "embedder")).items():
         scored = [r for r in group if r["scored"]]
         cued = [r for r in group if r["cued"]]
         if scored:
@@ -371,7 +371,7 @@ def relief_tables(rows: Sequence[dict[str, Any]]) -> tuple[list[str], list[str],
 
 def stage_table(rows: Sequence[dict[str, Any]]) -> tuple[list[list[Any]], list[dict[str, Any]]]:
     out, judged = [], []
-    for (layout, dataset, embedder), group in h.group_rows(rows, ("layout", "dataset", "embedder")).items():
+    for (layout, _dataset, embedder), group in h.group_rows(rows, ("layout", "dataset", "embedder")).items():
         cued = [r for r in group if r["cued"]]
         if not cued:
             continue

@@ -557,7 +557,7 @@ async def ask_peer(
     async def started(server: Any, key: str) -> None:
         totals.setdefault("startup_s", []).append(server.startup_s)
         if setting_on(settings, "CPERSONA_CALIBRATE_ON_MODEL_CHANGE"):
-            status, waited = await wait_for_log_line(log, CALIBRATION_LINE, start_timeout, skip=key)
+            status, _waited = await wait_for_log_line(log, CALIBRATION_LINE, start_timeout, skip=key)
             if status is None:
                 raise RuntimeError(
                     f"CPersona's startup calibration did not report within {start_timeout:.0f} s (see {log})"
@@ -1044,7 +1044,8 @@ def setup_lines(args: argparse.Namespace, datasets: Sequence[h.Dataset], facts: 
         "4 single-hop. " + " ".join(line.removeprefix("- ") for line in h.dataset_facts(datasets)),
         "- `ours`: exactly as `benchmarks.retrieval` (`harness.ConversationStore`, in process): one fresh store "
         "per conversation (one agent), default settings except the block arm, which the harness turns off "
-        "(`harness.WITHOUT_BLOCKS`: build and retrieval off), the gate calibrating itself in the background as the store grows (at 50, 200 and 1,000 memories, as shipped), fusion rrf; "
+        "(`harness.WITHOUT_BLOCKS`: build and retrieval off), the gate calibrating itself in the background as "
+        "the store grows (at 50, 200 and 1,000 memories, as shipped), fusion rrf; "
         "every turn stored with `Memory.store` (its timestamp, msg_id, the speaker as source), every session "
         "summary archived with `Memory.archive_episode` (keywords, start/end time); questions replayed in time "
         f"order with limit {args.limit}, asked_at as now, no time cue. Each question is asked a second time at "

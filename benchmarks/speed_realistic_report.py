@@ -64,7 +64,8 @@ def render(
         "",
         "Build: bulk insert, 1,024 memories a transaction (as an import). Ingest: 200 new turns stored one at a "
         "time with `Memory.store` into a copy of the store of that size, each followed by a recall (an agent's "
-        "turn; the questions asked once first, as before the timed recalls); the recall right after a store is timed apart. Memory: a child process that opens the "
+        "turn; the questions asked once first, as before the timed recalls); the recall right after a store is "
+        "timed apart. Memory: a child process that opens the "
         "store and runs 20 recalls; VmHWM is its peak resident set, VmRSS the resident set after the recalls.",
         "",
         "| memories | build s | build memories/s | database MiB | ingest memories/s | ingest p50 ms | "

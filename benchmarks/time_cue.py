@@ -89,9 +89,10 @@ def wrong_cue(
 
     Returns (cue, shift in days) for the first shift in ``SHIFTS`` whose period, as
     the server widens it for the confidence and for the one wider step it searches
-    when the first finds nothing (docs/recall-process.md#one-revision), holds no evidence time; whose own period ends
-    no later than now and is not ignored as recent-only (docs/recall-process.md#a-cue-for-today-is-not-used); and which holds at
-    least one stored memory from before now. None when no shift qualifies.
+    when the first finds nothing (docs/recall-process.md#one-revision), holds no evidence time; whose own
+    period ends no later than now and is not ignored as recent-only
+    (docs/recall-process.md#a-cue-for-today-is-not-used); and which holds at least one stored memory from
+    before now. None when no shift qualifies.
     """
     parsed = parse_time_cue(cue)
     base = base_period(parsed, now, span)
@@ -332,9 +333,10 @@ RULE = """## The rule (fixed before any number below)
    reordering any.
 7. **Wrong cues.** For each cued question, the cue's own period (as the server reads it) is moved by the
    first of {shifts} days whose period, widened by the same confidence's margin and by the next wider one
-   (the one revision, docs/recall-process.md#one-revision), holds no evidence turn and no evidence session's episode, ends no later than
-   now, is not a recent-only cue (docs/recall-process.md#a-cue-for-today-is-not-used), and holds at least one stored memory from before now. The moved cue is absolute, day-aligned, with the same confidence.
-   Questions where no shift qualifies have no wrong cue. Reported against (a): mean score change, questions
+   (the one revision, docs/recall-process.md#one-revision), holds no evidence turn and no evidence session's
+   episode, ends no later than now, is not a recent-only cue (docs/recall-process.md#a-cue-for-today-is-not-used),
+   and holds at least one stored memory from before now. The moved cue is absolute, day-aligned, with the same
+   confidence. Questions where no shift qualifies have no wrong cue. Reported against (a): mean score change, questions
    where the evidence fell, the most places any evidence row fell in the returned list, against the bound
    L of the confidence searched (a row rises at most L places, so the evidence can fall at most L places,
    and the seats add at most L rows); whether the returned rows, seats aside, stayed those of (a).
@@ -555,8 +557,8 @@ def render(
         "",
         *verdict_table(rows),
         "",
-        f"Invariant check (docs/recall-process.md#invariants): in {b_changed} of {len(rows)} cued recalls the rows of (b), its cue seats "
-        "aside, differed from those of (a).",
+        f"Invariant check (docs/recall-process.md#invariants): in {b_changed} of {len(rows)} cued recalls the rows "
+        "of (b), its cue seats aside, differed from those of (a).",
         "",
         "Policies the recalls ran (`policy.process` of (a)'s trace, `time_cue.policy` of (b)): "
         + "; ".join(

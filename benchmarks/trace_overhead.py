@@ -1,4 +1,6 @@
-"""What a requested recall trace costs (docs/trace.md#what-makes-the-trace-ready: target, at most a fifth of the recall).
+"""What a requested recall trace costs (target: at most a fifth of the recall).
+
+The target is docs/trace.md#what-makes-the-trace-ready.
 
 For each store size, a store of ``benchmarks.synthetic`` sentences is bulk-loaded (hash
 embedder, vectors computed in batches, rows written straight through the store
@@ -62,7 +64,7 @@ class Timing:
     @staticmethod
     def _q(values: list[float], q: float) -> float:
         ordered = sorted(values)
-        return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+        return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
     def row(self) -> dict[str, Any]:
         p50_plain, p50_traced = statistics.median(self.plain_ms), statistics.median(self.traced_ms)
@@ -169,7 +171,8 @@ def markdown(rows: list[dict[str, Any]], command: str, args: argparse.Namespace)
         f"hash embedder (384 dimensions); limit {args.limit}; seed {args.seed}.",
         "Traced and untraced recalls of the same queries are interleaved in one run (alternating which goes "
         "first); query vectors are embedded before timing, so embedding is excluded from both. The ratio is "
-        "traced over untraced; the trace's target (docs/trace.md#what-makes-the-trace-ready) is at most 1.2 (a fifth of the recall's own time). "
+        "traced over untraced; the trace's target (docs/trace.md#what-makes-the-trace-ready) is at most 1.2 (a "
+        "fifth of the recall's own time). "
         '"answers differing" counts queries whose traced response, minus the trace, differed from the '
         "untraced one (must be 0).",
         "",
