@@ -245,7 +245,10 @@ def http_server(db: Path, pythonpath: str = "") -> Iterator[str]:
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the HTTP server did not start: {proc.stderr.read().decode()[-2000:]}")
+                    # the refused connection says nothing; the server's own stderr says why
+                    raise RuntimeError(
+                        f"the HTTP server did not start: {proc.stderr.read().decode()[-2000:]}"
+                    ) from None
                 time.sleep(0.05)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:

@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -101,8 +101,8 @@ def ensure_peer(venv: Path = PEER_VENV, version: str = PEER_VERSION, log: Path |
         return f"reused {venv.relative_to(REPO) if venv.is_relative_to(REPO) else venv}"
     if not peer_python(venv).exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-    out = open(log, "w", encoding="utf-8") if log else subprocess.DEVNULL
-    try:
+    with ExitStack() as stack:
+        out = stack.enter_context(open(log, "w", encoding="utf-8")) if log else subprocess.DEVNULL
         subprocess.run(
             [str(venv / "bin" / "pip"), "install", "--quiet", f"{PEER_PACKAGE}=={version}"],
             check=True,
@@ -110,9 +110,6 @@ def ensure_peer(venv: Path = PEER_VENV, version: str = PEER_VERSION, log: Path |
             stdout=out,
             stderr=subprocess.STDOUT,
         )
-    finally:
-        if log:
-            out.close()
     found = installed_peer_version(venv)
     if found != version:
         raise RuntimeError(f"installing {PEER_PACKAGE}=={version} into {venv} left version {found!r}")
@@ -335,7 +332,7 @@ class ToolServer:
         await stack.__aenter__()
         self._stack = stack
         try:
-            log = stack.enter_context(open(self.log_path, "a", encoding="utf-8"))
+            log = stack.enter_context(open(self.log_path, "a", encoding="utf-8"))  # noqa: SIM115 - the stack closes it
             before = _children(os.getpid())
             params = StdioServerParameters(
                 command=self.command, args=self.args, env=self.env, cwd=str(self.cwd) if self.cwd else None

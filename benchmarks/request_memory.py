@@ -180,11 +180,12 @@ class Server:
         if transport == "http":
             self.port = _free_port()
             args += ["--http", "--port", str(self.port)]
+        self._stderr = open(work / f"{transport}-stderr.log", "wb")  # noqa: SIM115 - the child writes to it until close()
         self.process = subprocess.Popen(
             args,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=open(work / f"{transport}-stderr.log", "wb"),
+            stderr=self._stderr,
             cwd=repo,
             env=env,
         )
@@ -268,6 +269,8 @@ class Server:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait(timeout=30)
+        finally:
+            self._stderr.close()
 
 
 def _free_port() -> int:

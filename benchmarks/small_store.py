@@ -171,7 +171,7 @@ def run(args: argparse.Namespace, console: Console) -> list[dict[str, Any]]:
             embedder = h.new_embedder(name)
             texts = [t.content for w in plan for t in w.turns] + [q.text for w in plan for q in w.questions]
             task = progress.add_task(f"embedding ({name})", total=embedder.pending(texts))
-            embedder.prefetch(texts, lambda n: progress.advance(task, n))
+            embedder.prefetch(texts, lambda n, task=task: progress.advance(task, n))
             stores = progress.add_task(f"stores ({name})", total=len(plan))
             for window in plan:
                 rows += evaluate(window, embedder, workdir, args.limit)

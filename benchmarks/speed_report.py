@@ -54,6 +54,11 @@ def _f(value: float | None, digits: int = 1) -> str:
     return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:,.{digits}f}"
 
 
+def _ratio(a: float, b: float, peer: list[float]) -> str:
+    """``a / b`` to three places, or n/a when the peer has no timings."""
+    return f"{a / b:.3f}" if peer else "n/a"
+
+
 def _mib(kib: int | None) -> str:
     return "n/a" if kib is None else f"{kib / 1024:,.0f}"
 
@@ -157,7 +162,7 @@ def _render_local(report: Report) -> list[str]:
         "",
         *_condition_table(report, report.local),
     ]
-    return lines + [""]
+    return [*lines, ""]
 
 
 def _condition_table(report: Report, timings: dict[int, dict[str, list[float]]]) -> list[str]:
@@ -176,7 +181,7 @@ def _render_mcp(report: Report) -> list[str]:
     args = report.args
     lines = ["## Side by side over MCP stdio: ours and CPersona 2.6.14", ""]
     if args.no_mcp:
-        return lines + ["Not run (`--no-mcp`).", ""]
+        return [*lines, "Not run (`--no-mcp`).", ""]
     lines += [
         "Both servers run at once, each a subprocess spoken to with the official `mcp` client "
         "(`mcp.client.stdio`, mcp 1.26.0): `cuedrecall serve --embedding http` and CPersona (`python -m "
@@ -232,10 +237,9 @@ def _render_mcp(report: Report) -> list[str]:
                 o, t = sbs.server_ms["ours"], sbs.server_ms.get("cpersona") or []
                 o50, o95 = percentile(o, 0.5), percentile(o, 0.95)
                 t50, t95 = (percentile(t, 0.5), percentile(t, 0.95)) if t else (math.nan, math.nan)
-                ratio = lambda a, b: f"{a / b:.3f}" if t else "n/a"
                 lines.append(
-                    f"| {size:,} | {_f(o50)} | {_f(t50)} | {ratio(o50, t50)} | {_f(o95)} | {_f(t95)} | "
-                    f"{ratio(o95, t95)} |"
+                    f"| {size:,} | {_f(o50)} | {_f(t50)} | {_ratio(o50, t50, t)} | {_f(o95)} | {_f(t95)} | "
+                    f"{_ratio(o95, t95, t)} |"
                 )
             lines.append("")
         starts = "; ".join(
@@ -260,9 +264,9 @@ def _render_mcp(report: Report) -> list[str]:
                     f"{'meets' if met else 'does not meet'} it{tail}"
                 )
             lines += [
-                f"Bar of docs/benchmarks.md#the-bars (recall p50 at 100k at most a fifth of CPersona's): at {biggest['size']:,} "
-                f"the plain p50 ratio over MCP is {biggest['ratio_p50']:.3f}, which {verdict} it (query "
-                f"embedding included on both sides, one HTTP call each){inside}.",
+                "Bar of docs/benchmarks.md#the-bars (recall p50 at 100k at most a fifth of CPersona's): at "
+                f"{biggest['size']:,} the plain p50 ratio over MCP is {biggest['ratio_p50']:.3f}, which {verdict} it "
+                f"(query embedding included on both sides, one HTTP call each){inside}.",
                 "",
             ]
     for size, error in sorted(report.peer_errors.items()):
@@ -343,7 +347,7 @@ def _render_agreement(report: Report) -> list[str]:
                 lines.append(
                     f"  - `{row['ref']}` returned by {by} ({row['why_returned']}); {other}: {row['other_side']}"
                 )
-    return lines + [""]
+    return [*lines, ""]
 
 
 def _render_ingest(report: Report) -> list[str]:
@@ -378,7 +382,7 @@ def _render_ingest(report: Report) -> list[str]:
             f"Ours in process stores {last:,.0f}/s after {sized[-1]:,} memories against {first:,.0f}/s after "
             f"{sized[0]:,}: the bar {verdict}.",
         ]
-    return lines + [""]
+    return [*lines, ""]
 
 
 def _render_peak(report: Report) -> list[str]:
@@ -405,7 +409,7 @@ def _render_peak(report: Report) -> list[str]:
             f"{_mib(sbs.peak_kib.get('ours')) if sbs else 'n/a'} | "
             f"{_mib(sbs.peak_kib.get('cpersona')) if sbs else 'n/a'} |"
         )
-    return lines + [""]
+    return [*lines, ""]
 
 
 def _render_builds(report: Report) -> list[str]:
@@ -423,7 +427,7 @@ def _render_builds(report: Report) -> list[str]:
             f"({store.imported:,} imported, {store.skipped:,} skipped as duplicates); vectors kept: "
             f"{store.probe}."
         )
-    return lines + [""]
+    return [*lines, ""]
 
 
 def _render_peer_settings(report: Report) -> list[str]:

@@ -110,19 +110,23 @@ def http_timings(url: str, size: int, repeat: int) -> dict[str, list[float]]:
             _timed(
                 out,
                 "search: recall + trace view",
-                lambda: client.post("/api/search", json={**scope, "tool": "recall", "query": query, "limit": 10}),
+                lambda query=query: client.post(
+                    "/api/search", json={**scope, "tool": "recall", "query": query, "limit": 10}
+                ),
             )
             _timed(
                 out,
                 "search: recall with a time cue + trace view",
-                lambda: client.post(
+                lambda query=query: client.post(
                     "/api/search", json={**scope, "tool": "recall", "query": query, "limit": 10, "time_cue": CUE}
                 ),
             )
             _timed(
                 out,
                 "search: reconstruct + trace view",
-                lambda: client.post("/api/search", json={**scope, "tool": "reconstruct", "query": query, "limit": 5}),
+                lambda query=query: client.post(
+                    "/api/search", json={**scope, "tool": "reconstruct", "query": query, "limit": 5}
+                ),
             )
     out["first paint's requests, together"] = [sum(parts) for parts in zip(*(out[name] for name in FIRST_PAINT))]
     return out
@@ -193,7 +197,7 @@ def measure(size: int, repeat: int, workdir: Path, use_browser: bool) -> dict[st
 
 def _q(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def markdown(results: list[dict[str, Any]], command: str, repeat: int) -> str:
