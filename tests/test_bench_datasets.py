@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import re
 import time
@@ -115,7 +116,7 @@ def test_locomo_timestamps_increase_within_session(locomo):
         for t in c.turns:
             by_session[t.session].append(ts(t.timestamp))
         for session, stamps in by_session.items():
-            assert all(a < b for a, b in zip(stamps, stamps[1:])), (c.conv_id, session)
+            assert all(a < b for a, b in itertools.pairwise(stamps)), (c.conv_id, session)
 
 
 def test_locomo_session_times_are_read_in_every_written_form(locomo):
@@ -282,7 +283,7 @@ def test_long_span_turns_sessions_and_ids(size):
     ids = [t.msg_id for t in c.turns]
     assert len(ids) == len(set(ids))
     stamps = [ts(t.timestamp) for t in c.turns]
-    assert all(a < b for a, b in zip(stamps, stamps[1:]))  # sessions never overlap
+    assert all(a < b for a, b in itertools.pairwise(stamps))  # sessions never overlap
     per_session = Counter(t.session for t in c.turns)
     assert [s.session for s in c.sessions] == sorted(per_session)
     for t in c.turns:

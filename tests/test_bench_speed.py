@@ -48,7 +48,7 @@ def test_a_tiny_run_without_the_peer_writes_the_report(tmp_path: Path) -> None:
     assert "| 0 |" in text  # ingest into an empty store
     assert (out.parent / "speed.png").stat().st_size > 0
     # a second run reuses the store it built
-    assert main(argv + ["--no-mcp"]) == 0
+    assert main([*argv, "--no-mcp"]) == 0
     again = out.read_text(encoding="utf-8")
     assert "reused from an earlier run" in again and "Not run (`--no-mcp`)" in again
 

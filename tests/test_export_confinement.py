@@ -158,7 +158,7 @@ def test_the_databases_own_files_are_refused_even_in_the_export_folder(tmp_path:
 
 def test_a_symlink_to_the_database_is_refused(confined: Memory, folder: Path) -> None:
     (folder / "innocent.jsonl").symlink_to(confined.settings.db_path)
-    exported, imported = _refused_both_ways(confined, "innocent.jsonl")
+    exported, _imported = _refused_both_ways(confined, "innocent.jsonl")
     assert "symbolic link" in exported["error"]  # it leads out of the folder first
 
 

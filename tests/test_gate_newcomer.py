@@ -88,7 +88,7 @@ def test_the_bug_question_returns_the_bug_and_no_chitchat(memory: Memory) -> Non
 
 
 def test_a_sure_june_cue_returns_the_june_rows(memory: Memory) -> None:
-    texts, response = _recall(memory, "what happened in June?", time_cue=JUNE)
+    texts, _response = _recall(memory, "what happened in June?", time_cue=JUNE)
     assert OFFSITE in texts and PRIYA in texts
     assert not set(texts) & set(CHITCHAT)
 

@@ -1,4 +1,6 @@
-"""The package's imports run one way (docs/architecture.md#layers-and-the-import-direction): each layer knows only the ones below it, with no circles.
+"""The package's imports run one way: each layer knows only the ones below it, with no circles.
+
+See docs/architecture.md#layers-and-the-import-direction.
 
 Every import counts: module level, inside functions, and type-only ones under
 ``TYPE_CHECKING``. Importing the bare package ``cuedrecall`` counts as importing

@@ -584,7 +584,7 @@ def test_deep_halves_the_threshold(memory: Memory) -> None:
             memory.calibration.set(A, "cosine", 0.6)
             memory.calibration.set(A, "rrf", 0.02)
         _, shallow = traced(memory, QUERY)
-        response, deep = traced(memory, QUERY, deep=True)
+        _response, deep = traced(memory, QUERY, deep=True)
         assert deep["gate"]["heuristic_min"] == pytest.approx(shallow["gate"]["heuristic_min"] / 2)
         for ref, d in decisions(shallow).items():
             if d["signal"] in ("cosine", "rrf") and decisions(deep)[ref]["signal"] == d["signal"]:

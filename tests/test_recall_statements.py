@@ -1,4 +1,6 @@
-"""A recall reads one snapshot: one freshness check, the arms, one hydration of what it returns (docs/architecture.md#a-recall-reads-one-snapshot).
+"""A recall reads one snapshot: one freshness check, the arms, one hydration of what it returns.
+
+See docs/architecture.md#a-recall-reads-one-snapshot.
 
 The counts are of top-level SQL statements a warm recall sends (sqlite3's trace
 callback; statements FTS5 runs inside a MATCH are its own and start with "--").

@@ -1,4 +1,6 @@
-"""The bounds of gate relief (docs/recall-process.md#gate-relief-relief-v1, policy gate-v1), checked on random stores and requests.
+"""The bounds of gate relief (policy gate-v1), checked on random stores and requests.
+
+See docs/recall-process.md#gate-relief-relief-v1.
 
 For every drawn store (the cue properties' stores: memories and episodes over three agents, projects and
 channels), scope, query, limit, gate (the heuristic, or a calibrated cosine threshold set high so that rows sit

@@ -23,6 +23,7 @@ unless channel is set too. Hits of every arm are ranked 0..n-1.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -169,7 +170,7 @@ def scored(hits: list[Hit]) -> list[str]:
     """As ``ranked``, for a vector arm: the raw scores never rise down the ranking."""
     raws = [h.raw for h in hits]
     assert all(isinstance(r, float) for r in raws)
-    assert all(a >= b - 1e-6 for a, b in zip(raws, raws[1:]))
+    assert all(a >= b - 1e-6 for a, b in itertools.pairwise(raws))
     return ranked(hits)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -48,7 +50,7 @@ def test_the_blocks_partition_the_text_and_none_exceeds_the_maximum(text: str) -
     spans = divide(text)
     assert "".join(span.text(text) for span in spans) == text
     assert all(0 < span.end - span.start <= MAX_BLOCK_CHARS for span in spans)
-    assert all(a.end == b.start for a, b in zip(spans, spans[1:]))
+    assert all(a.end == b.start for a, b in itertools.pairwise(spans))
     assert not spans or (spans[0].start, spans[-1].end) == (0, len(text))
 
 

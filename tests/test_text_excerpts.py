@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 from conftest import make_settings, open_memory
@@ -62,7 +63,7 @@ def test_separate_passages_appear_in_text_order_joined_by_the_separator() -> Non
 
 def cut_at(text: str, cuts: list[int]) -> list[Span]:
     bounds = [0, *sorted({c for c in cuts if 0 < c < len(text)}), len(text)]
-    return [Span(start, end) for start, end in zip(bounds, bounds[1:])]
+    return [Span(start, end) for start, end in itertools.pairwise(bounds)]
 
 
 @settings(max_examples=200, deadline=None)

@@ -1,4 +1,7 @@
-"""Bad input: every argument of every tool is checked, answered {"ok": false, "error": ...} naming it, nothing written."""
+"""Bad input: every argument of every tool is checked.
+
+Each is answered {"ok": false, "error": ...} naming it, and nothing is written.
+"""
 
 from __future__ import annotations
 

@@ -8,7 +8,8 @@
 3. It changes nothing when not requested: the response minus "trace" is the
    untraced response, byte for byte.
 
-Also: the trace never holds stored text (docs/trace.md#what-a-trace-holds), and the coverage ledger (docs/trace.md#the-coverage-ledger).
+Also: the trace never holds stored text (docs/trace.md#what-a-trace-holds), and the coverage ledger
+(docs/trace.md#the-coverage-ledger).
 Every store is built in the test with the hash embedder and a pinned clock.
 """
 

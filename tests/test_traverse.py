@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from cuedrecall.api import Memory
@@ -21,7 +22,7 @@ def chain(memory: Memory, *names: str, predicate: str = "next") -> None:
     declare(
         memory,
         associations={
-            "relations": [{"subject": a, "predicate": predicate, "object": b} for a, b in zip(names, names[1:])]
+            "relations": [{"subject": a, "predicate": predicate, "object": b} for a, b in itertools.pairwise(names)]
         },
     )
 

@@ -243,7 +243,7 @@ def test_the_speed_script_measures_every_request(tmp_path: Path) -> None:
 def test_the_tools_run_as_the_principal_with_its_grants(opened: tuple[Memory, dict[str, str], Path]) -> None:
     from cuedrecall.access import READ, Principal
 
-    memory, refs, _ = opened
+    memory, _refs, _ = opened
     reader = Principal("reader", {AGENT: READ})
     c = TestClient(make_app(memory, TOKEN, write=True, principal=reader), base_url="http://127.0.0.1")
     before = snapshot(memory, (AGENT,))

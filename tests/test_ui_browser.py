@@ -138,7 +138,7 @@ def test_a_cued_recall_shows_the_evidence_its_move_and_a_gate_reason(
 def test_memory_text_is_shown_as_text_never_run(
     page: Any, read_only: str, store: tuple[Memory, dict[str, str]]
 ) -> None:
-    memory, refs = store
+    _memory, refs = store
     open_explorer(page, read_only)
     row = page.locator(f"#rows tr[data-ref='{refs[SCRIPT_TEXT]}'] td.text")
     assert row.inner_text() == SCRIPT_TEXT

@@ -27,7 +27,7 @@ def test_the_band_bounds_the_codes_error_for_any_query(seed: int, dim: int, magn
 
 
 def test_a_vector_with_a_non_finite_value_is_always_scored_exactly() -> None:
-    codes, scale, band = quantize(np.array([[np.nan, 1.0], [0.5, 0.5]], dtype=np.float32))
+    codes, _scale, band = quantize(np.array([[np.nan, 1.0], [0.5, 0.5]], dtype=np.float32))
     assert band[0] == np.inf and not codes[0].any() and np.isfinite(band[1])
 
 
