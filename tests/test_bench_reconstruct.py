@@ -296,7 +296,7 @@ def test_ours_end_to_end_on_the_small_long_span_history(tmp_path: Path) -> None:
             assert all(r[k] == 0.0 for k in rc.SCORES) and r["size_chars"] is None
         else:
             assert r["size_chars"] > 0 and r["items"] >= 0
-    line = next(l for l in text.splitlines() if l.startswith("| long-span-small | hash | ours | all | no cue |"))
+    line = next(row for row in text.splitlines() if row.startswith("| long-span-small | hash | ours | all | no cue |"))
     cells = [c.strip() for c in line.strip("|").split("|")]
     errors, n = int(cells[-2]), int(cells[-1])
     assert n == 35 and errors == sum(1 for r in uncued if r["error"] is not None)

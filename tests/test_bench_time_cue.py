@@ -179,7 +179,7 @@ def test_main_runs_end_to_end_on_tiny_data(tmp_path: Path) -> None:
     assert set(re.findall(r"(?<!§)\b\d+\.\d+", text[rule:setup])) == {"0.05"}  # section marks aside
     assert out.with_suffix(".png").stat().st_size > 0
     questions = len(generate_long_span(seed=0, size="small").questions)
-    line = next(l for l in text.splitlines() if l.startswith(f"| long-span-small | hash | rrf | {questions} |"))
+    line = next(row for row in text.splitlines() if row.startswith(f"| long-span-small | hash | rrf | {questions} |"))
     verdicts = text[verdict : text.index("Invariant check")].splitlines()
     assert line in verdicts
     for row in verdicts:

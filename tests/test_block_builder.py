@@ -32,6 +32,7 @@ from cuedrecall.store.base import Scope
 from cuedrecall.text.blocks import divide
 
 A, B = "agent-a", "agent-b"
+SCOPE_A = Scope(A)  # the default scope of the helpers below
 MODEL = HashEmbedder.model
 REPO = Path(__file__).resolve().parents[1]
 BUILDING = {"block_build_enabled": True}  # retrieval stays off: the recall side is not under test here
@@ -86,7 +87,7 @@ def opened(path: Path | str, *, embedder: Any = None, **settings: Any) -> Memory
     return open_memory(path, settings=make_settings(**{**BUILDING, **settings}), embedder=embedder, background=False)
 
 
-def arm(memory: Memory, query: str, scope: Scope = Scope(A)) -> list[tuple[str, int]]:
+def arm(memory: Memory, query: str, scope: Scope = SCOPE_A) -> list[tuple[str, int]]:
     hits, order = memory.store_.block_arm(scope, hash_vector(query), MODEL)
     assert order == "vector"
     return [(hit.ref, hit.block) for hit in hits]

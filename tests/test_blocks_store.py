@@ -27,6 +27,7 @@ from cuedrecall.text.blocks import divide
 NOW = "2025-11-01T12:00:00+00:00"
 MODEL = "hash-384"
 A, B = "agent-a", "agent-b"
+SCOPE_A = Scope(A)  # the default scope of the helpers below
 LONG = (
     " ".join(f"Line {i} of the diary says the weather was mild and the garden quiet." for i in range(12))
     + " At the very end it says the brass key hides under the mossy stone."
@@ -96,7 +97,7 @@ def build(store: SqliteStore, ref: str) -> int:
     return len(spans)
 
 
-def arm(store: SqliteStore, scope: Scope = Scope(A), query: np.ndarray = KEY) -> list[tuple[str, int]]:
+def arm(store: SqliteStore, scope: Scope = SCOPE_A, query: np.ndarray = KEY) -> list[tuple[str, int]]:
     hits, _ = store.block_arm(scope, query, MODEL, rerank=10_000)
     return [(hit.ref, hit.block) for hit in hits]
 

@@ -15,16 +15,14 @@ from cuedrecall.clock import fixed_clock
 from cuedrecall.embed.hashing import HashEmbedder
 from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.cued_v0_3 import BOUND, CUE_DEPTH, POLICY, SINGLE_PASS_POLICY
-
-# the process these tests run: the shipped settings (gate relief off) run exactly cued-v0.3 (recall/policy.py)
-CUED = POLICY
-UNCUED = SINGLE_PASS_POLICY
 from cuedrecall.recall.pipeline import PassResult
 from cuedrecall.recall.process import bounded_move, seats
 from cuedrecall.store.base import Hit
 from cuedrecall.tools import TOOLS
 
-UTC = UTC
+# the process these tests run: the shipped settings (gate relief off) run exactly cued-v0.3 (recall/policy.py)
+CUED = POLICY
+UNCUED = SINGLE_PASS_POLICY
 QUERY = "bike shop repair"
 JUNE = {"after": "2025-06-01", "before": "2025-06-30"}
 
@@ -235,7 +233,7 @@ def test_seat_may_hold_a_row_the_count_cut(tmp_path):
 
 
 def test_seated_rows_are_marked_signal_cue_admission_reservation(weekly):
-    memory, notes = weekly
+    memory, _notes = weekly
     cued = recall(memory, limit=1, time_cue=cue("sure", after="2025-03-01", before="2025-05-31"))
     seated = seat_refs(cued)
     assert len(seated) == 3
@@ -252,7 +250,7 @@ def test_seated_rows_are_marked_signal_cue_admission_reservation(weekly):
 
 
 def test_cue_rank_on_rows_the_cue_arm_ranked(weekly):
-    memory, notes = weekly
+    memory, _notes = weekly
     cued = recall(memory, time_cue=cue("sure", after="2025-03-20", before="2025-04-10"))
     arm = cue_arm(cued)
     assert len(arm) == 3  # 24 March, 31 March, 7 April
@@ -298,7 +296,7 @@ def test_cue_arm_searches_episodes_in_the_period(memory):
 
 
 def test_cue_arm_never_removes_or_rescores_rows_outside_the_period(weekly):
-    memory, notes = weekly
+    memory, _notes = weekly
     uncued = recall(memory)
     cued = recall(memory, time_cue=cue("sure", after="2025-04-01", before="2025-04-30"))
     inside = set(cue_arm(cued))
@@ -637,8 +635,8 @@ def test_recall_tool_description_says_pass_a_cue_only_when_the_request_names_a_t
 
 
 def test_cue_arm_merge_breaks_ties_by_first_appearance_memories_before_episodes(memory, monkeypatch):
-    # docs/recall-process.md#the-cue-arm: the lists are memory vector, memory keyword, then episode vector and episode full text;
-    # the merge sorts by total votes, ties by first appearance
+    # docs/recall-process.md#the-cue-arm: the lists are memory vector, memory keyword, then episode vector and
+    # episode full text; the merge sorts by total votes, ties by first appearance
     mem = put(memory, "bike shop repair chain", "2025-06-10")
     ep = memory.archive_episode(
         agent_id="a", summary="bike shop repair brake pads", history=[{"timestamp": at("2025-06-12")}]

@@ -352,7 +352,7 @@ def test_http_embedder_rejects_a_body_that_is_not_an_object(raw: str) -> None:
 
 @pytest.mark.parametrize("value", [None, "[[1.0]]", {"0": [1.0]}])
 def test_http_embedder_rejects_embeddings_that_are_not_a_list(value) -> None:
-    with pytest.raises(EmbeddingError, match="'embeddings' is .* not a list"):
+    with pytest.raises(EmbeddingError, match=r"'embeddings' is .* not a list"):
         http_embedder(lambda texts: {"embeddings": value}).embed(["a"])
 
 
@@ -384,7 +384,7 @@ def test_http_embedder_rejects_a_width_change_after_its_first_response() -> None
 @pytest.mark.parametrize("bad", ["NaN", "Infinity", "-Infinity", "1e999", "9" * 400, '"0.5"', "true", "null", "[1.0]"])
 def test_http_embedder_rejects_non_finite_or_non_number_elements(bad: str) -> None:
     # Raw JSON text, since NaN and Infinity cannot be produced by strict encoders.
-    raw = '{"embeddings": [[0.5, %s]]}' % bad
+    raw = f'{{"embeddings": [[0.5, {bad}]]}}'
     transport = httpx.MockTransport(lambda request: httpx.Response(200, text=raw))
     with pytest.raises(EmbeddingError, match=r"embeddings\[0\]\[1\] is not (a number|finite)"):
         HttpEmbedder(URL, transport=transport).embed(["a"])
@@ -470,7 +470,7 @@ def test_local_embedder_loads_nothing_until_first_use(tmp_path: Path) -> None:
     missing = tmp_path / "absent.onnx"
     embedder = LocalEmbedder(model_path=missing)
     assert not embedder.loaded
-    with pytest.raises(EmbeddingError, match="absent.onnx"):
+    with pytest.raises(EmbeddingError, match=re.escape("absent.onnx")):
         embedder.embed(["a"])
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -92,7 +92,9 @@ def test_the_rule_catches_a_refused_call_that_wrote(tmp_path: Path) -> None:
     """The checker itself: an ok:false answer whose call changed rows is a failure, a result is not."""
 
     class Answer:
-        content = [type("Text", (), {"type": "text", "text": '{"ok": false, "error": "argument \'x\' is bad"}'})()]
+        content: ClassVar[list[Any]] = [
+            type("Text", (), {"type": "text", "text": '{"ok": false, "error": "argument \'x\' is bad"}'})()
+        ]
 
     assert fuzz.problem_with("store", Answer(), (1, 0), (2, 0)) is not None
     assert fuzz.problem_with("store", Answer(), (1, 0), (1, 0)) is None

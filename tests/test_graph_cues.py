@@ -16,6 +16,7 @@ from cuedrecall.graph.names import normalize_name
 from cuedrecall.store.base import Scope
 
 A, B = "agent-a", "agent-b"
+SCOPE_A = Scope(A)  # the default scope of the helpers below
 
 
 class Spy:
@@ -41,7 +42,7 @@ def entities(memory: Memory, *declared: dict[str, Any], agent: str = A, **scope:
     assert result["ok"] and result["dropped"] == [], result
 
 
-def cues(memory: Memory, query: str, scope: Scope = Scope(A)) -> Cues:
+def cues(memory: Memory, query: str, scope: Scope = SCOPE_A) -> Cues:
     return query_cues(memory.store_, scope, query)
 
 

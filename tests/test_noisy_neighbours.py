@@ -111,7 +111,9 @@ def test_a_small_scope_s_keyword_cost_stops_growing_with_other_agents_rows(tmp_p
         store = _alice_and_others(tmp_path / f"{others}.db", others)
         try:
             store.memory_keyword(ALICE, ["pottery"], "pottery", depth=10)  # the term counts, cached once
-            costs[others] = _steps(store, lambda: store.memory_keyword(ALICE, ["pottery"], "pottery", depth=10))
+            costs[others] = _steps(
+                store, lambda store=store: store.memory_keyword(ALICE, ["pottery"], "pottery", depth=10)
+            )
         finally:
             store.close()
     assert costs[1600] <= costs[100] + 2, costs  # sixteen times the others' rows, the same work

@@ -119,8 +119,12 @@ def test_both_backends_answer_every_arm_alike_for_any_store(
             lambda s: refs_and_raws(s.vector_far(scope, vector, floor=-1.0, limit=50, window=window, reach=window + 10))
         )
         for kind in (MEMORY, EPISODE):
-            same(lambda s: refs_and_raws(s.vector_in_period(scope, kind, vector, floor=-1.0, depth=50, period=period)))
-            same(lambda s: [hit.ref for hit in s.newest(scope, kind, 50, period)])
+            same(
+                lambda s, kind=kind: refs_and_raws(
+                    s.vector_in_period(scope, kind, vector, floor=-1.0, depth=50, period=period)
+                )
+            )
+            same(lambda s, kind=kind: [hit.ref for hit in s.newest(scope, kind, 50, period)])
         same(
             lambda s: [
                 (c.ref, c.position, c.distance) for c in s.far_candidates(scope, vector, start=min(window, 3), count=10)

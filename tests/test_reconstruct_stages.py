@@ -250,7 +250,7 @@ def test_raising_the_budget_never_removes_anything(heads: list[int], data: Any, 
     excerpts = [data.draw(st.lists(st.integers(1, 500), max_size=4)) for _ in heads]
     low, high = allocate(heads, excerpts, budget), allocate(heads, excerpts, budget + more)
     assert high.items >= low.items
-    assert all(h >= l for h, l in zip(high.excerpts, low.excerpts))
+    assert all(hi >= lo for hi, lo in zip(high.excerpts, low.excerpts))
     assert low.used <= budget or (low.items == 1 and low.excerpts == [0])
 
 
