@@ -66,11 +66,12 @@ class SqliteGraph:
         name: str,
         normalized: str,
         created_at: str,
+        declared_by: str = "agent",
     ) -> int:
         cursor = conn.execute(
-            "INSERT INTO entities(agent_id, project_id, channel, name, normalized, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (agent_id, project_id, channel, name, normalized, created_at),
+            "INSERT INTO entities(agent_id, project_id, channel, name, normalized, declared_by, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (agent_id, project_id, channel, name, normalized, declared_by, created_at),
         )
         assert cursor.lastrowid is not None  # sqlite3 sets it on every INSERT
         return cursor.lastrowid
@@ -84,11 +85,13 @@ class SqliteGraph:
             > 0
         )
 
-    def add_mention(self, conn: sqlite3.Connection, entity_id: int, ref: str, created_at: str) -> bool:
+    def add_mention(
+        self, conn: sqlite3.Connection, entity_id: int, ref: str, created_at: str, declared_by: str = "agent"
+    ) -> bool:
         return (
             conn.execute(
-                "INSERT OR IGNORE INTO entity_mentions(entity_id, ref, created_at) VALUES (?, ?, ?)",
-                (entity_id, ref, created_at),
+                "INSERT OR IGNORE INTO entity_mentions(entity_id, ref, declared_by, created_at) VALUES (?, ?, ?, ?)",
+                (entity_id, ref, declared_by, created_at),
             ).rowcount
             > 0
         )

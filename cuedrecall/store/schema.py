@@ -409,6 +409,46 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        9,
+        """
+        -- Declared folders (store/folders.py): a hierarchy an agent declared under a project, and the records
+        -- filed in it, at most one folder a record. Kept so that a CPersona 2.6.14 export's folders survive
+        -- import and our export; nothing on the recall path reads them. parent_id 0 is the project itself.
+        CREATE TABLE folders (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            agent_id TEXT NOT NULL,
+            project_id TEXT NOT NULL DEFAULT '',
+            parent_id INTEGER NOT NULL DEFAULT 0,
+            name TEXT NOT NULL,
+            normalized TEXT NOT NULL,
+            declared_by TEXT NOT NULL DEFAULT 'agent',
+            created_at TEXT NOT NULL,
+            UNIQUE (agent_id, project_id, parent_id, normalized)
+        );
+        CREATE TABLE folder_members (
+            ref TEXT PRIMARY KEY,
+            folder_id INTEGER NOT NULL,
+            declared_by TEXT NOT NULL DEFAULT 'agent',
+            declared_at TEXT NOT NULL
+        );
+        CREATE INDEX idx_folder_members_folder ON folder_members(folder_id);
+
+        -- A record deleted leaves its folder; a folder deleted takes its filings.
+        CREATE TRIGGER memories_unfile AFTER DELETE ON memories BEGIN
+            DELETE FROM folder_members WHERE ref = 'mem:' || old.id;
+        END;
+        CREATE TRIGGER episodes_unfile AFTER DELETE ON episodes BEGIN
+            DELETE FROM folder_members WHERE ref = 'ep:' || old.id;
+        END;
+        CREATE TRIGGER folders_unfile AFTER DELETE ON folders BEGIN
+            DELETE FROM folder_members WHERE folder_id = old.id;
+        END;
+        """,
+    )
+)
+
 LATEST_VERSION = MIGRATIONS[-1][0]
 
 

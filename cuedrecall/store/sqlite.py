@@ -28,6 +28,7 @@ from cuedrecall.store.blocks import SqliteBlocks
 from cuedrecall.store.bounded import Lru
 from cuedrecall.store.browse import SqliteBrowse
 from cuedrecall.store.busy import BUSY_TIMEOUT_MS, WRITE_SLICE_S, WRITE_WAIT_S, begin_write, open_reader
+from cuedrecall.store.folders import SqliteFolders
 from cuedrecall.store.graph import SqliteGraph
 from cuedrecall.store.grown_stats import GrownStats, Upto
 from cuedrecall.store.locks import SnapshotLock
@@ -88,7 +89,7 @@ def _private_side_files(path: str) -> None:
             pass  # not there (yet): SQLite creates it later with the database file's mode
 
 
-class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, SqliteBrowse):
+class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, SqliteFolders, SqliteBrowse):
     """All SQL of cuedrecall's embedded backend. One writer at a time; the indexes follow every commit."""
 
     read_only = False  # set by a read-only opener (the explorer without --write): ``write`` refuses
@@ -483,8 +484,9 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
         return conn.execute(f"DELETE FROM {table} WHERE id = ?", (row_id,)).rowcount > 0
 
     def delete_agent(self, conn: sqlite3.Connection, agent_id: str) -> dict[str, int]:
-        """Delete every memory, episode and profile of one agent, and its graph; the count of each."""
+        """Delete every memory, episode and profile of one agent, and its graph and folders; the count of each."""
         counts = self._delete_graph(conn, agent_id)
+        counts["folders"] = self._delete_folders(conn, agent_id)
         for table in ("memories", "episodes", "profiles"):
             counts[table] = conn.execute(f"DELETE FROM {table} WHERE agent_id = ?", (agent_id,)).rowcount
         return counts

@@ -33,13 +33,21 @@ class PgGraph:
     # -- writes, inside write() ---------------------------------------------------------------
 
     def insert_entity(
-        self, conn: Any, agent_id: str, project_id: str, channel: str, name: str, normalized: str, created_at: str
+        self,
+        conn: Any,
+        agent_id: str,
+        project_id: str,
+        channel: str,
+        name: str,
+        normalized: str,
+        created_at: str,
+        declared_by: str = "agent",
     ) -> int:
         return int(
             conn.execute(
-                "INSERT INTO entities(agent_id, project_id, channel, name, normalized, created_at) "
-                "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
-                (agent_id, project_id, channel, name, normalized, created_at),
+                "INSERT INTO entities(agent_id, project_id, channel, name, normalized, declared_by, created_at) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                (agent_id, project_id, channel, name, normalized, declared_by, created_at),
             ).fetchone()[0]
         )
 
@@ -52,11 +60,12 @@ class PgGraph:
             > 0
         )
 
-    def add_mention(self, conn: Any, entity_id: int, ref: str, created_at: str) -> bool:
+    def add_mention(self, conn: Any, entity_id: int, ref: str, created_at: str, declared_by: str = "agent") -> bool:
         return (
             conn.execute(
-                "INSERT INTO entity_mentions(entity_id, ref, created_at) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
-                (entity_id, ref, created_at),
+                "INSERT INTO entity_mentions(entity_id, ref, declared_by, created_at) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT DO NOTHING",
+                (entity_id, ref, declared_by, created_at),
             ).rowcount
             > 0
         )

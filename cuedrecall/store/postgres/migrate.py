@@ -3,7 +3,7 @@
 The rule: the target must hold nothing yet (a migration never merges into a live
 store); the copy is one transaction, so a failure leaves the target empty; after
 it, each table's row count in the target equals the source's, or the migration
-reports which differ. Vectors, blocks (sign bits and int8 codes), the graph,
+reports which differ. Vectors, blocks (sign bits and int8 codes), the graph, folders,
 calibration, precision overrides, profiles and the task queue all move.
 """
 
@@ -62,8 +62,11 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "declared_by",
         "declared_at",
     ),
+    "folders": ("id", "agent_id", "project_id", "parent_id", "name", "normalized", "declared_by", "created_at"),
+    "folder_members": ("ref", "folder_id", "declared_by", "declared_at"),
 }
-_IDENTITY = ("memories", "episodes", "tasks", "entities", "relations")  # tables whose id sequence must move on
+# tables whose id sequence must move on
+_IDENTITY = ("memories", "episodes", "tasks", "entities", "relations", "folders")
 _BATCH = 500
 Progress = Callable[[str, int], None]  # (table, rows just copied)
 

@@ -77,11 +77,12 @@ def to_db_vector(vector: Any) -> Any:
 class PgRecords:
     """Writes and plain reads of memories, episodes, profiles and calibration."""
 
-    if TYPE_CHECKING:  # provided by PgConnection and PgGraph
+    if TYPE_CHECKING:  # provided by PgConnection, PgGraph and PgFolders
 
         def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
         def _per_snapshot(self, key: tuple[Any, ...], compute: Any) -> Any: ...
         def _delete_graph(self, conn: Any, agent_id: str) -> dict[str, int]: ...
+        def _delete_folders(self, conn: Any, agent_id: str) -> int: ...
 
         _conn: Any
         _lock: Any
@@ -139,8 +140,9 @@ class PgRecords:
         return conn.execute(f"DELETE FROM {TABLES[kind]} WHERE id = %s", (row_id,)).rowcount > 0
 
     def delete_agent(self, conn: Any, agent_id: str) -> dict[str, int]:
-        """Delete every memory, episode and profile of one agent, and its graph; the count of each."""
+        """Delete every memory, episode and profile of one agent, and its graph and folders; the count of each."""
         counts = self._delete_graph(conn, agent_id)
+        counts["folders"] = self._delete_folders(conn, agent_id)
         for table in ("memories", "episodes", "profiles"):
             counts[table] = conn.execute(f"DELETE FROM {table} WHERE agent_id = %s", (agent_id,)).rowcount
         return counts

@@ -12,6 +12,7 @@ from cuedrecall.store.postgres.arms import PgArms
 from cuedrecall.store.postgres.blocks import PgBlocks
 from cuedrecall.store.postgres.browse import PgBrowse
 from cuedrecall.store.postgres.connection import PgConnection, redact
+from cuedrecall.store.postgres.folders import PgFolders
 from cuedrecall.store.postgres.graph import PgGraph
 from cuedrecall.store.postgres.maintenance import PgMaintenance
 from cuedrecall.store.postgres.records import PgRecords
@@ -20,7 +21,9 @@ from cuedrecall.store.postgres.terms import PgTermCounts
 from cuedrecall.store.term_counts import TermCounts
 
 
-class PostgresStore(PgRecords, PgArms, PgBlocks, PgGraph, PgBrowse, PgMaintenance, PgTermCounts, PgConnection):
+class PostgresStore(
+    PgRecords, PgArms, PgBlocks, PgGraph, PgFolders, PgBrowse, PgMaintenance, PgTermCounts, PgConnection
+):
     """All SQL of cuedrecall's PostgreSQL backend."""
 
     def __init__(
