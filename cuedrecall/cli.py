@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from cuedrecall.config import Settings
+from cuedrecall.embedding_models import DEFAULT_MODEL, accepted
 from cuedrecall.errors import CuedRecallError
 from cuedrecall.version import __version__
 
@@ -301,7 +302,8 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument(
                 "--embedding",
                 choices=["local", "http", "hash", "none"],
-                help="embedder (default: CUEDRECALL_EMBEDDING_MODE or local)",
+                help="embedder (default: CUEDRECALL_EMBEDDING_MODE or local); local runs CUEDRECALL_EMBEDDING_MODEL, "
+                f"one of {accepted()} (default {DEFAULT_MODEL})",
             )
         return p
 

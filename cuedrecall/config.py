@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from cuedrecall.embedding_models import DEFAULT_MODEL, MODELS, accepted
 from cuedrecall.errors import SettingsError
 
 PREFIX = "CUEDRECALL_"
@@ -71,12 +72,6 @@ def _setting(default: Any, parse: Callable[[str, str], Any], doc: str) -> Any:
     return field(default=default, metadata={"parse": parse, "doc": doc})
 
 
-# The packaged models embedding_mode=local runs, by name (cuedrecall/embed/models.py builds each); the default
-# is chosen on benchmarks/results/embedders.md.
-EMBEDDING_MODELS = ("minilm-l6-int8", "paraphrase-minilm-l3", "multilingual-e5-small")
-DEFAULT_EMBEDDING_MODEL = "paraphrase-minilm-l3"
-
-
 def default_db_path() -> str:
     return str(Path.home() / ".cuedrecall" / "memory.db")
 
@@ -101,10 +96,10 @@ class Settings:
     )
     embedding_mode: str = _setting("local", _choice("local", "http", "hash", "none"), "embedder")
     embedding_model: str = _setting(
-        DEFAULT_EMBEDDING_MODEL,
+        DEFAULT_MODEL,
         _text,
         "packaged model of embedding_mode=local, one of "
-        f"{', '.join(EMBEDDING_MODELS)} (a change re-embeds the store in the "
+        f"{accepted()} (a change re-embeds the store in the "
         "background); other modes keep the value as it is",
     )
     embedding_url: str = _setting("", _text, "the /embed URL for embedding_mode=http")
@@ -313,11 +308,11 @@ def _checked_model(s: Settings) -> Settings:
     if s.embedding_mode != "local":
         return s
     name = s.embedding_model.strip().lower()
-    if name in EMBEDDING_MODELS:
+    if name in MODELS:
         return replace(s, embedding_model=name)
     raise SettingsError(
         f"CUEDRECALL_EMBEDDING_MODEL / CPERSONA_EMBEDDING_MODEL={s.embedding_model!r} is not a "
-        f"packaged model: expected one of {', '.join(EMBEDDING_MODELS)} (or another embedding_mode)"
+        f"packaged model: expected one of {accepted()} (or another embedding_mode)"
     )
 
 

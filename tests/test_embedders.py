@@ -12,9 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cuedrecall.config import DEFAULT_EMBEDDING_MODEL, EMBEDDING_MODELS, Settings
+from cuedrecall.config import Settings
 from cuedrecall.embed import (
-    MODELS,
     EmbeddingError,
     LocalEmbedder,
     QueryVectorCache,
@@ -24,9 +23,12 @@ from cuedrecall.embed import (
 )
 from cuedrecall.embed import local as local_module
 from cuedrecall.embed.e5 import E5Embedder
+from cuedrecall.embedding_models import DEFAULT_MODEL as DEFAULT_EMBEDDING_MODEL
+from cuedrecall.embedding_models import MODELS
 from cuedrecall.errors import SettingsError
 from cuedrecall.runtime import open_runtime
 
+EMBEDDING_MODELS = tuple(MODELS)  # the names the setting accepts
 TEXTS = ["The cat sits on the mat", "A cat is sitting on a mat", "Quarterly revenue grew by 5%"]
 JAPANESE = ["東京は日本の首都です。", "日本の首都は東京である", "四半期の売上高は5%増加した"]
 WIDTH = {"minilm-l6-int8": 384, "paraphrase-minilm-l3": 384, "multilingual-e5-small": 384}

@@ -20,6 +20,7 @@ LAYERS: dict[str, int] = {
     "version": 0,
     "clock": 0,
     "config": 0,
+    "embedding_models": 0,
     "text": 0,
     "heap": 0,
     "store": 1,

