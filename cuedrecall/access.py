@@ -8,7 +8,10 @@ caller of a process (stdio, the library, the single HTTP token) is ``LOCAL``:
 read-write on every agent.
 
 An ACL file (``load_acl``) names the HTTP clients: each one's bearer token and
-grants. A client is granted nothing it is not named for (deny by default).
+grants. A client is granted nothing it is not named for (deny by default). A
+client named ``oauth:<issuer>:<client_id>`` or ``oauth:<issuer>#<sub>`` has no
+token: it signs in with its issuer's access tokens (``server/oauth.py``,
+docs/security.md#oauth) and gets the same kind of grants.
 """
 
 from __future__ import annotations
@@ -77,6 +80,7 @@ def denied(tool: str, demand: Demand, principal: Principal) -> dict[str, object]
 # -- the ACL file ---------------------------------------------------------------------------------
 
 LOCAL_CLIENT = "local"  # the reserved client stdio runs as; it never holds a token
+OAUTH_PREFIX = "oauth:"  # an OAuth caller's client_id: oauth:<issuer>:<client_id> or oauth:<issuer>#<sub>
 _CLIENT_KEYS = {"client_id", "token", "grants"}
 _ENV_TOKEN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _TOKEN_CHARS = re.compile(r"[!-~]+")  # printable ASCII, no space: what a bearer header carries intact
@@ -110,6 +114,10 @@ class Acl:
             if client.token is not None and hmac.compare_digest(given, client.token):
                 found = client.principal
         return found
+
+    def named(self, client_id: str) -> Principal | None:
+        """The principal of the client named ``client_id`` (how an OAuth caller is found), else None."""
+        return next((c.principal for c in self.clients if c.principal.client_id == client_id), None)
 
 
 def load_acl(path: str | Path, environ: Mapping[str, str] | None = None) -> Acl:
@@ -162,6 +170,11 @@ def _client(entry: Any, where: str, env: Mapping[str, str]) -> Client:
     token = _token(entry.get("token"), where, env)
     if client_id == LOCAL_CLIENT and token is not None:
         raise SettingsError(f"{where}: the client {LOCAL_CLIENT!r} (stdio) must not have a token; use token null")
+    if client_id.startswith(OAUTH_PREFIX) and token is not None:
+        raise SettingsError(
+            f"{where}: an OAuth client signs in with its issuer's access tokens and must not have a token; "
+            "use token null"
+        )
     grants = entry.get("grants", {})
     if not isinstance(grants, dict):
         raise SettingsError(f'{where}: "grants" must be an object {{agent_id or "*": permission}}')

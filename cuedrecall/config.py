@@ -210,6 +210,38 @@ class Settings:
     )
     max_import_bytes: int = _setting(100 * 1024 * 1024, _number(int, 1), "largest file import_memories reads")
     acl_file: str = _setting("", _text, "JSON file of HTTP clients and their grants per agent (deny by default)")
+    # OAuth 2.1 resource server (server/oauth.py, docs/security.md#oauth): off unless the resource and an issuer
+    # are set, and then only beside an ACL file
+    oauth_resource: str = _setting(
+        "",
+        _text,
+        "this server's URL as an OAuth resource (e.g. https://memory.example.com/mcp): the audience its access "
+        "tokens must name; unset = OAuth off",
+    )
+    oauth_authorization_servers: str = _setting(
+        "", _text, "issuer URLs whose access tokens are accepted (comma or space separated), exactly as their iss"
+    )
+    oauth_jwks_uri: str = _setting(
+        "", _text, "the issuer's key set URL, when its metadata cannot be read (one issuer only; unset = discovered)"
+    )
+    oauth_scopes: str = _setting(
+        "", _text, "scopes every access token must carry (comma or space separated), advertised in the metadata"
+    )
+    oauth_principal: str = _setting(
+        "client",
+        _choice("client", "subject"),
+        "whom a token calls as in the ACL file: its client, oauth:<issuer>:<client_id>, or its subject, "
+        "oauth:<issuer>#<sub>",
+    )
+    oauth_allow_delegation: bool = _setting(
+        False, _parse_bool, "accept access tokens carrying a delegation (act) claim"
+    )
+    oauth_jwks_cache_secs: float = _setting(
+        3600.0,
+        _number(float, 60, 86400),
+        "how long an issuer's fetched keys are trusted; refetched after half of it, and past it, with the "
+        "issuer unreachable, tokens are refused",
+    )
     block_build_enabled: bool = _setting(True, _parse_bool, "divide records into blocks and embed them (background)")
     block_retrieval_enabled: bool = _setting(True, _parse_bool, "recall's block arm and its held seats")
     keyword_seats: int = _setting(

@@ -143,6 +143,7 @@ _CHOICES = {
     "recall_precision": ("strict", "lenient"),
     "embedding_model": ("multilingual-e5-small", "minilm-l6-int8"),
     "recall_gate": ("gate-v0", "gate-v1"),
+    "oauth_principal": ("subject", "client"),
 }
 
 

@@ -27,12 +27,13 @@ from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from cuedrecall.access import LOCAL, Principal, load_acl
+from cuedrecall.access import LOCAL, OAUTH_PREFIX, Acl, Principal, load_acl
 from cuedrecall.api import Memory
 from cuedrecall.config import Settings
 from cuedrecall.errors import SettingsError
 from cuedrecall.server.http_guard import WILDCARD_BINDS, BodyLimit, HostGuard, policy_of, server_limits
 from cuedrecall.server.http_wellformed import WellFormedBody
+from cuedrecall.server.oauth import OAuthGate, ResourceMetadata, TokenRefused, oauth_config, refusal
 from cuedrecall.server.stdio import stdio_transport
 from cuedrecall.tools import TOOLS
 from cuedrecall.version import __version__
@@ -118,6 +119,7 @@ async def serve_stdio(memory: Memory) -> None:
 
 
 Authenticate = Callable[[bytes], "Principal | None"]
+OAUTH_THREADS = 8  # worker threads verifying OAuth tokens at once, apart from the tools' threads
 
 
 class BearerAuth:
@@ -125,12 +127,16 @@ class BearerAuth:
     caller's principal in the request's scope for the tool calls.
 
     ``authenticate`` maps the token (bytes as sent) to a principal, comparing in constant time; ``None`` as
-    ``authenticate`` serves everyone as ``LOCAL`` (HTTP allowed without authentication).
+    ``authenticate`` serves everyone as ``LOCAL`` (HTTP allowed without authentication). With ``oauth``, a token
+    no static client holds is verified as an OAuth access token (``server/oauth.py``, in a worker thread: a
+    fetch of the issuer's keys may wait on the network), and a refusal names the resource metadata.
     """
 
-    def __init__(self, app: ASGIApp, authenticate: Authenticate | None) -> None:
+    def __init__(self, app: ASGIApp, authenticate: Authenticate | None, oauth: OAuthGate | None = None) -> None:
         self.app = app
         self.authenticate = authenticate
+        self.oauth = oauth
+        self._limiter: anyio.CapacityLimiter | None = None  # made on first use, inside the event loop
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan" or (scope["type"] == "http" and scope.get("method") == "OPTIONS"):
@@ -145,13 +151,37 @@ class BearerAuth:
             return
         header = dict(scope.get("headers") or []).get(b"authorization", b"")
         scheme, _, given = header.partition(b" ")
-        principal = self.authenticate(given.strip()) if scheme.lower() == b"bearer" else None
+        bearer, given = scheme.lower() == b"bearer", given.strip()
+        principal = self.authenticate(given) if bearer else None
+        if principal is None and self.oauth is not None:
+            principal, refused = await self._oauth_principal(given if bearer else b"")
+            if principal is None:
+                await refusal(self.oauth.config, refused)(scope, receive, send)
+                return
         if principal is None:
             response = JSONResponse({"error": "unauthorized"}, status_code=401, headers={"WWW-Authenticate": "Bearer"})
             await response(scope, receive, send)
             return
         scope[PRINCIPAL_KEY] = principal
         await self.app(scope, receive, send)
+
+    async def _oauth_principal(self, given: bytes) -> tuple[Principal | None, TokenRefused | None]:
+        """The principal of an OAuth access token, else why not (None: no token was sent)."""
+        assert self.oauth is not None
+        if not given:
+            return None, None
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(OAUTH_THREADS)
+        try:
+            principal = await anyio.to_thread.run_sync(
+                self.oauth.principal, given.decode("latin-1"), limiter=self._limiter
+            )
+        except TokenRefused as refused:
+            return None, refused
+        except Exception:  # a bug must not reach the client, nor let the token in
+            log.exception("oauth: a token could not be verified")
+            return None, TokenRefused("the token could not be verified")
+        return principal, None
 
 
 def single_token(token: str) -> Authenticate:
@@ -164,18 +194,19 @@ def single_token(token: str) -> Authenticate:
     return authenticate
 
 
-def http_authentication(settings: Settings) -> Authenticate | None:
-    """How HTTP callers are told apart: the ACL file's clients when one is set, else the single token, else
-    (explicitly allowed) nobody is asked; without any of these the transport refuses to start."""
+def http_authentication(settings: Settings, acl: Acl | None = None, oauth: bool = False) -> Authenticate | None:
+    """How HTTP callers are told apart: the ACL file's clients when one is set (``acl``, when already read),
+    else the single token, else (explicitly allowed) nobody is asked; without any of these the transport refuses
+    to start. ``oauth``: OAuth callers are served too (``oauth_gate``), so a file without tokens is fine."""
     if settings.acl_file:
-        acl = load_acl(settings.acl_file)
+        acl = acl or load_acl(settings.acl_file)
         if settings.auth_token:
             log.warning(
                 "the ACL file %s is in use: the single HTTP token (CUEDRECALL_AUTH_TOKEN / "
                 "CPERSONA_AUTH_TOKEN) is ignored",
                 settings.acl_file,
             )
-        if not any(client.token is not None for client in acl.clients):
+        if not oauth and not any(client.token is not None for client in acl.clients):
             log.warning(
                 "the ACL file %s names no client with a token: every HTTP request will be refused", settings.acl_file
             )
@@ -191,13 +222,37 @@ def http_authentication(settings: Settings) -> Authenticate | None:
     )
 
 
+def oauth_gate(settings: Settings, acl: Acl | None) -> OAuthGate | None:
+    """The OAuth side of the HTTP server when it is configured (docs/security.md#oauth), else None. It needs the
+    ACL file: a verified caller gets only the grants the file gives its name."""
+    config = oauth_config(settings)
+    if config is None:
+        return None
+    if acl is None:
+        raise SettingsError(
+            "OAuth (CUEDRECALL_OAUTH_RESOURCE / CPERSONA_OAUTH_RESOURCE) needs an ACL file, CUEDRECALL_ACL_FILE (or "
+            "CPERSONA_ACL_FILE), naming each OAuth client's grants (oauth:<issuer>:<client_id>): without one a "
+            "signed-in caller could reach every agent"
+        )
+    named = [c.principal.client_id for c in acl.clients if c.principal.client_id.startswith(OAUTH_PREFIX)]
+    log.info(
+        "OAuth on: resource %s, issuers %s, %d OAuth client(s) in the ACL file",
+        config.resource,
+        ", ".join(config.issuers),
+        len(named),
+    )
+    return OAuthGate(config, acl)
+
+
 def http_app(memory: Memory, bind_host: str = "") -> ASGIApp:
     """The streamable HTTP app (stateless), at /mcp, behind the Host/Origin guard (``http_guard``; ``bind_host``,
     the address served, is one of its names), then the bearer check (one token, or an ACL file's clients, each
     calling as its own principal), then the body bound: a request the guard or the check refuses never reaches
     a tool."""
     settings = memory.settings
-    authenticate = http_authentication(settings)
+    acl = load_acl(settings.acl_file) if settings.acl_file else None
+    oauth = oauth_gate(settings, acl)
+    authenticate = http_authentication(settings, acl, oauth=oauth is not None)
     manager = StreamableHTTPSessionManager(app=build_server(memory, NOBODY), stateless=True)
 
     async def handle(scope: Scope, receive: Receive, send: Send) -> None:
@@ -213,7 +268,9 @@ def http_app(memory: Memory, bind_host: str = "") -> ASGIApp:
     app: ASGIApp = Starlette(routes=[Route("/mcp", endpoint=endpoint), Mount("/mcp", app=handle)], lifespan=lifespan)
     policy = policy_of(settings.http_allowed_hosts, settings.http_allowed_origins, bind_host)
     # the well-formedness check reads the body, so it sits inside the bound: at most that many bytes are read
-    guarded = BearerAuth(BodyLimit(WellFormedBody(app), settings.http_max_body), authenticate)
+    guarded: ASGIApp = BearerAuth(BodyLimit(WellFormedBody(app), settings.http_max_body), authenticate, oauth)
+    if oauth is not None:  # the metadata document is public: it says where to get a token
+        guarded = ResourceMetadata(guarded, oauth.config)
     return HostGuard(Health(guarded, memory), policy)
 
 
