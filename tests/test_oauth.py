@@ -13,6 +13,7 @@ import hmac
 import json
 import threading
 import time
+import warnings
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import AsyncExitStack
@@ -273,6 +274,36 @@ def test_an_unknown_kid_triggers_one_refetch_rate_limited(issuer: Issuer) -> Non
     clock.t += MIN_REFETCH_SECS
     _refused(verifier, issuer.token(headers={"kid": "unknown-later"}))
     assert issuer.jwks_fetches == 3
+
+
+def test_a_flood_of_unknown_kids_at_once_costs_one_fetch(issuer: Issuer) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    clock = Clock()
+    verifier = _verifier(issuer, clock)
+    verifier.verify(issuer.token())
+    clock.t += MIN_REFETCH_SECS
+    tokens = [issuer.token(headers={"kid": f"flood-{number}"}) for number in range(32)]
+    with ThreadPoolExecutor(16) as pool:
+        refused = list(pool.map(lambda token: _refused(verifier, token), tokens))
+    assert {(r.status, r.error) for r in refused} == {(401, "invalid_token")}
+    assert issuer.jwks_fetches == 2
+    verifier.verify(issuer.token())  # the keys held still serve
+
+
+def test_a_key_shorter_than_2048_bits_is_refused(keys: dict[str, Key]) -> None:
+    short = Key("short")
+    short.private = rsa.generate_private_key(public_exponent=65537, key_size=1024)
+    short.jwk = {**RSAAlgorithm.to_jwk(short.private.public_key(), as_dict=True), "kid": "short", "alg": "RS256"}  # type: ignore[dict-item]
+    weak = Issuer({**keys, "short": short})
+    try:
+        weak.published = ["short"]
+        with warnings.catch_warnings():  # PyJWT warns on signing with the short key: that is the point
+            warnings.simplefilter("ignore")
+            token = weak.token("short")
+        assert _refused(_verifier(weak), token).description == "the token's signature or claims do not verify"
+    finally:
+        weak.close()
 
 
 def test_a_token_without_a_required_scope_is_refused_403(issuer: Issuer) -> None:
