@@ -177,6 +177,7 @@ class BearerAuth:
                 self.oauth.principal, given.decode("latin-1"), limiter=self._limiter
             )
         except TokenRefused as refused:
+            log.debug("oauth: a token was refused (%d %s): %s", refused.status, refused.error, refused.description)
             return None, refused
         except Exception:  # a bug must not reach the client, nor let the token in
             log.exception("oauth: a token could not be verified")
