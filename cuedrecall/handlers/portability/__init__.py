@@ -1,10 +1,10 @@
 """Export to and import from JSONL: one header line, then one record a line.
 
-Export writes ``cuedrecall-export/1``. Import reads that and CPersona's
-``cpersona-export/1.0``, ``1.1`` and ``1.2`` (CPersona 2.6), so one import moves a
-CPersona user over; the records CPersona's later versions add (its declared graph
-and folders) are checked against the header's counts and reported as
-``not_imported`` (see ``formats``).
+Export writes ``cuedrecall-export/1``, or ``/2`` when the agent has declared a
+graph or folders. Import reads those and CPersona's ``cpersona-export/1.0``, ``1.1``
+and ``1.2`` (CPersona 2.6), so one import moves a CPersona user over: its records,
+its declared graph (entities, aliases, mentions, relations) and its folders, every
+count checked against the header (see ``formats`` and ``declared``).
 
 Files live in one folder. A tool caller's path is taken inside the export folder
 (``CPERSONA_EXPORT_DIR``, default ``exports/`` beside the database): nothing
@@ -15,8 +15,9 @@ whether or not something exists there. Only the operator's command line
 tool caller can send, to take any path (see ``paths``).
 
 One concern a module: ``paths`` (the export folder, confinement, reading and
-writing files), ``formats`` (the file formats), ``export`` (``export_jsonl``) and
-``importer`` (``import_jsonl`` and the rules an import keeps).
+writing files), ``formats`` (the file formats), ``declared`` (the graph and folder
+records: checked, carried, written), ``export`` (``export_jsonl``) and ``importer``
+(``import_jsonl`` and the rules an import keeps).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""export_memories: one agent's (or every agent's) records written as a ``cuedrecall-export/1`` file.
+"""export_memories: one agent's (or every agent's) records written as a ``cuedrecall-export/1`` file, or
+``cuedrecall-export/2`` with what the agent declared beside them (its graph and folders, ``declared``).
 
 The file goes into the export folder (``paths``), created 0600 under a temporary
 name in the opened folder and renamed into place: never half a file. What export
@@ -17,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from cuedrecall.access import EVERY_AGENT, LOCAL, WRITE, Demand, Principal, denied
-from cuedrecall.handlers.portability.formats import EPISODE_KEYS, FORMAT, MEMORY_KEYS, VERSIONS
+from cuedrecall.handlers.portability.declared import export_lines
+from cuedrecall.handlers.portability.formats import EPISODE_KEYS, FORMAT, FORMAT_DECLARED, MEMORY_KEYS, OURS, VERSIONS
 from cuedrecall.handlers.portability.paths import (
     Existing,
     ResolvedPath,
@@ -86,7 +88,7 @@ def _replace_denial(
     demand = Demand(holder or EVERY_AGENT, WRITE)
     if not principal.allows(demand):
         return denied("export_memories", demand, principal)
-    ours = found.header is not None and found.header.get("version") == FORMAT and holder == agent_id
+    ours = found.header is not None and found.header.get("version") in OURS and holder == agent_id
     if not ours and not overwrite:
         held = "another agent's export" if holder is not None else "a file that is not an export of this agent"
         raise refuse(
@@ -107,20 +109,24 @@ def _holder(found: Existing) -> str | None:
     return agent if isinstance(agent, str) else None
 
 
-def _lines(rt: Runtime, agent_id: str, include_embeddings: bool) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """The file's lines (header, memories, episodes, profiles) and how many of each kind they hold."""
+def _lines(rt: Runtime, agent_id: str, include_embeddings: bool) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The file's lines (header, memories, episodes, profiles, then the declared graph and folders) and how many
+    of each kind they hold. With nothing declared the file is ``cuedrecall-export/1``, as before there was a
+    graph to write."""
     store = rt.store
     memories = list(store.export_rows(MEMORY, agent_id))
     episodes = list(store.export_rows(EPISODE, agent_id))
     profiles = store.profiles(agent_id)
+    declared, declared_counts = export_lines(store.declared(agent_id))
     header = {
         "_type": "header",
-        "version": FORMAT,
+        "version": FORMAT_DECLARED if declared else FORMAT,
         "agent_id": agent_id,
         "exported_at": rt.now_iso(),
         "memory_count": len(memories),
         "episode_count": len(episodes),
         "profile_count": len(profiles),
+        **(declared_counts if declared else {}),
     }
     lines = [header]
     for row in memories:
@@ -145,7 +151,21 @@ def _lines(rt: Runtime, agent_id: str, include_embeddings: bool) -> tuple[list[d
         )
     for agent, content, updated_at in profiles:
         lines.append({"_type": "profile", "agent_id": agent, "content": content, "updated_at": updated_at})
-    return lines, {"memories": len(memories), "episodes": len(episodes), "profiles": len(profiles)}
+    lines.extend(declared)
+    counts: dict[str, Any] = {"memories": len(memories), "episodes": len(episodes), "profiles": len(profiles)}
+    graph = {kind: declared_counts[f"{kind}_count"] for kind in ("entity", "mention", "relation")}
+    if any(graph.values()):  # CPersona's answer keys for what it exported beside the records
+        counts["associations"] = {
+            "entities": graph["entity"],
+            "mentions": graph["mention"],
+            "relations": graph["relation"],
+        }
+    if declared_counts["folder_count"]:
+        counts["folders"] = {
+            "folders": declared_counts["folder_count"],
+            "members": declared_counts["folder_member_count"],
+        }
+    return lines, counts
 
 
 def _encode(vector: np.ndarray | None, model: str) -> dict[str, str]:

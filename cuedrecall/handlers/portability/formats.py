@@ -1,13 +1,16 @@
-"""The file formats: ours, ``cuedrecall-export/1``, and CPersona's ``cpersona-export/1.0``, ``1.1`` and ``1.2``.
+"""The file formats: ours, ``cuedrecall-export/1`` and ``/2``, and CPersona's ``cpersona-export/1.0``, ``1.1`` and
+``1.2``.
 
-A file is one header line, then one record a line. Export writes
-``cuedrecall-export/1``. Import reads that and CPersona's 1.0, 1.1 and 1.2
-(CPersona 2.6), so one import moves a CPersona user over. The versions of
-CPersona's format differ only in what follows the memory, episode and profile
-records: 1.1 adds its declared graph (``entity``, ``mention``, ``relation``
-records, counted as ``entity_count`` ...), 1.2 adds declared folders (``folder``,
-``folder_member``). This server keeps neither, so those records are checked
-against the header's counts and reported as ``not_imported``.
+A file is one header line, then one record a line. Import reads every one of
+them, so one import moves a CPersona user over. The versions of CPersona's format
+differ only in what follows the memory, episode and profile records: 1.1 adds its
+declared graph (``entity`` records with their aliases, ``mention``, ``relation``,
+counted as ``entity_count`` ...), 1.2 adds declared folders (``folder``,
+``folder_member``). Ours follows the same pattern: export writes
+``cuedrecall-export/1`` (records only) when nothing is declared, and
+``cuedrecall-export/2`` with the graph and folder records, in CPersona's record
+shapes, when something is. Every count the header gives is checked against the
+file; the graph and folders are carried by ``declared``.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from typing import Any
 from cuedrecall.clock import iso, parse_instant
 from cuedrecall.handlers.portability.paths import refuse
 
-FORMAT = "cuedrecall-export/1"
+FORMAT = "cuedrecall-export/1"  # records only
+FORMAT_DECLARED = "cuedrecall-export/2"  # records, then the declared graph and folders
+OURS = (FORMAT, FORMAT_DECLARED)
 MEMORY_KEYS = (
     "agent_id",
     "project_id",
@@ -49,16 +54,18 @@ _GRAPH = ("entity", "mention", "relation")
 _FOLDERS = ("folder", "folder_member")
 VERSIONS: dict[str, tuple[str, ...]] = {
     FORMAT: _ROWS,
+    FORMAT_DECLARED: _ROWS + _GRAPH + _FOLDERS,
     "cpersona-export/1.0": _ROWS,
     "cpersona-export/1.1": _ROWS + _GRAPH,
     "cpersona-export/1.2": _ROWS + _GRAPH + _FOLDERS,
 }
 _ALL_TYPES = _ROWS + _GRAPH + _FOLDERS
-NOT_KEPT = _GRAPH + _FOLDERS  # read and counted, never stored: an import reports them as not_imported
+ROWS = _ROWS
+DECLARED = _GRAPH + _FOLDERS  # what is declared beside the records: carried by ``declared``
 
 
 def parse(text: str) -> tuple[str, dict[str, Any], list[dict[str, Any]], dict[str, int]]:
-    """(version, header, the records to import, how many of each record type the file holds).
+    """(version, header, the records to import in file order, how many of each record type the file holds).
 
     The first line must be a header of a known version, every further line a
     record type that version holds, and the header's counts must match the file.
@@ -74,8 +81,7 @@ def parse(text: str) -> tuple[str, dict[str, Any], list[dict[str, Any]], dict[st
         if kind not in allowed:
             raise refuse("input_path", f"has a line that is not a {version} record (line {number})")
         present[kind] += 1
-        if kind in _ROWS:
-            records.append(item)
+        records.append(item)
     _check_counts(header, present, allowed)
     return version, header, records, present
 

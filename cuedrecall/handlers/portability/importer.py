@@ -6,7 +6,8 @@ format (``formats``) before anything is written. The rules an import keeps, one
 function each: the read check (``_read_denial``), the lock rule (``_keeps_lock``),
 the profile rule (``_import_profile``) and which vectors are kept
 (``_vectors_for``). Each memory or episode imported queues its block build in the
-same transaction.
+same transaction. The declared graph and folders are checked with the rest, and
+carried once the records they name are in (``declared``), in batches of their own.
 
 Why batches: one transaction over a 60,000-row file held SQLite's write lock for
 longer than another process's store would wait, and that store failed. A batch is
@@ -31,7 +32,8 @@ from cuedrecall.access import EVERY_AGENT, LOCAL, READ, Demand, Principal, denie
 from cuedrecall.clock import parse_instant
 from cuedrecall.errors import ToolArgumentError
 from cuedrecall.handlers.blocks import queue_build
-from cuedrecall.handlers.portability.formats import FORMAT, NOT_KEPT, as_instant, as_text, parse
+from cuedrecall.handlers.portability.declared import Carry, Declarations, check, record_homes
+from cuedrecall.handlers.portability.formats import DECLARED, OURS, as_instant, as_text, parse
 from cuedrecall.handlers.portability.paths import read_text, resolve
 from cuedrecall.handlers.rows import episode_row, json_object, memory_row
 from cuedrecall.handlers.write import normalise_source
@@ -83,11 +85,12 @@ def import_jsonl(
       nobody can plant undeletable rows in an agent by importing a file under it.
     """
     path = resolve(rt, "input_path", input_path, anywhere=anywhere)
-    version, _header, records, present = parse(read_text(rt, path))
-    refusal = _read_denial(records, principal)
+    version, _header, everything, _present = parse(read_text(rt, path))
+    records = [item for item in everything if item["_type"] not in DECLARED]  # the graph and folders: ``declared``
+    refusal = _read_denial(everything, principal)
     if refusal is not None:
         return refusal
-    foreign = version != FORMAT
+    foreign = version not in OURS
     counts: dict[str, Any] = {
         "imported_memories": 0,
         "skipped_memories": 0,
@@ -99,13 +102,15 @@ def import_jsonl(
     # an unnamed agent or an unreadable vector is refused here, before the first batch is written
     agents = [_agent_of(item, target_agent_id) for item in records]
     vectors, todo = _kept_vectors(rt, records)
+    # and so is a malformed declaration, checked whole
+    plan = check([(at, item) for at, item in enumerate(everything, 1) if item["_type"] in DECLARED], target_agent_id)
     if progress:
         progress(len(records) - len(todo))
     if dry_run:
         _dry_run(rt, records, agents, counts)
         if progress:
             progress(len(todo))
-        return _answer(dry_run, counts, present)
+        return _answer(dry_run, counts, _carried(rt, plan, records, agents, dry_run, progress))
     by_batch: dict[int, list[int]] = {}
     for i in todo:
         by_batch.setdefault(i // COMMIT_BATCH, []).append(i)
@@ -115,13 +120,29 @@ def import_jsonl(
         _write_batch(
             rt, records[start:end], agents[start:end], vectors[start:end], counts, target_agent_id, anywhere, foreign
         )
-    return _answer(dry_run, counts, present)
+    return _answer(dry_run, counts, _carried(rt, plan, records, agents, dry_run, progress))
 
 
-def _answer(dry_run: bool, counts: dict[str, Any], present: dict[str, int]) -> dict[str, Any]:
-    """The import's answer: its counts, and the kinds of record the file holds that an import does not keep."""
-    skipped_kinds = {kind: present[kind] for kind in NOT_KEPT if present[kind]}
-    return {"ok": True, "dry_run": dry_run, **counts, **({"not_imported": skipped_kinds} if skipped_kinds else {})}
+def _carried(
+    rt: Runtime,
+    plan: Declarations,
+    records: list[dict[str, Any]],
+    agents: list[str],
+    dry_run: bool,
+    progress: Callable[[int], None] | None,
+) -> dict[str, Any]:
+    """The file's declared graph and folders, carried once the records they name are in (``declared``); the
+    answer's keys for them (none when the file declares nothing)."""
+    if not len(plan):
+        return {}
+    carry = Carry(rt, record_homes(rt, records, agents, dry_run), dry_run)
+    carry.run(plan, progress)
+    return carry.answer(plan)
+
+
+def _answer(dry_run: bool, counts: dict[str, Any], declared: dict[str, Any]) -> dict[str, Any]:
+    """The import's answer: its counts, then what it carried of the declarations and what it left out."""
+    return {"ok": True, "dry_run": dry_run, **counts, **declared}
 
 
 def _agent_of(item: dict[str, Any], target_agent_id: str) -> str:
