@@ -43,7 +43,7 @@ browser:
 # that check what only a SQLite file has.
 PG_TESTS := $(addprefix tests/test_,recall_stages recall_properties recall_golden trace_shape trace_schema \
 	trace_readiness timecue cue_rules cue_properties isolation isolation_tools write_tools tools_validation seats \
-	block_arm word_arm relief_properties gate_newcomer reconstruct traverse associations)
+	block_arm word_arm relief_properties gate_newcomer reconstruct traverse associations migration_graph)
 PG_TESTS := $(addsuffix .py,$(PG_TESTS))
 
 # Lint, format and types: ruff over the whole repository, mypy over the package (configuration in pyproject.toml).

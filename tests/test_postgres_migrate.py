@@ -21,7 +21,7 @@ AGENT = "demo"
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A SQLite store with the sample, its blocks, a graph, calibration and a precision override."""
+    """A SQLite store with the sample, its blocks, a graph, folders, calibration and a precision override."""
     path = tmp_path_factory.mktemp("migrate") / "source.db"
     settings = make_settings(block_build_enabled=True, block_retrieval_enabled=True)
     with Memory(path, settings=settings, clock=fixed_clock(NOW), background=False) as memory:
@@ -33,6 +33,8 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
             store.add_alias(conn, bike, "bicycle", "bicycle")
             store.add_mention(conn, bike, "mem:1", NOW)
             store.add_relation(conn, NewRelation(AGENT, "", "", "entity", bike, "fixed at", MEMORY, 2, "mem:2", NOW))
+            errands = store.insert_folder(conn, AGENT, "", 0, "Errands", "errands", "agent", NOW)
+            store.file_record(conn, "mem:1", errands, "agent", NOW)
             store.set_thresholds(conn, [Threshold(AGENT, "cosine", 0.41, "hash-384", "v1")])
             store.set_beta(conn, AGENT, 0.7)
             store.enqueue(conn, "noop", {"x": 1}, 5.0)
@@ -44,6 +46,7 @@ def test_migrate_moves_every_table_with_its_ids_and_the_answers_stay_the_same(so
     assert main(["migrate", "--from", f"sqlite:{source}", "--to", url]) == 0
     counts = source_counts(str(source))
     assert counts["memories"] and counts["blocks"] and counts["entities"] and counts["relations"]
+    assert counts["folders"] and counts["folder_members"]
     sqlite = Memory(source, settings=make_settings(), clock=fixed_clock(NOW), background=False)
     postgres = Memory(settings=make_settings(db_url=url, db_path=":memory:"), clock=fixed_clock(NOW), background=False)
     with sqlite, postgres:
@@ -74,6 +77,7 @@ def test_migrate_moves_every_table_with_its_ids_and_the_answers_stay_the_same(so
             Scope(AGENT), ["mem:1", "mem:2"]
         )
         assert left.pending_by_kind() == right.pending_by_kind()
+        assert left.declared("") == right.declared("")  # the graph and folders, ids and all
         # the copy is analysed: the planner knows the vector widths (migration 2's statistics) at once
         analysed = right._read(
             "SELECT count(*) FROM pg_stats_ext_exprs WHERE statistics_name = 'memories_vector_dims' "
