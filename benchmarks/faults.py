@@ -41,7 +41,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+from benchmarks import serving
+
+REPO = serving.REPO
 AGENTS = ("agent-a", "agent-b", "agent-c")
 IMPORT_AGENT = "importer"
 HEALTH = [
@@ -437,14 +439,16 @@ def server_failures(server: StdioServer, ledger: Ledger, held: int, rng: random.
 
 def _queue_failures(server: StdioServer, held: int) -> list[str]:
     """The queue's tasks run after a restart: pending falls to the tasks the dead process held, within WAIT_S."""
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        status = server.ask("get_queue_status", {}) or {}
-        if status.get("pending", 0) <= held:
-            return []
-        if time.monotonic() > deadline:
-            return [f"the queue did not run down after the restart: {status}, {held} held by the dead process"]
-        time.sleep(0.2)
+    status: dict[str, Any] = {}
+
+    def ran_down() -> bool:
+        status.clear()
+        status.update(server.ask("get_queue_status", {}) or {})
+        return status.get("pending", 0) <= held
+
+    if serving.wait_until(ran_down, WAIT_S, 0.2):
+        return []
+    return [f"the queue did not run down after the restart: {status}, {held} held by the dead process"]
 
 
 def settle(ctx: Context, ledger: Ledger) -> list[str]:
@@ -506,13 +510,7 @@ def _restart(
 
 def server_env(workdir: Path, db_url: str = "") -> dict[str, str]:
     """The servers' environment: the hash embedder, HOME in the work folder, PostgreSQL when ``db_url``."""
-    return {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": str(workdir),
-        "PYTHONPATH": str(REPO),
-        "CUEDRECALL_EMBEDDING_MODE": "hash",
-        **({"CUEDRECALL_DB_URL": db_url} if db_url else {}),
-    }
+    return serving.child_env(workdir, CUEDRECALL_EMBEDDING_MODE="hash", CUEDRECALL_DB_URL=db_url)
 
 
 def run(

@@ -39,13 +39,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import platform
 import random
 import shlex
 import socket
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
@@ -66,7 +64,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import McpError
 
-from benchmarks import pg
+from benchmarks import pg, serving
+from benchmarks.hostile import BASE, SHAPES, TABLES, body_for
 from cuedrecall.api import ERROR_MAX, Memory
 from cuedrecall.clock import fixed_clock
 from cuedrecall.config import Settings
@@ -75,21 +74,8 @@ from cuedrecall.server.mcp import http_app
 from cuedrecall.tools import TOOLS
 from cuedrecall.ui.app import running
 
-REPO = Path(__file__).resolve().parents[1]
-AGENT = "fuzz-agent"
+REPO = serving.REPO
 TOKEN = "fuzz-token"
-TABLES = (
-    "memories",
-    "episodes",
-    "profiles",
-    "entities",
-    "entity_aliases",
-    "entity_mentions",
-    "relations",
-    "calibration",
-    "recall_precision",
-)
-
 SPECIAL_STRINGS = [
     "",
     " ",
@@ -202,41 +188,6 @@ def hostile_values() -> st.SearchStrategy[Any]:
         st.sampled_from(CUES),
         st.lists(st.sampled_from(SPECIAL_STRINGS), min_size=1, max_size=25),
     )
-
-
-BASE: dict[str, dict[str, Any]] = {
-    "store": {"agent_id": AGENT, "content": "the ferry leaves at seven"},
-    "recall": {"agent_id": AGENT, "query": "ferry"},
-    "recall_with_context": {"agent_id": AGENT, "query": "ferry"},
-    "get_contents": {"agent_id": AGENT, "refs": ["mem:1"]},
-    "archive_episode": {"agent_id": AGENT, "summary": "a trip to the island"},
-    "update_memory": {"agent_id": AGENT, "memory_id": 1, "content": "the ferry leaves at eight"},
-    "lock_memory": {"agent_id": AGENT, "memory_id": 1},
-    "unlock_memory": {"agent_id": AGENT, "memory_id": 1},
-    "delete_memory": {"agent_id": AGENT, "memory_id": 2},
-    "delete_episode": {"agent_id": AGENT, "episode_id": 2},
-    "delete_agent_data": {"agent_id": "another-agent"},
-    "list_memories": {"agent_id": AGENT},
-    "list_episodes": {"agent_id": AGENT},
-    "get_profile": {"agent_id": AGENT},
-    "update_profile": {"agent_id": AGENT, "profile": "likes ferries"},
-    "calibrate_threshold": {"agent_id": AGENT},
-    "set_recall_precision": {"agent_id": AGENT, "precision": "strict"},
-    "get_recall_precision": {"agent_id": AGENT},
-    "export_memories": {"agent_id": AGENT, "output_path": "fuzz.jsonl"},
-    "import_memories": {"input_path": "fuzz.jsonl", "dry_run": True},
-    "merge_memories": {"source_agent_id": AGENT, "target_agent_id": "merged-agent"},
-    "check_health": {},
-    "deep_check": {"agent_id": AGENT},
-    "get_queue_status": {},
-    "get_session_findings": {},
-    "pause_persistence": {"ttl_seconds": 1, "session_key": "fuzz-pause"},
-    "resume_persistence": {"session_key": "fuzz-pause"},
-    "persistence_status": {},
-    "declare_associations": {"agent_id": AGENT, "associations": {"entities": [{"name": "ferry"}]}},
-    "traverse": {"agent_id": AGENT, "entity": "ferry"},
-    "reconstruct": {"agent_id": AGENT, "query": "ferry"},
-}
 
 
 @st.composite
@@ -373,19 +324,15 @@ def _settings(**overrides: Any) -> Settings:
 
 def _server_env(home: Path, db_url: str = "") -> dict[str, str]:
     """A ``cuedrecall serve`` child's environment: HOME in the work folder, PostgreSQL when ``db_url``."""
-    return {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": str(home),
-        "PYTHONPATH": str(REPO),
-        **({"CUEDRECALL_DB_URL": db_url} if db_url else {}),
-    }
+    return serving.child_env(home, CUEDRECALL_DB_URL=db_url)
 
 
 @contextlib.asynccontextmanager
 async def _stdio_session(db: Path, home: Path, db_url: str = "") -> AsyncIterator[ClientSession]:
+    command, *args = serving.serve_command(db, "--embedding", "hash")
     params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "cuedrecall.cli", "serve", "--db", str(db), "--embedding", "hash"],
+        command=command,
+        args=args,
         env=_server_env(home, db_url),
         cwd=str(REPO),
     )
@@ -511,13 +458,6 @@ def fuzz(target: Target, calls: int, seed: int) -> Tally:
 
 # -- raw lines and bodies: what the client cannot send ------------------------------------------------------------
 
-_INIT = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "fuzz", "version": "0"}},
-}
-
 
 def raw_messages(count: int, seed: int) -> list[tuple[bytes, int]]:
     """``count`` hostile raw messages with their ids: valid calls whose bytes were damaged or whose values
@@ -559,19 +499,8 @@ def raw_messages(count: int, seed: int) -> list[tuple[bytes, int]]:
 def raw_stdio(workdir: Path, messages: list[tuple[bytes, int]], db_url: str = "") -> tuple[int, list[str]]:
     """The raw messages as lines to a ``cuedrecall serve`` process: each must be answered (its id, or null when
     unreadable), the process must exit cleanly at EOF, nothing may carry a traceback."""
-    script = [
-        json.dumps(_INIT).encode(),
-        b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
-        *(line for line, _ in messages),
-    ]
-    done = subprocess.run(
-        [sys.executable, "-m", "cuedrecall.cli", "serve", "--db", str(workdir / "raw.db"), "--embedding", "hash"],
-        input=b"\n".join(script) + b"\n",
-        capture_output=True,
-        timeout=600,
-        cwd=REPO,
-        env=_server_env(workdir, db_url),
-    )
+    lines = [line for line, _ in messages]
+    done = serving.stdio_script(workdir / "raw.db", lines, _server_env(workdir, db_url), timeout=600)
     failures = [] if done.returncode == 0 else [f"stdio raw: the server exited {done.returncode}"]
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     answered = {body.get("id") for body in answers}
@@ -608,10 +537,8 @@ SIZES = (1024 * 1024, 4 * 1024 * 1024, 16 * 1024 * 1024 - 4096)  # bytes of one 
 
 def shape_messages(count: int, seed: int) -> list[tuple[bytes, int | None]]:
     """``count`` messages with their ids (None: a notification, never answered): a tool call whose argument
-    is a hostile shape (``benchmarks.request_memory``) of 1, 4 or 16 MiB or just under the message bounds, or a
+    is a hostile shape (``benchmarks.hostile``) of 1, 4 or 16 MiB or just under the message bounds, or a
     method the server does not have, or a ``tools/call`` whose params do not fit it."""
-    from benchmarks.request_memory import SHAPES, body_for
-
     rng = random.Random(seed)
     out: list[tuple[bytes, int | None]] = []
     for number in range(count):
@@ -665,19 +592,8 @@ def shape_messages(count: int, seed: int) -> list[tuple[bytes, int | None]]:
 def shapes_stdio(workdir: Path, messages: list[tuple[bytes, int | None]], db_url: str = "") -> tuple[int, list[str]]:
     """The shape messages as lines to a ``cuedrecall serve`` process: each request answered with its id, the
     process alive to the end and exiting 0, its log a few short lines."""
-    script = [
-        json.dumps(_INIT).encode(),
-        b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
-        *(line for line, _ in messages),
-    ]
-    done = subprocess.run(
-        [sys.executable, "-m", "cuedrecall.cli", "serve", "--db", str(workdir / "shapes.db"), "--embedding", "hash"],
-        input=b"\n".join(script) + b"\n",
-        capture_output=True,
-        timeout=1200,
-        cwd=REPO,
-        env=_server_env(workdir, db_url),
-    )
+    lines = [line for line, _ in messages]
+    done = serving.stdio_script(workdir / "shapes.db", lines, _server_env(workdir, db_url), timeout=1200)
     failures = [] if done.returncode == 0 else [f"stdio shapes: the server exited {done.returncode}"]
     answered = {body.get("id") for body in map(json.loads, done.stdout.splitlines())}
     unanswered = [request_id for _, request_id in messages if request_id is not None and request_id not in answered]

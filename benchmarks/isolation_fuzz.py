@@ -43,6 +43,8 @@ from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from benchmarks.hostile import TABLES
+
 REPO = Path(__file__).resolve().parents[1]
 AGENTS = ("agent-1", "agent-2", "agent-3")
 PROJECTS = ("", "p1", "p2")
@@ -65,17 +67,6 @@ FOUND = (
     "traverse named the record a relation was declared in (`anchor_ref`) even when that record lay outside the "
     "project, channel or source asked for: fixed in cuedrecall/graph/traverse.py (`Scope.reads`), "
     "tests/test_isolation_tools.py::test_traverse_names_a_relations_anchor_only_when_the_scope_reads_that_record",
-)
-SNAPSHOT_TABLES = (
-    "memories",
-    "episodes",
-    "profiles",
-    "entities",
-    "entity_aliases",
-    "entity_mentions",
-    "relations",
-    "calibration",
-    "recall_precision",
 )
 
 
@@ -267,7 +258,7 @@ class Snapshot:
         out: dict[str, dict[str, list[tuple]]] = {}
 
         def add(agent: str, table: str, row: tuple) -> None:
-            out.setdefault(agent, {t: [] for t in SNAPSHOT_TABLES})[table].append(row)
+            out.setdefault(agent, {t: [] for t in TABLES})[table].append(row)
 
         store = self.store
         refs: list[str] = []

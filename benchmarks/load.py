@@ -31,7 +31,6 @@ import os
 import platform
 import random
 import shlex
-import socket
 import subprocess
 import sys
 import tempfile
@@ -51,6 +50,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from benchmarks import serving
 from cuedrecall.api import Memory
 from cuedrecall.config import Settings
 from cuedrecall.store.base import MEMORY
@@ -201,12 +201,6 @@ async def _phase(sessions: Sequence[ClientSession], seconds: float, store_every:
 # -- HTTP --------------------------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _server_env(pythonpath: str = "") -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CUEDRECALL_", "CPERSONA_"))}
     env.update(SERVER_ENV)
@@ -218,46 +212,22 @@ def _server_env(pythonpath: str = "") -> dict[str, str]:
 @contextmanager
 def http_server(db: Path, pythonpath: str = "") -> Iterator[str]:
     """``cuedrecall serve --http`` on a free loopback port; yields its /mcp URL; killed on the way out."""
-    port = _free_port()
+    port = serving.free_port()
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "cuedrecall.cli",
-            "serve",
-            "--http",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--db",
-            str(db),
-        ],
+        serving.serve_command(db, "--http", "--host", serving.LOOPBACK, "--port", str(port)),
         env=_server_env(pythonpath),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    # the refused connection says nothing; the server's own stderr says why
-                    raise RuntimeError(
-                        f"the HTTP server did not start: {proc.stderr.read().decode()[-2000:]}"
-                    ) from None
-                time.sleep(0.05)
+        try:
+            serving.wait_listening(port, proc)
+        except RuntimeError:  # the refused connection says nothing; the server's own stderr says why
+            serving.stop(proc)
+            raise RuntimeError(f"the HTTP server did not start: {proc.stderr.read().decode()[-2000:]}") from None
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        serving.stop(proc)
 
 
 @asynccontextmanager
@@ -307,9 +277,8 @@ async def run_http(
 
 @asynccontextmanager
 async def _stdio_session(db: Path) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "cuedrecall.cli", "serve", "--db", str(db)], env=_server_env()
-    )
+    command, *args = serving.serve_command(db)
+    params = StdioServerParameters(command=command, args=args, env=_server_env())
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         yield session

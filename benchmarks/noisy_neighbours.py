@@ -25,22 +25,13 @@ import time
 from pathlib import Path
 
 from benchmarks import realistic
-from benchmarks.harness import WITHOUT_BLOCKS
 from benchmarks.speed_report import percentile
-from cuedrecall.api import Memory
-from cuedrecall.clock import fixed_clock
-from cuedrecall.config import Settings
 
 HERE = Path(__file__).resolve().parent
 ALICE = "alice"
 ALICE_ROWS = 20
 OTHER_AGENTS = 10
 WARMUP = 5
-
-
-def open_store(path: Path) -> Memory:
-    settings = Settings.from_env(WITHOUT_BLOCKS, embedding_mode="hash", db_path=str(path), calibrate_on_growth=False)
-    return Memory(settings=settings, clock=fixed_clock(realistic.NOW), background=False)
 
 
 def build(path: Path, locomo: Path, others: int) -> None:
@@ -50,12 +41,12 @@ def build(path: Path, locomo: Path, others: int) -> None:
     owners = [
         ALICE if i % every == 0 and i // every < ALICE_ROWS else f"other-{i % OTHER_AGENTS}" for i in range(len(texts))
     ]
-    with open_store(path) as memory:
+    with realistic.open_store(path) as memory:
         realistic.bulk_load(memory, texts, agent=owners)
 
 
 def alice_ms(path: Path, questions: list[str]) -> list[float]:
-    with open_store(path) as memory:
+    with realistic.open_store(path) as memory:
         for text in questions:
             memory.queries.embed_query(text)
         for text in questions[:WARMUP]:

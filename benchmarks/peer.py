@@ -23,7 +23,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -38,6 +37,8 @@ from typing import Any
 import anyio
 import httpx
 import numpy as np
+
+from benchmarks import serving
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -288,19 +289,6 @@ def _children(parent: int) -> set[int]:
     return found
 
 
-def peak_rss_kib(pid: int | None) -> int | None:
-    """VmHWM (peak resident set) of a live process in KiB, from /proc; None where unreadable."""
-    if pid is None:
-        return None
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
 class ToolServer:
     """An MCP server subprocess driven with ``mcp.client.stdio``; ``await server.call(tool, args)``."""
 
@@ -369,7 +357,8 @@ class ToolServer:
             raise ToolError(f"{self.name} {tool}: answer is not JSON: {text[:300]!r}") from exc
 
     def peak_rss_kib(self) -> int | None:
-        return peak_rss_kib(self.pid)
+        """VmHWM (the peak resident set) of the server process in KiB; None where unreadable."""
+        return serving.status_kib(self.pid, "VmHWM")
 
 
 def db_copy(source: Path, target: Path) -> Path:
@@ -435,18 +424,12 @@ def peer_server(db_path: Path, embed_url: str, log_path: Path, start_timeout: fl
 # -- the shared /embed endpoint ---------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class EmbedServer:
     """``cuedrecall embed-server`` on a free local port, for as long as the ``with`` block lasts."""
 
     def __init__(self, mode: str, log_path: Path, timeout: float = 60.0) -> None:
         self.mode, self.log_path, self.timeout = mode, log_path, timeout
-        self.port = free_port()
+        self.port = serving.free_port()
         self.url = f"http://127.0.0.1:{self.port}/embed"
         self._process: subprocess.Popen[bytes] | None = None
         self._log: Any = None
@@ -469,29 +452,24 @@ class EmbedServer:
             stderr=subprocess.STDOUT,
             cwd=REPO,
         )
-        deadline = time.monotonic() + self.timeout
         health = self.url.rsplit("/", 1)[0] + "/health"
-        while True:
+
+        def answers() -> bool:
             if self._process.poll() is not None:
                 raise RuntimeError(f"embed-server exited with {self._process.returncode}; see {self.log_path}")
             try:
-                if httpx.get(health, timeout=2).status_code == 200:
-                    return self
+                return httpx.get(health, timeout=2).status_code == 200
             except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                self.__exit__()
-                raise TimeoutError(f"embed-server did not answer within {self.timeout:.0f} s")
-            time.sleep(0.2)
+                return False
+
+        if not serving.wait_until(answers, self.timeout, 0.2):
+            self.__exit__()
+            raise TimeoutError(f"embed-server did not answer within {self.timeout:.0f} s")
+        return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._process is not None and self._process.poll() is None:
-            self._process.terminate()
-            try:
-                self._process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
+        if self._process is not None:
+            serving.stop(self._process, timeout=10)
         if self._log is not None:
             self._log.close()
 

@@ -16,7 +16,6 @@ What lives here:
 - ``build_file()``: CPersona's block index and contiguous vector index files brought current with
   its own operator commands once its queue is empty (the server never starts the vector index
   build, and leaves the block index behind until it is "too far behind"; recall reads both).
-- ``rss_kib()``: a process's VmHWM or VmRSS from /proc.
 
 Nothing here copies CPersona code: its source was read to learn setting and tool names, and
 what its log says when the startup calibration ends.
@@ -64,19 +63,6 @@ def peer_server_defaults(db_path: Path, embed_url: str, log_path: Path) -> peer_
         log_path,
         cwd=db_path.parent,
     )
-
-
-def rss_kib(pid: int | None, field: str = "VmRSS") -> int | None:
-    """A /proc status field of a live process in KiB (VmRSS: resident now, VmHWM: peak); None if unreadable."""
-    if pid is None:
-        return None
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    except OSError:
-        return None
-    return None
 
 
 async def queue_tool(server: peer_mod.ToolServer) -> str:

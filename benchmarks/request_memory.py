@@ -22,106 +22,31 @@ import os
 import platform
 import select
 import shlex
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
-from benchmarks.fuzz import BASE
-from cuedrecall.server.jsonrpc import MAX_ITEMS, MAX_STRING  # the message bounds: the largest bodies parsed
+from benchmarks import serving
+from benchmarks.hostile import SHAPES, body_for, target_argument
 from cuedrecall.tools import TOOLS
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = serving.REPO
 TOKEN = "memory-bench"
 BODY = 16 * 1024 * 1024 - 4096  # under the default HTTP body bound, room left for the call around the value
 WAIT = 300.0  # seconds one answer may take before the run gives up on it
 MIB = 1024 * 1024
 
 
-def _fill(unit: bytes, size: int) -> bytes:
-    """``[unit, unit, ...]`` of about ``size`` bytes."""
-    return b"[" + b",".join([unit] * max(1, size // (len(unit) + 1))) + b"]"
-
-
-def _members(size: int) -> bytes:
-    count = size // 12
-    return b"{" + b",".join(b'"%d":0' % i for i in range(count)) + b"}"
-
-
-SHAPES: dict[str, Callable[[int], bytes]] = {
-    "zeros": lambda size: _fill(b"0", size),
-    "empty objects": lambda size: _fill(b"{}", size),
-    "members": _members,
-    "empty strings": lambda size: _fill(b'""', size),
-    "long string": lambda size: b'"' + b"x" * (size - 2) + b'"',
-    "wide string": lambda size: b'"\\ud83d\\ude00' + b"x" * (size - 14) + b'"',
-}
-
-
-UNDER = 1_000  # items or bytes left below a bound by the "under the bounds" bodies
-
-
-def under_size(shape: str) -> int:
-    """Bytes of a ``shape`` value just under the message bounds: the largest body the server parses."""
-    items = MAX_ITEMS - UNDER
-    return {
-        "zeros": items * 2,
-        "empty objects": items // 2 * 3,
-        "members": items // 2 * 12,
-        "empty strings": items * 3,
-    }.get(shape, MAX_STRING - UNDER)
-
-
-def target_argument(tool: str) -> str:
-    """The argument a tool's hostile bodies go in: its first array or object argument, else its first one."""
-    params = TOOLS[tool].params
-    for name, param in params.items():
-        if param.type in ("array", "object"):
-            return name
-    return next(iter(params), "extra")
-
-
-def body_for(tool: str, shape: str, size: int, request_id: int = 7, under: bool = False) -> bytes:
-    """One ``tools/call`` of ``tool`` with valid arguments (the fuzzer's) but its target argument ``shape``,
-    about ``size`` bytes in all, or (``under``) just under the message bounds."""
-    target = target_argument(tool)
-    valid = {key: value for key, value in BASE[tool].items() if key != target}
-    others = json.dumps(valid).encode()[1:-1]
-    head = (
-        b'{"jsonrpc":"2.0","id":'
-        + str(request_id).encode()
-        + b',"method":"tools/call","params":{"name":"'
-        + tool.encode()
-        + b'","arguments":{'
-        + others
-        + (b"," if others else b"")
-        + b'"'
-        + target.encode()
-        + b'":'
-    )
-    tail = b"}}}"
-    return head + SHAPES[shape](under_size(shape) if under else size - len(head) - len(tail)) + tail
-
-
 def _kib(pid: int, field: str) -> int:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return 0
-
-
-def _reset_peak(pid: int) -> None:
-    with open(f"/proc/{pid}/clear_refs", "w") as refs:
-        refs.write("5")  # the peak RSS (VmHWM) back to the current RSS
+    return serving.status_kib(pid, field) or 0
 
 
 @dataclass
@@ -161,24 +86,10 @@ class Server:
 
     def __init__(self, transport: str, repo: Path, work: Path) -> None:
         self.transport = transport
-        env = {
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": str(work),
-            "PYTHONPATH": str(repo),
-            "CUEDRECALL_AUTH_TOKEN": TOKEN,
-        }
-        args = [
-            sys.executable,
-            "-m",
-            "cuedrecall.cli",
-            "serve",
-            "--db",
-            str(work / f"{transport}.db"),
-            "--embedding",
-            "hash",
-        ]
+        env = serving.child_env(work, repo, CUEDRECALL_AUTH_TOKEN=TOKEN)
+        args = serving.serve_command(work / f"{transport}.db", "--embedding", "hash")
         if transport == "http":
-            self.port = _free_port()
+            self.port = serving.free_port()
             args += ["--http", "--port", str(self.port)]
         self._stderr = open(work / f"{transport}-stderr.log", "wb")  # noqa: SIM115 - the child writes to it until close()
         self.process = subprocess.Popen(
@@ -191,31 +102,11 @@ class Server:
         )
         self._lines = b""
         if transport == "http":
-            self._wait_listening()
+            serving.wait_listening(self.port, self.process)
         else:
-            init = {
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "bench", "version": "0"},
-                },
-            }
-            self.send(json.dumps(init).encode())
-            self.process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+            self.send(json.dumps(serving.INIT).encode())
+            self.process.stdin.write(serving.INITIALIZED + b"\n")
             self.process.stdin.flush()
-
-    def _wait_listening(self) -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError("the HTTP server did not start")
 
     def send(self, body: bytes) -> bytes:
         """One request, its answer (an HTTP body, or one stdio line)."""
@@ -254,7 +145,7 @@ class Server:
 
     def measure(self, tool: str, shape: str, body: bytes) -> Figure:
         pid = self.process.pid
-        _reset_peak(pid)
+        serving.reset_peak(pid)
         before = _kib(pid, "VmRSS")
         started = time.monotonic()
         answer = self.send(body)
@@ -273,14 +164,8 @@ class Server:
             self._stderr.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @contextmanager
-def serving(transport: str, repo: Path, work: Path) -> Iterator[Server]:
+def served(transport: str, repo: Path, work: Path) -> Iterator[Server]:
     server = Server(transport, repo, work)
     try:
         yield server
@@ -291,7 +176,7 @@ def serving(transport: str, repo: Path, work: Path) -> Iterator[Server]:
 def three_at_once(server: Server, body: bytes) -> tuple[float, float, float]:
     """The peak RSS (MiB) while three clients send ``body`` at once, the RSS before, and the seconds taken."""
     pid = server.process.pid
-    _reset_peak(pid)
+    serving.reset_peak(pid)
     before = _kib(pid, "VmRSS")
     started = time.monotonic()
     threads = [threading.Thread(target=server.send, args=(body,)) for _ in range(3)]
@@ -310,7 +195,7 @@ def run(
     together = None
     with tempfile.TemporaryDirectory(prefix="cuedrecall-reqmem-") as tmp:
         for transport in transports:
-            with serving(transport, repo, Path(tmp)) as server:
+            with served(transport, repo, Path(tmp)) as server:
                 server.send(body_for("recall", "zeros", 200))  # warm: the tools' modules loaded
                 idle[transport] = _kib(server.process.pid, "VmRSS") / 1024
                 figures[transport] = []

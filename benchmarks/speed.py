@@ -47,7 +47,6 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -57,10 +56,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from benchmarks import peer as peer_mod
+from benchmarks import serving
 from benchmarks.harness import WITHOUT_BLOCKS
 
 # percentile and jaccard live beside the rendering, which reads them too; imported here for the measurements
-from benchmarks.speed_report import jaccard, percentile, plot, print_summary, render
+from benchmarks.speed_report import PeerStore, Report, SideBySide, jaccard, percentile, plot, print_summary, render
 from benchmarks.synthetic import AGENT, bulk_load, queries, records
 from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock
@@ -276,7 +276,7 @@ def peak_child(db_path: str, mode: str, count: int) -> dict[str, Any]:
 
 
 def _own_peak_kib() -> int:
-    found = peer_mod.peak_rss_kib(os.getpid())
+    found = serving.status_kib(os.getpid(), "VmHWM")
     if found is not None:
         return found
     import resource
@@ -296,32 +296,6 @@ def measure_peak(db_path: Path, mode: str, count: int, timeout: float = 1200) ->
 
 
 # -- measurements over MCP -------------------------------------------------------------------------
-
-
-@dataclass
-class SideBySide:
-    """What one size's MCP run measured for both servers."""
-
-    ms: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # system -> condition -> ms
-    refs: dict[str, dict[str, list[list[str]]]] = field(default_factory=dict)  # system -> condition -> refs
-    texts: dict[str, list[str]] = field(default_factory=dict)
-    ids_equal: bool | None = None  # whether CPersona's row ids came out equal to ours
-    msg_id_probe: tuple[str, float] | None = None  # CPersona's msg_id import probe: plan, ms
-    startup_s: dict[str, float] = field(default_factory=dict)
-    peak_kib: dict[str, int | None] = field(default_factory=dict)
-    server_ms: dict[str, list[float]] = field(default_factory=dict)  # system -> trace timing_ms.total
-    examples: list[dict[str, Any]] = field(default_factory=list)
-    inproc_agreement: float | None = None  # ours over MCP vs ours in process (sanity: should be 1)
-
-
-@dataclass
-class PeerStore:
-    path: Path
-    import_s: float
-    imported: int
-    skipped: int
-    probe: str
-    reused: bool
 
 
 async def prepare_peer_store(
@@ -586,32 +560,6 @@ async def run_ingest_mcp(
 # -- the run ----------------------------------------------------------------------------------------
 
 
-@dataclass
-class Report:
-    args: argparse.Namespace
-    command: str
-    started: str
-    load_before: tuple[float, float, float]
-    notes: list[str] = field(default_factory=list)
-    build: dict[tuple[str, int], tuple[float, bool]] = field(default_factory=dict)
-    inproc: dict[int, dict[str, list[float]]] = field(default_factory=dict)
-    local: dict[int, dict[str, list[float]]] = field(default_factory=dict)
-    peer_stores: dict[int, PeerStore] = field(default_factory=dict)
-    sbs: dict[int, SideBySide] = field(default_factory=dict)
-    peer_errors: dict[int, str] = field(default_factory=dict)
-    ingest: dict[int, dict[str, float]] = field(default_factory=dict)
-    ingest_mcp: dict[int, dict[str, dict[str, float]]] = field(default_factory=dict)
-    peak: dict[int, dict[str, Any]] = field(default_factory=dict)
-    peer_install: str = ""
-    embed_rtt_ms: list[float] = field(default_factory=list)
-    load_after: tuple[float, float, float] | None = None
-    # what the run was made of, carried here so that benchmarks/speed_report.py need not import this module
-    inproc_conditions: tuple[str, ...] = INPROC_CONDITIONS
-    mcp_conditions: tuple[str, ...] = MCP_CONDITIONS
-    warmup: int = WARMUP
-    peak_queries: int = PEAK_QUERIES
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.speed",
@@ -665,6 +613,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         command="python -m benchmarks.speed" + ("" if not shown else " " + shlex.join(shown)),
         started=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         load_before=os.getloadavg(),
+        inproc_conditions=INPROC_CONDITIONS,
+        mcp_conditions=MCP_CONDITIONS,
+        warmup=WARMUP,
+        peak_queries=PEAK_QUERIES,
     )
     args.workdir.mkdir(parents=True, exist_ok=True)
     console = Console(stderr=True)

@@ -40,12 +40,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import realistic
-from benchmarks.harness import WITHOUT_BLOCKS
+from benchmarks import peer, realistic, serving
 from benchmarks.speed_report import percentile
 from cuedrecall.api import Memory
-from cuedrecall.clock import fixed_clock
-from cuedrecall.config import Settings
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -53,27 +50,6 @@ RESULTS = HERE / "results"
 WARMUP = 5
 RSS_QUERIES = 20
 INGEST = 200
-
-
-def settings(path: Path) -> Settings:
-    return Settings.from_env(WITHOUT_BLOCKS, embedding_mode="hash", db_path=str(path), calibrate_on_growth=False)
-
-
-def open_store(path: Path) -> Memory:
-    return Memory(settings=settings(path), clock=fixed_clock(realistic.NOW), background=False)
-
-
-def build(workdir: Path, locomo: Path, size: int) -> tuple[Path, float]:
-    """The store of ``size`` (reused while its marker is there): (path, build seconds)."""
-    path, marker = workdir / f"realistic-{size}.db", workdir / f"realistic-{size}.json"
-    if path.exists() and marker.exists():
-        return path, json.loads(marker.read_text())["build_s"]
-    path.unlink(missing_ok=True)
-    rows = realistic.texts(locomo, size)
-    with open_store(path) as memory:
-        seconds = realistic.bulk_load(memory, rows)
-    marker.write_text(json.dumps({"build_s": seconds}))
-    return path, seconds
 
 
 def timed_recalls(memory: Memory, questions: list[str]) -> dict[str, list[float]]:
@@ -151,17 +127,14 @@ def worst_inputs(memory: Memory) -> dict[str, float]:
 
 
 def _status_kib(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    return 0
+    return serving.status_kib(os.getpid(), field) or 0
 
 
 def rss_child(path: str, locomo: str) -> dict[str, Any]:
     """In a child process: open the store, run RSS_QUERIES recalls; peak and current resident set (KiB)."""
     baseline = _status_kib("VmHWM")
     started = time.perf_counter()
-    memory = open_store(Path(path))
+    memory = realistic.open_store(Path(path))
     opened = time.perf_counter() - started
     for text in realistic.questions(Path(locomo), RSS_QUERIES):
         memory.recall(agent_id=realistic.AGENT, query=text)
@@ -187,31 +160,21 @@ def measure_rss(path: Path, locomo: Path) -> dict[str, Any]:
 
 
 def measure(size: int, args: argparse.Namespace, questions: list[str], worst: bool) -> dict[str, Any]:
-    path, build_s = build(args.workdir, args.locomo, size)
+    path, build_s = realistic.build(args.workdir, args.locomo, size)
     row: dict[str, Any] = {"size": size, "build_s": build_s, "db_mib": path.stat().st_size / 2**20}
     row["rss"] = measure_rss(path, args.locomo)
-    with open_store(path) as memory:
+    with realistic.open_store(path) as memory:
         row["ms"] = timed_recalls(memory, questions)
         if worst:
             row["worst"] = worst_inputs(memory)
     scratch = args.workdir / f"ingest-{size}.db"  # stores go into a copy: the timed store stays as built
-    _copy(path, scratch)
-    with open_store(scratch) as memory:
+    peer.db_copy(path, scratch)
+    with realistic.open_store(scratch) as memory:
         for text in questions:
             memory.queries.embed_query(text)  # query vectors first, as for the timed recalls
         row["ingest"] = ingest(memory, args.locomo, questions)
     scratch.unlink(missing_ok=True)
     return row
-
-
-def _copy(source: Path, target: Path) -> None:
-    import sqlite3
-
-    target.unlink(missing_ok=True)
-    with sqlite3.connect(source) as src, sqlite3.connect(target) as dst:
-        src.backup(dst)
-    src.close()
-    dst.close()
 
 
 def main(argv: list[str] | None = None) -> int:

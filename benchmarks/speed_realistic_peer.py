@@ -41,7 +41,7 @@ import anyio
 
 from benchmarks import peer as peer_mod
 from benchmarks import peer_defaults as defaults
-from benchmarks import realistic
+from benchmarks import realistic, serving
 from benchmarks.harness import WITHOUT_BLOCKS
 from benchmarks.speed import prepare_peer_store
 
@@ -133,7 +133,7 @@ async def _one_mode(
                 )
         await _timed(servers, questions, out)
         out["peak_kib"] = {name: server.peak_rss_kib() for name, server in servers.items()}
-        out["rss_kib"] = {name: defaults.rss_kib(server.pid) for name, server in servers.items()}
+        out["rss_kib"] = {name: serving.status_kib(server.pid, "VmRSS") for name, server in servers.items()}
     if mode == "defaults":  # after the queries: what the timed recalls could read from each file
         out["vector_index_status"] = defaults.index_status(peer_db, embed_url, "vector_index")
         out["block_index_status"] = defaults.index_status(peer_db, embed_url, "block_index")
@@ -228,7 +228,6 @@ def tree_note(rev: str | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Only the side by side (the in-process sizes are speed_realistic's); results written after each mode."""
-    from benchmarks.speed_realistic import build
     from benchmarks.speed_realistic_report import render_peers
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -246,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     argv_text = " ".join(sys.argv[1:] if argv is None else argv)
     for size in args.peer_sizes:  # the cached store of that size (built as speed_realistic builds it)
-        build(args.workdir, args.locomo, size)
+        realistic.build(args.workdir, args.locomo, size)
     questions = realistic.questions(args.locomo, args.queries)
     if args.ours_rev:  # resolved once: others commit while a run lasts
         args.ours_rev = _git("rev-parse", "--short", args.ours_rev)

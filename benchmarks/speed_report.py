@@ -1,19 +1,20 @@
 """The speed benchmark's report: the markdown tables, the console summary and the PNG plot.
 
-``benchmarks/speed.py`` measures and fills a ``Report``; this module only reads it. It imports nothing
-from ``speed`` at run time (the run's conditions and counts travel on the report), so
-``python -m benchmarks.speed`` loads each module once and there is no import cycle.
+``benchmarks/speed.py`` measures and fills a ``Report`` (declared here, with what one run is made of: its
+conditions and counts travel on it); this module only reads it and imports nothing from ``speed``.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
 import platform
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from rich.console import Console
@@ -21,10 +22,76 @@ from rich.table import Table
 
 from benchmarks import peer as peer_mod
 
-if TYPE_CHECKING:
-    from benchmarks.speed import Report
+__all__ = [
+    "PeerStore",
+    "Report",
+    "SideBySide",
+    "jaccard",
+    "percentile",
+    "plot",
+    "print_summary",
+    "render",
+    "side_by_side_rows",
+]
 
-__all__ = ["jaccard", "percentile", "plot", "print_summary", "render", "side_by_side_rows"]
+
+# -- what a run measured ---------------------------------------------------------------------------
+
+
+@dataclass
+class SideBySide:
+    """What one size's MCP run measured for both servers."""
+
+    ms: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # system -> condition -> ms
+    refs: dict[str, dict[str, list[list[str]]]] = field(default_factory=dict)  # system -> condition -> refs
+    texts: dict[str, list[str]] = field(default_factory=dict)
+    ids_equal: bool | None = None  # whether CPersona's row ids came out equal to ours
+    msg_id_probe: tuple[str, float] | None = None  # CPersona's msg_id import probe: plan, ms
+    startup_s: dict[str, float] = field(default_factory=dict)
+    peak_kib: dict[str, int | None] = field(default_factory=dict)
+    server_ms: dict[str, list[float]] = field(default_factory=dict)  # system -> trace timing_ms.total
+    examples: list[dict[str, Any]] = field(default_factory=list)
+    inproc_agreement: float | None = None  # ours over MCP vs ours in process (sanity: should be 1)
+
+
+@dataclass
+class PeerStore:
+    """CPersona's database for one size: where it lies and how our rows went into it."""
+
+    path: Path
+    import_s: float
+    imported: int
+    skipped: int
+    probe: str
+    reused: bool
+
+
+@dataclass
+class Report:
+    """Everything one run measured, filled by ``benchmarks.speed`` and read by the rendering below."""
+
+    args: argparse.Namespace
+    command: str
+    started: str
+    load_before: tuple[float, float, float]
+    # what the run was made of (benchmarks/speed.py's constants), carried here for the report
+    inproc_conditions: tuple[str, ...]
+    mcp_conditions: tuple[str, ...]
+    warmup: int
+    peak_queries: int
+    notes: list[str] = field(default_factory=list)
+    build: dict[tuple[str, int], tuple[float, bool]] = field(default_factory=dict)
+    inproc: dict[int, dict[str, list[float]]] = field(default_factory=dict)
+    local: dict[int, dict[str, list[float]]] = field(default_factory=dict)
+    peer_stores: dict[int, PeerStore] = field(default_factory=dict)
+    sbs: dict[int, SideBySide] = field(default_factory=dict)
+    peer_errors: dict[int, str] = field(default_factory=dict)
+    ingest: dict[int, dict[str, float]] = field(default_factory=dict)
+    ingest_mcp: dict[int, dict[str, dict[str, float]]] = field(default_factory=dict)
+    peak: dict[int, dict[str, Any]] = field(default_factory=dict)
+    peer_install: str = ""
+    embed_rtt_ms: list[float] = field(default_factory=list)
+    load_after: tuple[float, float, float] | None = None
 
 
 # -- statistics (unit-tested through benchmarks.speed, which uses them too) -----------------------

@@ -20,6 +20,7 @@ import pytest
 import uvicorn
 from starlette.testclient import TestClient
 
+from benchmarks import serving
 from cuedrecall.embed import (
     EmbeddingError,
     HashEmbedder,
@@ -94,25 +95,15 @@ class FailingEmbedder:
         raise EmbeddingError("upstream http://broken/embed returned HTTP 500")
 
 
-def free_port() -> int:
-    """A currently unused TCP port on 127.0.0.1."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def live_server() -> Iterator[str]:
     """Run embeddings_app(HashEmbedder()) with uvicorn on a free local port; yield its /embed URL."""
-    port = free_port()
+    port = serving.free_port()
     config = uvicorn.Config(embeddings_app(HashEmbedder()), host="127.0.0.1", port=port, log_level="error")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert server.started, "uvicorn did not start"
+    assert serving.wait_until(lambda: server.started, 10, 0.02), "uvicorn did not start"
     yield f"http://127.0.0.1:{port}/embed"
     server.should_exit = True
     thread.join(timeout=10)

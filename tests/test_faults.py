@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from conftest import make_settings, open_memory, snapshot
 
-from benchmarks import faults
+from benchmarks import faults, serving
 from cuedrecall.api import Memory
 from cuedrecall.embed.hashing import hash_vector
 from cuedrecall.embed.http import HttpEmbedder
@@ -79,9 +79,7 @@ def test_a_store_held_behind_another_processes_write_lock_is_filed_with_the_lock
         watch = faults.Watch(db, {0: server}, waits, sqlite=True)
         watch.thread.start()
         request = server.call("store", {"agent_id": AGENT, "content": "held behind the lock"})
-        deadline = time.monotonic() + 20
-        while not waits.stuck and time.monotonic() < deadline:
-            time.sleep(0.1)
+        serving.wait_until(lambda: waits.stuck, 20)
         holder.execute("COMMIT")
         holder.close()
         assert (server.result(request) or {}).get("result") == "stored"

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from benchmarks import fuzz, pg
+from benchmarks.hostile import BASE
 from cuedrecall.tools import TOOLS
 
 CALLS = 120  # per transport: a few seconds each
@@ -37,8 +38,8 @@ def http_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[fuzz.Targe
 
 
 def test_every_tool_has_valid_base_arguments_to_mutate() -> None:
-    assert set(fuzz.BASE) == set(TOOLS)
-    for name, arguments in fuzz.BASE.items():
+    assert set(BASE) == set(TOOLS)
+    for name, arguments in BASE.items():
         assert TOOLS[name].bind(dict(arguments)) is not None
 
 

@@ -15,10 +15,7 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +26,7 @@ from conftest import failed, make_settings, open_memory, snapshot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchmarks import serving
 from cuedrecall.api import ERROR_MAX, Memory
 from cuedrecall.errors import StoreError, ToolArgumentError, describe_storage_error
 from cuedrecall.server import stdio
@@ -428,32 +426,10 @@ def test_a_stdio_server_answers_every_hostile_line_and_stays_up(tmp_path: Path) 
     ]
     lines[-1] = (lines[-1][0].replace(b'"name":"store"', b'"name":"recall"'), lines[-1][1])
     lines.append((_call_line(200, b'{"agent_id":"a","content":"the ferry leaves at seven"}'), 200))
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "probe", "version": "0"},
-        },
-    }
-    script = [
-        json.dumps(init).encode(),
-        b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
-        *(line for line, _ in lines),
-    ]
-    done = subprocess.run(
-        [sys.executable, "-m", "cuedrecall.cli", "serve", "--db", str(tmp_path / "s.db"), "--embedding", "hash"],
-        input=b"\n".join(script) + b"\n",
-        capture_output=True,
-        timeout=120,
-        cwd=REPO,
-        env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONPATH": str(REPO)},
-    )
+    done = serving.stdio_script(tmp_path / "s.db", [line for line, _ in lines], serving.child_env(tmp_path), 120)
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
     answers = {body["id"]: body for body in map(json.loads, done.stdout.splitlines())}
-    assert set(answers) == {1} | {request_id for _, request_id in lines}
+    assert set(answers) == {0} | {request_id for _, request_id in lines}
     for request_id in (100, 102, 103, 104):
         assert answers[request_id]["error"]["code"] == PARSE_ERROR
     for request_id, argument in ((101, "'content'"), (105, "'time_cue.after'")):
@@ -530,37 +506,15 @@ def test_any_bytes_on_a_line_are_answered_or_are_a_message(line: bytes) -> None:
 def test_requests_still_running_at_eof_are_answered_before_the_stdio_server_exits(tmp_path: Path) -> None:
     """A client that writes its requests and closes stdin gets every answer: the SDK's session closes its answer
     stream with its input, so the transport holds the input open until the requests in flight have answered."""
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "probe", "version": "0"},
-        },
-    }
     stores = [
         _call_line(10 + i, json.dumps({"agent_id": A, "content": f"note {i} about the ferry"}).encode())
         for i in range(20)
     ]
-    script = [
-        json.dumps(init).encode(),
-        b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
-        *stores,
-        _call_line(99, json.dumps({"fix": True}).encode(), b"check_health"),
-    ]
     db = tmp_path / "eof.db"
-    done = subprocess.run(
-        [sys.executable, "-m", "cuedrecall.cli", "serve", "--db", str(db), "--embedding", "hash"],
-        input=b"\n".join(script) + b"\n",
-        capture_output=True,
-        timeout=120,
-        cwd=REPO,
-        env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONPATH": str(REPO)},
-    )
+    check = _call_line(99, json.dumps({"fix": True}).encode(), b"check_health")
+    done = serving.stdio_script(db, [*stores, check], serving.child_env(tmp_path), 120)
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
     answers = {body["id"]: body for body in map(json.loads, done.stdout.splitlines())}
-    assert set(answers) == {1, 99, *range(10, 30)}
+    assert set(answers) == {0, 99, *range(10, 30)}
     with open_memory(db) as memory:
         assert memory.list_memories(agent_id=A)["count"] == 20

@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
-import subprocess
-import sys
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
+from benchmarks import serving
 from cuedrecall.api import Memory
 from cuedrecall.server import jsonrpc, stdio
 from cuedrecall.server.http_wellformed import WellFormedBody
@@ -204,34 +202,12 @@ def test_the_explorer_reads_its_bodies_under_the_same_bounds(tmp_path: Path) -> 
 def test_bad_method_names_over_stdio_are_answered_and_logged_in_a_few_short_lines(tmp_path: Path) -> None:
     """The probe: each bad method name wrote ~3 KB of pydantic's errors to stderr. Now each is answered -32601 with
     its id, and at most ten short lines a minute are logged."""
-    init = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "probe", "version": "0"},
-        },
-    }
     bad = [
-        json.dumps({"jsonrpc": "2.0", "id": 100 + i, "method": f"tools/nope{i}", "params": {"x": [1] * 50}})
+        json.dumps({"jsonrpc": "2.0", "id": 100 + i, "method": f"tools/nope{i}", "params": {"x": [1] * 50}}).encode()
         for i in range(40)
     ]
-    script = [
-        json.dumps(init),
-        '{"jsonrpc":"2.0","method":"notifications/initialized"}',
-        '{"jsonrpc":"2.0","method":"notifications/nope"}',
-        *bad,
-    ]
-    done = subprocess.run(
-        [sys.executable, "-m", "cuedrecall.cli", "serve", "--db", str(tmp_path / "s.db"), "--embedding", "hash"],
-        input=("\n".join(script) + "\n").encode(),
-        capture_output=True,
-        timeout=120,
-        cwd=REPO,
-        env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONPATH": str(REPO)},
-    )
+    unknown = b'{"jsonrpc":"2.0","method":"notifications/nope"}'
+    done = serving.stdio_script(tmp_path / "s.db", [unknown, *bad], serving.child_env(tmp_path), 120)
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
     answers = {body["id"]: body for body in map(json.loads, done.stdout.splitlines())}
     assert set(answers) == {0} | {100 + i for i in range(40)}  # the bad notification is not answered
