@@ -34,9 +34,10 @@ from rich.progress import Progress
 from rich.table import Table
 
 from benchmarks import harness as h
+from benchmarks import stats
 from benchmarks.datasets import Conversation
 from benchmarks.relief import one_agent
-from benchmarks.time_cue import ALPHA, appended, rose_fell, sign_test
+from benchmarks.time_cue import appended
 from cuedrecall.recall.stopping import TIME_LIMIT
 
 PROG = "benchmarks.cue_propagation"
@@ -216,30 +217,6 @@ def layouts(datasets: Sequence[h.Dataset], wanted: Sequence[str]) -> list[tuple[
 # -- counting and the verdict (pure: tests/test_bench_cue_propagation.py) ---------------------------
 
 
-def compare(rows: Sequence[dict[str, Any]], x: str, y: str, metric: str) -> dict[str, Any]:
-    """Per question, x rose over y or fell below it on ``metric``; one-sided sign tests both ways; the means."""
-    rose, fell, tied = rose_fell([r[f"{metric}:{x}"] for r in rows], [r[f"{metric}:{y}"] for r in rows])
-    return {
-        "rose": rose,
-        "fell": fell,
-        "tied": tied,
-        "p": sign_test(rose, fell),
-        "p_fell": sign_test(fell, rose),
-        "mx": h.mean(r[f"{metric}:{x}"] for r in rows),
-        "my": h.mean(r[f"{metric}:{y}"] for r in rows),
-    }
-
-
-def beats(t: dict[str, Any]) -> bool:
-    """x above y: one-sided sign test p < ALPHA and the higher mean."""
-    return t["p"] < ALPHA and t["mx"] > t["my"]
-
-
-def beaten(t: dict[str, Any]) -> bool:
-    """y above x, by the same test the other way."""
-    return t["p_fell"] < ALPHA and t["mx"] < t["my"]
-
-
 def counts(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """How often propagation fired, moved rows, seated a row, and for the evidence."""
     n = len(rows)
@@ -262,9 +239,9 @@ def counts(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 def judge(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """One set: propagation *helps* when on beats off and beats (w) on the primary score; it *hurts* when off or
     (w) beats on on any score of ``HARM``. The comparisons are kept for the tables."""
-    tests = {(c, m): compare(rows, "on", c, m) for c in (*CONTROLS, "d") for m in HARM}
-    helps = all(beats(tests[(c, PRIMARY)]) for c in CONTROLS)
-    hurts = [f"{c} > on on {m}" for c in CONTROLS for m in HARM if beaten(tests[(c, m)])]
+    tests = {(c, m): stats.compare_on(rows, "on", c, m) for c in (*CONTROLS, "d") for m in HARM}
+    helps = all(stats.beats(tests[(c, PRIMARY)]) for c in CONTROLS)
+    hurts = [f"{c} > on on {m}" for c in CONTROLS for m in HARM if stats.beaten(tests[(c, m)])]
     return {"helps": helps, "hurts": hurts, "tests": tests}
 
 
@@ -280,14 +257,6 @@ def question_sets(rows: Sequence[dict[str, Any]]) -> list[tuple[str, str, list[d
 
 
 # -- the report ------------------------------------------------------------------------------------
-
-
-def _p(p: float) -> str:
-    return f"{p:.2g}" if p < 0.001 else f"{p:.3f}"
-
-
-def _rf(t: dict[str, Any]) -> str:
-    return f"{t['rose']} / {t['fell']} (p {_p(t['p'])}; p fell {_p(t['p_fell'])})"
 
 
 def _pct(k: int, n: int) -> str:
@@ -388,7 +357,13 @@ def tables(rows: Sequence[dict[str, Any]]) -> dict[str, list[list[Any]]]:
             ]
         )
         for control in (*CONTROLS, "d"):
-            out["updown"].append([layout, f"on vs ({control})", *(_rf(j["tests"][(control, m)]) for m in HARM)])
+            out["updown"].append(
+                [
+                    layout,
+                    f"on vs ({control})",
+                    *(stats.rose_fell_text(j["tests"][(control, m)], fell_p=True) for m in HARM),
+                ]
+            )
         out["verdict"].append(
             [layout, embedder, f"{c['fired']} of {n}", "yes" if j["helps"] else "no", "; ".join(j["hurts"]) or "no"]
         )
@@ -424,7 +399,7 @@ def render(
         "",
         "Code: " + "; ".join(trees) + ".",
         "",
-        RULE.format(limit=args.limit, alpha=ALPHA),
+        RULE.format(limit=args.limit, alpha=stats.ALPHA),
         "## Setup",
         "",
         (
@@ -499,7 +474,7 @@ def print_summary(rows: Sequence[dict[str, Any]], console: Console) -> None:
         table.add_column(column)
     for layout, _embedder, group in question_sets(rows):
         c = counts(group)
-        t_off, t_w = compare(group, "on", "off", PRIMARY), compare(group, "on", "w", PRIMARY)
+        t_off, t_w = stats.compare_on(group, "on", "off", PRIMARY), stats.compare_on(group, "on", "w", PRIMARY)
         table.add_row(
             layout,
             str(c["n"]),
@@ -509,8 +484,8 @@ def print_summary(rows: Sequence[dict[str, Any]], console: Console) -> None:
             f"{t_off['my']:.3f}",
             f"{t_off['mx']:.3f}",
             f"{t_w['my']:.3f}",
-            _p(t_off["p"]),
-            _p(t_w["p"]),
+            stats.p_text(t_off["p"]),
+            stats.p_text(t_w["p"]),
         )
     console.print(table)
 

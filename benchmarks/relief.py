@@ -28,9 +28,10 @@ from rich.progress import Progress
 from rich.table import Table
 
 from benchmarks import harness as h
+from benchmarks import stats
 from benchmarks.cues import explain_cue
 from benchmarks.datasets import Conversation
-from benchmarks.time_cue import ALPHA, appended, rose_fell, sign_test
+from benchmarks.time_cue import appended
 
 PROG = "benchmarks.relief"
 LAYOUTS = ("per-conversation", "one-agent", "long-span", "small-stores")
@@ -256,35 +257,6 @@ def run_store(
 # -- summaries --------------------------------------------------------------------------------------
 
 
-def test(rows: Sequence[dict[str, Any]], x: str, y: str, metric: str = "ndcg") -> dict[str, Any]:
-    """Per question, x rose over y or fell below it on ``metric``; the one-sided sign test of x above y."""
-    rose, fell, _tied = rose_fell([r[f"{metric}:{x}"] for r in rows], [r[f"{metric}:{y}"] for r in rows])
-    return {
-        "rose": rose,
-        "fell": fell,
-        "p": sign_test(rose, fell),
-        "p_fell": sign_test(fell, rose),
-        "mx": h.mean(r[f"{metric}:{x}"] for r in rows),
-        "my": h.mean(r[f"{metric}:{y}"] for r in rows),
-    }
-
-
-def beats(t: dict[str, Any]) -> bool:
-    return t["p"] < ALPHA and t["mx"] > t["my"]
-
-
-def falls(t: dict[str, Any]) -> bool:
-    return t["p_fell"] < ALPHA and t["mx"] < t["my"]
-
-
-def _rf(t: dict[str, Any]) -> str:
-    return f"{t['rose']} / {t['fell']} (p {_p(t['p'])})"
-
-
-def _p(p: float) -> str:
-    return f"{p:.2g}" if p < 0.001 else f"{p:.3f}"
-
-
 def question_sets(rows: Sequence[dict[str, Any]]) -> list[tuple[str, str, list[dict[str, Any]], str, str]]:
     """(label, embedder, rows, off, on): each set relief is judged on, with the variant names to compare."""
     out = []
@@ -329,20 +301,24 @@ def relief_tables(rows: Sequence[dict[str, Any]]) -> tuple[list[str], list[str],
                 *(h.mean(r[f"rows:{v}"] for r in group) for v in (off, on, extra, wider)),
             ]
         )
-        t_off, t_extra, t_wider = test(group, on, off), test(group, on, extra), test(group, on, wider)
+        t_off, t_extra, t_wider = (
+            stats.compare_on(group, on, off, "ndcg"),
+            stats.compare_on(group, on, extra, "ndcg"),
+            stats.compare_on(group, on, wider, "ndcg"),
+        )
         eq_out.append(
             [
                 label,
                 embedder,
                 n,
                 *(h.mean(r[f"ndcg:{v}"] for r in group) for v in (off, on, extra, wider)),
-                _rf(t_off),
-                _rf(t_extra),
-                _rf(t_wider),
+                stats.rose_fell_text(t_off),
+                stats.rose_fell_text(t_extra),
+                stats.rose_fell_text(t_wider),
                 " / ".join(f"{h.mean(r[f'any:{v}'] for r in group):.3f}" for v in (off, on, extra)),
             ]
         )
-        t10, h10 = test(group, on, off, "ndcg@10"), test(group, on, off, "hit@10")
+        t10, h10 = stats.compare_on(group, on, off, "ndcg@10"), stats.compare_on(group, on, off, "hit@10")
         ten_out.append(
             [
                 label,
@@ -353,15 +329,15 @@ def relief_tables(rows: Sequence[dict[str, Any]]) -> tuple[list[str], list[str],
                     for m in ("hit@10", "all@10", "ndcg@10")
                 ),
                 f"{h10['rose']} / {h10['fell']}",
-                _rf(t10),
+                stats.rose_fell_text(t10),
             ]
         )
         judged.append(
             {
                 "label": label,
                 "embedder": embedder,
-                "helps": beats(t_off) and beats(t_extra),
-                "hurts": falls(t10) or falls(h10),
+                "helps": stats.beats(t_off) and stats.beats(t_extra),
+                "hurts": stats.beaten(t10) or stats.beaten(h10),
                 "fired": len(fired),
                 "n": n,
             }
@@ -379,8 +355,8 @@ def stage_table(rows: Sequence[dict[str, Any]]) -> tuple[list[list[Any]], list[d
             ("b_off", "s_off", "cued-v0.3 vs +stages-v1"),
             ("b_on", "s_on", "+relief-v1 vs +relief-v1+stages-v1"),
         ):
-            t_b = test(cued, stages, base)
-            t_x = test(cued, stages, "s_extra") if base == "b_off" else None
+            t_b = stats.compare_on(cued, stages, base, "ndcg")
+            t_x = stats.compare_on(cued, stages, "s_extra", "ndcg") if base == "b_off" else None
             changed = sum(
                 1 for r in cued if r["ndcg:" + stages] != r["ndcg:" + base] or r["rows:" + stages] != r["rows:" + base]
             )
@@ -396,20 +372,20 @@ def stage_table(rows: Sequence[dict[str, Any]]) -> tuple[list[list[Any]], list[d
                     *(h.mean(r[f"rows:{v}"] for r in cued) for v in (base, stages)),
                     *(h.mean(r[f"ndcg:{v}"] for r in cued) for v in (base, stages)),
                     h.mean(r["ndcg:s_extra"] for r in cued) if t_x else "",
-                    _rf(t_b),
-                    _rf(t_x) if t_x else "",
+                    stats.rose_fell_text(t_b),
+                    stats.rose_fell_text(t_x) if t_x else "",
                     f"{h.mean(r[f'hit@10:{base}'] for r in cued):.3f} / "
                     f"{h.mean(r[f'hit@10:{stages}'] for r in cued):.3f}",
                 ]
             )
             if t_x:
-                t10 = test(cued, stages, base, "ndcg@10")
+                t10 = stats.compare_on(cued, stages, base, "ndcg@10")
                 judged.append(
                     {
                         "label": layout,
                         "embedder": embedder,
-                        "helps": beats(t_b) and beats(t_x),
-                        "hurts": falls(t10),
+                        "helps": stats.beats(t_b) and stats.beats(t_x),
+                        "hurts": stats.beaten(t10),
                         "changed": changed,
                         "n": len(cued),
                     }
@@ -478,7 +454,7 @@ def render(
         "",
         f"Command: `{h.command_line(PROG, argv)}`",
         "",
-        RULE.format(limit=args.limit, alpha=ALPHA, stages=STAGES),
+        RULE.format(limit=args.limit, alpha=stats.ALPHA, stages=STAGES),
         "## Setup",
         "",
         f"- Defaults: `{args.defaults}`; fusion {args.mode}; the environment is not read.",
@@ -610,7 +586,7 @@ def print_summary(rows: Sequence[dict[str, Any]], console: Console) -> None:
     for label, embedder, group, off, on in question_sets(rows):
         extra, _wider = _controls(off)
         fired = sum(1 for r in group if r[relieved_key(off)])
-        t_off, t_x = test(group, on, off), test(group, on, extra)
+        t_off, t_x = stats.compare_on(group, on, off, "ndcg"), stats.compare_on(group, on, extra, "ndcg")
         table.add_row(
             label,
             embedder,
@@ -619,8 +595,8 @@ def print_summary(rows: Sequence[dict[str, Any]], console: Console) -> None:
             f"{t_off['my']:.3f}",
             f"{t_off['mx']:.3f}",
             f"{t_x['my']:.3f}",
-            _p(t_off["p"]),
-            _p(t_x["p"]),
+            stats.p_text(t_off["p"]),
+            stats.p_text(t_x["p"]),
         )
     console.print(table)
 

@@ -16,7 +16,6 @@ with ``limit + N``, as many plain rows as the seats could add. Writes
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +26,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from benchmarks import harness as h
+from benchmarks import stats
 from benchmarks.recall_trace_confirm import RETURNED, confirm
 from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock
@@ -172,15 +172,6 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], li
 # -- reporting ----------------------------------------------------------------------------------
 
 
-def sign_test(rose: int, fell: int) -> float:
-    """Two-sided exact binomial p for rose vs fell (ties left out)."""
-    n = rose + fell
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, i) for i in range(0, min(rose, fell) + 1)) / 2**n
-    return min(1.0, 2 * tail)
-
-
 def paired(base: Sequence[dict[str, Any]], other: Sequence[dict[str, Any]], metric: str) -> tuple[int, int]:
     """(questions where ``other`` found evidence and ours did not, the other way round) on a 0/1 metric."""
     theirs = {r["qid"]: r[metric] for r in other}
@@ -195,7 +186,7 @@ def ndcg_at(rows: Sequence[dict[str, Any]], k: int, gold_of: dict[str, list[str]
 
 def versus(base: Sequence[dict[str, Any]], part: Sequence[dict[str, Any]], metric: str) -> str:
     rose, fell = paired(base, part, metric)
-    return f"{rose} / {fell} (p {sign_test(rose, fell):.2g})"
+    return f"{rose} / {fell} (p {stats.two_sided_sign_test(rose, fell):.2g})"
 
 
 def table_rows(

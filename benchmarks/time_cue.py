@@ -17,7 +17,6 @@ numbers) and a PNG next to it.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -29,35 +28,18 @@ from rich.progress import Progress
 from rich.table import Table
 
 from benchmarks import harness as h
+from benchmarks import stats
 from benchmarks.cues import explain_cue
 from cuedrecall.config import Settings
 from cuedrecall.recall.cued_v0_3 import BOUND, WIDER
 from cuedrecall.recall.timecue import base_period, is_recent_only, parse_time_cue, period
 
 PROG = "benchmarks.time_cue"
-ALPHA = 0.05
 # Where a wrong cue's period is moved, in days, tried in this order: four months away first.
 SHIFTS = (-120, 120, -150, 150, -90, 90, -180, 180, -60, 60, -210, 210, -240, 240, -30, 30)
 
 
-# -- statistics -------------------------------------------------------------------------------
-
-
-def sign_test(rose: int, fell: int) -> float:
-    """One-sided exact sign test: P(X >= rose) for X ~ Binomial(rose + fell, 1/2); 1.0 when n = 0."""
-    if rose < 0 or fell < 0:
-        raise ValueError("counts must not be negative")
-    n = rose + fell
-    if n == 0:
-        return 1.0
-    return sum(math.comb(n, k) for k in range(rose, n + 1)) / 2**n
-
-
-def rose_fell(after: Sequence[float], before: Sequence[float], eps: float = 1e-12) -> tuple[int, int, int]:
-    """(rose, fell, tied): per pair, whether ``after`` is above, below or equal to ``before``."""
-    rose = sum(1 for a, b in zip(after, before) if a > b + eps)
-    fell = sum(1 for a, b in zip(after, before) if a < b - eps)
-    return rose, fell, len(after) - rose - fell
+# -- statistics (the sign tests: benchmarks/stats.py) ----------------------------------------
 
 
 def rank_score(rank: int | None) -> float:
@@ -262,20 +244,18 @@ def run_dataset(
 
 
 def compare(rows: Sequence[dict[str, Any]], x: str, y: str, prefix: str = "ndcg_") -> dict[str, Any]:
-    rose, fell, tied = rose_fell([r[prefix + x] for r in rows], [r[prefix + y] for r in rows])
-    return {"rose": rose, "fell": fell, "tied": tied, "p": sign_test(rose, fell)}
+    return stats.compare_rows(rows, x, y, lambda v: prefix + v)
 
 
 def compare_ranks(rows: Sequence[dict[str, Any]], x: str, y: str) -> dict[str, Any]:
-    rose, fell, tied = rose_fell([rank_score(r[f"best_{x}"]) for r in rows], [rank_score(r[f"best_{y}"]) for r in rows])
-    return {"rose": rose, "fell": fell, "tied": tied, "p": sign_test(rose, fell)}
+    return stats.compare_rows(rows, x, y, lambda v: f"best_{v}", rank_score)
 
 
 def verdict(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The rule: (b) must beat (a) and (c) by the sign test at ALPHA, with the higher mean."""
     means = {k: h.mean(r[f"ndcg_{k}"] for r in rows) for k in "abc"}
     vs_a, vs_c = compare(rows, "b", "a"), compare(rows, "b", "c")
-    passed = vs_a["p"] < ALPHA and vs_c["p"] < ALPHA and means["b"] > means["a"] and means["b"] > means["c"]
+    passed = vs_a["p"] < stats.ALPHA and vs_c["p"] < stats.ALPHA and means["b"] > means["a"] and means["b"] > means["c"]
     return {"n": len(rows), "means": means, "vs_a": vs_a, "vs_c": vs_c, "passed": passed}
 
 
@@ -389,9 +369,9 @@ def verdict_table(rows: Sequence[dict[str, Any]]) -> list[str]:
                 m["b"],
                 m["c"],
                 f"{v['vs_a']['rose']} / {v['vs_a']['fell']}",
-                _p(v["vs_a"]["p"]),
+                stats.p_text(v["vs_a"]["p"]),
                 f"{v['vs_c']['rose']} / {v['vs_c']['fell']}",
-                _p(v["vs_c"]["p"]),
+                stats.p_text(v["vs_c"]["p"]),
                 "**pass**" if v["passed"] else "**no claim**",
             ]
         )
@@ -430,13 +410,13 @@ def secondary_table(rows: Sequence[dict[str, Any]]) -> list[str]:
                 h.mean(r["seats"] for r in group),
                 sum(r["c_reordered"] for r in group),
                 h.mean(r["ndcg_d"] for r in group),
-                f"{vd['rose']} / {vd['fell']} (p {_p(vd['p'])})",
+                stats.rose_fell_text(vd),
                 " / ".join(map(str, returned)),
-                f"{ra['rose']} / {ra['fell']} (p {_p(ra['p'])})",
-                f"{rc['rose']} / {rc['fell']} (p {_p(rc['p'])})",
+                stats.rose_fell_text(ra),
+                stats.rose_fell_text(rc),
                 " / ".join(f"{h.mean(r[f'ndcg_ep_{k}'] for r in group):.3f}" for k in "abc"),
-                f"{ea['rose']} / {ea['fell']} (p {_p(ea['p'])})",
-                f"{ec['rose']} / {ec['fell']} (p {_p(ec['p'])})",
+                stats.rose_fell_text(ea),
+                stats.rose_fell_text(ec),
             ]
         )
     header = [
@@ -544,7 +524,7 @@ def render(
     models: dict[str, str],
     png: Path,
 ) -> str:
-    rule = RULE.format(limit=args.limit, alpha=ALPHA, shifts=", ".join(f"{s:+d}" for s in SHIFTS))
+    rule = RULE.format(limit=args.limit, alpha=stats.ALPHA, shifts=", ".join(f"{s:+d}" for s in SHIFTS))
     b_changed = sum(1 for r in rows if not r["same_rows_b"])
     lines = [
         "# The time-cue study",
@@ -595,10 +575,6 @@ def render(
         "",
     ]
     return "\n".join(lines)
-
-
-def _p(p: float) -> str:
-    return f"{p:.2g}" if p < 0.001 else f"{p:.3f}"
 
 
 def plot(rows: Sequence[dict[str, Any]], path: Path) -> None:
@@ -676,8 +652,8 @@ def print_summary(rows: Sequence[dict[str, Any]], console: Console) -> None:
             mode,
             str(v["n"]),
             *(f"{v['means'][k]:.3f}" for k in "abc"),
-            _p(v["vs_a"]["p"]),
-            _p(v["vs_c"]["p"]),
+            stats.p_text(v["vs_a"]["p"]),
+            stats.p_text(v["vs_c"]["p"]),
             "pass" if v["passed"] else "no claim",
         )
     console.print(table)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import harness as h
-from benchmarks.seats import main, sign_test
+from benchmarks.seats import main
 
 
 def test_parse_setting_reads_a_known_setting_and_refuses_the_rest() -> None:
@@ -17,12 +17,6 @@ def test_parse_setting_reads_a_known_setting_and_refuses_the_rest() -> None:
     for wrong in ("CPERSONA_NO_SUCH=1", "CPERSONA_KEYWORD_SEATS", "CPERSONA_KEYWORD_SEATS=11"):
         with pytest.raises(argparse.ArgumentTypeError):
             h.parse_setting(wrong)
-
-
-def test_sign_test_is_two_sided_and_exact() -> None:
-    assert sign_test(0, 0) == 1.0
-    assert sign_test(5, 0) == pytest.approx(2 / 32)
-    assert sign_test(3, 3) == 1.0
 
 
 def test_a_tiny_run_compares_each_question_and_a_seat_never_loses_evidence(tmp_path: Path) -> None:

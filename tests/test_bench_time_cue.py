@@ -1,16 +1,18 @@
-"""benchmarks/time_cue.py: the sign test, the wrong-cue construction, and a tiny run end to end."""
+"""benchmarks/time_cue.py: the wrong-cue construction, the verdict, and a tiny run end to end (the sign test:
+tests/test_bench_stats.py)."""
 
 from __future__ import annotations
 
-import math
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import LOCOMO_MINI
 
 from benchmarks import harness as h
+from benchmarks import stats
 from benchmarks import time_cue as tc
 from benchmarks.cues import extract_cue
 from benchmarks.datasets import generate_long_span
@@ -18,24 +20,7 @@ from benchmarks.datasets import generate_long_span
 UTC = UTC
 
 
-def test_sign_test_on_known_cases() -> None:
-    assert tc.sign_test(0, 0) == 1.0
-    assert tc.sign_test(5, 0) == 1 / 32
-    assert tc.sign_test(3, 0) == 0.125
-    assert tc.sign_test(0, 4) == 1.0
-    assert tc.sign_test(1, 1) == 0.75
-    assert tc.sign_test(10, 2) == pytest.approx(79 / 4096)
-    assert tc.sign_test(8, 5) == pytest.approx(2380 / 8192)
-    # P(X >= 7) + P(X >= 7 of the other side) + P(X = 6) = 1 for n = 13
-    assert tc.sign_test(7, 6) + tc.sign_test(7, 6) == pytest.approx(1.0)
-    assert tc.sign_test(6, 7) == pytest.approx(tc.sign_test(7, 6) + math.comb(13, 6) / 2**13)
-    assert tc.sign_test(1029, 0) == 2.0**-1029
-    with pytest.raises(ValueError):
-        tc.sign_test(-1, 2)
-
-
-def test_rose_fell_and_rank_scores() -> None:
-    assert tc.rose_fell([0.5, 0.2, 0.3], [0.4, 0.2, 0.6]) == (1, 1, 1)
+def test_rank_scores() -> None:
     assert tc.rank_score(None) < tc.rank_score(10) < tc.rank_score(1)
 
 
@@ -53,11 +38,16 @@ def _rows(a: list[float], b: list[float], c: list[float]) -> list[dict[str, floa
     return [{"ndcg_a": x, "ndcg_b": y, "ndcg_c": z} for x, y, z in zip(a, b, c, strict=True)]
 
 
+def _counts(t: dict[str, Any]) -> dict[str, Any]:
+    """What the verdict reads of a comparison: rose, fell, tied and the one-sided p."""
+    return {key: t[key] for key in ("rose", "fell", "tied", "p")}
+
+
 def test_the_verdict_passes_when_the_cue_beats_both_controls() -> None:
     """Ten questions, the cue above both controls on each: p = 1/1024 twice, and the higher mean."""
     v = tc.verdict(_rows([0.2] * 10, [0.6] * 10, [0.3] * 10))
-    assert v["vs_a"] == {"rose": 10, "fell": 0, "tied": 0, "p": 1 / 1024}
-    assert v["vs_c"] == {"rose": 10, "fell": 0, "tied": 0, "p": 1 / 1024}
+    assert _counts(v["vs_a"]) == {"rose": 10, "fell": 0, "tied": 0, "p": 1 / 1024}
+    assert _counts(v["vs_c"]) == {"rose": 10, "fell": 0, "tied": 0, "p": 1 / 1024}
     assert v["means"] == pytest.approx({"a": 0.2, "b": 0.6, "c": 0.3})
     assert v["n"] == 10 and v["passed"] is True
 
@@ -66,7 +56,7 @@ def test_the_verdict_makes_no_claim_when_the_extra_rows_do_as_well() -> None:
     """The cue beats no cue on all ten, but the extra rows score the same as the cue: no rise against (c)."""
     v = tc.verdict(_rows([0.2] * 10, [0.6] * 10, [0.6] * 10))
     assert v["vs_a"]["p"] == 1 / 1024
-    assert v["vs_c"] == {"rose": 0, "fell": 0, "tied": 10, "p": 1.0}
+    assert _counts(v["vs_c"]) == {"rose": 0, "fell": 0, "tied": 10, "p": 1.0}
     assert v["passed"] is False
 
 
@@ -75,7 +65,7 @@ def test_the_verdict_makes_no_claim_on_a_lower_mean_despite_the_sign_test() -> N
     a = [0.5] * 10
     b = [0.51] * 9 + [0.0]
     v = tc.verdict(_rows(a, b, a))
-    assert v["vs_a"]["p"] == pytest.approx(11 / 1024) and v["vs_a"]["p"] < tc.ALPHA
+    assert v["vs_a"]["p"] == pytest.approx(11 / 1024) and v["vs_a"]["p"] < stats.ALPHA
     assert v["means"]["b"] < v["means"]["a"]
     assert v["passed"] is False
 
@@ -198,10 +188,10 @@ def assert_verdict_follows_the_rule(line: str) -> None:
     mean_a, mean_b, mean_c = (float(x) for x in cells[4:7])
     for counts, printed in ((cells[7], cells[8]), (cells[9], cells[10])):
         rose, fell = (int(x) for x in counts.split(" / "))
-        assert float(printed) == pytest.approx(tc.sign_test(rose, fell), rel=0.01, abs=5e-4)
+        assert float(printed) == pytest.approx(stats.sign_test(rose, fell), rel=0.01, abs=5e-4)
     p_a, p_c = float(cells[8]), float(cells[10])
     if mean_b in (mean_a, mean_c):  # the means tie at three decimals: the rounded table cannot decide
         assert cells[11] in ("**pass**", "**no claim**")
         return
-    expected = p_a < tc.ALPHA and p_c < tc.ALPHA and mean_b > mean_a and mean_b > mean_c
+    expected = p_a < stats.ALPHA and p_c < stats.ALPHA and mean_b > mean_a and mean_b > mean_c
     assert cells[11] == ("**pass**" if expected else "**no claim**")
