@@ -30,10 +30,12 @@ AGENT = "alice"
 
 
 class Swapper:
-    """Swaps ``folder/sub`` between a real folder and a symbolic link to ``target`` until stopped."""
+    """Swaps ``folder/sub`` between a real folder and a symbolic link to ``target`` until stopped, resting
+    ``rest`` seconds after each swap (a real folder most of the time, so calls get far enough to be raced)."""
 
-    def __init__(self, folder: Path, target: Path) -> None:
+    def __init__(self, folder: Path, target: Path, rest: float = 0.001) -> None:
         self.sub, self.parked, self.target = folder / "sub", folder / ".parked", target
+        self.rest = rest
         self.stop = threading.Event()
         self.swaps = 0
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -47,7 +49,8 @@ class Swapper:
                 os.unlink(self.sub)
                 os.rename(self.parked, self.sub)
                 self.swaps += 1
-                time.sleep(0.001)  # a real folder most of the time, so calls get far enough to be raced
+                if self.rest:
+                    time.sleep(self.rest)
             except OSError:
                 continue  # a call's temp file or rename got in the way: swap again
 

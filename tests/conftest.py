@@ -159,6 +159,23 @@ def serving(memory: Memory) -> Iterator[str]:
         yield url
 
 
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    """A configured export folder, apart from the database's folder (tests/test_export_confinement.py,
+    tests/test_file_hardening.py)."""
+    path = tmp_path / "exchange"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def confined(tmp_path: Path, folder: Path) -> Iterator[Memory]:
+    """A store in ``db/`` whose export folder is ``folder``, holding one memory of agent-a."""
+    with open_memory(tmp_path / "db" / "m.db", settings=make_settings(export_dir=str(folder))) as memory:
+        memory.store(agent_id="agent-a", message={"content": "what the database holds"})
+        yield memory
+
+
 def database_at(path: Path, version: int, memory_text: str, when: str) -> None:
     """A database left by an earlier version: the migrations up to ``version`` applied, one memory stored."""
     import sqlite3

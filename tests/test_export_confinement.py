@@ -36,22 +36,6 @@ def _mode(path: Path) -> int:
 
 
 @pytest.fixture
-def folder(tmp_path: Path) -> Path:
-    """A configured export folder, apart from the database's folder."""
-    path = tmp_path / "exchange"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def confined(tmp_path: Path, folder: Path) -> Iterator[Memory]:
-    db = tmp_path / "db" / "m.db"
-    with open_memory(db, settings=make_settings(export_dir=str(folder))) as memory:
-        memory.store(agent_id=AGENT, message={"content": "what the database holds"})
-        yield memory
-
-
-@pytest.fixture
 def outside(tmp_path: Path) -> Path:
     """A folder beside the export folder, holding a readable export file."""
     path = tmp_path / "elsewhere"

@@ -12,7 +12,6 @@ import json
 import os
 import stat
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import MappingProxyType
@@ -21,6 +20,7 @@ from typing import Any
 import pytest
 from conftest import failed, make_settings, open_memory
 
+from benchmarks.race_probe import Swapper, export_file
 from cuedrecall.access import WRITE, Principal
 from cuedrecall.api import Memory
 
@@ -29,61 +29,7 @@ OTHER = "agent-b"
 RACE_ATTEMPTS = 150  # exports and imports made while the racer swaps the sub-folder
 
 
-@pytest.fixture
-def folder(tmp_path: Path) -> Path:
-    path = tmp_path / "exchange"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def confined(tmp_path: Path, folder: Path) -> Iterator[Memory]:
-    with open_memory(tmp_path / "db" / "m.db", settings=make_settings(export_dir=str(folder))) as memory:
-        memory.store(agent_id=AGENT, message={"content": "what the database holds"})
-        yield memory
-
-
-def _export_file(agent: str, content: str) -> str:
-    header = {"_type": "header", "version": "cuedrecall-export/1", "agent_id": agent, "memory_count": 1}
-    record = {"_type": "memory", "agent_id": agent, "content": content}
-    return "".join(json.dumps(line) + "\n" for line in (header, record))
-
-
 # -- 1. a symbolic link swapped in while export or import runs ---------------------------------
-
-
-class _Swapper:
-    """Swaps ``folder/sub`` between a real folder and a symbolic link to ``target``, until stopped."""
-
-    def __init__(self, folder: Path, target: Path) -> None:
-        self.sub, self.parked, self.target = folder / "sub", folder / ".parked", target
-        self.stop = threading.Event()
-        self.swaps = 0
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self.stop.is_set():
-            try:
-                os.rename(self.sub, self.parked)
-                os.symlink(self.target, self.sub)
-                time.sleep(0.0002)
-                os.unlink(self.sub)
-                os.rename(self.parked, self.sub)
-                self.swaps += 1
-            except OSError:
-                continue  # the server's temp file or rename got in the way: swap again
-
-    def __enter__(self) -> _Swapper:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop.set()
-        self.thread.join(10)
-        if self.sub.is_symlink():
-            self.sub.unlink()
-        if self.parked.exists():
-            os.rename(self.parked, self.sub)
 
 
 def test_a_symlink_swapped_in_during_export_or_import_never_leads_outside(
@@ -92,12 +38,12 @@ def test_a_symlink_swapped_in_during_export_or_import_never_leads_outside(
     db_folder = tmp_path / "db"
     db = db_folder / "m.db"
     db_folder.mkdir(exist_ok=True)  # made by the store on SQLite; not on PostgreSQL
-    (db_folder / "victim.jsonl").write_text(_export_file(AGENT, "read from outside the folder"), "utf-8")
+    (db_folder / "victim.jsonl").write_text(export_file(AGENT, "read from outside the folder"), "utf-8")
     (folder / "sub").mkdir()
-    (folder / "sub" / "victim.jsonl").write_text(_export_file(AGENT, "read from inside"), "utf-8")
+    (folder / "sub" / "victim.jsonl").write_text(export_file(AGENT, "read from inside"), "utf-8")
     outside_before = sorted(p.name for p in db_folder.iterdir())
     db_inode = db.stat().st_ino if db.exists() else None  # no file on PostgreSQL
-    with _Swapper(folder, db_folder) as swapper:
+    with Swapper(folder, db_folder, rest=0) as swapper:
         for attempt in range(RACE_ATTEMPTS):
             confined.export_memories(agent_id=AGENT, output_path=f"sub/x{attempt}.jsonl")
             confined.export_memories(agent_id=AGENT, output_path="sub/m.db", overwrite=True)
@@ -177,7 +123,7 @@ def _only(agent: str) -> Principal:
     [
         ("notes.txt", "an operator's notes, not an export\n"),
         ("cpersona.jsonl", json.dumps({"_type": "header", "version": "cpersona-export/1.2", "agent_id": OTHER}) + "\n"),
-        ("theirs.jsonl", _export_file(OTHER, "b's export")),
+        ("theirs.jsonl", export_file(OTHER, "b's export")),
         ("empty.jsonl", ""),
     ],
 )
