@@ -1486,3 +1486,25 @@ def test_deleting_a_record_or_an_entity_takes_what_names_it_and_a_text_change_ta
 def split(ref: str) -> tuple[str, int]:
     kind, _, number_ = ref.partition(":")
     return kind, int(number_)
+
+
+# -- the seam's shape -----------------------------------------------------------------------------
+
+
+def _members(protocol: type) -> set[str]:
+    """What one protocol declares itself: its methods and attributes (not those of the protocols it extends)."""
+    return {name for name in vars(protocol) if not name.startswith("_")} | set(
+        vars(protocol).get("__annotations__", {})
+    )
+
+
+def test_each_role_reads_at_once_and_store_is_their_union_implemented_by_every_backend() -> None:
+    from cuedrecall.store.base import ROLES, Transactions
+    from cuedrecall.store.postgres import PostgresStore
+
+    roles = (Transactions, *ROLES)
+    assert all(len(_members(role)) <= 25 for role in roles), {role.__name__: len(_members(role)) for role in roles}
+    assert set(Store.__mro__) >= set(roles) and not _members(Store)
+    methods = {name for role in roles for name in vars(role) if callable(vars(role)[name]) and name[0] != "_"}
+    for backend in (SqliteStore, PostgresStore):  # (the attributes are set per store, by __init__)
+        assert not {name for name in methods if not callable(getattr(backend, name, None))}, backend.__name__

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cuedrecall.graph.names import normalize_name
-from cuedrecall.store.base import NameHit, Scope, Store
+from cuedrecall.store.base import GraphStore, NameHit, Scope
 
 MAX_MATCHES = 64  # (name, entity) matches read from one query
 MAX_TERMS = 32  # extra terms handed to the recall; the rest are counted
@@ -40,7 +40,7 @@ class Cues:
 NO_CUES = Cues([], [], 0)
 
 
-def query_cues(store: Store, scope: Scope, query: str) -> Cues:
+def query_cues(store: GraphStore, scope: Scope, query: str) -> Cues:
     """The entities whose names or aliases the query contains (normalised substrings), and their other names.
 
     Longer names are matched first (then by the name, then entity id), at most

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from cuedrecall.store.base import ENTITY, Mentions, Relation, Scope, Store
+from cuedrecall.store.base import ENTITY, GraphStore, Mentions, Relation, Scope
 
 T = TypeVar("T")
 
@@ -50,7 +50,7 @@ class Neighbourhood:
     """The graph as far as it has been read, for one scope: relations per entity and mentioning records,
     each read once however many searches ask (one reconstruct walks once per item)."""
 
-    def __init__(self, store: Store, scope: Scope) -> None:
+    def __init__(self, store: GraphStore, scope: Scope) -> None:
         self.store, self.scope = store, scope
         self._relations: dict[int, list[Relation]] = {}
         self._mentions: dict[int, Mentions] = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cuedrecall.store.base import Scope, Store, make_ref
+from cuedrecall.store.base import GraphStore, Scope, make_ref
 
 # the predicates reconstruct reads as a role of the subject towards the object
 ROLE_PREDICATES = ("supports", "supersedes", "corrects", "qualifies", "contradicts", "temporal_predecessor")
@@ -25,7 +25,7 @@ class RecordRelation:
     declared_at: str
 
 
-def record_relations(store: Store, scope: Scope, refs: Sequence[str]) -> list[RecordRelation]:
+def record_relations(store: GraphStore, scope: Scope, refs: Sequence[str]) -> list[RecordRelation]:
     """The relations readable in the scope whose subject and object are both among ``refs``, by id.
 
     An agent without a graph costs one cached read.

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cuedrecall.graph.reach import Neighbourhood, Step, in_walk_order, reach
-from cuedrecall.store.base import MEMORY, Scope, Store, split_ref
+from cuedrecall.store.base import MEMORY, GraphStore, Scope, split_ref
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class WalkResult:
 
 
 def walk(
-    store: Store, scope: Scope, items: list[list[str]], *, max_hops: int, max_evidence: int, pool: set[str]
+    store: GraphStore, scope: Scope, items: list[list[str]], *, max_hops: int, max_evidence: int, pool: set[str]
 ) -> WalkResult:
     """Walk from each item's refs, in item order, up to ``max_hops`` relations; read at most ``max_evidence``
     mentioning records per reached entity.

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from cuedrecall.store.base import Store, Threshold
+from cuedrecall.store.base import CalibrationStore, Threshold
 from cuedrecall.store.bounded import Lru
 
 PRECISION_BETA = {"strict": 2.0, "balanced": 1.0, "lenient": 0.5}
@@ -95,7 +95,7 @@ class Calibration:
     until any connection changes the calibration.
     """
 
-    def __init__(self, store: Store, embedding_model: str, scoring: str) -> None:
+    def __init__(self, store: CalibrationStore, embedding_model: str, scoring: str) -> None:
         self.store = store
         self.embedding_model = embedding_model
         self.scoring = scoring

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from cuedrecall.store.base import Record, Store
+from cuedrecall.store.base import Record, RecordStore
 
 
 class Facts:
     """Records by ref, loaded in batches; a ref the store no longer holds stays absent."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: RecordStore) -> None:
         self._store = store
         self._records: dict[str, Record] = {}
         self._asked: set[str] = set()

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from cuedrecall.graph.relations import RecordRelation, record_relations
 from cuedrecall.recall.trace_schema import StaleConflict
-from cuedrecall.store.base import MEMORY, Record, Relation, Scope, Store
+from cuedrecall.store.base import MEMORY, GraphStore, Record, Relation, Scope
 
 if TYPE_CHECKING:
     from cuedrecall.recall.context import RecallContext
@@ -86,14 +86,14 @@ def find(
     return sorted(dict.fromkeys(found), key=lambda c: min(place[ref] for ref in c.refs))
 
 
-def anchored(store: Store, scope: Scope, refs: Sequence[str]) -> list[Relation]:
+def anchored(store: GraphStore, scope: Scope, refs: Sequence[str]) -> list[Relation]:
     """The entity relations declared from ``refs``; an agent without a graph costs one cached read."""
     if not refs or not store.has_graph(scope.agent_id):
         return []
     return store.anchored_relations(scope, refs)
 
 
-def among(store: Store, scope: Scope, records: Sequence[Record]) -> list[Conflict]:
+def among(store: GraphStore, scope: Scope, records: Sequence[Record]) -> list[Conflict]:
     """The conflicts among records one answer returns (best first), reading what is declared of them."""
     refs = [record.ref for record in records]
     if len(refs) < 2:
