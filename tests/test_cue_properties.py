@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock
 from cuedrecall.config import Settings
-from cuedrecall.recall.candidates import ORDINARY_ARMS
+from cuedrecall.recall.arm_registry import ARMS
 from cuedrecall.recall.cued_v0_3 import BOUND, CONFIDENCES, POLICY, SEATS, SINGLE_PASS_POLICY
 from cuedrecall.recall.gate_v1 import RELIEF_STEP
 from cuedrecall.recall.policy import RELIEF, STAGES
@@ -283,7 +283,7 @@ def cue_arm(trace: dict[str, Any]) -> list[dict[str, Any]]:
 
 def ordinary_refs(trace: dict[str, Any]) -> set[str]:
     """The refs the ordinary arms reached (the block arm's reach only its own seats)."""
-    return {hit["ref"] for name, hits in trace["arms"].items() if name in ORDINARY_ARMS for hit in hits}
+    return {hit["ref"] for name, hits in trace["arms"].items() if name in ARMS.fused_names for hit in hits}
 
 
 # --- the property -------------------------------------------------------------------------------------
@@ -460,11 +460,18 @@ def check_cue(
 
 
 # How often each rule had something to check, over one property's examples: a bound checked only over empty
-# lists proves nothing, so each property test asserts its rules fired.
+# lists proves nothing, so each property test asserts its rules fired. The draws are derandomized (the same
+# examples on every run): a rare path such as a recent-only cue is then either reached on every run or never,
+# so the counters cannot make the suite flaky.
 FIRED: Counter[str] = Counter()
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=120,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(spec=store_spec, data=st.data())
 def minimal_property(spec: dict[str, Any], data: st.DataObject) -> None:
     check_drawn_requests(*build(spec), data)
@@ -520,7 +527,12 @@ shipped_store = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=30,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(spec=shipped_store, data=st.data())
 def shipped_property(spec: dict[str, Any], data: st.DataObject) -> None:
     memory, rows, texts = build(spec, shipped=True)
