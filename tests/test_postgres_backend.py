@@ -24,6 +24,7 @@ from cuedrecall.clock import fixed_clock
 from cuedrecall.config import Settings
 from cuedrecall.demo import load_sample
 from cuedrecall.errors import StoreError
+from cuedrecall.recall.arm_registry import ARMS
 from cuedrecall.store.base import Scope
 from cuedrecall.text.fts import fts_terms
 from tests.conftest import NOW, make_settings
@@ -40,7 +41,7 @@ CUES = [
     {"after": "2025-06-01", "before": "2025-06-30", "confidence": "likely"},
     {"after": "2025-01-01", "before": "2025-12-31", "confidence": "sure"},
 ]
-VECTOR_ARMS = ("vector_near", "vector_far")
+VECTOR_ARMS = ARMS.vector_names
 
 
 def open_backend(kind: str, tmp_path: Path, **overrides: Any) -> Memory:

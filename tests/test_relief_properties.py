@@ -26,13 +26,13 @@ from hypothesis import strategies as st
 from test_cue_properties import AGENTS, Row, build, request_spec, store_spec
 
 from cuedrecall.api import Memory
-from cuedrecall.recall.candidates import LEXICAL_ARMS
+from cuedrecall.recall.arm_registry import ARMS
 from cuedrecall.recall.cued_v0_3 import SEATS
 from cuedrecall.recall.gate_v1 import COMMON_WORDS, RELIEF_ROWS, RELIEF_STEP, RELIEF_SUSPECT
 from cuedrecall.store.base import Scope
 from cuedrecall.text.fts import fts_terms
 
-LEXICAL = LEXICAL_ARMS  # the trigram arms, and the word arm where it is on
+LEXICAL = ARMS.lexical_names  # the trigram arms, and the word arm where it is on
 
 
 def recall(memory: Memory, relief: bool, args: dict[str, Any]) -> dict[str, Any]:

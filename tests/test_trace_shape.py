@@ -12,6 +12,7 @@ from cuedrecall import __version__
 from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock
 from cuedrecall.demo import load_sample
+from cuedrecall.recall.arm_registry import ARMS
 from cuedrecall.recall.cued_v0_3 import POLICY, SINGLE_PASS_POLICY
 from cuedrecall.recall.gate_v1 import POLICY as GATE_POLICY
 from cuedrecall.recall.params import resolve_params
@@ -38,7 +39,8 @@ FIELDS = [
     "coverage",
     "timing_ms",
 ]
-ORDINARY_ARMS = {"vector_near", "vector_far", "episode_fts", "memory_keyword"}
+# the ordinary arms a recall lists: the word arm is off under make_settings (REPLICA_ARMS) and listed only when on
+ORDINARY_ARMS = {arm.name for arm in ARMS.fused if arm.listed}
 GATE_REASONS = {"below_gate", "common_words_only", "profile_small_pool", "unscored_volume"}
 CUE = {"after": "2025-06-01", "before": "2025-06-30", "confidence": "likely"}
 

@@ -1,4 +1,4 @@
-"""Stage 1, the retrieval arms: each a ranked list of (ref, rank, raw) from the store, isolation inside.
+"""Stage 1, the retrieval arms (declared in recall/arm_registry.py): each a ranked list of (ref, rank, raw).
 
 Then the facts step: every record an arm reached is hydrated once, and the rows
 whose text the caller already holds leave (``exclude_contents``).
@@ -7,11 +7,10 @@ whose text the caller already holds leave (``exclude_contents``).
 from __future__ import annotations
 
 from cuedrecall.recall import bounds
+from cuedrecall.recall.arm_registry import ARMS, NEWEST, Arms, Run
 from cuedrecall.recall.context import RecallContext
-from cuedrecall.store.base import MEMORY, Hit
+from cuedrecall.store.base import MEMORY
 from cuedrecall.text import is_excluded
-
-Arms = dict[str, list[Hit]]
 
 
 def retrieve(ctx: RecallContext) -> Arms:
@@ -19,36 +18,18 @@ def retrieve(ctx: RecallContext) -> Arms:
     p = ctx.params
     if ctx.recorder.enabled:
         ctx.recorder.bounds(bounds.record(ctx))
-    arms: Arms = {"vector_near": [], "vector_far": [], "episode_fts": [], "memory_keyword": []}
-    if ctx.query_vector is not None:
-        arms["vector_near"] = ctx.store.vector_near(
-            ctx.scope, ctx.query_vector, floor=p.vector_floor, depth=p.depth, window=p.window
-        )
-        if p.far_enabled:
-            far = ctx.store.vector_far(
-                ctx.scope,
-                ctx.query_vector,
-                floor=p.vector_floor,
-                limit=min(p.depth, p.far_limit or p.depth),
-                window=p.window,
-                reach=p.reach,
-            )
-            near = {hit.ref for hit in arms["vector_near"]}
-            arms["vector_far"] = [hit for hit in far if hit.ref not in near]
-    if p.fts_enabled:
-        if p.word_arm:  # the stemmed word arm, listed only when on (a trace without it is as before)
-            arms["memory_words"] = ctx.store.memory_words(ctx.scope, ctx.words, depth=p.depth)
-        arms["episode_fts"] = ctx.store.episode_fts(ctx.scope, ctx.terms, depth=p.depth)
-        arms["memory_keyword"] = ctx.store.memory_keyword(
-            ctx.scope, ctx.terms, ctx.query, depth=p.depth, phrases=ctx.short_terms
-        )
+    arms: Arms = {arm.name: [] for arm in ARMS.fused if arm.listed}  # listed even when it does not run
+    for arm in ARMS.fused:  # in their declared order (recall/arm_registry.py), each to the recall depth
+        hits = arm.run(ctx, Run(p.depth, arms))
+        if hits is not None:
+            arms[arm.name] = hits
     ctx.recorder.arms(arms)
     return facts(ctx, arms)
 
 
 def newest(ctx: RecallContext) -> Arms:
     """A blank query: the scope's newest memories, unranked by relevance."""
-    arms = {"newest": ctx.store.newest(ctx.scope, MEMORY, ctx.params.limit)}
+    arms = {NEWEST.name: NEWEST.run(ctx, Run(ctx.params.limit, {}, records=MEMORY)) or []}
     ctx.recorder.arms(arms)
     return facts(ctx, arms)
 

@@ -8,7 +8,8 @@ is its cosine order.
 
 from __future__ import annotations
 
-from cuedrecall.recall.candidates import LEXICAL_ARMS, Candidate
+from cuedrecall.recall.arm_registry import ARMS
+from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.context import RecallContext
 
 
@@ -34,7 +35,7 @@ def _homogeneous_cosines(rows: list[Candidate]) -> list[float] | None:
     """The rows' cosines when the list is homogeneous: every row has a cosine, none a lexical vote, and the
     order is descending cosine; None otherwise."""
     scores = [
-        row.cosine for row in rows if row.cosine is not None and not any(arm in row.ranks for arm in LEXICAL_ARMS)
+        row.cosine for row in rows if row.cosine is not None and not any(arm in row.ranks for arm in ARMS.lexical_names)
     ]
     if len(scores) < len(rows):
         return None

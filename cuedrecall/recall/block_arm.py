@@ -10,6 +10,7 @@ the whole record is not), but it never seats a row whose text the caller holds
 
 from __future__ import annotations
 
+from cuedrecall.recall.arm_registry import BLOCK
 from cuedrecall.recall.arms import held_by_caller
 from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.context import RecallContext
@@ -28,7 +29,7 @@ def block_hits(ctx: RecallContext) -> list[BlockHit]:
     hits = hits[:HYDRATED]
     ctx.facts.load(hit.ref for hit in hits)
     if ctx.recorder.enabled:
-        ctx.recorder.arms({"block": [Hit(hit.ref, rank, hit.distance) for rank, hit in enumerate(hits)]})
+        ctx.recorder.arms({BLOCK.name: [Hit(hit.ref, rank, hit.distance) for rank, hit in enumerate(hits)]})
         ctx.recorder.block(order)
     return [hit for hit in hits if not held_by_caller(ctx, hit.ref)]
 

@@ -5,12 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from cuedrecall.recall.arm_registry import ARMS
 from cuedrecall.store.base import BlockHit
 
 PROFILE_REF = "profile"
-VECTOR_ARMS = ("vector_near", "vector_far")
-LEXICAL_ARMS = ("episode_fts", "memory_keyword", "memory_words")
-ORDINARY_ARMS = VECTOR_ARMS + LEXICAL_ARMS
 
 
 @dataclass
@@ -37,7 +35,7 @@ class Candidate:
 
     @property
     def vector_reached(self) -> bool:
-        return any(arm in self.ranks for arm in VECTOR_ARMS)
+        return any(arm in self.ranks for arm in ARMS.vector_names)
 
     @property
     def lexical_only(self) -> bool:

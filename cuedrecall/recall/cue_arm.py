@@ -9,35 +9,28 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from cuedrecall.recall.arm_registry import ARMS, Arms, Kind, Run
 from cuedrecall.recall.arms import facts
 from cuedrecall.recall.context import RecallContext
 from cuedrecall.recall.cued_v0_3 import CUE_DEPTH, CUE_RANK_K
 from cuedrecall.store.base import EPISODE, MEMORY, Hit
 
 
-def cue_lists(ctx: RecallContext, period: tuple[float, float]) -> dict[str, list[Hit]]:
-    """Each half's ranked list inside the period (epoch seconds, [start, end))."""
-    store, scope = ctx.store, ctx.scope
-    if ctx.blank:
-        return {kind: store.newest(scope, kind, CUE_DEPTH, period=period) for kind in (MEMORY, EPISODE)}
-    lists: dict[str, list[Hit]] = {}
-    if ctx.query_vector is not None:
-        for kind in (MEMORY, EPISODE):
-            lists[f"{kind}_vector"] = store.vector_in_period(
-                scope, kind, ctx.query_vector, floor=ctx.params.vector_floor, depth=CUE_DEPTH, period=period
-            )
-    if ctx.params.fts_enabled:
-        lists["mem_keyword"] = store.memory_keyword(
-            scope, ctx.terms, ctx.query, depth=CUE_DEPTH, period=period, phrases=ctx.short_terms
-        )
-        lists["ep_fts"] = store.episode_fts(scope, ctx.terms, depth=CUE_DEPTH, period=period)
-    # The merge breaks ties by first appearance, so the lists go memories first
-    # (docs/recall-process.md#the-cue-arm: memory vector, memory keyword, then episode vector and episode full text).
-    return {
-        name: lists[name]
-        for name in (f"{MEMORY}_vector", "mem_keyword", f"{EPISODE}_vector", "ep_fts")
-        if name in lists
-    }
+def cue_lists(ctx: RecallContext, period: tuple[float, float]) -> Arms:
+    """Each half's ranked list inside the period (epoch seconds, [start, end)): the arms declared ``period``.
+
+    The merge breaks ties by first appearance, so the lists go memories first, each kind's in declared order
+    (docs/recall-process.md#the-cue-arm: memory vector, memory keyword, then episode vector and episode full
+    text); a blank query lists the period's newest records instead.
+    """
+    lists: Arms = {}
+    for records in (MEMORY, EPISODE):
+        for arm in ARMS.period_lists:
+            if records in arm.reads and (arm.kind is Kind.RECENCY) == ctx.blank:
+                hits = arm.run(ctx, Run(CUE_DEPTH, lists, period=period, records=records))
+                if hits is not None:
+                    lists[f"{records}_{arm.name}"] = hits
+    return lists
 
 
 def merge(lists: dict[str, list[Hit]]) -> list[Hit]:

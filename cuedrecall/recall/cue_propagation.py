@@ -19,12 +19,13 @@ from datetime import UTC, datetime
 from typing import Final
 
 from cuedrecall.clock import to_epoch
-from cuedrecall.recall.candidates import LEXICAL_ARMS, VECTOR_ARMS, Candidate
+from cuedrecall.recall.arm_registry import ARMS, PROPAGATED_CUE
+from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.context import RecallContext
 from cuedrecall.store.base import EPISODE, Hit
 
 POLICY: Final = "propagated-v1"
-SEAT: Final = "propagated_cue"  # the seat's signal in match_reason and its reservation kind in the trace
+SEAT: Final = PROPAGATED_CUE.name  # the arm's name, the seat's signal in match_reason and its reservation kind
 BOUND: Final = 1  # places a row of the hit's period may rise: a vague cue's L
 SEATS: Final = 1  # held places for the period's rows the answer lacks: a vague cue's seats
 HALF_WINDOW_S: Final = 12 * 3600  # the hit's day: 12 hours either side of its time
@@ -36,8 +37,8 @@ def strong_hit(answer: list[Candidate]) -> Candidate | None:
     if not answer:
         return None
     best = answer[0]
-    vector_first = any(best.ranks.get(arm) == 0 for arm in VECTOR_ARMS)
-    lexical_top = any(best.ranks.get(arm, LEXICAL_TOP) < LEXICAL_TOP for arm in LEXICAL_ARMS)
+    vector_first = any(best.ranks.get(arm) == 0 for arm in ARMS.vector_names)
+    lexical_top = any(best.ranks.get(arm, LEXICAL_TOP) < LEXICAL_TOP for arm in ARMS.lexical_names)
     return best if vector_first and lexical_top else None
 
 

@@ -13,6 +13,7 @@ never searched; rows whose text the caller holds are never seated.
 
 from __future__ import annotations
 
+from cuedrecall.recall.arm_registry import FAR
 from cuedrecall.recall.arms import held_by_caller
 from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.context import RecallContext
@@ -31,7 +32,7 @@ def far_hits(ctx: RecallContext) -> list[Hit]:
     kept = sorted((c for c in found if c.cosine >= p.vector_floor), key=lambda c: (-c.cosine, c.position))
     hits = [Hit(c.ref, rank, c.cosine) for rank, c in enumerate(kept)]
     ctx.facts.load(hit.ref for hit in hits)
-    ctx.recorder.arms({"far": hits})
+    ctx.recorder.arms({FAR.name: hits})
     return [hit for hit in hits if not held_by_caller(ctx, hit.ref)]
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from cuedrecall.recall.arms import Arms
-from cuedrecall.recall.candidates import LEXICAL_ARMS, ORDINARY_ARMS, Candidate
+from cuedrecall.recall.arm_registry import ARMS, Arms, Kind
+from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.context import RecallContext
 
 
@@ -11,23 +11,23 @@ def fuse(ctx: RecallContext, arms: Arms) -> list[Candidate]:
     """Candidates in fused order, best first; ties keep the order rows first appeared in."""
     p = ctx.params
     candidates: dict[str, Candidate] = {}
-    for arm in ORDINARY_ARMS:
-        hits = arms.get(arm, [])
-        weight = p.far_weight if arm == "vector_far" else 1.0
+    for arm in ARMS.fused:  # in their declared order (recall/arm_registry.py)
+        hits = arms.get(arm.name, [])
+        weight = arm.weight(p)  # the far arm's: the prior's far weight
         if p.mode == "rrf":
             contributions = _rrf(hits, p.rrf_k, weight)
         else:
             # vector arms report cosine (higher is better); FTS5's bm25 is better when more negative
-            contributions = _rsf(hits, weight, negate=arm in LEXICAL_ARMS)
+            contributions = _rsf(hits, weight, negate=arm.kind is Kind.LEXICAL)
         for hit, vote in zip(hits, contributions):
             row = candidates.setdefault(hit.ref, Candidate(hit.ref))
-            row.ranks[arm] = hit.rank
-            row.votes[arm] = vote
-            if arm in ("vector_near", "vector_far") and row.cosine is None:
+            row.ranks[arm.name] = hit.rank
+            row.votes[arm.name] = vote
+            if arm.kind is Kind.VECTOR and row.cosine is None:
                 row.cosine = hit.raw
     rows = list(candidates.values())
     if p.mode == "rsf":
-        active = max(1, sum(1 for arm in ORDINARY_ARMS if arms.get(arm)))
+        active = max(1, sum(1 for name in ARMS.fused_names if arms.get(name)))
         for row in rows:
             row.votes = {arm: vote / active for arm, vote in row.votes.items()}
     fused = {row.ref: sum(row.votes.values()) for row in rows}

@@ -31,7 +31,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cuedrecall.recall.candidates import LEXICAL_ARMS, Candidate
+from cuedrecall.recall.arm_registry import ARMS
+from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.context import RecallContext
 from cuedrecall.recall.gate_v1 import COMMON_WORDS, HEURISTIC_FLOOR, OUTLIER_MAX_POOL, OUTLIER_Z
 from cuedrecall.recall.verdicts import Decision, GateResult
@@ -40,7 +41,6 @@ from cuedrecall.text import identifier_like_parts, normalize
 PROFILE_MIN_POOL = 50
 UNSCORED_MIN_POOL = 100
 _HIRAGANA = re.compile("[\u3040-\u309f]+")
-CONTENT_WORD_ARMS = ("memory_words",)  # lexical arms that search a query's content words only (text/words.py)
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,7 @@ def informative_terms(ctx: RecallContext) -> tuple[str, ...]:
 
 def lexical_votes(row: Candidate) -> float | None:
     """The lexical arms' share of the row's score (after the episode penalty); None when no lexical arm reached it."""
-    votes = [vote for arm, vote in row.votes.items() if arm in LEXICAL_ARMS]
+    votes = [vote for arm, vote in row.votes.items() if arm in ARMS.lexical_names]
     return sum(votes) * row.penalty if votes else None
 
 
@@ -167,7 +167,7 @@ def decide(ctx: RecallContext, row: Candidate, judge: Bar, terms: tuple[str, ...
         )
     votes = lexical_votes(row)
     counted = votes is not None and (
-        any(arm in row.ranks for arm in CONTENT_WORD_ARMS) or _holds(_text(ctx, row.ref), terms)
+        any(arm in row.ranks for arm in ARMS.content_word_names) or _holds(_text(ctx, row.ref), terms)
     )
     if row.cosine is None and not counted:  # a lexical-only row matched on common words alone
         threshold, origin = judge.lexical
@@ -237,7 +237,7 @@ def gate(ctx: RecallContext, rows: list[Candidate]) -> GateResult:
 def _identifier_matches(ctx: RecallContext, rows: list[Candidate]) -> list[Candidate]:
     """When nothing passed: the lexical rows whose text holds an identifier of the query (bug-218, 2.5.5a1)."""
     parts = identifier_like_parts(ctx.query)
-    lexical = [row for row in rows if not row.is_profile and any(arm in row.ranks for arm in LEXICAL_ARMS)]
+    lexical = [row for row in rows if not row.is_profile and any(arm in row.ranks for arm in ARMS.lexical_names)]
     if not parts or not lexical:
         return []
     exact = [_whole(part) for part in parts]

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cuedrecall.recall import arms as arm_stage
+from cuedrecall.recall.arm_registry import NEWEST
 from cuedrecall.recall.autocut import autocut
 from cuedrecall.recall.block_arm import block_seats
 from cuedrecall.recall.candidates import PROFILE_REF, Candidate
@@ -56,7 +57,7 @@ def rank(ctx: RecallContext) -> Ranking:
     """Arms, fusion, scoring, gate, autocut and prior: the order before the count cut."""
     arms = arm_stage.newest(ctx) if ctx.blank else arm_stage.retrieve(ctx)
     ctx.recorder.mark("arms")
-    rows = [Candidate(hit.ref) for hit in arms["newest"]] if ctx.blank else fuse(ctx, arms)
+    rows = [Candidate(hit.ref) for hit in arms[NEWEST.name]] if ctx.blank else fuse(ctx, arms)
     reached = frozenset(hit.ref for hits in arms.values() for hit in hits)
     rows = penalise(ctx, _with_profile(ctx, rows))
     ctx.recorder.mark("fusion_and_scoring")

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cuedrecall.clock import iso
+from cuedrecall.recall.arm_registry import cue_stage
 from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.context import RecallContext
 from cuedrecall.recall.cue_arm import search_period
@@ -171,7 +172,7 @@ def _search(
     stages = ctx.params.cue_stages
     for stage in range(stages):
         searched = period(cue, confidence, ctx.now, span)
-        found = search_period(ctx, searched, "cue" if stage == 0 else f"cue_stage_{stage}") if searched else []
+        found = search_period(ctx, searched, cue_stage(stage)) if searched else []
         wider = WIDER[confidence]
         over_time = (time.perf_counter() - ctx.started) * 1000 > ctx.params.cue_time_limit_ms
         verdict = after_stage(

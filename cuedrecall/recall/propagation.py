@@ -24,6 +24,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from cuedrecall.recall.arm_registry import PROPAGATION
 from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.context import RecallContext
 from cuedrecall.recall.pipeline import rank
@@ -58,7 +59,8 @@ def propagation_seat(
             if not row.is_profile and row.ref not in held and ctx.facts.get(row.ref) is not None
         ]
         ranked = _ranked(ctx, anchor, candidates)
-        ctx.recorder.arms({"propagation": [Hit(ref, place, score) for place, (score, ref, _, _) in enumerate(ranked)]})
+        hits = [Hit(ref, place, score) for place, (score, ref, _, _) in enumerate(ranked)]
+        ctx.recorder.arms({PROPAGATION.name: hits})
         for _score, ref, fused_rank, cosine_rank in ranked[:SEATS]:
             detail = {"fused_rank": fused_rank, "cosine_rank": cosine_rank}
             seated.append(Candidate(ref, seat="propagation", seat_detail=detail))

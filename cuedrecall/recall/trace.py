@@ -27,9 +27,9 @@ from cuedrecall.recall.trace_schema import (
 )
 
 if TYPE_CHECKING:
+    from cuedrecall.recall.arm_registry import Arms
     from cuedrecall.recall.candidates import Candidate
     from cuedrecall.recall.verdicts import GateResult
-    from cuedrecall.store.base import Hit
 
 
 class Recorder:
@@ -45,7 +45,7 @@ class Recorder:
         request: dict[str, Any],
         config: dict[str, Any],
     ) -> None: ...
-    def arms(self, arms: dict[str, list[Hit]]) -> None: ...
+    def arms(self, arms: Arms) -> None: ...
     def excluded(self, refs: list[str]) -> None: ...
     def fusion(self, rows: list[Candidate]) -> None: ...
     def scoring(self, name: str, rows: list[Candidate], factor: str) -> None: ...
@@ -110,7 +110,8 @@ class TraceRecorder(Recorder):
         self.data["request"] = request
         self.data["config"] = config
 
-    def arms(self, arms: dict[str, list[Hit]]) -> None:
+    def arms(self, arms: Arms) -> None:
+        """Each arm's hits under its declared name (recall/arm_registry.py), a keyword arm's term plan beside."""
         for name, hits in arms.items():
             self.data["arms"][name] = [{"ref": h.ref, "rank": h.rank, "raw": h.raw} for h in hits]
             plan = getattr(hits, "plan", None)  # a keyword arm's term plan (store.term_counts.PlannedHits)

@@ -161,7 +161,8 @@ class Trace(TypedDict, total=False):
     scope: dict[str, Any]
     request: dict[str, Any]
     config: dict[str, Any]
-    arms: dict[str, list[ArmHit]]  # the ordinary arms, then block, far, cue, cue_stage_1, propagation where they ran
+    arms: dict[str, list[ArmHit]]  # by the declared names (recall/arm_registry.py): the fused arms, then the others
+    # where they ran (block, far, cue, cue_stage_1, propagated_cue, propagation); a blank query's newest
     excluded: list[str]
     fusion: list[FusionRow]
     scoring: dict[str, dict[str, float]]  # "episode_penalty" | "prior" -> ref -> factor
