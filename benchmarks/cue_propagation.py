@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,7 +30,6 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import Progress
-from rich.table import Table
 
 from benchmarks import harness as h
 from benchmarks import stats
@@ -294,26 +292,6 @@ RULE = """## The rule (fixed before any number below)
 """
 
 
-def code_tree() -> str:
-    """Which code ran: the commit, and whether cuedrecall/ had uncommitted edits (others edit it)."""
-
-    def git(*args: str) -> str:
-        try:
-            return subprocess.run(
-                ["git", *args], cwd=h.REPO, capture_output=True, text=True, timeout=30, check=True
-            ).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return ""
-
-    head = git("rev-parse", "--short", "HEAD") or "unknown"
-    dirty = git("status", "--porcelain", "--", "cuedrecall")
-    return f"commit {head}" + (
-        f", with uncommitted edits in {len(dirty.splitlines())} file(s) under cuedrecall/"
-        if dirty
-        else ", cuedrecall/ clean"
-    )
-
-
 def tables(rows: Sequence[dict[str, Any]]) -> dict[str, list[list[Any]]]:
     out: dict[str, list[list[Any]]] = {"fired": [], "ten": [], "equal": [], "updown": [], "verdict": []}
     for layout, embedder, group in question_sets(rows):
@@ -379,19 +357,14 @@ def policies(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def render(
-    argv: Sequence[str],
-    args: argparse.Namespace,
-    datasets: Sequence[h.Dataset],
-    rows: Sequence[dict[str, Any]],
-    models: dict[str, str],
-    png: Path,
+    argv: Sequence[str], args: argparse.Namespace, datasets: h.Datasets, rows: h.Rows, models: dict[str, str], png: Path
 ) -> str:
     t = tables(rows)
     judged = [judge(group) for _l, _e, group in question_sets(rows)]
     on = verdict(judged)
     kept = getattr(args, "commands", None)  # --merge: the runs that produced the rows, then this command
     commands = [*kept, h.command_line(PROG, argv)] if kept else [h.command_line(PROG, argv)]
-    trees = sorted(set(getattr(args, "trees", None) or [code_tree()]))
+    trees = sorted(set(getattr(args, "trees", None) or [h.code_tree()]))
     lines = [
         "# Cue propagation (propagated-v1) against both controls",
         "",
@@ -468,26 +441,22 @@ def plot(rows: Sequence[dict[str, Any]], path: Path) -> None:
     """No chart: the tables are the result."""
 
 
-def print_summary(rows: Sequence[dict[str, Any]], console: Console) -> None:
-    table = Table(title="cue propagation (NDCG over the returned rows)")
-    for column in ("set", "n", "fired", "moved", "seated", "off", "on", "(w)", "on>off p", "on>(w) p"):
-        table.add_column(column)
+def print_summary(rows: h.Rows, console: Console) -> None:
+    columns = ("set", "n", "fired", "moved", "seated", "off", "on", "(w)", "on>off p", "on>(w) p")
+    out = []
     for layout, _embedder, group in question_sets(rows):
         c = counts(group)
         t_off, t_w = stats.compare_on(group, "on", "off", PRIMARY), stats.compare_on(group, "on", "w", PRIMARY)
-        table.add_row(
-            layout,
-            str(c["n"]),
-            str(c["fired"]),
-            str(c["moved"]),
-            str(c["seated"]),
-            f"{t_off['my']:.3f}",
-            f"{t_off['mx']:.3f}",
-            f"{t_w['my']:.3f}",
-            stats.p_text(t_off["p"]),
-            stats.p_text(t_w["p"]),
+        means = (f"{t:.3f}" for t in (t_off["my"], t_off["mx"], t_w["my"]))
+        out.append(
+            [
+                layout,
+                *(c[k] for k in ("n", "fired", "moved", "seated")),
+                *means,
+                *map(stats.p_text, (t_off["p"], t_w["p"])),
+            ]
         )
-    console.print(table)
+    h.print_table(console, "cue propagation (NDCG over the returned rows)", columns, out)
 
 
 # -- the command line --------------------------------------------------------------------------------
@@ -515,7 +484,7 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], li
     args.mode = args.modes[0]
     workdir = h.workdir_for(args.workdir)
     plan = layouts(datasets, args.layouts)
-    tree = code_tree()
+    tree = h.code_tree()
     total = sum(len(c.questions) for _l, _d, cs, _h in plan for c in cs) * len(args.embedders)
     rows: list[dict[str, Any]] = []
     models: dict[str, str] = {}

@@ -32,6 +32,8 @@ import sys
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
+from benchmarks.datasets import MONTH_NAMES, WEEKDAY_NAMES
+
 __all__ = [
     "CONFIDENCE",
     "CUE_RULES",
@@ -128,20 +130,7 @@ CUE_RULES = "Time-cue rules (rule -> confidence: what it reads)\n" + "\n".join(
 # Vocabulary
 # --------------------------------------------------------------------------
 
-_MONTHS_FULL = (
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-)
+_MONTHS_FULL = tuple(name.lower() for name in MONTH_NAMES)
 _MONTH_OF = {name: i + 1 for i, name in enumerate(_MONTHS_FULL)}
 _MONTH_OF.update(
     {
@@ -162,7 +151,7 @@ _MONTH_OF.update(
 _MON_FULL = "|".join(_MONTHS_FULL)
 _MON_ANY = _MON_FULL + "|sept|sep|jan|feb|mar|apr|jun|jul|aug|oct|nov|dec"
 
-_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_WEEKDAYS = tuple(name.lower() for name in WEEKDAY_NAMES)
 _WD = "|".join(_WEEKDAYS)
 
 _NUMBER_WORDS = {

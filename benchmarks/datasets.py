@@ -89,25 +89,22 @@ def _iso(dt: datetime) -> str:
 # LoCoMo
 # --------------------------------------------------------------------------
 
-_MONTH_NUMBER = {
-    name: i + 1
-    for i, name in enumerate(
-        [
-            "january",
-            "february",
-            "march",
-            "april",
-            "may",
-            "june",
-            "july",
-            "august",
-            "september",
-            "october",
-            "november",
-            "december",
-        ]
-    )
-}
+MONTH_NAMES = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+WEEKDAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_MONTH_NUMBER = {name.lower(): i + 1 for i, name in enumerate(MONTH_NAMES)}
 
 _LOCOMO_TIME = re.compile(
     r"\s*(\d{1,2}):(\d{2})\s*([ap])\.?m\.?\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})\s*",
@@ -392,23 +389,6 @@ def _load_corpus(path: Path) -> _Corpus:
 def _corpus() -> _Corpus:
     """The corpus, read on first use (loading LoCoMo alone never needs it) and then kept."""
     return _load_corpus(_CORPUS_FILE)
-
-
-_MONTH_NAMES = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
-_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
 def _ordinal(n: int) -> str:
@@ -806,7 +786,7 @@ def _session_turns(rng: random.Random, prefix: str, s: _PlannedSession) -> list[
 def _session_summary(s: _PlannedSession, turns: list[Turn]) -> SessionSummary:
     """The session's summary, as a note-taking assistant might write it."""
     assert s.start is not None
-    when = f"{s.start.day} {_MONTH_NAMES[s.start.month - 1]} {s.start.year}"
+    when = f"{s.start.day} {MONTH_NAMES[s.start.month - 1]} {s.start.year}"
     if s.kind == "topic":
         assert s.topic is not None
         summary = f"On {when} the user told the assistant about {s.topic.label}: {s.gist}."
@@ -915,7 +895,7 @@ def _relative_ok(kind: str, n: int, asked: datetime, first: datetime, last: date
 
 
 def _absolute_phrase(form: str, d: date) -> str:
-    month = _MONTH_NAMES[d.month - 1]
+    month = MONTH_NAMES[d.month - 1]
     part = "early" if d.day <= 10 else ("mid" if d.day <= 20 else "late")
     if form == "month":
         return f"in {month}"
@@ -963,7 +943,7 @@ def _relative_when(
         times = _relative_times(s.start, session_end, kind, n, first, last)
         if times:
             asked = rng.choice(times)
-            return phrase.format(weekday=_WEEKDAYS[s.start.weekday()]), asked
+            return phrase.format(weekday=WEEKDAY_NAMES[s.start.weekday()]), asked
     return None
 
 

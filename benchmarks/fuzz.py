@@ -44,6 +44,7 @@ import random
 import shlex
 import socket
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -76,6 +77,11 @@ from cuedrecall.ui.app import running
 
 REPO = serving.REPO
 TOKEN = "fuzz-token"
+HEADERS = {  # a raw JSON-RPC POST to the HTTP server
+    "Accept": "application/json, text/event-stream",
+    "Content-Type": "application/json",
+    "Authorization": f"Bearer {TOKEN}",
+}
 SPECIAL_STRINGS = [
     "",
     " ",
@@ -496,13 +502,21 @@ def raw_messages(count: int, seed: int) -> list[tuple[bytes, int]]:
     return out
 
 
+def _through_stdio(
+    workdir: Path, phase: str, messages: list[tuple[bytes, int | None]], db_url: str, timeout: float
+) -> tuple[subprocess.CompletedProcess[bytes], list[dict[str, Any]], list[str]]:
+    """The messages as lines to one ``cuedrecall serve`` process over ``PHASE.db``, then EOF: the finished process,
+    its answers, and the failure of an exit other than 0."""
+    lines = [line for line, _ in messages]
+    done = serving.stdio_script(workdir / f"{phase}.db", lines, _server_env(workdir, db_url), timeout)
+    failures = [] if done.returncode == 0 else [f"stdio {phase}: the server exited {done.returncode}"]
+    return done, [json.loads(line) for line in done.stdout.splitlines()], failures
+
+
 def raw_stdio(workdir: Path, messages: list[tuple[bytes, int]], db_url: str = "") -> tuple[int, list[str]]:
     """The raw messages as lines to a ``cuedrecall serve`` process: each must be answered (its id, or null when
     unreadable), the process must exit cleanly at EOF, nothing may carry a traceback."""
-    lines = [line for line, _ in messages]
-    done = serving.stdio_script(workdir / "raw.db", lines, _server_env(workdir, db_url), timeout=600)
-    failures = [] if done.returncode == 0 else [f"stdio raw: the server exited {done.returncode}"]
-    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    done, answers, failures = _through_stdio(workdir, "raw", messages, db_url, 600)
     answered = {body.get("id") for body in answers}
     unanswered = [request_id for _, request_id in messages if request_id not in answered]
     nulls = sum(1 for body in answers if body.get("id") is None)
@@ -516,15 +530,10 @@ def raw_stdio(workdir: Path, messages: list[tuple[bytes, int]], db_url: str = ""
 def raw_http(url: str, messages: list[tuple[bytes, int]]) -> tuple[int, list[str]]:
     """The raw messages as HTTP bodies: each answered 200 (a tool's answer) or 4xx with a JSON-RPC error,
     never a 5xx or an empty body."""
-    headers = {
-        "Accept": "application/json, text/event-stream",
-        "Content-Type": "application/json",
-        "Authorization": f"Bearer {TOKEN}",
-    }
     failures = []
     with httpx.Client(timeout=60) as client:
         for body, request_id in messages:
-            response = client.post(url + "/mcp/", content=body, headers=headers)
+            response = client.post(url + "/mcp/", content=body, headers=HEADERS)
             if response.status_code >= 500 or not response.content:
                 failures.append(f"http raw: id {request_id} answered {response.status_code} {response.text[:120]!r}")
     return len(messages), failures
@@ -592,10 +601,8 @@ def shape_messages(count: int, seed: int) -> list[tuple[bytes, int | None]]:
 def shapes_stdio(workdir: Path, messages: list[tuple[bytes, int | None]], db_url: str = "") -> tuple[int, list[str]]:
     """The shape messages as lines to a ``cuedrecall serve`` process: each request answered with its id, the
     process alive to the end and exiting 0, its log a few short lines."""
-    lines = [line for line, _ in messages]
-    done = serving.stdio_script(workdir / "shapes.db", lines, _server_env(workdir, db_url), timeout=1200)
-    failures = [] if done.returncode == 0 else [f"stdio shapes: the server exited {done.returncode}"]
-    answered = {body.get("id") for body in map(json.loads, done.stdout.splitlines())}
+    done, answers, failures = _through_stdio(workdir, "shapes", messages, db_url, 1200)
+    answered = {body.get("id") for body in answers}
     unanswered = [request_id for _, request_id in messages if request_id is not None and request_id not in answered]
     if unanswered:
         failures.append(f"stdio shapes: {len(unanswered)} requests never answered (ids {unanswered[:10]})")
@@ -608,15 +615,10 @@ def shapes_stdio(workdir: Path, messages: list[tuple[bytes, int | None]], db_url
 def shapes_http(url: str, messages: list[tuple[bytes, int | None]]) -> tuple[int, list[str]]:
     """The shape messages as HTTP bodies: each request answered with a JSON-RPC error or the tool's answer
     (never a 5xx, never empty), each notification 202."""
-    headers = {
-        "Accept": "application/json, text/event-stream",
-        "Content-Type": "application/json",
-        "Authorization": f"Bearer {TOKEN}",
-    }
     failures = []
     with httpx.Client(timeout=300) as client:
         for body, request_id in messages:
-            response = client.post(url + "/mcp/", content=body, headers=headers)
+            response = client.post(url + "/mcp/", content=body, headers=HEADERS)
             if request_id is None:
                 if response.status_code != 202:
                     failures.append(f"http shapes: a notification answered {response.status_code}")
@@ -756,10 +758,8 @@ def report(
     backend: str = "sqlite",
 ) -> str:
     """This backend's section of the results file."""
-    from benchmarks.pg import BACKEND_TITLES
-
     lines = [
-        f"## {BACKEND_TITLES[backend]}",
+        f"## {pg.BACKEND_TITLES[backend]}",
         "",
         f"Command: `python -m benchmarks.fuzz {shlex.join(argv)}` ({seconds:.0f} s, Python "
         f"{platform.python_version()}, {platform.machine()}).",
@@ -832,17 +832,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shapes", type=int, default=30, help="hostile shapes and method names per transport")
     parser.add_argument("--seed", type=int, default=16)
     parser.add_argument("--transports", nargs="+", default=["stdio", "http"], choices=["stdio", "http"])
-    parser.add_argument(
-        "--backend",
-        choices=pg.BACKENDS,
-        default="sqlite",
-        help="postgres: every server over a private PostgreSQL server (pgserver), a fresh schema each",
-    )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=REPO / "benchmarks/results/fuzz.md",
-        help="the results file: this backend's section is replaced, the other's kept",
+    pg.add_options(
+        parser,
+        "every server over a private PostgreSQL server (pgserver), a fresh schema each",
+        REPO / "benchmarks/results/fuzz.md",
     )
     args = parser.parse_args(argv)
     started = time.monotonic()
@@ -873,8 +866,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         pg.stop()
     section = report(tallies, raw, argv if argv is not None else sys.argv[1:], time.monotonic() - started, args.backend)
-    old = args.out.read_text() if args.out.exists() else ""
-    args.out.write_text(pg.with_section(old, args.backend, section, "\n".join(HEAD).strip() + "\n\n" + _columns()))
+    pg.write_section(args.out, args.backend, section, "\n".join(HEAD).strip() + "\n\n" + _columns())
     print(section)
     return 0
 

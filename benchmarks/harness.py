@@ -33,7 +33,10 @@ from typing import Any
 import numpy as np
 
 from benchmarks.datasets import Conversation, Question, generate_long_span, load_locomo
-from benchmarks.stats import mean as mean  # h.mean: the studies average through harness
+
+# the studies reach the report helpers and the mean through harness (h.markdown_table, h.mean...)
+from benchmarks.report import Rows, code_tree, command_line, markdown_table, print_table, section  # noqa: F401
+from benchmarks.stats import mean  # noqa: F401
 from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock
 from cuedrecall.config import Settings
@@ -532,6 +535,9 @@ class Dataset:
         return not (self.name == "locomo" and question.category in LOCOMO_EXCLUDED)
 
 
+Datasets = Sequence[Dataset]  # what a study ran over, as its report names them
+
+
 def load_datasets(
     locomo: str | Path | None, limit_conversations: int | None, long_span: str | None, seed: int = 0
 ) -> list[Dataset]:
@@ -566,25 +572,6 @@ def group_rows(rows: Iterable[dict[str, Any]], keys: Sequence[str]) -> dict[tupl
     for row in rows:
         out[tuple(row[k] for k in keys)].append(row)
     return dict(out)
-
-
-def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]], align: str | None = None) -> list[str]:
-    """A markdown table; align is one letter per column (l or r), right by default after the first."""
-    align = align or "l" + "r" * (len(header) - 1)
-    rule = ["---" if a == "l" else "---:" for a in align]
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(rule) + " |"]
-    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
-    return lines
-
-
-def _cell(value: Any) -> str:
-    if isinstance(value, float):
-        return "n/a" if math.isnan(value) else f"{value:.3f}"
-    return str(value)
-
-
-def command_line(prog: str, argv: Sequence[str]) -> str:
-    return f"python -m {prog} {' '.join(argv)}".rstrip()
 
 
 # -- the command line both studies share ------------------------------------------------------

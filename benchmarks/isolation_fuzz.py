@@ -827,17 +827,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=16)
-    parser.add_argument(
-        "--backend",
-        choices=pg.BACKENDS,
-        default="sqlite",
-        help="postgres: a private PostgreSQL server (pgserver), a fresh schema for the run",
-    )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=REPO / "benchmarks" / "results" / "isolation.md",
-        help="the results file: this backend's section is replaced, the other's kept",
+    pg.add_options(
+        parser,
+        "a private PostgreSQL server (pgserver), a fresh schema for the run",
+        REPO / "benchmarks" / "results" / "isolation.md",
     )
     args = parser.parse_args(argv)
     try:
@@ -853,8 +846,7 @@ def main(argv: list[str] | None = None) -> int:
         pg.stop()
     command = "python -m benchmarks.isolation_fuzz " + " ".join(argv if argv is not None else sys.argv[1:])
     section = markdown(report, command.strip(), args.backend)
-    old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
-    args.out.write_text(pg.with_section(old, args.backend, section, HEAD, TAIL), encoding="utf-8")
+    pg.write_section(args.out, args.backend, section, HEAD, TAIL)
     print(section)
     return 1 if report.problems else 0
 

@@ -8,6 +8,7 @@ is touched. The benchmarks' copy of tests/pg_server.py's approach (benchmarks do
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import itertools
 import os
@@ -15,6 +16,7 @@ import re
 import shutil
 import tempfile
 import threading
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -92,3 +94,18 @@ def with_section(old: str, backend: str, section: str, head: str, tail: str = ""
     sections[backend] = section.strip("\n") + "\n"
     body = "".join(f"<!-- {name} -->\n{sections[name]}<!-- /{name} -->\n\n" for name in BACKENDS if name in sections)
     return head.strip("\n") + "\n\n" + body + (tail.strip("\n") + "\n" if tail else "")
+
+
+def add_options(parser: argparse.ArgumentParser, postgres: str, out: Path) -> None:
+    """``--backend`` (``postgres``: what the run does there) and ``--out``, a results file of one section per
+    backend (``out`` by default)."""
+    parser.add_argument("--backend", choices=BACKENDS, default="sqlite", help=f"postgres: {postgres}")
+    parser.add_argument(
+        "--out", type=Path, default=out, help="the results file: this backend's section is replaced, the other's kept"
+    )
+
+
+def write_section(path: Path, backend: str, section: str, head: str, tail: str = "") -> None:
+    """``with_section`` over the results file at ``path`` (new when there is none)."""
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    path.write_text(with_section(old, backend, section, head, tail), encoding="utf-8")

@@ -1053,11 +1053,7 @@ def check_lines(rows: Sequence[dict[str, Any]], facts: dict[str, Any]) -> list[s
 
 
 def render(
-    argv: Sequence[str],
-    args: argparse.Namespace,
-    datasets: Sequence[h.Dataset],
-    rows: Sequence[dict[str, Any]],
-    facts: dict[str, Any],
+    argv: Sequence[str], args: argparse.Namespace, datasets: h.Datasets, rows: h.Rows, facts: dict[str, Any]
 ) -> str:
     headline = "ours at its defaults (blocks on)" + (
         "" if facts.get("skip_peer") else "; `cpersona`: CPersona at its defaults (blocks on)"
@@ -1073,22 +1069,13 @@ def render(
         f"`{OURS}`: {headline}. Rates over every question of the slice (an error answer is a miss); items and "
         "characters: means over the answers that were not errors.",
         "",
-        *h.markdown_table(HEADLINE_COLUMNS, headline_rows(rows), "lllll" + "r" * (len(HEADLINE_COLUMNS) - 5)),
+        *h.markdown_table(HEADLINE_COLUMNS, headline_rows(rows), left=5),
         "",
         *paired_lines(rows),
         "",
-        "## Setup",
-        "",
-        *setup_lines(args, datasets, facts),
-        "",
-        "## Checks",
-        "",
-        *check_lines(rows, facts),
-        "",
-        "## By category",
-        "",
-        *h.markdown_table(DETAIL_COLUMNS, detail_rows(rows), "lllll" + "r" * (len(DETAIL_COLUMNS) - 5)),
-        "",
+        *h.section("Setup", setup_lines(args, datasets, facts)),
+        *h.section("Checks", check_lines(rows, facts)),
+        *h.section("By category", h.markdown_table(DETAIL_COLUMNS, detail_rows(rows), left=5)),
     ]
     return "\n".join(lines)
 

@@ -25,7 +25,6 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import Progress
-from rich.table import Table
 
 from benchmarks import harness as h
 from benchmarks import stats
@@ -435,12 +434,7 @@ RULE = """## The rule (fixed before any number below)
 
 
 def render(
-    argv: Sequence[str],
-    args: argparse.Namespace,
-    datasets: Sequence[h.Dataset],
-    rows: Sequence[dict[str, Any]],
-    models: dict[str, str],
-    png: Path,
+    argv: Sequence[str], args: argparse.Namespace, datasets: h.Datasets, rows: h.Rows, models: dict[str, str], png: Path
 ) -> str:
     counts, equal, ten, judged = relief_tables(rows)
     stages, stage_judged = stage_table(rows)
@@ -579,26 +573,16 @@ def plot(rows: Sequence[dict[str, Any]], path: Path) -> None:
     """No chart: the tables are the result."""
 
 
-def print_summary(rows: Sequence[dict[str, Any]], console: Console) -> None:
-    table = Table(title="gate relief (NDCG over the returned rows)")
-    for column in ("set", "embedder", "n", "fired", "off", "on", "(x)", "on>off p", "on>(x) p"):
-        table.add_column(column)
+def print_summary(rows: h.Rows, console: Console) -> None:
+    columns = ("set", "embedder", "n", "fired", "off", "on", "(x)", "on>off p", "on>(x) p")
+    out = []
     for label, embedder, group, off, on in question_sets(rows):
         extra, _wider = _controls(off)
         fired = sum(1 for r in group if r[relieved_key(off)])
         t_off, t_x = stats.compare_on(group, on, off, "ndcg"), stats.compare_on(group, on, extra, "ndcg")
-        table.add_row(
-            label,
-            embedder,
-            str(len(group)),
-            str(fired),
-            f"{t_off['my']:.3f}",
-            f"{t_off['mx']:.3f}",
-            f"{t_x['my']:.3f}",
-            stats.p_text(t_off["p"]),
-            stats.p_text(t_x["p"]),
-        )
-    console.print(table)
+        means = (f"{t:.3f}" for t in (t_off["my"], t_off["mx"], t_x["my"]))
+        out.append([label, embedder, len(group), fired, *means, stats.p_text(t_off["p"]), stats.p_text(t_x["p"])])
+    h.print_table(console, "gate relief (NDCG over the returned rows)", columns, out)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -908,6 +908,9 @@ def identical(pair_list: Sequence[tuple[dict[str, Any], dict[str, Any]]]) -> flo
     return h.mean(float(a["refs"] == b["refs"]) for a, b in pair_list)
 
 
+AGREEMENT_COLUMNS = ["embedder", "category", "system", "jaccard", "jaccard@10", "identical", "n"]
+
+
 def agreement_rows(rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
     """Per embedder, category and system of ours against CPersona (defaults): mean Jaccard of all returned refs
     and of the first 10, the share of identical rankings, and n."""
@@ -1212,11 +1215,7 @@ def short_window_lines(rows: Sequence[dict[str, Any]], limit: int) -> list[str]:
 
 
 def render(
-    argv: Sequence[str],
-    args: argparse.Namespace,
-    datasets: Sequence[h.Dataset],
-    rows: Sequence[dict[str, Any]],
-    facts: dict[str, Any],
+    argv: Sequence[str], args: argparse.Namespace, datasets: h.Datasets, rows: h.Rows, facts: dict[str, Any]
 ) -> str:
     header = ["embedder", "category", "system", *RESULT_COLUMNS, "n"]
     lines = [
@@ -1231,32 +1230,15 @@ def render(
         f"returned for the question (an answer of ours that holds fewer is topped up from its answer at limit "
         f"{args.limit + WIDEN}).",
         "",
-        *h.markdown_table(HEADLINE_COLUMNS, headline_rows(rows), "ll" + "r" * (len(HEADLINE_COLUMNS) - 2)),
+        *h.markdown_table(HEADLINE_COLUMNS, headline_rows(rows), left=2),
         "",
         *identity_lines(rows),
         *unequal_lines(rows),
         "",
-        "## Setup",
-        "",
-        *setup_lines(args, datasets, facts),
-        "",
-        "## Checks",
-        "",
-        *check_lines(facts),
-        *short_window_lines(rows, args.limit),
-        "",
-        "## Results",
-        "",
-        *h.markdown_table(header, metric_rows(rows), "lll" + "r" * (len(RESULT_COLUMNS) + 1)),
-        "",
-        "## Agreement",
-        "",
-        *h.markdown_table(
-            ["embedder", "category", "system", "jaccard", "jaccard@10", "identical", "n"],
-            agreement_rows(rows),
-            "lllrrrr",
-        ),
-        "",
+        *h.section("Setup", setup_lines(args, datasets, facts)),
+        *h.section("Checks", [*check_lines(facts), *short_window_lines(rows, args.limit)]),
+        *h.section("Results", h.markdown_table(header, metric_rows(rows), left=3)),
+        *h.section("Agreement", h.markdown_table(AGREEMENT_COLUMNS, agreement_rows(rows), left=3)),
     ]
     return "\n".join(lines)
 

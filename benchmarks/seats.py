@@ -23,7 +23,6 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import Progress
-from rich.table import Table
 
 from benchmarks import harness as h
 from benchmarks import stats
@@ -250,11 +249,7 @@ def golds(rows: Sequence[dict[str, Any]]) -> dict[tuple, dict[str, list[str]]]:
 
 
 def render(
-    argv: Sequence[str],
-    args: argparse.Namespace,
-    datasets: Sequence[h.Dataset],
-    rows: Sequence[dict[str, Any]],
-    models: dict[str, str],
+    argv: Sequence[str], args: argparse.Namespace, datasets: h.Datasets, rows: h.Rows, models: dict[str, str]
 ) -> str:
     order = systems(args)
     k_all = max(r["rows"] for r in rows)
@@ -338,23 +333,13 @@ def render(
     return "\n".join(lines)
 
 
-def print_summary(rows: Sequence[dict[str, Any]], console: Console) -> None:
-    table = Table(title="held seats against the gate")
-    for column in ("dataset", "embedder", "mode", "system", "rows", "any@limit", "ndcg@limit", "any@all", "n"):
-        table.add_column(column)
-    for (dataset, embedder, mode, system), group in h.group_rows(
-        rows, ("dataset", "embedder", "mode", "system")
-    ).items():
-        table.add_row(
-            dataset,
-            embedder,
-            mode,
-            system,
-            f"{h.mean(r['rows'] for r in group):.2f}",
-            *(f"{h.mean(r[m] for r in group):.3f}" for m in ("any@limit", "ndcg@limit", "any@all")),
-            str(len(group)),
-        )
-    console.print(table)
+def print_summary(rows: h.Rows, console: Console) -> None:
+    columns = ("dataset", "embedder", "mode", "system", "rows", "any@limit", "ndcg@limit", "any@all", "n")
+    out = []
+    for key, group in h.group_rows(rows, ("dataset", "embedder", "mode", "system")).items():
+        means = (f"{h.mean(r[m] for r in group):.3f}" for m in ("any@limit", "ndcg@limit", "any@all"))
+        out.append([*key, f"{h.mean(r['rows'] for r in group):.2f}", *means, len(group)])
+    h.print_table(console, "held seats against the gate", columns, out)
 
 
 def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -297,20 +296,8 @@ def stage_table(rows: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def code_tree() -> str:
-    """Which code ran: the commit, and whether cuedrecall/ had uncommitted edits (others edit it)."""
-
-    def git(*args: str) -> str:
-        try:
-            return subprocess.run(
-                ["git", *args], cwd=h.REPO, capture_output=True, text=True, timeout=30, check=True
-            ).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return ""
-
-    head = git("rev-parse", "--short", "HEAD") or "unknown"
-    dirty = git("status", "--porcelain", "--", "cuedrecall")
-    edits = f", with uncommitted edits in {len(dirty.splitlines())} file(s) under cuedrecall/"
-    return f"the working tree at commit {head}" + (edits if dirty else ", cuedrecall/ clean")
+    """Which code ran: the working tree's commit, and whether cuedrecall/ had uncommitted edits."""
+    return "the working tree at " + h.code_tree()
 
 
 def overview(summary: dict[str, Any]) -> str:

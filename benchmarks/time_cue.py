@@ -25,7 +25,6 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import Progress
-from rich.table import Table
 
 from benchmarks import harness as h
 from benchmarks import stats
@@ -517,12 +516,7 @@ def wrong_table(rows: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def render(
-    argv: Sequence[str],
-    args: argparse.Namespace,
-    datasets: Sequence[h.Dataset],
-    rows: Sequence[dict[str, Any]],
-    models: dict[str, str],
-    png: Path,
+    argv: Sequence[str], args: argparse.Namespace, datasets: h.Datasets, rows: h.Rows, models: dict[str, str], png: Path
 ) -> str:
     rule = RULE.format(limit=args.limit, alpha=stats.ALPHA, shifts=", ".join(f"{s:+d}" for s in SHIFTS))
     b_changed = sum(1 for r in rows if not r["same_rows_b"])
@@ -640,23 +634,15 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], li
     return datasets, rows, models
 
 
-def print_summary(rows: Sequence[dict[str, Any]], console: Console) -> None:
-    table = Table(title="time cue (NDCG over the returned rows)")
-    for column in ("dataset", "embedder", "mode", "n", "a", "b", "c", "b>a p", "b>c p", "verdict"):
-        table.add_column(column)
+def print_summary(rows: h.Rows, console: Console) -> None:
+    columns = ("dataset", "embedder", "mode", "n", "a", "b", "c", "b>a p", "b>c p", "verdict")
+    out = []
     for (dataset, embedder, mode), group in h.group_rows(rows, ("dataset", "embedder", "mode")).items():
         v = verdict(group)
-        table.add_row(
-            dataset,
-            embedder,
-            mode,
-            str(v["n"]),
-            *(f"{v['means'][k]:.3f}" for k in "abc"),
-            stats.p_text(v["vs_a"]["p"]),
-            stats.p_text(v["vs_c"]["p"]),
-            "pass" if v["passed"] else "no claim",
-        )
-    console.print(table)
+        means = (f"{v['means'][k]:.3f}" for k in "abc")
+        ps = (stats.p_text(v[k]["p"]) for k in ("vs_a", "vs_c"))
+        out.append([dataset, embedder, mode, v["n"], *means, *ps, "pass" if v["passed"] else "no claim"])
+    h.print_table(console, "time cue (NDCG over the returned rows)", columns, out)
 
 
 def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:

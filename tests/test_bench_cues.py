@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.cues import CONFIDENCE, CUE_RULES, RULES, cue_period, explain_cue, extract_cue
+from benchmarks.datasets import MONTH_NAMES
 
 REPO = Path(__file__).resolve().parents[1]
 NOW = "2023-06-15T00:00:00+00:00"  # a Thursday
@@ -480,21 +481,6 @@ def test_extractor_is_deterministic():
 # Properties and the period arithmetic
 # --------------------------------------------------------------------------
 
-MONTHS = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-]
-
 
 @settings(max_examples=200, deadline=None)
 @given(
@@ -504,7 +490,7 @@ MONTHS = [
     style=st.sampled_from(["on {d} {m}", "on {m} {d}", "{m} {d}th", "the {d}th of {m}"]),
 )
 def test_rule_day_resolves_to_latest_not_after_asked_at(asked, month, day, style):
-    q = "What happened " + style.format(d=day, m=MONTHS[month - 1]) + "?"
+    q = "What happened " + style.format(d=day, m=MONTH_NAMES[month - 1]) + "?"
     cue = extract_cue(q, asked.isoformat())
     assert cue is not None and cue["after"] == cue["before"] and cue["confidence"] == "sure"
     d = date.fromisoformat(cue["after"])
@@ -515,7 +501,7 @@ def test_rule_day_resolves_to_latest_not_after_asked_at(asked, month, day, style
 @settings(max_examples=200, deadline=None)
 @given(asked=st.dates(min_value=date(2001, 1, 1), max_value=date(2035, 12, 31)), month=st.integers(1, 12))
 def test_rule_month_never_after_asked_at(asked, month):
-    cue = extract_cue(f"What happened in {MONTHS[month - 1]}?", asked.isoformat())
+    cue = extract_cue(f"What happened in {MONTH_NAMES[month - 1]}?", asked.isoformat())
     lo = date.fromisoformat(cue["after"])
     assert lo.month == month and lo.day == 1 and lo <= asked
     assert (asked - lo).days < 366
