@@ -251,7 +251,7 @@ def cmd_traces(args: argparse.Namespace) -> int:
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     """Copy a SQLite store into an empty PostgreSQL database, with a progress bar; the counts verified."""
-    from cuedrecall.store.postgres.migrate import migrate_sqlite, source_counts
+    from cuedrecall.store.migrate import migrate_sqlite, source_counts
 
     source = args.source.removeprefix("sqlite:")
     if not args.target.startswith(("postgresql://", "postgres://")) or source == args.source:

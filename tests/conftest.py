@@ -180,7 +180,7 @@ def database_at(path: Path, version: int, memory_text: str, when: str) -> None:
     """A database left by an earlier version: the migrations up to ``version`` applied, one memory stored."""
     import sqlite3
 
-    from cuedrecall.store import schema
+    from cuedrecall.store.sqlite import schema
 
     conn = sqlite3.connect(path, isolation_level=None)
     schema.current_version(conn)

@@ -1,5 +1,5 @@
 """``cuedrecall backup <db> <dest>``: a consistent copy of a live database, taken while writes go on, that restores
-to the same answers; refusals write nothing (handlers/backup.py, store/backup.py)."""
+to the same answers; refusals write nothing (handlers/backup.py, store/sqlite/backup.py)."""
 
 from __future__ import annotations
 

@@ -18,10 +18,9 @@ from hypothesis import strategies as st
 
 from cuedrecall.embed.hashing import hash_vector
 from cuedrecall.handlers.rows import episode_row, memory_row
-from cuedrecall.store import schema
 from cuedrecall.store.base import EPISODE, MEMORY, BlockSet, Scope, make_ref
 from cuedrecall.store.rows import text_hash
-from cuedrecall.store.sqlite import SqliteStore
+from cuedrecall.store.sqlite import SqliteStore, schema
 from cuedrecall.text.blocks import divide
 
 NOW = "2025-11-01T12:00:00+00:00"

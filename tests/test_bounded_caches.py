@@ -13,8 +13,8 @@ from cuedrecall.handlers.calibrate import note_growth
 from cuedrecall.recall.calibration import GROWTH_MAX
 from cuedrecall.store.base import Scope
 from cuedrecall.store.bounded import Lru
-from cuedrecall.store.grown_stats import GrownStats
-from cuedrecall.store.sqlite import STATS_CACHE_MAX
+from cuedrecall.store.sqlite.grown_stats import GrownStats
+from cuedrecall.store.sqlite.store import STATS_CACHE_MAX
 from tests.conftest import make_settings, open_memory
 
 ON_POSTGRES = os.environ.get("CUEDRECALL_TEST_BACKEND", "") == "postgres"

@@ -1,4 +1,4 @@
-"""stats-growth-v1 (store/grown_stats.py): the pool counts, spans and row counts a store keeps across writes always
+"""stats-growth-v1 (store/sqlite/grown_stats.py): the pool counts, spans and row counts a store keeps across writes always
 equal a fresh read of the rows, whatever mix of stores, episodes, deletes and other connections' writes came
 between; a write that only adds records is folded in by reading the new ids alone."""
 
@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cuedrecall.store.base import MEMORY, Scope
-from cuedrecall.store.grown_stats import GrownStats
 from cuedrecall.store.predicates import scope_where
 from cuedrecall.store.rows import pool_growth
+from cuedrecall.store.sqlite.grown_stats import GrownStats
 
 pytestmark = pytest.mark.sqlite_only  # the kept statistics are the SQLite store's (PostgreSQL counts each time)
 

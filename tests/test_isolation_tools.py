@@ -24,7 +24,7 @@ from benchmarks import isolation_fuzz as fuzz
 from benchmarks import pg
 from benchmarks.hostile import TABLES
 from cuedrecall.store.base import EPISODE, MEMORY, Scope
-from cuedrecall.store.grown_stats import GrownStats
+from cuedrecall.store.sqlite.grown_stats import GrownStats
 
 STEPS = 25  # calls per drawn world
 

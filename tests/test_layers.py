@@ -43,6 +43,16 @@ LAYERS: dict[str, int] = {
 }
 PACKAGE_INIT_RANK = LAYERS["api"]  # ``import cuedrecall`` runs __init__, which imports the API
 
+# Inside store/: the shared layer (the protocols, rows, predicates, dialect-neutral SQL) knows no backend; each
+# backend knows the shared layer only, never another backend; what opens or copies between backends sits above.
+# A module of store/ not named here is shared.
+STORE_LAYERS: dict[str, int] = {
+    "cuedrecall.store.sqlite": 1,
+    "cuedrecall.store.postgres": 1,
+    "cuedrecall.store.migrate": 2,
+    "cuedrecall.store.database_secret": 2,
+}
+
 
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
@@ -137,6 +147,25 @@ def test_recall_and_store_know_nothing_of_the_api_server_or_cli() -> None:
         if t == "cuedrecall" or t.startswith(above)
     )
     assert not leaks, "\n".join(leaks)
+
+
+def _store_layer(module: str) -> str:
+    return next((name for name in STORE_LAYERS if module == name or module.startswith(name + ".")), "cuedrecall.store")
+
+
+def test_store_backends_import_only_the_shared_layer() -> None:
+    """A backend is a folder beside the others: it imports store/'s shared modules, not another backend."""
+    graph = _graph()
+    crossing = sorted(
+        f"{m} -> {t}"
+        for m, targets in graph.items()
+        if m.startswith("cuedrecall.store.")
+        for t in targets
+        if t.startswith("cuedrecall.store.")
+        and _store_layer(t) != _store_layer(m)
+        and STORE_LAYERS.get(_store_layer(t), 0) >= STORE_LAYERS.get(_store_layer(m), 0)
+    )
+    assert not crossing, "store modules that import a backend beside or above them:\n" + "\n".join(crossing)
 
 
 def test_there_is_no_import_circle_anywhere_in_the_package() -> None:

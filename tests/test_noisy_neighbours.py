@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from conftest import database_at
 
-from cuedrecall.store import schema, term_counts
-from cuedrecall.store.arms import fts_arm_sql, words_arm_sql
+from cuedrecall.store import term_counts
 from cuedrecall.store.base import EPISODE, MEMORY, Scope
-from cuedrecall.store.sqlite import SqliteStore
+from cuedrecall.store.sqlite import SqliteStore, schema
+from cuedrecall.store.sqlite.arms import fts_arm_sql, words_arm_sql
 
 ALICE = Scope("alice")
 NOW = "2025-06-01T00:00:00+00:00"
@@ -79,7 +79,7 @@ def small_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     """The budget rule at a size a test can fill: 20 rows a first pass, 80 a fallback, scope scans to 50."""
     monkeypatch.setattr(term_counts, "FIRST_PASS_ROWS", 20)
     monkeypatch.setattr(term_counts, "FALLBACK_ROWS", 80)
-    monkeypatch.setattr("cuedrecall.store.arms.SCOPE_SCAN_ROWS", 50)
+    monkeypatch.setattr("cuedrecall.store.sqlite.arms.SCOPE_SCAN_ROWS", 50)
 
 
 def _alice_and_others(path: Path, others: int) -> SqliteStore:

@@ -13,7 +13,7 @@ from cuedrecall.cli import main
 from cuedrecall.clock import fixed_clock
 from cuedrecall.demo import load_sample
 from cuedrecall.store.base import EPISODE, MEMORY, NewRelation, Scope, Threshold
-from cuedrecall.store.postgres.migrate import TABLE_COLUMNS, source_counts
+from cuedrecall.store.migrate import TABLE_COLUMNS, source_counts
 from tests.conftest import NOW, make_settings
 
 AGENT = "demo"

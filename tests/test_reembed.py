@@ -22,7 +22,7 @@ from cuedrecall.api import Memory
 from cuedrecall.embed import EmbeddingError, HashEmbedder, NullEmbedder
 from cuedrecall.handlers.reembed import REEMBED
 from cuedrecall.store.base import EPISODE, MEMORY, Scope, make_ref
-from cuedrecall.store.vector_index import IndexRow, VectorIndex
+from cuedrecall.store.sqlite.vector_index import IndexRow, VectorIndex
 
 A = "agent-a"
 OLD = HashEmbedder.model

@@ -10,7 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from cuedrecall.store.schema import LATEST_VERSION
+from cuedrecall.store.sqlite.schema import LATEST_VERSION
 
 REPO = Path(__file__).resolve().parents[1]
 OPENERS = 4

@@ -25,7 +25,7 @@ from benchmarks.recall_trace_confirm import CANDIDATE_MISS, RANKING_MISS, confir
 from cuedrecall.api import Memory
 from cuedrecall.recall import trace_schema as schema
 from cuedrecall.store.base import Scope
-from cuedrecall.store.vector_index import IndexRow, VectorIndex
+from cuedrecall.store.sqlite.vector_index import IndexRow, VectorIndex
 
 A, B = "agent-a", "agent-b"
 QUERY = "zephyr quartz nebula"

@@ -1,4 +1,4 @@
-"""vector-codes-v1 (store/vector_codes.py): the index holds int8 codes, and every vector arm returns what an exact
+"""vector-codes-v1 (store/sqlite/vector_codes.py): the index holds int8 codes, and every vector arm returns what an exact
 float32 scan returns: the same rows, scores and order, reading stored vectors only for rows near the cut."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cuedrecall.store.base import Scope
-from cuedrecall.store.vector_codes import approximate, quantize
-from cuedrecall.store.vector_index import IndexRow, VectorIndex
+from cuedrecall.store.sqlite.vector_codes import approximate, quantize
+from cuedrecall.store.sqlite.vector_index import IndexRow, VectorIndex
 
 AGENTS = ("a", "b")
 

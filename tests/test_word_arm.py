@@ -8,9 +8,8 @@ from conftest import database_at, make_settings, open_memory
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cuedrecall.store import schema
 from cuedrecall.store.base import Scope
-from cuedrecall.store.sqlite import SqliteStore
+from cuedrecall.store.sqlite import SqliteStore, schema
 from cuedrecall.text.words import STOP_WORDS, query_words
 
 A, B = "alice", "bob"

@@ -1,6 +1,6 @@
 """``cuedrecall backup <db> <dest>``: a consistent copy of a live database, while its server goes on writing.
 
-The rules: the copy is one committed state (``store/backup.py``: SQLite's online
+The rules: the copy is one committed state (``store/sqlite/backup.py``: SQLite's online
 backup API, one step from a read-only connection); the source is only read, and a
 path that names no database is refused without creating one; an existing
 destination is kept unless the operator says ``force``; the destination is never
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from cuedrecall.errors import StoreError
-from cuedrecall.store.backup import backup_database
+from cuedrecall.store.sqlite.backup import backup_database
 
 _SIDE_FILES = ("", "-wal", "-shm", "-journal")
 

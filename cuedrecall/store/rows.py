@@ -26,6 +26,10 @@ RECORD_COLUMNS = {
     EPISODE: "t.id, t.agent_id, t.project_id, t.channel, t.summary, COALESCE(NULLIF(t.start_time, ''), t.created_at), "
     "t.created_at, t.keywords, t.resolved, t.start_time, t.end_time, t.ts_epoch",
 }
+# the columns, on alias f, that ``Folder`` is built from, in its fields' order
+FOLDER_COLUMNS = "f.id, f.agent_id, f.project_id, f.parent_id, f.name, f.normalized, f.declared_by, f.created_at"
+BLOCK_BITS = 16  # a record's block index fits 16 bits (SQLite's block index keys it there)
+MAX_BLOCK = (1 << BLOCK_BITS) - 1  # so the block arm reads at most MAX_BLOCK + 1 blocks of one record
 # the columns, on alias e and r, that ``Entity`` and ``Relation`` are built from, in their fields' order
 ENTITY_COLUMNS = "e.id, e.agent_id, e.project_id, e.channel, e.name, e.normalized, e.declared_by, e.created_at"
 RELATION_COLUMNS = (
@@ -177,7 +181,7 @@ def pool_growth(
     read: Callable[[str, Sequence[Any]], list[tuple]], scope: Scope, mark: str, upto: dict[str, int], by_id: str = ""
 ) -> tuple[tuple[int, int], dict[str, int]]:
     """The pool counts of the records with ids above ``upto`` (kind -> id; a kind absent: every record), and the
-    newest id of each table the pool reads, from the same statement (store/grown_stats.py folds the counts into
+    newest id of each table the pool reads, from the same statement (store/sqlite/grown_stats.py folds the counts into
     kept ones). ``by_id``: the backend's clause after the table that makes a count above an id walk the id range
     (SQLite's ``NOT INDEXED``: else it walks the agent's index, every row of the scope, to find the new few)."""
     counts, newest = {MEMORY: 0, EPISODE: 0}, {}

@@ -1,4 +1,4 @@
-"""Blocks and the task queue in the PostgreSQL store (mirrors ``store/blocks.py``).
+"""Blocks and the task queue in the PostgreSQL store (mirrors ``store/sqlite/blocks.py``).
 
 The queue is shared by every process of the database: a claim is
 ``SELECT ... FOR UPDATE SKIP LOCKED`` of the oldest due task, so two processes never
@@ -23,9 +23,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cuedrecall.store.base import EPISODE, MEMORY, TASK_ATTEMPTS, BlockHit, BlockSet, Scope, Task, make_ref, split_ref
-from cuedrecall.store.block_index import MAX_BLOCK
 from cuedrecall.store.postgres.scope import scope_where
-from cuedrecall.store.rows import TEXT_COLUMNS, after_plan, task_payload, text_hash
+from cuedrecall.store.rows import MAX_BLOCK, TEXT_COLUMNS, after_plan, task_payload, text_hash
 
 if TYPE_CHECKING:
     from contextlib import contextmanager

@@ -1,4 +1,4 @@
-"""The browsing reads of the PostgreSQL store (mirrors ``store/browse.py``): every agent, one page of records."""
+"""The browsing reads of the PostgreSQL store (mirrors ``store/sqlite/browse.py``): every agent, one page of records."""
 
 from __future__ import annotations
 

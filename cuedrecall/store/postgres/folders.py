@@ -1,4 +1,4 @@
-"""Declared folders in the PostgreSQL store (mirrors ``store/folders.py``), and the export read of everything
+"""Declared folders in the PostgreSQL store (mirrors ``store/sqlite/folders.py``), and the export read of everything
 declared beside the records. A record deleted leaves its folder and a folder deleted takes its filings, by
 trigger (schema.py)."""
 
@@ -8,8 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from cuedrecall.store.base import Declared, DeclaredMention, Entity, Folder, FolderMember, NameHit, Relation
-from cuedrecall.store.folders import FOLDER_COLUMNS
-from cuedrecall.store.rows import ENTITY_COLUMNS, RELATION_COLUMNS
+from cuedrecall.store.rows import ENTITY_COLUMNS, FOLDER_COLUMNS, RELATION_COLUMNS
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -1,4 +1,4 @@
-"""The associative graph in the PostgreSQL store (mirrors ``store/graph.py``): entities, aliases, mentions and
+"""The associative graph in the PostgreSQL store (mirrors ``store/sqlite/graph.py``): entities, aliases, mentions and
 relations. An entity and a relation are readable in a scope by the record rule less the source; an alias and a
 mention follow their entity. Deletes of records and entities take their graph rows by trigger (schema.py)."""
 

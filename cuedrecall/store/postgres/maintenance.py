@@ -1,4 +1,4 @@
-"""The maintenance queries and repairs of the PostgreSQL store (mirrors ``store/maintenance.py``).
+"""The maintenance queries and repairs of the PostgreSQL store (mirrors ``store/sqlite/maintenance.py``).
 
 Every read takes ``agent_id`` "" to mean every agent; ids come oldest first. The
 derived indexes here are the database's own (generated columns and their GIN

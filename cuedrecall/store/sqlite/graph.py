@@ -29,7 +29,7 @@ from cuedrecall.store.predicates import scope_where
 from cuedrecall.store.rows import ENTITY_COLUMNS, RELATION_COLUMNS, TABLES, ids_by_kind
 
 if TYPE_CHECKING:
-    from cuedrecall.store.locks import SnapshotLock
+    from cuedrecall.store.sqlite.locks import SnapshotLock
 
 _CHUNK = 500  # ids in one IN (...) list: well under SQLite's bound on parameters
 

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from cuedrecall.store.base import Scope
-from cuedrecall.store.mapped import copy_rows, mapped_zeros, release
-from cuedrecall.store.scope_columns import ScopeColumns
+from cuedrecall.store.rows import BLOCK_BITS, MAX_BLOCK
+from cuedrecall.store.sqlite.mapped import copy_rows, mapped_zeros, release
+from cuedrecall.store.sqlite.scope_columns import ScopeColumns
 
 KIND_CODES = {"mem": 0, "ep": 1}
-_BLOCK_BITS = 16  # the sort key's low bits hold the block index
-MAX_BLOCK = (1 << _BLOCK_BITS) - 1
+_BLOCK_BITS = BLOCK_BITS  # the sort key's low bits hold the block index, at most MAX_BLOCK
 _ID_BITS = 44  # record ids below 2**44; the kind sits above them
 _ID_MASK = (1 << _ID_BITS) - 1
 
@@ -77,7 +77,7 @@ class _ModelRows:
 
     def __init__(self, nbytes: int, capacity: int = 64, spill: str | None = None) -> None:
         self.nbytes = nbytes
-        self.spill = spill  # where the codes' file is made (store/mapped.py); None: in memory
+        self.spill = spill  # where the codes' file is made (store/sqlite/mapped.py); None: in memory
         self.width = (nbytes + 7) // 8
         self.dim: int | None = None  # the int8 codes' width, from the first code seen
         self.n = 0
@@ -219,7 +219,7 @@ class BlockIndex:
     """Every record's blocks, by model."""
 
     def __init__(self, spill: str | None = None) -> None:
-        """``spill``: the directory of the files the codes are mapped from (``store/mapped.py``; None: in memory)."""
+        """``spill``: the directory of the files the codes are mapped from (``store/sqlite/mapped.py``; None: in memory)."""
         self._models: dict[str, _ModelRows] = {}
         self._spill = spill
 

@@ -21,9 +21,9 @@ from cuedrecall.text.fts import fts_expression
 from cuedrecall.text.words import words_expression
 
 if TYPE_CHECKING:
-    from cuedrecall.store.locks import SnapshotLock
+    from cuedrecall.store.sqlite.locks import SnapshotLock
+    from cuedrecall.store.sqlite.vector_index import VectorIndex
     from cuedrecall.store.term_counts import TermCounts
-    from cuedrecall.store.vector_index import VectorIndex
 
 # kind -> (table, alias, its FTS5 table): the two full-text arms differ only in these names
 _FTS_TABLES = {MEMORY: ("memories", "m", "memories_fts"), EPISODE: ("episodes", "e", "episodes_fts")}

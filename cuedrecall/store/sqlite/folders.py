@@ -16,13 +16,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from cuedrecall.store.base import Declared, DeclaredMention, Entity, Folder, FolderMember, NameHit, Relation
-from cuedrecall.store.rows import ENTITY_COLUMNS, RELATION_COLUMNS
+from cuedrecall.store.rows import ENTITY_COLUMNS, FOLDER_COLUMNS, RELATION_COLUMNS
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from contextlib import contextmanager
 
-FOLDER_COLUMNS = "f.id, f.agent_id, f.project_id, f.parent_id, f.name, f.normalized, f.declared_by, f.created_at"
 _CHUNK = 500  # refs in one IN (...) list
 
 

@@ -402,7 +402,7 @@ MIGRATIONS.append(
         """
         -- The isolation columns keyed by row id, for the full-text arms: an FTS5 match yields row ids of
         -- every agent, and checking each one's scope in these narrow indexes instead of the wide rows
-        -- (text, vector) keeps the cost of other agents' rows small (store/arms.py reads them by name).
+        -- (text, vector) keeps the cost of other agents' rows small (store/sqlite/arms.py reads them by name).
         CREATE INDEX idx_memories_scope ON memories(id, agent_id, project_id, channel, source_id, ts_epoch);
         CREATE INDEX idx_episodes_scope ON episodes(id, agent_id, project_id, channel, ts_epoch);
         """,
@@ -413,7 +413,7 @@ MIGRATIONS.append(
     (
         9,
         """
-        -- Declared folders (store/folders.py): a hierarchy an agent declared under a project, and the records
+        -- Declared folders (store/sqlite/folders.py): a hierarchy an agent declared under a project, and the records
         -- filed in it, at most one folder a record. Kept so that a CPersona 2.6.14 export's folders survive
         -- import and our export; nothing on the recall path reads them. parent_id 0 is the project itself.
         CREATE TABLE folders (

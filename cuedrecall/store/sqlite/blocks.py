@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cuedrecall.store.base import EPISODE, MEMORY, TASK_ATTEMPTS, BlockHit, BlockSet, Scope, Task, make_ref, split_ref
-from cuedrecall.store.block_index import KIND_CODES, BlockIndex, RecordBlocks
 from cuedrecall.store.rows import TEXT_COLUMNS, after_plan, task_payload, text_hash
+from cuedrecall.store.sqlite.block_index import KIND_CODES, BlockIndex, RecordBlocks
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
-    from cuedrecall.store.locks import SnapshotLock
+    from cuedrecall.store.sqlite.locks import SnapshotLock
 
 log = logging.getLogger("cuedrecall.store")
 

@@ -21,23 +21,23 @@ from typing import Any
 import numpy as np
 
 from cuedrecall.errors import StoreError
-from cuedrecall.store.arms import SqliteArms
 from cuedrecall.store.base import EPISODE, MEMORY, Record, Scope, Threshold, make_ref, split_ref
-from cuedrecall.store.block_index import BlockIndex
-from cuedrecall.store.blocks import SqliteBlocks
 from cuedrecall.store.bounded import Lru
-from cuedrecall.store.browse import SqliteBrowse
-from cuedrecall.store.busy import BUSY_TIMEOUT_MS, WRITE_SLICE_S, WRITE_WAIT_S, begin_write, open_reader
-from cuedrecall.store.folders import SqliteFolders
-from cuedrecall.store.graph import SqliteGraph
-from cuedrecall.store.grown_stats import GrownStats, Upto
-from cuedrecall.store.locks import SnapshotLock
-from cuedrecall.store.maintenance import SqliteMaintenance
 from cuedrecall.store.predicates import listing_where, scope_where
 from cuedrecall.store.rows import RECORD_COLUMNS, TABLES, ids_by_kind, pool_growth, record_of
-from cuedrecall.store.schema import migrate
+from cuedrecall.store.sqlite.arms import SqliteArms
+from cuedrecall.store.sqlite.block_index import BlockIndex
+from cuedrecall.store.sqlite.blocks import SqliteBlocks
+from cuedrecall.store.sqlite.browse import SqliteBrowse
+from cuedrecall.store.sqlite.busy import BUSY_TIMEOUT_MS, WRITE_SLICE_S, WRITE_WAIT_S, begin_write, open_reader
+from cuedrecall.store.sqlite.folders import SqliteFolders
+from cuedrecall.store.sqlite.graph import SqliteGraph
+from cuedrecall.store.sqlite.grown_stats import GrownStats, Upto
+from cuedrecall.store.sqlite.locks import SnapshotLock
+from cuedrecall.store.sqlite.maintenance import SqliteMaintenance
+from cuedrecall.store.sqlite.schema import migrate
+from cuedrecall.store.sqlite.vector_index import SETTLE_ROWS, IndexRow, VectorIndex
 from cuedrecall.store.term_counts import TermCounts
-from cuedrecall.store.vector_index import SETTLE_ROWS, IndexRow, VectorIndex
 
 SNAPSHOT_TRIES = 3  # catch-ups a concurrent snapshot tries before it reads under the exclusive lock instead
 # Idle reader connections kept. A snapshot takes the most recently used one, whatever thread runs it, so one
@@ -167,7 +167,7 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
         Inside it every read sees the same committed state, the index included, and
         none pays a freshness check of its own. Writers of other connections go on
         (WAL). Snapshots of several threads run at once, each on its own connection,
-        holding the lock shared (``store/locks.py``): the index only changes under the
+        holding the lock shared (``store/sqlite/locks.py``): the index only changes under the
         exclusive lock, so it stays at the change-log entry each snapshot's SQL sees.
         """
         if self._lock.holds_exclusive() or self._lock.holds_shared() or not self._concurrent:
@@ -327,7 +327,7 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
         )
 
     def _spill_dir(self) -> str | None:
-        """Where the indexes' codes files are made (store/mapped.py): beside the database file; in memory for a
+        """Where the indexes' codes files are made (store/sqlite/mapped.py): beside the database file; in memory for a
         database that has none."""
         return None if self.path == ":memory:" or self.path.startswith("file:") else str(Path(self.path).parent)
 
@@ -682,7 +682,7 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, Sqli
             return self._indexes[MEMORY].dim or self._indexes[EPISODE].dim
 
     def _kept(self, key: tuple[Any, ...], full: Any, grow: Any) -> Any:
-        """A statistic kept across writes that only add records (store/grown_stats.py), else as ``_cached``."""
+        """A statistic kept across writes that only add records (store/sqlite/grown_stats.py), else as ``_cached``."""
         with self._lock:
             if self._writing:
                 return full()[0]

@@ -20,7 +20,7 @@ from cuedrecall.store.rows import SCANNED_COLUMNS, before_plan
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
-    from cuedrecall.store.vector_index import VectorIndex
+    from cuedrecall.store.sqlite.vector_index import VectorIndex
 
 # kind -> (table, its FTS5 table, the text column)
 _TABLES = {MEMORY: ("memories", "memories_fts", "content"), EPISODE: ("episodes", "episodes_fts", "summary")}
