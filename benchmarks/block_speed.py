@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.datasets import load_locomo
-from benchmarks.speed_report import percentile
+from benchmarks.stats import percentile
 from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock
 from cuedrecall.config import Settings

@@ -270,17 +270,23 @@ def work_blocks(server: StdioServer, ledger: Ledger, rng: random.Random, ctx: Co
 
 def work_import(server: StdioServer, ledger: Ledger, rng: random.Random, ctx: Context) -> None:
     """Import a file: the last killed import's file again (as a client retries), else a new one."""
-    retry = [tag for tag, (_, acked) in ledger.imports.items() if not acked]
-    tag = retry[0] if retry else f"imp{len(ledger.imports)}"
-    if not retry:
-        _write_import(ledger, rng, ctx, tag)
-    msg_ids = ledger.imports[tag][0]
+    tag, msg_ids = _next_import(ledger, rng, ctx)
     started = time.monotonic()
     answer = server.ask("import_memories", {"input_path": f"{tag}.jsonl", "target_agent_id": IMPORT_AGENT})
     if answer is not None and answer.get("imported_memories", 0) + answer.get("skipped_memories", 0) == len(msg_ids):
         ledger.imports[tag] = (msg_ids, True)
         ctx.import_s = time.monotonic() - started
     server.proc.wait()
+
+
+def _next_import(ledger: Ledger, rng: random.Random, ctx: Context) -> tuple[str, list[str]]:
+    """The file to import next and its records' msg_ids: the last one not acknowledged (its import was killed,
+    and a client retries it), else a new one written now."""
+    retry = [tag for tag, (_, acked) in ledger.imports.items() if not acked]
+    tag = retry[0] if retry else f"imp{len(ledger.imports)}"
+    if not retry:
+        _write_import(ledger, rng, ctx, tag)
+    return tag, ledger.imports[tag][0]
 
 
 def _write_import(ledger: Ledger, rng: random.Random, ctx: Context, tag: str) -> None:
@@ -788,11 +794,7 @@ def _mixed(ledger: Ledger, rng: random.Random) -> str:
 
 def _import_once(server: StdioServer, ledger: Ledger, rng: random.Random, ctx: Context) -> None:
     """Import a file (the last killed one's again, as a client retries); acknowledged when answered whole."""
-    retry = [tag for tag, (_, acked) in ledger.imports.items() if not acked]
-    tag = retry[0] if retry else f"imp{len(ledger.imports)}"
-    if not retry:
-        _write_import(ledger, rng, ctx, tag)
-    msg_ids = ledger.imports[tag][0]
+    tag, msg_ids = _next_import(ledger, rng, ctx)
     arguments = {"input_path": f"{tag}.jsonl", "target_agent_id": IMPORT_AGENT}
     answer = server.result(server.call("import_memories", arguments), 3 * STUCK_S)
     answered = answer and answer.get("imported_memories", 0) + answer.get("skipped_memories", 0)

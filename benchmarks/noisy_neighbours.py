@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from benchmarks import realistic
-from benchmarks.speed_report import percentile
+from benchmarks.stats import percentile
 
 HERE = Path(__file__).resolve().parent
 ALICE = "alice"

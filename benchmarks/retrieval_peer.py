@@ -60,7 +60,8 @@ from rich.table import Table
 from benchmarks import harness as h
 from benchmarks import peer as peer_mod
 from benchmarks.retrieval import METRICS as RETRIEVAL_METRICS
-from benchmarks.speed import jaccard, returned_refs
+from benchmarks.speed import returned_refs
+from benchmarks.stats import jaccard
 from cuedrecall.config import Settings
 from cuedrecall.text.sanitise import sanitise
 

@@ -60,7 +60,8 @@ from benchmarks import serving
 from benchmarks.harness import WITHOUT_BLOCKS
 
 # percentile and jaccard live beside the rendering, which reads them too; imported here for the measurements
-from benchmarks.speed_report import PeerStore, Report, SideBySide, jaccard, percentile, plot, print_summary, render
+from benchmarks.speed_report import PeerStore, Report, SideBySide, plot, print_summary, render
+from benchmarks.stats import jaccard, percentile
 from benchmarks.synthetic import AGENT, bulk_load, queries, records
 from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import peer, realistic, serving
-from benchmarks.speed_report import percentile
+from benchmarks.stats import percentile
 from cuedrecall.api import Memory
 
 HERE = Path(__file__).resolve().parent

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from benchmarks.speed_report import percentile
+from benchmarks.stats import percentile
 
 CORPUS = (
     "Realistic corpus (`benchmarks/realistic.py`): LoCoMo's turns and the long-span generator's (large, "

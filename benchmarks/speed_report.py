@@ -11,7 +11,6 @@ import json
 import math
 import os
 import platform
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,13 +20,12 @@ from rich.console import Console
 from rich.table import Table
 
 from benchmarks import peer as peer_mod
+from benchmarks.stats import jaccard, percentile
 
 __all__ = [
     "PeerStore",
     "Report",
     "SideBySide",
-    "jaccard",
-    "percentile",
     "plot",
     "print_summary",
     "render",
@@ -92,26 +90,6 @@ class Report:
     peer_install: str = ""
     embed_rtt_ms: list[float] = field(default_factory=list)
     load_after: tuple[float, float, float] | None = None
-
-
-# -- statistics (unit-tested through benchmarks.speed, which uses them too) -----------------------
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The q-quantile (0..1) by linear interpolation between order statistics (numpy's default)."""
-    if not values:
-        return math.nan
-    ordered = sorted(values)
-    position = q * (len(ordered) - 1)
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
-def jaccard(a: set[str] | Sequence[str], b: set[str] | Sequence[str]) -> float:
-    """|a & b| / |a | b|; two empty answers agree completely."""
-    a, b = set(a), set(b)
-    return 1.0 if not a and not b else len(a & b) / len(a | b)
 
 
 # -- rendering -------------------------------------------------------------------------------------

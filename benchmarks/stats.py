@@ -1,5 +1,6 @@
-"""The paired comparisons the studies judge by, written once: per question, did x rise over y or fall below it,
-the exact sign tests on those counts, and how a comparison is printed.
+"""The statistics the benchmarks share, written once: the mean, a percentile, the Jaccard agreement of two answers,
+and the paired comparisons the studies judge by (per question, did x rise over y or fall below it, the exact
+sign tests on those counts, and how a comparison is printed).
 
 Used by the time-cue study (benchmarks/time_cue.py), gate relief (relief.py), cue propagation
 (cue_propagation.py) and the seats comparison (seats.py); tests/test_bench_stats.py holds the known cases.
@@ -18,6 +19,23 @@ def mean(values: Iterable[float]) -> float:
     """The plain mean; NaN for no values."""
     items = list(values)
     return sum(items) / len(items) if items else float("nan")
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-quantile (0..1) by linear interpolation between order statistics (numpy's default); NaN for none."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    position = q * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def jaccard(a: set[str] | Sequence[str], b: set[str] | Sequence[str]) -> float:
+    """|a & b| / |a | b|; two empty answers agree completely."""
+    a, b = set(a), set(b)
+    return 1.0 if not a and not b else len(a & b) / len(a | b)
 
 
 def sign_test(rose: int, fell: int) -> float:

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.block_speed import NOW, build_store, interleaved, speed_main
-from benchmarks.speed_report import percentile
+from benchmarks.stats import percentile
 from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock
 from cuedrecall.config import Settings

@@ -18,7 +18,8 @@ from benchmarks.peer import (
     sql_datetime,
     write_cpersona_export,
 )
-from benchmarks.speed import fate, jaccard, main, month_cue, percentile, recall_arguments, returned_refs
+from benchmarks.speed import fate, main, month_cue, recall_arguments, returned_refs
+from benchmarks.stats import jaccard, percentile
 
 
 def test_a_tiny_run_without_the_peer_writes_the_report(tmp_path: Path) -> None:
