@@ -25,11 +25,11 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import datetime
 from itertools import cycle, islice
 from pathlib import Path
 from typing import Any
 
+from benchmarks.bulk import insert_memories
 from benchmarks.datasets import load_locomo
 from benchmarks.stats import percentile
 from cuedrecall.api import Memory
@@ -51,26 +51,11 @@ def settings(db_path: Path, blocks: bool) -> Settings:
 def build_store(path: Path, texts: list[str], size: int) -> None:
     """``size`` memories from the turns, inserted in large transactions with their vectors (no blocks yet)."""
     with Memory(settings=settings(path, True), clock=fixed_clock(NOW), background=False) as memory:
-        model = memory.embedder.model
         chunk_size = 1024
         rows = list(islice(cycle(texts), size))
         for start in range(0, size, chunk_size):
             chunk = [f"{text} ({start + i})" for i, text in enumerate(rows[start : start + chunk_size])]
-            vectors = memory.embed(chunk)
-            with memory.store_.write() as conn:
-                for text, vector in zip(chunk, vectors):
-                    memory.store_.insert_memory(
-                        conn,
-                        {
-                            "agent_id": AGENT,
-                            "content": text,
-                            "timestamp": NOW,
-                            "ts_epoch": datetime.fromisoformat(NOW).timestamp(),
-                            "created_at": NOW,
-                            "embedding": vector,
-                            "embedding_model": model,
-                        },
-                    )
+            insert_memories(memory, [(AGENT, text, NOW) for text in chunk])
 
 
 def build_blocks(path: Path) -> tuple[float, int]:

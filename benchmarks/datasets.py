@@ -870,7 +870,14 @@ _RELATIVE_FORMS: tuple[tuple[str, str, int], ...] = (
     ("four months ago", "months", 4),
 )
 
-_ABSOLUTE_FORMS = ("month", "month_year", "part", "part_year", "day", "day_us")
+_ABSOLUTE_FORMS = {  # form -> how a question names the session's day
+    "month": "in {month}",
+    "month_year": "in {month} {year}",
+    "part": "in {part} {month}",
+    "part_year": "in {part} {month} {year}",
+    "day": "on {day} {month}",
+    "day_us": "on {month} {ordinal}",
+}
 
 
 def _relative_ok(kind: str, n: int, asked: datetime, first: datetime, last: datetime) -> bool:
@@ -895,21 +902,9 @@ def _relative_ok(kind: str, n: int, asked: datetime, first: datetime, last: date
 
 
 def _absolute_phrase(form: str, d: date) -> str:
-    month = MONTH_NAMES[d.month - 1]
     part = "early" if d.day <= 10 else ("mid" if d.day <= 20 else "late")
-    if form == "month":
-        return f"in {month}"
-    if form == "month_year":
-        return f"in {month} {d.year}"
-    if form == "part":
-        return f"in {part} {month}"
-    if form == "part_year":
-        return f"in {part} {month} {d.year}"
-    if form == "day":
-        return f"on {d.day} {month}"
-    if form == "day_us":
-        return f"on {month} {_ordinal(d.day)}"
-    raise ValueError(form)
+    month = MONTH_NAMES[d.month - 1]
+    return _ABSOLUTE_FORMS[form].format(month=month, year=d.year, part=part, day=d.day, ordinal=_ordinal(d.day))
 
 
 def _question_text(rng: random.Random, topic: _Topic, when: str) -> str:
@@ -951,7 +946,7 @@ def _absolute_when(rng: random.Random, s: _PlannedSession) -> tuple[str, datetim
     """A date phrasing of the session's day and a time to ask it, 3 to 100
     days on (no later than the horizon)."""
     assert s.start is not None
-    form = rng.choice(_ABSOLUTE_FORMS)
+    form = rng.choice(tuple(_ABSOLUTE_FORMS))
     when = _absolute_phrase(form, s.start.date())
     asked = s.start + timedelta(days=rng.randint(3, 100), minutes=rng.randint(-120, 240))
     return when, min(asked, _QUESTION_HORIZON)

@@ -370,24 +370,15 @@ class ConversationStore:
         return written
 
     def _store(self, turn: Any) -> None:
-        self.memory.clock = fixed_clock(turn.timestamp)
-        answer = self.memory.store(
-            agent_id=self.agent_id,
-            message={
-                "content": turn.content,
-                "id": turn.msg_id,
-                "timestamp": turn.timestamp,
-                "source": {"type": "User", "id": turn.speaker},
-            },
-        )
-        if answer.get("result") == "stored":
-            self.refs[turn.msg_id] = answer["ref"]
-            self.times[answer["ref"]] = datetime.fromisoformat(turn.timestamp)
-        elif answer.get("result") == "skipped":
-            self.refs[turn.msg_id] = f"mem:{answer['id']}"
-            self.duplicates += 1
-        else:
+        answer = store_turn(self.memory, self.agent_id, turn)
+        ref = stored_ref(answer)
+        if ref is None:
             raise RuntimeError(f"store refused {turn.msg_id}: {answer}")
+        self.refs[turn.msg_id] = ref
+        if answer["result"] == "stored":
+            self.times[ref] = datetime.fromisoformat(turn.timestamp)
+        else:
+            self.duplicates += 1
 
     def _archive(self, session: Any) -> None:
         self.memory.clock = fixed_clock(session.end_time)
@@ -452,6 +443,23 @@ class ConversationStore:
         if response.get("ok") is False:
             raise RuntimeError(f"recall failed for {question.qid}: {response.get('error')}")
         return response
+
+
+def store_turn(memory: Memory, agent_id: str, turn: Any) -> dict[str, Any]:
+    """One turn stored as a client stores it, at its own time: its text, msg_id and timestamp, the speaker as
+    the source; the store's answer."""
+    memory.clock = fixed_clock(turn.timestamp)
+    message = {"content": turn.content, "id": turn.msg_id, "timestamp": turn.timestamp}
+    return memory.store(agent_id=agent_id, message={**message, "source": {"type": "User", "id": turn.speaker}})
+
+
+def stored_ref(answer: dict[str, Any]) -> str | None:
+    """The ref a store answer names: the new row's, or (a duplicate skipped) the row already holding the text."""
+    if answer.get("result") == "stored":
+        return answer["ref"]
+    if answer.get("result") == "skipped":
+        return f"mem:{answer['id']}"
+    return None
 
 
 def store_texts(conversation: Conversation, cap: int) -> list[str]:

@@ -51,6 +51,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from benchmarks import serving
+from benchmarks.bulk import insert_memories
 from cuedrecall.api import Memory
 from cuedrecall.config import Settings
 from cuedrecall.store.base import MEMORY
@@ -353,20 +354,7 @@ def prefill(db: Path, rows: int) -> None:
     with Memory(db, settings=_settings(), background=False) as memory:
         for start in range(0, rows, 1000):
             texts = [f"prefilled {i}: {_text(rng, 10)}" for i in range(start, min(start + 1000, rows))]
-            vectors = memory.embed(texts)
-            with memory.store_.write() as conn:
-                for text, vector in zip(texts, vectors):
-                    memory.store_.insert_memory(
-                        conn,
-                        {
-                            "agent_id": AGENT,
-                            "content": text,
-                            "timestamp": "2025-01-01T00:00:00+00:00",
-                            "created_at": "2025-01-01T00:00:00+00:00",
-                            "embedding": vector,
-                            "embedding_model": memory.embedder.model,
-                        },
-                    )
+            insert_memories(memory, [(AGENT, text, "2025-01-01T00:00:00+00:00") for text in texts], epoch=False)
 
 
 def run_threads(db: Path, counts: Sequence[int], seconds: float) -> list[tuple[str, Tally]]:

@@ -27,7 +27,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -117,9 +117,12 @@ def ensure_peer(venv: Path = PEER_VENV, version: str = PEER_VERSION, log: Path |
     return f"installed {PEER_PACKAGE}=={version} into {venv}"
 
 
-def peer_environment(db_path: Path, embed_url: str, home: Path) -> dict[str, str]:
-    """The environment CPersona runs under: its settings, its database, a private home directory."""
-    env = {name: value for name, (value, _why) in PEER_SETTINGS.items()}
+def peer_environment(
+    db_path: Path, embed_url: str, home: Path, settings: Mapping[str, tuple[str, str]] = PEER_SETTINGS
+) -> dict[str, str]:
+    """The environment CPersona runs under: its ``settings`` (name -> (value, why)), its database, the shared
+    /embed endpoint, a private home directory."""
+    env = {name: value for name, (value, _why) in settings.items()}
     env.update(
         {
             "CPERSONA_EMBEDDING_URL": embed_url,
@@ -406,15 +409,22 @@ def our_server(
     )  # ``-m`` finds the package in its cwd first
 
 
-def peer_server(db_path: Path, embed_url: str, log_path: Path, start_timeout: float = 300.0) -> ToolServer:
-    """CPersona's console entry point, ``python -m cpersona`` in its own virtual environment."""
+def peer_server(
+    db_path: Path,
+    embed_url: str,
+    log_path: Path,
+    start_timeout: float = 300.0,
+    settings: Mapping[str, tuple[str, str]] = PEER_SETTINGS,
+) -> ToolServer:
+    """CPersona's console entry point, ``python -m cpersona`` in its own virtual environment, under ``settings``
+    (its home beside the database)."""
     home = db_path.parent / "home"
     home.mkdir(parents=True, exist_ok=True)
     return ToolServer(
         "cpersona",
         str(peer_python()),
         ["-m", PEER_PACKAGE],
-        peer_environment(db_path, embed_url, home),
+        peer_environment(db_path, embed_url, home, settings),
         log_path,
         cwd=db_path.parent,
         start_timeout=start_timeout,

@@ -45,24 +45,18 @@ SETTLE_POLLS = 3  # consecutive empty polls: a finishing task may queue a follow
 CALIBRATION_ENDED = ("startup calibration:", "startup calibration failed")  # its log, lowered
 
 
+# benchmarks/peer.py's settings less the ones that switch a feature off: what remains is what running here needs
+DEFAULT_SETTINGS = {name: value for name, value in peer_mod.PEER_SETTINGS.items() if name not in FEATURE_SWITCHES}
+
+
 def peer_defaults_environment(db_path: Path, embed_url: str, home: Path) -> dict[str, str]:
     """CPersona's environment with every feature at its default; only the running-here settings stay."""
-    env = peer_mod.peer_environment(db_path, embed_url, home)
-    return {name: value for name, value in env.items() if name not in FEATURE_SWITCHES}
+    return peer_mod.peer_environment(db_path, embed_url, home, DEFAULT_SETTINGS)
 
 
 def peer_server_defaults(db_path: Path, embed_url: str, log_path: Path) -> peer_mod.ToolServer:
     """``python -m cpersona`` at its defaults over its database (its home beside the database)."""
-    home = db_path.parent / "home"
-    home.mkdir(parents=True, exist_ok=True)
-    return peer_mod.ToolServer(
-        "cpersona",
-        str(peer_mod.peer_python()),
-        ["-m", peer_mod.PEER_PACKAGE],
-        peer_defaults_environment(db_path, embed_url, home),
-        log_path,
-        cwd=db_path.parent,
-    )
+    return peer_mod.peer_server(db_path, embed_url, log_path, settings=DEFAULT_SETTINGS)
 
 
 async def queue_tool(server: peer_mod.ToolServer) -> str:

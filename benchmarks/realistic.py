@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from itertools import zip_longest
 from pathlib import Path
 
+from benchmarks.bulk import insert_memories
 from benchmarks.datasets import generate_long_span, load_locomo
 from benchmarks.harness import WITHOUT_BLOCKS
 from cuedrecall.api import Memory
@@ -75,26 +76,12 @@ def bulk_load(
     """
     owners = [agent] * len(rows) if isinstance(agent, str) else list(agent)
     started = time.perf_counter()
-    model = memory.embedder.model
     step = timedelta(days=365) / max(1, len(rows))
     for start in range(0, len(rows), batch):
         chunk = rows[start : start + batch]
-        vectors = memory.embed(chunk)
-        with memory.store_.write() as conn:
-            for i, (text, vector) in enumerate(zip(chunk, vectors)):
-                when = START + (start + i) * step
-                memory.store_.insert_memory(
-                    conn,
-                    {
-                        "agent_id": owners[start + i],
-                        "content": text,
-                        "timestamp": iso(when),
-                        "ts_epoch": when.timestamp(),
-                        "created_at": iso(when),
-                        "embedding": vector,
-                        "embedding_model": model,
-                    },
-                )
+        insert_memories(
+            memory, [(owners[start + i], text, iso(START + (start + i) * step)) for i, text in enumerate(chunk)]
+        )
         if progress:
             progress(len(chunk))
     return time.perf_counter() - started

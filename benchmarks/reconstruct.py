@@ -432,7 +432,7 @@ async def ask_reconstruct(
     queue_on = rp.setting_on(settings, "CPERSONA_TASK_QUEUE_ENABLED")
     with open(log, "a", encoding="utf-8") as out:
         out.write(f"--- reconstruct start ({datetime.now().isoformat()}) ---\n")
-    async with rp.peer_server(settings, db, embed_url, log, start_timeout) as server:
+    async with peer_mod.peer_server(db, embed_url, log, start_timeout, settings) as server:
         facts["startup_s"] = server.startup_s
         if queue_on:
             facts["queue_again"] = await rp.wait_for_queue(server, queue_timeout, timeout)

@@ -208,39 +208,6 @@ def setting_on(settings: Mapping[str, tuple[str, str]], name: str) -> bool:
     return value in ("1", "true", "yes", "on")
 
 
-def peer_environment(
-    settings: Mapping[str, tuple[str, str]], db_path: Path, embed_url: str, home: Path
-) -> dict[str, str]:
-    """CPersona's environment: these settings, its database, the endpoint, a private home directory."""
-    env = {name: value for name, (value, _why) in settings.items()}
-    env.update(
-        {
-            "CPERSONA_EMBEDDING_URL": embed_url,
-            "CPERSONA_DB_PATH": str(db_path),
-            "HOME": str(home),
-            "CPERSONA_TRANSPORT": "stdio",
-        }
-    )
-    return env
-
-
-def peer_server(
-    settings: Mapping[str, tuple[str, str]], db_path: Path, embed_url: str, log_path: Path, start_timeout: float
-) -> peer_mod.ToolServer:
-    """``python -m cpersona`` in its own virtual environment, under these settings."""
-    home = db_path.parent / "home"
-    home.mkdir(parents=True, exist_ok=True)
-    return peer_mod.ToolServer(
-        "cpersona",
-        str(peer_mod.peer_python()),
-        ["-m", peer_mod.PEER_PACKAGE],
-        peer_environment(settings, db_path, embed_url, home),
-        log_path,
-        cwd=db_path.parent,
-        start_timeout=start_timeout,
-    )
-
-
 async def wait_for_log_line(path: Path, marker: str, timeout: float, skip: str = "") -> tuple[str | None, float]:
     """(the text after ``marker`` on the first log line holding it, after the line holding ``skip`` when given;
     seconds waited); (None, seconds) when it did not come within ``timeout``."""
@@ -580,7 +547,7 @@ async def ask_peer(
             status, _ms = await server.call("get_queue_status", {}, timeout)
             totals["pending_after"] = int(status.get("pending", 0))
 
-    async with peer_server(settings, folder / "cpersona.db", embed_url, log, start_timeout) as server:
+    async with peer_mod.peer_server(folder / "cpersona.db", embed_url, log, start_timeout, settings) as server:
         await started(server, "")
         clock = time.perf_counter()
         for path in files:
@@ -598,7 +565,7 @@ async def ask_peer(
         marker = f"--- restart after the import ({datetime.now().isoformat()}) ---"
         with open(log, "a", encoding="utf-8") as out:
             out.write(marker + "\n")
-        async with peer_server(settings, folder / "cpersona.db", embed_url, log, start_timeout) as server:
+        async with peer_mod.peer_server(folder / "cpersona.db", embed_url, log, start_timeout, settings) as server:
             await started(server, marker)
             await ask(server)
     return totals, answers

@@ -105,20 +105,9 @@ def build(window: Window, embedder: h.PrefetchEmbedder, path: Path, calibrate: b
     refs: dict[str, str] = {}
     with Memory(path, settings=settings(embedder.mode, path, environ), embedder=embedder, background=False) as memory:
         for turn in window.turns:
-            memory.clock = fixed_clock(turn.timestamp)
-            answer = memory.store(
-                agent_id=window.agent_id,
-                message={
-                    "content": turn.content,
-                    "id": turn.msg_id,
-                    "timestamp": turn.timestamp,
-                    "source": {"type": "User", "id": turn.speaker},
-                },
-            )
-            if answer.get("result") == "stored":
-                refs[turn.msg_id] = answer["ref"]
-            elif answer.get("result") == "skipped":
-                refs[turn.msg_id] = f"mem:{answer['id']}"
+            ref = h.stored_ref(h.store_turn(memory, window.agent_id, turn))
+            if ref is not None:
+                refs[turn.msg_id] = ref
             if memory.blocks is not None:
                 memory.blocks.drain()
     return refs

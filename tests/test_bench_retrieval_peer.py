@@ -15,7 +15,7 @@ import numpy as np
 
 from benchmarks import harness as h
 from benchmarks.datasets import Conversation, Question, SessionSummary, Turn
-from benchmarks.peer import export_lines, write_cpersona_export
+from benchmarks.peer import export_lines, peer_environment, write_cpersona_export
 from benchmarks.retrieval_peer import (
     ALL,
     PEER_DEFAULTS,
@@ -31,7 +31,6 @@ from benchmarks.retrieval_peer import (
     our_episode_refs,
     pairs,
     parse_variant,
-    peer_environment,
     peer_ref_table,
     question_row,
     ranking,
@@ -260,7 +259,7 @@ def test_cpersona_runs_at_its_defaults_but_for_what_running_here_needs(tmp_path:
     assert not setting_on(PEER_VARIANTS["uncalibrated"][1], "CPERSONA_CALIBRATE_ON_MODEL_CHANGE")
     off = PEER_VARIANTS["blocks-off"][1]
     assert not setting_on(off, "CPERSONA_BLOCK_BUILD_ENABLED") and not setting_on(off, "CPERSONA_TASK_QUEUE_ENABLED")
-    env = peer_environment(PEER_DEFAULTS, tmp_path / "c.db", "http://x/embed", tmp_path)
+    env = peer_environment(tmp_path / "c.db", "http://x/embed", tmp_path, PEER_DEFAULTS)
     assert env["CPERSONA_DB_PATH"] == str(tmp_path / "c.db") and "CPERSONA_BLOCK_BUILD_ENABLED" not in env
 
 
