@@ -1,6 +1,6 @@
-"""stats-growth-v1 (store/sqlite/grown_stats.py): the pool counts, spans and row counts a store keeps across writes always
-equal a fresh read of the rows, whatever mix of stores, episodes, deletes and other connections' writes came
-between; a write that only adds records is folded in by reading the new ids alone."""
+"""stats-growth-v1 (store/sqlite/grown_stats.py): the pool counts, spans and row counts a store keeps across
+writes always equal a fresh read of the rows, whatever mix of stores, episodes, deletes and other connections'
+writes came between; a write that only adds records is folded in by reading the new ids alone."""
 
 from __future__ import annotations
 

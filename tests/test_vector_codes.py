@@ -1,5 +1,5 @@
-"""vector-codes-v1 (store/sqlite/vector_codes.py): the index holds int8 codes, and every vector arm returns what an exact
-float32 scan returns: the same rows, scores and order, reading stored vectors only for rows near the cut."""
+"""vector-codes-v1 (store/sqlite/vector_codes.py): the index holds int8 codes, and every vector arm returns what an
+exact float32 scan returns: the same rows, scores and order, reading stored vectors only for rows near the cut."""
 
 from __future__ import annotations
 

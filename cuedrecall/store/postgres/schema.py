@@ -249,7 +249,7 @@ CREATE STATISTICS memories_vector_dims ON (vector_dims(embedding)) FROM memories
 CREATE STATISTICS episodes_vector_dims ON (vector_dims(embedding)) FROM episodes;
 """
 
-# Declared folders (store/postgres/folders.py), as SQLite's migration 9: a record deleted leaves its folder, a
+# Declared folders (store/sql/folders.py), as SQLite's migration 9: a record deleted leaves its folder, a
 # folder deleted takes its filings.
 _FOLDERS = """
 CREATE TABLE folders (

@@ -219,7 +219,7 @@ class BlockIndex:
     """Every record's blocks, by model."""
 
     def __init__(self, spill: str | None = None) -> None:
-        """``spill``: the directory of the files the codes are mapped from (``store/sqlite/mapped.py``; None: in memory)."""
+        """``spill``: the directory of the files the codes are mapped from (``mapped.py``; None: in memory)."""
         self._models: dict[str, _ModelRows] = {}
         self._spill = spill
 

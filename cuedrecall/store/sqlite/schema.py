@@ -413,7 +413,7 @@ MIGRATIONS.append(
     (
         9,
         """
-        -- Declared folders (store/sqlite/folders.py): a hierarchy an agent declared under a project, and the records
+        -- Declared folders (store/sql/folders.py): a hierarchy an agent declared under a project, and the records
         -- filed in it, at most one folder a record. Kept so that a CPersona 2.6.14 export's folders survive
         -- import and our export; nothing on the recall path reads them. parent_id 0 is the project itself.
         CREATE TABLE folders (

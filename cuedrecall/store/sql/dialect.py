@@ -1,0 +1,64 @@
+"""What the SQL of the backends spells differently, as hooks: the shared SQL (``store/sql/``) asks a ``Dialect``.
+
+The base spells the common forms (ON CONFLICT, RETURNING, FOR UPDATE); a backend's folder holds its subclass
+(``store/sqlite/dialect.py``, ``store/postgres/dialect.py``) with its placeholder and what it says otherwise.
+A query that differs in more than these words stays in the backend, as an override of the shared method.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from cuedrecall.store import predicates
+from cuedrecall.store.base import Period, Scope
+
+
+class Dialect:
+    """The spellings the shared SQL asks for."""
+
+    mark: str  # the driver's placeholder ("?", "%s")
+    chunk = 500  # the most values one ``IN (...)`` list holds
+    ordered_join = "JOIN"  # a join whose left side the planner must keep outermost (SQLite: CROSS JOIN)
+
+    def marks(self, count: int) -> str:
+        """``count`` placeholders, comma-separated."""
+        return ", ".join([self.mark] * count)
+
+    def within(self, column: str, values: Sequence[Any]) -> Iterator[tuple[str, list[Any]]]:
+        """``column`` among ``values``, as (predicate, its parameters) for each query the values take: IN lists
+        of at most ``chunk`` placeholders; nothing for no values."""
+        values = list(values)
+        for start in range(0, len(values), self.chunk):
+            part = values[start : start + self.chunk]
+            yield f"{column} IN ({','.join([self.mark] * len(part))})", part
+
+    def insert_id(self, conn: Any, sql: str, params: Sequence[Any]) -> int:
+        """Run one INSERT of one row inside a write; the id of the row it added."""
+        return int(conn.execute(f"{sql} RETURNING id", params).fetchone()[0])
+
+    def insert_ignore(self, table: str, columns: Sequence[str]) -> str:
+        """An INSERT of one row that adds nothing where it would break a unique key."""
+        return f"INSERT INTO {table}({', '.join(columns)}) VALUES ({self.marks(len(columns))}) ON CONFLICT DO NOTHING"
+
+    def contains(self, column: str) -> str:
+        """Whether a text parameter (this placeholder) holds the column's value."""
+        return f"POSITION({column} IN {self.mark}) > 0"
+
+    def locking(self, *, skip_locked: bool = False) -> str:
+        """What a write's SELECT appends to lock the rows it read (skipping those another writer holds)."""
+        return " FOR UPDATE SKIP LOCKED" if skip_locked else " FOR UPDATE"
+
+    # the WHERE fragments of store/predicates.py, in this dialect's placeholder
+
+    def scope_where(self, scope: Scope, alias: str, kind: str) -> tuple[str, list[Any]]:
+        return predicates.scope_where(scope, alias, kind, mark=self.mark)
+
+    def agent_where(self, agent_id: str, alias: str = "") -> tuple[str, list[Any]]:
+        return predicates.agent_where(agent_id, alias, mark=self.mark)
+
+    def listing_where(self, agent_id: str, project_id: str | None) -> tuple[str, list[Any]]:
+        return predicates.listing_where(agent_id, project_id, mark=self.mark)
+
+    def period_where(self, alias: str, period: Period | None) -> tuple[str, list[Any]]:
+        return predicates.period_where(alias, period, mark=self.mark)
