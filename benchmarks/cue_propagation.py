@@ -29,12 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import Progress
 
 from benchmarks import harness as h
 from benchmarks import stats
 from benchmarks.datasets import Conversation
-from benchmarks.relief import one_agent
+from benchmarks.relief import layouts
 from benchmarks.time_cue import appended
 from cuedrecall.recall.stopping import TIME_LIMIT
 
@@ -164,52 +163,24 @@ def study_question(
     row["policy_off"], row["policy_on"] = policy(off), policy(on)
 
 
-def run_store(
-    layout: str,
-    dataset: str,
-    conversation: Conversation,
-    history: str,
-    embedder: h.PrefetchEmbedder,
-    args: argparse.Namespace,
-    workdir: Path,
-    advance: Any,
-) -> list[dict[str, Any]]:
+def study(args: argparse.Namespace, layout: str, dataset: str, conversation: Conversation) -> tuple[list[Any], Any]:
+    """A store's scored questions and the row of each: (off), (on), (w) and (d)."""
     locomo = dataset == "locomo"
-    questions = [q for q in conversation.questions if not (locomo and q.category in h.LOCOMO_EXCLUDED)]
-    store = h.ConversationStore(conversation, embedder, args.mode, workdir, h.DEFAULTS[args.defaults])
-    rows = []
-    try:
-        for question in h.replay(store, questions, history):
-            gold = store.gold(question)
-            row: dict[str, Any] = {
-                "layout": layout,
-                "dataset": dataset,
-                "embedder": embedder.mode,
-                "qid": question.qid,
-                "category": question.category,
-                "gold": len(gold),
-            }
-            study_question(store, question, gold, args.limit, row)
-            rows.append(row)
-            advance()
-        embedder.save()
-    finally:
-        store.close()
-    return rows
 
+    def row_of(store: h.ConversationStore, question: Any, embedder: str) -> dict[str, Any]:
+        gold = store.gold(question)
+        row: dict[str, Any] = {
+            "layout": layout,
+            "dataset": dataset,
+            "embedder": embedder,
+            "qid": question.qid,
+            "category": question.category,
+            "gold": len(gold),
+        }
+        study_question(store, question, gold, args.limit, row)
+        return row
 
-def layouts(datasets: Sequence[h.Dataset], wanted: Sequence[str]) -> list[tuple[str, str, list[Conversation], str]]:
-    """(layout, dataset, conversations, history) for each layout asked for and present (``benchmarks.relief``'s)."""
-    out = []
-    for d in datasets:
-        if d.name == "locomo":
-            if "per-conversation" in wanted:
-                out.append(("per-conversation", d.name, list(d.conversations), "asked"))
-            if "one-agent" in wanted:
-                out.append(("one-agent", d.name, [one_agent(d.conversations)], "all"))
-        elif "long-span" in wanted:
-            out.append(("long-span", d.name, list(d.conversations), "asked"))
-    return out
+    return [q for q in conversation.questions if not (locomo and q.category in h.LOCOMO_EXCLUDED)], row_of
 
 
 # -- counting and the verdict (pure: tests/test_bench_cue_propagation.py) ---------------------------
@@ -481,23 +452,9 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], li
     datasets = h.load_datasets(args.locomo, args.limit_conversations, args.long_span, args.seed)
     if args.merge:
         return datasets, *merged(args)
-    args.mode = args.modes[0]
-    workdir = h.workdir_for(args.workdir)
-    plan = layouts(datasets, args.layouts)
+    args.modes = args.modes[:1]  # one fusion mode: the first asked for
     tree = h.code_tree()
-    total = sum(len(c.questions) for _l, _d, cs, _h in plan for c in cs) * len(args.embedders)
-    rows: list[dict[str, Any]] = []
-    models: dict[str, str] = {}
-    with Progress(console=console) as progress:
-        asked = progress.add_task("questions", total=total)
-        for name in args.embedders:
-            embedder = h.prefetched_embedder(name, datasets, progress, args.embed_cache)
-            for layout, dataset, conversations, history in plan:
-                for conversation in conversations:
-                    rows += run_store(
-                        layout, dataset, conversation, history, embedder, args, workdir, lambda: progress.advance(asked)
-                    )
-            models[name] = embedder.model
+    rows, models = h.ask_layouts(args, console, datasets, layouts(datasets, args.layouts), study)
     if args.rows:
         args.rows.parent.mkdir(parents=True, exist_ok=True)
         argv = sys.argv[1:]

@@ -213,6 +213,20 @@ def prefetched_embedder(
     return embedder
 
 
+def each_embedder(
+    args: argparse.Namespace, console: Any, datasets: Sequence[Dataset], label: str, total: int
+) -> Iterator[tuple[PrefetchEmbedder, Callable[[], None]]]:
+    """Under one progress bar of ``total`` steps (``label``): each embedder ``--embedders`` names, every text of
+    the datasets embedded first (``--embed-cache`` where the study has it), with the step that advances the bar."""
+    from rich.progress import Progress
+
+    with Progress(console=console) as progress:
+        task = progress.add_task(label, total=total)
+        for name in args.embedders:
+            embedder = prefetched_embedder(name, datasets, progress, getattr(args, "embed_cache", None))
+            yield embedder, lambda: progress.advance(task)
+
+
 # The block arm and its background build, off for a run that does not measure them (as CPERSONA_* variables,
 # so a variant may turn them on).
 WITHOUT_BLOCKS = {"CPERSONA_BLOCK_BUILD_ENABLED": "false", "CPERSONA_BLOCK_RETRIEVAL_ENABLED": "false"}
@@ -319,6 +333,12 @@ class ConversationStore:
 
     def close(self) -> None:
         self.memory.close()
+
+    def __enter__(self) -> ConversationStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @contextmanager
     def using(self, **overrides: Any) -> Iterator[None]:
@@ -523,6 +543,44 @@ def workdir_for(path: Path | None) -> Path:
     out = path or Path(tempfile.mkdtemp(prefix="cuedrecall-bench-"))
     out.mkdir(parents=True, exist_ok=True)
     return out
+
+
+# -- a study over layouts of stores ---------------------------------------------------------------
+
+
+Layout = tuple[str, str, list[Conversation], str]  # (layout, dataset, the conversations it stores, history)
+# what a study asks of one stored conversation (args, layout, dataset, conversation): the questions, and the row
+# made of each answer (store, question, embedder)
+Study = Callable[
+    [argparse.Namespace, str, str, Conversation],
+    tuple[list[Question], Callable[["ConversationStore", Question, str], dict[str, Any]]],
+]
+
+
+def ask_layouts(
+    args: argparse.Namespace, console: Any, datasets: Sequence[Dataset], plan: Sequence[Layout], study: Study
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """Every conversation of each layout in a store of its own at the study's defaults (``--defaults``), for each
+    embedder and each of ``args.modes``; ``study(args, layout, dataset, conversation)`` says which questions to ask it
+    (in time order, the store filled as the layout's history says) and the row to make of each. The rows, and the
+    model of each embedder."""
+    workdir = workdir_for(args.workdir)
+    total = sum(len(c.questions) for _l, _d, cs, _h in plan for c in cs) * len(args.embedders) * len(args.modes)
+    rows: list[dict[str, Any]] = []
+    models: dict[str, str] = {}
+    for embedder, advance in each_embedder(args, console, datasets, "questions", total):
+        for mode in args.modes:
+            args.mode = mode
+            for layout, dataset, conversations, history in plan:
+                for conversation in conversations:
+                    questions, row_of = study(args, layout, dataset, conversation)
+                    with ConversationStore(conversation, embedder, mode, workdir, DEFAULTS[args.defaults]) as store:
+                        for question in replay(store, questions, history):
+                            rows.append(row_of(store, question, embedder.mode))
+                            advance()
+                        embedder.save()
+        models[embedder.mode] = embedder.model
+    return rows, models
 
 
 # -- datasets -----------------------------------------------------------------------------------

@@ -724,22 +724,19 @@ SLICES = (
     ("cued", CUE, lambda r: r["arm"] == CUE),
 )
 
-HEADLINE_COLUMNS = [
-    "dataset",
-    "embedder",
-    "system",
-    "questions",
-    "arm",
-    "evidence quoted",
-    "evidence text quoted",
-    "all evidence quoted",
-    "evidence cited",
-    "items",
-    "response chars",
-    "quoted chars",
-    "errors",
-    "n",
-]
+# the figures of a headline row: (column, summarise's key)
+HEADLINE_FIGURES = (
+    ("evidence quoted", "quoted"),
+    ("evidence text quoted", "quoted_text"),
+    ("all evidence quoted", "all_quoted"),
+    ("evidence cited", "cited"),
+    ("items", "items"),
+    ("response chars", "size_chars"),
+    ("quoted chars", "quoted_chars"),
+    ("errors", "errors"),
+    ("n", "n"),
+)
+HEADLINE_COLUMNS = ["dataset", "embedder", "system", "questions", "arm", *(column for column, _ in HEADLINE_FIGURES)]
 
 
 def headline_rows(rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
@@ -751,49 +748,22 @@ def headline_rows(rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
             mine = [r for r in group if r["system"] == system]
             for label, arm, keep in SLICES:
                 part = [r for r in mine if keep(r)]
-                if not part:
-                    continue
-                s = summarise(part)
-                out.append(
-                    [
-                        dataset,
-                        embedder,
-                        system,
-                        label,
-                        arm,
-                        s["quoted"],
-                        s["quoted_text"],
-                        s["all_quoted"],
-                        s["cited"],
-                        s["items"],
-                        s["size_chars"],
-                        s["quoted_chars"],
-                        s["errors"],
-                        s["n"],
-                    ]
-                )
+                if part:
+                    s = summarise(part)
+                    out.append([dataset, embedder, system, label, arm, *(s[key] for _, key in HEADLINE_FIGURES)])
     return out
 
 
-DETAIL_COLUMNS = [
-    "dataset",
-    "embedder",
-    "category",
-    "system",
-    "arm",
-    "evidence quoted",
-    "evidence text quoted",
-    "all evidence quoted",
-    "evidence cited",
-    "evidence in the first item",
-    "evidence text in any quote",
-    "items",
-    "returned_count",
-    "response chars",
-    "quoted chars",
-    "errors",
-    "n",
-]
+# the figures of a row by category: the headline's, the first item and any quote beside them
+DETAIL_FIGURES = (
+    *HEADLINE_FIGURES[:4],
+    ("evidence in the first item", "first_item"),
+    ("evidence text in any quote", "text_anywhere"),
+    ("items", "items"),
+    ("returned_count", "returned_count"),
+    *HEADLINE_FIGURES[5:],
+)
+DETAIL_COLUMNS = ["dataset", "embedder", "category", "system", "arm", *(column for column, _ in DETAIL_FIGURES)]
 
 
 def detail_rows(rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
@@ -806,30 +776,9 @@ def detail_rows(rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
             for system in systems:
                 for arm in (NO_CUE, CUE):
                     mine = [r for r in part if r["system"] == system and r["arm"] == arm]
-                    if not mine:
-                        continue
-                    s = summarise(mine)
-                    out.append(
-                        [
-                            dataset,
-                            embedder,
-                            category,
-                            system,
-                            arm,
-                            s["quoted"],
-                            s["quoted_text"],
-                            s["all_quoted"],
-                            s["cited"],
-                            s["first_item"],
-                            s["text_anywhere"],
-                            s["items"],
-                            s["returned_count"],
-                            s["size_chars"],
-                            s["quoted_chars"],
-                            s["errors"],
-                            s["n"],
-                        ]
-                    )
+                    if mine:
+                        s = summarise(mine)
+                        out.append([dataset, embedder, category, system, arm, *(s[k] for _, k in DETAIL_FIGURES)])
     return out
 
 

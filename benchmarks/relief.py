@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import Progress
 
 from benchmarks import harness as h
 from benchmarks import stats
@@ -210,47 +209,34 @@ def study_cued(
     row["b_stages"] = len([s for s in (b_off.get("trace") or {}).get("stages") or []])
 
 
-def run_store(
-    layout: str,
-    dataset: str,
-    conversation: Conversation,
-    history: str,
-    embedder: h.PrefetchEmbedder,
-    args: argparse.Namespace,
-    workdir: Path,
-    advance: Any,
-) -> list[dict[str, Any]]:
+def study(args: argparse.Namespace, layout: str, dataset: str, conversation: Conversation) -> tuple[list[Any], Any]:
+    """A store's questions (scored ones, and those that get a cue) and the row of each: relief on and off,
+    without a cue and, where one is extracted, with it."""
     locomo = dataset == "locomo"
     cues = {q.qid: explain_cue(q.text, q.asked_at) for q in conversation.questions}
-    scored = [q for q in conversation.questions if not (locomo and q.category in h.LOCOMO_EXCLUDED)]
-    wanted = {q.qid for q in scored} | {qid for qid, c in cues.items() if c is not None}
-    questions = [q for q in conversation.questions if q.qid in wanted]
-    store = h.ConversationStore(conversation, embedder, args.mode, workdir, h.DEFAULTS[args.defaults])
-    rows = []
-    try:
-        for question in h.replay(store, questions, history):
-            gold = store.gold(question)
-            row: dict[str, Any] = {
-                "layout": layout,
-                "dataset": dataset,
-                "embedder": embedder.mode,
-                "qid": question.qid,
-                "gold": len(gold),
-                "scored": question.qid in {q.qid for q in scored},
-                "cued": cues[question.qid] is not None,
-            }
-            if row["scored"]:
-                study_uncued(store, question, gold, args.limit, row)
-            if row["cued"]:
-                rule, cue = cues[question.qid]
-                row["rule"], row["confidence"] = rule, cue["confidence"]
-                study_cued(store, question, cue, gold, args.limit, row)
-            rows.append(row)
-            advance()
-        embedder.save()
-    finally:
-        store.close()
-    return rows
+    scored = {q.qid for q in conversation.questions if not (locomo and q.category in h.LOCOMO_EXCLUDED)}
+    wanted = scored | {qid for qid, c in cues.items() if c is not None}
+
+    def row_of(store: h.ConversationStore, question: Any, embedder: str) -> dict[str, Any]:
+        gold = store.gold(question)
+        row: dict[str, Any] = {
+            "layout": layout,
+            "dataset": dataset,
+            "embedder": embedder,
+            "qid": question.qid,
+            "gold": len(gold),
+            "scored": question.qid in scored,
+            "cued": cues[question.qid] is not None,
+        }
+        if row["scored"]:
+            study_uncued(store, question, gold, args.limit, row)
+        if row["cued"]:
+            rule, cue = cues[question.qid]
+            row["rule"], row["confidence"] = rule, cue["confidence"]
+            study_cued(store, question, cue, gold, args.limit, row)
+        return row
+
+    return [q for q in conversation.questions if q.qid in wanted], row_of
 
 
 # -- summaries --------------------------------------------------------------------------------------
@@ -601,31 +587,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], list[dict[str, Any]], dict[str, str]]:
     datasets = h.load_datasets(args.locomo, args.limit_conversations, args.long_span, args.seed)
-    workdir = h.workdir_for(args.workdir)
     plan = layouts(datasets, args.layouts, args.small_sizes)
-    total = sum(len(c.questions) for _l, _d, cs, _h in plan for c in cs) * len(args.embedders) * len(args.modes)
-    rows: list[dict[str, Any]] = []
-    models: dict[str, str] = {}
-    with Progress(console=console) as progress:
-        asked = progress.add_task("questions", total=total)
-        for name in args.embedders:
-            embedder = h.prefetched_embedder(name, datasets, progress, args.embed_cache)
-            for mode in args.modes:
-                args.mode = mode
-                for layout, dataset, conversations, history in plan:
-                    for conversation in conversations:
-                        rows += run_store(
-                            layout,
-                            dataset,
-                            conversation,
-                            history,
-                            embedder,
-                            args,
-                            workdir,
-                            lambda: progress.advance(asked),
-                        )
-            models[name] = embedder.model
-    return datasets, rows, models
+    return datasets, *h.ask_layouts(args, console, datasets, plan, study)
 
 
 def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:

@@ -903,20 +903,20 @@ def agreement_rows(rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
     return out
 
 
-HEADLINE_COLUMNS = [
-    "embedder",
-    "system",
-    "recall_any@10",
-    "NDCG@10",
-    "rows (first 10)",
-    "recall_any (returned)",
-    "NDCG (returned)",
-    "rows (returned)",
-    "recall_any (equal rows)",
-    "NDCG (equal rows)",
-    "rows (equal)",
-    "n",
-]
+# the figures of a headline row: (column, summarise's key)
+HEADLINE_FIGURES = (
+    ("recall_any@10", "any@10"),
+    ("NDCG@10", "ndcg@10"),
+    ("rows (first 10)", "rows@10"),
+    ("recall_any (returned)", "any_all"),
+    ("NDCG (returned)", "ndcg_all"),
+    ("rows (returned)", "rows"),
+    ("recall_any (equal rows)", "any_eq"),
+    ("NDCG (equal rows)", "ndcg_eq"),
+    ("rows (equal)", "rows_eq"),
+    ("n", "n"),
+)
+HEADLINE_COLUMNS = ["embedder", "system", *(column for column, _ in HEADLINE_FIGURES)]
 
 
 def headline_rows(rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
@@ -926,22 +926,7 @@ def headline_rows(rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
     for (embedder,), group in h.group_rows(rows, ("embedder",)).items():
         for system in systems_in(group):
             s = summarise([r for r in group if r["system"] == system], counts)
-            out.append(
-                [
-                    embedder,
-                    system,
-                    s["any@10"],
-                    s["ndcg@10"],
-                    s["rows@10"],
-                    s["any_all"],
-                    s["ndcg_all"],
-                    s["rows"],
-                    s["any_eq"],
-                    s["ndcg_eq"],
-                    s["rows_eq"],
-                    s["n"],
-                ]
-            )
+            out.append([embedder, system, *(s[key] for _, key in HEADLINE_FIGURES)])
     return out
 
 

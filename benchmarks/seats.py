@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import Progress
 
 from benchmarks import harness as h
 from benchmarks import stats
@@ -154,17 +153,12 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], li
     rows: list[dict[str, Any]] = []
     models: dict[str, str] = {}
     total = h.count_questions(datasets, lambda d, q: d.scored(q)) * len(args.embedders) * len(args.modes)
-    with Progress(console=console, transient=False) as progress:
-        asked = progress.add_task("questions", total=total)
-        for name in args.embedders:
-            embedder = h.prefetched_embedder(name, datasets, progress)
-            for dataset in datasets:
-                for conversation in dataset.conversations:
-                    for mode in args.modes:
-                        rows += evaluate_conversation(
-                            dataset, conversation, embedder, mode, args, workdir, lambda: progress.advance(asked)
-                        )
-            models[name] = embedder.model
+    for embedder, advance in h.each_embedder(args, console, datasets, "questions", total):
+        for dataset in datasets:
+            for conversation in dataset.conversations:
+                for mode in args.modes:
+                    rows += evaluate_conversation(dataset, conversation, embedder, mode, args, workdir, advance)
+        models[embedder.mode] = embedder.model
     return datasets, rows, models
 
 

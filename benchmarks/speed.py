@@ -734,37 +734,21 @@ def run_mcp(report: Report, sizes: list[int], progress: Progress) -> None:
                     report.peer_errors[size] = _failure(exc, "import")
             peer_db = store.path if store else None
             inproc = _inproc_refs(ours_db, mcp_texts(args.queries)["plain"])
+            # what the side by side and ours alone (its fallback) both take
+            rest = (workdir, embed.url, args.queries, args.peer_timeout, args.peer_budget, inproc)
             try:
+                label = f"recall {size:,} over MCP"
                 report.sbs[size] = anyio.run(
-                    run_side_by_side,
-                    size,
-                    ours_db,
-                    peer_db,
-                    workdir,
-                    embed.url,
-                    args.queries,
-                    args.peer_timeout,
-                    args.peer_budget,
-                    inproc,
-                    _task(progress, f"recall {size:,} over MCP", args.queries),
+                    run_side_by_side, size, ours_db, peer_db, *rest, _task(progress, label, args.queries)
                 )
             except Exception as exc:
                 if peer_db is None:
                     raise
                 report.peer_errors[size] = _failure(exc, "side by side")
                 peer_db = None  # ours alone, so that its MCP figures are still there
+                label = f"recall {size:,} over MCP (ours alone)"
                 report.sbs[size] = anyio.run(
-                    run_side_by_side,
-                    size,
-                    ours_db,
-                    None,
-                    workdir,
-                    embed.url,
-                    args.queries,
-                    args.peer_timeout,
-                    args.peer_budget,
-                    inproc,
-                    _task(progress, f"recall {size:,} over MCP (ours alone)", args.queries),
+                    run_side_by_side, size, ours_db, None, *rest, _task(progress, label, args.queries)
                 )
             try:
                 report.ingest_mcp[size] = anyio.run(

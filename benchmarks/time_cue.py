@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import Progress
 
 from benchmarks import harness as h
 from benchmarks import stats
@@ -227,15 +226,12 @@ def run_dataset(
     for conversation in dataset.conversations:
         cued = {q.qid: explain_cue(q.text, q.asked_at) for q in conversation.questions}
         questions = [q for q in conversation.questions if cued[q.qid] is not None]
-        store = h.ConversationStore(conversation, embedder, mode, workdir, h.DEFAULTS[args.defaults])
-        try:
+        with h.ConversationStore(conversation, embedder, mode, workdir, h.DEFAULTS[args.defaults]) as store:
             for question in h.replay(store, questions, args.history):
                 rule, cue = cued[question.qid]
                 rows.append(study_question(store, dataset, question, cue, rule, args.limit))
                 advance()
             embedder.save()
-        finally:
-            store.close()
     return rows
 
 
@@ -623,14 +619,12 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], li
     cued = h.count_questions(datasets, lambda d, q: explain_cue(q.text, q.asked_at) is not None)
     rows: list[dict[str, Any]] = []
     models: dict[str, str] = {}
-    with Progress(console=console) as progress:
-        asked = progress.add_task("cued questions", total=cued * len(args.embedders) * len(args.modes))
-        for name in args.embedders:
-            embedder = h.prefetched_embedder(name, datasets, progress, args.embed_cache)
-            for dataset in datasets:
-                for mode in args.modes:
-                    rows += run_dataset(dataset, embedder, mode, args, workdir, lambda: progress.advance(asked))
-            models[name] = embedder.model
+    total = cued * len(args.embedders) * len(args.modes)
+    for embedder, advance in h.each_embedder(args, console, datasets, "cued questions", total):
+        for dataset in datasets:
+            for mode in args.modes:
+                rows += run_dataset(dataset, embedder, mode, args, workdir, advance)
+        models[embedder.mode] = embedder.model
     return datasets, rows, models
 
 
