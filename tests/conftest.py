@@ -176,6 +176,23 @@ def confined(tmp_path: Path, folder: Path) -> Iterator[Memory]:
         yield memory
 
 
+@pytest.fixture
+def open_umask() -> Iterator[None]:
+    """A permissive umask, so a private mode must come from the code, not the environment (the 0600 tests)."""
+    old = os.umask(0o000)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+@pytest.fixture
+def http_url(tmp_path: Path) -> Iterator[str]:
+    """The HTTP app (bearer token ``t``) over a fresh store under uvicorn on loopback: its base URL."""
+    with open_memory(tmp_path / "w.db", settings=make_settings(auth_token="t")) as memory, serving(memory) as url:
+        yield url
+
+
 def database_at(path: Path, version: int, memory_text: str, when: str) -> None:
     """A database left by an earlier version: the migrations up to ``version`` applied, one memory stored."""
     import sqlite3

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -246,16 +245,6 @@ def test_an_import_over_max_import_bytes_is_refused(tmp_path: Path, folder: Path
 
 
 # -- 0600 -------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def open_umask() -> Iterator[None]:
-    """A permissive umask, so a private mode must come from the code, not the environment."""
-    old = os.umask(0o000)
-    try:
-        yield
-    finally:
-        os.umask(old)
 
 
 def test_the_database_and_its_side_files_are_created_0600(tmp_path: Path, open_umask: None) -> None:

@@ -12,7 +12,6 @@ import json
 import os
 import stat
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -202,16 +201,6 @@ def test_a_name_too_long_for_the_file_system_is_a_clear_refusal(confined: Memory
 
 
 # -- 2. backup never follows a planted partial file -----------------------------------------------
-
-
-@pytest.fixture
-def open_umask() -> Iterator[None]:
-    """A permissive umask, so a private mode must come from the code, not the environment."""
-    old = os.umask(0o000)
-    try:
-        yield
-    finally:
-        os.umask(old)
 
 
 @pytest.mark.skipif(os.environ.get("CUEDRECALL_TEST_BACKEND") == "postgres", reason="backup copies a SQLite file")

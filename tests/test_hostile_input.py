@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import failed, make_settings, open_memory, snapshot
+from conftest import failed, open_memory, snapshot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,7 +31,6 @@ from cuedrecall.api import ERROR_MAX, Memory
 from cuedrecall.errors import StoreError, ToolArgumentError, describe_storage_error
 from cuedrecall.server import stdio
 from cuedrecall.server.jsonrpc import INVALID_REQUEST, MAX_DEPTH, PARSE_ERROR
-from cuedrecall.server.mcp import http_app
 from cuedrecall.tools import TOOLS
 from cuedrecall.tools.bounds import MAX_DEPTH as ARGUMENT_DEPTH
 from cuedrecall.tools.bounds import check_value
@@ -447,17 +446,6 @@ HTTP_HEADERS = {
     "Content-Type": "application/json",
     "Authorization": "Bearer t",
 }
-
-
-@pytest.fixture
-def http_url(tmp_path: Path) -> Iterator[str]:
-    from cuedrecall.ui.app import running
-
-    with (
-        open_memory(tmp_path / "w.db", settings=make_settings(auth_token="t")) as memory,
-        running(http_app(memory), lifespan="on") as url,
-    ):
-        yield url
 
 
 @pytest.mark.parametrize(

@@ -8,14 +8,13 @@ import json
 import logging
 import re
 import tracemalloc
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
 import pytest
-from conftest import make_settings, open_memory
+from conftest import open_memory
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
@@ -34,9 +33,8 @@ from cuedrecall.server.jsonrpc import (
     bounds_problem,
     parsed,
 )
-from cuedrecall.server.mcp import http_app
 from cuedrecall.tools.common import QUERY_MAX
-from cuedrecall.ui.app import TOKEN_HEADER, make_app, running
+from cuedrecall.ui.app import TOKEN_HEADER, make_app
 
 REPO = Path(__file__).resolve().parents[1]
 BODY = 16 * 1024 * 1024 - 4096  # the probe's bodies: just under the HTTP body bound
@@ -214,15 +212,6 @@ def test_bad_method_names_over_stdio_are_answered_and_logged_in_a_few_short_line
     assert all(answers[100 + i]["error"]["code"] == METHOD_NOT_FOUND for i in range(40))
     assert len(done.stderr) < 3000, done.stderr.decode(errors="replace")[:3000]
     assert max(map(len, done.stderr.splitlines()), default=0) < 300
-
-
-@pytest.fixture
-def http_url(tmp_path: Path) -> Iterator[str]:
-    with (
-        open_memory(tmp_path / "w.db", settings=make_settings(auth_token="t")) as memory,
-        running(http_app(memory), lifespan="on") as url,
-    ):
-        yield url
 
 
 def test_a_bad_method_name_over_http_is_a_jsonrpc_error_in_one_short_log_line(
