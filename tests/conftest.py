@@ -226,6 +226,15 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 LOCOMO_MINI = FIXTURES / "locomo_mini.json"  # LoCoMo's layout, text of our own (fixtures/make_locomo_mini.py)
 
 
+def study_argv(tmp_path: Path, out: Path, *options: str, locomo: bool = True, long_span: str = "small") -> list[str]:
+    """A benchmark study's smallest run: the LoCoMo fixture's first conversation (or, ``locomo=False``, no LoCoMo),
+    the generated long-span history at ``long_span``, the hash embedder, ``options``, its databases under
+    ``tmp_path/db`` and its report at ``out``."""
+    argv = ["--locomo", str(LOCOMO_MINI), "--limit-conversations", "1"] if locomo else ["--locomo", "none"]
+    argv += ["--long-span", long_span, "--embedders", "hash", *options]
+    return [*argv, "--workdir", str(tmp_path / "db"), "--out", str(out)]
+
+
 def _allowed_roots() -> tuple[str, ...]:
     """The folders a test may open files in, each ending in a separator, as written and as resolved."""
     candidates: list[str | Path] = [

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from conftest import study_argv
+
 from benchmarks import cue_propagation as cp
 
 
@@ -145,20 +147,7 @@ def test_harm_on_any_set_keeps_it_off() -> None:
 
 def test_the_study_runs_end_to_end_on_the_generated_history(tmp_path: Path) -> None:
     out, kept = tmp_path / "cp.md", tmp_path / "rows.json"
-    argv = [
-        "--locomo",
-        "none",
-        "--long-span",
-        "small",
-        "--embedders",
-        "hash",
-        "--workdir",
-        str(tmp_path / "db"),
-        "--rows",
-        str(kept),
-        "--out",
-        str(out),
-    ]
+    argv = study_argv(tmp_path, out, "--rows", str(kept), locomo=False)
     assert cp.main(argv) == 0
     text = out.read_text(encoding="utf-8")
     assert "## Verdict" in text and "| long-span |" in text and "propagated-v1" in text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import LOCOMO_MINI
+from conftest import study_argv
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -50,25 +50,7 @@ def test_the_answer_keeps_its_first_rows_adds_only_neighbours_and_stays_within_t
 
 def test_a_tiny_run_reports_every_variant_and_base_is_the_plain_answer(tmp_path: Path) -> None:
     out = tmp_path / "neighbours.md"
-    assert (
-        main(
-            [
-                "--locomo",
-                str(LOCOMO_MINI),
-                "--limit-conversations",
-                "1",
-                "--long-span",
-                "none",
-                "--embedders",
-                "hash",
-                "--workdir",
-                str(tmp_path / "db"),
-                "--out",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    assert main(study_argv(tmp_path, out, long_span="none")) == 0
     rows = [
         [c.strip() for c in line.strip("|").split("|")]
         for line in out.read_text().splitlines()

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 import pytest
+from conftest import study_argv
 
 from benchmarks import harness as h
 from benchmarks.seats import main
@@ -21,24 +22,9 @@ def test_parse_setting_reads_a_known_setting_and_refuses_the_rest() -> None:
 
 def test_a_tiny_run_compares_each_question_and_a_seat_never_loses_evidence(tmp_path: Path) -> None:
     out = tmp_path / "seats.md"
-    argv = [
-        "--locomo",
-        "none",
-        "--long-span",
-        "small",
-        "--embedders",
-        "hash",
-        "--modes",
-        "rrf",
-        "--extra-rows",
-        "2",
-        "--variant",
-        "CPERSONA_KEYWORD_SEATS=2",
-        "--workdir",
-        str(tmp_path / "db"),
-        "--out",
-        str(out),
-    ]
+    argv = study_argv(
+        tmp_path, out, "--modes", "rrf", "--extra-rows", "2", "--variant", "CPERSONA_KEYWORD_SEATS=2", locomo=False
+    )
     assert main(argv) == 0
     text = out.read_text(encoding="utf-8")
     assert text.startswith("# Held seats against the gate\n\nCommand: `python -m benchmarks.seats --locomo none")

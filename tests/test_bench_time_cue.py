@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import LOCOMO_MINI
+from conftest import study_argv
 
 from benchmarks import harness as h
 from benchmarks import stats
@@ -145,21 +145,7 @@ def test_wrong_cues_on_a_generated_store_hold_no_evidence_in_the_period_searched
 
 def test_main_runs_end_to_end_on_tiny_data(tmp_path: Path) -> None:
     out = tmp_path / "results" / "time_cue.md"
-    locomo = LOCOMO_MINI
-    argv = [
-        "--locomo",
-        str(locomo),
-        "--limit-conversations",
-        "1",
-        "--long-span",
-        "small",
-        "--embedders",
-        "hash",
-        "--out",
-        str(out),
-        "--workdir",
-        str(tmp_path / "db"),
-    ]
+    argv = study_argv(tmp_path, out)
     assert tc.main(argv) == 0
     text = out.read_text(encoding="utf-8")
     assert text.startswith("# The time-cue study\n\nCommand: `python -m benchmarks.time_cue --locomo")
