@@ -162,8 +162,9 @@ class Memory:
         for demand in spec.demands(bound):
             if not principal.allows(demand):
                 return {**denied(spec.name, demand, principal), **spec.failure}
-        if spec.paused is not None and rt.pauses.remaining(session_key, rt.clock()) > 0:
-            return paused_answer(rt, session_key, spec.paused)
+        previewing = spec.previews and bound.get("dry_run") is True  # a preview writes nothing: it runs as usual
+        if spec.paused is not None and not previewing and rt.pauses.remaining(session_key, rt.clock()) > 0:
+            return paused_answer(rt, session_key, spec.paused_body(rt, bound))
         if spec.takes_session:
             bound["session_key"] = session_key
         if spec.takes_principal:

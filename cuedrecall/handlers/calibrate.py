@@ -106,13 +106,11 @@ def calibrate_threshold(
 ) -> dict[str, Any]:
     """The tool: measure with the agent's precision, then write the thresholds.
 
-    As CPersona reads them: 0 means the default (200 samples, the 0.95 quantile, 1.0
-    deviations), a percentile above 1 is a percent, and a sample under 10 is 10.
+    As CPersona reads them (``settings_read``). The answer carries CPersona's keys too:
+    ``old_threshold`` and ``new_threshold`` (the cosine gate's; the old one is the setting's while uncalibrated),
+    ``percentile``, ``z_factor``.
     """
-    sample_size = max(MIN_SAMPLES, sample_size or 200)
-    percentile = percentile or 0.95
-    percentile = percentile / 100 if percentile > 1 else percentile
-    z_factor = z_factor or 1.0
+    sample_size, percentile, z_factor = settings_read(sample_size, percentile, z_factor)
     beta = rt.calibration.beta(agent_id, rt.settings.recall_precision)
     try:
         report, found = measure(rt, agent_id, beta, sample_size, method, percentile, z_factor)
@@ -120,7 +118,40 @@ def calibrate_threshold(
         return {"ok": False, "error": str(exc), "agent_id": agent_id}
     with rt.store.write() as conn:
         rt.store.set_thresholds(conn, found + _stamp(rt, agent_id, report, auto=False))
-    return {**report, "sidecar_persisted": True}  # CPersona's name: persisted, in the database with the data
+    return {
+        **report,
+        "percentile": percentile,
+        "z_factor": z_factor,
+        "old_threshold": report["old_thresholds"].get("cosine", rt.settings.vector_min_similarity),
+        "new_threshold": report["new_thresholds"]["cosine"],
+        "sidecar_persisted": True,  # CPersona's name: persisted, in the database with the data
+    }
+
+
+def settings_read(sample_size: int, percentile: float, z_factor: float) -> tuple[int, float, float]:
+    """calibrate_threshold's numbers as CPersona reads them: 0 means the default (200 samples, the 0.95 quantile,
+    1.0 deviations), a percentile above 1 is a percent, and a sample under 10 is 10."""
+    percentile = percentile or 0.95
+    return max(MIN_SAMPLES, sample_size or 200), percentile / 100 if percentile > 1 else percentile, z_factor or 1.0
+
+
+def paused_calibration(rt: Runtime, bound: dict[str, Any]) -> dict[str, Any]:
+    """calibrate_threshold's answer while paused: its real keys, with what was asked and nothing measured."""
+    _, percentile, z_factor = settings_read(bound["sample_size"], bound["percentile"], bound["z_factor"])
+    agent_id = bound["agent_id"]
+    measured = dict.fromkeys(("embedding_dim", "distribution", "null_admit_rate", "old_threshold", "new_threshold"))
+    return {
+        "agent_id": agent_id,
+        "scope": "per_agent" if agent_id else "global",
+        "method": bound["method"],
+        "percentile": percentile,
+        "z_factor": z_factor,
+        "sampled_embeddings": 0,
+        "num_pairs": 0,
+        "embedding_model": rt.embedder.model,
+        **measured,
+        "sidecar_persisted": False,
+    }
 
 
 def set_recall_precision(rt: Runtime, agent_id: str, precision: str, beta: float) -> dict[str, Any]:
@@ -144,9 +175,27 @@ def set_recall_precision(rt: Runtime, agent_id: str, precision: str, beta: float
         "precision": _named(effective),
         "beta": effective,
         "cleared": cleared,
+        "fused_gate": result.get("lexical"),  # CPersona's key: our second gate, the word scores' (docs/tools.md)
         "calibrate": result,
     }
     return answer if result["ok"] else {**answer, "error": f"nothing changed: {result['error']}"}
+
+
+def paused_precision(rt: Runtime, bound: dict[str, Any]) -> dict[str, Any]:
+    """set_recall_precision's answer while paused: the precision it would set, nothing measured or written."""
+    precision, beta = bound["precision"], bound["beta"]
+    cleared = beta <= 0 and not precision
+    effective = (
+        PRECISION_BETA[rt.settings.recall_precision] if cleared else beta if beta > 0 else PRECISION_BETA[precision]
+    )
+    return {
+        "agent_id": bound["agent_id"],
+        "precision": _named(effective),
+        "beta": effective,
+        "cleared": cleared,
+        "fused_gate": None,
+        "calibrate": None,
+    }
 
 
 def _named(beta: float) -> str:

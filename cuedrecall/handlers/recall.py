@@ -221,6 +221,7 @@ def _trace_header(rt: Runtime, ctx: RecallContext, cue: TimeCue | None, limit: i
 
 _CONTEXT_FIELDS = ("role", "content", "name", "user_id", "timestamp")
 _MERGED_ROLES = ("user", "assistant")
+_ROLE_SHOWN = 256  # characters of a role that is not a string, as context_filter_only names it
 
 
 def recall_with_context(
@@ -261,7 +262,7 @@ def recall_with_context(
         _context_message(e) for e in entries if e.get("role") in _MERGED_ROLES and e.get("content")
     ]
     out = {**response, "messages": sorted(merged, key=_chronological)}
-    others = sorted({e["role"] for e in entries if e.get("role") and e["role"] not in _MERGED_ROLES})
+    others = sorted({e["role_shown"] for e in entries if e.get("content") and e.get("role") not in _MERGED_ROLES})
     if others:
         out["context_filter_only"] = {
             "roles": others,
@@ -272,21 +273,33 @@ def recall_with_context(
     return out
 
 
-def _context_entries(external: list[dict[str, Any]]) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
-    """Each entry's string fields; a field that is not a string is read as absent and reported."""
+def _context_entries(external: list[Any]) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
+    """Each entry's string fields; a field that is not a string is read as absent and reported, an entry that is
+    not an object is skipped and reported. ``role_shown`` is how context_filter_only names the entry's role:
+    "(unset)" when it has none, a role that is not a string as its text (docs/tools.md#recall_with_context)."""
     entries, issues = [], []
     for index, entry in enumerate(external):
+        if not isinstance(entry, dict):
+            issues.append({"index": index, "reason": "not an object: skipped"})
+            continue
         kept = {}
         for name in _CONTEXT_FIELDS:
             value = entry.get(name)
             if value is None:
                 continue
             if isinstance(value, str):
-                kept[name] = value
+                kept[name] = value.strip() if name == "content" else value  # a turn's text without its edge spaces
             else:
                 issues.append({"index": index, "field": name, "reason": "not a string: read as absent"})
+        role = entry.get("role")
+        kept["role_shown"] = (role if isinstance(role, str) else _role_text(role)) or "(unset)"
         entries.append(kept)
     return entries, issues
+
+
+def _role_text(role: Any) -> str:
+    """A role that is not a string, as text (7 -> "7", at most _ROLE_SHOWN characters); "" for none."""
+    return "" if role is None else str(role)[:_ROLE_SHOWN]
 
 
 def _context_message(entry: dict[str, str]) -> dict[str, Any]:

@@ -29,7 +29,8 @@ def memory_row(
     model: str,
     locked: bool = False,
 ) -> dict[str, Any]:
-    """A memory as the store inserts it: ``timestamp`` is the caller's time of the event (what cues read)."""
+    """A memory as the store inserts it: ``timestamp`` is the caller's time of the event (what cues read), kept as
+    given; when it does not read as ISO-8601 the row's time (``ts_epoch``) is ``created_at``."""
     return {
         "agent_id": agent_id,
         "project_id": project_id,
@@ -39,7 +40,7 @@ def memory_row(
         "source": json_text(source),
         "source_id": str(source.get("id", "")),
         "timestamp": timestamp,
-        "ts_epoch": to_epoch(timestamp),
+        "ts_epoch": _first_time(timestamp, created_at),
         "metadata": json_text(metadata),
         "locked": int(locked),
         "created_at": created_at,
@@ -75,6 +76,15 @@ def episode_row(
         "created_at": created_at,
         **embedding(vector, model),
     }
+
+
+def _first_time(*texts: str) -> float | None:
+    """Epoch seconds of the first text that reads as ISO-8601."""
+    for text in texts:
+        moment = to_epoch(text)
+        if moment is not None:
+            return moment
+    return None
 
 
 def embedding(vector: np.ndarray | None, model: str) -> dict[str, Any]:

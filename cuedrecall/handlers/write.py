@@ -169,7 +169,11 @@ def _checked_message(rt: Runtime, message: dict[str, Any]) -> dict[str, Any]:
         if name in message and not isinstance(message[name], kinds):
             raise ToolArgumentError(f"argument 'message.{name}' has the wrong type")
     stamp = message.get("timestamp")
-    timestamp = checked_time("message.timestamp", stamp) if stamp is not None else rt.now_iso()
+    if stamp is not None and not isinstance(stamp, str):
+        raise ToolArgumentError("argument 'message.timestamp' must be a string (ISO-8601)")
+    # a time in another format is kept as given; the row's time is then the store time (memory_row), and
+    # check_health's timestamp_format_drift reports it (docs/tools.md#store)
+    timestamp = rt.now_iso() if stamp is None else stamp
     if not content.strip():
         return {"reason": "empty content"}
     source, metadata = normalise_source(message.get("source")), message.get("metadata") or {}

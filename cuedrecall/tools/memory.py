@@ -211,10 +211,11 @@ TOOLS = [
             "query": Param("string", "what to look for", required=True, max_length=QUERY_MAX),
             "external_context": Param(
                 "array",
-                "the conversation so far: [{role, content, name?, user_id?, timestamp?}] (at most 1000 turns)",
+                "the conversation so far: [{role, content, name?, user_id?, timestamp?}] (at most 1000 turns; "
+                "an entry that is not an object is skipped and reported)",
                 default=[],
-                items=_CONTEXT_ENTRY,
                 max_items=1000,
+                extra={"items": _CONTEXT_ENTRY},  # published, not enforced: a malformed entry is skipped
             ),
             "limit": _LIMIT,
             "deep": _DEEP,
@@ -340,7 +341,13 @@ TOOLS = [
         on_agent(WRITE),
         destructive=True,
         idempotent=True,
-        paused={"deleted_memories": 0, "deleted_profiles": 0, "deleted_episodes": 0},
+        paused=lambda rt, bound: {
+            "agent_id": bound["agent_id"],
+            "deleted_memories": 0,
+            "deleted_profiles": 0,
+            "deleted_episodes": 0,
+            "deleted_pending_tasks": 0,
+        },
     ),
     Tool(
         "list_memories",

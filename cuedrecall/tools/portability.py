@@ -17,6 +17,14 @@ def _merge_demands(bound: dict[str, Any]) -> list[Demand]:
     return [Demand(bound["source_agent_id"], source_need), Demand(bound["target_agent_id"], WRITE)]
 
 
+def _paused_merge(rt: Any, bound: dict[str, Any]) -> dict[str, Any]:
+    """merge_memories' answer while paused: its real keys, nothing merged."""
+    counts = dict.fromkeys(("merged_memories", "skipped_memories", "merged_episodes", "skipped_episodes"), 0)
+    moved = {"source_deleted": 0} if bound["mode"] == "move" else {}
+    names = {key: bound[key] for key in ("source_agent_id", "target_agent_id", "strategy", "mode")}
+    return {**names, **counts, "profile_copied": False, "skipped_profile": False, **moved}
+
+
 _AGENT_ARG = identifier("an agent id", required=True, non_empty=True)
 
 TOOLS = [
@@ -65,6 +73,7 @@ TOOLS = [
         on_agent(WRITE, "target_agent_id"),
         takes_principal=True,
         paused={"imported_memories": 0, "imported_episodes": 0},
+        previews=True,
     ),
     Tool(
         "merge_memories",
@@ -83,6 +92,8 @@ TOOLS = [
         },
         merge_memories,
         _merge_demands,
-        paused={"merged_memories": 0, "merged_episodes": 0},
+        destructive=True,  # mode move deletes the source's rows
+        paused=_paused_merge,
+        previews=True,
     ),
 ]

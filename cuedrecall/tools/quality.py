@@ -3,9 +3,30 @@
 from __future__ import annotations
 
 from cuedrecall.access import READ, WRITE
+from cuedrecall.errors import ToolArgumentError
 from cuedrecall.handlers import calibrate
+from cuedrecall.recall.calibration import PRECISION_BETA
+from cuedrecall.tools.bounds import shown
 from cuedrecall.tools.common import AGENT, NAME_MAX, SESSION_KEY
 from cuedrecall.tools.spec import Param, Tool, on_agent
+
+
+def _percentile_within(name: str, value: float) -> None:
+    """0 to 100 (0 the default, above 1 a percent), in the words CPersona's clients look for."""
+    if not 0 <= value <= 100:
+        raise ToolArgumentError(
+            f"argument '{name}': percentile must be in 0 to 1 (a quantile; 0 = 0.95) or 1 to 100 (a percent), "
+            f"got {shown(value)}"
+        )
+
+
+def _precision_known(name: str, value: str) -> None:
+    """A named precision, in the words CPersona's clients look for."""
+    if value and value not in PRECISION_BETA:
+        raise ToolArgumentError(
+            f"argument '{name}': Unknown precision {shown(value)}; expected strict, balanced or lenient"
+        )
+
 
 TOOLS = [
     Tool(
@@ -29,8 +50,8 @@ TOOLS = [
                 "number",
                 "for method percentile: the quantile of unrelated pairs (0 = 0.95; above 1 read as a percent)",
                 default=0.95,
-                minimum=0,
-                maximum=100,
+                refine=_percentile_within,
+                extra={"minimum": 0, "maximum": 100},
             ),
             "z_factor": Param(
                 "number",
@@ -44,7 +65,7 @@ TOOLS = [
         },
         calibrate.calibrate_threshold,
         on_agent(WRITE),
-        paused={"sidecar_persisted": False},
+        paused=calibrate.paused_calibration,
     ),
     Tool(
         "set_recall_precision",
@@ -53,7 +74,12 @@ TOOLS = [
         {
             "agent_id": AGENT,
             "precision": Param(
-                "string", "strict, balanced or lenient", default="", enum=("", "strict", "balanced", "lenient")
+                "string",
+                "strict, balanced or lenient",
+                default="",
+                max_length=NAME_MAX,
+                refine=_precision_known,
+                extra={"enum": ["", *PRECISION_BETA]},
             ),
             "beta": Param(
                 "number",
@@ -66,7 +92,7 @@ TOOLS = [
         },
         calibrate.set_recall_precision,
         on_agent(WRITE),
-        paused={},
+        paused=calibrate.paused_precision,
     ),
     Tool(
         "get_recall_precision",

@@ -13,7 +13,14 @@ TOOLS = [
         "Stop keeping this session's writes for a while (an off-the-record stretch): writes answer as usual but "
         "nothing is stored. Pausing again restarts the time.",
         {
-            "ttl_seconds": Param("integer", "how long (1 to 86400 seconds)", default=1800, minimum=1, maximum=86400),
+            "ttl_seconds": Param(
+                "integer",
+                "how long, 1 to 86400 seconds (a longer or shorter time is moved to that bound; the answer says)",
+                default=1800,
+                minimum=1,
+                maximum=86400,
+                clamp=True,
+            ),
             "session_key": SESSION_KEY,
         },
         session.pause_persistence,

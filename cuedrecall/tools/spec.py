@@ -227,11 +227,18 @@ class Tool:
     read_only: bool = False
     destructive: bool = False
     idempotent: bool = False
-    paused: dict[str, Any] | None = None  # a write tool's answer while the session is paused (None: not a write)
+    # a write tool's answer while the session is paused (None: not a write), or the function of the runtime and
+    # the bound arguments that makes it (an answer that repeats them)
+    paused: dict[str, Any] | Callable[[Any, dict[str, Any]], dict[str, Any]] | None = None
+    previews: bool = False  # dry_run: true only looks, and runs while the session is paused
     failure: dict[str, Any] = field(default_factory=dict)  # the collection keys a failure still carries
     omit_agent: bool = False  # agent_id may be omitted when the caller can act on exactly one agent
     takes_session: bool = False  # the handler is given the session_key (the session controls)
     takes_principal: bool = False  # the handler is given the caller, for demands only the data can tell
+
+    def paused_body(self, rt: Any, bound: dict[str, Any]) -> dict[str, Any]:
+        """The keys of the tool's answer while paused, for these arguments."""
+        return self.paused(rt, bound) if callable(self.paused) else dict(self.paused or {})
 
     def input_schema(self) -> dict[str, Any]:
         return {

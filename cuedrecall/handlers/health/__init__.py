@@ -60,12 +60,20 @@ def _skip_reason(rt: Runtime, fix: bool, session_key: SessionKey) -> str:
     left = rt.pauses.remaining(session_key, rt.clock())
     if not fix or left <= 0:
         return ""
-    return f"persistence is paused for this session ({round(left)} s left): the checks ran, nothing was repaired"
+    return (
+        f"no-persist: persistence is paused for this session ({round(left)} s left): the checks ran, nothing was "
+        "repaired"
+    )
 
 
 def _with_skip(out: dict[str, Any], skipped: str) -> dict[str, Any]:
     """The answer, saying why nothing was repaired when a paused session asked for a fix."""
     return {**out, "repairs_skipped": True, "repairs_skip_reason": skipped} if skipped else out
+
+
+def _fixed(repaired: bool, count: int) -> dict[str, Any]:
+    """``fixed``: whether the repairs ran (CPersona's key, a boolean); ``fixed_count``: the rows they repaired."""
+    return {"fixed": repaired, "fixed_count": count}
 
 
 def _report(found: Finding) -> dict[str, Any]:
@@ -124,7 +132,7 @@ def check_health(rt: Runtime, agent_id: str, fix: bool, checks: list[str], sessi
         "issues": issues,
         "severity_summary": {s: sum(1 for i in issues if i["severity"] == s) for s in SEVERITIES},
         "status": _verdict(open_severities),
-        "fixed": sum(i.get("fixed", 0) for i in issues),
+        **_fixed(fix and not skipped, sum(i.get("fixed", 0) for i in issues)),
         "checks_run": names,
         "stats": stats,
         **({"not_run": off} if off else {}),
@@ -150,7 +158,7 @@ def deep_check(rt: Runtime, agent_id: str, fix: bool, checks: list[str], session
         "agent_id": agent_id,
         "checks_run": names,
         "results": results,
-        "fixed": sum(r.get("fixed", 0) for r in results.values()),
+        **_fixed(fix and not skipped, sum(r.get("fixed", 0) for r in results.values())),
         **({"not_run": not_run} if not_run else {}),
     }
     return _with_skip(out, skipped)

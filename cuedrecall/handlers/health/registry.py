@@ -9,6 +9,7 @@ indexes are shared by every agent, so their own integrity checks look at them wh
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from cuedrecall.clock import to_epoch
@@ -246,6 +247,36 @@ def _invalid_timestamp(run: Run) -> Finding:
     return finding(len(bad), f"{len(bad)} memories have a timestamp that does not parse as ISO-8601", items)
 
 
+def timestamp_form(text: str) -> str:
+    """How a stored timestamp writes its time: "utc" (Z or a zero offset), "aware" (another offset), or "naive"
+    (no zone, or a text that does not read as ISO-8601 at all)."""
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return "naive"
+    offset = moment.utcoffset()
+    return "naive" if offset is None else "utc" if not offset else "aware"
+
+
+def _timestamp_format_drift(run: Run) -> Finding:
+    """Memories whose timestamp is written in more than one form (UTC, another offset, no zone or unreadable):
+    each row's time is still read (an unreadable one's is its store time), but the texts no longer sort as times."""
+    forms: dict[str, list[int]] = {"utc": [], "aware": [], "naive": []}
+    for i, ts in run.rt.store.scan_memories(run.agent_id, "timestamp"):
+        if ts:
+            forms[timestamp_form(ts)].append(i)
+    if sum(1 for ids in forms.values() if ids) <= 1 and not forms["aware"]:
+        return NOTHING
+    odd = forms["aware"] + forms["naive"]
+    counts = {form: len(ids) for form, ids in forms.items()}
+    detail = (
+        f"memory timestamps are written in more than one form ({counts['utc']} UTC, {counts['aware']} with "
+        f"another offset, {counts['naive']} without a zone or unreadable); each row's time is still known, an "
+        "unreadable one's being its store time (report only: the texts are kept as given)"
+    )
+    return finding(len(odd), detail, ref_items(MEMORY, sorted(odd)[: run.limit]), counts)
+
+
 def source_problem(text: str) -> str | None:
     """Why a stored source is malformed: not a JSON object, or a type other than User, Agent or System."""
     try:
@@ -289,6 +320,7 @@ HEALTH_CHECKS: dict[str, tuple[str, Check, Repair | None]] = {
     "vector_index": ("warn", _vector_index, _rebuild_vector_index),
     "missing_blocks": ("info", _missing_blocks, _advance_backfill),
     "invalid_timestamp": ("warn", _invalid_timestamp, None),
+    "timestamp_format_drift": ("info", _timestamp_format_drift, None),
     "invalid_source_type": ("info", _invalid_source_type, None),
     "missing_profile": ("info", _missing_profile, None),
 }
