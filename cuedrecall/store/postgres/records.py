@@ -77,7 +77,7 @@ def to_db_vector(vector: Any) -> Any:
 class PgRecords:
     """Writes and plain reads of memories, episodes, profiles and calibration."""
 
-    if TYPE_CHECKING:  # provided by PgConnection, PgGraph and SqlFolders
+    if TYPE_CHECKING:  # provided by PgConnection, SqlGraph and SqlFolders
 
         def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
         def _per_snapshot(self, key: tuple[Any, ...], compute: Any) -> Any: ...

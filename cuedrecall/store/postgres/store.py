@@ -13,17 +13,17 @@ from cuedrecall.store.postgres.blocks import PgBlocks
 from cuedrecall.store.postgres.browse import PgBrowse
 from cuedrecall.store.postgres.connection import PgConnection, redact
 from cuedrecall.store.postgres.dialect import POSTGRES
-from cuedrecall.store.postgres.graph import PgGraph
 from cuedrecall.store.postgres.maintenance import PgMaintenance
 from cuedrecall.store.postgres.records import PgRecords
 from cuedrecall.store.postgres.schema import HNSW_SEARCH, ensure_hnsw, migrate
 from cuedrecall.store.postgres.terms import PgTermCounts
 from cuedrecall.store.sql.folders import SqlFolders
+from cuedrecall.store.sql.graph import SqlGraph
 from cuedrecall.store.term_counts import TermCounts
 
 
 class PostgresStore(
-    PgRecords, PgArms, PgBlocks, PgGraph, SqlFolders, PgBrowse, PgMaintenance, PgTermCounts, PgConnection
+    PgRecords, PgArms, PgBlocks, SqlGraph, SqlFolders, PgBrowse, PgMaintenance, PgTermCounts, PgConnection
 ):
     """All SQL of cuedrecall's PostgreSQL backend."""
 

@@ -45,6 +45,10 @@ class Dialect:
         """Whether a text parameter (this placeholder) holds the column's value."""
         return f"POSITION({column} IN {self.mark}) > 0"
 
+    def ref_names(self, ref: str, prefix: str, row_id: str) -> str:
+        """Whether the ref column (``prefix`` + id, as ``make_ref`` writes it) names the row of ``row_id``."""
+        return f"{ref} = '{prefix}' || {row_id}"
+
     def locking(self, *, skip_locked: bool = False) -> str:
         """What a write's SELECT appends to lock the rows it read (skipping those another writer holds)."""
         return " FOR UPDATE SKIP LOCKED" if skip_locked else " FOR UPDATE"

@@ -23,6 +23,10 @@ class SqliteDialect(Dialect):
     def contains(self, column: str) -> str:
         return f"instr({self.mark}, {column}) > 0"
 
+    def ref_names(self, ref: str, prefix: str, row_id: str) -> str:
+        # the id read out of the ref, so the row is found by its primary key
+        return f"{row_id} = CAST(substr({ref}, {len(prefix) + 1}) AS INTEGER)"
+
     def locking(self, *, skip_locked: bool = False) -> str:
         return ""  # a write holds the database's one write lock already
 

@@ -26,13 +26,13 @@ from cuedrecall.store.bounded import Lru
 from cuedrecall.store.predicates import listing_where, scope_where
 from cuedrecall.store.rows import RECORD_COLUMNS, TABLES, ids_by_kind, pool_growth, record_of
 from cuedrecall.store.sql.folders import SqlFolders
+from cuedrecall.store.sql.graph import SqlGraph
 from cuedrecall.store.sqlite.arms import SqliteArms
 from cuedrecall.store.sqlite.block_index import BlockIndex
 from cuedrecall.store.sqlite.blocks import SqliteBlocks
 from cuedrecall.store.sqlite.browse import SqliteBrowse
 from cuedrecall.store.sqlite.busy import BUSY_TIMEOUT_MS, WRITE_SLICE_S, WRITE_WAIT_S, begin_write, open_reader
 from cuedrecall.store.sqlite.dialect import SQLITE
-from cuedrecall.store.sqlite.graph import SqliteGraph
 from cuedrecall.store.sqlite.grown_stats import GrownStats, Upto
 from cuedrecall.store.sqlite.locks import SnapshotLock
 from cuedrecall.store.sqlite.maintenance import SqliteMaintenance
@@ -90,7 +90,7 @@ def _private_side_files(path: str) -> None:
             pass  # not there (yet): SQLite creates it later with the database file's mode
 
 
-class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqliteGraph, SqlFolders, SqliteBrowse):
+class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqlGraph, SqlFolders, SqliteBrowse):
     """All SQL of cuedrecall's embedded backend. One writer at a time; the indexes follow every commit."""
 
     read_only = False  # set by a read-only opener (the explorer without --write): ``write`` refuses
