@@ -140,7 +140,7 @@ class Memory:
         try:
             answer = self._dispatch(spec, arguments, principal, library)
         except ToolArgumentError as exc:
-            answer = {"ok": False, "error": str(exc), **spec.failure}
+            answer = _refused(spec, str(exc))
         except Exception as exc:  # nothing a caller sends may crash the server; the log keeps the detail
             answer = _failed(spec, exc)
         return _echo_capped(answer)
@@ -220,6 +220,13 @@ def _sole_agent(principal: Principal) -> str:
             "exactly one agent you can write)"
         )
     return agent
+
+
+def _refused(spec: Tool, error: str) -> dict[str, Any]:
+    """A refused argument: ``ok: false`` naming it, with the tool's collection keys; a tool that answers a verdict
+    (store's ``result: rejected``) says why under ``reason`` too, as CPersona's does."""
+    answer = {"ok": False, "error": error, **spec.failure}
+    return {**answer, "reason": error} if spec.failure.get("result") == "rejected" else answer
 
 
 def _failed(spec: Tool, exc: Exception) -> dict[str, Any]:

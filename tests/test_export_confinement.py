@@ -88,6 +88,9 @@ def test_an_export_folder_reached_through_a_symlink_accepts_both_spellings(tmp_p
         assert memory.export_memories(agent_id="", output_path=str(folder / "b.jsonl"))["ok"] is True
 
 
+UNREADABLE = "argument 'input_path' is not a readable file in the export folder (missing, or not a regular file)"
+
+
 # -- the refusals -----------------------------------------------------------------------------
 
 
@@ -96,7 +99,7 @@ def test_a_relative_path_never_reaches_outside_the_folder(confined: Memory, tmp_
     _file(tmp_path / "db" / "stray.jsonl")
     _file(tmp_path / "stray.jsonl")
     result = confined.import_memories(input_path="stray.jsonl")
-    assert result == {"ok": False, "error": "argument 'input_path' is not a readable file in the export folder"}
+    assert result == {"ok": False, "error": UNREADABLE}
 
 
 def test_an_absolute_path_outside_the_export_folder_is_refused(confined: Memory, outside: Path) -> None:
@@ -210,7 +213,7 @@ def test_a_missing_file_and_a_non_file_in_the_folder_get_one_answer(confined: Me
     (folder / "a-folder").mkdir()
     os.mkfifo(folder / "a-pipe")  # opened without blocking, then refused
     answers = [confined.import_memories(input_path=name) for name in ("absent.jsonl", "a-folder", "a-pipe", ".")]
-    assert answers == [{"ok": False, "error": "argument 'input_path' is not a readable file in the export folder"}] * 4
+    assert answers == [{"ok": False, "error": UNREADABLE}] * 4
 
 
 def test_a_directory_path_is_answered_not_raised(confined: Memory, folder: Path) -> None:

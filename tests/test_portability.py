@@ -205,7 +205,7 @@ def test_a_header_count_mismatch_aborts_and_writes_nothing(filled: Memory, tmp_p
     "content",
     [
         "",  # empty file
-        '{"_type": "memory", "agent_id": "a", "content": "no header"}\n',
+        '{"_type": "gossip", "agent_id": "a", "content": "neither a header nor a record"}\n',
         '{"_type": "header", "version": "someone-else/9"}\n',
         '{"_type": "header", "version": "cuedrecall-export/1"}\nnot json\n',
         '{"_type": "header", "version": "cuedrecall-export/1"}\n{"_type": "gossip"}\n',

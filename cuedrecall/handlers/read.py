@@ -13,6 +13,7 @@ from cuedrecall.text.blocks import Span, divide
 from cuedrecall.text.excerpts import governing, partitions
 
 MAX_REFS = 20
+CONTENTS_BUDGET = 40_000  # characters of text one get_contents answers; the rows past it are deferred
 _RANGES = ("block", "span", "node")  # at most one per item
 _ITEM_KEYS = frozenset(("ref", "revision", *_RANGES))
 
@@ -47,12 +48,13 @@ def get_contents(rt: Runtime, agent_id: str, refs: list[Any]) -> dict[str, Any]:
     ``expand`` gives it) is served only while the stored text still has it, else answered in ``unresolved``
     ("stale_revision"); CPersona's ``node`` is answered there as "not supported". Another agent's record, or a
     gone one, is ``missing``. A malformed item, or a range outside its record, refuses the whole call,
-    naming the item.
+    naming the item. One answer holds at most CONTENTS_BUDGET characters of text, whole items only (the first
+    always): the items past it are answered in ``deferred``, as asked, with ``budget_chars``.
     """
     if not refs:
         raise ToolArgumentError("argument 'refs' must hold at least one ref")
     if len(refs) > MAX_REFS:
-        raise ToolArgumentError(f"argument 'refs' holds {len(refs)} refs, at most {MAX_REFS}")
+        raise ToolArgumentError(f"argument 'refs' holds {len(refs)} refs (max {MAX_REFS} per call)")
     wanted = [_parsed(position, item) for position, item in enumerate(refs)]
     with rt.store.snapshot():
         found = rt.store.records([w.ref for w in wanted])
@@ -60,7 +62,8 @@ def get_contents(rt: Runtime, agent_id: str, refs: list[Any]) -> dict[str, Any]:
         ranged = [w.ref for w in wanted if w.kind == "block" and w.ref in owned]
         stored = rt.store.block_spans(ranged) if ranged and _stored_blocks_read(rt) else {}
         answers = [_answer(w, owned.get(w.ref), stored.get(w.ref)) for w in wanted]
-    items, missing, unresolved = [], [], []
+    items, missing, unresolved, deferred = [], [], [], []
+    spent = 0
     for w, answer in zip(wanted, answers):
         if answer is None:
             missing.append(w.ref)
@@ -68,11 +71,16 @@ def get_contents(rt: Runtime, agent_id: str, refs: list[Any]) -> dict[str, Any]:
             unresolved.append({"ref": w.ref, "reason": "not supported"})
         elif answer.get("stale"):
             unresolved.append({"ref": w.ref, "reason": "stale_revision"})
+        elif deferred or (items and spent + len(answer.get("content", "")) > CONTENTS_BUDGET):
+            deferred.append(refs[w.position])  # whole rows only: this one and the rest wait for another call
         else:
+            spent += len(answer.get("content", ""))
             items.append(answer)
     out: dict[str, Any] = {"items": items, "missing": missing, "count": len(items)}
     if unresolved:
         out["unresolved"] = unresolved
+    if deferred:
+        out.update(deferred=deferred, budget_chars=CONTENTS_BUDGET)
     return out
 
 

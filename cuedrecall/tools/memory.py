@@ -50,8 +50,9 @@ def _source_bounded(name: str, value: Any) -> None:
     for key in ("id", "name"):
         if isinstance(fields.get(key), str) and len(fields[key]) > NAME_MAX:
             where = name if isinstance(value, str) else f"{name}.{key}"
-            raise ToolArgumentError(
-                f"argument '{where}' is too long ({len(fields[key]):,} characters, at most {NAME_MAX})"
+            raise ToolArgumentError(  # CPersona's words for a source over its bound: source too large
+                f"argument '{where}' is too long ({len(fields[key]):,} characters, at most {NAME_MAX}): "
+                "source too large"
             )
 
 

@@ -2,7 +2,9 @@
 ``1.2``.
 
 A file is one header line, then one record a line. Import reads every one of
-them, so one import moves a CPersona user over. The versions of CPersona's format
+them, so one import moves a CPersona user over. A file of CPersona's records with
+no header line (plain JSONL, which CPersona's import reads too) is read as
+``PLAIN``: any record type, no counts to check. The versions of CPersona's format
 differ only in what follows the memory, episode and profile records: 1.1 adds its
 declared graph (``entity`` records with their aliases, ``mention``, ``relation``,
 counted as ``entity_count`` ...), 1.2 adds declared folders (``folder``,
@@ -60,6 +62,7 @@ VERSIONS: dict[str, tuple[str, ...]] = {
     "cpersona-export/1.2": _ROWS + _GRAPH + _FOLDERS,
 }
 _ALL_TYPES = _ROWS + _GRAPH + _FOLDERS
+PLAIN = "cpersona-jsonl"  # no header line: CPersona's records, one a line (not a version a header may name)
 ROWS = _ROWS
 DECLARED = _GRAPH + _FOLDERS  # what is declared beside the records: carried by ``declared``
 
@@ -68,15 +71,17 @@ def parse(text: str) -> tuple[str, dict[str, Any], list[dict[str, Any]], dict[st
     """(version, header, the records to import in file order, how many of each record type the file holds).
 
     The first line must be a header of a known version, every further line a
-    record type that version holds, and the header's counts must match the file.
+    record type that version holds, and the header's counts must match the file;
+    or every line a record of any type, with no header (``PLAIN``).
     """
     lines = _json_lines(text)
-    header = _header(lines)
+    plain = bool(lines) and isinstance(lines[0][1], dict) and lines[0][1].get("_type") in _ALL_TYPES
+    header = {"version": PLAIN} if plain else _header(lines)
     version = header["version"]
-    allowed = VERSIONS[version]
+    allowed = _ALL_TYPES if plain else VERSIONS[version]
     present = dict.fromkeys(_ALL_TYPES, 0)
     records = []
-    for number, item in lines[1:]:
+    for number, item in lines if plain else lines[1:]:
         kind = item.get("_type") if isinstance(item, dict) else None
         if kind not in allowed:
             raise refuse("input_path", f"has a line that is not a {version} record (line {number})")
@@ -123,7 +128,11 @@ def _header(lines: list[tuple[int, Any]]) -> dict[str, Any]:
         or lines[0][1].get("_type") != "header"
         or lines[0][1].get("version") not in VERSIONS
     ):
-        raise refuse("input_path", f"must start with an export header of a known version ({known})")
+        raise refuse(
+            "input_path",
+            f"must start with an export header of a known version ({known}), or be plain JSONL: one record "
+            f"({', '.join(_ALL_TYPES)}) a line",
+        )
     return lines[0][1]
 
 

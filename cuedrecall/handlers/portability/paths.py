@@ -343,7 +343,9 @@ def read_text(rt: Runtime, path: ResolvedPath) -> str:
     A missing file, a folder, a device or a pipe all get the one answer, and the
     file is opened in its open folder without following a link and without blocking on a pipe.
     """
+    # one answer for all (a missing file and a pipe alike), in CPersona's words too: "not a regular file"
     unreadable = "is not a readable file" + (" in the export folder" if path.confined else "")
+    unreadable += " (missing, or not a regular file)"
     limit = rt.settings.max_import_bytes
     too_big = f"is larger than the import limit of {limit} bytes (CPERSONA_MAX_IMPORT_BYTES)"
     with opened(rt, path) as (folder_fd, name):
@@ -353,7 +355,7 @@ def read_text(rt: Runtime, path: ResolvedPath) -> str:
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise refuse("input_path", "is not UTF-8 text") from None
+        raise refuse("input_path", "is not UTF-8 text: could not read it") from None
 
 
 def _read_regular(folder_fd: int, name: str, limit: int, unreadable: str, too_big: str) -> bytes:
