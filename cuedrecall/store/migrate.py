@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from cuedrecall.errors import StoreError
-from cuedrecall.store.postgres.blocks import _bit_text
+from cuedrecall.store.postgres.dialect import bit_text
 from cuedrecall.store.postgres.records import EPISODE_COLUMNS, MEMORY_COLUMNS
 from cuedrecall.store.postgres.store import PostgresStore
 from cuedrecall.store.sqlite import SqliteStore
@@ -141,7 +141,7 @@ def _value(table: str, column: str, value: Any) -> Any:
         vector = np.frombuffer(value, dtype="<f4")
         return vector if vector.size else None
     if column == "bits":
-        return _bit_text(np.frombuffer(value, dtype=np.uint8))
+        return bit_text(np.frombuffer(value, dtype=np.uint8))
     if column == "codes":
         return bytes(value)
     return value

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
+
 from cuedrecall.store import predicates
 from cuedrecall.store.base import Period, Scope
 
@@ -20,6 +22,7 @@ class Dialect:
     mark: str  # the driver's placeholder ("?", "%s")
     chunk = 500  # the most values one ``IN (...)`` list holds
     ordered_join = "JOIN"  # a join whose left side the planner must keep outermost (SQLite: CROSS JOIN)
+    bits_cast = ""  # what follows the placeholder of a column of packed sign bits (blocks.bits)
 
     def marks(self, count: int) -> str:
         """``count`` placeholders, comma-separated."""
@@ -44,6 +47,10 @@ class Dialect:
     def contains(self, column: str) -> str:
         """Whether a text parameter (this placeholder) holds the column's value."""
         return f"POSITION({column} IN {self.mark}) > 0"
+
+    def bits(self, row: np.ndarray) -> Any:
+        """One block's packed sign bits (uint8, MSB first) as that column takes them: the bytes."""
+        return np.asarray(row, dtype=np.uint8).tobytes()
 
     def ref_names(self, ref: str, prefix: str, row_id: str) -> str:
         """Whether the ref column (``prefix`` + id, as ``make_ref`` writes it) names the row of ``row_id``."""
