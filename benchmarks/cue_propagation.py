@@ -167,16 +167,9 @@ def study(args: argparse.Namespace, layout: str, dataset: str, conversation: Con
     """A store's scored questions and the row of each: (off), (on), (w) and (d)."""
     locomo = dataset == "locomo"
 
-    def row_of(store: h.ConversationStore, question: Any, embedder: str) -> dict[str, Any]:
+    def row_of(store: h.ConversationStore, question: Any, row: dict[str, Any]) -> dict[str, Any]:
         gold = store.gold(question)
-        row: dict[str, Any] = {
-            "layout": layout,
-            "dataset": dataset,
-            "embedder": embedder,
-            "qid": question.qid,
-            "category": question.category,
-            "gold": len(gold),
-        }
+        row.update(category=question.category, gold=len(gold))
         study_question(store, question, gold, args.limit, row)
         return row
 

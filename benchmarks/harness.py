@@ -550,10 +550,10 @@ def workdir_for(path: Path | None) -> Path:
 
 Layout = tuple[str, str, list[Conversation], str]  # (layout, dataset, the conversations it stores, history)
 # what a study asks of one stored conversation (args, layout, dataset, conversation): the questions, and the row
-# made of each answer (store, question, embedder)
+# made of each (store, question, the row's first fields: layout, dataset, embedder, qid)
 Study = Callable[
     [argparse.Namespace, str, str, Conversation],
-    tuple[list[Question], Callable[["ConversationStore", Question, str], dict[str, Any]]],
+    tuple[list[Question], Callable[["ConversationStore", Question, dict[str, Any]], dict[str, Any]]],
 ]
 
 
@@ -576,7 +576,8 @@ def ask_layouts(
                     questions, row_of = study(args, layout, dataset, conversation)
                     with ConversationStore(conversation, embedder, mode, workdir, DEFAULTS[args.defaults]) as store:
                         for question in replay(store, questions, history):
-                            rows.append(row_of(store, question, embedder.mode))
+                            where = {"layout": layout, "dataset": dataset, "embedder": embedder.mode}
+                            rows.append(row_of(store, question, {**where, "qid": question.qid}))
                             advance()
                         embedder.save()
         models[embedder.mode] = embedder.model

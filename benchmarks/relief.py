@@ -217,17 +217,9 @@ def study(args: argparse.Namespace, layout: str, dataset: str, conversation: Con
     scored = {q.qid for q in conversation.questions if not (locomo and q.category in h.LOCOMO_EXCLUDED)}
     wanted = scored | {qid for qid, c in cues.items() if c is not None}
 
-    def row_of(store: h.ConversationStore, question: Any, embedder: str) -> dict[str, Any]:
+    def row_of(store: h.ConversationStore, question: Any, row: dict[str, Any]) -> dict[str, Any]:
         gold = store.gold(question)
-        row: dict[str, Any] = {
-            "layout": layout,
-            "dataset": dataset,
-            "embedder": embedder,
-            "qid": question.qid,
-            "gold": len(gold),
-            "scored": question.qid in scored,
-            "cued": cues[question.qid] is not None,
-        }
+        row.update(gold=len(gold), scored=question.qid in scored, cued=cues[question.qid] is not None)
         if row["scored"]:
             study_uncued(store, question, gold, args.limit, row)
         if row["cued"]:
