@@ -15,6 +15,19 @@ def bit_text(row: np.ndarray) -> str:
     return "".join(format(int(byte), "08b") for byte in np.asarray(row, dtype=np.uint8).reshape(-1))
 
 
+def stored_vector(value: Any) -> np.ndarray:
+    """A vector column read where the query asked for ``embedding IS NOT NULL``, as float32 numpy."""
+    return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
+
+
+def to_db_vector(vector: Any) -> Any:
+    """A vector as the driver sends it: float32 numpy, or None; a vector of no dimensions is stored as none."""
+    if vector is None:
+        return None
+    array = np.asarray(vector, dtype=np.float32).reshape(-1)
+    return array if array.size else None
+
+
 class PgDialect(Dialect):
     mark = "%s"
     bits_cast = "::varbit"  # blocks.bits is a bit string
@@ -29,6 +42,15 @@ class PgDialect(Dialect):
 
     def contains(self, column: str) -> str:
         return f"strpos(%s, {column}) > 0"
+
+    def vector_param(self, vector: np.ndarray | None) -> Any:
+        return to_db_vector(vector)
+
+    def vector_of(self, stored: Any) -> np.ndarray:
+        return stored_vector(stored)
+
+    def trim_blank(self, column: str) -> str:
+        return f"btrim({column}, E' \\t\\n\\r')"
 
 
 POSTGRES = PgDialect()

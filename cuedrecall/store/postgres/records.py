@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cuedrecall.store.base import EPISODE, MEMORY, Record, Scope, Threshold, make_ref, split_ref
+from cuedrecall.store.postgres.dialect import stored_vector, to_db_vector
 from cuedrecall.store.postgres.scope import listing_where, scope_where
 from cuedrecall.store.rows import RECORD_COLUMNS, TABLES, ids_by_kind, record_of
 
@@ -59,19 +60,6 @@ def as_vector(value: Any) -> np.ndarray | None:
     if value is None:
         return None
     return stored_vector(value)
-
-
-def stored_vector(value: Any) -> np.ndarray:
-    """A vector column read where the query asked for ``embedding IS NOT NULL``, as float32 numpy."""
-    return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
-
-
-def to_db_vector(vector: Any) -> Any:
-    """A vector as the driver sends it: float32 numpy, or None; a vector of no dimensions is stored as none."""
-    if vector is None:
-        return None
-    array = np.asarray(vector, dtype=np.float32).reshape(-1)
-    return array if array.size else None
 
 
 class PgRecords:

@@ -52,6 +52,18 @@ class Dialect:
         """One block's packed sign bits (uint8, MSB first) as that column takes them: the bytes."""
         return np.asarray(row, dtype=np.uint8).tobytes()
 
+    def vector_param(self, vector: np.ndarray | None) -> Any:
+        """A vector as its column takes it (None: NULL): float32 little-endian bytes."""
+        return None if vector is None else np.asarray(vector, dtype="<f4").tobytes()
+
+    def vector_of(self, stored: Any) -> np.ndarray:
+        """A vector column's value (not NULL) as float32 numpy."""
+        return np.frombuffer(stored, dtype="<f4")
+
+    def trim_blank(self, column: str) -> str:
+        """The column's text without leading and trailing spaces, tabs and line breaks."""
+        return f"trim({column}, ' ' || char(9, 10, 13))"
+
     def ref_names(self, ref: str, prefix: str, row_id: str) -> str:
         """Whether the ref column (``prefix`` + id, as ``make_ref`` writes it) names the row of ``row_id``."""
         return f"{ref} = '{prefix}' || {row_id}"

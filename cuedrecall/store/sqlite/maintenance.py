@@ -1,21 +1,20 @@
-"""The maintenance queries and repairs of the SQLite store: what check_health and deep_check read and mend.
+"""The SQLite store's own maintenance: full-text tables, the in-process vector index, the file's check.
 
 ``SqliteMaintenance`` is a mixin of ``SqliteStore``: it uses that class's
 connection, lock, transactions and vector index, and holds no state of its own.
-Every read takes ``agent_id`` "" to mean every agent; ids come oldest first.
+Every read takes ``agent_id`` "" to mean every agent; ids come oldest first. The
+counts and repairs both backends share are ``store/sql/maintenance.py``'s.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from cuedrecall.store.base import EPISODE, MEMORY, IndexGap, make_ref, split_ref
+from cuedrecall.store.base import EPISODE, MEMORY, IndexGap
 from cuedrecall.store.predicates import agent_where
-from cuedrecall.store.rows import SCANNED_COLUMNS, before_plan
+from cuedrecall.store.sql.maintenance import SqlMaintenance
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -24,49 +23,18 @@ if TYPE_CHECKING:
 
 # kind -> (table, its FTS5 table, the text column)
 _TABLES = {MEMORY: ("memories", "memories_fts", "content"), EPISODE: ("episodes", "episodes_fts", "summary")}
-_BLANK = "' ' || char(9, 10, 13)"  # the characters SQL trims when it asks whether a text is empty
 
 
-class SqliteMaintenance:
-    """Looks that find what is out of order in the rows and the indexes derived from them, and the repairs."""
+class SqliteMaintenance(SqlMaintenance):
+    """Looks that find what is out of order in the indexes derived from the rows, and their repairs."""
 
     if TYPE_CHECKING:  # provided by SqliteStore
-
-        @property
-        def _conn(self) -> sqlite3.Connection: ...
-
         _indexes: dict[str, VectorIndex]
         vector_model: str | None
 
-        def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
         def _rebuild_indexes(self) -> None: ...
         def _model_filter(self, where: str, params: Sequence[Any]) -> tuple[str, list[Any]]: ...
-        def snapshot(self) -> AbstractContextManager[None]: ...
         def write(self) -> AbstractContextManager[sqlite3.Connection]: ...
-
-    # -- counts and row selections ---------------------------------------------------------
-
-    def maintenance_counts(self, agent_id: str) -> dict[str, int]:
-        """Rows of each kind, and how many of them carry a vector."""
-        where, params = agent_where(agent_id)
-        out = {}
-        for kind, name in ((MEMORY, "memories"), (EPISODE, "episodes")):
-            table = _TABLES[kind][0]
-            total, embedded = self._read(f"SELECT COUNT(*), COUNT(embedding) FROM {table} WHERE {where}", params)[0]
-            out[name], out[f"embedded_{name}"] = total, embedded
-        return out
-
-    def _counted_ids(self, table: str, where: str, params: list[Any], limit: int) -> tuple[int, list[int]]:
-        """(how many rows match, the ids of the oldest ``limit`` of them)."""
-        with self.snapshot():
-            count = self._read(f"SELECT COUNT(*) FROM {table} WHERE {where}", params)[0][0]
-            ids = self._read(f"SELECT id FROM {table} WHERE {where} ORDER BY id LIMIT ?", [*params, max(0, limit)])
-        return count, [row_id for (row_id,) in ids]
-
-    def unembedded(self, kind: str, agent_id: str, limit: int) -> tuple[int, list[int]]:
-        """Rows of one kind without a vector: (count, oldest ids)."""
-        where, params = agent_where(agent_id)
-        return self._counted_ids(_TABLES[kind][0], f"{where} AND embedding IS NULL", params, limit)
 
     def misfit_embeddings(self, kind: str, agent_id: str, width: int, limit: int) -> tuple[int, list[int]]:
         """Rows whose vector does not have ``width`` float32 components: (count, oldest ids)."""
@@ -77,97 +45,6 @@ class SqliteMaintenance:
             [*params, 4 * width],
             limit,
         )
-
-    def stale_embeddings(self, model: str, agent_id: str = "") -> dict[str, int]:
-        """Rows of each kind ("mem", "ep") whose vector another model than ``model`` made: the re-embedding's
-        work left."""
-        where, params = agent_where(agent_id)
-        return {
-            kind: self._read(
-                f"SELECT COUNT(*) FROM {table} WHERE {where} AND embedding IS NOT NULL AND embedding_model != ?",
-                [*params, model],
-            )[0][0]
-            for kind, (table, _, _) in _TABLES.items()
-        }
-
-    def stale_records(self, model: str, before: str | None, limit: int, agent_id: str = "") -> list[tuple[str, str]]:
-        """(ref, text) of at most ``limit`` rows whose vector another model made, newest first: memories, then
-        episodes, each by id descending, from just below the ``before`` ref (None: from the newest)."""
-        out: list[tuple[str, str]] = []
-        where, params = agent_where(agent_id)
-        for kind, below in before_plan(before):
-            if len(out) >= limit:
-                break
-            table, _, column = _TABLES[kind]
-            rows = self._read(
-                f"SELECT id, {column} FROM {table} WHERE id < ? AND {where} AND embedding IS NOT NULL "
-                "AND embedding_model != ? ORDER BY id DESC LIMIT ?",
-                [below, *params, model, limit - len(out)],
-            )
-            out += [(make_ref(kind, row_id), text) for row_id, text in rows]
-        return out
-
-    def oversized_memories(self, agent_id: str, cap: int, limit: int) -> tuple[int, list[int]]:
-        """Memories whose content is longer than ``cap`` characters: (count, oldest ids)."""
-        where, params = agent_where(agent_id)
-        return self._counted_ids("memories", f"{where} AND length(content) > ?", [*params, cap], limit)
-
-    def empty_memories(self, agent_id: str, limit: int) -> tuple[int, list[int]]:
-        """Memories whose content is empty or only spaces, tabs and line breaks: (count, oldest ids)."""
-        where, params = agent_where(agent_id)
-        return self._counted_ids("memories", f"{where} AND trim(content, {_BLANK}) = ''", params, limit)
-
-    def duplicate_copies(self, agent_id: str) -> list[tuple[int, int, bool]]:
-        """Every later copy of a memory: same agent, project, channel and content. (id, the lowest id, locked)."""
-        where, params = agent_where(agent_id)
-        rows = self._read(
-            "SELECT m.id, k.keep, m.locked FROM memories m JOIN ("
-            f"SELECT agent_id, project_id, channel, content, MIN(id) AS keep FROM memories WHERE {where} "
-            "GROUP BY agent_id, project_id, channel, content HAVING COUNT(*) > 1) k "
-            "ON m.agent_id = k.agent_id AND m.project_id = k.project_id AND m.channel = k.channel "
-            "AND m.content = k.content WHERE m.id != k.keep ORDER BY m.id",
-            params,
-        )
-        return [(row_id, keep, bool(locked)) for row_id, keep, locked in rows]
-
-    def scan_memories(self, agent_id: str, column: str) -> list[tuple[int, str]]:
-        """(id, value) of one text column (content, timestamp or source) of every memory, for checks SQL cannot do."""
-        if column not in SCANNED_COLUMNS:
-            raise ValueError(f"column {column!r} cannot be scanned (accepted: {', '.join(SCANNED_COLUMNS)})")
-        where, params = agent_where(agent_id)
-        return self._read(f"SELECT id, {column} FROM memories WHERE {where} ORDER BY id", params)
-
-    def embedded_vectors(self, kind: str, agent_id: str) -> Iterator[tuple[int, np.ndarray]]:
-        """(id, stored vector) of every row of one kind that has one, whatever its width."""
-        where, params = agent_where(agent_id)
-        rows = self._read(
-            f"SELECT id, embedding FROM {_TABLES[kind][0]} WHERE {where} AND embedding IS NOT NULL ORDER BY id", params
-        )
-        for row_id, blob in rows:
-            yield row_id, np.frombuffer(blob, dtype="<f4")
-
-    def agents_without_profile(self, agent_id: str) -> list[str]:
-        """Agents holding memories but no profile."""
-        where, params = agent_where(agent_id, "m")
-        rows = self._read(
-            f"SELECT DISTINCT m.agent_id FROM memories m WHERE {where} AND NOT EXISTS "
-            "(SELECT 1 FROM profiles p WHERE p.agent_id = m.agent_id) ORDER BY m.agent_id",
-            params,
-        )
-        return [agent for (agent,) in rows]
-
-    def memory_epochs(self, agent_id: str) -> list[float]:
-        """The readable record times of an agent's memories, epoch seconds, ascending."""
-        where, params = agent_where(agent_id)
-        rows = self._read(
-            f"SELECT ts_epoch FROM memories WHERE {where} AND ts_epoch IS NOT NULL ORDER BY ts_epoch", params
-        )
-        return [epoch for (epoch,) in rows]
-
-    def episode_spans(self, agent_id: str) -> list[tuple[int, str | None, str | None]]:
-        """(id, start_time, end_time) of every episode, as given."""
-        where, params = agent_where(agent_id)
-        return self._read(f"SELECT id, start_time, end_time FROM episodes WHERE {where} ORDER BY id", params)
 
     # -- the derived indexes and the file --------------------------------------------------
 
@@ -247,27 +124,3 @@ class SqliteMaintenance:
         return [] if [r[0] for r in rows] == ["ok"] else [str(r[0]) for r in rows]
 
     # -- repairs, inside write() -----------------------------------------------------------
-
-    def replace_stale_embedding(
-        self, conn: sqlite3.Connection, ref: str, text: str, vector: np.ndarray, model: str
-    ) -> bool:
-        """Give a row ``model``'s vector of ``text`` while its vector is still another model's and its text is
-        still ``text``; False, changing nothing, when the row is gone, changed, or already re-embedded."""
-        kind, row_id = split_ref(ref)
-        table, _, column = _TABLES[kind]
-        blob = np.asarray(vector, dtype="<f4").tobytes()
-        return (
-            conn.execute(
-                f"UPDATE {table} SET embedding = ?, embedding_model = ? WHERE id = ? AND {column} = ? "
-                "AND embedding IS NOT NULL AND embedding_model != ?",
-                (blob, model, row_id, text, model),
-            ).rowcount
-            > 0
-        )
-
-    def set_episode_embedding(
-        self, conn: sqlite3.Connection, episode_id: int, vector: np.ndarray | None, model: str
-    ) -> None:
-        """Replace an episode's vector and the label of the model that made it."""
-        blob = None if vector is None else np.asarray(vector, dtype="<f4").tobytes()
-        conn.execute("UPDATE episodes SET embedding = ?, embedding_model = ? WHERE id = ?", (blob, model, episode_id))
