@@ -146,8 +146,20 @@ class Memory:
         return _echo_capped(answer)
 
     def _dispatch(self, spec: Tool, arguments: Any, principal: Principal, library: dict[str, Any]) -> dict[str, Any]:
+        """Bind, then run; an argument the tool does not take is refused under settings.strict_arguments, else
+        ignored: logged, and named in the answer's ``ignored_arguments`` (docs/tools.md#unknown-arguments)."""
+        strict = self.runtime.settings.strict_arguments
+        bound = spec.bind(arguments, strict=strict)
+        ignored = [] if strict else spec.unknown(arguments)
+        answer = self._run(spec, bound, principal, library)
+        ignored += answer.pop("ignored_arguments", [])  # a handler's own (a message's fields)
+        if not ignored:
+            return answer
+        log.warning("tool %s ignored argument(s) it does not take: %s", spec.name, ", ".join(ignored))
+        return {**answer, "ignored_arguments": ignored}
+
+    def _run(self, spec: Tool, bound: dict[str, Any], principal: Principal, library: dict[str, Any]) -> dict[str, Any]:
         rt = self.runtime
-        bound = spec.bind(arguments)
         if self.read_only and not spec.read_only:
             return {
                 "ok": False,

@@ -209,6 +209,12 @@ class Settings:
         "", _text, "the only folder export/import read and write (default: exports/ beside the database)"
     )
     max_import_bytes: int = _setting(100 * 1024 * 1024, _number(int, 1), "largest file import_memories reads")
+    strict_arguments: bool = _setting(
+        False,
+        _parse_bool,
+        "refuse a call naming an argument the tool does not take (off: it is ignored, named in the answer's "
+        "ignored_arguments and logged, as CPersona ignores it; on: the schemas say additionalProperties: false)",
+    )
     acl_file: str = _setting("", _text, "JSON file of HTTP clients and their grants per agent (deny by default)")
     # OAuth 2.1 resource server (server/oauth.py, docs/security.md#oauth): off unless the resource and an issuer
     # are set, and then only beside an ACL file

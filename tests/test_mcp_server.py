@@ -46,7 +46,8 @@ async def _exercise(session: ClientSession) -> None:
     assert set(by_name) == set(TOOLS)
     for name in ("store", "recall", "get_contents", "archive_episode", "list_memories", "export_memories"):
         schema = by_name[name].inputSchema
-        assert schema["type"] == "object" and schema["additionalProperties"] is False
+        # an unknown argument is ignored and reported unless CUEDRECALL_STRICT_ARGUMENTS: no additionalProperties
+        assert schema["type"] == "object" and "additionalProperties" not in schema
         assert set(schema["properties"]) == set(TOOLS[name].params)
         assert by_name[name].description
     assert by_name["recall"].annotations.readOnlyHint is True
@@ -73,8 +74,11 @@ async def _exercise(session: ClientSession) -> None:
     # bad arguments come back as our ok:false JSON naming the argument, not as the SDK's schema error
     bad = _payload(await session.call_tool("recall", {"agent_id": AGENT, "query": "x", "limit": "ten"}))
     assert bad["ok"] is False and "'limit'" in bad["error"] and bad["messages"] == []
-    bad = _payload(await session.call_tool("store", {"agent_id": AGENT, "message": {"content": "x"}, "colour": 1}))
-    assert bad["ok"] is False and "colour" in bad["error"] and bad["result"] == "rejected"
+    bad = _payload(await session.call_tool("store", {"agent_id": AGENT, "message": {"content": 5}, "colour": 5}))
+    assert bad["ok"] is False and "'message.content'" in bad["error"] and bad["result"] == "rejected"
+    # an argument the tool does not take is ignored and named (CUEDRECALL_STRICT_ARGUMENTS refuses it)
+    extra = _payload(await session.call_tool("recall", {"agent_id": AGENT, "query": "x", "colour": 1}))
+    assert extra["ignored_arguments"] == ["colour"] and extra.get("ok") is not False
     bad = _payload(await session.call_tool("get_contents", {"agent_id": AGENT}))
     assert bad["ok"] is False and "'refs'" in bad["error"]
     bad = _payload(await session.call_tool("no_such_tool", {}))

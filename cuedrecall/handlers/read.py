@@ -62,7 +62,10 @@ def get_contents(rt: Runtime, agent_id: str, refs: list[Any]) -> dict[str, Any]:
         ranged = [w.ref for w in wanted if w.kind == "block" and w.ref in owned]
         stored = rt.store.block_spans(ranged) if ranged and _stored_blocks_read(rt) else {}
         answers = [_answer(w, owned.get(w.ref), stored.get(w.ref)) for w in wanted]
-    items, missing, unresolved, deferred = [], [], [], []
+    items: list[dict[str, Any]] = []
+    missing: list[str] = []
+    unresolved: list[dict[str, Any]] = []
+    deferred: list[Any] = []
     spent = 0
     for w, answer in zip(wanted, answers):
         if answer is None:

@@ -276,7 +276,8 @@ def recall_with_context(
 def _context_entries(external: list[Any]) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
     """Each entry's string fields; a field that is not a string is read as absent and reported, an entry that is
     not an object is skipped and reported. ``role_shown`` is how context_filter_only names the entry's role:
-    "(unset)" when it has none, a role that is not a string as its text (docs/tools.md#recall_with_context)."""
+    "(unset)" when it has none, a role that is not a string as its text
+    (docs/tools.md#the-conversation-of-recall_with_context)."""
     entries, issues = [], []
     for index, entry in enumerate(external):
         if not isinstance(entry, dict):

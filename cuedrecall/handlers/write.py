@@ -15,6 +15,7 @@ from cuedrecall.handlers.rows import embedding, episode_row, json_text, memory_r
 from cuedrecall.runtime import Runtime
 from cuedrecall.store.base import EPISODE, MEMORY, make_ref
 from cuedrecall.text.sanitise import sanitise
+from cuedrecall.tools.bounds import named
 
 _SOURCE_TYPES = {
     "user": "User",
@@ -69,7 +70,28 @@ def store(
     lock: bool = False,
     associations: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Store one memory, given at the top level (content, id, ...) or in the older ``message`` object.
+    """The tool: ``_store``, with a field of ``message`` it does not know ignored and named under
+    ``ignored_arguments`` (refused under settings.strict_arguments, as an unknown argument is)."""
+    ignored: list[str] = []
+    if message is not None and not rt.settings.strict_arguments:
+        ignored = named(set(message) - set(_MESSAGE_FIELDS), prefix="message.")
+        message = {name: value for name, value in message.items() if name in _MESSAGE_FIELDS}
+    top = {"content": content, "id": id, "source": source, "timestamp": timestamp, "metadata": metadata}
+    answer = _store(rt, agent_id, message, channel, project_id, top, lock, associations)
+    return {**answer, "ignored_arguments": ignored} if ignored else answer
+
+
+def _store(
+    rt: Runtime,
+    agent_id: str,
+    message: dict[str, Any] | None,
+    channel: str,
+    project_id: str,
+    top: dict[str, Any],
+    lock: bool,
+    associations: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """Store one memory, given at the top level (``top``: content, id, ...) or in the older ``message`` object.
 
     ``associations``, when given, is declared against the memory the store resolved to
     (the new row, or the one a duplicate was skipped for) in the store's project and
@@ -78,7 +100,6 @@ def store(
     before anything is written) never fails the store; its report says what was wrong.
     """
     rider = None if associations is None else parse_rider(associations)
-    top = {"content": content, "id": id, "source": source, "timestamp": timestamp, "metadata": metadata}
     checked = _checked_message(rt, _one_message(message, {k: v for k, v in top.items() if v is not None}))
     if "reason" in checked:
         return {"ok": False, "result": "rejected", "reason": checked["reason"], "error": checked["reason"]}
@@ -172,7 +193,7 @@ def _checked_message(rt: Runtime, message: dict[str, Any]) -> dict[str, Any]:
     if stamp is not None and not isinstance(stamp, str):
         raise ToolArgumentError("argument 'message.timestamp' must be a string (ISO-8601)")
     # a time in another format is kept as given; the row's time is then the store time (memory_row), and
-    # check_health's timestamp_format_drift reports it (docs/tools.md#store)
+    # check_health's timestamp_format_drift reports it (docs/tools.md#timestamps)
     timestamp = rt.now_iso() if stamp is None else stamp
     if not content.strip():
         return {"reason": "empty content"}

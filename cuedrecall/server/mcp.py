@@ -50,12 +50,12 @@ PRINCIPAL_KEY = "cuedrecall.principal"  # the ASGI scope key the auth middleware
 NOBODY = Principal("unauthenticated")  # an HTTP request the middleware did not vouch for: no grants
 
 
-def _tool_list() -> list[types.Tool]:
+def _tool_list(strict: bool = False) -> list[types.Tool]:
     return [
         types.Tool(
             name=tool.name,
             description=tool.description,
-            inputSchema=tool.input_schema(),
+            inputSchema=tool.input_schema(strict),
             annotations=types.ToolAnnotations(
                 readOnlyHint=tool.read_only, destructiveHint=tool.destructive, idempotentHint=tool.idempotent
             ),
@@ -83,7 +83,7 @@ def build_server(memory: Memory, principal: Principal = LOCAL) -> Server:
 
     @server.list_tools()
     async def list_tools() -> list[types.Tool]:
-        return _tool_list()
+        return _tool_list(memory.settings.strict_arguments)
 
     # The SDK's schema check would answer bad input with its own wording; ours names the argument
     # and keeps the tool's response shape, so validation is left to Memory.call.

@@ -128,6 +128,7 @@ TOOLS = [
         associations.declare_associations,
         on_agent(WRITE),
         destructive=True,
+        idempotent=True,  # the same declaration again keeps its ids; a retracted relation stays retracted
         paused={"result": "skipped", "entities": [], "mentions": 0, "relations": [], "dropped": []},
     ),
     Tool(

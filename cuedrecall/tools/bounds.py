@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from cuedrecall.errors import ToolArgumentError
@@ -143,3 +144,12 @@ def _json_type(value: Any) -> str:
         if isinstance(value, kind):
             return label
     return f"a {type(value).__name__}"
+
+
+NAMED_MOST = 50  # names an ignored_arguments list gives; "(+N more)" stands for the rest
+
+
+def named(names: Iterable[str], prefix: str = "") -> list[str]:
+    """Argument names as an answer lists them: sorted, each cut to 40 characters, at most NAMED_MOST."""
+    cut = [prefix + (n if len(n) <= 40 else n[:40] + "...") for n in sorted(names, key=str)]
+    return cut if len(cut) <= NAMED_MOST else [*cut[:NAMED_MOST], f"(+{len(cut) - NAMED_MOST} more)"]

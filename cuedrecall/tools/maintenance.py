@@ -30,6 +30,7 @@ TOOLS = [
         {"agent_id": AGENT_OR_ALL, "fix": _FIX, "checks": _CHECKS, "session_key": SESSION_KEY},
         health.check_health,
         _check_demands,
+        destructive=True,  # a fix deletes empty and duplicate rows, and rewrites oversized ones
         takes_session=True,
     ),
     Tool(
@@ -39,6 +40,7 @@ TOOLS = [
         {"agent_id": AGENT, "fix": _FIX, "checks": _CHECKS, "session_key": SESSION_KEY},
         health.deep_check,
         _check_demands,
+        destructive=True,  # a fix rewrites the text of memories with stray whitespace
         takes_session=True,
     ),
     Tool(

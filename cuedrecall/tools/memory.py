@@ -293,6 +293,7 @@ TOOLS = [
         },
         write.update_memory,
         on_agent(WRITE),
+        destructive=True,  # the old text is replaced
         idempotent=True,
         paused={"updated_id": None},
     ),
@@ -394,6 +395,7 @@ TOOLS = [
         },
         write.update_profile,
         on_agent(WRITE),
+        destructive=True,  # the old profile is replaced
         idempotent=True,
         paused={"profiles_updated": 0},
     ),

@@ -72,6 +72,7 @@ TOOLS = [
         portability.import_jsonl,
         on_agent(WRITE, "target_agent_id"),
         takes_principal=True,
+        idempotent=True,  # the same file again adds nothing
         paused={"imported_memories": 0, "imported_episodes": 0},
         previews=True,
     ),
@@ -93,6 +94,7 @@ TOOLS = [
         merge_memories,
         _merge_demands,
         destructive=True,  # mode move deletes the source's rows
+        idempotent=True,  # what the target holds is skipped: the same merge again changes nothing
         paused=_paused_merge,
         previews=True,
     ),

@@ -33,6 +33,7 @@ TOOLS = [
         {"session_key": SESSION_KEY},
         session.resume_persistence,
         on_every_agent(WRITE),
+        idempotent=True,
         takes_session=True,
     ),
     Tool(

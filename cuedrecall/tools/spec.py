@@ -14,7 +14,7 @@ from typing import Any
 
 from cuedrecall.access import EVERY_AGENT, READ, WRITE, Demand
 from cuedrecall.errors import ToolArgumentError
-from cuedrecall.tools.bounds import check_value, shown
+from cuedrecall.tools.bounds import check_value, named, shown
 
 _JSON_TYPES: dict[str, Any] = {
     "string": str,
@@ -200,6 +200,13 @@ def _json_type(value: Any) -> str:
     return type(value).__name__
 
 
+def _decoded_arguments(arguments: Any) -> Any:
+    """A call's arguments: {} for none, an object sent as JSON text read as JSON (refused when it is not)."""
+    if arguments is None:
+        return {}
+    return Param("object", "").check("arguments", arguments) if isinstance(arguments, str) else arguments
+
+
 Demands = Callable[[dict[str, Any]], list[Demand]]
 
 
@@ -240,24 +247,31 @@ class Tool:
         """The keys of the tool's answer while paused, for these arguments."""
         return self.paused(rt, bound) if callable(self.paused) else dict(self.paused or {})
 
-    def input_schema(self) -> dict[str, Any]:
-        return {
+    def input_schema(self, strict: bool = False) -> dict[str, Any]:
+        """The published schema; ``additionalProperties: false`` only when unknown arguments are refused
+        (settings.strict_arguments), since otherwise they are ignored (docs/tools.md#unknown-arguments)."""
+        schema = {
             "type": "object",
             "properties": {name: p.schema() for name, p in self.params.items()},
             "required": [name for name, p in self.params.items() if p.required],
-            "additionalProperties": False,
         }
+        return {**schema, "additionalProperties": False} if strict else schema
 
-    def bind(self, arguments: Any) -> dict[str, Any]:
-        """Validated arguments with defaults filled in; the first problem raises ToolArgumentError."""
-        if arguments is None:
-            arguments = {}
-        if isinstance(arguments, str):
-            arguments = Param("object", "").check("arguments", arguments)
+    def unknown(self, arguments: Any) -> list[str]:
+        """The names among ``arguments`` the tool does not take, sorted (``named``)."""
+        arguments = _decoded_arguments(arguments)
+        if not isinstance(arguments, dict):
+            return []
+        return named(n for n in arguments if n not in self.params)
+
+    def bind(self, arguments: Any, strict: bool = True) -> dict[str, Any]:
+        """Validated arguments with defaults filled in; the first problem raises ToolArgumentError. An argument
+        the tool does not take is such a problem when ``strict``, else it is left out (``unknown`` names it)."""
+        arguments = _decoded_arguments(arguments)
         if not isinstance(arguments, dict):
             raise ToolArgumentError(f"arguments of '{self.name}' must be an object, got {_json_type(arguments)}")
         unknown = sorted((name for name in arguments if name not in self.params), key=str)
-        if unknown:
+        if unknown and strict:
             names = ", ".join(shown(name, 40) for name in unknown[:5])
             raise ToolArgumentError(
                 f"unknown argument(s) for '{self.name}': {names} (accepted: {', '.join(self.params)})"
