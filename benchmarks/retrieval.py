@@ -4,7 +4,13 @@
 
 Each conversation gets a store of its own; every question is recalled with limit 10
 and no time cue, and its evidence turns' refs are the relevant rows. LoCoMo
-category 5 (adversarial) is left out. Writes benchmarks/results/retrieval.md (the
+category 5 (adversarial) is left out. ``--layout one-agent`` stores every LoCoMo
+conversation under one agent instead (the whole history first) and asks each
+question of that whole store, scored on its own evidence: a real agent's memory
+holds many conversations; ``foreign@10`` is then the share of the first 10 rows
+that come from a conversation other than the question's, and ``--attribution``
+writes, from each recall's trace, the arms, fusion votes and gate decision that
+brought each such row. Writes benchmarks/results/retrieval.md (the
 command at the top) and a PNG chart next to it; ``--dump-traces`` writes one
 ``{id, gold, trace}`` line per recall for ``benchmarks.recall_trace_confirm``.
 """
@@ -41,7 +47,10 @@ except ImportError:  # pragma: no cover - the tool ships with the project
     CODES, RETURNED = (), "returned"
 
 PROG = "benchmarks.retrieval"
-METRICS = ("recall_any@5", "recall_any@10", "recall_all@10", "ndcg@10", "mrr", "session@5", "session@10")
+METRICS = ("recall_any@5", "recall_any@10", "recall_all@10", "ndcg@10", "mrr", "session@5", "session@10", "foreign@10")
+LAYOUTS = ("per-conversation", "one-agent")
+# one_agent numbers a merged store's sessions conversation index x SESSION_BLOCK + session (benchmarks.relief)
+SESSION_BLOCK = 1000
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,7 +66,39 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="CPERSONA_NAME=VALUE",
         help="run every store with this setting changed (repeatable; e.g. CPERSONA_KEYWORD_SEATS=2)",
     )
+    parser.add_argument(
+        "--layout",
+        choices=LAYOUTS,
+        default="per-conversation",
+        help="per-conversation: one store (one agent) per LoCoMo conversation; one-agent: every conversation "
+        "under one agent, the whole history stored first, each question asked of it (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--attribution",
+        action="store_true",
+        help="attribute each foreign row of the first 10 (one-agent) to its arms, votes and gate decision",
+    )
+    parser.add_argument(
+        "--embed-cache",
+        type=Path,
+        metavar="DIR",
+        help="keep the computed vectors in DIR and reuse them in a later run (default: none)",
+    )
     return parser
+
+
+def laid_out(datasets: Sequence[h.Dataset], layout: str) -> list[h.Dataset]:
+    """The datasets as the layout stores them: under ``one-agent`` LoCoMo's conversations become one."""
+    if layout != "one-agent":
+        return list(datasets)
+    from benchmarks.relief import one_agent
+
+    return [h.Dataset(d.name, [one_agent(d.conversations)]) if d.name == "locomo" else d for d in datasets]
+
+
+def history_for(dataset: h.Dataset, args: argparse.Namespace) -> str:
+    """A merged store is asked whole: every conversation's questions come after its own last session only."""
+    return "all" if args.layout == "one-agent" and dataset.name == "locomo" else args.history
 
 
 def environ_of(args: argparse.Namespace) -> dict[str, str]:
@@ -79,10 +120,28 @@ def failure_code(trace: dict[str, Any], gold: Sequence[str]) -> str:
 
 
 def _session_metrics(store: h.ConversationStore, question: Any, ranked: Sequence[str]) -> dict[str, float]:
-    """Session recall at 5 and 10: a session holding evidence among the sessions of the first rows."""
+    """Session recall at 5 and 10 (a session holding evidence among the sessions of the first rows), and the
+    share of the first 10 rows from another conversation than the question's (0 outside a merged store)."""
     sessions = [store.session_of(ref) for ref in ranked]
     gold = store.gold_sessions(question)
-    return {f"session@{k}": h.session_recall(sessions, gold, k) for k in (5, 10)}
+    out = {f"session@{k}": h.session_recall(sessions, gold, k) for k in (5, 10)}
+    homes = {s // SESSION_BLOCK for s in gold}
+    first = sessions[:10]
+    out["foreign@10"] = (
+        sum(1 for s in first if s is not None and s // SESSION_BLOCK not in homes) / len(first) if first else 0.0
+    )
+    return out
+
+
+def foreign_rows(store: h.ConversationStore, question: Any, ranked: Sequence[str]) -> list[tuple[int, str]]:
+    """(place, ref) of each of the first 10 rows from another conversation than the question's."""
+    homes = {s // SESSION_BLOCK for s in store.gold_sessions(question)}
+    out = []
+    for place, ref in enumerate(ranked[:10]):
+        session = store.session_of(ref)
+        if session is not None and session // SESSION_BLOCK not in homes:
+            out.append((place, ref))
+    return out
 
 
 def evaluate_conversation(
@@ -94,13 +153,15 @@ def evaluate_conversation(
     workdir: Path,
     dump: IO[str] | None,
     advance: Any,
+    attributed: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per scored question of one conversation, under one embedder and fusion mode."""
+    """One row per scored question of one conversation, under one embedder and fusion mode; ``attributed``
+    gathers one entry per foreign row of the first 10 (``--attribution``)."""
     store = h.ConversationStore(conversation, embedder, mode, workdir, environ_of(args))
     rows = []
     try:
         scored = [q for q in conversation.questions if dataset.scored(q)]
-        for question in h.replay(store, scored, args.history):
+        for question in h.replay(store, scored, history_for(dataset, args)):
             gold = store.gold(question)
             response = store.ask(question, limit=args.limit, trace=True)
             ranked = h.best_first(response)
@@ -117,6 +178,13 @@ def evaluate_conversation(
                 "code": failure_code(response["trace"], gold),
             }
             rows.append(row)
+            if attributed is not None:
+                from benchmarks.attribution import attribute
+
+                for place, ref in foreign_rows(store, question, ranked):
+                    attributed.append(
+                        {"embedder": embedder.mode, "mode": mode, **attribute(response["trace"], ref, place)}
+                    )
             if dump is not None:
                 item = {
                     "id": f"{dataset.name}/{embedder.mode}/{mode}/{question.qid}",
@@ -131,7 +199,8 @@ def evaluate_conversation(
 
 
 def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], list[dict[str, Any]], dict]:
-    datasets = h.load_datasets(args.locomo, args.limit_conversations, args.long_span, args.seed)
+    datasets = laid_out(h.load_datasets(args.locomo, args.limit_conversations, args.long_span, args.seed), args.layout)
+    args.attributed = [] if args.attribution else None
     workdir = h.workdir_for(args.workdir)
     if args.dump_traces:
         args.dump_traces.parent.mkdir(parents=True, exist_ok=True)
@@ -143,7 +212,7 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], li
         with Progress(console=console, transient=False) as progress:
             asked = progress.add_task("recalls", total=total)
             for name in args.embedders:
-                embedder = h.prefetched_embedder(name, datasets, progress)
+                embedder = h.prefetched_embedder(name, datasets, progress, args.embed_cache)
                 for dataset in datasets:
                     for conversation in dataset.conversations:
                         for mode in args.modes:
@@ -156,6 +225,7 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], li
                                 workdir,
                                 dump,
                                 lambda: progress.advance(asked),
+                                args.attributed,
                             )
                 facts[name] = embedder.model
     finally:
@@ -219,7 +289,14 @@ def render(
         "",
         "## Setup",
         "",
-        "- One store per conversation (one agent), default settings (the environment is not read), no time cue. "
+        (
+            "- Layout `one-agent`: every LoCoMo conversation stored under ONE agent (the whole history first), "
+            "each question asked of that store and scored on its own evidence; `foreign@10`: the share of the first "
+            "10 rows from another conversation than the question's. "
+            if args.layout == "one-agent"
+            else ""
+        )
+        + "- One store per conversation (one agent), default settings (the environment is not read), no time cue. "
         "The gate calibrates itself as the store grows, as at the defaults: the write that brings the store to 50, "
         "200 or 1,000 memories queues its calibration, and the replay runs the queue after each batch of records "
         "(`Memory.blocks.drain()`), so a question finds the calibration of every milestone stored before it "
@@ -274,6 +351,18 @@ def render(
             ),
             "",
         ]
+    attributed = getattr(args, "attributed", None)
+    if attributed is not None:
+        from benchmarks.attribution import tables
+
+        lines += ["## Where the foreign rows come from", ""]
+        for (embedder, mode), group in h.group_rows(attributed, ("embedder", "mode")).items():
+            lines += [
+                f"### `{embedder}`, `{mode}`: {len(group):,} foreign rows in the first 10",
+                "",
+                *tables(group),
+                "",
+            ]
     lines += [f"![recall_any@10 and NDCG@10]({png.name})", ""]
     return "\n".join(lines)
 
