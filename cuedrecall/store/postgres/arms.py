@@ -38,7 +38,7 @@ import numpy as np
 
 from cuedrecall.store.base import EPISODE, MEMORY, CoarseHit, Hit, Period, Scope, make_ref
 from cuedrecall.store.postgres.scope import period_where, scope_where
-from cuedrecall.store.predicates import like_escape
+from cuedrecall.store.sql.arms import SqlArms
 from cuedrecall.store.term_counts import SCOPE_SCAN_ROWS, PlannedHits, plan_terms, run_plan
 
 if TYPE_CHECKING:
@@ -81,8 +81,9 @@ def words_query(words: Sequence[str]) -> str:
     return " | ".join(f"'{word}'" for word in words)
 
 
-class PgArms:
-    """The vector, lexical and recency arms, and the far seats' coarse search."""
+class PgArms(SqlArms):
+    """The vector and lexical arms' scoring and the far seats' coarse search; the entry points, the phrase scan
+    and the listing by recency are ``SqlArms``'."""
 
     vector_model: str | None
     hnsw_dim: int | None  # the width of the optional HNSW index (None: every vector arm is exact)
@@ -98,22 +99,6 @@ class PgArms:
         def pool_counts(self, scope: Scope) -> tuple[int, int]: ...
 
     # -- vector arms ---------------------------------------------------------------------------
-
-    def vector_near(self, scope: Scope, query: np.ndarray, *, floor: float, depth: int, window: int) -> list[Hit]:
-        """Cosine over the newest ``window`` embedded rows of each kind in scope, best ``depth``."""
-        return self._vector_arm(scope, query, floor, depth, (0, window), None, (MEMORY, EPISODE))
-
-    def vector_far(
-        self, scope: Scope, query: np.ndarray, *, floor: float, limit: int, window: int, reach: int
-    ) -> list[Hit]:
-        """The same over scan positions [window, reach): what the near window cannot see."""
-        return self._vector_arm(scope, query, floor, limit, (window, reach), None, (MEMORY, EPISODE))
-
-    def vector_in_period(
-        self, scope: Scope, kind: str, query: np.ndarray, *, floor: float, depth: int, period: Period
-    ) -> list[Hit]:
-        """Cosine over every embedded record of one kind in the scope whose time lies in the period."""
-        return self._vector_arm(scope, query, floor, depth, (0, None), period, (kind,))
 
     def _vector_arm(
         self,
@@ -244,33 +229,6 @@ class PgArms:
 
     # -- lexical arms ----------------------------------------------------------------------------
 
-    def episode_fts(self, scope: Scope, terms: Sequence[str], *, depth: int, period: Period | None = None) -> list[Hit]:
-        """Trigram matching over episode summary and keywords, best score first."""
-        if not terms or depth <= 0 or not scope.episodes_visible:
-            return []
-        return self._trigram_arm(EPISODE, scope, terms, depth, period)
-
-    def memory_keyword(
-        self,
-        scope: Scope,
-        terms: Sequence[str],
-        query: str,
-        *,
-        depth: int,
-        period: Period | None = None,
-        phrases: Sequence[str] = (),
-    ) -> list[Hit]:
-        """Trigram matching over memory content, then memories holding any of ``phrases`` (newest first); a
-        substring scan of the query only when it has no trigram term and both find nothing."""
-        if depth <= 0:
-            return []
-        hits = self._trigram_arm(MEMORY, scope, terms, depth, period) if terms else []
-        if phrases and len(hits) < depth:
-            hits += self._like_hits(scope, phrases, depth - len(hits), period, len(hits), {h.ref for h in hits})
-        if hits or terms or not query.strip():
-            return hits  # a row holding the whole query holds each term: the trigram arm found it already
-        return self._like_hits(scope, [query.strip()], depth, period, 0, set())
-
     def _trigram_arm(
         self, kind: str, scope: Scope, terms: Sequence[str], depth: int, period: Period | None
     ) -> list[Hit]:
@@ -311,20 +269,6 @@ class PgArms:
         )
         return [Hit(make_ref(kind, row_id), rank, float(raw)) for rank, (row_id, raw) in enumerate(rows)]
 
-    def _like_hits(
-        self, scope: Scope, phrases: Sequence[str], depth: int, period: Period | None, first_rank: int, taken: set[str]
-    ) -> list[Hit]:
-        """Memories whose content holds any of the phrases (ASCII case folded, as SQLite's LIKE), newest first."""
-        where, params = scope_where(scope, "m", MEMORY)
-        pwhere, pparams = period_where("m", period)
-        likes = " OR ".join("m.content ILIKE %s ESCAPE '\\'" for _ in phrases)
-        rows = self._read(
-            f"SELECT m.id FROM memories m WHERE ({likes}) AND {where}{pwhere} ORDER BY m.id DESC LIMIT %s",
-            [*(f"%{like_escape(phrase)}%" for phrase in phrases), *params, *pparams, depth + len(taken)],
-        )
-        refs = [make_ref(MEMORY, row_id) for (row_id,) in rows if make_ref(MEMORY, row_id) not in taken][:depth]
-        return [Hit(ref, first_rank + rank, None) for rank, ref in enumerate(refs)]
-
     def memory_words(
         self, scope: Scope, words: Sequence[str], *, depth: int, period: Period | None = None
     ) -> list[Hit]:
@@ -359,16 +303,3 @@ class PgArms:
             ],
         )
         return [Hit(make_ref(MEMORY, row_id), rank, float(raw)) for rank, (row_id, raw) in enumerate(rows)]
-
-    def newest(self, scope: Scope, kind: str, limit: int, period: Period | None = None) -> list[Hit]:
-        """The scope's newest rows of one kind (by insertion, or by record time inside a period)."""
-        if limit <= 0 or (kind == EPISODE and not scope.episodes_visible):
-            return []
-        where, params = scope_where(scope, "t", kind)
-        pwhere, pparams = period_where("t", period)
-        order = "t.ts_epoch DESC, t.id DESC" if period else "t.id DESC"
-        rows = self._read(
-            f"SELECT t.id FROM {_TEXT[kind][0]} t WHERE {where}{pwhere} ORDER BY {order} LIMIT %s",
-            [*params, *pparams, limit],
-        )
-        return [Hit(make_ref(kind, row_id), rank, None) for rank, (row_id,) in enumerate(rows)]

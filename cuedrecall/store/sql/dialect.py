@@ -22,6 +22,7 @@ class Dialect:
     mark: str  # the driver's placeholder ("?", "%s")
     chunk = 500  # the most values one ``IN (...)`` list holds
     ordered_join = "JOIN"  # a join whose left side the planner must keep outermost (SQLite: CROSS JOIN)
+    folded_like = "ILIKE"  # a LIKE that folds ASCII case (SQLite's LIKE does)
     bits_cast = ""  # what follows the placeholder of a column of packed sign bits (blocks.bits)
 
     def marks(self, count: int) -> str:

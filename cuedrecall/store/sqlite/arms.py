@@ -14,8 +14,9 @@ import numpy as np
 
 from cuedrecall.store import term_counts
 from cuedrecall.store.base import EPISODE, MEMORY, CoarseHit, Hit, Period, Scope, make_ref
-from cuedrecall.store.predicates import like_escape, period_where, scope_where
+from cuedrecall.store.predicates import period_where, scope_where
 from cuedrecall.store.rows import TABLES
+from cuedrecall.store.sql.arms import SqlArms
 from cuedrecall.store.term_counts import SCOPE_SCAN_ROWS, PlannedHits, TermPlan, plan_terms, run_plan
 from cuedrecall.text.fts import fts_expression
 from cuedrecall.text.words import words_expression
@@ -61,8 +62,9 @@ def words_arm_sql(scope: Scope, period: Period | None) -> tuple[str, list[Any]]:
     return sql, [*params, *pparams]
 
 
-class SqliteArms:
-    """The arms, the listing by recency and the term counts (store.term_counts.TermSource)."""
+class SqliteArms(SqlArms):
+    """The arms' scoring over FTS5 and the in-process index, and the term counts (store.term_counts.TermSource);
+    the entry points, the phrase scan and the listing by recency are ``SqlArms``'."""
 
     if TYPE_CHECKING:  # provided by SqliteStore
         _lock: SnapshotLock
@@ -77,16 +79,6 @@ class SqliteArms:
 
     # -- recall arms ---------------------------------------------------------------------
 
-    def vector_near(self, scope: Scope, query: np.ndarray, *, floor: float, depth: int, window: int) -> list[Hit]:
-        """Cosine over the newest ``window`` embedded rows of each kind in scope, best ``depth``."""
-        return self._vector_arm(scope, query, floor, depth, positions=(0, window))
-
-    def vector_far(
-        self, scope: Scope, query: np.ndarray, *, floor: float, limit: int, window: int, reach: int
-    ) -> list[Hit]:
-        """The same over scan positions [window, reach): what the near window cannot see."""
-        return self._vector_arm(scope, query, floor, limit, positions=(window, reach))
-
     def far_candidates(self, scope: Scope, query: np.ndarray, *, start: int, count: int) -> list[CoarseHit]:
         """The ``count`` embedded memories of the scope at scan positions >= ``start`` nearest the query by
         Hamming distance between sign bits (ties: the earlier position), each with its stored vector's cosine."""
@@ -97,12 +89,6 @@ class SqliteArms:
             CoarseHit(make_ref(MEMORY, row_id), position, distance, cosine)
             for row_id, position, distance, cosine in rows
         ]
-
-    def vector_in_period(
-        self, scope: Scope, kind: str, query: np.ndarray, *, floor: float, depth: int, period: Period
-    ) -> list[Hit]:
-        """Cosine over every embedded record of one kind in the scope whose time lies in the period."""
-        return self._vector_arm(scope, query, floor, depth, positions=(0, None), period=period, kinds=(kind,))
 
     def _vector_arm(
         self,
@@ -131,48 +117,6 @@ class SqliteArms:
         found.sort(key=lambda item: item[:3])
         return [Hit(ref, rank, score) for rank, (*_, ref, score) in enumerate(found[:depth])]
 
-    def episode_fts(self, scope: Scope, terms: Sequence[str], *, depth: int, period: Period | None = None) -> list[Hit]:
-        """FTS5 trigram over episode summary and keywords, best bm25 first."""
-        if not terms or depth <= 0 or not scope.episodes_visible:
-            return []
-        return self._fts_arm(EPISODE, scope, terms, depth, period)
-
-    def memory_keyword(
-        self,
-        scope: Scope,
-        terms: Sequence[str],
-        query: str,
-        *,
-        depth: int,
-        period: Period | None = None,
-        phrases: Sequence[str] = (),
-    ) -> list[Hit]:
-        """FTS5 trigram over memory content, then memories holding any of ``phrases`` (names too short for a
-        trigram index, newest first); a LIKE scan of the query only when it has no trigram term and both find
-        nothing (a row holding the whole query holds each of its terms, so the trigram arm already found it)."""
-        if depth <= 0:
-            return []
-        hits = self._fts_arm(MEMORY, scope, terms, depth, period) if terms else []
-        if phrases and len(hits) < depth:
-            hits += self._like_hits(scope, phrases, depth - len(hits), period, len(hits), {h.ref for h in hits})
-        if hits or terms or not query.strip():
-            return hits
-        return self._like_hits(scope, [query.strip()], depth, period, 0, set())
-
-    def _like_hits(
-        self, scope: Scope, phrases: Sequence[str], depth: int, period: Period | None, first_rank: int, taken: set[str]
-    ) -> list[Hit]:
-        """Memories whose content holds any of the phrases, newest first, ranked after ``first_rank``."""
-        where, params = scope_where(scope, "m", MEMORY)
-        pwhere, pparams = period_where("m", period)
-        likes = " OR ".join("m.content LIKE ? ESCAPE '\\'" for _ in phrases)
-        rows = self._read(
-            f"SELECT m.id, NULL FROM memories m WHERE ({likes}) AND {where}{pwhere} ORDER BY m.id DESC LIMIT ?",
-            [*(f"%{like_escape(phrase)}%" for phrase in phrases), *params, *pparams, depth + len(taken)],
-        )
-        refs = [make_ref(MEMORY, row_id) for row_id, _ in rows if make_ref(MEMORY, row_id) not in taken][:depth]
-        return [Hit(ref, first_rank + rank, None) for rank, ref in enumerate(refs)]
-
     def memory_words(
         self, scope: Scope, words: Sequence[str], *, depth: int, period: Period | None = None
     ) -> list[Hit]:
@@ -187,7 +131,9 @@ class SqliteArms:
             (Hit(make_ref(MEMORY, row_id), rank, score) for rank, (row_id, score) in enumerate(rows)), plan, ranked_on
         )
 
-    def _fts_arm(self, kind: str, scope: Scope, terms: Sequence[str], depth: int, period: Period | None) -> list[Hit]:
+    def _trigram_arm(
+        self, kind: str, scope: Scope, terms: Sequence[str], depth: int, period: Period | None
+    ) -> list[Hit]:
         sql, params = fts_arm_sql(kind, scope, period)
         small = kind == MEMORY and self._small_scope(scope, "memories")
         plan = plan_terms(self._vocab, _FTS_TABLES[kind][0], terms, words=False, small_scope=small)
@@ -215,21 +161,6 @@ class SqliteArms:
             return self._read(sql, params)
         except sqlite3.OperationalError:
             return []  # an expression FTS5 cannot parse finds nothing; the LIKE path still runs
-
-    def newest(self, scope: Scope, kind: str, limit: int, period: Period | None = None) -> list[Hit]:
-        """The scope's newest rows of one kind (by insertion, or by record time inside a period)."""
-        if limit <= 0 or (kind == EPISODE and not scope.episodes_visible):
-            return []
-        alias = "t"
-        where, params = scope_where(scope, alias, kind)
-        pwhere, pparams = period_where(alias, period)
-        order = "t.ts_epoch DESC, t.id DESC" if period else "t.id DESC"
-        table = "memories" if kind == MEMORY else "episodes"
-        rows = self._read(
-            f"SELECT t.id FROM {table} t WHERE {where}{pwhere} ORDER BY {order} LIMIT ?",
-            [*params, *pparams, limit],
-        )
-        return [Hit(make_ref(kind, row_id), rank, None) for rank, (row_id,) in enumerate(rows)]
 
     # -- term counts (store.term_counts.TermSource) ------------------------------------------
 

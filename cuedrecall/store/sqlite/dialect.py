@@ -11,6 +11,7 @@ from cuedrecall.store.sql.dialect import Dialect
 class SqliteDialect(Dialect):
     mark = "?"
     ordered_join = "CROSS JOIN"  # SQLite's planner keeps a CROSS JOIN's left table outermost
+    folded_like = "LIKE"  # folds ASCII case already
 
     def insert_id(self, conn: Any, sql: str, params: Sequence[Any]) -> int:
         cursor = conn.execute(sql, params)
