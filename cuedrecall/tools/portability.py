@@ -20,7 +20,7 @@ def _merge_demands(bound: dict[str, Any]) -> list[Demand]:
 def _paused_merge(rt: Any, bound: dict[str, Any]) -> dict[str, Any]:
     """merge_memories' answer while paused: its real keys, nothing merged."""
     counts = dict.fromkeys(("merged_memories", "skipped_memories", "merged_episodes", "skipped_episodes"), 0)
-    moved = {"source_deleted": 0} if bound["mode"] == "move" else {}
+    moved = {"source_deleted": 0, "left_at_source": 0} if bound["mode"] == "move" else {}
     names = {key: bound[key] for key in ("source_agent_id", "target_agent_id", "strategy", "mode")}
     return {**names, **counts, "profile_copied": False, "skipped_profile": False, **moved}
 
