@@ -10,9 +10,15 @@ A record's blocks are replaced whole: the old rows are marked dead and the new
 ones appended, and the table is compacted once dead rows outnumber live ones, so
 catching up with a write costs one vectorised pass, not a copy of the table.
 
-The search (``search``) has no loop over rows: a mask picks the scope's rows,
-popcount of XOR ranks them by Hamming distance, the best few are re-ranked by the
-cosine of their int8 code, and ``np.unique`` collapses them to one per record.
+The search (``search``) is the exact scan: every row's cosine between its int8
+code and the query, the best ``rerank`` rows of the scope collapsed to one per
+record; it never reads every row. Rows point into a table of distinct codes
+(``block_scan.DistinctCodes``); a bounded int8 pass scores the table, slots are
+taken in that order and scored exactly, and only the rows of the slots taken are
+tested against the scope, until no untaken slot can reach the best rows found
+(``block_scan``'s module docstring has the bound). A model with a row that has no
+code falls back to the sign bits: popcount of XOR ranks the examined rows by
+Hamming distance, the best few re-ranked by cosine when they all have a code.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import numpy as np
 
 from cuedrecall.store.base import Scope
 from cuedrecall.store.rows import BLOCK_BITS, MAX_BLOCK
+from cuedrecall.store.sqlite.block_scan import DistinctCodes, query_codes
 from cuedrecall.store.sqlite.mapped import copy_rows, mapped_zeros, release
 from cuedrecall.store.sqlite.scope_columns import ScopeColumns
 
@@ -72,22 +79,28 @@ class Found:
     cosine: float | None
 
 
+_ROWS = ("words", "key", "alive", "slot")  # the per-row arrays, in step
+_FIRST_TAKE = 256  # slots the exact scan takes first (at least 4 x rerank); 4 times more each round after
+
+
 class _ModelRows:
-    """The rows of one model: bits, codes and keys in arrays that double as they fill."""
+    """The rows of one model: bits, keys and code slots in arrays that double as they fill."""
 
     def __init__(self, nbytes: int, capacity: int = 64, spill: str | None = None) -> None:
         self.nbytes = nbytes
-        self.spill = spill  # where the codes' file is made (store/sqlite/mapped.py); None: in memory
+        self.spill = spill  # where the codes' and bits' files are made (store/sqlite/mapped.py); None: in memory
         self.width = (nbytes + 7) // 8
         self.dim: int | None = None  # the int8 codes' width, from the first code seen
         self.n = 0
         self.dead = 0
-        self.words = np.zeros((capacity, self.width), dtype=np.uint64)
-        self.codes = mapped_zeros((capacity, 1), np.int8, spill)
-        self.norms = np.zeros(capacity, dtype=np.float64)  # the code's length; 0 = no full-width code
+        self.codeless = 0  # live rows without a full-width code: the search falls back to the sign bits
+        self.words = mapped_zeros((capacity, self.width), np.uint64, spill)  # read in full only by the fallback
+        self.table: DistinctCodes | None = None  # the distinct codes, once a code is seen
+        self.slot = np.full(capacity, -1, dtype=np.int32)  # the row's code in the table; -1: none
         self.key = np.zeros(capacity, dtype=np.int64)  # kind << 60 | id << 16 | block: sorts as (kind, id, block)
         self.alive = np.zeros(capacity, dtype=bool)
         self.axes = ScopeColumns(capacity)
+        self._by_slot: tuple[np.ndarray, np.ndarray, int] | None = None  # rows by slot: (order, starts, rows sorted)
 
     @property
     def live(self) -> int:
@@ -99,7 +112,7 @@ class _ModelRows:
             return
         while capacity < self.n + extra:
             capacity *= 2
-        for name in ("words", "codes", "norms", "key", "alive"):
+        for name in _ROWS:
             old = getattr(self, name)
             new = self._zeros(name, (capacity, *old.shape[1:]), old.dtype)
             copy_rows(new, old, self.n)
@@ -107,32 +120,47 @@ class _ModelRows:
         self.axes.resize(capacity, self.n)
 
     def _zeros(self, name: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        """A fresh column: the codes mapped from a file (the largest), the rest in memory."""
-        return mapped_zeros(shape, dtype, self.spill) if name == "codes" else np.zeros(shape, dtype=dtype)
+        """A fresh column: the sign bits mapped from a file (read in full by the fallback only), the rest in memory;
+        a row without a code points at slot -1."""
+        if name == "words":
+            return mapped_zeros(shape, dtype, self.spill)
+        return np.full(shape, -1, dtype=dtype) if name == "slot" else np.zeros(shape, dtype=dtype)
 
     def add(self, record: RecordBlocks) -> None:
         k = len(record.blocks)
         self._reserve(k)
         start, stop = self.n, self.n + k
         self.words[start:stop] = words(record.bits, self.width)
-        for offset, code in enumerate(record.codes):
-            self._set_code(start + offset, code)
+        self._set_codes(start, record.codes)
         base = np.int64(record_key(record.kind, record.record_id)) << _BLOCK_BITS
         self.key[start:stop] = base | np.asarray(record.blocks, dtype=np.int64)
         self.alive[start:stop] = True
         self.axes.set_rows(start, k, record.agent_id, record.project_id, record.channel, record.source_id)
         self.n = stop
+        if self.table is not None and self.table.wants_fold():
+            self.fold()
 
-    def _set_code(self, i: int, code: np.ndarray | None) -> None:
-        if code is None or not code.size:
-            return
+    def _set_codes(self, start: int, codes: list[np.ndarray | None]) -> None:
+        """Each full-width, non-zero code gets a slot in the table; the others leave their row without one."""
         if self.dim is None:
-            self.dim = int(code.shape[0])
-            self.codes = mapped_zeros((self.key.shape[0], self.dim), np.int8, self.spill)
-        if code.shape[0] != self.dim:
-            return  # a code of another width cannot re-rank against this model's queries
-        self.codes[i] = code
-        self.norms[i] = float(np.sqrt(np.dot(code.astype(np.float64), code.astype(np.float64))))
+            first = next((code for code in codes if code is not None and code.size), None)
+            if first is not None:
+                self.dim = int(first.shape[0])
+                self.table = DistinctCodes(self.dim, self.spill)
+        have = [i for i, code in enumerate(codes) if code is not None and code.shape[0] == self.dim and code.any()]
+        self.codeless += len(codes) - len(have)
+        self.slot[start : start + len(codes)] = -1
+        if have and self.table is not None:
+            stacked = np.stack([np.asarray(codes[i], dtype=np.int8) for i in have])
+            self.slot[np.asarray(have) + start] = self.table.append(stacked)
+
+    def fold(self) -> None:
+        """Fold the table's equal codes into one slot each (``DistinctCodes.fold``); the rows follow."""
+        if self.table is None:
+            return
+        remap = self.table.fold()
+        self.slot[: self.n] = remap[self.slot[: self.n]]
+        self._by_slot = None
 
     def remove(self, record_keys: np.ndarray) -> None:
         """Mark the rows of these records dead; compact once dead rows outnumber live ones."""
@@ -143,6 +171,10 @@ class _ModelRows:
             return
         self.alive[:n] &= ~doomed
         self.dead += count
+        slots = self.slot[:n][doomed]
+        self.codeless -= int(np.count_nonzero(slots < 0))
+        if self.table is not None:
+            self.table.drop(slots[slots >= 0])
         if self.dead > max(1024, self.live):
             self._compact()
 
@@ -150,17 +182,25 @@ class _ModelRows:
         kept = self.alive[: self.n].copy()
         count = int(kept.sum())
         capacity = max(64, self.key.shape[0])
-        for name in ("words", "codes", "norms", "key", "alive"):
+        for name in _ROWS:
             old = getattr(self, name)
             new = self._zeros(name, (capacity, *old.shape[1:]), old.dtype)
             copy_rows(new, old, self.n, kept)
             setattr(self, name, new)
         self.axes.keep(kept, capacity)
         self.n, self.dead = count, 0
+        self.fold()  # the dead rows' slots go with them
 
     def search(
         self, scope: Scope, query: np.ndarray, *, examine: int, rerank: int, per_record: int
     ) -> tuple[list[Found], str]:
+        if self.table is not None and self.codeless == 0 and self.dim == query.shape[0]:
+            return self._exact(scope, query, examine=examine, rerank=rerank, per_record=per_record), "vector"
+        return self._by_bits(scope, query, examine=examine, rerank=rerank, per_record=per_record)
+
+    def _examined(self, scope: Scope, examine: int, per_record: int) -> np.ndarray:
+        """The rows the arm examines: the scope's (memories through the source rule, episodes while the scope shows
+        them), blocks below ``per_record``, the first ``examine`` of them in key order."""
         n = self.n
         kinds = self.key[:n] >> (_ID_BITS + _BLOCK_BITS)
         blocks = self.key[:n] & MAX_BLOCK
@@ -172,6 +212,83 @@ class _ModelRows:
         rows = np.flatnonzero(mask)
         if rows.size > examine:  # the first ``examine`` rows in key order (kind, id, block)
             rows = rows[np.argpartition(self.key[rows], examine - 1)[:examine]]
+        return rows
+
+    def _admits(self, scope: Scope, rows: np.ndarray, per_record: int) -> np.ndarray:
+        """``_examined``'s rule (less the examine cap) over these rows only."""
+        keys = self.key[rows]
+        kinds = keys >> (_ID_BITS + _BLOCK_BITS)
+        ok = self.alive[rows] & ((keys & MAX_BLOCK) < per_record) & self.axes.mask(scope, 0, by_source=False, rows=rows)
+        memories = kinds == KIND_CODES["mem"]
+        if scope.source_id:
+            memories &= self.axes.source_mask(scope, 0, rows=rows)
+        return ok & (memories | ((kinds == KIND_CODES["ep"]) if scope.episodes_visible else False))
+
+    def _rows_of(self, slots: np.ndarray) -> np.ndarray:
+        """Every row (live or dead) pointing at one of these slots: through the rows sorted by slot, and the rows
+        added since that sort. The sort is redone once the rows added since outnumber an eighth of it."""
+        n = self.n
+        if self._by_slot is None or n - self._by_slot[2] > max(4096, self._by_slot[2] // 8):
+            order = np.argsort(self.slot[:n], kind="stable")
+            assert self.table is not None
+            starts = np.searchsorted(self.slot[:n][order], np.arange(self.table.n + 1))
+            self._by_slot = (order, starts, n)
+        order, starts, sorted_n = self._by_slot
+        known = slots[slots < starts.shape[0] - 1]  # a slot made after the sort has rows in the tail only
+        low, high = starts[known], starts[known + 1]
+        lengths = high - low
+        offsets = np.repeat(low - (np.cumsum(lengths) - lengths), lengths)
+        rows = order[offsets + np.arange(int(lengths.sum()))]
+        if sorted_n < n:
+            tail = np.arange(sorted_n, n)
+            rows = np.concatenate([rows, tail[np.isin(self.slot[sorted_n:n], slots)]])
+        return rows
+
+    def _exact(self, scope: Scope, query: np.ndarray, *, examine: int, rerank: int, per_record: int) -> list[Found]:
+        """The exact scan's records (see the module docstring): slots taken by their approximate cosine, four
+        times more each round, until the rerank-th best admitted row is above every untaken slot's upper bound."""
+        table = self.table
+        assert table is not None
+        unit, q8, scale, band = query_codes(query)
+        approx = table.approximate(q8, scale)
+        live_slots = int(np.count_nonzero(approx > -np.inf))
+        if live_slots == 0:
+            return []
+        allowed = None
+        if examine < self.live:  # the cap needs every examined row: the mask over all rows, once
+            allowed = np.zeros(self.n, dtype=bool)
+            allowed[self._examined(scope, examine, per_record)] = True
+        take = min(live_slots, max(_FIRST_TAKE, 4 * rerank))
+        while True:
+            top = np.argpartition(-approx, take - 1)[:take] if take < approx.shape[0] else np.arange(approx.shape[0])
+            top = top[approx[top] > -np.inf]
+            rows = self._rows_of(top)
+            rows = rows[self._admits(scope, rows, per_record)]
+            if allowed is not None:
+                rows = rows[allowed[rows]]
+            by_slot = np.argsort(top)
+            scored = table.exact(top, unit)
+            cosine = scored[by_slot][np.searchsorted(top[by_slot], self.slot[rows])]
+            if take >= live_slots:
+                break
+            floor = float(approx[top].min()) + band  # no untaken slot's cosine is above this
+            if rows.size >= rerank and np.partition(cosine, rows.size - rerank)[rows.size - rerank] > floor:
+                break
+            take = min(live_slots, take * 4)
+        keys = self.key[rows]
+        order = np.lexsort((keys, -cosine))[:rerank]
+        picked = _first_per_record(keys[order], order)
+        query_words = words(np.packbits(query > 0), self.width)[0]
+        distance = np.bitwise_count(self.words[rows[picked]] ^ query_words).sum(axis=1, dtype=np.int64)
+        release(self.words)  # a few hundred rows read at random: none kept resident
+        return [self._found(rows[i], int(d), float(cosine[i])) for i, d in zip(picked, distance)]
+
+    def _by_bits(
+        self, scope: Scope, query: np.ndarray, *, examine: int, rerank: int, per_record: int
+    ) -> tuple[list[Found], str]:
+        """The fallback while a row has no code of the query's width: Hamming distance over the examined rows, the
+        best ``rerank`` re-ranked by cosine when each has a code ("vector"), else in Hamming order ("hamming")."""
+        rows = self._examined(scope, examine, per_record)
         if rows.size == 0:
             return [], "vector"
         query_words = words(np.packbits(query > 0), self.width)[0]
@@ -179,10 +296,10 @@ class _ModelRows:
         keys = self.key[rows]
         best = _best(distance, keys, rerank)
         chosen = rows[best]
-        if self.dim == query.shape[0] and bool(np.all(self.norms[chosen] > 0)):
+        slots = self.slot[chosen]
+        if self.table is not None and self.dim == query.shape[0] and bool(np.all(slots >= 0)):
             unit = query.astype(np.float64) / (float(np.linalg.norm(query)) or 1.0)
-            cosine = (self.codes[chosen].astype(np.float64) @ unit) / self.norms[chosen]
-            release(self.codes)  # rows read at random, a few hundred a search: none kept resident after it
+            cosine = self.table.exact(slots, unit)
             order = np.lexsort((keys[best], -cosine))
             return [
                 self._found(chosen[i], int(distance[best[i]]), float(cosine[i]))
@@ -242,10 +359,17 @@ class BlockIndex:
         rows.add(record)
         return True
 
+    def fold(self) -> None:
+        """After a bulk load: each model's equal codes folded into one slot (``DistinctCodes.fold``)."""
+        for rows in self._models.values():
+            rows.fold()
+
     def settle(self) -> None:
         """After a bulk load: the codes' pages it touched stop being resident (searches bring back what they read)."""
         for rows in self._models.values():
-            release(rows.codes)
+            release(rows.words)
+            if rows.table is not None:
+                release(rows.table.codes)
 
     def remove(self, records: list[tuple[str, int]]) -> None:
         """Drop every block of these records, whatever their model."""

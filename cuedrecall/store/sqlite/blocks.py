@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 _KIND_NAMES = {code: kind for kind, code in KIND_CODES.items()}
 _CHUNK = 500
 _SETTLE_RECORDS = 1024  # records a load adds between releases of the codes' pages
+EVERY_ROW = 1 << 62  # the block arm's default examine here: no cap (PostgreSQL's arm keeps the protocol's 250,000)
 
 
 class SqliteBlocks(SqlBlocks):
@@ -48,12 +49,13 @@ class SqliteBlocks(SqlBlocks):
         query: np.ndarray,
         model: str,
         *,
-        examine: int = 250_000,
+        examine: int = EVERY_ROW,
         rerank: int = 200,
         per_record: int = 64,
     ) -> tuple[list[BlockHit], str]:
         """Records of the scope reached through their blocks, best first, and the order used ("vector" or
-        "hamming"); see ``BlockIndex.search``. Reads the in-process index, caught up with every commit."""
+        "hamming"); see ``BlockIndex.search``. Reads the in-process index, caught up with every commit. Every row
+        is examined unless ``examine`` says fewer: the exact scan does not read every row to cover them all."""
         with self._lock:
             self._catch_up()
             found, order = self._blocks.search(
@@ -69,6 +71,7 @@ class SqliteBlocks(SqlBlocks):
             index.add(record)
             if count % _SETTLE_RECORDS == 0:
                 index.settle()  # the load's peak stays near what searches keep resident
+        index.fold()  # rows of equal codes share one slot: the arm scores each distinct code once
         index.settle()
         self._blocks = index
 

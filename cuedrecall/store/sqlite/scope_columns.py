@@ -105,26 +105,27 @@ class ScopeColumns:
             return np.ones(n, dtype=bool)
         return self.agent[:n] == self._codes.find(agent_id)
 
-    def mask(self, scope: Scope, n: int, *, by_source: bool = True) -> np.ndarray:
+    def mask(self, scope: Scope, n: int, *, by_source: bool = True, rows: np.ndarray | None = None) -> np.ndarray:
         """Boolean mask of the first ``n`` rows inside the scope's isolation axes.
 
         ``by_source=False`` leaves the source rule out (a visible episode carries no
-        source to match).
+        source to match). ``rows``: the mask of these rows instead (in their order; ``n`` unused).
         """
         find = self._codes.find
-        mask = self.agent[:n] == find(scope.agent_id)
+        take = slice(0, n) if rows is None else rows
+        mask = self.agent[take] == find(scope.agent_id)
         if scope.project_id is not None:
             allowed = [find("")]
             if scope.project_id:
                 allowed.append(find(scope.project_id))
-            mask &= np.isin(self.project[:n], allowed)
+            mask &= np.isin(self.project[take], allowed)
         if scope.channel:
-            mask &= np.isin(self.channel[:n], [find(""), find(scope.channel)])
+            mask &= np.isin(self.channel[take], [find(""), find(scope.channel)])
         if by_source and scope.source_id:
-            mask &= self.source_mask(scope, n)
+            mask &= self.source_mask(scope, n, rows=rows)
         return mask
 
-    def source_mask(self, scope: Scope, n: int) -> np.ndarray:
+    def source_mask(self, scope: Scope, n: int, *, rows: np.ndarray | None = None) -> np.ndarray:
         """The rows whose source id passes the scope's source rule, decided once per distinct value."""
         passing = [code for code, value in enumerate(self._codes.values) if scope.source_matches(value)]
-        return np.isin(self.source[:n], passing)
+        return np.isin(self.source[slice(0, n) if rows is None else rows], passing)
