@@ -63,6 +63,11 @@ B = "compat-target"  # merge's target
 IMPORTED = "compat-imported"  # the import's target, deleted again by delete_agent_data
 SESSION_KEY = "compat-session"
 PAUSED_KEY = "compat-paused"
+C = "compat-cases"  # the agent of the cases of CPersona's behaviour kept (issue 28), apart from A's counts
+D = "compat-plain"  # the agent a plain JSONL file names
+PREVIEW_KEY = "compat-previews"  # the session paused while dry runs preview
+PLAIN_NAME = "compat-plain.jsonl"
+ODD = "A note whose client keeps its own time format"
 EXPORT_NAME = "compat-export.jsonl"
 
 TEA = "Ana prefers green tea in the morning, never coffee"
@@ -106,6 +111,8 @@ class Rule:
         path, value = f"`{self.path}`", _short(self.value, 28)
         if self.op == "every":
             return f"every {path} row's `{self.value[0]}` = {_short(self.value[1], 28)}"
+        if self.op == "some":
+            return f"a {path} row's `{self.value[0]}` = {_short(self.value[1], 28)}"
         if self.op == "at_most":
             return f"{path} ≤ {self.value} rows"
         return {
@@ -188,6 +195,11 @@ def contains_text(path: str, text: str) -> Rule:
 
 def absent(path: str) -> Rule:
     return Rule("absent", path)
+
+
+def some(path: str, field_path: str, value: Any) -> Rule:
+    """Some row of the list has ``field_path`` equal to ``value``."""
+    return Rule("some", path, [field_path, value])
 
 
 def refused() -> Rule:
@@ -287,6 +299,10 @@ def check(rule: Rule, response: dict[str, Any] | None, mcp_error: str | None) ->
         return None if rule.value in contents else f"{rule.path} lacks {_short(rule.value)} ({len(value)} rows)"
     if rule.op == "excludes":
         return None if rule.value not in contents else f"{rule.path} holds {_short(rule.value)}"
+    if rule.op == "some":
+        field_path, wanted = rule.value
+        found = [lookup(row, field_path) for row in value]
+        return None if wanted in found else f"no row of {rule.path} has {field_path} {_short(wanted)}"
     if rule.op == "every":
         field_path, wanted = rule.value
         if not value:
@@ -954,6 +970,150 @@ SESSION: list[Step] = [
         is_list("entities"),
         is_list("relations"),
     ),
+    # CPersona's behaviour kept (issue 28; docs/tools.md#cpersonas-behaviour-kept), on agents of their own
+    step(
+        "store odd timestamp",
+        "store",
+        {"agent_id": C, "message": {"content": ODD, "source": ANA, "timestamp": "t"}, **S},
+        STORED,
+    ),
+    step(
+        "store utc timestamp",
+        "store",
+        {"agent_id": C, "content": TEA, "timestamp": "2025-03-01T09:00:00+00:00", **S},
+        STORED,
+    ),
+    step(
+        "list_memories odd timestamp",
+        "list_memories",
+        {"agent_id": C},
+        succeeded(),
+        some("memories", "timestamp", "t"),
+    ),
+    step(
+        "check_health timestamp drift",
+        "check_health",
+        {"agent_id": C, **S},
+        succeeded(),
+        some("issues", "type", "timestamp_format_drift"),
+        eq("fixed", False),
+    ),
+    step("check_health fix echo", "check_health", {"agent_id": C, "fix": True, **S}, succeeded(), eq("fixed", True)),
+    step("deep_check fix echo", "deep_check", {"agent_id": C, "fix": True, **S}, succeeded(), eq("fixed", True)),
+    step(
+        "recall_with_context roles",
+        "recall_with_context",
+        {
+            "agent_id": C,
+            "query": "",
+            "external_context": [
+                {"content": "a note without a role", "timestamp": "2025-03-01T09:00:00+00:00"},
+                {"role": 7, "content": "a note with a numeric role", "timestamp": "2025-03-01T09:00:01+00:00"},
+                {"role": "system", "content": "a system note", "timestamp": "2025-03-01T09:00:02+00:00"},
+            ],
+            **S,
+        },
+        succeeded(),
+        eq("context_filter_only.roles", ["(unset)", "7", "system"]),
+    ),
+    step(
+        "recall unknown argument",
+        "recall",
+        {"agent_id": C, "query": "tea", "future_option": 1, **S},
+        RECALLED,
+        ours=[*RECALLED, eq("ignored_arguments", ["future_option"])],
+    ),
+    step(
+        "import plain JSONL dry_run",
+        "import_memories",
+        {"input_path": PLAIN_NAME, "dry_run": True, **S},
+        eq("ok", True),
+        eq("imported_memories", 2),
+        eq("skipped_memories", 1),
+        eq("imported_episodes", 1),
+    ),
+    step(
+        "import plain JSONL",
+        "import_memories",
+        {"input_path": PLAIN_NAME, **S},
+        eq("ok", True),
+        eq("imported_memories", 2),
+        eq("imported_episodes", 1),
+    ),
+    step(
+        "pause past a day",
+        "pause_persistence",
+        {"ttl_seconds": 10_000_000, "session_key": PREVIEW_KEY},
+        refused(),
+        ours=[eq("paused", True), eq("ttl_seconds", 86_400)],
+    ),
+    step(
+        "pause for previews",
+        "pause_persistence",
+        {"ttl_seconds": 600, "session_key": PREVIEW_KEY},
+        eq("paused", True),
+        eq("ttl_seconds", 600),
+    ),
+    step(
+        "merge dry_run while paused",
+        "merge_memories",
+        {"source_agent_id": C, "target_agent_id": D, "dry_run": True, "session_key": PREVIEW_KEY},
+        eq("ok", True),
+        eq("merged_memories", 2),
+    ),
+    step(
+        "import dry_run while paused",
+        "import_memories",
+        {"input_path": PLAIN_NAME, "target_agent_id": C, "dry_run": True, "session_key": PREVIEW_KEY},
+        eq("ok", True),
+        eq("imported_memories", 2),
+    ),
+    step(
+        "delete_agent_data while paused",
+        "delete_agent_data",
+        {"agent_id": D, "session_key": PREVIEW_KEY},
+        eq("ok", True),
+        eq("persisted", False),
+        eq("agent_id", D),
+        has("deleted_memories", "deleted_episodes", "deleted_profiles", "deleted_pending_tasks"),
+    ),
+    step(
+        "calibrate_threshold while paused",
+        "calibrate_threshold",
+        {"agent_id": C, "session_key": PREVIEW_KEY},
+        eq("persisted", False),
+        eq("scope", "per_agent"),
+        has("agent_id", "method", "percentile", "z_factor", "old_threshold", "new_threshold", "sidecar_persisted"),
+    ),
+    step(
+        "calibrate percentile out of range while paused",
+        "calibrate_threshold",
+        {"agent_id": C, "percentile": 200, "session_key": PREVIEW_KEY},
+        refused(),
+        contains_text("error", "percentile must be in"),
+    ),
+    step("resume after previews", "resume_persistence", {"session_key": PREVIEW_KEY}, eq("paused", False)),
+    step(
+        "get_contents more than 20",
+        "get_contents",
+        {"agent_id": C, "refs": [f"mem:{i}" for i in range(1, 23)]},
+        refused(),
+        ours=[refused(), contains_text("error", "max 20")],
+    ),
+    step(
+        "set_recall_precision unknown",
+        "set_recall_precision",
+        {"agent_id": C, "precision": "bogus", **S},
+        refused(),
+        contains_text("error", "Unknown precision"),
+    ),
+    step(
+        "delete_agent_data cases",
+        "delete_agent_data",
+        {"agent_id": C, **S},
+        eq("ok", True),
+        eq("deleted_memories", 2),
+    ),
     # deleting an episode and an agent
     step(
         "delete_episode",
@@ -1083,6 +1243,26 @@ async def run_session(
 # -- the two servers -----------------------------------------------------------------------------
 
 
+# Files each server's export folder holds before the session: a plain JSONL file of CPersona's records, no header.
+FILES = {
+    PLAIN_NAME: "".join(
+        json.dumps(record) + "\n"
+        for record in (
+            {"_type": "memory", "agent_id": D, "content": "The ferry leaves at seven", "msg_id": "p1"},
+            {"_type": "memory", "agent_id": D, "content": "The ferry leaves at seven", "msg_id": "p1"},
+            {"_type": "memory", "agent_id": D, "content": "Tickets are sold at the pier", "timestamp": "t"},
+            {"_type": "episode", "agent_id": D, "summary": "A trip to the islands"},
+        )
+    )
+}
+
+
+def place_files(exports: Path) -> None:
+    exports.mkdir(parents=True, exist_ok=True)
+    for name, text in FILES.items():
+        (exports / name).write_text(text, encoding="utf-8")
+
+
 def our_environment(folder: Path) -> dict[str, str]:
     return {
         "CPERSONA_EMBEDDING_MODE": "hash",
@@ -1093,7 +1273,7 @@ def our_environment(folder: Path) -> dict[str, str]:
 
 def our_compat_server(folder: Path) -> peer_mod.ToolServer:
     """``cuedrecall serve`` over stdio: hash embedder, its own database and export folder under ``folder``."""
-    (folder / "exports").mkdir(parents=True, exist_ok=True)
+    place_files(folder / "exports")
     return peer_mod.ToolServer(
         "cuedrecall",
         sys.executable,
@@ -1122,7 +1302,7 @@ def peer_compat_environment(folder: Path) -> dict[str, str]:
 
 
 def peer_compat_server(folder: Path, venv: Path) -> peer_mod.ToolServer:
-    (folder / "exports").mkdir(parents=True, exist_ok=True)
+    place_files(folder / "exports")
     # started in its export folder: CPersona reads a relative output_path/input_path against its working
     # directory (started anywhere else it refuses a plain file name as outside CPERSONA_EXPORT_DIR)
     return peer_mod.ToolServer(
@@ -1234,7 +1414,7 @@ def differences(ours: StepResult, theirs: StepResult) -> dict[str, str]:
         return {"outcome": f"ours {outcome(ours)}, CPersona {outcome(theirs)} ({who}: {failing.failures[0][:220]})"}
     if (ours.mcp_error is None) != (theirs.mcp_error is None):
         if ours.mcp_error is None:
-            text = f"ours answers {_short(ours.response, 120)}; CPersona an MCP error: {theirs.mcp_error[:160]}"
+            text = f"ours answers {_short(ours.response, 120)}; CPersona an MCP error: {str(theirs.mcp_error)[:160]}"
         else:
             text = f"ours an MCP error: {ours.mcp_error[:160]}; CPersona answers {_short(theirs.response, 120)}"
         return {"form": text}
@@ -1317,18 +1497,17 @@ def _describe_mine(param: Any) -> str:
         parts.append("required")
     if param.default is not None:
         parts.append(f"default {json.dumps(param.default)}")
-    if param.minimum is not None:
-        parts.append(f"minimum {param.minimum:g}")
-    if param.maximum is not None:
-        parts.append(f"maximum {param.maximum:g}")
+    for key in ("minimum", "maximum"):
+        if _declared(param, key) is not None:
+            parts.append(f"{key} {_declared(param, key):g}")
     if param.clamp:
         parts.append("clamped")
     if param.max_length is not None:
         parts.append(f"maxLength {param.max_length}")
     if param.ref:
         parts.append(f"or {param.ref}:<id>")
-    if param.enum:
-        parts.append("enum " + "/".join(param.enum))
+    if _declared(param, "enum"):
+        parts.append("enum " + "/".join(_declared(param, "enum")))
     return ", ".join(parts)
 
 
@@ -1341,16 +1520,23 @@ def argument_facets(schema: dict[str, Any], required: bool, param: Any) -> list[
         facets.append("required")
     if "default" in schema and param.default is not None and schema["default"] != param.default:
         facets.append("default")
-    for key, mine in (("minimum", param.minimum), ("maximum", param.maximum)):
-        if schema.get(key) != mine:
+    for key in ("minimum", "maximum"):
+        if schema.get(key) != _declared(param, key):
             facets.append(key)
     if param.clamp and ("minimum" in schema or "maximum" in schema):
         facets.append("clamp")  # CPersona's SDK refuses a value outside its declared bounds; ours moves it in
     if schema.get("maxLength") != param.max_length:
         facets.append("maxLength")
-    if set(schema.get("enum", ())) != set(param.enum):
+    if set(schema.get("enum", ())) != set(_declared(param, "enum") or ()):
         facets.append("enum")
     return facets
+
+
+def _declared(param: Any, key: str) -> Any:
+    """A bound or enum ours declares: the Param's own field, else the schema keyword it publishes as is (a bound
+    its handler checks, in words a CPersona client matches: percentile, precision)."""
+    own = getattr(param, key)
+    return own if own not in (None, ()) else param.extra.get(key)
 
 
 _BOUNDS = {"minimum", "maximum", "clamp"}
@@ -1706,10 +1892,11 @@ _CALIBRATE = (
     "2.6.14) and also the calibration's own answer under `calibrate` (the key a successful answer uses). "
     "Both answer ok:false and echo agent_id, precision, beta, cleared"
 )
-_HEALTH_FIXED = (
-    "gap: ours answers `fixed` as the number of rows repaired (0 here), CPersona as a boolean; a truth "
-    "test reads both alike"
+_FUSED_GATE = (
+    "ours adds: `fused_gate` (null here: nothing was measured), the key CPersona's answer carries once a "
+    "calibration ran; ours holds its second gate's report there, the word scores'"
 )
+_FIXED_COUNT = "ours adds: `fixed_count`, the rows the repairs changed (`fixed` is CPersona's boolean echo)"
 _RIDER = (
     "ours adds: the rider answers what declare_associations answers, `ok` and `result` included; CPersona's "
     "rider leaves them out"
@@ -1726,6 +1913,8 @@ REASONS: dict[str, dict[str, str]] = {
             "store other channel",
             "store long",
             "store other session",
+            "store odd timestamp",
+            "store utc timestamp",
         )
     },
     "store lock": {"+ref": _REF},
@@ -1791,8 +1980,8 @@ REASONS: dict[str, dict[str, str]] = {
         "+memories[].ref": "ours adds: `ref` on every row (CPersona adds it only to a row its character budget cut)"
     },
     "calibrate_threshold": {"+agent_id": "ours adds: the refusal echoes agent_id"},
-    "set_recall_precision": {"+calibrate*": _CALIBRATE, "-error": _CALIBRATE},
-    "set_recall_precision clear": {"+calibrate*": _CALIBRATE, "-error": _CALIBRATE},
+    "set_recall_precision": {"+calibrate*": _CALIBRATE, "-error": _CALIBRATE, "+fused_gate": _FUSED_GATE},
+    "set_recall_precision clear": {"+calibrate*": _CALIBRATE, "-error": _CALIBRATE, "+fused_gate": _FUSED_GATE},
     "get_recall_precision": {
         "+default_precision": "ours adds: the server's default level (CPERSONA_RECALL_PRECISION)",
         "+thresholds": "ours adds: the agent's calibrated thresholds, one per signal",
@@ -1805,9 +1994,9 @@ REASONS: dict[str, dict[str, str]] = {
     "import_memories again": _IMPORT,
     "merge_memories dry_run": {"-associations": _NO_GRAPH},
     "check_health": {
-        "~fixed": _HEALTH_FIXED,
-        "-issues[].*": "gap: CPersona's issue entries also carry a type, whether a fix repairs it, whether a person "
-        "should look, and a hint; ours name the check, its severity, count and a sentence",
+        "+fixed_count": _FIXED_COUNT,
+        "-issues[].*": "gap: CPersona's issue entries also carry whether a fix repairs it, whether a person "
+        "should look, and a hint; ours name the check (under `type` too), its severity, count and a sentence",
         "+issues[].*": "ours adds: each issue's sentence (`detail`), a few refs it concerns, and check-specific counts",
         "+stats.embedded_*": "ours adds: how many memories and episodes have a vector",
         "-stats.*": "gap: ours' stats count memories and episodes (and the embedded ones); CPersona's add the "
@@ -1815,7 +2004,7 @@ REASONS: dict[str, dict[str, str]] = {
         "counts",
     },
     "deep_check": {
-        "~fixed": _HEALTH_FIXED,
+        "+fixed_count": _FIXED_COUNT,
         "-results.stale_profile": "gap: ours has no stale_profile check (CPersona's: a profile not updated for "
         "30 days)",
     },
@@ -1854,6 +2043,26 @@ REASONS: dict[str, dict[str, str]] = {
     },
 }
 
+# The cases of CPersona's behaviour kept (issue 28) differ where the steps they repeat differ.
+REASONS["list_memories odd timestamp"] = {"+memories[].ref": REASONS["list_memories"]["+memories[].ref"]}
+REASONS["check_health timestamp drift"] = REASONS["check_health fix echo"] = dict(REASONS["check_health"])
+REASONS["deep_check fix echo"] = dict(REASONS["deep_check"])
+REASONS["recall_with_context roles"] = dict(REASONS["recall_with_context"])
+REASONS["recall unknown argument"] = dict(REASONS["recall query"])
+REASONS["recall unknown argument"]["+ignored_arguments"] = (
+    "ours adds: `ignored_arguments`, the arguments the tool does not take (ignored by both; ours names them)"
+)
+for _label in ("import plain JSONL dry_run", "import plain JSONL", "import dry_run while paused"):
+    REASONS[_label] = {"+skipped_profiles": _PROFILE_COUNT, "~profile_updated": _PROFILE_COUNT}
+REASONS["pause past a day"] = {
+    "form": "deliberate: ours moves a time past a day to a day and says so in ttl_seconds (as CPersona's handler "
+    "does); CPersona's MCP SDK refuses the call against its schema's maximum before its handler sees it"
+}
+REASONS["get_contents more than 20"] = {
+    "form": "deliberate: ours checks arguments itself and answers in the tool's own shape (ok:false naming refs, "
+    "max 20); CPersona's MCP SDK refuses the call against its schema's maxItems"
+}
+
 # Ours builds blocks in the background and says so on every write that queues one; CPersona answers the same key
 # only when it has an embedder to build them with, and here it runs without one.
 _BLOCKS = (
@@ -1872,6 +2081,8 @@ for _label in (
     "store associations rider",
     "archive_episode",
     "update_memory by id",
+    "store odd timestamp",
+    "store utc timestamp",
 ):
     REASONS.setdefault(_label, {})["+blocks"] = _BLOCKS
 
@@ -1987,6 +2198,11 @@ NOTES: dict[tuple[str, str], tuple[str, str]] = {
         "same",
         'both accept strict, balanced, lenient or "" (clear); CPersona refuses another word in its '
         "handler, ours as an argument error",
+    ),
+    ("pause_persistence", "ttl_seconds"): (
+        "same",
+        "both move a time past 86,400 seconds to 86,400 (the answer's ttl_seconds says so); ours also moves one "
+        "below 1 to 1",
     ),
     ("set_recall_precision", "beta"): (
         "clamped differently",

@@ -55,6 +55,12 @@ def test_a_malformed_entry_is_skipped_and_reported_and_the_rest_is_merged(memory
     ]
     answer = memory.recall_with_context(agent_id=A, query="query", external_context=context)
     assert [m["content"] for m in answer["messages"]] == ["visible conversation text"]
-    issues = answer["context_field_issues"]
-    assert {(i["index"], i.get("field")) for i in issues} == {(1, "content"), (2, None), (3, None)}
+    issues = answer["context_field_issues"]  # CPersona's shape: {entries: [{index, fields}], note}
+    assert issues["entries"] == [
+        {"index": 0, "fields": ["content"]},
+        {"index": 1, "fields": ["content"]},
+        {"index": 2, "fields": ["<entry>"]},
+        {"index": 3, "fields": ["<entry>"]},
+    ]
+    assert isinstance(issues["note"], str)
     assert "context_filter_only" not in answer  # an entry without text filtered nothing

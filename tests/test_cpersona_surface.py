@@ -176,9 +176,7 @@ def test_recall_with_context_leaves_out_what_the_conversation_holds_and_merges_i
     ]
     assert texts[0] == "I will remember the boat"  # undated entries come first
     assert answer["context_filter_only"]["roles"] == ["system"]
-    assert answer["context_field_issues"] == [
-        {"index": 3, "field": "content", "reason": "not a string: read as absent"}
-    ]
+    assert answer["context_field_issues"]["entries"] == [{"index": 3, "fields": ["content"]}]
 
 
 @pytest.mark.parametrize("tool", ["reconstruct", "declare_associations", "traverse"])

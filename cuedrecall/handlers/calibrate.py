@@ -139,7 +139,8 @@ def paused_calibration(rt: Runtime, bound: dict[str, Any]) -> dict[str, Any]:
     """calibrate_threshold's answer while paused: its real keys, with what was asked and nothing measured."""
     _, percentile, z_factor = settings_read(bound["sample_size"], bound["percentile"], bound["z_factor"])
     agent_id = bound["agent_id"]
-    measured = dict.fromkeys(("embedding_dim", "distribution", "null_admit_rate", "old_threshold", "new_threshold"))
+    measured = dict.fromkeys(("embedding_dim", "distribution", "null_admit_rate", "new_threshold"))
+    old = rt.calibration.thresholds(agent_id).get("cosine", rt.settings.vector_min_similarity)
     return {
         "agent_id": agent_id,
         "scope": "per_agent" if agent_id else "global",
@@ -150,6 +151,7 @@ def paused_calibration(rt: Runtime, bound: dict[str, Any]) -> dict[str, Any]:
         "num_pairs": 0,
         "embedding_model": rt.embedder.model,
         **measured,
+        "old_threshold": old,  # the gate in force, as the real answer gives it
         "sidecar_persisted": False,
     }
 

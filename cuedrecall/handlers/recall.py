@@ -268,30 +268,35 @@ def recall_with_context(
             "roles": others,
             "note": "entries of these roles only kept their text out of the recall; they are not in messages",
         }
-    if issues:
-        out["context_field_issues"] = issues
+    if issues:  # CPersona's shape: the entries by index, each with the fields read as absent, and a note
+        out["context_field_issues"] = {"entries": issues, "note": _ISSUES_NOTE}
     return out
 
 
+_ISSUES_NOTE = (
+    "fields that are not strings were read as absent; an entry left without text (or not an object, "
+    '"<entry>") was dropped: it is not in messages and kept nothing out of the recall'
+)
+
+
 def _context_entries(external: list[Any]) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
-    """Each entry's string fields; a field that is not a string is read as absent and reported, an entry that is
-    not an object is skipped and reported. ``role_shown`` is how context_filter_only names the entry's role:
-    "(unset)" when it has none, a role that is not a string as its text
-    (docs/tools.md#the-conversation-of-recall_with_context)."""
+    """Each entry's string fields; a field given as anything but a string is read as absent, an entry that is not
+    an object is skipped, and both are reported ({index, fields}, "<entry>" for a whole entry). ``role_shown`` is
+    how context_filter_only names the entry's role: "(unset)" when it has none, a role that is not a string as
+    its text (docs/tools.md#the-conversation-of-recall_with_context)."""
     entries, issues = [], []
     for index, entry in enumerate(external):
         if not isinstance(entry, dict):
-            issues.append({"index": index, "reason": "not an object: skipped"})
+            issues.append({"index": index, "fields": ["<entry>"]})
             continue
         kept = {}
         for name in _CONTEXT_FIELDS:
             value = entry.get(name)
-            if value is None:
-                continue
             if isinstance(value, str):
                 kept[name] = value.strip() if name == "content" else value  # a turn's text without its edge spaces
-            else:
-                issues.append({"index": index, "field": name, "reason": "not a string: read as absent"})
+        bad = sorted(name for name in _CONTEXT_FIELDS if name in entry and not isinstance(entry[name], str))
+        if bad:
+            issues.append({"index": index, "fields": bad})
         role = entry.get("role")
         kept["role_shown"] = (role if isinstance(role, str) else _role_text(role)) or "(unset)"
         entries.append(kept)

@@ -108,7 +108,7 @@ def _health_issues(run: Run, names: list[str], repairing: bool) -> tuple[list[di
         severity, check, repair = HEALTH_CHECKS[name]
         report, left = _checked(run, check, repair if repairing else None)
         if report["count"]:
-            issues.append({"check": name, "severity": severity, **report})
+            issues.append({"check": name, "type": name, "severity": severity, **report})  # type: CPersona's key
             open_severities += [severity] if left else []
     return issues, open_severities
 
