@@ -151,7 +151,10 @@ class Memory:
         strict = self.runtime.settings.strict_arguments
         bound = spec.bind(arguments, strict=strict)
         ignored = [] if strict else spec.unknown(arguments)
-        answer = self._run(spec, bound, principal, library)
+        try:
+            answer = self._run(spec, bound, principal, library)
+        except ToolArgumentError as exc:  # a refusal says what it ignored too
+            answer = _refused(spec, str(exc))
         ignored += answer.pop("ignored_arguments", [])  # a handler's own (a message's fields)
         if not ignored:
             return answer

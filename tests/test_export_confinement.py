@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -289,8 +290,14 @@ def test_a_tool_caller_cannot_ask_for_the_operators_any_path(confined: Memory, o
         ("import_memories", {"input_path": str(outside / "secret.jsonl")}),
         ("export_memories", {"agent_id": AGENT, "output_path": str(outside / "x.jsonl")}),
     ):
-        result = confined.call(tool, {**arguments, "anywhere": True})
-        assert result["ok"] is False and "unknown argument" in result["error"] and "anywhere" in result["error"]
+        result = confined.call(tool, {**arguments, "anywhere": True})  # not a tool argument: ignored, and named
+        assert result["ok"] is False and "outside the export folder" in result["error"]
+        assert result["ignored_arguments"] == ["anywhere"]
+        strict = replace(confined.settings, strict_arguments=True)
+        confined.runtime = replace(confined.runtime, settings=strict)
+        refused = confined.call(tool, {**arguments, "anywhere": True})
+        assert refused["ok"] is False and "unknown argument" in refused["error"] and "anywhere" in refused["error"]
+        confined.runtime = replace(confined.runtime, settings=replace(strict, strict_arguments=False))
     assert not (outside / "x.jsonl").exists()
 
 

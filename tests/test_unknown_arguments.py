@@ -60,6 +60,8 @@ def test_a_known_argument_keeps_its_checks_beside_an_unknown_one(memory: Memory)
     before = snapshot(memory, agents=(A,))
     answer = memory.call("store", {"agent_id": A, "content": 5, "colour": "blue"})
     assert failed(answer, "'content'") and answer["result"] == "rejected"
+    refused = memory.call("delete_memory", {"memory_id": 999_999, "colour": "blue"})  # refused by its handler
+    assert failed(refused, "'memory_id'") and refused["ignored_arguments"] == ["colour"]
     assert snapshot(memory, agents=(A,)) == before
 
 
