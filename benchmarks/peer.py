@@ -3,7 +3,8 @@
 What lives here:
 
 - ``ensure_peer()`` installs CPersona from PyPI into its own virtual environment
-  (``benchmarks/.peer/``, git-ignored) and reuses it when it is already there.
+  (``benchmarks/.peer``, git-ignored: a link to a folder in the user cache) and reuses it when it is
+  already there.
 - ``write_cpersona_export()`` writes records (texts, timestamps, vectors) as
   ``cpersona-export/1.0`` JSONL, the format CPersona's ``import_memories`` reads,
   with each vector as ``embedding_b64`` (little-endian float32).
@@ -96,12 +97,26 @@ def installed_peer_version(venv: Path = PEER_VENV) -> str | None:
     return probe.stdout.strip() if probe.returncode == 0 else None
 
 
+def _venv_home(venv: Path) -> Path:
+    """Where the peer's environment really lives: ``benchmarks/.peer`` is a link to a folder in the user's cache,
+    so that whatever walks ``benchmarks/`` for our own modules (the import-graph check, linters) never descends
+    into a whole third-party environment. Returns the folder to create the environment in."""
+    if venv != PEER_VENV or venv.exists():
+        return venv
+    home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cuedrecall" / "peer-venv"
+    home.parent.mkdir(parents=True, exist_ok=True)
+    if venv.is_symlink():  # a link left dangling: point it again
+        venv.unlink()
+    venv.symlink_to(home, target_is_directory=True)
+    return home
+
+
 def ensure_peer(venv: Path = PEER_VENV, version: str = PEER_VERSION, log: Path | None = None) -> str:
     """Install ``cpersona==version`` into ``venv`` unless it is already there; returns what happened."""
     if installed_peer_version(venv) == version:
         return f"reused {venv.relative_to(REPO) if venv.is_relative_to(REPO) else venv}"
     if not peer_python(venv).exists():
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+        subprocess.run([sys.executable, "-m", "venv", str(_venv_home(venv))], check=True, timeout=300)
     with ExitStack() as stack:
         out = stack.enter_context(open(log, "w", encoding="utf-8")) if log else subprocess.DEVNULL
         subprocess.run(
