@@ -68,13 +68,15 @@ CACHE = HERE / ".cache" / "ann"
 RESULTS = HERE / "results"
 DIM = 384
 DEPTH = 200  # the block arm's rerank: the rows it asks for (store/sqlite/blocks.py block_arm)
-EXAMINE = 250_000  # the block arm's examine default
+EXAMINE = 250_000  # the block arm's examine default before issue 29
+SIGN_BITS_REV = "dafead4~1"  # the last commit whose block arm is the sign-bit scan
 PER_RECORD = 64
 ID_SHIFT = 16  # key = record << 16 | block, as the block index's sort key
 BUILD_THREADS = 2
 QUERIES = 150
 CANDIDATES = (
     "current",
+    "chosen",
     "exact",
     "exact-numkong",
     "exact-distinct",
@@ -293,11 +295,40 @@ class Candidate:
         return collapse(self.data["keys"], rows, exact_cosines(self.data, rows, query))
 
 
+def block_index_module(rev: str | None) -> Any:
+    """``store/sqlite/block_index.py`` as committed at ``rev`` (None: the working tree's), imported under its own
+    name: the sign-bit scan before issue 29 beside the exact scan that replaced it."""
+    import importlib
+    import importlib.util
+
+    if rev is None:
+        return importlib.import_module("cuedrecall.store.sqlite.block_index")
+    source = subprocess.run(
+        ["git", "show", f"{rev}:cuedrecall/store/sqlite/block_index.py"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    path = CACHE / f"block_index_{rev.replace('~', '_')}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(f"block_index_{rev.replace('~', '_')}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 class Current(Candidate):
-    """BlockIndex as shipped: built from the records at open, searched with the arm's defaults."""
+    """BlockIndex: built from the records at open, searched with the arm's defaults. ``REV``: the sign-bit scan as
+    shipped before issue 29 (``SignBits``), or the working tree's (``Chosen``)."""
+
+    REV: str | None = SIGN_BITS_REV
+    EXAMINE = EXAMINE
 
     def build(self) -> None:
-        from cuedrecall.store.sqlite.block_index import BlockIndex, RecordBlocks
+        module = block_index_module(self.REV)
+        BlockIndex, RecordBlocks = module.BlockIndex, module.RecordBlocks
 
         self._spill = tempfile.mkdtemp(dir=CACHE)
         self.index = BlockIndex(spill=self._spill)
@@ -321,6 +352,8 @@ class Current(Candidate):
             )
             if count % 1024 == 0:
                 self.index.settle()
+        if hasattr(self.index, "fold"):
+            self.index.fold()  # as the store's load does (store/sqlite/blocks.py)
         self.index.settle()
         shutil.rmtree(self._spill, ignore_errors=True)  # the files are unlinked once open
 
@@ -328,9 +361,16 @@ class Current(Candidate):
         from cuedrecall.store.base import Scope
 
         found, _ = self.index.search(
-            Scope("bench"), query, "hash-384", examine=EXAMINE, rerank=DEPTH, per_record=PER_RECORD
+            Scope("bench"), query, "hash-384", examine=self.EXAMINE, rerank=DEPTH, per_record=PER_RECORD
         )
         return np.array([f.record_id for f in found]), np.array([f.cosine for f in found], dtype=np.float32)
+
+
+class Chosen(Current):
+    """The exact scan over distinct codes as integrated (the working tree's BlockIndex; every row examined)."""
+
+    REV = None
+    EXAMINE = 1 << 62
 
 
 class Exact(Candidate):
@@ -524,6 +564,7 @@ def _unit_codes_rows(data: dict[str, np.ndarray], rows: np.ndarray) -> np.ndarra
 
 CLASSES: dict[str, Callable[[dict[str, np.ndarray], int], Candidate]] = {
     "current": Current,
+    "chosen": Chosen,
     "exact": Exact,
     "exact-numkong": ExactNumkong,
     "exact-distinct": ExactDistinct,

@@ -146,13 +146,26 @@ class _ModelRows:
             first = next((code for code in codes if code is not None and code.size), None)
             if first is not None:
                 self.dim = int(first.shape[0])
-                self.table = DistinctCodes(self.dim, self.spill)
-        have = [i for i, code in enumerate(codes) if code is not None and code.shape[0] == self.dim and code.any()]
-        self.codeless += len(codes) - len(have)
+                # in memory, not mapped: every search reads the whole table, and a file mapping's 4 KiB pages made
+                # that pass five times slower here than an anonymous array's (huge pages)
+                self.table = DistinctCodes(self.dim, None)
         self.slot[start : start + len(codes)] = -1
-        if have and self.table is not None:
-            stacked = np.stack([np.asarray(codes[i], dtype=np.int8) for i in have])
-            self.slot[np.asarray(have) + start] = self.table.append(stacked)
+        if self.table is None:
+            self.codeless += len(codes)
+            return
+        if all(code is not None and code.shape[0] == self.dim for code in codes):  # the usual record: one stack
+            stacked = np.asarray(codes, dtype=np.int8)
+            have = np.flatnonzero(stacked.any(axis=1))
+            stacked = stacked if have.shape[0] == len(codes) else stacked[have]
+        else:
+            have = np.asarray(
+                [i for i, code in enumerate(codes) if code is not None and code.shape[0] == self.dim and code.any()],
+                dtype=np.int64,
+            )
+            stacked = np.asarray([codes[i] for i in have], dtype=np.int8).reshape(-1, self.table.dim)
+        self.codeless += len(codes) - int(have.shape[0])
+        if have.shape[0]:
+            self.slot[have + start] = self.table.append(stacked)
 
     def fold(self) -> None:
         """Fold the table's equal codes into one slot each (``DistinctCodes.fold``); the rows follow."""
@@ -244,6 +257,18 @@ class _ModelRows:
             rows = np.concatenate([rows, tail[np.isin(self.slot[sorted_n:n], slots)]])
         return rows
 
+    def _enough(self, slots: np.ndarray, need: int) -> int:
+        """How many of ``slots`` (in order) hold ``need`` rows, live or dead, by the last sort by slot; a slot made
+        since counts one."""
+        if self._by_slot is None:
+            return slots.shape[0]
+        starts = self._by_slot[1]
+        sorted_slots = slots < starts.shape[0] - 1
+        counts = np.ones(slots.shape[0], dtype=np.int64)
+        known = slots[sorted_slots]
+        counts[sorted_slots] = np.maximum(1, starts[known + 1] - starts[known])
+        return min(slots.shape[0], int(np.searchsorted(np.cumsum(counts), need)) + 1)
+
     def _exact(self, scope: Scope, query: np.ndarray, *, examine: int, rerank: int, per_record: int) -> list[Found]:
         """The exact scan's records (see the module docstring): slots taken by their approximate cosine, four
         times more each round, until the rerank-th best admitted row is above every untaken slot's upper bound."""
@@ -258,10 +283,12 @@ class _ModelRows:
         if examine < self.live:  # the cap needs every examined row: the mask over all rows, once
             allowed = np.zeros(self.n, dtype=bool)
             allowed[self._examined(scope, examine, per_record)] = True
-        take = min(live_slots, max(_FIRST_TAKE, 4 * rerank))
+        need = max(_FIRST_TAKE, 4 * rerank)  # rows to reach before the bound is checked; four times more a round
         while True:
-            top = np.argpartition(-approx, take - 1)[:take] if take < approx.shape[0] else np.arange(approx.shape[0])
-            top = top[approx[top] > -np.inf]
+            take = min(live_slots, need)  # a slot has a row at least: ``need`` slots always hold ``need`` rows
+            top = np.argpartition(approx, approx.shape[0] - take)[approx.shape[0] - take :]
+            top = top[np.argsort(-approx[top], kind="stable")]
+            top = top[: self._enough(top, need)]  # a repeated code's rows count: the fewest slots that hold them
             rows = self._rows_of(top)
             rows = rows[self._admits(scope, rows, per_record)]
             if allowed is not None:
@@ -269,12 +296,12 @@ class _ModelRows:
             by_slot = np.argsort(top)
             scored = table.exact(top, unit)
             cosine = scored[by_slot][np.searchsorted(top[by_slot], self.slot[rows])]
-            if take >= live_slots:
+            if top.shape[0] >= live_slots:
                 break
-            floor = float(approx[top].min()) + band  # no untaken slot's cosine is above this
+            floor = float(approx[top[-1]]) + band  # no untaken slot's cosine is above this
             if rows.size >= rerank and np.partition(cosine, rows.size - rerank)[rows.size - rerank] > floor:
                 break
-            take = min(live_slots, take * 4)
+            need *= 4
         keys = self.key[rows]
         order = np.lexsort((keys, -cosine))[:rerank]
         picked = _first_per_record(keys[order], order)
@@ -368,8 +395,6 @@ class BlockIndex:
         """After a bulk load: the codes' pages it touched stop being resident (searches bring back what they read)."""
         for rows in self._models.values():
             release(rows.words)
-            if rows.table is not None:
-                release(rows.table.codes)
 
     def remove(self, records: list[tuple[str, int]]) -> None:
         """Drop every block of these records, whatever their model."""
