@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cuedrecall.store.base import EPISODE, MEMORY, Record, Scope, Threshold, make_ref, split_ref
-from cuedrecall.store.postgres.dialect import stored_vector, to_db_vector
-from cuedrecall.store.postgres.scope import listing_where, scope_where
-from cuedrecall.store.rows import RECORD_COLUMNS, TABLES, ids_by_kind, record_of
+from cuedrecall.store.base import EPISODE, MEMORY, Scope, make_ref, split_ref
+from cuedrecall.store.postgres.dialect import stored_vector
+from cuedrecall.store.postgres.scope import scope_where
+from cuedrecall.store.rows import TABLES
+from cuedrecall.store.sql.records import SqlRecords
 
 # every stored column (the derived grams, words and sign_bits are the database's business)
 MEMORY_COLUMNS = (
@@ -62,8 +63,9 @@ def as_vector(value: Any) -> np.ndarray | None:
     return stored_vector(value)
 
 
-class PgRecords:
-    """Writes and plain reads of memories, episodes, profiles and calibration."""
+class PgRecords(SqlRecords):
+    """The reads of memories and episodes PostgreSQL makes its own way: duplicates, whole rows, the scope's
+    statistics and vectors (the rest: ``SqlRecords``)."""
 
     if TYPE_CHECKING:  # provided by PgConnection, SqlGraph and SqlFolders
 
@@ -76,72 +78,6 @@ class PgRecords:
         _lock: Any
 
     # -- writes, inside write() ---------------------------------------------------------
-
-    def insert_memory(self, conn: Any, row: dict[str, Any]) -> int:
-        """Insert one memory inside an open write(); returns its id. (The duplicate check that guards it runs inside
-        the same write, under the writers' advisory lock: handlers/write.py.)"""
-        return self._insert(conn, "memories", row)
-
-    def insert_episode(self, conn: Any, row: dict[str, Any]) -> int:
-        """Insert one episode inside an open write(); returns its id."""
-        return self._insert(conn, "episodes", row)
-
-    def _insert(self, conn: Any, table: str, row: dict[str, Any]) -> int:
-        row = {**row, "embedding": to_db_vector(row.get("embedding"))}
-        marks = ", ".join(["%s"] * len(row))
-        cursor = conn.execute(
-            f"INSERT INTO {table} ({', '.join(row)}) VALUES ({marks}) RETURNING id", list(row.values())
-        )
-        return int(cursor.fetchone()[0])
-
-    def update_memory(self, conn: Any, memory_id: int, changes: dict[str, Any]) -> None:
-        if "embedding" in changes:
-            changes = {**changes, "embedding": to_db_vector(changes["embedding"])}
-        sets = ", ".join(f"{column} = %s" for column in changes)
-        conn.execute(f"UPDATE memories SET {sets} WHERE id = %s", [*changes.values(), memory_id])
-
-    def set_thresholds(self, conn: Any, thresholds: Sequence[Threshold]) -> None:
-        for t in thresholds:
-            conn.execute(
-                "INSERT INTO calibration(agent_id, signal, value, embedding_model, scoring_version) "
-                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (agent_id, signal) DO UPDATE SET value = EXCLUDED.value, "
-                "embedding_model = EXCLUDED.embedding_model, scoring_version = EXCLUDED.scoring_version",
-                (t.agent_id, t.signal, t.value, t.embedding_model, t.scoring_version),
-            )
-
-    def drop_thresholds(self, conn: Any, agent_ids: Sequence[str]) -> None:
-        conn.execute("DELETE FROM calibration WHERE agent_id = ANY(%s)", (list(agent_ids),))
-
-    def set_beta(self, conn: Any, agent_id: str, beta: float | None) -> None:
-        """The agent's precision override; None removes it."""
-        if beta is None:
-            conn.execute("DELETE FROM recall_precision WHERE agent_id = %s", (agent_id,))
-            return
-        conn.execute(
-            "INSERT INTO recall_precision(agent_id, beta) VALUES (%s, %s) "
-            "ON CONFLICT (agent_id) DO UPDATE SET beta = EXCLUDED.beta",
-            (agent_id, beta),
-        )
-
-    def delete(self, conn: Any, ref: str) -> bool:
-        kind, row_id = split_ref(ref)
-        return conn.execute(f"DELETE FROM {TABLES[kind]} WHERE id = %s", (row_id,)).rowcount > 0
-
-    def delete_agent(self, conn: Any, agent_id: str) -> dict[str, int]:
-        """Delete every memory, episode and profile of one agent, and its graph and folders; the count of each."""
-        counts = self._delete_graph(conn, agent_id)
-        counts["folders"] = self._delete_folders(conn, agent_id)
-        for table in ("memories", "episodes", "profiles"):
-            counts[table] = conn.execute(f"DELETE FROM {table} WHERE agent_id = %s", (agent_id,)).rowcount
-        return counts
-
-    def set_profile(self, conn: Any, agent_id: str, content: str, updated_at: str) -> None:
-        conn.execute(
-            "INSERT INTO profiles(agent_id, user_id, content, updated_at) VALUES (%s, '', %s, %s) "
-            "ON CONFLICT (agent_id, user_id) DO UPDATE SET content = EXCLUDED.content, "
-            "updated_at = EXCLUDED.updated_at",
-            (agent_id, content, updated_at),
-        )
 
     # -- plain reads -----------------------------------------------------------------------
 
@@ -187,56 +123,6 @@ class PgRecords:
         """Every column of one memory, embedding as a vector."""
         rows = self._read(f"SELECT {', '.join(MEMORY_COLUMNS)} FROM memories WHERE id = %s", (memory_id,))
         return _row_dict(MEMORY_COLUMNS, rows[0]) if rows else None
-
-    def records(self, refs: Sequence[str]) -> dict[str, Record]:
-        """Hydrate refs into records; unknown refs are absent from the result."""
-        out: dict[str, Record] = {}
-        for kind, ids in ids_by_kind(refs).items():
-            if ids:
-                for record in self._select_records(kind, "t.id = ANY(%s)", [ids], ""):
-                    out[record.ref] = record
-        return out
-
-    def _select_records(self, kind: str, where: str, params: Sequence[Any], tail: str) -> list[Record]:
-        rows = self._read(f"SELECT {RECORD_COLUMNS[kind]} FROM {TABLES[kind]} t WHERE {where} {tail}", params)
-        return [record_of(kind, row) for row in rows]
-
-    def list_records(
-        self, kind: str, agent_id: str, project_id: str | None, limit: int, *, newest_first: bool = True
-    ) -> list[Record]:
-        """Browse one kind; agent_id "" means every agent."""
-        where, params = listing_where(agent_id, project_id)
-        order = "DESC" if newest_first else "ASC"
-        return self._select_records(kind, where, [*params, limit], f"ORDER BY t.id {order} LIMIT %s")
-
-    def profile(self, agent_id: str) -> tuple[str, str] | None:
-        """(content, updated_at) of the agent's profile."""
-        rows = self._read("SELECT content, updated_at FROM profiles WHERE agent_id = %s AND user_id = ''", (agent_id,))
-        return tuple(rows[0]) if rows else None
-
-    def profiles(self, agent_id: str) -> list[tuple[str, str, str]]:
-        """(agent_id, content, updated_at) of one agent's profile, or every agent's for ""."""
-        where, params = ("WHERE agent_id = %s", [agent_id]) if agent_id else ("", [])
-        return [
-            tuple(row)
-            for row in self._read(
-                f"SELECT agent_id, content, updated_at FROM profiles {where} ORDER BY agent_id", params
-            )
-        ]
-
-    def thresholds(self) -> list[Threshold]:
-        """Every calibrated threshold, with the fingerprint it was measured under."""
-        return [
-            Threshold(*row)
-            for row in self._read(
-                "SELECT agent_id, signal, value, embedding_model, scoring_version FROM calibration "
-                "ORDER BY agent_id, signal"
-            )
-        ]
-
-    def betas(self) -> dict[str, float]:
-        """The agents' precision overrides."""
-        return dict(self._read("SELECT agent_id, beta FROM recall_precision"))
 
     def export_rows(self, kind: str, agent_id: str) -> Iterator[dict[str, Any]]:
         """Every column of every row of one kind (one agent, or all for ""), oldest first."""

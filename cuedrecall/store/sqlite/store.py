@@ -21,12 +21,13 @@ from typing import Any
 import numpy as np
 
 from cuedrecall.errors import StoreError
-from cuedrecall.store.base import EPISODE, MEMORY, Record, Scope, Threshold, make_ref, split_ref
+from cuedrecall.store.base import EPISODE, MEMORY, Scope, make_ref, split_ref
 from cuedrecall.store.bounded import Lru
-from cuedrecall.store.predicates import listing_where, scope_where
-from cuedrecall.store.rows import RECORD_COLUMNS, TABLES, ids_by_kind, pool_growth, record_of
+from cuedrecall.store.predicates import scope_where
+from cuedrecall.store.rows import TABLES, pool_growth
 from cuedrecall.store.sql.folders import SqlFolders
 from cuedrecall.store.sql.graph import SqlGraph
+from cuedrecall.store.sql.records import SqlRecords
 from cuedrecall.store.sqlite.arms import SqliteArms
 from cuedrecall.store.sqlite.block_index import BlockIndex
 from cuedrecall.store.sqlite.blocks import SqliteBlocks
@@ -47,10 +48,6 @@ SNAPSHOT_TRIES = 3  # catch-ups a concurrent snapshot tries before it reads unde
 READER_POOL = 4
 CLOSE_CHECKPOINT_MS = 1000  # the most a close waits on another process's read to empty the WAL
 STATS_CACHE_MAX = 1024  # reads kept until the next change (``_cached``), least recently used leaving first
-
-
-def _blob(vector: np.ndarray | None) -> bytes | None:
-    return None if vector is None else np.asarray(vector, dtype="<f4").tobytes()
 
 
 def _vector(blob: bytes | None) -> np.ndarray | None:
@@ -90,7 +87,7 @@ def _private_side_files(path: str) -> None:
             pass  # not there (yet): SQLite creates it later with the database file's mode
 
 
-class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqlGraph, SqlFolders, SqliteBrowse):
+class SqliteStore(SqlRecords, SqliteArms, SqliteMaintenance, SqliteBlocks, SqlGraph, SqlFolders, SqliteBrowse):
     """All SQL of cuedrecall's embedded backend. One writer at a time; the indexes follow every commit."""
 
     read_only = False  # set by a read-only opener (the explorer without --write): ``write`` refuses
@@ -435,73 +432,7 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqlGraph, SqlFold
             index.settle()  # many rows rewritten (a re-embedding): searches bring back the codes they read
         return True
 
-    # -- writes ---------------------------------------------------------------------
-
-    def insert_memory(self, conn: sqlite3.Connection, row: dict[str, Any]) -> int:
-        """Insert one memory inside an open write(); returns its id."""
-        return self._insert(conn, "memories", row)
-
-    def insert_episode(self, conn: sqlite3.Connection, row: dict[str, Any]) -> int:
-        """Insert one episode inside an open write(); returns its id."""
-        return self._insert(conn, "episodes", row)
-
-    def _insert(self, conn: sqlite3.Connection, table: str, row: dict[str, Any]) -> int:
-        row = {**row, "embedding": _blob(row.get("embedding"))}
-        marks = ", ".join("?" * len(row))
-        cursor = conn.execute(f"INSERT INTO {table} ({', '.join(row)}) VALUES ({marks})", list(row.values()))
-        assert cursor.lastrowid is not None  # sqlite3 sets it on every INSERT
-        return cursor.lastrowid
-
-    def update_memory(self, conn: sqlite3.Connection, memory_id: int, changes: dict[str, Any]) -> None:
-        if "embedding" in changes:
-            changes = {**changes, "embedding": _blob(changes["embedding"])}
-        sets = ", ".join(f"{column} = ?" for column in changes)
-        conn.execute(f"UPDATE memories SET {sets} WHERE id = ?", [*changes.values(), memory_id])
-
-    def set_thresholds(self, conn: sqlite3.Connection, thresholds: Sequence[Threshold]) -> None:
-        conn.executemany(
-            "INSERT INTO calibration(agent_id, signal, value, embedding_model, scoring_version) VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT(agent_id, signal) DO UPDATE SET value = excluded.value, "
-            "embedding_model = excluded.embedding_model, scoring_version = excluded.scoring_version",
-            [(t.agent_id, t.signal, t.value, t.embedding_model, t.scoring_version) for t in thresholds],
-        )
-
-    def drop_thresholds(self, conn: sqlite3.Connection, agent_ids: Sequence[str]) -> None:
-        conn.executemany("DELETE FROM calibration WHERE agent_id = ?", [(agent,) for agent in agent_ids])
-
-    def set_beta(self, conn: sqlite3.Connection, agent_id: str, beta: float | None) -> None:
-        """The agent's precision override; None removes it."""
-        if beta is None:
-            conn.execute("DELETE FROM recall_precision WHERE agent_id = ?", (agent_id,))
-            return
-        conn.execute(
-            "INSERT INTO recall_precision(agent_id, beta) VALUES (?, ?) "
-            "ON CONFLICT(agent_id) DO UPDATE SET beta = excluded.beta",
-            (agent_id, beta),
-        )
-
-    def delete(self, conn: sqlite3.Connection, ref: str) -> bool:
-        kind, row_id = split_ref(ref)
-        table = "memories" if kind == MEMORY else "episodes"
-        return conn.execute(f"DELETE FROM {table} WHERE id = ?", (row_id,)).rowcount > 0
-
-    def delete_agent(self, conn: sqlite3.Connection, agent_id: str) -> dict[str, int]:
-        """Delete every memory, episode and profile of one agent, and its graph and folders; the count of each."""
-        counts = self._delete_graph(conn, agent_id)
-        counts["folders"] = self._delete_folders(conn, agent_id)
-        for table in ("memories", "episodes", "profiles"):
-            counts[table] = conn.execute(f"DELETE FROM {table} WHERE agent_id = ?", (agent_id,)).rowcount
-        return counts
-
-    def set_profile(self, conn: sqlite3.Connection, agent_id: str, content: str, updated_at: str) -> None:
-        conn.execute(
-            "INSERT INTO profiles(agent_id, user_id, content, updated_at) VALUES (?, '', ?, ?) "
-            "ON CONFLICT(agent_id, user_id) DO UPDATE SET content = excluded.content, "
-            "updated_at = excluded.updated_at",
-            (agent_id, content, updated_at),
-        )
-
-    # -- plain reads --------------------------------------------------------------------
+    # -- plain reads (the rest of the records' SQL: SqlRecords) -------------------------
 
     def find_duplicate(
         self, agent_id: str, projects: Sequence[str], channels: Sequence[str], msg_id: str, content: str
@@ -545,62 +476,6 @@ class SqliteStore(SqliteArms, SqliteMaintenance, SqliteBlocks, SqlGraph, SqlFold
             out = dict(zip([d[0] for d in cursor.description], row))
         out["embedding"] = _vector(out["embedding"])
         return out
-
-    def records(self, refs: Sequence[str]) -> dict[str, Record]:
-        """Hydrate refs into records; unknown refs are absent from the result."""
-        out: dict[str, Record] = {}
-        for kind, ids in ids_by_kind(refs).items():
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                for record in self._select_records(kind, f"t.id IN ({marks})", chunk, ""):
-                    out[record.ref] = record
-        return out
-
-    def _select_records(self, kind: str, where: str, params: Sequence[Any], tail: str) -> list[Record]:
-        rows = self._read(f"SELECT {RECORD_COLUMNS[kind]} FROM {TABLES[kind]} t WHERE {where} {tail}", params)
-        return [record_of(kind, row) for row in rows]
-
-    def list_records(
-        self, kind: str, agent_id: str, project_id: str | None, limit: int, *, newest_first: bool = True
-    ) -> list[Record]:
-        """Browse one kind; agent_id "" means every agent."""
-        where, params = listing_where(agent_id, project_id)
-        order = "DESC" if newest_first else "ASC"
-        return self._select_records(kind, where, [*params, limit], f"ORDER BY t.id {order} LIMIT ?")
-
-    def profile(self, agent_id: str) -> tuple[str, str] | None:
-        """(content, updated_at) of the agent's profile; cached until any connection changes a profile."""
-
-        def read() -> tuple[str, str] | None:
-            rows = self._read(
-                "SELECT content, updated_at FROM profiles WHERE agent_id = ? AND user_id = ''", (agent_id,)
-            )
-            return rows[0] if rows else None
-
-        return self._cached(("profile", agent_id), read)
-
-    def profiles(self, agent_id: str) -> list[tuple[str, str, str]]:
-        """(agent_id, content, updated_at) of one agent's profile, or every agent's for ""."""
-        where, params = ("WHERE agent_id = ?", [agent_id]) if agent_id else ("", [])
-        return self._read(f"SELECT agent_id, content, updated_at FROM profiles {where} ORDER BY agent_id", params)
-
-    def thresholds(self) -> list[Threshold]:
-        """Every calibrated threshold, with the fingerprint it was measured under."""
-        return self._cached(
-            ("thresholds",),
-            lambda: [
-                Threshold(*row)
-                for row in self._read(
-                    "SELECT agent_id, signal, value, embedding_model, scoring_version FROM calibration "
-                    "ORDER BY agent_id, signal"
-                )
-            ],
-        )
-
-    def betas(self) -> dict[str, float]:
-        """The agents' precision overrides."""
-        return self._cached(("betas",), lambda: dict(self._read("SELECT agent_id, beta FROM recall_precision")))
 
     def export_rows(self, kind: str, agent_id: str) -> Iterator[dict[str, Any]]:
         """Every column of every row of one kind (one agent, or all for ""), oldest first."""
