@@ -23,7 +23,7 @@ from pathlib import Path
 
 from benchmarks.bulk import insert_memories
 from benchmarks.datasets import generate_long_span, load_locomo
-from benchmarks.harness import WITHOUT_BLOCKS
+from benchmarks.harness import SHIPPED, WITHOUT_BLOCKS
 from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock, iso
 from cuedrecall.config import Settings
@@ -90,14 +90,37 @@ def bulk_load(
 # -- the store: built once per size, reused while its marker is there --------------------------------
 
 
-def settings(path: Path) -> Settings:
-    """Hash vectors, blocks off, no calibration as the store grows: what the speed figures time."""
-    return Settings.from_env(WITHOUT_BLOCKS, embedding_mode="hash", db_path=str(path), calibrate_on_growth=False)
+def settings(path: Path, blocks: bool = False) -> Settings:
+    """Hash vectors, no calibration as the store grows: what the speed figures time. Blocks off, or (``blocks``)
+    built and searched as the shipped defaults have them."""
+    env = SHIPPED if blocks else WITHOUT_BLOCKS
+    return Settings.from_env(env, embedding_mode="hash", db_path=str(path), calibrate_on_growth=False)
 
 
-def open_store(path: Path) -> Memory:
+def open_store(path: Path, blocks: bool = False) -> Memory:
     """The store at ``path`` under ``settings``, its clock just after the corpus's year, no background work."""
-    return Memory(settings=settings(path), clock=fixed_clock(NOW), background=False)
+    return Memory(settings=settings(path, blocks), clock=fixed_clock(NOW), background=False)
+
+
+def build_blocks(workdir: Path, locomo: Path, size: int) -> tuple[Path, float, float]:
+    """The store of ``size`` with every record's blocks built (a copy of ``build``'s, the builder drained in this
+    process; reused while its marker is there): (path, build seconds, block build seconds)."""
+    source, build_s = build(workdir, locomo, size)
+    path, marker = workdir / f"realistic-{size}-blocks.db", workdir / f"realistic-{size}-blocks.json"
+    if path.exists() and marker.exists():
+        return path, build_s, json.loads(marker.read_text())["blocks_s"]
+    path.unlink(missing_ok=True)
+    from benchmarks import peer
+
+    peer.db_copy(source, path)
+    started = time.perf_counter()
+    with open_store(path, blocks=True) as memory:
+        assert memory.blocks is not None
+        memory.blocks.queue_backfill()
+        memory.blocks.drain()
+    seconds = time.perf_counter() - started
+    marker.write_text(json.dumps({"blocks_s": seconds}))
+    return path, build_s, seconds
 
 
 def build(workdir: Path, locomo: Path, size: int) -> tuple[Path, float]:

@@ -130,11 +130,11 @@ def _status_kib(field: str) -> int:
     return serving.status_kib(os.getpid(), field) or 0
 
 
-def rss_child(path: str, locomo: str) -> dict[str, Any]:
+def rss_child(path: str, locomo: str, blocks: bool = False) -> dict[str, Any]:
     """In a child process: open the store, run RSS_QUERIES recalls; peak and current resident set (KiB)."""
     baseline = _status_kib("VmHWM")
     started = time.perf_counter()
-    memory = realistic.open_store(Path(path))
+    memory = realistic.open_store(Path(path), blocks)
     opened = time.perf_counter() - started
     for text in realistic.questions(Path(locomo), RSS_QUERIES):
         memory.recall(agent_id=realistic.AGENT, query=text)
@@ -148,10 +148,10 @@ def rss_child(path: str, locomo: str) -> dict[str, Any]:
     return result
 
 
-def measure_rss(path: Path, locomo: Path) -> dict[str, Any]:
+def measure_rss(path: Path, locomo: Path, blocks: bool = False) -> dict[str, Any]:
     code = (
         "import json; from benchmarks.speed_realistic import rss_child; "
-        f"print(json.dumps(rss_child({str(path)!r}, {str(locomo)!r})))"
+        f"print(json.dumps(rss_child({str(path)!r}, {str(locomo)!r}, {blocks!r})))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=1800)
     if done.returncode != 0:
@@ -160,16 +160,22 @@ def measure_rss(path: Path, locomo: Path) -> dict[str, Any]:
 
 
 def measure(size: int, args: argparse.Namespace, questions: list[str], worst: bool) -> dict[str, Any]:
-    path, build_s = realistic.build(args.workdir, args.locomo, size)
+    blocks = bool(getattr(args, "blocks", False))
+    if blocks:
+        path, build_s, blocks_s = realistic.build_blocks(args.workdir, args.locomo, size)
+    else:
+        (path, build_s), blocks_s = realistic.build(args.workdir, args.locomo, size), None
     row: dict[str, Any] = {"size": size, "build_s": build_s, "db_mib": path.stat().st_size / 2**20}
-    row["rss"] = measure_rss(path, args.locomo)
-    with realistic.open_store(path) as memory:
+    if blocks_s is not None:
+        row["blocks_s"] = blocks_s
+    row["rss"] = measure_rss(path, args.locomo, blocks)
+    with realistic.open_store(path, blocks) as memory:
         row["ms"] = timed_recalls(memory, questions)
         if worst:
             row["worst"] = worst_inputs(memory)
     scratch = args.workdir / f"ingest-{size}.db"  # stores go into a copy: the timed store stays as built
     peer.db_copy(path, scratch)
-    with realistic.open_store(scratch) as memory:
+    with realistic.open_store(scratch, blocks) as memory:
         for text in questions:
             memory.queries.embed_query(text)  # query vectors first, as for the timed recalls
         row["ingest"] = ingest(memory, args.locomo, questions)
@@ -182,6 +188,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--locomo", type=Path, help="LoCoMo JSON (the development split)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--peer-sizes", type=int, nargs="*", default=[])
+    parser.add_argument(
+        "--blocks",
+        action="store_true",
+        help="at the shipped defaults: every record's blocks built before timing, the block arm searched",
+    )
     parser.add_argument("--queries", type=int, default=150)
     parser.add_argument("--workdir", type=Path, default=HERE / ".cache" / "realistic")
     parser.add_argument("--out", type=Path, default=RESULTS / "speed_realistic.md")

@@ -17,31 +17,38 @@ from cuedrecall.recall.context import RecallContext
 from cuedrecall.store.base import BlockHit, Hit
 
 BLOCK_SEATS = 2  # CPersona 2.6's BLOCK_RESERVATION
-HYDRATED = 200  # hits read back at most: the seats come from the head of the list
+HYDRATED = 200  # hits kept at most: the seats come from the head of the list
+SEAT_BATCH = 8  # hits read back at a time while seats are open (a traced recall reads back all it records)
 
 
 def block_hits(ctx: RecallContext) -> list[BlockHit]:
-    """The arm's records, best first, those the caller already holds left out; recorded as ``arms.block``."""
+    """The arm's records, best first; recorded as ``arms.block`` (then read back, every one)."""
     p = ctx.params
     if not p.block_retrieval or ctx.blank or ctx.query_vector is None:
         return []
     hits, order = ctx.store.block_arm(ctx.scope, ctx.query_vector, p.embedding_model)
     hits = hits[:HYDRATED]
-    ctx.facts.load(hit.ref for hit in hits)
     if ctx.recorder.enabled:
+        ctx.facts.load(hit.ref for hit in hits)
         ctx.recorder.arms({BLOCK.name: [Hit(hit.ref, rank, hit.distance) for rank, hit in enumerate(hits)]})
         ctx.recorder.block(order)
-    return [hit for hit in hits if not held_by_caller(ctx, hit.ref)]
+    return hits
 
 
 def block_seats(ctx: RecallContext, answer: list[Candidate]) -> list[Candidate]:
-    """Up to BLOCK_SEATS block-arm records the answer does not hold, in the arm's order."""
+    """Up to BLOCK_SEATS block-arm records the answer does not hold and the caller does not hold either, in the
+    arm's order; the hits are read back SEAT_BATCH at a time, only as far as the seats need."""
     present = {row.ref for row in answer}
     seated: list[Candidate] = []
-    for hit in block_hits(ctx):
-        if len(seated) == BLOCK_SEATS:
-            break
-        if hit.ref not in present and ctx.facts.get(hit.ref) is not None:
+    hits = block_hits(ctx)
+    for start in range(0, len(hits), SEAT_BATCH):
+        batch = [hit for hit in hits[start : start + SEAT_BATCH] if hit.ref not in present]
+        ctx.facts.load(hit.ref for hit in batch)
+        for hit in batch:
+            if ctx.facts.get(hit.ref) is None or held_by_caller(ctx, hit.ref):
+                continue
             seated.append(Candidate(hit.ref, seat="block", block=hit))
             ctx.recorder.reservation(hit.ref, "block")
+            if len(seated) == BLOCK_SEATS:
+                return seated
     return seated
