@@ -36,6 +36,7 @@ from cuedrecall.recall.calibration import (
 from cuedrecall.recall.context import RecallContext
 from cuedrecall.recall.fusion import fuse
 from cuedrecall.recall.params import resolve_params
+from cuedrecall.recall.request import RecallRequest
 from cuedrecall.runtime import Runtime
 from cuedrecall.store.base import MEMORY, Scope, Task, Threshold, make_ref, memory_vectors
 
@@ -366,7 +367,8 @@ def _lexical_threshold(
 
 def _pseudo_recall(rt: Runtime, agent_id: str, calibrated: dict[str, float], text: str) -> RecallContext:
     params = resolve_params(rt.settings, calibrated, query=text, limit=PSEUDO_DEPTH)
-    return RecallContext(rt.store, Scope(agent_id), text, rt.query_vector(text), params, rt.clock())
+    request = RecallRequest(Scope(agent_id), text, PSEUDO_DEPTH)
+    return RecallContext(rt.store, request, rt.query_vector(text), params, rt.clock())
 
 
 def adopt_sidecar(rt: Runtime) -> bool:

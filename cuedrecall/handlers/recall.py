@@ -8,7 +8,6 @@ step hydrated.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,10 +18,11 @@ from cuedrecall.recall.coverage import record_coverage
 from cuedrecall.recall.params import resolve_params
 from cuedrecall.recall.policy import process_policy
 from cuedrecall.recall.process import Outcome, recall_process
+from cuedrecall.recall.request import RecallRequest
 from cuedrecall.recall.response import FULL_CONTENT_BUDGET, build_messages
 from cuedrecall.recall.scoring_version import SCORING_VERSION
 from cuedrecall.recall.stale import report as stale_conflicts
-from cuedrecall.recall.timecue import TimeCue, parse_time_cue
+from cuedrecall.recall.timecue import parse_time_cue
 from cuedrecall.recall.trace import Recorder, TraceRecorder
 from cuedrecall.runtime import Runtime
 from cuedrecall.store.base import Scope
@@ -52,90 +52,61 @@ def run_recall(
     full_content: bool,
     trace: bool,
     time_cue: Any,
-    propagation: bool = True,
 ) -> dict[str, Any]:
-    """One recall; ``propagation``: whether the propagation seat may be held where the setting turns it on.
-
-    With the trace log on, the recall is traced for the log whether or not the caller asked, and the caller's
-    response is the one it would have had (``handlers/trace_log.py``)."""
-    logged = trace_log.enabled(rt)
-    run = recall_run(
-        rt,
-        agent_id=agent_id,
-        query=query,
-        limit=limit,
+    """The recall tool: its arguments read once into a request (an unreadable time cue refused here)."""
+    request = RecallRequest(
+        Scope(agent_id, project_id, channel, source_id),
+        query,
+        limit,
         deep=deep,
-        channel=channel,
-        project_id=project_id,
-        source_id=source_id,
-        exclude_contents=exclude_contents,
+        exclude_contents=tuple(exclude_contents),
         full_content=full_content,
-        trace=trace or logged,
-        time_cue=time_cue,
-        propagation=propagation,
+        trace=trace,
+        cue=parse_time_cue(time_cue),
     )
-    if not logged:
+    return recall_answer(rt, request)
+
+
+def recall_answer(rt: Runtime, request: RecallRequest) -> dict[str, Any]:
+    """One recall's response. With the trace log on, the recall is traced for the log whether or not the caller
+    asked, and the caller's response is the one it would have had (``handlers/trace_log.py``)."""
+    run = recall_run(rt, request)
+    if not trace_log.enabled(rt):
         return run.response
     trace_log.record(
         rt,
         "recall",
-        run.ctx.scope,
-        query,
+        request.scope,
+        request.query,
         run.response.get("trace"),
         [m["ref"] for m in run.response["messages"] if "ref" in m],
     )
-    return run.response if trace else {k: v for k, v in run.response.items() if k != "trace"}
+    return run.response if request.trace else {k: v for k, v in run.response.items() if k != "trace"}
 
 
-def recall_run(
-    rt: Runtime,
-    *,
-    agent_id: str,
-    query: str,
-    limit: int,
-    deep: bool,
-    channel: str,
-    project_id: str | None,
-    source_id: str,
-    exclude_contents: list[str],
-    full_content: bool,
-    trace: bool,
-    time_cue: Any,
-    propagation: bool = True,
-    lexical_terms: Sequence[str] = (),
-) -> RecallRun:
-    """One recall, kept whole; ``lexical_terms``: extra phrases the lexical arms search (never the vector arms)."""
+def recall_run(rt: Runtime, request: RecallRequest) -> RecallRun:
+    """One recall, kept whole; traced when the caller asked or the trace log is on."""
     started = time.perf_counter()  # the cue's time limit counts from here, the query's embedding included
-    cue = parse_time_cue(time_cue)  # an unreadable cue is refused here, before anything runs
-    vector = rt.query_vector(query)
-    recorder = TraceRecorder() if trace else Recorder()
+    vector = rt.query_vector(request.query)
+    recorder = TraceRecorder() if request.trace or trace_log.enabled(rt) else Recorder()
+    agent_id = request.scope.agent_id
     with rt.store.snapshot():
         params = resolve_params(
             rt.settings,
             rt.calibration.thresholds(agent_id),
-            query=query,
-            limit=limit,
-            deep=deep,
-            exclude_contents=exclude_contents,
+            query=request.query,
+            limit=request.limit,
+            deep=request.deep,
+            exclude_contents=list(request.exclude_contents),
             embedding_model=_block_model(rt),
-            propagation=propagation,
+            propagation=request.propagation,
             calibration=rt.calibration.record(agent_id)["origin"],
         )
-        ctx = RecallContext(
-            rt.store,
-            Scope(agent_id, project_id, channel, source_id),
-            query,
-            vector,
-            params,
-            rt.clock(),
-            recorder,
-            started=started,
-            lexical_terms=tuple(lexical_terms),
-        )
+        ctx = RecallContext(rt.store, request, vector, params, rt.clock(), recorder, started=started)
         if recorder.enabled:
-            _trace_header(rt, ctx, cue, limit, full_content)
-        outcome = recall_process(ctx, cue)
-        return RecallRun(ctx, outcome, _response(rt, ctx, outcome, full_content))
+            _trace_header(rt, ctx)
+        outcome = recall_process(ctx)
+        return RecallRun(ctx, outcome, _response(rt, ctx, outcome))
 
 
 def _block_model(rt: Runtime) -> str:
@@ -143,7 +114,8 @@ def _block_model(rt: Runtime) -> str:
     return rt.embedder.model if rt.embedder.available else ""
 
 
-def _response(rt: Runtime, ctx: RecallContext, outcome: Outcome, full_content: bool) -> dict[str, Any]:
+def _response(rt: Runtime, ctx: RecallContext, outcome: Outcome) -> dict[str, Any]:
+    full_content = ctx.request.full_content
     messages = build_messages(ctx, outcome.rows, full_content)
     response: dict[str, Any] = {"messages": messages}
     conflicts = stale_conflicts(ctx, messages)  # stale-v1: names the rows' roles, never drops or moves one
@@ -168,10 +140,10 @@ def _response(rt: Runtime, ctx: RecallContext, outcome: Outcome, full_content: b
     return response
 
 
-def _trace_header(rt: Runtime, ctx: RecallContext, cue: TimeCue | None, limit: int, full_content: bool) -> None:
-    p = ctx.params
+def _trace_header(rt: Runtime, ctx: RecallContext) -> None:
+    p, cue = ctx.params, ctx.request.cue
     request: dict[str, Any] = {
-        "limit": limit,
+        "limit": ctx.request.limit,
         "depth": p.depth,
         "deep": p.deep,
         "mode": p.mode,
@@ -184,7 +156,7 @@ def _trace_header(rt: Runtime, ctx: RecallContext, cue: TimeCue | None, limit: i
             "age_anchor": p.age_anchor,
         },
         "episode_penalty": p.episode_penalty,
-        "full_content": full_content,
+        "full_content": ctx.request.full_content,
     }
     # the held seats that are off by default are named only when on, so a default trace is as it was
     if p.keyword_seats:
@@ -243,21 +215,16 @@ def recall_with_context(
     the messages, and the whole list is ordered by time, undated entries first.
     """
     entries, issues = _context_entries(external_context)
-    response = run_recall(
-        rt,
-        agent_id=agent_id,
-        query=query,
-        limit=limit,
+    request = RecallRequest(
+        Scope(agent_id, project_id, channel, source_id),
+        query,
+        limit,
         deep=deep,
-        channel=channel,
-        project_id=project_id,
-        source_id=source_id,
+        exclude_contents=tuple(e["content"] for e in entries if e.get("content")),
         full_content=full_content,
-        trace=False,
-        time_cue=None,
-        exclude_contents=[e["content"] for e in entries if e.get("content")],
-        propagation=False,
+        propagation=False,  # like CPersona's, it holds no propagation seat
     )
+    response = recall_answer(rt, request)
     merged = response["messages"] + [
         _context_message(e) for e in entries if e.get("role") in _MERGED_ROLES and e.get("content")
     ]

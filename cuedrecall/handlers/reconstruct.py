@@ -17,6 +17,7 @@ from cuedrecall.graph.cues import Cues, query_cues
 from cuedrecall.handlers import trace_log
 from cuedrecall.handlers.recall import RecallRun, recall_run
 from cuedrecall.recall.coverage import build_ledger
+from cuedrecall.recall.request import RecallRequest
 from cuedrecall.recall.timecue import parse_time_cue
 from cuedrecall.reconstruct.envelope import Candidates, envelope
 from cuedrecall.reconstruct.policy_v1 import MAX_EVIDENCE, MAX_HOPS
@@ -54,7 +55,7 @@ def reconstruct(
     lite: bool | None = None,
 ) -> dict[str, Any]:
     s = rt.settings
-    parse_time_cue(time_cue)  # an unreadable cue is refused before anything runs
+    cue = parse_time_cue(time_cue)  # an unreadable cue is refused before anything runs
     if mode is not None and lite is not None:
         raise ToolArgumentError("arguments 'mode' and 'lite' name the same thing: give mode only")
     preset = mode or ("lite" if lite else None)
@@ -66,21 +67,10 @@ def reconstruct(
     logged = trace_log.enabled(rt)  # traced for the log whether or not asked; the response stays the same
     with rt.store.snapshot():
         cues = query_cues(rt.store, scope, query)
-        run = recall_run(
-            rt,
-            agent_id=agent_id,
-            query=query,
-            limit=depth,
-            deep=deep,
-            channel=channel,
-            project_id=project_id,
-            source_id=source_id,
-            exclude_contents=[],
-            full_content=True,
-            trace=trace or logged,
-            time_cue=time_cue,
-            lexical_terms=_lexical_terms(cues),
+        recall = RecallRequest(
+            scope, query, depth, deep=deep, full_content=True, trace=trace, cue=cue, lexical_terms=_lexical_terms(cues)
         )
+        run = recall_run(rt, recall)
         rows, excluded = _rows(run)
         model = rt.embedder.model if s.block_retrieval_enabled and rt.embedder.available else ""
         request = Request(
@@ -131,10 +121,10 @@ def _sized(out: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _lexical_terms(cues: Cues) -> list[str]:
+def _lexical_terms(cues: Cues) -> tuple[str, ...]:
     """The matched entities' other names, and any matched name too short for the trigram index (東京): the query
     holds it, but only a substring match finds it in a record."""
-    return [*cues.terms, *(name for name in cues.entities if len(name.strip()) < MIN_TERM)]
+    return (*cues.terms, *(name for name in cues.entities if len(name.strip()) < MIN_TERM))
 
 
 def _rows(run: RecallRun) -> tuple[list[Row], int]:

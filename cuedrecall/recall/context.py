@@ -1,4 +1,4 @@
-"""What one recall works with: its parameters, its inputs, the scope's facts, and the recorder.
+"""What one recall works with: its request, its parameters, the scope's facts, and the recorder.
 
 The store is read through here: the arms, then the facts step, and the scope's
 statistics once each (pool, span, profile, newest episode), so no stage reads the
@@ -16,6 +16,7 @@ import numpy as np
 
 from cuedrecall.recall.facts import Facts
 from cuedrecall.recall.params import RecallParams
+from cuedrecall.recall.request import RecallRequest
 from cuedrecall.recall.trace import Recorder
 from cuedrecall.store.base import Scope, Store
 from cuedrecall.text.fts import MIN_TERM, capped_terms
@@ -27,14 +28,12 @@ class RecallContext:
     """The inputs of one recall, handed to every stage with the recorder."""
 
     store: Store
-    scope: Scope
-    query: str
+    request: RecallRequest
     query_vector: np.ndarray | None
     params: RecallParams
     now: datetime
     recorder: Recorder = field(default_factory=Recorder)
     started: float = field(default_factory=time.perf_counter)
-    lexical_terms: tuple[str, ...] = ()  # extra phrases for the lexical arms only (reconstruct's entity names)
     terms: list[str] = field(init=False)  # the query's full-text terms, computed once for every lexical arm
     words: list[str] = field(init=False)  # the query's content words, for the word arm
     left_out: dict[str, int] = field(init=False)  # distinct terms and words the caps left out (recall/bounds.py)
@@ -46,6 +45,18 @@ class RecallContext:
         self.words, words_left_out = capped_words(" ".join((self.query, *self.lexical_terms)))
         self.left_out = {"terms": terms_left_out, "words": words_left_out}
         self.facts = Facts(self.store)
+
+    @property
+    def scope(self) -> Scope:
+        return self.request.scope
+
+    @property
+    def query(self) -> str:
+        return self.request.query
+
+    @property
+    def lexical_terms(self) -> tuple[str, ...]:
+        return self.request.lexical_terms
 
     @property
     def short_terms(self) -> list[str]:

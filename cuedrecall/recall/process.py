@@ -46,7 +46,9 @@ class Outcome:
     time_cue: dict[str, Any] | None
 
 
-def recall_process(ctx: RecallContext, cue: TimeCue | None) -> Outcome:
+def recall_process(ctx: RecallContext) -> Outcome:
+    """The single pass, then what the request's time cue may do after the count."""
+    cue = ctx.request.cue
     result = single_pass(ctx)
     if cue is None:
         ctx.recorder.stage({"searched": "all arms", "next": _next_after_pass(ctx, result)})
