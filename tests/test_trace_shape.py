@@ -17,7 +17,9 @@ from cuedrecall.recall.cued_v0_3 import POLICY, SINGLE_PASS_POLICY
 from cuedrecall.recall.gate_v1 import POLICY as GATE_POLICY
 from cuedrecall.recall.params import resolve_params
 from cuedrecall.recall.policy import RELIEF, process_policy
+from cuedrecall.recall.request import RecallRequest
 from cuedrecall.recall.scoring_version import SCORING_VERSION
+from cuedrecall.store.base import Scope
 from tests.conftest import NOW, make_settings, open_memory
 
 FIELDS = [
@@ -218,11 +220,10 @@ def test_rsf_fusion_votes() -> None:
 
 def test_the_policy_names_every_variant_in_force_and_nothing_else(tmp_path: Path) -> None:
     """policy.process is the base policy then each variant that is on, whether or not it fired this call."""
-    base = resolve_params(make_settings(), {}, query="bike", limit=3)
+    bike = RecallRequest(Scope("a"), "bike", 3)
+    base = resolve_params(make_settings(), {}, bike)
     assert process_policy(base, cued=False) == "single-pass-v0" and process_policy(base, cued=True) == "cued-v0.3"
-    every = resolve_params(
-        make_settings(gate_relief=True, recall_cue_stages=3, cue_propagation=True), {}, query="bike", limit=3
-    )
+    every = resolve_params(make_settings(gate_relief=True, recall_cue_stages=3, cue_propagation=True), {}, bike)
     assert process_policy(every, cued=True) == f"cued-v0.3+{RELIEF}+stages-v1"  # a caller's cue: none proposed
     assert process_policy(every, cued=False) == f"single-pass-v0+{RELIEF}+propagated-v1"  # stages need a cue
     with open_memory(tmp_path / "m.db", settings=make_settings(gate_relief=True)) as memory:

@@ -366,8 +366,8 @@ def _lexical_threshold(
 
 
 def _pseudo_recall(rt: Runtime, agent_id: str, calibrated: dict[str, float], text: str) -> RecallContext:
-    params = resolve_params(rt.settings, calibrated, query=text, limit=PSEUDO_DEPTH)
     request = RecallRequest(Scope(agent_id), text, PSEUDO_DEPTH)
+    params = resolve_params(rt.settings, calibrated, request)
     return RecallContext(rt.store, request, rt.query_vector(text), params, rt.clock())
 
 

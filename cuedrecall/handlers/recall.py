@@ -94,12 +94,8 @@ def recall_run(rt: Runtime, request: RecallRequest) -> RecallRun:
         params = resolve_params(
             rt.settings,
             rt.calibration.thresholds(agent_id),
-            query=request.query,
-            limit=request.limit,
-            deep=request.deep,
-            exclude_contents=list(request.exclude_contents),
+            request,
             embedding_model=_block_model(rt),
-            propagation=request.propagation,
             calibration=rt.calibration.record(agent_id)["origin"],
         )
         ctx = RecallContext(rt.store, request, vector, params, rt.clock(), recorder, started=started)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cuedrecall.config import Settings
+from cuedrecall.recall.request import RecallRequest
 from cuedrecall.text import normalise_exclusions
 
 
@@ -61,29 +62,21 @@ class RecallParams:
 def resolve_params(
     s: Settings,
     calibrated: dict[str, float],
+    request: RecallRequest,
     *,
-    query: str,
-    limit: int,
-    deep: bool = False,
-    exclude_contents: list[str] | None = None,
     embedding_model: str = "",
-    propagation: bool = True,
     calibration: str = "none",
 ) -> RecallParams:
     """The recall's parameters; ``calibrated`` is the agent's thresholds per signal (cosine sets the floor), and
-    ``calibration`` where they came from (auto, explicit, none).
-
-    ``propagation``: whether this call may hold the propagation seat when the setting turns it on (the
-    recall tool may; recall_with_context, like CPersona's, does not).
-    """
-    limit = min(limit, s.recall_library_max_limit)
-    blank = not query.strip()
+    ``calibration`` where they came from (auto, explicit, none)."""
+    limit = min(request.limit, s.recall_library_max_limit)
+    blank = not request.query.strip()
     depth = limit if blank else min(max(limit, s.recall_depth_floor), s.recall_library_max_limit)
     vector_threshold = calibrated.get("cosine", s.vector_min_similarity)
     return RecallParams(
         limit=limit,
         depth=depth,
-        deep=deep,
+        deep=request.deep,
         mode=s.recall_mode,
         rrf_k=s.rrf_k,
         vector_floor=vector_threshold * s.rrf_threshold_factor,
@@ -102,7 +95,7 @@ def resolve_params(
         autocut_ratio=s.autocut_min_gap_ratio,
         autocut_min=s.autocut_min_results,
         thresholds=calibrated if s.fused_gate_enabled else {},
-        exclusions=normalise_exclusions(exclude_contents or []),
+        exclusions=normalise_exclusions(request.exclude_contents),
         confidence_enabled=s.confidence_enabled,
         fused_gate_enabled=s.fused_gate_enabled,
         preview_chars=s.recall_preview_chars,
@@ -113,7 +106,7 @@ def resolve_params(
         embedding_model=embedding_model,
         keyword_seats=s.keyword_seats,
         far_seats=s.far_seats_enabled,
-        propagation_seat=s.recall_propagation_seat and propagation,
+        propagation_seat=s.recall_propagation_seat and request.propagation,
         gate_policy=s.recall_gate,
         gate_relief=s.gate_relief and s.recall_gate != "gate-v0",
         calibration=calibration if calibrated else "none",
