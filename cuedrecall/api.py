@@ -16,23 +16,42 @@ from typing import Any
 
 import numpy as np
 
+# the declarations before the handlers: tools/ imports the handlers it names, and a handler imports
+# tools.bounds, so a handler imported first would meet its own declaration half made
+from cuedrecall.tools import TOOLS, Tool
+
+# isort: split
 from cuedrecall.access import LOCAL, WRITE, Principal, denied
 from cuedrecall.clock import Clock, system_clock
 from cuedrecall.config import Settings
 from cuedrecall.embed import Embedder, QueryVectorCache
 from cuedrecall.errors import ToolArgumentError, describe_storage_error
-from cuedrecall.handlers import browse, calibrate, reembed
+from cuedrecall.handlers import (
+    associations,
+    browse,
+    calibrate,
+    health,
+    merge,
+    portability,
+    read,
+    recall,
+    reconstruct,
+    reembed,
+    session,
+    write,
+)
 from cuedrecall.handlers.blocks import BlockBuilder, building
 from cuedrecall.handlers.session import paused_answer
 from cuedrecall.recall.calibration import Calibration
 from cuedrecall.runtime import Runtime, open_runtime
 from cuedrecall.sessions import SessionKey
 from cuedrecall.store.base import Scope, Store
-from cuedrecall.tools import TOOLS, Tool
 from cuedrecall.tools.bounds import shown
 
 log = logging.getLogger("cuedrecall")
 ERROR_MAX = 2000  # characters of an error message: whatever a handler quoted, a huge value is never echoed back
+Handler = Callable[..., dict[str, Any]]
+_TOOL_OF: dict[Handler, str] = {tool.handler: name for name, tool in TOOLS.items()}  # Memory's tool methods' names
 
 
 class Memory:
@@ -189,15 +208,106 @@ class Memory:
         # a refusal from inside a handler carries the collection keys the tool documents too
         return {**spec.failure, **answer} if answer.get("ok") is False else answer
 
-    def __getattr__(self, name: str) -> Callable[..., dict[str, Any]]:
-        """Every tool is also a method: ``memory.recall(agent_id="me", query="...")`` is ``call("recall", ...)``."""
-        if name in TOOLS:
-            return lambda **arguments: self.call(name, arguments)
-        raise AttributeError(f"{type(self).__name__!r} has no attribute {name!r}")
+    def _tool(self, handler: Handler, arguments: dict[str, Any], **library: Any) -> dict[str, Any]:
+        """The tool whose declaration names ``handler``, run exactly as ``call`` runs it by name."""
+        return self.call(_TOOL_OF[handler], arguments, **library)
+
+    # -- the tools, one method each: ``memory.recall(agent_id="me", query="...")`` is ``call("recall", ...)``. Each
+    # names its tool's handler, so an editor or a type checker follows it there (docs/architecture.md#adding-a-tool)
+
+    def store(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(write.store, arguments)
+
+    def recall(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(recall.run_recall, arguments)
+
+    def recall_with_context(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(recall.recall_with_context, arguments)
+
+    def get_contents(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(read.get_contents, arguments)
+
+    def archive_episode(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(write.archive_episode, arguments)
+
+    def update_memory(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(write.update_memory, arguments)
+
+    def lock_memory(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(write.lock_memory, arguments)
+
+    def unlock_memory(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(write.unlock_memory, arguments)
+
+    def delete_memory(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(write.delete_memory, arguments)
+
+    def delete_episode(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(write.delete_episode, arguments)
+
+    def delete_agent_data(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(write.delete_agent_data, arguments)
+
+    def list_memories(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(read.list_memories, arguments)
+
+    def list_episodes(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(read.list_episodes, arguments)
+
+    def get_profile(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(read.get_profile, arguments)
+
+    def update_profile(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(write.update_profile, arguments)
+
+    def calibrate_threshold(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(calibrate.calibrate_threshold, arguments)
+
+    def set_recall_precision(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(calibrate.set_recall_precision, arguments)
+
+    def get_recall_precision(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(calibrate.get_recall_precision, arguments)
+
+    def export_memories(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(portability.export_jsonl, arguments)
 
     def import_memories(self, progress: Callable[[int], None] | None = None, **arguments: Any) -> dict[str, Any]:
-        """Import a file; ``progress`` (not a tool argument) is told how many records each step read."""
-        return self.call("import_memories", arguments, progress=progress)
+        """``progress`` (not a tool argument) is told how many records each step read."""
+        return self._tool(portability.import_jsonl, arguments, progress=progress)
+
+    def merge_memories(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(merge.merge_memories, arguments)
+
+    def check_health(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(health.check_health, arguments)
+
+    def deep_check(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(health.deep_check, arguments)
+
+    def get_queue_status(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(health.queue_status, arguments)
+
+    def get_session_findings(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(health.session_findings, arguments)
+
+    def pause_persistence(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(session.pause_persistence, arguments)
+
+    def resume_persistence(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(session.resume_persistence, arguments)
+
+    def persistence_status(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(session.persistence_status, arguments)
+
+    def declare_associations(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(associations.declare_associations, arguments)
+
+    def traverse(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(associations.traverse, arguments)
+
+    def reconstruct(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(reconstruct.reconstruct, arguments)
 
     # -- helpers for callers below the tools ----------------------------------------------
 
