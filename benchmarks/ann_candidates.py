@@ -776,7 +776,27 @@ def _cell(value: Any, fmt: str) -> str:
     return "—" if value is None else format(value, fmt)
 
 
-def render(results: list[dict[str, Any]], argv: str, versions: dict[str, str], load: list[float]) -> str:
+def distinct_codes(data: dict[str, np.ndarray]) -> int:
+    """How many distinct int8 codes the rows hold (by a 64-bit hash of each: a collision would undercount by one)."""
+    from cuedrecall.store.sqlite.block_scan import hash_rows
+
+    codes = data["codes"]
+    hashes = np.concatenate([hash_rows(np.asarray(codes[i : i + 65536])) for i in range(0, codes.shape[0], 65536)])
+    return int(np.unique(hashes).shape[0])
+
+
+def render(
+    results: list[dict[str, Any]],
+    argv: str,
+    versions: dict[str, str],
+    load: list[float],
+    distinct: dict[str, dict[int, int]],
+) -> str:
+    shares = "; ".join(
+        f"{name} {n:,}: {count:,} distinct codes ({count / n:.0%})"
+        for name, sizes in distinct.items()
+        for n, count in sizes.items()
+    )
     lines = [
         f"Command: `python -m benchmarks.ann_candidates {argv}`",
         "",
@@ -791,7 +811,10 @@ def render(results: list[dict[str, Any]], argv: str, versions: dict[str, str], l
         "divided as the builder divides them), hash-embedded (384 wide) and quantised as the builder quantises "
         "(int8 codes, sign bits); the first N rows. The hash vectors are not a trained model's: their neighbours "
         "are by shared words and trigrams, with no topical clusters, a harder case for a graph index than a "
-        f"sentence encoder's. {QUERIES} realistic questions (LoCoMo's and long-span's). Truth: the exact scan "
+        "sentence encoder's; and the generator reuses its sentences, so most block rows repeat a code another row "
+        f"holds. Random: random-normal rows (no structure, no repeats: the hardest case for every index), "
+        f"records of two blocks, random-normal queries. {shares}. {QUERIES} realistic questions (LoCoMo's and "
+        "long-span's). Truth: the exact scan "
         f"(every row's int8-code cosine, the best {DEPTH} rows, the arm's depth, collapsed to records). recall@10: "
         "the truth's 10 best records reached by the candidate's 10 best (ties count); recall@depth: every record "
         f"of the truth's {DEPTH} rows. Each candidate's rows are re-scored exactly from the codes (in its query "
@@ -821,10 +844,20 @@ def render(results: list[dict[str, Any]], argv: str, versions: dict[str, str], l
             )
     lines += [
         "",
-        "- current: `BlockIndex` as shipped, built from the records in the process (its build is the store's "
-        "open: no file); the arm examines the first 250,000 rows in key order only, so past that its recall "
-        "falls with the share of rows it never reads.",
-        "- exact: the exact scan (numpy, the codes mapped): recall 1 by definition, its time the floor of any scan.",
+        f"- current: `BlockIndex` as shipped before issue 29 (commit {SIGN_BITS_REV}: the best {DEPTH} rows by "
+        "sign-bit Hamming distance re-ranked by int8 cosine), built from the records in the process (its build "
+        "is the store's open: no file); it examines the first 250,000 rows in key order only.",
+        "- chosen: the working tree's `BlockIndex` (issue 29): the exact scan over distinct codes "
+        "(store/sqlite/block_scan.py), every row examined; its build is the store's open (no file).",
+        "- exact: the exact scan in numpy (1,024-row float32 chunks, the codes mapped): recall 1 by definition.",
+        "- exact-numkong: the same scan with numkong's int8 kernel, the query rounded to int8, and every row whose "
+        "bound reaches the cut re-scored exactly. exact-distinct: that scan over the distinct codes only, each "
+        "code's rows reached after (the design the chosen index integrates, here without the scope).",
+        "- usearch-m32 is built at 100,000 only (its build there took over 600 s on 2 shared cores).",
+        "- Wheels (pip download, CPython 3.11-3.13): usearch 2.26.6 (with numkong 7.8.6) and sqlite-vec 0.1.9 "
+        "for Linux x86_64, macOS arm64 and x86_64, Windows (sqlite-vec: none for Linux aarch64); faiss-cpu 1.15.1 "
+        "for Linux and Windows, macOS only up to 1.10.0; hnswlib 0.8.0 has no wheel at all (a source build), so it "
+        "was not measured.",
         "- sqlite-vec runs under "
         + next((r.get("python", "") for r in results if r.get("name") == "sqlite-vec"), "—")
         + " (the project's CPython here is built without `enable_load_extension`, as pyenv's and macOS's system "
@@ -885,7 +918,11 @@ def main(argv: list[str] | None = None) -> int:
                     results.append(json.loads(done.stdout.strip().splitlines()[-1]))
                 print(f"{SET} {name} {n}: {time.perf_counter() - started:.0f} s", flush=True)
     load.append(os.getloadavg()[0])
-    text = render(results, " ".join(sys.argv[1:] if argv is None else argv), _versions(), load)
+    distinct: dict[str, dict[int, int]] = {}
+    for SET in args.vectors:
+        for n in args.sizes if SET == "realistic" else args.random_sizes:
+            distinct.setdefault(SET, {})[n] = distinct_codes(corpus(args.locomo, n))
+    text = render(results, " ".join(sys.argv[1:] if argv is None else argv), _versions(), load, distinct)
     args.out.write_text(text)
     (CACHE / "ann-candidates.json").write_text(json.dumps(results, indent=1))
     print(text)

@@ -36,6 +36,7 @@ except ImportError:  # pragma: no cover - the dependency is declared; this keeps
 CHUNK = 65_536  # rows a fold or a numpy pass reads at once
 _PRIME = np.uint64(0x100000001B3)
 _SEED = np.uint64(0xCBF29CE484222325)
+_SHIFT = np.uint64(29)
 
 
 def int8_dots(codes: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -63,7 +64,8 @@ def query_codes(query: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float
 
 
 def hash_rows(codes: np.ndarray) -> np.ndarray:
-    """A 64-bit FNV-style hash of each row's bytes (equal rows, equal hashes; a collision is caught by the caller)."""
+    """A 64-bit hash of each row's bytes, FNV-style with a shift after each product (equal rows, equal hashes; a
+    collision is caught by the caller: ``fold`` compares the bytes)."""
     rows = np.ascontiguousarray(codes)
     width = rows.shape[1]
     if width % 8:
@@ -75,6 +77,7 @@ def hash_rows(codes: np.ndarray) -> np.ndarray:
     for column in range(words.shape[1]):
         out ^= words[:, column]
         out *= _PRIME
+        out ^= out >> _SHIFT  # the high bits back into the low: a product alone never carries them down
     return out
 
 
