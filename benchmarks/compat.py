@@ -65,6 +65,7 @@ SESSION_KEY = "compat-session"
 PAUSED_KEY = "compat-paused"
 C = "compat-cases"  # the agent of the cases of CPersona's behaviour kept (issue 28), apart from A's counts
 D = "compat-plain"  # the agent a plain JSONL file names
+E = "compat-operator"  # the agent of the server tools' cases (issue 28): the operating context, "@auto"
 PREVIEW_KEY = "compat-previews"  # the session paused while dry runs preview
 PLAIN_NAME = "compat-plain.jsonl"
 ODD = "A note whose client keeps its own time format"
@@ -1114,6 +1115,71 @@ SESSION: list[Step] = [
         eq("ok", True),
         eq("deleted_memories", 2),
     ),
+    # the server's own tools (issue 28): the operating context and "@auto" without one, the release running, the
+    # channel axis; CPersona runs with its operating context off and its update check off (PEER_SETTINGS)
+    step(
+        "get_operating_context dormant",
+        "get_operating_context",
+        {},
+        eq("ok", False),
+        eq("enabled", False),
+        contains_text("error", "dormant"),
+    ),
+    step(
+        "store project @auto without a context",
+        "store",
+        {"agent_id": E, "content": "A note filed under the agent's default project", "project_id": "@auto", **S},
+        STORED,
+        ours=[refused(), eq("result", "rejected"), contains_text("error", "@auto")],
+    ),
+    step(
+        "check_update",
+        "check_update",
+        {},
+        eq("enabled", False),
+        eq("state", "disabled"),
+        eq("available", None),
+        eq("checked_at", None),
+        has("running", "kind", "reason", "refreshed", "install.method", "install.command", "install.restart_required"),
+    ),
+    step(
+        "check_update refresh not allowed",
+        "check_update",
+        {"refresh": True},
+        eq("state", "disabled"),
+        eq("checked_at", None),
+        ours=[refused(), eq("state", "disabled"), eq("refreshed", False), eq("checked", False)],
+    ),
+    step(
+        "check_update apply not allowed",
+        "check_update",
+        {"apply": True},
+        eq("apply_result.applied", False),
+        has("apply_result.reason"),
+        ours=[refused(), eq("apply_result.applied", False), *has("apply_result.reason")],
+    ),
+    step(
+        "migrate_channel_axis",
+        "migrate_channel_axis",
+        {"agent_id": A, **S},
+        eq("dry_run", True),
+        eq("recoverable_total", 0),
+        eq("unrecoverable_total", 0),
+        eq("migrated", 0),
+        eq("globalized", 0),
+        is_list("recoverable_by_channel"),
+        is_list("samples"),
+        has("invalid_metadata_total", "globalize_unrecoverable"),
+    ),
+    step(
+        "migrate_channel_axis not a dry run",
+        "migrate_channel_axis",
+        {"agent_id": A, "dry_run": False, **S},
+        eq("migrated", 0),
+        eq("recoverable_total", 0),
+        eq("dry_run", False),
+        ours=[eq("ok", True), eq("migrated", 0), eq("recoverable_total", 0), eq("dry_run", True)],
+    ),
     # deleting an episode and an agent
     step(
         "delete_episode",
@@ -1271,7 +1337,7 @@ def our_environment(folder: Path) -> dict[str, str]:
     }
 
 
-def our_compat_server(folder: Path) -> peer_mod.ToolServer:
+def our_compat_server(folder: Path, client_name: str | None = None) -> peer_mod.ToolServer:
     """``cuedrecall serve`` over stdio: hash embedder, its own database and export folder under ``folder``."""
     place_files(folder / "exports")
     return peer_mod.ToolServer(
@@ -1282,6 +1348,7 @@ def our_compat_server(folder: Path) -> peer_mod.ToolServer:
         folder / "server.log",
         cwd=REPO,
         start_timeout=120,
+        client_name=client_name,
     )
 
 
@@ -1301,7 +1368,7 @@ def peer_compat_environment(folder: Path) -> dict[str, str]:
     }
 
 
-def peer_compat_server(folder: Path, venv: Path) -> peer_mod.ToolServer:
+def peer_compat_server(folder: Path, venv: Path, client_name: str | None = None) -> peer_mod.ToolServer:
     place_files(folder / "exports")
     # started in its export folder: CPersona reads a relative output_path/input_path against its working
     # directory (started anywhere else it refuses a plain file name as outside CPERSONA_EXPORT_DIR)
@@ -1313,6 +1380,7 @@ def peer_compat_server(folder: Path, venv: Path) -> peer_mod.ToolServer:
         folder / "server.log",
         cwd=folder / "exports",
         start_timeout=300,
+        client_name=client_name,
     )
 
 
@@ -1602,6 +1670,8 @@ class Run:
     settings: dict[str, str]  # what the server was started with beyond its defaults, each with why
     results: list[StepResult]
     seconds: float
+    # tools/list as each client is answered it: client name -> (tools, characters of the JSON result as sent)
+    tool_lists: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 OUR_SETTINGS = {
@@ -1619,6 +1689,11 @@ PEER_SETTINGS = {
     "path against the working directory)",
     "HOME": "a new temporary folder",
 }
+
+
+def _list_size(run: Run, client: str) -> str:
+    tools, chars = run.tool_lists.get(client, (0, 0))
+    return f"{tools} tools / {chars:,} characters" if tools else "not measured"
 
 
 def _cell(text: str) -> str:
@@ -1680,6 +1755,14 @@ def render(argv: Sequence[str], ours: Run, theirs: Run, reference: dict[str, Any
         'key a CPersona client can ignore; "environment": how the benchmark runs CPersona).',
         f"- Tools and arguments ({len(table)} rows: CPersona's tools and arguments, and the arguments only ours "
         "has): " + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items(), key=lambda kv: -kv[1])) + ".",
+        "- The tool list each answers (tools, characters of the tools/list result as sent): "
+        + "; ".join(
+            f"{label} {_list_size(run, 'mcp')} to the mcp client, {_list_size(run, COMPACT_CLIENT)} to "
+            f"`{COMPACT_CLIENT}` (Codex)"
+            for label, run in (("ours", ours), ("CPersona", theirs))
+        )
+        + ". Ours answers the clients CUEDRECALL_COMPACT_TOOL_CLIENTS names (Codex by default) the session's tools "
+        "only (docs/tools.md#the-compact-tool-list).",
         "",
         "A difference is either the outcome (one server keeps the step's rules, the other does not), the form (both "
         "refuse, one as a JSON answer, the other as an MCP protocol error), or a response key only one server "
@@ -1762,29 +1845,55 @@ def print_results(run: Run) -> None:
             print(f"  FAIL {r.label}: " + "; ".join(f[:200] for f in r.failures))
 
 
-async def _timed(server: peer_mod.ToolServer, name: str) -> tuple[list[StepResult], float]:
+async def _timed(server: peer_mod.ToolServer, name: str) -> tuple[list[StepResult], float, tuple[int, int]]:
+    """The session's results, its seconds (start-up included), and the tool list this client was answered."""
     import time
 
     start = time.perf_counter()
     async with server:
         results = await run_session(server, name=name)
-    return results, time.perf_counter() - start
+        seconds = time.perf_counter() - start
+        listed = await _listed(server)
+    return results, seconds, listed
+
+
+# The client a compact tool list is for (docs/tools.md#the-compact-tool-list): Codex's initialize name.
+COMPACT_CLIENT = "codex-mcp-client"
+
+
+async def _listed(server: peer_mod.ToolServer) -> tuple[int, int]:
+    """(tools, characters of the tools/list result as the server sent it)."""
+    with anyio.fail_after(CALL_TIMEOUT):
+        result = await server.session.list_tools()
+    return len(result.tools), len(result.model_dump_json(by_alias=True, exclude_none=True))
+
+
+async def _listed_alone(server: peer_mod.ToolServer) -> tuple[int, int]:
+    async with server:
+        return await _listed(server)
 
 
 def run_ours(workdir: Path) -> Run:
     from cuedrecall.version import __version__
 
     folder = Path(tempfile.mkdtemp(prefix="ours-", dir=workdir))  # always a new, empty database
-    results, seconds = anyio.run(_timed, our_compat_server(folder), "ours")
-    return Run("ours", __version__, dict(OUR_SETTINGS), results, seconds)
+    results, seconds, listed = anyio.run(_timed, our_compat_server(folder), "ours")
+    named = Path(tempfile.mkdtemp(prefix="ours-codex-", dir=workdir))
+    compact = anyio.run(_listed_alone, our_compat_server(named, client_name=COMPACT_CLIENT))
+    lists = {"mcp": listed, COMPACT_CLIENT: compact}
+    return Run("ours", __version__, dict(OUR_SETTINGS), results, seconds, lists)
 
 
 def run_peer(workdir: Path) -> Run:
     venv, how = find_peer(workdir / "peer-install.log")
     print(f"CPersona: {how}", file=sys.stderr)
     folder = Path(tempfile.mkdtemp(prefix="cpersona-", dir=workdir))
-    results, seconds = anyio.run(_timed, peer_compat_server(folder, venv), "cpersona")
-    return Run("cpersona", peer_mod.installed_peer_version(venv) or "?", dict(PEER_SETTINGS), results, seconds)
+    results, seconds, listed = anyio.run(_timed, peer_compat_server(folder, venv), "cpersona")
+    named = Path(tempfile.mkdtemp(prefix="cpersona-codex-", dir=workdir))
+    compact = anyio.run(_listed_alone, peer_compat_server(named, venv, client_name=COMPACT_CLIENT))
+    lists = {"mcp": listed, COMPACT_CLIENT: compact}
+    version = peer_mod.installed_peer_version(venv) or "?"
+    return Run("cpersona", version, dict(PEER_SETTINGS), results, seconds, lists)
 
 
 def _without_workdir(argv: Sequence[str]) -> list[str]:
@@ -1886,7 +1995,16 @@ _PROFILE_COUNT = (
     "gap: ours answers `profile_updated` as a count (0/1, with `skipped_profiles`), CPersona as a "
     "boolean; a truth test reads both alike, a comparison with true does not"
 )
-_IMPORT = {"+skipped_profiles": _PROFILE_COUNT, "~profile_updated": _PROFILE_COUNT, "-associations": _NO_GRAPH}
+_ALIASES = (
+    "ours adds: `associations.aliases`, the aliases carried, counted apart from the entities they name "
+    "(CPersona counts entities, mentions and relations)"
+)
+_IMPORT = {
+    "+skipped_profiles": _PROFILE_COUNT,
+    "~profile_updated": _PROFILE_COUNT,
+    "-associations": _NO_GRAPH,
+    "+associations.aliases": _ALIASES,
+}
 _CALIBRATE = (
     "ours adds: with too little data to recalibrate, ours answers the refusal in `error` (as CPersona "
     "2.6.14) and also the calibration's own answer under `calibrate` (the key a successful answer uses). "
@@ -2043,6 +2161,33 @@ REASONS: dict[str, dict[str, str]] = {
     },
 }
 
+# Ours says how deep each arm looked when that is deeper than the limit (CUEDRECALL_RECALL_DEPTH_FLOOR).
+_DEPTH = (
+    "ours adds: `depth`, the rows each arm listed when that differs from the limit (the depth floor, "
+    "CUEDRECALL_RECALL_DEPTH_FLOOR); CPersona's arms list the limit"
+)
+for _label in (
+    "recall query",
+    "recall deep",
+    "recall exclude_contents",
+    "recall preview",
+    "recall full_content",
+    "recall trace",
+    "recall time_cue object",
+    "recall time_cue JSON text",
+    "recall time_cue ago",
+    "recall_with_context",
+    "recall after update",
+    "recall empty query",
+    "recall limit",
+    "recall channel",
+    "recall project",
+    "recall global pool only",
+    "recall source_id",
+    "recall while paused",
+):
+    REASONS.setdefault(_label, {})["+depth"] = _DEPTH
+
 # The cases of CPersona's behaviour kept (issue 28) differ where the steps they repeat differ.
 REASONS["list_memories odd timestamp"] = {"+memories[].ref": REASONS["list_memories"]["+memories[].ref"]}
 REASONS["check_health timestamp drift"] = REASONS["check_health fix echo"] = dict(REASONS["check_health"])
@@ -2062,6 +2207,50 @@ REASONS["get_contents more than 20"] = {
     "form": "deliberate: ours checks arguments itself and answers in the tool's own shape (ok:false naming refs, "
     "max 20); CPersona's MCP SDK refuses the call against its schema's maxItems"
 }
+
+# The server's own tools (issue 28; docs/tools.md#the-servers-own-tools).
+REASONS["get_operating_context dormant"] = {
+    "+dormant": "ours adds: `dormant`, why in one word (not_configured, off, missing, unusable); the error says it "
+    "in words in both"
+}
+REASONS["store project @auto without a context"] = {
+    "*": 'deliberate: with no operating context, ours refuses project_id "@auto" (nothing says what it stands for, '
+    'and the error says so); CPersona stores the row under the literal project "@auto", where no later '
+    '"@auto" read of a context in use finds it'
+}
+_CHECKED = (
+    "ours adds: `checked` (whether the index was asked in this process), `not_checked` (why not) and `index` (its "
+    "URL and whether the operator allows asking it): an answer that never reads as a check that did not happen"
+)
+_META = "gap: ours answers no `_meta` (CPersona: its server version, the same as `running`)"
+_INSTALL_VERSION = "ours adds: `install.version`, the installed distribution's version (null when none is installed)"
+REASONS["check_update"] = {
+    "+ok": "ours adds: `ok`, true for a report, false when an asked refresh or apply was not done",
+    "+checked": _CHECKED,
+    "+not_checked": _CHECKED,
+    "+index": _CHECKED,
+    "-_meta": _META,
+    "+install.version": _INSTALL_VERSION,
+}
+REASONS["check_update refresh not allowed"] = {
+    **REASONS["check_update"],
+    "+error": "deliberate: ours answers ok:false naming why the asked refresh was not done (the operator has not "
+    "allowed asking the index); CPersona answers the disabled verdict with refreshed: true",
+}
+REASONS["check_update apply not allowed"] = {
+    **REASONS["check_update refresh not allowed"],
+    "+error": "deliberate: ours answers ok:false naming why the asked install was not done; CPersona's apply_result "
+    "says applied: false without a failure",
+    "+apply_result.restart_required": "ours adds: `restart_required` on every apply_result, done or not",
+}
+_CHANNEL_AXIS = (
+    "ours adds: what the schema holds (`needed`, `schema`) and the counts looked at (agents, memories, episodes, "
+    "channels)"
+)
+REASONS["migrate_channel_axis"] = {
+    key: _CHANNEL_AXIS for key in ("+ok", "+needed", "+schema", "+agents", "+memories", "+episodes", "+channels")
+}
+REASONS["migrate_channel_axis not a dry run"] = dict(REASONS["migrate_channel_axis"])
 
 # Ours builds blocks in the background and says so on every write that queues one; CPersona answers the same key
 # only when it has an embedder to build them with, and here it runs without one.
@@ -2117,20 +2306,9 @@ _PATH = (
     "the path at 1024 characters",
 )
 NOTES: dict[tuple[str, str], tuple[str, str]] = {
-    ("get_operating_context", "(tool)"): (
+    ("get_operating_context", "section"): (
         "deliberately different",
-        "absent: ours reads no operator sidecar; project_id is always taken literally "
-        "(what CPersona does without a sidecar, its default)",
-    ),
-    ("migrate_channel_axis", "(tool)"): (
-        "deliberately different",
-        "absent: a repair of rows CPersona's older versions filed under channel "
-        "`discord`; ours never files rows that way",
-    ),
-    ("check_update", "(tool)"): (
-        "deliberately different",
-        "absent: ours makes no request to a package index and never installs itself; "
-        "upgrades go through the package manager",
+        "ours refuses a section name over 256 characters; a name is looked up, never read as a path",
     ),
     **{
         ("*", name): _NAME_CAP

@@ -319,9 +319,11 @@ class ToolServer:
         log_path: Path,
         cwd: Path | None = None,
         start_timeout: float = 300.0,
+        client_name: str | None = None,
     ) -> None:
         self.name = name
         self.command, self.args, self.env, self.cwd = command, args, env, cwd
+        self.client_name = client_name  # initialize's clientInfo name (None: the mcp client's own)
         self.log_path = log_path
         self.start_timeout = start_timeout
         self.startup_s: float | None = None
@@ -332,6 +334,7 @@ class ToolServer:
     async def __aenter__(self) -> ToolServer:
         from mcp import ClientSession
         from mcp.client.stdio import StdioServerParameters, stdio_client
+        from mcp.types import Implementation
 
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         stack = AsyncExitStack()
@@ -345,7 +348,8 @@ class ToolServer:
             )
             start = time.perf_counter()
             read, write = await stack.enter_async_context(stdio_client(params, errlog=log))
-            self.session = await stack.enter_async_context(ClientSession(read, write))
+            info = None if self.client_name is None else Implementation(name=self.client_name, version="1.0")
+            self.session = await stack.enter_async_context(ClientSession(read, write, client_info=info))
             with anyio.fail_after(self.start_timeout):
                 await self.session.initialize()
             self.startup_s = time.perf_counter() - start

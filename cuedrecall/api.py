@@ -30,14 +30,17 @@ from cuedrecall.handlers import (
     associations,
     browse,
     calibrate,
+    channel_axis,
     health,
     merge,
+    operating_context,
     portability,
     read,
     recall,
     reconstruct,
     reembed,
     session,
+    update_check,
     write,
 )
 from cuedrecall.handlers.blocks import BlockBuilder, building
@@ -196,9 +199,11 @@ class Memory:
         for demand in spec.demands(bound):
             if not principal.allows(demand):
                 return {**denied(spec.name, demand, principal), **spec.failure}
+        # project_id "@auto" resolved, and the project checked, against the operator's operating context
+        noted = operating_context.gate(rt.settings, bound, writes=not spec.read_only)
         previewing = spec.previews and bound.get("dry_run") is True  # a preview writes nothing: it runs as usual
         if spec.paused is not None and not previewing and rt.pauses.remaining(session_key, rt.clock()) > 0:
-            return paused_answer(rt, session_key, spec.paused_body(rt, bound))
+            return {**paused_answer(rt, session_key, spec.paused_body(rt, bound)), **noted}
         if spec.takes_session:
             bound["session_key"] = session_key
         if spec.takes_principal:
@@ -206,7 +211,7 @@ class Memory:
         answer = spec.handler(rt, **bound, **library)
         calibrate.after_write(rt, spec.name, bound, answer)  # a milestone of the agent's memories queues a calibration
         # a refusal from inside a handler carries the collection keys the tool documents too
-        return {**spec.failure, **answer} if answer.get("ok") is False else answer
+        return {**spec.failure, **answer, **noted} if answer.get("ok") is False else {**answer, **noted}
 
     def _tool(self, handler: Handler, arguments: dict[str, Any], **library: Any) -> dict[str, Any]:
         """The tool whose declaration names ``handler``, run exactly as ``call`` runs it by name."""
@@ -308,6 +313,15 @@ class Memory:
 
     def reconstruct(self, **arguments: Any) -> dict[str, Any]:
         return self._tool(reconstruct.reconstruct, arguments)
+
+    def get_operating_context(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(operating_context.get_operating_context, arguments)
+
+    def check_update(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(update_check.check_update, arguments)
+
+    def migrate_channel_axis(self, **arguments: Any) -> dict[str, Any]:
+        return self._tool(channel_axis.migrate_channel_axis, arguments)
 
     # -- helpers for callers below the tools ----------------------------------------------
 

@@ -220,6 +220,41 @@ class Settings:
     # are set, and then only beside an ACL file
     oauth_resource: str = _setting(
         "",
+    # the tool list a client is answered (server/mcp.py, docs/tools.md#the-compact-tool-list)
+    tool_list: str = _setting(
+        "auto",
+        _choice("auto", "full", "compact"),
+        "the tools/list every client gets: auto (the compact list for the clients CUEDRECALL_COMPACT_TOOL_CLIENTS "
+        "names, the full list for the rest), full or compact (every tool stays callable)",
+    )
+    compact_tool_clients: str = _setting(
+        "codex",
+        _text,
+        "comma-separated client names answered the compact tool list: a name found (ignoring case) in "
+        "initialize's clientInfo name over stdio or the User-Agent over HTTP",
+    )
+    # the operator's operating context (handlers/operating_context.py, docs/tools.md#the-operating-context)
+    operating_context_path: str = _setting(
+        "",
+        _text,
+        "TOML file of the operating context: instructions for every client, the project registry, each agent's "
+        '@auto project, doctrine sections (unset = none: project_id "@auto" is refused)',
+    )
+    operating_context: bool = _setting(
+        True, _parse_bool, "off: the operating context file is never read (CPersona's switch)"
+    )
+    # check_update (handlers/update_check.py): nothing is fetched at run time unless the operator allows it
+    update_check: bool = _setting(
+        False,
+        _parse_bool,
+        "let check_update ask the package index whether a newer release exists, and apply install it (off: "
+        "nothing is fetched; check_update says it did not check)",
+    )
+    update_index_url: str = _setting(
+        "https://pypi.org/simple/cuedrecall/",
+        _text,
+        "the package index page check_update reads (PEP 691 JSON)",
+    )
         _text,
         "this server's URL as an OAuth resource (e.g. https://memory.example.com/mcp): the audience its access "
         "tokens must name; unset = OAuth off",

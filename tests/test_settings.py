@@ -144,6 +144,7 @@ _CHOICES = {
     "embedding_model": ("multilingual-e5-small", "minilm-l6-int8"),
     "recall_gate": ("gate-v0", "gate-v1"),
     "oauth_principal": ("subject", "client"),
+    "tool_list": ("compact", "full"),
 }
 
 

@@ -65,10 +65,9 @@ def test_the_readme_shows_examples_and_each_passes_its_tools_schema_and_runs(mem
 CPERSONA_TOOLS = Path(__file__).resolve().parent / "fixtures" / "cpersona-2.6.14-tools.json"
 
 
-def test_the_tool_list_is_what_a_cpersona_client_expects_less_the_three_left_out() -> None:
-    theirs = set(json.loads(CPERSONA_TOOLS.read_text(encoding="utf-8")))
-    assert theirs - set(TOOLS) == {"check_update", "get_operating_context", "migrate_channel_axis"}
-    assert set(TOOLS) <= theirs
+def test_the_tool_list_is_every_tool_a_cpersona_client_expects() -> None:
+    assert set(TOOLS) == set(json.loads(CPERSONA_TOOLS.read_text(encoding="utf-8")))
+    assert len(TOOLS) == 34
 
 
 def test_every_argument_a_cpersona_client_may_send_is_accepted() -> None:

@@ -31,11 +31,12 @@ from cuedrecall.access import LOCAL, OAUTH_PREFIX, Acl, Principal, load_acl
 from cuedrecall.api import Memory
 from cuedrecall.config import Settings
 from cuedrecall.errors import SettingsError
+from cuedrecall.handlers import operating_context
 from cuedrecall.server.http_guard import WILDCARD_BINDS, BodyLimit, HostGuard, policy_of, server_limits
 from cuedrecall.server.http_wellformed import WellFormedBody
 from cuedrecall.server.oauth import OAuthGate, ResourceMetadata, TokenRefused, oauth_config, refusal
 from cuedrecall.server.stdio import stdio_transport
-from cuedrecall.tools import TOOLS
+from cuedrecall.tools import COMPACT_TOOLS, TOOLS
 from cuedrecall.version import __version__
 
 log = logging.getLogger("cuedrecall")
@@ -50,7 +51,9 @@ PRINCIPAL_KEY = "cuedrecall.principal"  # the ASGI scope key the auth middleware
 NOBODY = Principal("unauthenticated")  # an HTTP request the middleware did not vouch for: no grants
 
 
-def _tool_list(strict: bool = False) -> list[types.Tool]:
+def _tool_list(strict: bool = False, compact: bool = False) -> list[types.Tool]:
+    """The tools as published: every tool, or only the session's (``COMPACT_TOOLS``) for a client that cannot
+    afford the whole list (docs/tools.md#the-compact-tool-list)."""
     return [
         types.Tool(
             name=tool.name,
@@ -61,7 +64,25 @@ def _tool_list(strict: bool = False) -> list[types.Tool]:
             ),
         )
         for tool in TOOLS.values()
+        if not compact or tool.name in COMPACT_TOOLS
     ]
+
+
+def compact_for(settings: Settings, client: str) -> bool:
+    """Whether a client is answered the compact tool list: settings.tool_list for everyone, or (auto) when one
+    of settings.compact_tool_clients is found in its name (initialize's clientInfo name, or its User-Agent)."""
+    if settings.tool_list != "auto":
+        return settings.tool_list == "compact"
+    named = [name.strip().lower() for name in settings.compact_tool_clients.split(",") if name.strip()]
+    client = client.lower()
+    return any(name in client for name in named)
+
+
+def instructions(settings: Settings) -> str:
+    """What initialize tells every client: ours, then the operator's operating context summary when one is in
+    use (read when the server is built: a client that connects later to the same process hears the same)."""
+    summary = operating_context.instructions(settings)
+    return f"{INSTRUCTIONS}\n\n{summary}" if summary else INSTRUCTIONS
 
 
 def build_server(memory: Memory, principal: Principal = LOCAL) -> Server:
@@ -70,7 +91,7 @@ def build_server(memory: Memory, principal: Principal = LOCAL) -> Server:
     A call that came over HTTP runs as the principal its request's scope carries; one that did
     not (stdio) runs as ``principal``.
     """
-    server: Server = Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS)
+    server: Server = Server(SERVER_NAME, version=__version__, instructions=instructions(memory.settings))
 
     def caller() -> Principal:
         try:
@@ -81,9 +102,23 @@ def build_server(memory: Memory, principal: Principal = LOCAL) -> Server:
             return principal
         return request.scope.get(PRINCIPAL_KEY, NOBODY)
 
+    def client_name() -> str:
+        """Who is asking, in the client's own words: the User-Agent over HTTP (a stateless request has no
+        initialize of its own), else initialize's clientInfo name; "" when neither says."""
+        try:
+            context = server.request_context
+        except LookupError:
+            return ""
+        request = context.request
+        agent = request.headers.get("user-agent", "") if request is not None else ""
+        params = getattr(context.session, "client_params", None)
+        info = getattr(params, "clientInfo", None)
+        return " ".join(part for part in (agent, getattr(info, "name", "") or "") if part)
+
     @server.list_tools()
     async def list_tools() -> list[types.Tool]:
-        return _tool_list(memory.settings.strict_arguments)
+        settings = memory.settings
+        return _tool_list(settings.strict_arguments, compact_for(settings, client_name()))
 
     # The SDK's schema check would answer bad input with its own wording; ours names the argument
     # and keeps the tool's response shape, so validation is left to Memory.call.
