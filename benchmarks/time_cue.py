@@ -29,7 +29,7 @@ from benchmarks import harness as h
 from benchmarks import stats
 from benchmarks.cues import explain_cue
 from cuedrecall.config import Settings
-from cuedrecall.recall.cued_v0_3 import BOUND, WIDER
+from cuedrecall.recall.cue_policy import BOUND, WIDER
 from cuedrecall.recall.timecue import base_period, is_recent_only, parse_time_cue, period
 
 PROG = "benchmarks.time_cue"

@@ -30,8 +30,8 @@ from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock
 from cuedrecall.config import Settings
 from cuedrecall.recall.arm_registry import ARMS
-from cuedrecall.recall.cued_v0_3 import BOUND, CONFIDENCES, POLICY, SEATS, SINGLE_PASS_POLICY
-from cuedrecall.recall.gate_v1 import RELIEF_STEP
+from cuedrecall.recall.cue_policy import BOUND, CONFIDENCES, POLICY, SEATS, SINGLE_PASS_POLICY
+from cuedrecall.recall.gate_policy import RELIEF_STEP
 from cuedrecall.recall.policy import RELIEF, STAGES
 from cuedrecall.store.base import EPISODE, MEMORY, Scope
 

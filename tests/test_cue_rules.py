@@ -14,7 +14,7 @@ from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock
 from cuedrecall.embed.hashing import HashEmbedder
 from cuedrecall.recall.candidates import Candidate
-from cuedrecall.recall.cued_v0_3 import BOUND, CUE_DEPTH, POLICY, SINGLE_PASS_POLICY
+from cuedrecall.recall.cue_policy import BOUND, CUE_DEPTH, POLICY, SINGLE_PASS_POLICY
 from cuedrecall.recall.pipeline import PassResult
 from cuedrecall.recall.process import bounded_move, seats
 from cuedrecall.store.base import Hit

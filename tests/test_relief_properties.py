@@ -27,8 +27,8 @@ from test_cue_properties import AGENTS, Row, build, request_spec, store_spec
 
 from cuedrecall.api import Memory
 from cuedrecall.recall.arm_registry import ARMS
-from cuedrecall.recall.cued_v0_3 import SEATS
-from cuedrecall.recall.gate_v1 import COMMON_WORDS, RELIEF_ROWS, RELIEF_STEP, RELIEF_SUSPECT
+from cuedrecall.recall.cue_policy import SEATS
+from cuedrecall.recall.gate_policy import COMMON_WORDS, RELIEF_ROWS, RELIEF_STEP, RELIEF_SUSPECT
 from cuedrecall.store.base import Scope
 from cuedrecall.text.fts import fts_terms
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from cuedrecall.clock import EARLIEST, LATEST, parse_instant, to_epoch
 from cuedrecall.errors import ToolArgumentError
-from cuedrecall.recall.cued_v0_3 import CONFIDENCES, DAY, MONTH, WEEK
+from cuedrecall.recall.cue_policy import CONFIDENCES, DAY, MONTH, WEEK
 from cuedrecall.recall.timecue import (
     Ago,
     TimeCue,

@@ -13,8 +13,8 @@ from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock
 from cuedrecall.demo import load_sample
 from cuedrecall.recall.arm_registry import ARMS
-from cuedrecall.recall.cued_v0_3 import POLICY, SINGLE_PASS_POLICY
-from cuedrecall.recall.gate_v1 import POLICY as GATE_POLICY
+from cuedrecall.recall.cue_policy import POLICY, SINGLE_PASS_POLICY
+from cuedrecall.recall.gate_policy import POLICY as GATE_POLICY
 from cuedrecall.recall.params import resolve_params
 from cuedrecall.recall.policy import RELIEF, process_policy
 from cuedrecall.recall.request import RecallRequest

@@ -20,7 +20,7 @@ from cuedrecall.recall.coverage import build_ledger
 from cuedrecall.recall.request import RecallRequest
 from cuedrecall.recall.timecue import parse_time_cue
 from cuedrecall.reconstruct.envelope import Candidates, envelope
-from cuedrecall.reconstruct.policy_v1 import MAX_EVIDENCE, MAX_HOPS
+from cuedrecall.reconstruct.policy import MAX_EVIDENCE, MAX_HOPS
 from cuedrecall.reconstruct.process import Built, Request, reconstruct_items
 from cuedrecall.reconstruct.quotes import Query
 from cuedrecall.reconstruct.resolve import resolve_budget, resolve_count

@@ -11,7 +11,7 @@ kind of work has a cap of its own, named where it applies:
   taken rarest first within a budget of matching rows;
 - the exclusion entries applied (``text.exclusion.MAX_EXCLUSIONS``), each check a few
   set probes and one bisection, not one comparison per entry;
-- the time cue's stages and depth (``cued_v0_3.MAX_CUE_STAGES``, ``CUE_DEPTH``).
+- the time cue's stages and depth (``cue_policy.MAX_CUE_STAGES``, ``CUE_DEPTH``).
 
 The trace's ``bounds`` section names the policy, every cap, and what each one left out.
 """
@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from cuedrecall.recall.context import RecallContext
-from cuedrecall.recall.cued_v0_3 import CUE_DEPTH, MAX_CUE_STAGES
+from cuedrecall.recall.cue_policy import CUE_DEPTH, MAX_CUE_STAGES
 from cuedrecall.store.term_counts import FALLBACK_ROWS, FIRST_PASS_ROWS, KEYWORD_BUDGET_RULE
 from cuedrecall.text.exclusion import MAX_EXCLUSIONS
 from cuedrecall.text.fts import MAX_CJK_TRIGRAMS, MAX_TERMS

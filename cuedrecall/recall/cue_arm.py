@@ -12,7 +12,7 @@ from datetime import datetime
 from cuedrecall.recall.arm_registry import ARMS, Arms, Kind, Run
 from cuedrecall.recall.arms import facts
 from cuedrecall.recall.context import RecallContext
-from cuedrecall.recall.cued_v0_3 import CUE_DEPTH, CUE_RANK_K
+from cuedrecall.recall.cue_policy import CUE_DEPTH, CUE_RANK_K
 from cuedrecall.store.base import EPISODE, MEMORY, Hit
 
 

@@ -15,7 +15,7 @@ pools of hundreds, does not refuse a newcomer's one real match; nor does a
 calibration, measured between stored memories (with paraphrase-MiniLM-L3 their
 mean cosine is 0.41), where a question sits farther from everything. A lexical match
 counts when the row's text holds a query term that is not a common word
-(``gate_v1.COMMON_WORDS``, or hiragana alone), or the whole query, or when the word
+(``gate_policy.COMMON_WORDS``, or hiragana alone), or the whole query, or when the word
 arm, which searches content words only, reached it. The threshold for a signal is
 the calibrated one where one exists, else the heuristic minimum on that signal's
 scale (``origin``: ``calibrated``, ``heuristic``, or ``outlier`` when the small-pool
@@ -34,7 +34,7 @@ import numpy as np
 from cuedrecall.recall.arm_registry import ARMS
 from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.context import RecallContext
-from cuedrecall.recall.gate_v1 import COMMON_WORDS, HEURISTIC_FLOOR, OUTLIER_MAX_POOL, OUTLIER_Z
+from cuedrecall.recall.gate_policy import COMMON_WORDS, HEURISTIC_FLOOR, OUTLIER_MAX_POOL, OUTLIER_Z
 from cuedrecall.recall.verdicts import Decision, GateResult
 from cuedrecall.text import identifier_like_parts, normalize
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Final
 
+from cuedrecall.recall.cue_policy import POLICY as CUED
+from cuedrecall.recall.cue_policy import SINGLE_PASS_POLICY as SINGLE_PASS
 from cuedrecall.recall.cue_propagation import POLICY as PROPAGATED
-from cuedrecall.recall.cued_v0_3 import POLICY as CUED
-from cuedrecall.recall.cued_v0_3 import SINGLE_PASS_POLICY as SINGLE_PASS
 from cuedrecall.recall.params import RecallParams
 
 RELIEF: Final = "relief-v1"

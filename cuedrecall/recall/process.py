@@ -23,12 +23,12 @@ from cuedrecall.recall.arm_registry import cue_stage
 from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.context import RecallContext
 from cuedrecall.recall.cue_arm import search_period
+from cuedrecall.recall.cue_policy import BOUND, CUE_RANK_K, SEATS, WIDER, Confidence
 from cuedrecall.recall.cue_propagation import BOUND as PROPAGATION_BOUND
 from cuedrecall.recall.cue_propagation import POLICY as PROPAGATED
 from cuedrecall.recall.cue_propagation import SEAT as PROPAGATED_SEAT
 from cuedrecall.recall.cue_propagation import SEATS as PROPAGATION_SEATS
 from cuedrecall.recall.cue_propagation import hit_period, neighbours, strong_hit
-from cuedrecall.recall.cued_v0_3 import BOUND, CUE_RANK_K, SEATS, WIDER, Confidence
 from cuedrecall.recall.pipeline import PassResult, single_pass
 from cuedrecall.recall.policy import process_policy
 from cuedrecall.recall.propagation import propagation_seat

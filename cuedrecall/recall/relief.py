@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.context import RecallContext
-from cuedrecall.recall.gate_v1 import RELIEF_ROWS, RELIEF_STEP, RELIEF_SUSPECT
+from cuedrecall.recall.gate_policy import RELIEF_ROWS, RELIEF_STEP, RELIEF_SUSPECT
 from cuedrecall.recall.verdicts import Decision
 
 

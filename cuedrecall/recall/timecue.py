@@ -13,7 +13,7 @@ from typing import Literal
 
 from cuedrecall.clock import EARLIEST, LATEST, UTC, parse_instant, to_utc
 from cuedrecall.errors import ToolArgumentError
-from cuedrecall.recall.cued_v0_3 import (
+from cuedrecall.recall.cue_policy import (
     CONFIDENCES,
     DAY,
     MARGIN,

@@ -120,7 +120,7 @@ class BlockSection(TypedDict):
 class _PolicyBase(TypedDict):
     scoring: str
     process: str  # "single-pass-v0" | "cued-v0.3", then "+relief-v1", "+stages-v1", "+propagated-v1" (recall/policy.py)
-    gate: str  # "gate-v1" (recall/gate_v1.py), or "gate-v0" when the setting asks for the gate before it
+    gate: str  # "gate-v1" (recall/gate_policy.py), or "gate-v0" when the setting asks for the gate before it
 
 
 class Policy(_PolicyBase, total=False):

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cuedrecall.reconstruct.policy_v1 import POLICY
+from cuedrecall.reconstruct.policy import POLICY
 from cuedrecall.reconstruct.process import Built, Request
 
 

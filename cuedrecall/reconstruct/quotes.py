@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from cuedrecall.reconstruct.policy_v1 import RRF_K
+from cuedrecall.reconstruct.policy import RRF_K
 from cuedrecall.reconstruct.rows import revision
 from cuedrecall.text.blocks import Span
 from cuedrecall.text.excerpts import SEPARATOR, governs, joined, merged, shared_trigrams, trigrams

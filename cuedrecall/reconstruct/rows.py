@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from cuedrecall.reconstruct.policy_v1 import REVISION_DIGITS
+from cuedrecall.reconstruct.policy import REVISION_DIGITS
 from cuedrecall.store.base import EPISODE, Record
 
 

@@ -25,7 +25,7 @@ from typing import Any
 from cuedrecall.clock import to_epoch
 from cuedrecall.graph.relations import ROLE_PREDICATES, RecordRelation
 from cuedrecall.recall.stale import Conflict, find
-from cuedrecall.reconstruct.policy_v1 import KEYS
+from cuedrecall.reconstruct.policy import KEYS
 from cuedrecall.reconstruct.rows import Row
 from cuedrecall.store.base import EPISODE, MEMORY, Relation
 

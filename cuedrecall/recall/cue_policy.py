@@ -1,7 +1,8 @@
-"""Constants of the recall-process policy cued-v0.3 (docs/recall-process.md#the-time-cue-cued-v03).
+"""The time cue's policy: the constants of the cued recall process; its version is POLICY
+(docs/recall-process.md#the-time-cue-cued-v03).
 
-Every number here is part of the policy version: changing one is a new policy,
-recorded in the trace's policy.process, not a tuning knob.
+Every number here is part of that version: changing one is a new version, recorded
+in the trace's policy.process, not a tuning knob.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""reconstruct policy v1: the constants of grouping, quoting and allocation, in one place."""
+"""reconstruct's policy: the constants of grouping, quoting and allocation, in one place; its version is POLICY
+(the answer's policy field), so changing a constant is a new version, not a new module."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ KEYS = ("msg_id", "episode", "adjacent", "relation", "chain")
 # The bounds a caller may ask for (larger values are lowered to these, and bounds says so).
 MAX_HOPS = 5
 MAX_EVIDENCE = 100
-MAX_TOP_K = 100
 
 # Blocks within a record are ranked by two lists fused by reciprocal rank with this constant.
 RRF_K = 60

@@ -1,7 +1,7 @@
-"""Constants of the gate policy gate-v1 (issue 13): the gate from the first memory, and gate relief.
+"""The gate's policy: the constants of the gate from the first memory and of gate relief; its version is POLICY.
 
-Every number and word list here is part of the policy version, recorded in the
-trace's policy.gate: changing one is a new policy, not a tuning knob.
+Every number and word list here is part of that version, recorded in the trace's
+policy.gate: changing one is a new version, not a tuning knob.
 """
 
 from __future__ import annotations
