@@ -3,7 +3,8 @@
     CuedRecallError
     ├── SettingsError       a CUEDRECALL_* (or CPERSONA_*) variable is malformed (startup stops)
     ├── ToolArgumentError   a caller passed a bad argument (answered ok:false, nothing written)
-    └── StoreError          the database refused or is unusable
+    └── StoreError          the database refused or is unusable (the driver's error, if any, is its __cause__)
+        └── StoreClosedError    the store was closed: nothing more is read or written through it
 
 ``describe_storage_error`` turns a storage failure of any kind (the driver's or the OS's) into the sentence a
 caller is answered with.
@@ -23,7 +24,12 @@ class ToolArgumentError(CuedRecallError):
 
 
 class StoreError(CuedRecallError):
-    """The storage layer could not do what was asked."""
+    """The storage layer could not do what was asked. A backend raises it for every failure of its database:
+    no driver's exception type leaves ``store/`` (the driver's error is the ``__cause__``)."""
+
+
+class StoreClosedError(StoreError):
+    """The store was closed: nothing more is read or written through it."""
 
 
 # What a storage failure means to the caller, by the words SQLite (or the OS) uses for it. Matched on the
@@ -61,7 +67,8 @@ _STORAGE_FAILURES: tuple[tuple[tuple[str, ...], str], ...] = (
 def describe_storage_error(exc: BaseException) -> str | None:
     """A clear sentence for a storage failure (read-only, disk full, locked, cannot open, damaged, I/O), or None
     when ``exc`` is not one; the caller's answer carries the sentence, never the driver's traceback."""
-    words = f"{exc} {getattr(exc, 'sqlite_errorname', '')}".lower()
+    cause = exc.__cause__  # a StoreError a backend raised for its driver's error: that error's name counts too
+    words = f"{exc} {getattr(exc, 'sqlite_errorname', '')} {getattr(cause, 'sqlite_errorname', '')}".lower()
     if isinstance(exc, OSError) and getattr(exc, "errno", None) == 28:  # ENOSPC: writing a file beside the database
         words += " no space left"
     for needles, sentence in _STORAGE_FAILURES:

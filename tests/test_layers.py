@@ -168,6 +168,23 @@ def test_store_backends_import_only_the_shared_layer() -> None:
     assert not crossing, "store modules that import a backend beside or above them:\n" + "\n".join(crossing)
 
 
+DRIVERS = ("sqlite3", "psycopg", "pgvector")  # a backend's driver: imported inside store/ only
+
+
+def test_no_database_driver_is_imported_above_the_store() -> None:
+    """Storage failures reach the layers above as the project's errors (errors.StoreError, the driver's error
+    its cause), so nothing above store/ needs a driver's exception types."""
+    leaks = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.relative_to(PACKAGE).parts[0] == "store":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            leaks += [f"{path.relative_to(PACKAGE)}: {n}" for n in names if n.split(".")[0] in DRIVERS]
+    assert not leaks, "\n".join(leaks)
+
+
 def test_there_is_no_import_circle_anywhere_in_the_package() -> None:
     circles = _circles(_graph())
     assert not circles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in circles)

@@ -34,6 +34,7 @@ import pytest
 
 from cuedrecall.clock import to_epoch
 from cuedrecall.embed.hashing import DIMENSIONS, hash_vector
+from cuedrecall.errors import StoreClosedError, StoreError
 from cuedrecall.handlers.rows import embedding, episode_row, memory_row
 from cuedrecall.store.base import (
     ENTITY,
@@ -1508,3 +1509,25 @@ def test_each_role_reads_at_once_and_store_is_their_union_implemented_by_every_b
     methods = {name for role in roles for name in vars(role) if callable(vars(role)[name]) and name[0] != "_"}
     for backend in (SqliteStore, PostgresStore):  # (the attributes are set per store, by __init__)
         assert not {name for name in methods if not callable(getattr(backend, name, None))}, backend.__name__
+
+
+# -- failures arrive as the project's errors -------------------------------------------------------------
+
+
+def test_a_refusal_of_the_database_arrives_as_store_error_with_the_drivers_error_as_its_cause(store: Store) -> None:
+    with store.write() as conn:
+        store.insert_entity(conn, A, "", "", "Ada", "ada", NOW)
+    with pytest.raises(StoreError) as caught, store.write() as conn:
+        store.insert_entity(conn, A, "", "", "Ada", "ada", NOW)  # the same entity again: its unique key refuses
+    driver = type(caught.value.__cause__).__module__.split(".")[0]
+    assert driver in {"sqlite3", "psycopg"} and not isinstance(caught.value, StoreClosedError)
+    found = store.find_entity(A, "", "", "ada")
+    assert found is not None and store.entities([found.id + 1]) == {}  # the refused write left nothing
+
+
+def test_a_closed_store_raises_store_closed_error(store: Store) -> None:
+    store.close()
+    with pytest.raises(StoreClosedError):
+        store.pending_tasks()
+    with pytest.raises(StoreClosedError), store.write() as conn:
+        store.enqueue(conn, "build_blocks", {})

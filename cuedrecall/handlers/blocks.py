@@ -33,7 +33,6 @@ processes, not record times, so the injected clock does not drive them.
 from __future__ import annotations
 
 import logging
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -43,6 +42,7 @@ import numpy as np
 
 from cuedrecall import heap
 from cuedrecall.embed import EmbeddingError
+from cuedrecall.errors import StoreClosedError, StoreError
 from cuedrecall.handlers import calibrate, reembed
 from cuedrecall.runtime import Runtime
 from cuedrecall.store.base import BlockSet, Task, is_ref
@@ -259,7 +259,7 @@ class BlockBuilder:
                 return False
             try:
                 self._run(rt, task)
-            except (BuildError, EmbeddingError, sqlite3.OperationalError) as exc:
+            except (BuildError, EmbeddingError, StoreError) as exc:
                 rt.store.retry_task(task.id, f"{type(exc).__name__}: {exc}", self._now() + RETRY_DELAY_S)
             except Exception as exc:  # a fault in a task must not stop the builder: retried, then dropped
                 log.exception("task %d (%s) failed", task.id, task.kind)
@@ -311,7 +311,7 @@ class BlockBuilder:
         while not self._stop.is_set():
             try:
                 worked = self.run_one()
-            except sqlite3.ProgrammingError:
+            except StoreClosedError:
                 return  # the store was closed under the thread
             except Exception:
                 log.exception("the block builder failed a step")

@@ -19,6 +19,9 @@ import weakref
 from typing import Any
 from urllib.parse import quote
 
+from cuedrecall.store.postgres.dialect import POSTGRES
+from cuedrecall.store.sqlite.dialect import SQLITE
+
 _CREATE = "CREATE TABLE IF NOT EXISTS database_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)"
 _cache: weakref.WeakKeyDictionary[Any, dict[str, bytes]] = weakref.WeakKeyDictionary()
 _guard = threading.Lock()
@@ -47,7 +50,15 @@ def database_secret(store: Any, name: str) -> bytes:
 
 def stored_secret(db_path: str, db_url: str, name: str) -> bytes | None:
     """The secret ``name`` as already stored, read without writing (the SQLite file opened read-only); None
-    when the database has none yet."""
+    when the database has none yet. A failure of the database raises StoreError."""
+    dialect = POSTGRES if db_url else SQLITE
+    try:
+        return _stored(db_path, db_url, name)
+    except dialect.driver_error as exc:
+        raise dialect.failure(exc, closed=False) from exc
+
+
+def _stored(db_path: str, db_url: str, name: str) -> bytes | None:
     if db_url:
         from cuedrecall.store.postgres.connection import connect
 

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from cuedrecall.errors import StoreError
+from cuedrecall.store.postgres.dialect import POSTGRES
 
 WRITE_LOCK = 0x63756564  # the advisory lock key every writer of a cuedrecall database takes ("cued")
 
@@ -86,6 +87,7 @@ class PgConnection:
     def __init__(self, url: str) -> None:
         self.url = url
         self._conn = connect(url)
+        self._closed = False
         self._lock = threading.RLock()
         self._depth = 0  # open write() levels of the main connection
         self._writer: int | None = None  # the thread inside write()
@@ -95,7 +97,9 @@ class PgConnection:
         self._session: list[str] = []  # settings every connection of the store runs once opened (ensure_hnsw's)
 
     def close(self) -> None:
+        """Close every connection; what is asked of the store afterwards raises StoreClosedError."""
         with self._lock, self._pool_lock:
+            self._closed = True
             for reader in self._idle:
                 reader.close()
             self._idle.clear()
@@ -109,7 +113,22 @@ class PgConnection:
                 conn.execute(statement)
 
     @contextmanager
+    def translated(self) -> Iterator[None]:
+        """The driver's errors raised inside leave as the project's: StoreError (StoreClosedError once the store
+        is closed), the driver's error its cause (``Dialect.failure``)."""
+        try:
+            yield
+        except POSTGRES.driver_error as exc:
+            raise POSTGRES.failure(exc, closed=self._closed) from exc
+
+    @contextmanager
     def snapshot(self) -> Iterator[None]:
+        """A consistent read (``_snapshot``); the driver's errors inside it leave as StoreError."""
+        with self.translated(), self._snapshot():
+            yield
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[None]:
         """A consistent read: one REPEATABLE READ transaction on a reader connection (nested snapshots join it;
         one inside this thread's write joins the write)."""
         if getattr(self._local, "conn", None) is not None or self._writer == threading.get_ident():
@@ -147,6 +166,12 @@ class PgConnection:
 
     @contextmanager
     def write(self) -> Iterator[Any]:
+        """One write transaction (``_write``); the driver's errors inside it leave as StoreError."""
+        with self.translated(), self._write() as conn:
+            yield conn
+
+    @contextmanager
+    def _write(self) -> Iterator[Any]:
         """One write transaction, serialised with every other writer of the database by the advisory lock."""
         if self.read_only:  # a read-only opener (the explorer without --write)
             raise StoreError("this store was opened for reading only: nothing was written")
@@ -177,7 +202,7 @@ class PgConnection:
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         """The rows of one statement, in this thread's open transaction when there is one."""
-        with self._connection() as conn:
+        with self.translated(), self._connection() as conn:
             return conn.execute(sql, params).fetchall()
 
     def _cached(self, key: tuple[Any, ...], compute: Any) -> Any:

@@ -40,6 +40,12 @@ class PgDialect(Dialect):
         if values:
             yield f"{column} = ANY(%s)", [list(values)]
 
+    @property
+    def driver_error(self) -> type[Exception]:
+        import psycopg  # imported here: the driver is needed only once a PostgreSQL store is opened
+
+        return psycopg.Error
+
     def contains(self, column: str) -> str:
         return f"strpos(%s, {column}) > 0"
 

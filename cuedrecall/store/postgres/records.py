@@ -18,6 +18,9 @@ from cuedrecall.store.postgres.scope import scope_where
 from cuedrecall.store.rows import TABLES
 from cuedrecall.store.sql.records import SqlRecords
 
+if TYPE_CHECKING:
+    from contextlib import contextmanager
+
 # every stored column (the derived grams, words and sign_bits are the database's business)
 MEMORY_COLUMNS = (
     "id",
@@ -70,6 +73,8 @@ class PgRecords(SqlRecords):
     if TYPE_CHECKING:  # provided by PgConnection, SqlGraph and SqlFolders
 
         def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
+        @contextmanager
+        def translated(self) -> Iterator[None]: ...
         def _per_snapshot(self, key: tuple[Any, ...], compute: Any) -> Any: ...
         def _delete_graph(self, conn: Any, agent_id: str) -> dict[str, int]: ...
         def _delete_folders(self, conn: Any, agent_id: str) -> int: ...
@@ -86,7 +91,7 @@ class PgRecords(SqlRecords):
     ) -> tuple[str, int] | None:
         """(reason, existing id) when the memory is already stored in the write scope; inside write() it reads the
         write's own transaction, which sees every write committed before it took the writers' lock."""
-        with self._lock:
+        with self.translated(), self._lock:
             return self._duplicate(
                 lambda sql, params: self._conn.execute(sql, params), agent_id, projects, channels, msg_id, content
             )

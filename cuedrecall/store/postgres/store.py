@@ -41,7 +41,7 @@ class PostgresStore(
         self._row_counts = {}
         self._vocab = TermCounts(self, common_term_ratio)
         self.hnsw_dim = hnsw_dim or None
-        with self._lock:
+        with self.translated(), self._lock:
             self.schema_version = migrate(self._conn)
             if self.hnsw_dim:
                 ensure_hnsw(self._conn, self.hnsw_dim)

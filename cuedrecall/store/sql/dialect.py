@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from cuedrecall.errors import StoreClosedError, StoreError
 from cuedrecall.store import predicates
 from cuedrecall.store.base import Period, Scope
 
@@ -24,6 +25,16 @@ class Dialect:
     ordered_join = "JOIN"  # a join whose left side the planner must keep outermost (SQLite: CROSS JOIN)
     folded_like = "ILIKE"  # a LIKE that folds ASCII case (SQLite's LIKE does)
     bits_cast = ""  # what follows the placeholder of a column of packed sign bits (blocks.bits)
+
+    @property
+    def driver_error(self) -> type[Exception]:
+        """The base class of the driver's exceptions, which ``failure`` turns into the project's."""
+        raise NotImplementedError
+
+    def failure(self, exc: Exception, *, closed: bool) -> StoreError:
+        """The project's error for one of the driver's (raise it ``from exc``): no driver's exception type leaves
+        ``store/``. Its message is the driver's, so ``errors.describe_storage_error`` reads it as before."""
+        return (StoreClosedError if closed else StoreError)(str(exc) or type(exc).__name__)
 
     def marks(self, count: int) -> str:
         """``count`` placeholders, comma-separated."""

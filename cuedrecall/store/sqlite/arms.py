@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cuedrecall.errors import StoreError
 from cuedrecall.store import term_counts
 from cuedrecall.store.base import EPISODE, MEMORY, CoarseHit, Hit, Period, Scope, make_ref
 from cuedrecall.store.predicates import period_where, scope_where
@@ -159,8 +160,10 @@ class SqliteArms(SqlArms):
     def _read_fts(self, sql: str, params: list[Any]) -> list[tuple]:
         try:
             return self._read(sql, params)
-        except sqlite3.OperationalError:
-            return []  # an expression FTS5 cannot parse finds nothing; the LIKE path still runs
+        except StoreError as exc:
+            if isinstance(exc.__cause__, sqlite3.OperationalError):
+                return []  # an expression FTS5 cannot parse finds nothing; the LIKE path still runs
+            raise
 
     # -- term counts (store.term_counts.TermSource) ------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,6 +13,10 @@ class SqliteDialect(Dialect):
     mark = "?"
     ordered_join = "CROSS JOIN"  # SQLite's planner keeps a CROSS JOIN's left table outermost
     folded_like = "LIKE"  # folds ASCII case already
+
+    @property
+    def driver_error(self) -> type[Exception]:
+        return sqlite3.Error
 
     def insert_id(self, conn: Any, sql: str, params: Sequence[Any]) -> int:
         cursor = conn.execute(sql, params)

@@ -104,12 +104,16 @@ class SqliteStore(SqlRecords, SqliteArms, SqliteMaintenance, SqliteBlocks, SqlGr
             created = _create_private(self.path)
         self._lock = SnapshotLock()
         self._writing = False  # inside write(): reads see uncommitted rows, so nothing read is cached
+        self._closed = False
         self.write_wait_s = WRITE_WAIT_S
-        self._main = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._main.execute("PRAGMA journal_mode=WAL")
-        self._main.execute("PRAGMA synchronous=NORMAL")
-        self._main.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        self.schema_version = migrate(self._main)
+        try:
+            self._main = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            self._main.execute("PRAGMA journal_mode=WAL")
+            self._main.execute("PRAGMA synchronous=NORMAL")
+            self._main.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            self.schema_version = migrate(self._main)
+        except sqlite3.Error as exc:
+            raise self._failure(exc) from exc
         # a file (not :memory:, which is one connection's own database) gives each reading thread a connection
         self._concurrent = self.path != ":memory:" and not self.path.startswith("file:")
         self._local = threading.local()  # .conn: this thread's reader connection while it is in a snapshot
@@ -130,14 +134,21 @@ class SqliteStore(SqlRecords, SqliteArms, SqliteMaintenance, SqliteBlocks, SqlGr
         self._vocab = TermCounts(self, common_term_ratio)
         self._rebuild_indexes()
 
+    def _failure(self, exc: sqlite3.Error) -> StoreError:
+        """What a driver's error leaves the store as (``Dialect.failure``): StoreError, StoreClosedError once
+        closed."""
+        return self.dialect.failure(exc, closed=self._closed)
+
     @property
     def _conn(self) -> sqlite3.Connection:
         """The connection this thread reads through: its own inside a concurrent snapshot, else the shared one."""
         return getattr(self._local, "conn", None) or self._main
 
     def close(self) -> None:
-        """Close every connection, folding the WAL into the database file first (``_checkpoint``)."""
+        """Close every connection, folding the WAL into the database file first (``_checkpoint``); what is asked
+        of the store afterwards raises StoreClosedError."""
         with self._lock:
+            self._closed = True
             for reader in list(self._readers):
                 reader.close()
             self._checkpoint()
@@ -161,6 +172,15 @@ class SqliteStore(SqlRecords, SqliteArms, SqliteMaintenance, SqliteBlocks, SqlGr
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
+        """A consistent read (``_snapshot``); the driver's errors inside it leave as StoreError."""
+        try:
+            with self._snapshot():
+                yield
+        except sqlite3.Error as exc:
+            raise self._failure(exc) from exc
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[None]:
         """A consistent read: one read transaction, caught up once at its start.
 
         Inside it every read sees the same committed state, the index included, and
@@ -260,6 +280,15 @@ class SqliteStore(SqlRecords, SqliteArms, SqliteMaintenance, SqliteBlocks, SqlGr
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (``_write``); the driver's errors inside it leave as StoreError."""
+        try:
+            with self._write() as conn:
+                yield conn
+        except sqlite3.Error as exc:
+            raise self._failure(exc) from exc
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction under the writer lock; the index catches up after commit.
 
         The lock is SQLite's too: another process's long transaction is waited for
@@ -304,9 +333,18 @@ class SqliteStore(SqlRecords, SqliteArms, SqliteMaintenance, SqliteBlocks, SqlGr
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         with self._lock:
             self._catch_up()
-            return self._conn.execute(sql, params).fetchall()
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise self._failure(exc) from exc
 
     def _rebuild_indexes(self) -> None:
+        try:
+            self._build_indexes()
+        except sqlite3.Error as exc:
+            raise self._failure(exc) from exc
+
+    def _build_indexes(self) -> None:
         with self._lock:
             self._watermark = self._conn.execute("SELECT COALESCE(MAX(seq), 0) FROM change_log").fetchone()[0]
             self._data_version = self._conn.execute("PRAGMA data_version").fetchone()[0]
@@ -378,13 +416,16 @@ class SqliteStore(SqlRecords, SqliteArms, SqliteMaintenance, SqliteBlocks, SqlGr
         Inside a transaction it does nothing: a write's uncommitted rows may still roll
         back, and a snapshot caught up once when it began.
         """
-        if self._conn.in_transaction:
-            return
-        version = self._conn.execute("PRAGMA data_version").fetchone()[0]
-        if not force and version == self._data_version:
-            return
-        self._data_version = version
-        self._apply_log()
+        try:
+            if self._conn.in_transaction:
+                return
+            version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+            if not force and version == self._data_version:
+                return
+            self._data_version = version
+            self._apply_log()
+        except sqlite3.Error as exc:
+            raise self._failure(exc) from exc
 
     def _apply_log(self) -> None:
         """Read the change log past the watermark; the indexes follow rows, the caches are dropped.
@@ -467,24 +508,28 @@ class SqliteStore(SqlRecords, SqliteArms, SqliteMaintenance, SqliteBlocks, SqlGr
 
     def memory_row(self, memory_id: int) -> dict[str, Any] | None:
         """Every column of one memory, embedding as a vector."""
-        with self._lock:
-            self._catch_up()
-            cursor = self._conn.execute("SELECT * FROM memories WHERE id = ?", (memory_id,))
-            row = cursor.fetchone()
-            if row is None:
-                return None
-            out = dict(zip([d[0] for d in cursor.description], row))
+        names, rows = self._read_named("SELECT * FROM memories WHERE id = ?", (memory_id,))
+        if not rows:
+            return None
+        out = dict(zip(names, rows[0]))
         out["embedding"] = _vector(out["embedding"])
         return out
+
+    def _read_named(self, sql: str, params: Sequence[Any]) -> tuple[list[str], list[tuple]]:
+        """(the column names, the rows) of one statement, as ``_read``."""
+        with self._lock:
+            self._catch_up()
+            try:
+                cursor = self._conn.execute(sql, params)
+                return [d[0] for d in cursor.description], cursor.fetchall()
+            except sqlite3.Error as exc:
+                raise self._failure(exc) from exc
 
     def export_rows(self, kind: str, agent_id: str) -> Iterator[dict[str, Any]]:
         """Every column of every row of one kind (one agent, or all for ""), oldest first."""
         table = "memories" if kind == MEMORY else "episodes"
         where, params = ("WHERE agent_id = ?", (agent_id,)) if agent_id else ("", ())
-        with self._lock:
-            cursor = self._conn.execute(f"SELECT * FROM {table} {where} ORDER BY id", params)
-            names = [d[0] for d in cursor.description]
-            rows = cursor.fetchall()
+        names, rows = self._read_named(f"SELECT * FROM {table} {where} ORDER BY id", params)
         for row in rows:
             out = dict(zip(names, row))
             out["embedding"] = _vector(out["embedding"])
