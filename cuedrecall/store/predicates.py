@@ -2,8 +2,9 @@
 pattern.
 
 One piece of code per idea: the SQLite store (``?`` placeholders) and the PostgreSQL
-store (``%s``, through ``postgres/scope.py``) build these from here, each naming its
-placeholder ``mark``; only what the dialects make different stays in a backend.
+store (``%s``) build these from here, each naming its placeholder ``mark`` (through
+``Dialect.scope_where`` and its kin, or ``postgres/scope.py``); only what the dialects
+make different stays in a backend.
 """
 
 from __future__ import annotations

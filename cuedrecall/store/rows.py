@@ -1,9 +1,10 @@
-"""What both SQL stores (``sqlite.py``, ``postgres/``) do alike with rows: read them into records, sum up the agents,
+"""What both SQL stores (``sqlite/``, ``postgres/``) do alike with rows: read them into records, sum up the agents,
 group refs by kind, count the gate's pool, walk the two kinds in batches, decode a task's payload, hash a record's text.
 
 The rule of the house: one piece of code per idea. A helper that does not depend on
-the SQL dialect lives once, here (or in ``predicates.py`` for WHERE fragments), and
-both backends import it; what the dialects make different stays in each backend.
+the SQL dialect lives once, here (or in ``predicates.py`` for WHERE fragments, in
+``sql/`` for whole queries), and both backends import it; what the dialects make
+different is a hook of ``sql/dialect.py`` or stays in each backend.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """``PostgresStore``: the ``Store`` protocol over one PostgreSQL database with pgvector, for many server processes.
 
-Each concern is a mixin over one ``PgConnection``: rows (records.py), the arms
-(arms.py), blocks and the queue (blocks.py), the graph (graph.py), browsing
-(browse.py), maintenance (maintenance.py). No state is kept per process: every
-read sees what is committed, whoever committed it.
+Each concern is a mixin over one ``PgConnection``: the SQL both backends share (``store/sql/``: records, the
+arms' entry points, blocks and the queue, the graph, folders, maintenance) spelled by ``dialect.py``, and what is
+PostgreSQL's own: rows (records.py), the arms' scoring (arms.py), the block arm (blocks.py), browsing
+(browse.py), the derived columns' checks (maintenance.py). No state is kept per process: every read sees what
+is committed, whoever committed it.
 """
 
 from __future__ import annotations

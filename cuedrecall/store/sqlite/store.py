@@ -1,7 +1,9 @@
 """The embedded default store: one SQLite file in WAL mode plus the in-process indexes.
 
-The recall arms live in ``arms.py``, blocks and the task queue in ``blocks.py``, the health checks' queries in
-``maintenance.py``, the associative graph in ``graph.py``: each a mixin over this class's connection, lock and
+The SQL both backends share is ``store/sql/``'s mixins (records, the arms' entry points, blocks and the queue,
+the graph, folders, maintenance), spelled by ``dialect.py``; what is SQLite's own lives beside this file: the
+arms' scoring (``arms.py``), the block arm over its index (``blocks.py``), the explorer's pages (``browse.py``),
+the full-text and index checks (``maintenance.py``), each a mixin over this class's connection, lock and
 indexes. Snapshots of several threads read at once, each on a connection of its own, while writes and index
 updates take the lock exclusive (``locks.py``); a write waits for another process's write lock within a bound
 (``busy.py``).
