@@ -65,7 +65,7 @@ TOOL = "reconstruct"
 DATASETS = ("locomo", "long_span")
 NO_CUE, CUE = "no cue", "cue"
 # A quote "holds the evidence text" when it contains this many consecutive characters of the evidence
-# record's normalised text (all of it when the text is shorter).
+# record's normalized text (all of it when the text is shorter).
 SPAN = 40
 
 # Our block settings at their defaults (``Settings``): the harness turns blocks off unless told, so ours at its
@@ -99,15 +99,15 @@ def parse_variant(texts: Sequence[str]) -> tuple[str, dict[str, str]]:
 # -- reading a reconstruct answer ----------------------------------------------------------------
 
 
-def normalise(text: str) -> str:
+def normalize(text: str) -> str:
     """NFKC, casefolded, whitespace runs as one space, trimmed: how quotes and evidence texts are compared."""
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
 def holds_part(quote: str, evidence: str, span: int = SPAN) -> bool:
     """Whether ``quote`` contains ``span`` consecutive characters of ``evidence`` (all of it when shorter),
-    both normalised. An empty evidence text is never held."""
-    q, e = normalise(quote), normalise(evidence)
+    both normalized. An empty evidence text is never held."""
+    q, e = normalize(quote), normalize(evidence)
     if not e or not q:
         return False
     n = min(span, len(e))

@@ -68,7 +68,7 @@ def test_a_declaration_registers_new_entities_and_finds_known_ones_by_name_or_al
     assert again["entities"] == [{**first["entities"][0], "created": False}] * 2
 
 
-def test_names_that_normalise_alike_name_one_entity(memory: Memory) -> None:
+def test_names_that_normalize_alike_name_one_entity(memory: Memory) -> None:
     """NFKC, case folding and whitespace: full-width letters and a second space change nothing."""
     first = declare(memory, associations={"entities": [{"name": "Tokyo  Tower"}]})
     again = declare(memory, associations={"entities": [{"name": "ＴＯＫＹＯ tower"}]})

@@ -42,8 +42,8 @@ def answer(*items: dict) -> dict:
     return {"items": list(items), "effective_count": 10, "returned_count": len(items)}
 
 
-def test_normalised_quotes_hold_a_span_of_the_evidence_or_all_of_a_short_one() -> None:
-    assert rc.normalise("  The\tDentist \n visit ") == "the dentist visit"
+def test_normalized_quotes_hold_a_span_of_the_evidence_or_all_of_a_short_one() -> None:
+    assert rc.normalize("  The\tDentist \n visit ") == "the dentist visit"
     evidence = TEXTS["mem:1"]
     assert rc.holds_part(evidence, evidence)
     assert rc.holds_part("… SHE FOUND A SMALL CAVITY IN MY UPPER   RIGHT premolar …", evidence)  # 40 chars, anywhere

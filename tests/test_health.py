@@ -298,7 +298,7 @@ def test_deep_check_finds_near_duplicate_pairs_and_changes_nothing_for_them(memo
     assert "fixed" not in near and result["fixed_count"] == 0 and snapshot(memory) == state
 
 
-def test_deep_check_fix_normalises_whitespace_and_keeps_a_locked_memory(memory: Memory) -> None:
+def test_deep_check_fix_normalizes_whitespace_and_keeps_a_locked_memory(memory: Memory) -> None:
     messy = insert(memory, "  two  spaces\there \n\n\n\nand   far lines   \n  indented  line ")
     locked = insert(memory, "locked   memory ", locked=True)
     tidy = insert(memory, "already tidy\n\nwith a blank line\n  and indentation")

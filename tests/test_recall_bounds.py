@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from cuedrecall.api import Memory
 from cuedrecall.recall import bounds
-from cuedrecall.text.exclusion import MAX_EXCLUSIONS, is_excluded, normalise_exclusions
+from cuedrecall.text.exclusion import MAX_EXCLUSIONS, is_excluded, normalize_exclusions
 from cuedrecall.text.fts import MAX_CJK_TRIGRAMS, MAX_TERMS, capped_terms, fts_terms
 from cuedrecall.text.words import MAX_WORDS, capped_words
 
@@ -52,7 +52,7 @@ def test_the_word_arm_takes_at_most_max_words_distinct_words() -> None:
 
 
 def test_at_most_max_exclusions_entries_apply_the_first_ones_given() -> None:
-    entries = normalise_exclusions([f"entry {i}" for i in range(MAX_EXCLUSIONS + 250)])
+    entries = normalize_exclusions([f"entry {i}" for i in range(MAX_EXCLUSIONS + 250)])
     assert len(entries) == MAX_EXCLUSIONS and entries.left_out == 250
     assert is_excluded("entry 0", entries) and not is_excluded(f"entry {MAX_EXCLUSIONS}", entries)
 
@@ -63,7 +63,7 @@ _TEXT = st.text(alphabet="ab ", min_size=1, max_size=45)
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_TEXT, max_size=8), _TEXT)
 def test_the_exclusion_lookups_decide_as_the_rule_written_out(entries: list[str], content: str) -> None:
-    held = normalise_exclusions(entries)
+    held = normalize_exclusions(entries)
     assert is_excluded(content, held) == is_excluded(content, tuple(held))  # a plain tuple takes the loop
 
 

@@ -7,7 +7,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cuedrecall.text import build_fts_expression, is_excluded, normalise_exclusions
+from cuedrecall.text import build_fts_expression, is_excluded, normalize_exclusions
 
 # The whole expression: quoted terms (inner quotes doubled) joined by " OR ".
 _QUOTED = r'"(?:[^"]|"")*"'
@@ -81,18 +81,18 @@ def test_expression_never_raises_and_every_term_is_quoted(query, extra):
 
 
 def test_exclusions_are_stripped_lowered_and_empties_dropped():
-    assert normalise_exclusions(["  Hello ", "", "   ", "WORLD"]) == ("hello", "world")
+    assert normalize_exclusions(["  Hello ", "", "   ", "WORLD"]) == ("hello", "world")
 
 
 def test_short_exclusion_must_equal_content():
-    entries = normalise_exclusions(["deploy notes"])
+    entries = normalize_exclusions(["deploy notes"])
     assert is_excluded("  Deploy Notes ", entries)
     assert not is_excluded("deploy notes for friday", entries)
 
 
 def test_long_exclusion_excludes_by_prefix_either_way():
     full = "the quarterly release moved to friday because of the freeze"
-    entries = normalise_exclusions([full[:40]])
+    entries = normalize_exclusions([full[:40]])
     assert is_excluded(full, entries)
     assert is_excluded(full[:35], entries)  # a shorter preview of the same record
     assert not is_excluded("something else entirely, of some length", entries)
@@ -100,9 +100,9 @@ def test_long_exclusion_excludes_by_prefix_either_way():
 
 def test_prefix_rule_starts_at_32_characters():
     entry = "x" * 32
-    assert is_excluded(entry + "tail", normalise_exclusions([entry]))
-    assert not is_excluded(entry[:-1] + "tail", normalise_exclusions([entry[:-1]]))
+    assert is_excluded(entry + "tail", normalize_exclusions([entry]))
+    assert not is_excluded(entry[:-1] + "tail", normalize_exclusions([entry[:-1]]))
 
 
 def test_empty_content_is_never_excluded():
-    assert not is_excluded("   ", normalise_exclusions(["x" * 40]))
+    assert not is_excluded("   ", normalize_exclusions(["x" * 40]))

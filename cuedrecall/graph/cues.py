@@ -41,13 +41,13 @@ NO_CUES = Cues([], [], 0)
 
 
 def query_cues(store: GraphStore, scope: Scope, query: str) -> Cues:
-    """The entities whose names or aliases the query contains (normalised substrings), and their other names.
+    """The entities whose names or aliases the query contains (normalized substrings), and their other names.
 
     Longer names are matched first (then by the name, then entity id), at most
     MAX_MATCHES; a name whose every occurrence overlaps text a longer name already
     claimed does not count ("New York" inside "New York Times" names the paper only).
     Every name and alias of a matched entity, as written, becomes a term unless its
-    normalised form is already in the query; deduplicated, at most MAX_TERMS.
+    normalized form is already in the query; deduplicated, at most MAX_TERMS.
     """
     text = normalize_name(query)
     if not text or not store.has_graph(scope.agent_id):
@@ -103,7 +103,7 @@ def _starts(text: str, term: str) -> list[int]:
 
 
 def _other_names(text: str, names: list[NameHit]) -> list[str]:
-    """The names as written whose normalised form the query does not already hold, first spelling of each."""
+    """The names as written whose normalized form the query does not already hold, first spelling of each."""
     seen: set[str] = set()
     out: list[str] = []
     for hit in names:

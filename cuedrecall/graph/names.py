@@ -12,7 +12,7 @@ def normalize_name(text: str) -> str:
 
     NFKC runs again after case folding: folding can leave a sequence NFKC composes
     (a letter followed by a combining mark), and a second pass over the result must
-    change nothing, or a stored form would not equal the same name normalised later.
+    change nothing, or a stored form would not equal the same name normalized later.
     """
     folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
     return " ".join(folded.split())

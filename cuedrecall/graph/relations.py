@@ -20,7 +20,7 @@ ROLE_PREDICATES = ("supports", "supersedes", "corrects", "qualifies", "contradic
 class RecordRelation:
     id: int
     subject: str  # a record ref, "mem:<id>" / "ep:<id>"
-    predicate: str  # normalised
+    predicate: str  # normalized
     object: str  # a record ref
     declared_at: str
 

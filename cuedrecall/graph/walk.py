@@ -19,7 +19,7 @@ from cuedrecall.store.base import MEMORY, GraphStore, Scope, split_ref
 class Walked:
     ref: str  # "mem:<id>" / "ep:<id>"
     hops: int  # >= 1
-    predicate: str  # the normalised predicate of the relation that reached its entity
+    predicate: str  # the normalized predicate of the relation that reached its entity
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ _SOURCE_TYPES = {
 _MESSAGE_FIELDS = ("content", "id", "source", "timestamp", "metadata")
 
 
-def normalise_source(source: Any) -> dict[str, Any]:
+def normalize_source(source: Any) -> dict[str, Any]:
     """Fold the spellings of a source into {type, id, name}; anything unrecognised is kept as given."""
     if source is None:
         return {}
@@ -197,7 +197,7 @@ def _checked_message(rt: Runtime, message: dict[str, Any]) -> dict[str, Any]:
     timestamp = rt.now_iso() if stamp is None else stamp
     if not content.strip():
         return {"reason": "empty content"}
-    source, metadata = normalise_source(message.get("source")), message.get("metadata") or {}
+    source, metadata = normalize_source(message.get("source")), message.get("metadata") or {}
     cap = rt.settings.max_metadata_length
     for name, value in (("source", source), ("metadata", metadata)):
         if len(json_text(value)) > cap:

@@ -1,7 +1,7 @@
 """The coverage ledger (docs/trace.md#the-coverage-ledger): which parts of the question the returned records hold.
 
 Recorded only, after the answer is final; nothing in the recall reads it. Parts
-are spans of the normalised question, records are refs: the ledger holds no text.
+are spans of the normalized question, records are refs: the ledger holds no text.
 """
 
 from __future__ import annotations

@@ -108,7 +108,7 @@ def best_possible(ctx: RecallContext, signal: str) -> float:
     A row judged on rrf is lexical-only, and a memory or an episode sits on one lexical
     arm at most: first place there, 1/(k+1), is its ceiling. Measured against three
     first places, an exact keyword match could never pass in a small store. rsf keeps
-    the whole 0..1 scale: per arm it already normalises, and on LoCoMo with the local
+    the whole 0..1 scale: per arm it already normalizes, and on LoCoMo with the local
     embedder its 1/active-arms ceiling admitted weak rows that pushed evidence out
     (recall_any@10 0.593 -> 0.580).
     """

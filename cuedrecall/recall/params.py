@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from cuedrecall.config import Settings
 from cuedrecall.recall.request import RecallRequest
-from cuedrecall.text import normalise_exclusions
+from cuedrecall.text import normalize_exclusions
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def resolve_params(
         autocut_ratio=s.autocut_min_gap_ratio,
         autocut_min=s.autocut_min_results,
         thresholds=calibrated if s.fused_gate_enabled else {},
-        exclusions=normalise_exclusions(request.exclude_contents),
+        exclusions=normalize_exclusions(request.exclude_contents),
         confidence_enabled=s.confidence_enabled,
         fused_gate_enabled=s.fused_gate_enabled,
         preview_chars=s.recall_preview_chars,

@@ -65,7 +65,7 @@ def _relieved(closeness: float) -> dict[str, Any]:
 
 
 def confidence(ctx: RecallContext, row: Candidate, record: Record | None) -> dict[str, Any]:
-    """A display-only confidence: cosine normalised between 0.20 and 0.75, times a gentle age decay."""
+    """A display-only confidence: cosine normalized between 0.20 and 0.75, times a gentle age decay."""
     age = None if record is None else record.ts_epoch if record.ts_epoch is not None else to_epoch(record.timestamp)
     out: dict[str, Any] = {}
     decay = 1.0

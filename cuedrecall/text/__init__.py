@@ -1,6 +1,6 @@
 """Pure text functions: the FTS expression, exclusion and the question's parts."""
 
-from cuedrecall.text.exclusion import PREFIX_FLOOR, is_excluded, normalise_exclusions
+from cuedrecall.text.exclusion import PREFIX_FLOOR, is_excluded, normalize_exclusions
 from cuedrecall.text.fts import build_fts_expression
 from cuedrecall.text.parts import (
     MAX_PARTS,
@@ -23,7 +23,7 @@ __all__ = [
     "build_fts_expression",
     "identifier_like_parts",
     "is_excluded",
-    "normalise_exclusions",
     "normalize",
+    "normalize_exclusions",
     "question_parts",
 ]

@@ -123,7 +123,7 @@ def _qualified(text: str, span: Span) -> bool:
 
 
 def trigrams(text: str) -> set[str]:
-    """The text's distinct character trigrams after normalising (case, width, spacing): what passages share with
+    """The text's distinct character trigrams after normalizing (case, width, spacing): what passages share with
     a query."""
     flat = normalize(text)
     return {flat[i : i + 3] for i in range(len(flat) - 2) if flat[i : i + 3].strip()}

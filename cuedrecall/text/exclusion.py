@@ -14,7 +14,7 @@ MAX_EXCLUSIONS = 1_000
 
 
 class Exclusions(tuple[str, ...]):
-    """Normalised entries, with the lookups that make a check cost a few probes, not one per entry."""
+    """Normalized entries, with the lookups that make a check cost a few probes, not one per entry."""
 
     left_out: int
     _exact: frozenset[str]  # the entries shorter than PREFIX_FLOOR: only equality excludes
@@ -32,7 +32,7 @@ class Exclusions(tuple[str, ...]):
         return self
 
     def holds(self, text: str) -> bool:
-        """Whether a normalised, non-empty text matches an entry (the rule of ``is_excluded``)."""
+        """Whether a normalized, non-empty text matches an entry (the rule of ``is_excluded``)."""
         if text in self._exact:
             return True
         if any(text[:n] in self._long_set for n in self._by_length if n <= len(text)):
@@ -46,14 +46,14 @@ def _normal(text: str) -> str:
     return text.strip().lower()
 
 
-def normalise_exclusions(items: Sequence[str]) -> Exclusions:
-    """The caller's exclusion entries, normalised, empty ones dropped, the first ``MAX_EXCLUSIONS`` kept."""
+def normalize_exclusions(items: Sequence[str]) -> Exclusions:
+    """The caller's exclusion entries, normalized, empty ones dropped, the first ``MAX_EXCLUSIONS`` kept."""
     entries = tuple(entry for entry in map(_normal, items) if entry)
     return Exclusions(entries[:MAX_EXCLUSIONS], max(0, len(entries) - MAX_EXCLUSIONS))
 
 
 def is_excluded(content: str, exclusions: Iterable[str]) -> bool:
-    """Whether content matches an entry of normalise_exclusions' output."""
+    """Whether content matches an entry of normalize_exclusions' output."""
     text = _normal(content)
     if not text:
         return False  # an empty record is never excluded, whatever the entries

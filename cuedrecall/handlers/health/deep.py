@@ -58,7 +58,7 @@ _INNER_RUN = re.compile(r"(?<=\S)(?:[ \t]{2,}|\t)")
 _BLANK_LINES = re.compile(r"\n{3,}")
 
 
-def normalised(text: str) -> str:
+def normalized(text: str) -> str:
     """Whitespace made regular: the ends trimmed, no spaces at a line's end, a run of spaces or tabs (or one
     tab) inside a line made one space (a line's indentation is kept), at most one blank line in a row."""
     lines = [_INNER_RUN.sub(" ", line.rstrip()) for line in text.strip().split("\n")]
@@ -67,15 +67,15 @@ def normalised(text: str) -> str:
 
 def _unnormalized_content(run: Run) -> Finding:
     """Memories with whitespace at their ends or runs of it inside."""
-    ids = [i for i, text in run.rt.store.scan_memories(run.agent_id, "content") if normalised(text) != text]
+    ids = [i for i, text in run.rt.store.scan_memories(run.agent_id, "content") if normalized(text) != text]
     detail = f"{len(ids)} memories carry extra whitespace (fix: normalised; locked memories are kept)"
     return finding(len(ids), detail, ref_items(MEMORY, ids[: run.limit]))
 
 
-def _normalise_content(run: Run, found: Finding) -> int:
-    """Rewrite the memories with extra whitespace as ``normalised`` makes them, locked ones kept."""
-    ids = [i for i, text in run.rt.store.scan_memories(run.agent_id, "content") if normalised(text) != text]
-    return rewrite(run, [make_ref(MEMORY, i) for i in ids], normalised)
+def _normalize_content(run: Run, found: Finding) -> int:
+    """Rewrite the memories with extra whitespace as ``normalized`` makes them, locked ones kept."""
+    ids = [i for i, text in run.rt.store.scan_memories(run.agent_id, "content") if normalized(text) != text]
+    return rewrite(run, [make_ref(MEMORY, i) for i in ids], normalized)
 
 
 def _norm_outliers(run: Run) -> list[str]:
@@ -179,7 +179,7 @@ def _orphaned_episodes(run: Run) -> Finding:
 DEEP_CHECKS: dict[str, tuple[Check, Repair | None]] = {
     "anonymous_source": (_anonymous_source, None),
     "short_content": (_short_content, None),
-    "unnormalized_content": (_unnormalized_content, _normalise_content),
+    "unnormalized_content": (_unnormalized_content, _normalize_content),
     "embedding_norm": (_embedding_norm, _reembed_norm_outliers),
     "near_duplicate": (_near_duplicate, None),
     "calibration_staleness": (_calibration_staleness, None),

@@ -36,7 +36,7 @@ from cuedrecall.handlers.portability.declared import Carry, Declarations, check,
 from cuedrecall.handlers.portability.formats import DECLARED, OURS, as_instant, as_text, parse
 from cuedrecall.handlers.portability.paths import read_text, resolve
 from cuedrecall.handlers.rows import episode_row, json_object, memory_row
-from cuedrecall.handlers.write import normalise_source
+from cuedrecall.handlers.write import normalize_source
 from cuedrecall.runtime import Runtime
 from cuedrecall.store.base import EPISODE, MEMORY, make_ref
 from cuedrecall.text.sanitise import sanitise
@@ -351,10 +351,10 @@ def _cpersona_columns(item: dict[str, Any], source: Any, metadata: Any) -> tuple
     """A CPersona memory's source and metadata, taking its verbatim text where the column was not JSON."""
     # CPersona carries a column that was not JSON verbatim beside the {} it exports
     if isinstance(item.get("source_text"), str) and item["source_text"]:
-        source = normalise_source(item["source_text"])
+        source = normalize_source(item["source_text"])
     if isinstance(item.get("metadata_text"), str) and item["metadata_text"]:
         metadata = {"text": item["metadata_text"]}
-    return normalise_source(source), metadata
+    return normalize_source(source), metadata
 
 
 def _import_episode(rt: Runtime, conn: Any, item: dict[str, Any], agent: str, vector: Any, created_at: str) -> str:
