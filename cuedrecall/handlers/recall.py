@@ -188,6 +188,9 @@ def _trace_header(rt: Runtime, ctx: RecallContext) -> None:
 
 
 _CONTEXT_FIELDS = ("role", "content", "name", "user_id", "timestamp")
+# a conversation user's source id in a merged turn, as CPersona's recall_with_context writes it (its chat bridge's
+# prefix): a compatibility alias, so either server's answer reads the same, not a platform this server knows
+CONTEXT_USER_ID = "discord:{}"
 _MERGED_ROLES = ("user", "assistant")
 _ROLE_SHOWN = 256  # characters of a role that is not a string, as context_filter_only names it
 
@@ -274,7 +277,7 @@ def _role_text(role: Any) -> str:
 def _context_message(entry: dict[str, str]) -> dict[str, Any]:
     if entry["role"] == "user":
         name = entry.get("name", "User")
-        source = {"type": "User", "id": f"discord:{entry.get('user_id') or name}", "name": name}
+        source = {"type": "User", "id": CONTEXT_USER_ID.format(entry.get("user_id") or name), "name": name}
     else:
         source = {"type": "Agent", "id": "self"}
     return {
