@@ -218,7 +218,7 @@ ENTITY = "entity"  # the endpoint kind of a relation that names an entity (the o
 
 @dataclass(frozen=True)
 class Entity:
-    """A declared entity: its name as written and normalised, in the scope it was declared in."""
+    """A declared entity: its name as written and normalized, in the scope it was declared in."""
 
     id: int
     agent_id: str
@@ -232,7 +232,7 @@ class Entity:
 
 @dataclass(frozen=True)
 class NameHit:
-    """A name or alias of an entity, as written and normalised (what a query's cues are matched against)."""
+    """A name or alias of an entity, as written and normalized (what a query's cues are matched against)."""
 
     entity_id: int
     written: str
@@ -249,7 +249,7 @@ class Relation:
     channel: str
     subject_kind: str
     subject_id: int
-    predicate: str  # normalised
+    predicate: str  # normalized
     object_kind: str
     object_id: int
     anchor_ref: str  # the record it was declared from, "" for none

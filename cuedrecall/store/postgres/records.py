@@ -55,7 +55,7 @@ EPISODE_COLUMNS = (
     "created_at",
 )
 COLUMNS = {MEMORY: MEMORY_COLUMNS, EPISODE: EPISODE_COLUMNS}
-# kind -> every row length its lexical arms normalise by, as FTS5 counts tokens (the trigram arm's, the word arm's)
+# kind -> every row length its lexical arms normalize by, as FTS5 counts tokens (the trigram arm's, the word arm's)
 _LENGTHS = {MEMORY: (("text_len",), ("word_len",)), EPISODE: (("summary_len", "keywords_len"),)}
 
 

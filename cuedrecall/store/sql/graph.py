@@ -127,7 +127,7 @@ class SqlGraph:
         )
 
     def find_entity(self, agent_id: str, project_id: str, channel: str, normalized: str) -> Entity | None:
-        """The lowest-id entity of exactly this bucket that the normalised name names, as its name or an alias."""
+        """The lowest-id entity of exactly this bucket that the normalized name names, as its name or an alias."""
         mark = self.dialect.mark
         rows = self._read(
             f"SELECT {ENTITY_COLUMNS} FROM entities e WHERE e.agent_id = {mark} AND e.project_id = {mark} "
@@ -146,7 +146,7 @@ class SqlGraph:
         return out
 
     def entities_named(self, scope: Scope, normalized: str) -> list[Entity]:
-        """The entities readable in the scope that the normalised name names, as name or alias; lowest id first."""
+        """The entities readable in the scope that the normalized name names, as name or alias; lowest id first."""
         where, params = self.dialect.scope_where(scope, "e", ENTITY)
         mark = self.dialect.mark
         rows = self._read(
@@ -157,8 +157,8 @@ class SqlGraph:
         return [Entity(*row) for row in rows]
 
     def names_within(self, scope: Scope, text: str) -> list[NameHit]:
-        """Every name and alias of the entities readable in the scope whose normalised form occurs in ``text``
-        (itself normalised); names before aliases, then by entity id."""
+        """Every name and alias of the entities readable in the scope whose normalized form occurs in ``text``
+        (itself normalized); names before aliases, then by entity id."""
         where, params = self.dialect.scope_where(scope, "e", ENTITY)
         rows = self._read(
             f"SELECT e.id, e.name, e.normalized, 0 FROM entities e WHERE {where} "
@@ -171,7 +171,7 @@ class SqlGraph:
         return [NameHit(entity_id, written, normalized) for entity_id, written, normalized, _ in rows]
 
     def aliases(self, entity_ids: Sequence[int]) -> dict[int, list[NameHit]]:
-        """Each entity's aliases, by normalised form; an entity without one is absent."""
+        """Each entity's aliases, by normalized form; an entity without one is absent."""
         out: dict[int, list[NameHit]] = {}
         for among, params in self.dialect.within("entity_id", sorted(set(entity_ids))):
             for entity_id, alias, normalized in self._read(
