@@ -3,9 +3,8 @@
 import os
 
 # A recall's vector arm is one matrix-vector product over a slice of the index: OpenBLAS's worker threads cost more
-# than they give there (0.3 ms on one thread against 2-4 ms threaded, 100k memories on 2 cores,
-# benchmarks/results/speed_realistic.md). Set before numpy loads, when nothing has loaded it yet; a value the
-# operator set wins.
+# than they give there (benchmarks/results/speed_realistic.md). Set before numpy loads, when nothing has loaded it
+# yet; a value the operator set wins.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from cuedrecall.api import Memory

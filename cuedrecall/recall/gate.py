@@ -1,25 +1,10 @@
 """Stage 4, the quality gate (policy gate-v1): each row judged on its own signals, each against its own threshold.
 
-The rule: a row passes when one of its own signals clears that signal's threshold —
-its cosine, where a vector arm reached it, or its lexical arms' votes, where a
-lexical arm matched it on a query word that is not a common word — and in a pool
-of fewer than OUTLIER_MAX_POOL rows a cosine standing OUTLIER_Z deviations above
-the query's mean cosine over the pool clears the cosine threshold, however high the
-pool-size heuristic or an automatic calibration put it (never below the heuristic's
-floor; an explicit calibration, calibrate_threshold's, is the caller's to keep).
-
-So another arm's vote never makes a row fail (gate-v0 judged a row the vector arm
-reached on its cosine alone), a row that shares only "the" and "with" with the
-question is refused by name (``common_words_only``), and the heuristic, tuned for
-pools of hundreds, does not refuse a newcomer's one real match; nor does a
-calibration, measured between stored memories (with paraphrase-MiniLM-L3 their
-mean cosine is 0.41), where a question sits farther from everything. A lexical match
-counts when the row's text holds a query term that is not a common word
-(``gate_policy.COMMON_WORDS``, or hiragana alone), or the whole query, or when the word
-arm, which searches content words only, reached it. The threshold for a signal is
-the calibrated one where one exists, else the heuristic minimum on that signal's
-scale (``origin``: ``calibrated``, ``heuristic``, or ``outlier`` when the small-pool
-bar applied). The profile row is judged on the pool size.
+Why its own signals: another arm's vote never makes a row fail (gate-v0 judged a row the vector arm reached on its
+cosine alone); a row that shares only common words with the question is refused by name (``common_words_only``);
+and in a small pool neither the pool-size heuristic, tuned for pools of hundreds, nor an automatic calibration,
+measured between stored memories where a question sits farther from everything, refuses a newcomer's one real
+match (the outlier bar). The rule, its thresholds and its reasons: docs/recall-process.md#the-gate.
 """
 
 from __future__ import annotations
@@ -108,9 +93,8 @@ def best_possible(ctx: RecallContext, signal: str) -> float:
     A row judged on rrf is lexical-only, and a memory or an episode sits on one lexical
     arm at most: first place there, 1/(k+1), is its ceiling. Measured against three
     first places, an exact keyword match could never pass in a small store. rsf keeps
-    the whole 0..1 scale: per arm it already normalizes, and on LoCoMo with the local
-    embedder its 1/active-arms ceiling admitted weak rows that pushed evidence out
-    (recall_any@10 0.593 -> 0.580).
+    the whole 0..1 scale: per arm it already normalizes, and a 1/active-arms ceiling
+    admitted weak rows that pushed evidence out (benchmarks/results/design-figures.md).
     """
     return 1 / (ctx.params.rrf_k + 1) if signal == "rrf" else 1.0
 

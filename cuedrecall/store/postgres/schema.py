@@ -242,8 +242,8 @@ CREATE TRIGGER entities_forget AFTER DELETE ON entities FOR EACH ROW EXECUTE FUN
 
 # The planner's statistics of the vector width every vector arm filters on. Without them it takes
 # ``vector_dims(embedding) = d`` to keep 0.5% of the rows, plans a scope's scan window as a sequential
-# scan and a sort of every row's vector (spilled to disk: 213 ms at 100k memories) instead of walking
-# the id index to the window's end (17 ms). ANALYZE (autovacuum's, after a load) fills them.
+# scan and a sort of every row's vector (spilled to disk) instead of walking the id index to the window's
+# end, many times slower (benchmarks/results/design-figures.md). ANALYZE (autovacuum's, after a load) fills them.
 _VECTOR_DIMS_STATS = """
 CREATE STATISTICS memories_vector_dims ON (vector_dims(embedding)) FROM memories;
 CREATE STATISTICS episodes_vector_dims ON (vector_dims(embedding)) FROM episodes;

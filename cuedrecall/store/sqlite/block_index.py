@@ -147,7 +147,7 @@ class _ModelRows:
             if first is not None:
                 self.dim = int(first.shape[0])
                 # in memory, not mapped: every search reads the whole table, and a file mapping's 4 KiB pages made
-                # that pass five times slower here than an anonymous array's (huge pages)
+                # that pass slower than an anonymous array's huge pages (benchmarks/results/design-figures.md)
                 self.table = DistinctCodes(self.dim, None)
         self.slot[start : start + len(codes)] = -1
         if self.table is None:

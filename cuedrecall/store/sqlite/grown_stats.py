@@ -1,7 +1,7 @@
 """stats-growth-v1: scope statistics that follow writes which only add records, instead of being read again.
 
-Counting a scope's rows scans the scope (13 ms for one agent's 100,000
-memories), and every write used to drop every count: the recall after each
+Counting a scope's rows scans the scope (benchmarks/results/design-figures.md),
+and every write used to drop every count: the recall after each
 store paid the scan again, and an agent stores before nearly every recall. A
 statistic kept here remembers, per record kind it depends on, the newest id of
 that kind's table when it was read. Changes that touched a record at or below
