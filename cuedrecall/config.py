@@ -215,11 +215,6 @@ class Settings:
         "refuse a call naming an argument the tool does not take (off: it is ignored, named in the answer's "
         "ignored_arguments and logged, as CPersona ignores it; on: the schemas say additionalProperties: false)",
     )
-    acl_file: str = _setting("", _text, "JSON file of HTTP clients and their grants per agent (deny by default)")
-    # OAuth 2.1 resource server (server/oauth.py, docs/security.md#oauth): off unless the resource and an issuer
-    # are set, and then only beside an ACL file
-    oauth_resource: str = _setting(
-        "",
     # the tool list a client is answered (server/mcp.py, docs/tools.md#the-compact-tool-list)
     tool_list: str = _setting(
         "auto",
@@ -255,6 +250,11 @@ class Settings:
         _text,
         "the package index page check_update reads (PEP 691 JSON)",
     )
+    acl_file: str = _setting("", _text, "JSON file of HTTP clients and their grants per agent (deny by default)")
+    # OAuth 2.1 resource server (server/oauth.py, docs/security.md#oauth): off unless the resource and an issuer
+    # are set, and then only beside an ACL file
+    oauth_resource: str = _setting(
+        "",
         _text,
         "this server's URL as an OAuth resource (e.g. https://memory.example.com/mcp): the audience its access "
         "tokens must name; unset = OAuth off",
