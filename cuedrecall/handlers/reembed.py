@@ -1,34 +1,7 @@
-"""Re-embedding a store whose vectors another model made, in the background, through the persisted task queue.
-
-A row's vector is labelled with the model that made it (``embedding_model``).
-When a store opens under an embedder of another label (``CUEDRECALL_EMBEDDING_MODEL``
-changed, another embedding mode or URL), ``start`` queues one ``reembed_vectors``
-task, unless one is pending. The queue's runner (``handlers.blocks.BlockBuilder``,
-the block builder's thread) claims it, and a task (``run_task``):
-
-- reads at most ``BATCH_ROWS`` rows whose vector another model made, newest
-  first (memories, then episodes, by id descending), below its cursor ``before``;
-- embeds their text (a memory's content, an episode's summary) as stored texts,
-  in one call; a failure retries the task later (the queue's rule);
-- writes each new vector with the model's label only while the row still holds
-  that text and another model's vector (a row rewritten meanwhile got its own),
-  finishes itself and queues the next step with its cursor in that transaction;
-- after the last step, recalibrates the agents whose thresholds another model
-  measured, when ``CUEDRECALL_CALIBRATE_ON_MODEL_CHANGE`` is on (the start of a
-  store being re-embedded leaves that to here, so thresholds are not measured
-  over the few rows re-embedded yet).
-
-Meanwhile recall stays correct: the store's vector index holds the current
-model's vectors only (``SqliteStore(vector_model=...)``), so the vector arms
-compare a query with the rows already re-embedded and never across models; the
-lexical arms read text and are unchanged; the block arm reads the current model's
-blocks only, and their rebuild is the block backfill's (it looks for records
-lacking a set of the current model). Newest first, so the scan window (the
-newest embedded rows) is whole again first. Progress: check_health's
-``stale_embeddings``, get_queue_status's ``pending_by_kind``.
-
-Rows another process writes under the old model after the walk has passed them
-are found at the next start.
+"""Re-embedding a store whose vectors another model made, in the background, through the persisted task queue:
+a batch a step, newest first, so recall stays correct meanwhile and the scan window is whole again first. The
+steps, the recalibration after the last and what recall reads meanwhile:
+docs/architecture.md#another-models-vectors.
 """
 
 from __future__ import annotations

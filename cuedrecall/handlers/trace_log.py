@@ -1,36 +1,10 @@
-"""The trace log (``CUEDRECALL_TRACE_LOG``): every recall and reconstruct appends its trace, one JSON line each.
+"""The trace log (``CUEDRECALL_TRACE_LOG``): every recall and reconstruct appends its trace, one JSON line each,
+so recalls nobody asked to trace can be read afterwards.
 
-The rules:
-
-- An entry holds ``v`` (ENTRY_VERSION), ``id`` (random, stable across rotation), ``at`` (the runtime clock),
-  ``tool``, ``scope``, ``query_sha256`` (HMAC-SHA256 of the query keyed by a random secret kept in the
-  database, ``store/database_secret.py``: whoever holds the question and can read the database finds its
-  entries with ``traces --query``, but a reader of the log alone cannot test guesses, even of a short query;
-  the query itself is never written; ``null`` when the secret cannot be had), ``refs`` (the refs the call
-  returned, in the response's order) and
-  ``trace`` (the trace the tool returns with ``trace: true``: refs, ranks, scores and reasons, never stored
-  text). Nothing else.
-- The call is traced for the log even when the caller did not ask for a trace; the caller's response is
-  unchanged then (the handler drops the trace it made for the log).
-- Size bound: when an append would take the file past ``trace_log_max_bytes``, the file is first renamed to
-  ``<path>.1`` (an older rotated file is replaced), so at most two files exist. An entry larger than the bound
-  is still written, alone in a fresh file.
-- Age bound (``trace_log_max_age_days``, 0 = off): entries whose ``at`` is older than the limit by the
-  recall's clock are dropped. An append checks at most once an hour (per process; more often for a limit
-  under ten hours) whether the oldest line of either file has passed the limit, and only then rewrites that
-  file: the kept lines go to a temporary file in the same folder, which replaces the old one
-  (``os.replace``), so a crash leaves the old file whole. A line whose time cannot be read is kept: only
-  what is proved older goes. A log path (or its rotated file) that is a symbolic link is never rewritten.
-- Writing never fails the call: any failure (unwritable path, full disk, an unserialisable value) drops the
-  entry and is logged once per path; a failed age pass is logged once and the entry still written.
-
-Each append opens, locks (``flock`` where the platform has it), writes and closes, so several processes can
-share one log and a rotation by one is seen by the next append of another.
-
-The files are private: created 0600 (``os.open`` with that mode, whatever the umask adds), opened with
-``O_NOFOLLOW``. A log path that is a symbolic link is written through only when the link belongs to this
-server's user (or root) and leads to an existing regular file; a link another user planted, a pipe or a
-device is refused (the entry dropped, logged once).
+The call is traced for the log whether or not the caller asked, and its answer is the one it would have had; a
+log that cannot be written never fails the call. What an entry holds (no stored text; the query only as a hash
+keyed by the database's secret), the size and age bounds, the lock several processes share and the file's
+privacy: docs/trace-storage.md.
 """
 
 from __future__ import annotations

@@ -1,31 +1,12 @@
 """What is declared beside the records: the graph (entities with their aliases, mentions, relations) and the
 folders (folders, filings), as an export file holds them and as an import carries them.
 
-The record shapes are CPersona 2.6.14's (``cpersona-export/1.1`` and ``1.2``), and
-our export (``cuedrecall-export/2``) writes the same shapes, so one reader serves
-both. In a file, a mention, a relation and a filing name records by the ids they
-had where the file was written (``mem:12``, ``ep:3``), and entities and folders by
-their file ids; an import maps each onto the row that holds that record here.
-
-An import keeps two rules apart:
-
-- **A malformed declaration refuses the whole file** before anything is written
-  (``check``): a field of the wrong type, a name empty after normalization or
-  longer than ``MAX_NAME``, an unknown ``declared_by``, a duplicated id, a mention
-  or relation naming an entity the file does not hold, a filing naming a folder it
-  does not hold, a folder tree that loops or crosses agents or projects. A file
-  CPersona or this server wrote has none of these.
-- **A well-formed declaration that cannot hold here is left out and said**
-  (``Carry``): one naming a record this import did not bring in (not in the file,
-  or a record left out as empty), or a record of another agent; an alias that
-  already names another entity in its scope; a filing of a record that is filed in
-  another folder already, or whose agent or project is not its folder's. Each is
-  counted under ``not_imported`` by kind, with the reason in ``dropped``.
-
-Carrying is idempotent like the records' import: an entity is found again by its
-name (or an alias) in its exact scope, a folder by its name under the same parent,
-and mentions, relations and filings are added only where missing, so a second run
-of the same file adds nothing. A dry run reads the store and writes nothing.
+The shapes are CPersona 2.6.14's (``cpersona-export/1.1`` and ``1.2``), which our ``cuedrecall-export/2`` writes
+too, so one reader serves both; a file names records by the ids they had where it was written, and an import maps
+each onto the row that holds that record here. Two rules kept apart: a malformed declaration refuses the whole
+file before anything is written (``check``), and a well-formed one that cannot hold here is left out and said
+(``Carry``, under ``not_imported`` and ``dropped``). Carrying is idempotent, like the records' import
+(docs/storage.md#moving-from-cpersona-what-an-import-carries).
 """
 
 from __future__ import annotations
@@ -128,7 +109,12 @@ class Declarations:
 
 def check(items: list[tuple[int, dict[str, Any]]], target_agent_id: str) -> Declarations:
     """The file's declaration records (each with its record number after the header), checked whole; a
-    refusal naming the first malformed one. Each is filed under ``target_agent_id`` when one is given."""
+    refusal naming the first malformed one. Each is filed under ``target_agent_id`` when one is given.
+
+    Malformed: a field of the wrong type, a name empty after normalization or longer than ``MAX_NAME``, an
+    unknown ``declared_by``, a duplicated id, a mention or relation naming an entity the file does not hold, a
+    filing naming a folder it does not hold, a folder tree that loops or crosses agents or projects. A file
+    CPersona or this server wrote has none of these."""
     out = Declarations()
     entities: dict[int, _Entity] = {}
     folders: dict[int, _Folder] = {}
@@ -367,7 +353,14 @@ def record_homes(rt: Runtime, rows: list[dict[str, Any]], agents: list[str], dry
 
 @dataclass
 class Carry:
-    """One file's declarations carried into the store (or, in a dry run, counted as they would be)."""
+    """One file's declarations carried into the store (or, in a dry run, counted as they would be).
+
+    Left out and said (under ``not_imported`` by kind, the reason in ``dropped``): a declaration naming a record
+    this import did not bring in (not in the file, or left out as empty) or a record of another agent; an alias
+    that already names another entity in its scope; a filing of a record filed in another folder already, or
+    whose agent or project is not its folder's. An entity is found again by its name (or an alias) in its exact
+    scope, a folder by its name under the same parent, and mentions, relations and filings are added only where
+    missing, so a second run of the same file adds nothing."""
 
     rt: Runtime
     homes: dict[str, Home]
