@@ -6,10 +6,19 @@ extension is a ``StoreError`` that says what is missing. Every write runs under 
 transaction-level advisory lock, so writers are serialised across every process
 of the database as SQLite serialises them on one file: a duplicate check made
 inside a write sees every write acknowledged before it.
+
+Rule: a connection the server dropped (a restart, a failover, an idle timeout) is opened again between
+transactions, never inside one. An idle connection the server ended (it says so before it closes) is replaced
+before it is used; one that went without a word is found by its first statement: a write whose ``BEGIN`` fails
+on it begins again on a new one (nothing was sent), a plain read outside a transaction is read again once, a
+pooled reader that fails its ``BEGIN`` is replaced with the rest of the pool. A statement that fails inside a
+transaction fails the call (the caller is told, nothing is acknowledged), and the next call finds a new
+connection.
 """
 
 from __future__ import annotations
 
+import select
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -86,7 +95,7 @@ class PgConnection:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self._conn = connect(url)
+        self._main = connect(url)
         self._closed = False
         self._lock = threading.RLock()
         self._depth = 0  # open write() levels of the main connection
@@ -96,6 +105,24 @@ class PgConnection:
         self._local = threading.local()  # .conn / .memo: this thread's open snapshot
         self._session: list[str] = []  # settings every connection of the store runs once opened (ensure_hnsw's)
 
+    @property
+    def _conn(self) -> Any:
+        """The connection for writes and plain reads (used under ``_lock``): opened again when the server dropped
+        it, unless a write is open on it (its transaction is lost: the write fails) or the store is closed."""
+        if self._depth == 0 and not self._closed and _stale(self._main):
+            old, self._main = self._main, self._open()
+            old.close()
+        return self._main
+
+    def _open(self) -> Any:
+        """A new connection with every session setting of the store."""
+        with self._pool_lock:
+            session = list(self._session)
+        conn = connect(self.url)
+        for statement in session:
+            conn.execute(statement)
+        return conn
+
     def close(self) -> None:
         """Close every connection; what is asked of the store afterwards raises StoreClosedError."""
         with self._lock, self._pool_lock:
@@ -103,7 +130,7 @@ class PgConnection:
             for reader in self._idle:
                 reader.close()
             self._idle.clear()
-            self._conn.close()
+            self._main.close()
 
     def configure(self, statement: str) -> None:
         """A session setting for every connection of the store, those open now and those opened later."""
@@ -135,7 +162,16 @@ class PgConnection:
             yield
             return
         reader = self._take_reader()
-        reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        try:
+            reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        except POSTGRES.driver_error:
+            if not _dropped(reader):
+                self._give_back(reader)
+                raise
+            reader.close()  # dropped while idle in the pool: so were the others, most likely (a restart)
+            self._drop_idle()
+            reader = self._take_reader()
+            reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         self._local.conn, self._local.memo = reader, {}
         try:
             yield
@@ -147,14 +183,21 @@ class PgConnection:
                 self._give_back(reader)
 
     def _take_reader(self) -> Any:
+        """An idle reader of the pool the server has not dropped, else a new one."""
+        while True:
+            with self._pool_lock:
+                reader = self._idle.pop() if self._idle else None
+            if reader is None:
+                return self._open()
+            if not _stale(reader):
+                return reader
+            reader.close()
+
+    def _drop_idle(self) -> None:
         with self._pool_lock:
-            if self._idle:
-                return self._idle.pop()
-            session = list(self._session)
-        reader = connect(self.url)
-        for statement in session:
-            reader.execute(statement)
-        return reader
+            idle, self._idle = self._idle, []
+        for reader in idle:
+            reader.close()
 
     def _give_back(self, reader: Any) -> None:
         """Back to the pool when it is healthy and the pool has room; closed otherwise."""
@@ -178,14 +221,21 @@ class PgConnection:
         with self._lock:
             if self._depth or getattr(self._local, "conn", None) is not None:
                 raise StoreError("write() inside snapshot() or write(): a write is one transaction of its own")
-            self._conn.execute("BEGIN")
+            try:
+                self._conn.execute("BEGIN")
+            except POSTGRES.driver_error:
+                if not _dropped(self._main):
+                    raise
+                self._conn.execute("BEGIN")  # dropped while idle: nothing was sent, so once more on a new one
+            conn = self._main
             self._depth, self._writer = self._depth + 1, threading.get_ident()
             try:
-                self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
-                yield self._conn
-                self._conn.execute("COMMIT")
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                yield conn
+                conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                if not _dropped(conn):  # a dropped connection's transaction is gone with it
+                    conn.execute("ROLLBACK")
                 raise
             finally:
                 self._depth, self._writer = self._depth - 1, None
@@ -201,9 +251,18 @@ class PgConnection:
             yield self._conn
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
-        """The rows of one statement, in this thread's open transaction when there is one."""
-        with self.translated(), self._connection() as conn:
-            return conn.execute(sql, params).fetchall()
+        """The rows of one statement, in this thread's open transaction when there is one; outside one, read
+        again once on a new connection when the server had dropped the main one."""
+        with self.translated():
+            try:
+                with self._connection() as conn:
+                    return conn.execute(sql, params).fetchall()
+            except POSTGRES.driver_error:
+                outside = getattr(self._local, "conn", None) is None and self._writer != threading.get_ident()
+                if not (outside and _dropped(self._main)):
+                    raise
+            with self._connection() as conn:
+                return conn.execute(sql, params).fetchall()
 
     def _cached(self, key: tuple[Any, ...], compute: Any) -> Any:
         """No process-local cache: every server process over the database reads what is committed now."""
@@ -218,3 +277,21 @@ class PgConnection:
         if key not in memo:
             memo[key] = compute()
         return memo[key]
+
+
+def _dropped(conn: Any) -> bool:
+    """Whether the server dropped ``conn`` (psycopg marks it once a statement found the connection gone)."""
+    return bool(conn.closed or conn.broken)
+
+
+def _stale(conn: Any) -> bool:
+    """Whether an idle ``conn`` is dropped or being dropped: an idle connection outside a transaction has
+    nothing to read unless the server ended its session (a shutdown or restart sends the reason, then closes),
+    so that is seen before a statement is sent. A server gone without a word is seen by the first statement."""
+    if _dropped(conn):
+        return True
+    try:
+        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
