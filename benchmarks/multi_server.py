@@ -77,6 +77,7 @@ PG_RESTART_AT = 0.6  # of the run: PostgreSQL stopped, left down, started again
 RETRY_FOR_S = 30.0  # the longest a client keeps trying one call (every server, backing off)
 ATTEMPT_S = 30.0  # one attempt's read timeout
 DRAIN_S = 90.0  # after the load, how long the servers get to run the queue down
+TAIL_S = 3.0  # when the faults end after the run's time, the clients go on this long after them
 PRIOR = "hash-384-prior"  # the label of the prefilled rows' vectors: another model, to be re-embedded
 RETRYABLE = ("inside the server", "try again")  # a failure answer the caller may retry (nothing acknowledged)
 WORDS = (
@@ -266,6 +267,22 @@ class Ledger:
         return f"{' '.join(rng.choice(WORDS) for _ in range(8))} note {token}"
 
 
+@dataclass
+class Until:
+    """When the clients stop: at ``at``, or later while the faults are still being made (until TAIL_S after
+    them: every run sees writes answered after its last fault)."""
+
+    at: float
+    faults_done: threading.Event = field(default_factory=threading.Event)
+
+    def running(self) -> bool:
+        return time.monotonic() < self.at or not self.faults_done.is_set()
+
+    def faults_over(self) -> None:
+        self.at = max(self.at, time.monotonic() + TAIL_S)
+        self.faults_done.set()
+
+
 class Unanswered(Exception):
     """An attempt that got no answer the caller can rely on (refused, dropped, timed out, failed to retry)."""
 
@@ -316,7 +333,7 @@ class Client:
                 raise Unanswered(f"answered: {error[:60]}")
         return answer
 
-    async def run(self, deadline: float, others: dict[str, list[Note]]) -> None:
+    async def run(self, until: Until, others: dict[str, list[Note]]) -> None:
         headers = {
             "Authorization": f"Bearer {self.token}",
             "Accept": "application/json, text/event-stream",
@@ -324,7 +341,7 @@ class Client:
         }
         timeout = httpx.Timeout(ATTEMPT_S, connect=5.0)
         async with httpx.AsyncClient(headers=headers, timeout=timeout) as http:
-            while time.monotonic() < deadline:
+            while until.running():
                 if self.rng.random() < PROBE_SHARE:
                     await self.probe(http, others)
                     continue
@@ -486,7 +503,7 @@ class Run:
     load: tuple[str, str] = ("", "")  # /proc/loadavg before and after
     checks: dict[str, int] = field(default_factory=dict)
     tasks: Counter[str] = field(default_factory=Counter)  # tasks finished by the servers, by kind
-    settled: Counter[str] = field(default_factory=Counter)  # tasks run at the end (the killed server's), by kind
+    settled: Counter[str] = field(default_factory=Counter)  # tasks still claimed at the end, run past the lease
     failures: list[str] = field(default_factory=list)
 
 
@@ -583,12 +600,16 @@ def run_one(
     try:
         began = time.monotonic()
         marks: dict[str, float] = {}
+        until = Until(began + seconds)
         fault_thread = threading.Thread(
-            target=_faults, args=(run, slots, pg if backend == "postgres" else None, began, seconds, outage, marks)
+            target=_faults,
+            args=(run, slots, pg if backend == "postgres" else None, began, seconds, outage, marks, until),
         )
         if faults:
             fault_thread.start()
-        anyio.run(_drive, run, tokens, [s.port for s in slots], began + seconds, seed)
+        else:
+            until.faults_done.set()
+        anyio.run(_drive, run, tokens, [s.port for s in slots], until, seed)
         run.seconds = time.monotonic() - began
         if faults:
             fault_thread.join()
@@ -614,8 +635,10 @@ def _faults(
     seconds: float,
     outage: float,
     marks: dict[str, float],
+    until: Until,
 ) -> None:
-    """At KILL_AT one server SIGKILLed and started again at once; at PG_RESTART_AT PostgreSQL restarted."""
+    """At KILL_AT one server SIGKILLed and started again at once; at PG_RESTART_AT (and at least a second after
+    that server is back) PostgreSQL restarted."""
     try:
         time.sleep(max(0.0, began + KILL_AT * seconds - time.monotonic()))
         victim = slots[-1]
@@ -628,7 +651,7 @@ def _faults(
         )
         if pg is None:
             return
-        time.sleep(max(0.0, began + PG_RESTART_AT * seconds - time.monotonic()))
+        time.sleep(max(1.0, began + PG_RESTART_AT * seconds - time.monotonic()))
         marks["pg_stop"] = time.monotonic()
         run.pg_down_s = pg.restart(outage)
         marks["pg_back"] = time.monotonic()
@@ -638,6 +661,8 @@ def _faults(
         )
     except Exception as exc:  # a fault that could not be made is a failure of the run, not a crash of it
         run.failures.append(f"the faults: {type(exc).__name__}: {exc}")
+    finally:
+        until.faults_over()
 
 
 def _after_faults(run: Run, marks: dict[str, float]) -> None:
@@ -652,7 +677,7 @@ def _after_faults(run: Run, marks: dict[str, float]) -> None:
             run.failures.append("no write was acknowledged after PostgreSQL came back")
 
 
-async def _drive(run: Run, tokens: dict[str, str], ports: list[int], deadline: float, seed: int) -> None:
+async def _drive(run: Run, tokens: dict[str, str], ports: list[int], until: Until, seed: int) -> None:
     clients = [
         Client(
             n,
@@ -667,10 +692,10 @@ async def _drive(run: Run, tokens: dict[str, str], ports: list[int], deadline: f
     others: dict[str, list[Note]] = {}
     for client in clients:
         others.setdefault(client.agent, client.mine)  # one client's notes per agent: what probes aim at
-    with anyio.fail_after(deadline - time.monotonic() + RETRY_FOR_S + 2 * ATTEMPT_S + 30):
+    with anyio.fail_after(until.at - time.monotonic() + 300 + RETRY_FOR_S + 2 * ATTEMPT_S):  # a bound, whatever
         async with anyio.create_task_group() as group:
             for client in clients:
-                group.start_soon(client.run, deadline, others)
+                group.start_soon(client.run, until, others)
 
 
 def _loadavg() -> str:
@@ -924,7 +949,7 @@ def markdown(runs: list[Run], command: str) -> str:
         + " |"
     )
     lines.append(
-        "| tasks run at the end, past the killed server's lease | "
+        "| tasks still claimed at the end, run past their lease | "
         + " | ".join(", ".join(f"{n} {k}" for k, n in sorted(r.settled.items())) or "0" for r in runs)
         + " |"
     )
