@@ -2318,7 +2318,12 @@ NOTES: dict[tuple[str, str], tuple[str, str]] = {
         "deliberately different",
         "ours refuses an anchor_ref over 64 characters (a ref is mem:<id> or ep:<id>)",
     ),
-    **{("*", name): _TEXT_CAP for name in ("content", "summary", "profile")},
+    **{("*", name): _TEXT_CAP for name in ("content", "summary", "profile", "keywords")},
+    ("export_memories", "overwrite"): (
+        "deliberately different",
+        "ours only: an export never replaces a file this agent's export did not write unless overwrite is true "
+        "(and the caller may write what the file holds); CPersona declares no such argument",
+    ),
     ("*", "query"): (
         "deliberately different",
         "ours refuses a query over 16,000 characters (the stored-text cap); CPersona declares none",

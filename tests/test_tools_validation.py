@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import failed, open_memory, snapshot
+from conftest import failed, make_settings, open_memory, snapshot
 
 from cuedrecall.api import Memory
 from cuedrecall.tools import TOOLS
@@ -23,7 +23,9 @@ OTHER = "agent-b"
 @pytest.fixture
 def seeded(tmp_path: Path) -> Iterator[tuple[Memory, dict[str, dict[str, Any]]]]:
     """A store holding one memory, one episode and a profile per agent, and valid arguments for every tool."""
-    with open_memory(tmp_path / "v.db") as memory:
+    context = tmp_path / "operating-context.toml"  # what get_operating_context reads
+    context.write_text('version = 1\n[[doctrine]]\nname = "notes"\nbody = "short"\n', encoding="utf-8")
+    with open_memory(tmp_path / "v.db", settings=make_settings(operating_context_path=str(context))) as memory:
         mem = memory.store(agent_id=AGENT, message={"content": "the seed memory about tea", "id": "m1"})
         memory.store(agent_id=OTHER, message={"content": "the other agent's memory"})
         ep = memory.archive_episode(agent_id=AGENT, summary="a seeded session", keywords="seed")
@@ -128,6 +130,9 @@ def seeded(tmp_path: Path) -> Iterator[tuple[Memory, dict[str, dict[str, Any]]]]
             "reconstruct": {"agent_id": AGENT, "query": "tea"},
             "declare_associations": {"agent_id": AGENT, "associations": {"entities": [{"name": "tea"}]}},
             "traverse": {"agent_id": AGENT, "entity": "tea"},
+            "get_operating_context": {"section": "notes"},
+            "check_update": {"refresh": False, "apply": False},
+            "migrate_channel_axis": {"agent_id": AGENT, "dry_run": True, "globalize_unrecoverable": False},
         }
         yield memory, base
 

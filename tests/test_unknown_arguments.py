@@ -15,8 +15,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import failed, open_memory, snapshot
-from test_tool_annotations import CASES, seed
+from conftest import failed, make_settings, open_memory, snapshot
+from test_tool_annotations import CASES, CONTEXT, seed
 
 from cuedrecall.api import Memory
 from cuedrecall.server.mcp import _tool_list
@@ -27,7 +27,9 @@ A = "agent-a"
 
 @pytest.fixture
 def memory(tmp_path: Path) -> Iterator[Memory]:
-    with open_memory(tmp_path / "u.db") as opened:
+    context = tmp_path / "operating-context.toml"  # get_operating_context's cases read one (test_tool_annotations)
+    context.write_text(CONTEXT, encoding="utf-8")
+    with open_memory(tmp_path / "u.db", settings=make_settings(operating_context_path=str(context))) as opened:
         seed(opened)
         yield opened
 

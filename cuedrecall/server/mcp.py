@@ -36,7 +36,7 @@ from cuedrecall.server.http_guard import WILDCARD_BINDS, BodyLimit, HostGuard, p
 from cuedrecall.server.http_wellformed import WellFormedBody
 from cuedrecall.server.oauth import OAuthGate, ResourceMetadata, TokenRefused, oauth_config, refusal
 from cuedrecall.server.stdio import stdio_transport
-from cuedrecall.tools import COMPACT_TOOLS, TOOLS
+from cuedrecall.tools import COMPACT_TOOLS, TOOLS, Tool
 from cuedrecall.version import __version__
 
 log = logging.getLogger("cuedrecall")
@@ -59,13 +59,20 @@ def _tool_list(strict: bool = False, compact: bool = False) -> list[types.Tool]:
             name=tool.name,
             description=tool.description,
             inputSchema=tool.input_schema(strict),
-            annotations=types.ToolAnnotations(
-                readOnlyHint=tool.read_only, destructiveHint=tool.destructive, idempotentHint=tool.idempotent
-            ),
+            annotations=hints(tool),
         )
         for tool in TOOLS.values()
         if not compact or tool.name in COMPACT_TOOLS
     ]
+
+
+def hints(tool: Tool) -> types.ToolAnnotations:
+    """The tool's annotations, each hint said where MCP's default would not say it: a read-only tool is
+    ``readOnlyHint: true`` alone (the other two mean nothing then); another says ``destructiveHint`` always (its
+    default is true, and a host asks a person first on it) and ``idempotentHint`` when true (default false)."""
+    if tool.read_only:
+        return types.ToolAnnotations(readOnlyHint=True)
+    return types.ToolAnnotations(destructiveHint=tool.destructive, idempotentHint=True if tool.idempotent else None)
 
 
 def compact_for(settings: Settings, client: str) -> bool:

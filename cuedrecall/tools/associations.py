@@ -26,17 +26,8 @@ _ENTITY = {
     "required": ["name"],
     "additionalProperties": False,
     "properties": {
-        "name": {
-            **_NAME,
-            "description": "its name, kept as written; names are compared normalised (NFKC, "
-            "case-folded, whitespace collapsed), so two that normalise alike are one entity",
-        },
-        "aliases": {
-            "type": "array",
-            "items": _NAME,
-            "maxItems": MAX_ALIASES,
-            "description": "other names for it; an alias names one entity per scope (a second claim on it is dropped)",
-        },
+        "name": _NAME,
+        "aliases": {"type": "array", "items": _NAME, "maxItems": MAX_ALIASES, "description": "its other names"},
     },
 }
 _RELATION = {
@@ -44,17 +35,13 @@ _RELATION = {
     "required": ["subject", "predicate", "object"],
     "additionalProperties": False,
     "properties": {
-        "subject": {
-            **_NAME,
-            "description": "an entity name (registered if new) or a record ref of this agent (mem:<id>, ep:<id>)",
-        },
+        "subject": {**_NAME, "description": "an entity name or a ref (mem:<id>, ep:<id>)"},
         "predicate": {
             **_NAME,
-            "description": "free text, compared normalised; between two records, supports, "
-            "supersedes, corrects, qualifies, contradicts and "
-            "temporal_predecessor are read as roles by reconstruct",
+            "description": "free text; between records, supports, supersedes, corrects, qualifies, contradicts "
+            "or temporal_predecessor are roles",
         },
-        "object": {**_NAME, "description": "an entity name or a record ref, as subject"},
+        "object": {**_NAME, "description": "as subject"},
     },
 }
 ASSOCIATIONS: dict[str, Any] = {
@@ -62,34 +49,29 @@ ASSOCIATIONS: dict[str, Any] = {
         "type": "array",
         "items": _ENTITY,
         "maxItems": MAX_ENTITIES,
-        "description": "entities to register when new; with an anchor, each is marked as mentioned by it",
+        "description": "registered when new; the anchor mentions each",
     },
     "relations": {
         "type": "array",
         "items": _RELATION,
         "maxItems": MAX_RELATIONS,
-        "description": "relations to declare (the same one again keeps its id)",
     },
 }
+
 _RETRACT: dict[str, Any] = {
     "relations": {
         "type": "array",
         "items": {"type": "integer"},
         "maxItems": MAX_RETRACTIONS,
-        "description": "ids of this agent's relations to remove",
     },
     "mentions": {
         "type": "array",
         "maxItems": MAX_RETRACTIONS,
-        "description": "mentions to remove",
         "items": {
             "type": "object",
             "required": ["entity", "ref"],
             "additionalProperties": False,
-            "properties": {
-                "entity": {"type": "integer", "description": "the entity's id"},
-                "ref": {**_NAME, "description": "mem:<id> or ep:<id>"},
-            },
+            "properties": {"entity": {"type": "integer"}, "ref": _NAME},
         },
     },
 }
@@ -97,28 +79,21 @@ _RETRACT: dict[str, Any] = {
 TOOLS = [
     Tool(
         "declare_associations",
-        "Tell memory who and what your records are about: entities (with their other names), which record "
-        "mentions them (anchor_ref), and relations between entities or records. reconstruct then reaches "
-        "records through these even when they use another name. Items that cannot be used are listed in "
-        "dropped; the rest is declared. retract removes relations and mentions.",
+        "Declare entities (and aliases) a record mentions and relations between entities or records: reconstruct "
+        "then reaches records by any name. Unusable items come back under dropped.",
         {
             "agent_id": AGENT,
-            "associations": Param(
-                "object",
-                "{entities: [{name, aliases}], relations: [{subject, predicate, object}]}",
-                properties=ASSOCIATIONS,
-            ),
+            "associations": Param("object", "{entities, relations}", properties=ASSOCIATIONS),
             "anchor_ref": Param(
                 "string",
-                "the record they were said in (mem:<id>, ep:<id>): each entity is marked as "
-                "mentioned by it, and the relations cite it",
+                "the record they were said in (mem:<id>, ep:<id>)",
                 default="",
                 max_length=64,
                 refine=check_ref_range,
             ),
             "retract": Param(
                 "object",
-                "{relations: [ids], mentions: [{entity, ref}]}: removed before anything is declared",
+                "{relations: [ids], mentions: [{entity, ref}]}: removed first",
                 properties=_RETRACT,
             ),
             "channel": CHANNEL_WRITE,
@@ -133,14 +108,13 @@ TOOLS = [
     ),
     Tool(
         "traverse",
-        "List what is associated with one entity: the entities within max_hops relations of it (fewest hops "
-        "first), the relations between them, and the records that mention each.",
+        "The entities within max_hops relations of one, the relations between them, the records mentioning each.",
         {
             "agent_id": AGENT,
             "entity": Param("string", "a name or alias", required=True, non_empty=True, max_length=MAX_NAME),
             "max_hops": Param(
                 "integer",
-                "relations to follow, either direction (0 to 5; 0 = the entity alone)",
+                "relations to follow (0 = the entity alone)",
                 default=1,
                 minimum=0,
                 maximum=5,
@@ -148,7 +122,7 @@ TOOLS = [
             ),
             "limit": Param(
                 "integer",
-                "entities listed, and mentions per entity (1 to 100)",
+                "entities, and mentions of each",
                 default=20,
                 minimum=1,
                 maximum=100,

@@ -25,59 +25,39 @@ def identifier(doc: str, **more: Any) -> Param:
     return Param("string", doc, max_length=NAME_MAX, refine=no_nul, **more)
 
 
-AGENT = identifier("the agent whose memory this is", required=True, non_empty=True)
-AGENT_OMITTABLE = identifier(
-    "the agent whose memory this is; may be omitted when your access names exactly one agent", default=""
-)
-AGENT_OR_ALL = identifier('the agent; "" for every agent (needs access to every agent)', default="")
-AGENT_OWNER = identifier('the owning agent; "" acts on any agent\'s row (needs access to every agent)', default="")
-SESSION_KEY = identifier(
-    "your session's name for pause_persistence (a partition hint, not a filter); omitted = the process's shared bucket",
-    default="",
-)
-PROJECT_WRITE = identifier('project to file under; "" = the global pool', default="")
-PROJECT_READ = identifier(
-    'omit for every project; "" = the global pool only; "X" = project X and the global pool', nullable=True
-)
-CHANNEL_WRITE = identifier('channel to file under; "" = shared by every channel', default="")
-CHANNEL_READ = identifier('"" = every channel; "C" = channel C and the shared channel', default="")
-SOURCE_ID = identifier(
-    "only memories from this source: an id ending in a letter or digit matches exactly; "
-    'anything else ("discord:") is a prefix',
-    default="",
-)
-MEMORY_ID = Param("integer", "the memory's id, or its ref mem:<id>", required=True, minimum=1, ref="mem")
-EPISODE_ID = Param("integer", "the episode's id, or its ref ep:<id>", required=True, minimum=1, ref="ep")
+AGENT = identifier("whose memory", required=True, non_empty=True)
+AGENT_OMITTABLE = identifier("whose memory; omit if your access names one agent", default="")
+AGENT_OR_ALL = identifier('"" = every agent', default="")
+AGENT_OWNER = identifier('the owner ("" = any)', default="")
+SESSION_KEY = identifier("for pause_persistence", default="")
+PROJECT_WRITE = identifier('project; "" = global pool', default="")
+PROJECT_READ = identifier('omit = all; "" = global pool; "X" = X and global', nullable=True)
+CHANNEL_WRITE = identifier('channel; "" = shared', default="")
+CHANNEL_READ = identifier('"" = all; "C" = C and shared', default="")
+SOURCE_ID = identifier('only this source ("x:" is a prefix)', default="")
+MEMORY_ID = Param("integer", "id or mem:<id>", required=True, minimum=1, ref="mem")
+EPISODE_ID = Param("integer", "id or ep:<id>", required=True, minimum=1, ref="ep")
 
 _INSTANT = {"type": "string", "maxLength": 64}
 TIME_CUE = Param(
     "object",
-    "only when the request itself names a time (never today's date): a period {after, before} or {ago}, "
-    "and how sure you are (confidence, required)",
+    "only when the request itself names a time, never today: {after, before} or {ago}",
     nullable=True,
     properties={
-        "after": {**_INSTANT, "description": "the period starts here: YYYY-MM-DD or an ISO-8601 instant"},
-        "before": {**_INSTANT, "description": "the period ends before this (a date: the end of that day)"},
+        "after": _INSTANT,
+        "before": _INSTANT,
+        # {unit, value} before now, or "long_ago": the pattern applies to a string only, the rest to an object only
         "ago": {
-            "description": 'instead of after/before: {unit, value} before now, or "long_ago"',
-            "anyOf": [
-                {
-                    "type": "object",
-                    "properties": {
-                        "unit": {"type": "string", "enum": ["days", "weeks", "months"]},
-                        "value": {"type": "integer", "minimum": 0},
-                    },
-                    "required": ["unit", "value"],
-                    "additionalProperties": False,
-                },
-                {"type": "string", "enum": ["long_ago"]},
-            ],
+            "type": ["object", "string"],
+            "pattern": "^long_ago$",
+            "properties": {
+                "unit": {"type": "string", "enum": ["days", "weeks", "months"]},
+                "value": {"type": "integer", "minimum": 0},
+            },
+            "required": ["unit", "value"],
+            "additionalProperties": False,
         },
-        "confidence": {
-            "type": "string",
-            "enum": ["sure", "likely", "vague"],
-            "description": "sure: that period; likely: it or near it; vague: roughly then",
-        },
+        "confidence": {"type": "string", "enum": ["sure", "likely", "vague"]},
     },
     extra={"required": ["confidence"], "additionalProperties": False},
     strict_fields=True,

@@ -7,10 +7,10 @@ from cuedrecall.handlers import health
 from cuedrecall.tools.common import AGENT, AGENT_OR_ALL, SESSION_KEY
 from cuedrecall.tools.spec import Param, Tool, no_demand, on_every_agent
 
-_FIX = Param("boolean", "also repair what is found", default=False)
+_FIX = Param("boolean", "also repair", default=False)
 _CHECKS = Param(
     "array",
-    "names of the checks to run (empty = all; at most 100, each at most 64 characters)",
+    "the checks to run (empty = all)",
     default=[],
     items={"type": "string", "maxLength": 64},
     max_items=100,
@@ -25,8 +25,7 @@ def _check_demands(bound: dict) -> list[Demand]:
 TOOLS = [
     Tool(
         "check_health",
-        "Check the store for problems (rows without a vector, full-text and vector index out of step with the rows, "
-        "malformed values) and, with fix, repair them.",
+        "Check the store (rows without a vector, indexes out of step, malformed values); fix repairs.",
         {"agent_id": AGENT_OR_ALL, "fix": _FIX, "checks": _CHECKS, "session_key": SESSION_KEY},
         health.check_health,
         _check_demands,
@@ -35,8 +34,7 @@ TOOLS = [
     ),
     Tool(
         "deep_check",
-        "Slower checks of one agent's memory (near duplicates, short or unnormalised content, anonymous sources, "
-        "stale calibration) and, with fix, the repairs that are safe.",
+        "Slower checks of an agent's memory (near duplicates, odd content, stale calibration); fix repairs the safe.",
         {"agent_id": AGENT, "fix": _FIX, "checks": _CHECKS, "session_key": SESSION_KEY},
         health.deep_check,
         _check_demands,
@@ -45,7 +43,7 @@ TOOLS = [
     ),
     Tool(
         "get_queue_status",
-        "How many background tasks are waiting.",
+        "Background tasks waiting.",
         {},
         health.queue_status,
         no_demand,
@@ -53,12 +51,10 @@ TOOLS = [
     ),
     Tool(
         "get_session_findings",
-        "What check_health finds in the whole store, grouped by kind, without repairing anything.",
+        "check_health's findings in the whole store, by kind, repairing nothing.",
         {
-            "per_kind_limit": Param(
-                "integer", "findings shown per kind (1 to 1000)", default=5, minimum=1, maximum=1000, clamp=True
-            ),
-            "include_summary": Param("boolean", "also a short prose summary", default=True),
+            "per_kind_limit": Param("integer", "findings per kind", default=5, minimum=1, maximum=1000, clamp=True),
+            "include_summary": Param("boolean", "with a prose summary", default=True),
             "session_key": SESSION_KEY,
         },
         health.session_findings,

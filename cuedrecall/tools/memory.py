@@ -8,7 +8,6 @@ from cuedrecall.access import READ, WRITE
 from cuedrecall.errors import ToolArgumentError
 from cuedrecall.handlers import read, write
 from cuedrecall.handlers.recall import recall_with_context, run_recall
-from cuedrecall.tools.associations import ASSOCIATIONS
 from cuedrecall.tools.bounds import check_ref
 from cuedrecall.tools.common import (
     AGENT,
@@ -31,16 +30,13 @@ from cuedrecall.tools.common import (
 )
 from cuedrecall.tools.spec import Param, Tool, on_agent
 
-_SOURCE_FORMS = {
-    "description": "who said it: {type: User|Agent|System, id, name}, or a word (user, assistant)",
-    "type": ["object", "string", "null"],
-}
+# the older form of store's arguments: each field as its top-level argument (described there)
 _MESSAGE_FIELDS = {
-    "content": {"type": "string", "maxLength": TEXT_MAX, "description": "the text to remember"},
-    "id": {"type": "string", "maxLength": NAME_MAX, "description": "your message id: the same id again is skipped"},
-    "source": _SOURCE_FORMS,
-    "timestamp": {"type": "string", "maxLength": 64, "description": "ISO-8601 time of the event; default now"},
-    "metadata": {"type": "object", "description": "free-form JSON, at most 8000 characters"},
+    "content": {"type": "string", "maxLength": TEXT_MAX},
+    "id": {"type": "string", "maxLength": NAME_MAX},
+    "source": {"type": ["object", "string", "null"]},
+    "timestamp": {"type": "string", "maxLength": 64},
+    "metadata": {"type": "object"},
 }
 
 
@@ -68,25 +64,18 @@ def _refs_wellformed(name: str, refs: list[Any]) -> None:
         check_ref(name, ref, f"{name}[{position}]")
 
 
-_LIMIT = Param("integer", "rows to return", default=10, minimum=0, maximum=100)
-_EXCLUDE = Param(
-    "array",
-    "texts already in context: rows equal to (or, from 32 chars, starting with) one of "
-    "them are left out (at most 1000)",
-    default=[],
-    items="string",
-    max_items=1000,
-)
-_FULL = Param("boolean", "return whole rows instead of 500-character previews", default=False)
-_DEEP = Param("boolean", "halve the quality gate to find weaker matches", default=False)
+_LIMIT = Param("integer", "rows", default=10, minimum=0, maximum=100)
+_EXCLUDE = Param("array", "texts already in context, left out", default=[], items="string", max_items=1000)
+_FULL = Param("boolean", "whole rows, not previews", default=False)
+_DEEP = Param("boolean", "weaker matches too (a halved gate)", default=False)
 _CONTEXT_ENTRY = {
     "type": "object",
     "properties": {
-        "role": {"type": "string", "description": "user or assistant join the answer; any other role only filters"},
+        "role": {"type": "string", "description": "user, assistant: join the answer; others filter"},
         "content": {"type": "string"},
         "name": {"type": "string"},
         "user_id": {"type": "string"},
-        "timestamp": {"type": "string", "description": "ISO-8601; orders the merged answer (undated first)"},
+        "timestamp": {"type": "string"},
     },
 }
 
@@ -94,31 +83,15 @@ _INDEX = {"type": "integer", "minimum": 0}
 _INDEXES = {"anyOf": [_INDEX, {"type": "array", "items": _INDEX, "minItems": 2, "maxItems": 2}]}
 _CONTENTS_ITEM = {
     "anyOf": [
-        {"type": "string", "description": "a ref: mem:<id> or ep:<id>, the whole record"},
+        {"type": "string"},
         {
             "type": "object",
-            "description": "one range of a record's text (an episode's summary without its label)",
             "properties": {
-                "ref": {"type": "string", "description": "mem:<id> or ep:<id>"},
-                "block": {
-                    **_INDEXES,
-                    "description": "a block index, or [first, last] (the indexes recall's match_reason names)",
-                },
-                "span": {
-                    "type": "array",
-                    "items": _INDEX,
-                    "minItems": 2,
-                    "maxItems": 2,
-                    "description": "[start, end): character offsets, the end clamped to the text",
-                },
-                "node": {
-                    **_INDEXES,
-                    "description": "CPersona's node range: read, answered in unresolved (not supported)",
-                },
-                "revision": {
-                    "type": "string",
-                    "description": "CPersona's revision: read, answered in unresolved (not supported)",
-                },
+                "ref": {"type": "string"},
+                "block": _INDEXES,
+                "span": {"type": "array", "items": _INDEX, "minItems": 2, "maxItems": 2},
+                "node": {},  # CPersona's: read, answered under unresolved (not supported)
+                "revision": {},  # CPersona's, as node
             },
             "required": ["ref"],
             "additionalProperties": False,
@@ -129,25 +102,23 @@ _CONTENTS_ITEM = {
 TOOLS = [
     Tool(
         "store",
-        "Save one message to long-term memory: a fact, decision, preference or conversation turn worth recalling "
-        "later. The same id or the same text again is skipped, never duplicated.",
+        "Save a fact, decision, preference or turn worth recalling. The same id or text again is skipped.",
         {
             "agent_id": AGENT_OMITTABLE,
-            "content": Param("string", "the text to remember", max_length=TEXT_MAX),
-            "id": identifier("your message id: the same id again is skipped"),
+            "content": Param("string", "the text", max_length=TEXT_MAX),
+            "id": identifier("your message id"),
             "source": Param(
                 "object",
-                'who said it: {type: User|Agent|System, id, name} (a word such as "user" '
-                "is read too); id and name at most 256 characters",
+                'who said it: {type: User|Agent|System, id, name} or "user"',
                 also=("string", "null"),
                 refine=_source_bounded,
             ),
-            "timestamp": Param("string", "ISO-8601 time of the event; default now", max_length=64),
-            "metadata": Param("object", "free-form JSON, at most 8000 characters"),
-            "lock": Param("boolean", "also protect it from update and delete", default=False),
+            "timestamp": Param("string", "ISO-8601; default now", max_length=64),
+            "metadata": Param("object", "free-form JSON, at most 8000 chars"),
+            "lock": Param("boolean", "protect it from update and delete", default=False),
             "message": Param(
                 "object",
-                "the older form of content, id, source, timestamp and metadata",
+                "older form of the five above",
                 properties=_MESSAGE_FIELDS,
                 strict_fields=True,
                 refine=_message_bounded,
@@ -155,13 +126,10 @@ TOOLS = [
             "channel": CHANNEL_WRITE,
             "project_id": PROJECT_WRITE,
             "session_key": SESSION_KEY,
+            # as CPersona publishes it: a rider is reported, never refused, so its shape constrains no call
             "associations": Param(
                 "object",
-                "entities and relations to declare against this memory, as "
-                "declare_associations takes them: {entities: [{name, aliases}], relations: "
-                "[{subject, predicate, object}]}; reported under associations (a malformed one "
-                "never fails the store)",
-                properties=ASSOCIATIONS,
+                "declare_associations' {entities, relations}, anchored here; never fails the store",
             ),
         },
         write.store,
@@ -173,17 +141,12 @@ TOOLS = [
     ),
     Tool(
         "recall",
-        "Search long-term memory for what is relevant to a query (hybrid: meaning, words and identifiers). "
-        "Call it before answering anything that may depend on earlier sessions. The answer's rows run "
-        "from worst to best: the LAST row is the best match. An empty query lists the newest memories. "
-        'Pass time_cue only when the request itself names a time ("in March", "two weeks ago"); never '
-        "fill it with today's date. A cue moves rows found in that period up by a few places at most and "
-        "may add up to 3 rows; it never removes one.",
+        "Search memory before answering what may depend on the past. Rows run worst to best: the LAST is the "
+        "best match. Pass time_cue only when the request itself names a time; never fill it with today's date. "
+        "A cue lifts rows a few places, may add up to 3 rows, never removes one.",
         {
             "agent_id": AGENT,
-            "query": Param(
-                "string", 'what to look for; "" lists the newest memories', required=True, max_length=QUERY_MAX
-            ),
+            "query": Param("string", '"" lists the newest', required=True, max_length=QUERY_MAX),
             "limit": _LIMIT,
             "deep": _DEEP,
             "channel": CHANNEL_READ,
@@ -191,11 +154,7 @@ TOOLS = [
             "source_id": SOURCE_ID,
             "exclude_contents": _EXCLUDE,
             "full_content": _FULL,
-            "trace": Param(
-                "boolean",
-                "also return what every stage kept, dropped and why (refs and scores, never text)",
-                default=False,
-            ),
+            "trace": Param("boolean", "also each stage's decisions", default=False),
             "time_cue": TIME_CUE,
             "session_key": SESSION_KEY,
         },
@@ -206,14 +165,13 @@ TOOLS = [
     ),
     Tool(
         "recall_with_context",
-        "recall, leaving out what the conversation already holds, merged with that conversation in time order.",
+        "recall, leaving out what the conversation holds, merged with it in time order.",
         {
             "agent_id": AGENT,
             "query": Param("string", "what to look for", required=True, max_length=QUERY_MAX),
             "external_context": Param(
                 "array",
-                "the conversation so far: [{role, content, name?, user_id?, timestamp?}] (at most 1000 turns; "
-                "an entry that is not an object is skipped and reported)",
+                "the conversation so far (a non-object entry is skipped and reported)",
                 default=[],
                 max_items=1000,
                 extra={"items": _CONTEXT_ENTRY},  # published, not enforced: a malformed entry is skipped
@@ -233,15 +191,12 @@ TOOLS = [
     ),
     Tool(
         "get_contents",
-        "Read the whole text of records a recall returned as previews, by their refs (mem:<id>, ep:<id>), or "
-        "one range of a record: {ref, block} for some of its blocks, {ref, span} for character offsets.",
+        "Whole texts of records recall previewed, by ref.",
         {
             "agent_id": AGENT,
             "refs": Param(
                 "array",
-                'up to 20 items, each a ref such as "mem:12" or "ep:3" (the whole record), or an object '
-                'such as {"ref": "mem:12", "block": [2, 3]} or {"ref": "ep:3", "span": [0, 800]} (one '
-                "range of it; at most one of block, span)",
+                '"mem:12", "ep:3", or a range: {ref, block: i or [i, j]} or {ref, span: [start, end]}',
                 required=True,
                 items=_CONTENTS_ITEM,
                 extra={"minItems": 1, "maxItems": 20},
@@ -255,24 +210,17 @@ TOOLS = [
     ),
     Tool(
         "archive_episode",
-        "Save your summary of a finished session or task as an episode, so later recalls find the whole episode. "
-        "history (the turns, with timestamps) only sets its start and end time.",
+        "Save your summary of a finished session or task as an episode.",
         {
             "agent_id": AGENT,
-            "summary": Param(
-                "string", "your summary of the episode", required=True, non_empty=True, max_length=TEXT_MAX
-            ),
-            "keywords": Param("string", "space-separated keywords", default="", max_length=TEXT_MAX),
+            "summary": Param("string", "your summary", required=True, non_empty=True, max_length=TEXT_MAX),
+            "keywords": Param("string", "space-separated", default="", max_length=TEXT_MAX),
             "history": Param(
-                "array",
-                "the turns [{timestamp, ...}], for the start and end time (at most 10,000)",
-                default=[],
-                items="object",
-                max_items=10_000,
+                "array", "turns [{timestamp}]: their start and end", default=[], items="object", max_items=10_000
             ),
-            "start_time": Param("string", "ISO-8601 start (overrides history)", nullable=True, max_length=64),
-            "end_time": Param("string", "ISO-8601 end (overrides history)", nullable=True, max_length=64),
-            "resolved": Param("boolean", "whether the episode's matter is settled", default=False, nullable=True),
+            "start_time": Param("string", "ISO-8601 (over history)", nullable=True, max_length=64),
+            "end_time": Param("string", "ISO-8601 (over history)", nullable=True, max_length=64),
+            "resolved": Param("boolean", "its matter is settled", default=False, nullable=True),
             "channel": CHANNEL_WRITE,
             "project_id": PROJECT_WRITE,
             "session_key": SESSION_KEY,
@@ -284,7 +232,7 @@ TOOLS = [
     ),
     Tool(
         "update_memory",
-        "Correct the text of one stored memory (it is embedded again). Locked memories refuse.",
+        "Correct a memory's text. A locked one refuses.",
         {
             "memory_id": MEMORY_ID,
             "content": Param("string", "the new text", required=True, non_empty=True, max_length=TEXT_MAX),
@@ -299,7 +247,7 @@ TOOLS = [
     ),
     Tool(
         "lock_memory",
-        "Protect one memory from update and delete (ranking is unchanged).",
+        "Protect a memory from update and delete.",
         {"memory_id": MEMORY_ID, "agent_id": AGENT_OWNER, "session_key": SESSION_KEY},
         write.lock_memory,
         on_agent(WRITE),
@@ -317,7 +265,7 @@ TOOLS = [
     ),
     Tool(
         "delete_memory",
-        "Delete one memory for good (locked memories refuse). Use it when asked to forget.",
+        "Delete a memory for good (a locked one refuses), as when asked to forget.",
         {"memory_id": MEMORY_ID, "agent_id": AGENT_OWNER, "session_key": SESSION_KEY},
         write.delete_memory,
         on_agent(WRITE),
@@ -327,7 +275,7 @@ TOOLS = [
     ),
     Tool(
         "delete_episode",
-        "Delete one episode for good.",
+        "Delete an episode for good.",
         {"episode_id": EPISODE_ID, "agent_id": AGENT_OWNER, "session_key": SESSION_KEY},
         write.delete_episode,
         on_agent(WRITE),
@@ -337,7 +285,7 @@ TOOLS = [
     ),
     Tool(
         "delete_agent_data",
-        "Delete every memory, episode and profile of one agent, and its calibration.",
+        "Delete an agent's memories, episodes, profile and calibration.",
         {"agent_id": AGENT, "session_key": SESSION_KEY},
         write.delete_agent_data,
         on_agent(WRITE),
@@ -353,10 +301,10 @@ TOOLS = [
     ),
     Tool(
         "list_memories",
-        "Browse stored memories, newest first (no search; use recall to search).",
+        "Browse memories, newest first (recall searches).",
         {
             "agent_id": AGENT_OR_ALL,
-            "limit": Param("integer", "rows to return (at most 500)", default=100, minimum=0, maximum=500, clamp=True),
+            "limit": Param("integer", "rows (at most 500)", default=100, minimum=0, maximum=500, clamp=True),
             "project_id": PROJECT_READ,
         },
         read.list_memories,
@@ -366,10 +314,10 @@ TOOLS = [
     ),
     Tool(
         "list_episodes",
-        "Browse stored episodes, newest first.",
+        "Browse episodes, newest first.",
         {
             "agent_id": AGENT_OR_ALL,
-            "limit": Param("integer", "rows to return (at most 200)", default=50, minimum=0, maximum=200, clamp=True),
+            "limit": Param("integer", "rows (at most 200)", default=50, minimum=0, maximum=200, clamp=True),
             "project_id": PROJECT_READ,
         },
         read.list_episodes,
@@ -379,7 +327,7 @@ TOOLS = [
     ),
     Tool(
         "get_profile",
-        "Read the agent's profile: standing facts about the user and the agent.",
+        "The agent's profile: standing facts about the user and the agent.",
         {"agent_id": AGENT},
         read.get_profile,
         on_agent(READ),
@@ -387,7 +335,7 @@ TOOLS = [
     ),
     Tool(
         "update_profile",
-        "Replace the agent's profile (at most 2000 characters). Keep it to standing facts.",
+        "Replace the agent's profile (at most 2000 characters of standing facts).",
         {
             "agent_id": AGENT,
             "profile": Param("string", "the whole new profile", required=True, max_length=TEXT_MAX),

@@ -18,9 +18,9 @@ def _update_demands(bound: dict[str, Any]) -> list[Demand]:
 TOOLS = [
     Tool(
         "get_operating_context",
-        "The operator's operating context: revision, instructions, project registry, each agent's @auto project, "
-        "doctrine section names; section: one section in full. Set by the operator's file, never by a tool.",
-        {"section": identifier('a doctrine section to read in full; "" = the overview', default="")},
+        "The operator's operating context: instructions, project registry, each agent's @auto project, doctrine "
+        "sections.",
+        {"section": identifier('one section in full; "" = the overview', default="")},
         operating_context.get_operating_context,
         no_demand,
         read_only=True,
@@ -28,12 +28,10 @@ TOOLS = [
     ),
     Tool(
         "check_update",
-        "Which release runs, how it was installed (wheel, editable, source), whether the package index may be "
-        "asked. refresh asks it now (only if the operator allows); apply installs the newer release (wheel "
-        "installs only; restart after). Never automatic.",
+        "The release running, how it was installed, whether a newer one is known. Never automatic.",
         {
-            "refresh": Param("boolean", "ask the package index now", default=False),
-            "apply": Param("boolean", "install the newer release the index offered", default=False),
+            "refresh": Param("boolean", "ask the package index now (if the operator allows)", default=False),
+            "apply": Param("boolean", "install the newer release (a wheel install; restart after)", default=False),
         },
         update_check.check_update,
         _update_demands,
@@ -41,12 +39,12 @@ TOOLS = [
     ),
     Tool(
         "migrate_channel_axis",
-        "CPersona's move of rows filed under channel 'discord' to their own channels. Here every row already has "
-        "its channel: answers the counts and that nothing needs moving; writes nothing.",
+        "CPersona's re-filing of rows under channel 'discord'. Every row here has its channel: it counts, and "
+        "writes nothing.",
         {
             "agent_id": AGENT_OR_ALL,
-            "dry_run": Param("boolean", "only report (nothing is ever moved here)", default=True),
-            "globalize_unrecoverable": Param("boolean", "CPersona's option; echoed", default=False),
+            "dry_run": Param("boolean", "only report (always, here)", default=True),
+            "globalize_unrecoverable": Param("boolean", "CPersona's; echoed", default=False),
             "session_key": SESSION_KEY,
         },
         channel_axis.migrate_channel_axis,

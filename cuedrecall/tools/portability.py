@@ -25,27 +25,24 @@ def _paused_merge(rt: Any, bound: dict[str, Any]) -> dict[str, Any]:
     return {**names, **counts, "profile_copied": False, "skipped_profile": False, **moved}
 
 
-_AGENT_ARG = identifier("an agent id", required=True, non_empty=True)
+_AGENT_ARG = identifier("an agent", required=True, non_empty=True)
 
 TOOLS = [
     Tool(
         "export_memories",
-        "Write an agent's memories, episodes and profile to a JSONL file in the export folder (a backup or a move).",
+        "Write an agent's memories, episodes, profile and graph to a JSONL file in the export folder.",
         {
             "agent_id": AGENT_OR_ALL,
             "output_path": Param(
                 "string",
-                "file to write, relative to the server's export folder (an absolute path "
-                "only inside it); the file is created 0600, no folder is made",
+                "a file in the server's export folder (created 0600)",
                 required=True,
                 non_empty=True,
                 max_length=1024,
             ),
-            "include_embeddings": Param("boolean", "also write the vectors", default=False),
+            "include_embeddings": Param("boolean", "with the vectors", default=False),
             "overwrite": Param(
-                "boolean",
-                "replace an existing file that is not this agent's own export (needs write access on what it holds)",
-                default=False,
+                "boolean", "replace another existing file (needs write on what it holds)", default=False
             ),
         },
         portability.export_jsonl,
@@ -55,18 +52,17 @@ TOOLS = [
     ),
     Tool(
         "import_memories",
-        "Load a JSONL export (cuedrecall's, or CPersona's cpersona-export/1.x) from the export folder. Importing "
-        "the same file twice changes nothing.",
+        "Load a JSONL export (ours, CPersona's, or plain records) from the export folder; again, it adds nothing.",
         {
             "input_path": Param(
                 "string",
-                "file to read, relative to the server's export folder (an absolute path only inside it)",
+                "a file in the server's export folder",
                 required=True,
                 non_empty=True,
                 max_length=1024,
             ),
-            "target_agent_id": identifier('file every record under this agent ("" keeps each record\'s)', default=""),
-            "dry_run": Param("boolean", "count what would be imported without writing", default=False),
+            "target_agent_id": identifier('file every record under it ("" = each its own)', default=""),
+            "dry_run": Param("boolean", "only count", default=False),
             "session_key": SESSION_KEY,
         },
         portability.import_jsonl,
@@ -78,17 +74,13 @@ TOOLS = [
     ),
     Tool(
         "merge_memories",
-        "Copy (or move) one agent's memories, episodes and profile under another agent; duplicates are skipped.",
+        "Copy or move one agent's memories, episodes and profile to another, skipping duplicates.",
         {
             "source_agent_id": _AGENT_ARG,
             "target_agent_id": _AGENT_ARG,
-            "strategy": Param(
-                "string", "skip: what the target already holds is left as it is", default="skip", enum=("skip",)
-            ),
-            "mode": Param(
-                "string", "copy keeps the source; move deletes what was copied", default="copy", enum=("copy", "move")
-            ),
-            "dry_run": Param("boolean", "count without writing", default=False),
+            "strategy": Param("string", "skip what the target holds", default="skip", enum=("skip",)),
+            "mode": Param("string", "move deletes what was copied", default="copy", enum=("copy", "move")),
+            "dry_run": Param("boolean", "only count", default=False),
             "session_key": SESSION_KEY,
         },
         merge_memories,

@@ -31,31 +31,26 @@ def _precision_known(name: str, value: str) -> None:
 TOOLS = [
     Tool(
         "calibrate_threshold",
-        "Measure this agent's score distributions and set its quality gate, one threshold per signal. Run it "
-        "after a few hundred memories, or when recalls return too much or too little.",
+        "Set the agent's quality gate from its scores: after a few hundred memories, or when recall returns too "
+        "much or too little.",
         {
-            "agent_id": Param(
-                "string", 'the agent; "" sets the global cosine threshold', required=True, max_length=NAME_MAX
-            ),
+            "agent_id": Param("string", 'the agent; "" = the global threshold', required=True, max_length=NAME_MAX),
             "sample_size": Param(
-                "integer", "memories to sample (10 to 5000; 0 = 200)", default=200, minimum=0, maximum=5000, clamp=True
+                "integer", "memories sampled (0 = 200)", default=200, minimum=0, maximum=5000, clamp=True
             ),
             "method": Param(
-                "string",
-                "how the threshold is chosen",
-                default="separation",
-                enum=("separation", "percentile", "zscore"),
+                "string", "how it is chosen", default="separation", enum=("separation", "percentile", "zscore")
             ),
             "percentile": Param(
                 "number",
-                "for method percentile: the quantile of unrelated pairs (0 = 0.95; above 1 read as a percent)",
+                "for percentile: the unrelated pairs' quantile (0 = 0.95; over 1 a percent)",
                 default=0.95,
                 refine=_percentile_within,
                 extra={"minimum": 0, "maximum": 100},
             ),
             "z_factor": Param(
                 "number",
-                "for method zscore: standard deviations above the unrelated mean (0 = 1.0)",
+                "for zscore: deviations above the unrelated mean (0 = 1)",
                 default=1.0,
                 minimum=-10,
                 maximum=10,
@@ -69,8 +64,8 @@ TOOLS = [
     ),
     Tool(
         "set_recall_precision",
-        "Make the agent's gate stricter (fewer, surer rows) or more lenient (more rows), then recalibrate it. "
-        "No precision and no beta clears the override.",
+        "Make the agent's gate stricter (fewer, surer rows) or more lenient, and recalibrate; neither argument "
+        "clears it.",
         {
             "agent_id": AGENT,
             "precision": Param(
@@ -83,7 +78,7 @@ TOOLS = [
             ),
             "beta": Param(
                 "number",
-                "a weight of your own instead (above 0; strict is 2, lenient 0.5)",
+                "your own weight instead (strict 2, lenient 0.5)",
                 default=0,
                 minimum=0,
                 maximum=100,
@@ -96,7 +91,7 @@ TOOLS = [
     ),
     Tool(
         "get_recall_precision",
-        "Read the agent's gate precision and its calibrated thresholds.",
+        "The agent's gate precision and calibrated thresholds.",
         {"agent_id": AGENT},
         calibrate.get_recall_precision,
         on_agent(READ),

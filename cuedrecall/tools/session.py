@@ -10,12 +10,11 @@ from cuedrecall.tools.spec import Param, Tool, no_demand, on_every_agent
 TOOLS = [
     Tool(
         "pause_persistence",
-        "Stop keeping this session's writes for a while (an off-the-record stretch): writes answer as usual but "
-        "nothing is stored. Pausing again restarts the time.",
+        "Go off the record: this session's writes answer but nothing is kept, until resumed or timed out.",
         {
             "ttl_seconds": Param(
                 "integer",
-                "how long, 1 to 86400 seconds (a longer or shorter time is moved to that bound; the answer says)",
+                "seconds; moved into 1 to 86400",
                 default=1800,
                 minimum=1,
                 maximum=86400,
@@ -38,7 +37,7 @@ TOOLS = [
     ),
     Tool(
         "persistence_status",
-        "Whether this session's writes are paused, and for how long.",
+        "Whether this session's writes are paused, and how long.",
         {"session_key": SESSION_KEY},
         session.persistence_status,
         no_demand,

@@ -28,6 +28,12 @@ _JSON_TYPES: dict[str, Any] = {
 _MISSING = object()
 
 
+def _said_by_omission(default: Any) -> bool:
+    """A default a schema leaves unsaid: what leaving the argument out plainly means (none, false, "", an empty
+    list or object), so the published list stays short (docs/tools.md#the-compact-tool-list)."""
+    return default is None or default is False or (type(default) in (str, list, dict) and not default)
+
+
 @dataclass(frozen=True)
 class Param:
     """One argument: its JSON type, whether it is required, its default and bounds."""
@@ -64,7 +70,7 @@ class Param:
             out["items"] = {"type": self.items} if isinstance(self.items, str) else self.items
         if self.properties is not None:
             out["properties"] = self.properties
-        if self.default is not None:
+        if not _said_by_omission(self.default):
             out["default"] = self.default
         return {**out, **self.extra}
 
@@ -250,11 +256,10 @@ class Tool:
     def input_schema(self, strict: bool = False) -> dict[str, Any]:
         """The published schema; ``additionalProperties: false`` only when unknown arguments are refused
         (settings.strict_arguments), since otherwise they are ignored (docs/tools.md#unknown-arguments)."""
-        schema = {
-            "type": "object",
-            "properties": {name: p.schema() for name, p in self.params.items()},
-            "required": [name for name, p in self.params.items() if p.required],
-        }
+        schema: dict[str, Any] = {"type": "object", "properties": {name: p.schema() for name, p in self.params.items()}}
+        required = [name for name, p in self.params.items() if p.required]
+        if required:  # none required is JSON Schema's default: left unsaid, as CPersona leaves it on some tools
+            schema["required"] = required
         return {**schema, "additionalProperties": False} if strict else schema
 
     def unknown(self, arguments: Any) -> list[str]:
