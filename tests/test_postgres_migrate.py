@@ -69,7 +69,14 @@ def test_migrate_moves_every_table_with_its_ids_and_the_answers_stay_the_same(so
             if left.block_codes(ref, "hash-384") is not None
         )
         query = sqlite.embedder.embed(["bike shop brake pads"])[0]
-        assert left.block_arm(Scope(AGENT), query, "hash-384") == right.block_arm(Scope(AGENT), query, "hash-384")
+        (ours, order), (theirs, their_order) = (
+            side.block_arm(Scope(AGENT), query, "hash-384") for side in (left, right)
+        )
+        # the same hits in the same order; the cosines agree to float32 (SQLite's scan sums in float32)
+        assert order == their_order and [(h.ref, h.block, h.distance) for h in ours] == [
+            (h.ref, h.block, h.distance) for h in theirs
+        ]
+        assert [h.cosine for h in ours] == pytest.approx([h.cosine for h in theirs], abs=1e-6)
         assert left.thresholds() == right.thresholds() and left.betas() == right.betas()
         assert left.profiles("") == right.profiles("")
         assert left.entities_named(Scope(AGENT), "bicycle") == right.entities_named(Scope(AGENT), "bicycle")

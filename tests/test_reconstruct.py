@@ -283,12 +283,17 @@ def test_mode_lite_leaves_out_ranges_bounds_and_budget_fields(filled: Memory) ->
         ({"budget": 0}, "budget"),
         ({"max_hops": "2"}, "max_hops"),
         ({"mode": "huge"}, "mode"),
-        ({"colour": "red"}, "colour"),
     ],
 )
 def test_a_bad_argument_is_refused_naming_it(filled: Memory, arguments: dict[str, Any], named: str) -> None:
     answer = filled.reconstruct(agent_id=A, query="CI", **arguments)
     assert answer["ok"] is False and named in answer["error"] and answer["items"] == []
+
+
+def test_an_unknown_argument_is_ignored_and_named(filled: Memory) -> None:
+    # docs/tools.md: an argument a tool does not declare is ignored and listed, as CPersona's clients expect
+    answer = filled.call("reconstruct", {"agent_id": A, "query": "CI", "colour": "red"})
+    assert answer.get("ok") is not False and answer["ignored_arguments"] == ["colour"] and answer["items"]
 
 
 def test_max_hops_over_five_is_lowered_and_bounds_say_the_value_applied(filled: Memory) -> None:
