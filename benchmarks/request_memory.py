@@ -42,7 +42,6 @@ REPO = serving.REPO
 TOKEN = "memory-bench"
 BODY = 16 * 1024 * 1024 - 4096  # under the default HTTP body bound, room left for the call around the value
 WAIT = 300.0  # seconds one answer may take before the run gives up on it
-MIB = 1024 * 1024
 
 
 def _kib(pid: int, field: str) -> int:

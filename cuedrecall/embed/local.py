@@ -29,7 +29,6 @@ MINILM_L6 = MODELS["minilm-l6-int8"]
 PARAPHRASE_L3 = MODELS["paraphrase-minilm-l3"]
 
 # today's names, kept for callers of the first version
-MODEL_LABEL = MINILM_L6.label
 DIMENSIONS = MINILM_L6.dimensions
 MAX_TOKENS = MINILM_L6.max_tokens
 

@@ -23,7 +23,6 @@ from cuedrecall.store.base import CalibrationStore, Threshold
 from cuedrecall.store.bounded import Lru
 
 PRECISION_BETA = {"strict": 2.0, "balanced": 1.0, "lenient": 0.5}
-METHODS = ("separation", "percentile", "zscore")
 TEMPORAL_WINDOW_S = 30 * 60
 CANDIDATES = 256
 COSINE_FLOOR = 0.05

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 # Characters stripped from the edges of each whitespace token, so "(bug-183)," searches bug-183.
 _EDGE_PUNCTUATION = "\"'`.,;:!?()[]{}"
@@ -32,15 +32,6 @@ def _strip_edges(query: str) -> str:
 def _trigrams(run: str) -> list[str]:
     """All overlapping three-character substrings of a run (none when it is shorter)."""
     return [run[i : i + MIN_TERM] for i in range(len(run) - MIN_TERM + 1)]
-
-
-def _terms(query: str) -> Iterable[str]:
-    """The bare search terms of a query, in order, duplicates included."""
-    for run in _RUNS.findall(_strip_edges(query)):
-        if _CJK_RUN.fullmatch(run):
-            yield from _trigrams(run)
-        elif len(run) >= MIN_TERM:
-            yield run  # kept whole: punctuation inside, as in bug-183, is part of the term
 
 
 def _quote(term: str) -> str:

@@ -63,7 +63,6 @@ VERSIONS: dict[str, tuple[str, ...]] = {
 }
 _ALL_TYPES = _ROWS + _GRAPH + _FOLDERS
 PLAIN = "cpersona-jsonl"  # no header line: CPersona's records, one a line (not a version a header may name)
-ROWS = _ROWS
 DECLARED = _GRAPH + _FOLDERS  # what is declared beside the records: carried by ``declared``
 
 

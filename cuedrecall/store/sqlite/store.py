@@ -128,7 +128,6 @@ class SqliteStore(SqlRecords, SqliteArms, SqliteMaintenance, SqliteBlocks, SqlGr
         self._blocks = BlockIndex(spill=self._spill_dir())
         self._watermark = 0
         self._data_version = -1
-        self.generation = 0  # bumps on every change of records the log shows; keys caches of scope stats
         # reads kept until the next change (profiles, graph presence, browse buckets per agent): bounded, since a
         # caller may name any agent; docs/caches.md
         self._stats_cache: Lru[Any] = Lru(STATS_CACHE_MAX)
@@ -356,7 +355,6 @@ class SqliteStore(SqlRecords, SqliteArms, SqliteMaintenance, SqliteBlocks, SqlGr
                 index.extend(self._index_rows(kind, "embedding IS NOT NULL", ()))
                 self._indexes[kind] = index
             self._rebuild_block_index()
-            self.generation += 1
             self._stats_cache.clear()
             self._grown.clear()
 
@@ -443,7 +441,6 @@ class SqliteStore(SqlRecords, SqliteArms, SqliteMaintenance, SqliteBlocks, SqlGr
         touched = {(kind, row_id) for _, kind, row_id in changes}
         blocks = sorted((kind[4:], row_id) for kind, row_id in touched if kind.startswith("blk:"))
         if len(blocks) < len(touched):
-            self.generation += 1
             self._stats_cache.clear()
             self._grown.follow(touched)
         for kind in (MEMORY, EPISODE):
