@@ -171,9 +171,12 @@ class Server:
             os.kill(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
 
-    def stop(self) -> None:
-        if self.proc is not None:
-            serving.stop(self.proc, timeout=30.0)
+    def stop(self) -> bool:
+        """SIGTERM (SIGKILL after 30 s); whether it stopped by itself."""
+        if self.proc is None:
+            return True
+        serving.stop(self.proc, timeout=30.0)
+        return self.proc.returncode != -signal.SIGKILL
 
 
 class PrivatePostgres:
@@ -598,7 +601,7 @@ def run_one(
     run.events.append(f"{servers} server(s) started in {max(starts):.1f} s")
     run.load = (_loadavg(), "")
     try:
-        began = time.monotonic()
+        began, began_wall = time.monotonic(), time.time()
         marks: dict[str, float] = {}
         until = Until(began + seconds)
         fault_thread = threading.Thread(
@@ -615,10 +618,11 @@ def run_one(
             fault_thread.join()
         run.load = (run.load[0], _loadavg())
         _after_faults(run, marks)
-        _wait_queue(db, db_url, run)
+        _wait_queue(db, db_url, run, began_wall)
     finally:
-        for slot in slots:
-            slot.stop()
+        stuck = [slot.slot for slot in slots if not slot.stop()]
+    if stuck:
+        run.events.append(f"server(s) {stuck} still busy 30 s after SIGTERM at the end, killed")
     run.tasks = _task_counts(task_log, run)
     run.failures += _dropped(work / "logs")
     settle_and_check(run, db, db_url, task_log)
@@ -727,9 +731,31 @@ def queue_counts(db: Path, db_url: str) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
-def _wait_queue(db: Path, db_url: str, run: Run) -> None:
+def held_tasks(db: Path, db_url: str) -> list[tuple[int, str, float]]:
+    """The tasks a claim holds now: (id, kind, when claimed, wall-clock)."""
+    from cuedrecall.handlers.blocks import LEASE_S
+
+    sql = "SELECT id, kind, claimed_until FROM tasks WHERE claimed_until > {mark} ORDER BY id"
+    if db_url:
+        import psycopg
+
+        with psycopg.connect(db_url, autocommit=True) as pg:
+            rows = pg.execute(sql.format(mark="%s"), (time.time(),)).fetchall()
+    else:
+        import sqlite3
+
+        conn = sqlite3.connect(db, timeout=60)
+        try:
+            rows = conn.execute(sql.format(mark="?"), (time.time(),)).fetchall()
+        finally:
+            conn.close()
+    return [(int(i), str(kind), float(until) - LEASE_S) for i, kind, until in rows]
+
+
+def _wait_queue(db: Path, db_url: str, run: Run, began_wall: float) -> None:
     """Give the live servers up to DRAIN_S to run the queue down to the tasks a claim holds (the killed
-    server's, until its lease runs out)."""
+    server's, until its lease runs out; one a server is running); say which tasks a claim holds then, and
+    when they were claimed."""
     started = time.monotonic()
     queued = held = -1
     while time.monotonic() - started < DRAIN_S:
@@ -737,9 +763,10 @@ def _wait_queue(db: Path, db_url: str, run: Run) -> None:
         if queued <= held:
             break
         time.sleep(1.0)
+    claims = ", ".join(f"{kind} claimed at {at - began_wall:.1f} s" for _, kind, at in held_tasks(db, db_url))
     run.events.append(
-        f"after the load the servers ran the queue down to {queued} task(s) ({held} held by a claim) in "
-        f"{time.monotonic() - started:.0f} s"
+        f"after the load the servers ran the queue down to {queued} task(s) in {time.monotonic() - started:.0f} s"
+        + (f", those held by a claim: {claims}" if claims else "")
     )
 
 
