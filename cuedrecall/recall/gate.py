@@ -60,7 +60,7 @@ def bar(ctx: RecallContext, heuristic: float) -> Bar:
         cosine = (p.thresholds["cosine"] * _deep(ctx), "calibrated")
     else:
         cosine = (heuristic, "heuristic")
-    typical = outlier_bar(ctx) if _v1(ctx) and not explicit else None
+    typical = outlier_bar(ctx) if _own_signals(ctx) and not explicit else None
     if typical is not None and max(typical, HEURISTIC_FLOOR) * _deep(ctx) < cosine[0]:
         cosine = (max(typical, HEURISTIC_FLOOR) * _deep(ctx), "outlier")
     if p.mode in p.thresholds:
@@ -70,8 +70,9 @@ def bar(ctx: RecallContext, heuristic: float) -> Bar:
     return Bar(cosine, lexical)
 
 
-def _v1(ctx: RecallContext) -> bool:
-    """gate-v1 (the default); ``recall_gate=gate-v0`` is the gate before it, kept to measure the change."""
+def _own_signals(ctx: RecallContext) -> bool:
+    """Whether each signal is judged on its own (gate-v1, the default); ``recall_gate=gate-v0`` is the gate before
+    it, kept to measure the change."""
     return ctx.params.gate_policy != "gate-v0"
 
 
@@ -136,7 +137,7 @@ def decide(ctx: RecallContext, row: Candidate, judge: Bar, terms: tuple[str, ...
     if signal is None:
         passed = ctx.blank or ctx.pool() >= UNSCORED_MIN_POOL
         return Decision(row.ref, None, None, None, None, passed, None if passed else "unscored_volume")
-    if not _v1(ctx):  # gate-v0: the row's first signal alone, a lexical match on any word
+    if not _own_signals(ctx):  # gate-v0: the row's first signal alone, a lexical match on any word
         score, (threshold, origin) = row.score(mode), judge.cosine if signal == "cosine" else judge.lexical
         passed = score is not None and score >= threshold
         return Decision(
