@@ -61,6 +61,9 @@ BASE: dict[str, dict[str, Any]] = {
     "declare_associations": {"agent_id": AGENT, "associations": {"entities": [{"name": "ferry"}]}},
     "traverse": {"agent_id": AGENT, "entity": "ferry"},
     "reconstruct": {"agent_id": AGENT, "query": "ferry"},
+    "get_operating_context": {"section": "notes"},
+    "check_update": {"refresh": False},
+    "migrate_channel_axis": {"agent_id": AGENT},
 }
 
 
