@@ -315,6 +315,7 @@ def block_index_module(rev: str | None) -> Any:
     spec = importlib.util.spec_from_file_location(f"block_index_{rev.replace('~', '_')}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up by name
     spec.loader.exec_module(module)
     return module
 

@@ -242,7 +242,7 @@ class _ModelRows:
         added since that sort. The sort is redone once the rows added since outnumber an eighth of it."""
         n = self.n
         if self._by_slot is None or n - self._by_slot[2] > max(4096, self._by_slot[2] // 8):
-            order = np.argsort(self.slot[:n], kind="stable")
+            order = np.argsort(self.slot[:n], kind="stable").astype(np.int32)  # held between searches: 4 bytes a row
             assert self.table is not None
             starts = np.searchsorted(self.slot[:n][order], np.arange(self.table.n + 1))
             self._by_slot = (order, starts, n)

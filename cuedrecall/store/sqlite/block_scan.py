@@ -33,7 +33,8 @@ try:  # numkong: int8 dot products in SIMD (a wheel on Linux, macOS and Windows)
 except ImportError:  # pragma: no cover - the dependency is declared; this keeps a broken install answering
     _nk = None
 
-CHUNK = 65_536  # rows a fold or a numpy pass reads at once
+CHUNK = 1024  # rows the numpy pass converts to float32 at once (the fallback without numkong): 1.5 MiB
+FOLD_CHUNK = 4096  # codes a fold hashes or compares at once: its copies stay near 1.5 MiB each
 _PRIME = np.uint64(0x100000001B3)
 _SEED = np.uint64(0xCBF29CE484222325)
 _SHIFT = np.uint64(29)
@@ -131,22 +132,22 @@ class DistinctCodes:
     def fold(self) -> np.ndarray:
         """Fold slots of equal codes into one and drop dead slots; the map old slot -> new slot (-1: dropped).
 
-        Hashes sorted, each hash group's codes compared with its first (a collision keeps its own slot), CHUNK
-        rows of codes read at a time; the table rewritten in slot order of the survivors."""
+        Hashes sorted, each hash group's codes compared with its first (a collision keeps its own slot), FOLD_CHUNK
+        codes read at a time; the table rewritten in slot order of the survivors."""
         n = self.n
         remap = np.full(n + 1, -1, dtype=np.int64)  # index n: the rows without a slot (-1) stay -1
         alive = np.flatnonzero(self.refs[:n] > 0)
         hashes = np.empty(alive.shape[0], dtype=np.uint64)
-        for start in range(0, alive.shape[0], CHUNK):
-            hashes[start : start + CHUNK] = hash_rows(self.codes[alive[start : start + CHUNK]])
+        for start in range(0, alive.shape[0], FOLD_CHUNK):
+            hashes[start : start + FOLD_CHUNK] = hash_rows(self.codes[alive[start : start + FOLD_CHUNK]])
         order = np.argsort(hashes, kind="stable")
         slots, sorted_hashes = alive[order], hashes[order]
         starts = np.ones(slots.shape[0], dtype=bool)
         starts[1:] = sorted_hashes[1:] != sorted_hashes[:-1]
         leader = slots[np.maximum.accumulate(np.where(starts, np.arange(slots.shape[0]), 0))]
         same = np.zeros(slots.shape[0], dtype=bool)
-        for start in range(0, slots.shape[0], CHUNK):
-            part = slice(start, start + CHUNK)
+        for start in range(0, slots.shape[0], FOLD_CHUNK):
+            part = slice(start, start + FOLD_CHUNK)
             same[part] = np.all(self.codes[slots[part]] == self.codes[leader[part]], axis=1)
         representative = np.where(same, leader, slots)
         kept = np.unique(representative)  # ascending: the survivors keep their relative order
@@ -155,8 +156,8 @@ class DistinctCodes:
         refs = np.bincount(remap[slots], weights=self.refs[slots], minlength=kept.shape[0]).astype(np.int32)
         capacity = max(64, 2 * kept.shape[0])
         codes = mapped_zeros((capacity, self.dim), np.int8, self.spill)
-        for start in range(0, kept.shape[0], CHUNK):
-            moved = kept[start : start + CHUNK]
+        for start in range(0, kept.shape[0], FOLD_CHUNK):
+            moved = kept[start : start + FOLD_CHUNK]
             codes[start : start + moved.shape[0]] = self.codes[moved]
             release(codes)
         norms = np.zeros(capacity, dtype=np.float64)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cuedrecall import heap
 from cuedrecall.store.base import BlockHit, Scope, make_ref
 from cuedrecall.store.sql.blocks import SqlBlocks
 from cuedrecall.store.sqlite.block_index import KIND_CODES, BlockIndex, RecordBlocks
@@ -74,6 +75,7 @@ class SqliteBlocks(SqlBlocks):
         index.fold()  # rows of equal codes share one slot: the arm scores each distinct code once
         index.settle()
         self._blocks = index
+        heap.trim()  # the load's buffers (the code table's growth and folds) go back, not kept as free heap
 
     def _apply_block_changes(self, records: list[tuple[str, int]]) -> None:
         """The index follows the blocks of records whose set was written, deleted or moved."""
