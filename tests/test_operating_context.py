@@ -73,8 +73,8 @@ def test_without_a_file_the_context_is_dormant_and_says_why(memory: Memory) -> N
 @pytest.mark.parametrize(
     ("text", "dormant", "words"),
     [
-        (None, "missing", "there is no file"),
-        ("version = [broken", "unusable", "cannot be used"),
+        (None, "missing", "no sidecar file"),
+        ("version = [broken", "unusable", "sidecar unusable"),
         ("version = 2", "unusable", "version must be 1"),
         ('version = 1\n[registry]\nenforce = "sometimes"', "unusable", "registry.enforce"),
         ('version = 1\n[[doctrine]]\nname = "a"', "unusable", "needs a name and a body"),
@@ -99,7 +99,8 @@ def test_the_switch_off_leaves_the_file_unread(tmp_path: Path) -> None:
     path.write_text(CONTEXT.format(enforce="warn"), encoding="utf-8")
     settings = make_settings(operating_context_path=str(path), operating_context=False)
     with open_memory(tmp_path / "m.db", settings=settings) as memory:
-        assert memory.get_operating_context()["dormant"] == "off"
+        answer = memory.get_operating_context()
+        assert answer["dormant"] == "off" and "disabled" in answer["error"]
 
 
 def test_the_overview_gives_revision_summary_registry_defaults_and_section_names(with_context: Writer) -> None:

@@ -125,11 +125,11 @@ def load(settings: Settings) -> State:
     path = os.path.expanduser(settings.operating_context_path)
     name = Path(path).name
     if not settings.operating_context:
-        return State(None, "off", "turned off (CUEDRECALL_OPERATING_CONTEXT=off)", name)
+        return State(None, "off", "disabled (CUEDRECALL_OPERATING_CONTEXT=off)", name)
     try:
         stat = os.stat(path)
     except OSError:
-        return State(None, "missing", f"there is no file {name!r}", name)
+        return State(None, "missing", f"no sidecar file at {name!r}", name)
     key = (stat.st_mtime_ns, stat.st_size)
     with _CACHE.lock:
         seen = _CACHE.seen.get(path)
@@ -149,7 +149,7 @@ def _read(path: str, name: str) -> State:
         context = parse(raw.decode("utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError, TypeError, RecursionError) as exc:
         log.warning("the operating context %s cannot be used, so it is dormant: %s", path, exc)
-        return State(None, "unusable", f"the file {name!r} cannot be used: {str(exc)[:300]}", name)
+        return State(None, "unusable", f"sidecar unusable: {name!r}: {str(exc)[:300]}", name)
     log.info("operating context %s in use (revision %r)", path, context.revision)
     return State(context, file=name)
 
