@@ -625,6 +625,11 @@ def run_one(
         run.events.append(f"server(s) {stuck} still busy 30 s after SIGTERM at the end, killed")
     run.tasks = _task_counts(task_log, run)
     run.failures += _dropped(work / "logs")
+    cut = _log_lines(work / "logs", "the block builder failed a step")
+    if cut:
+        run.events.append(
+            f"queue steps whose failure could not be recorded (the claim kept until its lease): {len(cut)}"
+        )
     settle_and_check(run, db, db_url, task_log)
     if progress:
         progress(summary_line(run))
@@ -781,13 +786,15 @@ def _task_counts(task_log: Path, run: Run) -> Counter[str]:
 
 def _dropped(logs: Path) -> list[str]:
     """Tasks a server dropped after TASK_ATTEMPTS failures (they did not finish)."""
+    return _log_lines(logs, "dropped after")
+
+
+def _log_lines(logs: Path, words: str) -> list[str]:
+    """The servers' log lines holding ``words``, each with its file's name."""
     out = []
     for log in sorted(logs.glob("*.log")):
-        out += [
-            f"{log.name}: {line.strip()[:200]}"
-            for line in log.read_text(errors="replace").splitlines()
-            if "dropped after" in line
-        ]
+        lines = log.read_text(errors="replace").splitlines()
+        out += [f"{log.name}: {line.strip()[:200]}" for line in lines if words in line]
     return out
 
 
@@ -1018,6 +1025,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--prefill", type=int, default=250, help="rows per agent under the prior model")
     parser.add_argument("--outage", type=float, default=2.0, help="seconds PostgreSQL stays down")
     parser.add_argument("--seed", type=int, default=30)
+    parser.add_argument("--keep", type=Path, help="keep each run's folder (server logs, task logs, ACL file) here")
     parser.add_argument("--out", type=Path, help="the results file: this backend's section replaced, the other's kept")
     args = parser.parse_args(argv)
     if args.backend == "postgres" and not postgres_available():
@@ -1030,7 +1038,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     pg = PrivatePostgres() if args.backend == "postgres" else None
     runs = []
     try:
-        with tempfile.TemporaryDirectory(prefix="multi-server-") as workdir:
+        with tempfile.TemporaryDirectory(prefix="multi-server-") as scratch:
+            workdir = args.keep or Path(scratch)
             for count in args.servers:
                 runs.append(
                     run_one(
@@ -1038,7 +1047,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         count,
                         args.clients,
                         args.seconds,
-                        Path(workdir),
+                        workdir,
                         pg=pg,
                         prefill_rows=args.prefill,
                         outage=args.outage,

@@ -99,3 +99,14 @@ def test_a_connection_dropped_inside_a_write_fails_that_write_and_the_next_one_i
     assert memory.store_.pending_tasks() == 0  # nothing of it was written
     _queue_one(memory)
     assert memory.store_.pending_tasks() == 1
+
+
+def test_a_reader_dropped_inside_a_snapshot_raises_what_happened_and_the_next_snapshot_reads(
+    private_pg: PrivatePostgres, memory: Memory
+) -> None:
+    with pytest.raises(StoreError, match="terminating connection"), memory.store_.snapshot():
+        memory.store_.pending_tasks()
+        _end_every_session(private_pg)
+        memory.store_.pending_tasks()  # not "the connection is closed" from the COMMIT on the way out
+    with memory.store_.snapshot():
+        assert memory.store_.pending_tasks() == 0

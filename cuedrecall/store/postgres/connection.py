@@ -178,7 +178,8 @@ class PgConnection:
         finally:
             self._local.conn = self._local.memo = None
             try:
-                reader.execute("COMMIT")
+                if not _dropped(reader):  # a dropped reader's snapshot is gone: its failure is the one to raise
+                    reader.execute("COMMIT")
             finally:
                 self._give_back(reader)
 
