@@ -625,10 +625,11 @@ def run_one(
         run.events.append(f"server(s) {stuck} still busy 30 s after SIGTERM at the end, killed")
     run.tasks = _task_counts(task_log, run)
     run.failures += _dropped(work / "logs")
-    cut = _log_lines(work / "logs", "the block builder failed a step")
+    cut = _unreleased(work / "logs")
     if cut:
         run.events.append(
-            f"queue steps whose failure could not be recorded (the claim kept until its lease): {len(cut)}"
+            f"task runs that failed while the database was down and could not release their claim (it holds "
+            f"until its lease runs out): {len(cut)} ({', '.join(cut)})"
         )
     settle_and_check(run, db, db_url, task_log)
     if progress:
@@ -787,6 +788,20 @@ def _task_counts(task_log: Path, run: Run) -> Counter[str]:
 def _dropped(logs: Path) -> list[str]:
     """Tasks a server dropped after TASK_ATTEMPTS failures (they did not finish)."""
     return _log_lines(logs, "dropped after")
+
+
+def _unreleased(logs: Path) -> list[str]:
+    """The tasks whose run failed and whose release (``retry_task``) failed too, by kind: the builder logs
+    each as a failed step with both tracebacks."""
+    marker = "ERROR:cuedrecall.blocks:the block builder failed a step"
+    kinds = {"calibrate.run_task": "calibrate", "_build(": "build_blocks", "reembed.run_task": "reembed_vectors"}
+    out = []
+    for log in sorted(logs.glob("*.log")):
+        for chunk in log.read_text(errors="replace").split(marker)[1:]:
+            chunk = re.split(r"\n(?:ERROR|WARNING|INFO):", chunk)[0]
+            if "in retry_task" in chunk:
+                out.append(next((kind for words, kind in kinds.items() if words in chunk), "a task"))
+    return out
 
 
 def _log_lines(logs: Path, words: str) -> list[str]:
