@@ -210,7 +210,10 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.speed_realistic_report import render
 
     argv_text = " ".join(sys.argv[1:] if argv is None else argv)
-    args.out.write_text(render(rows, peers, argv_text, len(questions), load, platform.python_version()))
+    from benchmarks.speed_realistic_peer import tree_note
+
+    tree = tree_note(None).replace("Our server: the", "Ours: the")
+    args.out.write_text(render(rows, peers, argv_text, len(questions), load, platform.python_version(), tree))
     print(f"wrote {args.out}")
     return 0
 

@@ -41,6 +41,7 @@ def render(
     questions: int,
     load: list[float],
     python: str,
+    tree: str = "",
 ) -> str:
     out = [
         f"Command: `python -m benchmarks.speed_realistic {argv}`",
@@ -51,7 +52,7 @@ def render(
         "(other work shares the machine: figures carry its noise). " + _corpus(rows) + " In process with "
         f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', '(unset)')} (one BLAS thread: on 2 shared "
         "cores OpenBLAS's own threads made the vector arm's product 5 to 13 times slower); the MCP servers "
-        "run with their defaults.",
+        "run with their defaults." + (f" {tree}" if tree else ""),
         "",
         "## Recall in process (pipeline alone)",
         "",
