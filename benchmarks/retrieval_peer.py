@@ -117,6 +117,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds CPersona's task queue may take to drain after an import (default: %(default)s)",
     )
     parser.add_argument(
+        "--layout",
+        choices=("per-conversation", "one-agent"),
+        default="per-conversation",
+        help="per-conversation: one store (one agent) per conversation on both sides; one-agent: every "
+        "conversation under ONE agent on both sides, the whole history stored first, each question asked of "
+        "that whole store and scored on its own evidence (default: %(default)s)",
+    )
+    parser.add_argument(
         "--dump-rows",
         type=Path,
         metavar="PATH.jsonl",
@@ -425,14 +433,17 @@ def evaluate_ours(
     advance: Callable[[], None],
     system: str = OURS,
     environ: Mapping[str, str] | None = None,
+    history: str = "asked",
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Our rows for one conversation, and what CPersona's answers are read against (gold refs, ref maps)."""
+    """Our rows for one conversation, and what CPersona's answers are read against (gold refs, ref maps);
+    ``history``: as ``harness.replay`` fills the store (``all`` for a merged store)."""
     workdir.mkdir(parents=True, exist_ok=True)
     store = h.ConversationStore(conversation, embedder, MODE, workdir, environ)
     rows, gold = [], {}
     try:
         scored = [q for q in conversation.questions if dataset.scored(q)]
-        for question in h.replay(store, scored, "asked"):
+        questions = {q.qid: q for q in scored}
+        for question in h.replay(store, scored, history):
             gold[question.qid] = store.gold(question)
             response = store.ask(question, limit=limit)
             wide = store.ask(question, limit=limit + WIDEN)
@@ -462,6 +473,9 @@ def evaluate_ours(
             "block_tasks": store.block_tasks,
             "block_build_s": store.block_build_s,
             "blocks": our_block_count(store),
+            # a merged store's conversation of each ref and each question (benchmarks.retrieval.SESSION_BLOCK)
+            "ref_home": {ref: store.session_of(ref) for ref in [*store.refs.values(), *store.episodes.values()]},
+            "question_home": {q: sorted(store.gold_sessions(question)) for q, question in questions.items()},
         }
     finally:
         store.close()
@@ -647,6 +661,43 @@ def query_vector_gap(url: str, embedder: h.PrefetchEmbedder, texts: Sequence[str
     return {"texts": len(texts), "max_abs": float(np.max(np.abs(theirs - ours))), "min_cosine": float(np.min(cosines))}
 
 
+def peer_rows_all(rows: Sequence[dict[str, Any]], embedder: str) -> list[dict[str, Any]]:
+    """Every row of this embedder that is not yet marked with ``foreign@10`` (the systems asked since the last)."""
+    return [r for r in rows if r["embedder"] == embedder and "foreign@10" not in r]
+
+
+def mark_foreign(rows: Iterable[dict[str, Any]], ours: Mapping[str, Any]) -> None:
+    """``foreign@10`` on each row: the share of its first 10 rows from another conversation than the question's
+    (a row that maps to none of our refs counts as foreign)."""
+    from benchmarks.retrieval import SESSION_BLOCK
+
+    for row in rows:
+        homes = {s // SESSION_BLOCK for s in ours["question_home"].get(row["qid"], [])}
+        first = row["refs"][:10]
+        sessions = [ours["ref_home"].get(ref) for ref in first]
+        row["foreign@10"] = (
+            sum(1 for s in sessions if s is None or s // SESSION_BLOCK not in homes) / len(first) if first else 0.0
+        )
+
+
+def foreign_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Per embedder and system, the mean share of the first 10 rows from another conversation (one-agent only)."""
+    if not any("foreign@10" in r for r in rows):
+        return []
+    lines = []
+    for (embedder,), group in h.group_rows(rows, ("embedder",)).items():
+        parts = [
+            f"{system} {h.mean(r['foreign@10'] for r in group if r['system'] == system):.3f}"
+            for system in systems_in(group)
+        ]
+        lines.append(
+            f"- `{embedder}`: share of the first 10 rows from another conversation than the question's (foreign@10): "
+            + ", ".join(parts)
+            + "."
+        )
+    return lines
+
+
 def late_questions(conversation: Any, questions: Iterable[Any]) -> int:
     """Questions asked before the conversation's last record: there CPersona (whole history) sees more than ours."""
     stamps = [t.timestamp for t in conversation.turns] + [s.end_time for s in conversation.sessions]
@@ -655,7 +706,10 @@ def late_questions(conversation: Any, questions: Iterable[Any]) -> int:
 
 
 def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], list[dict[str, Any]], dict[str, Any]]:
-    datasets = h.load_datasets(args.locomo, args.limit_conversations, "none")
+    from benchmarks.retrieval import laid_out
+
+    datasets = laid_out(h.load_datasets(args.locomo, args.limit_conversations, "none"), args.layout)
+    history = "all" if args.layout == "one-agent" else "asked"
     variants = [parse_variant(args.ours_variant)] if args.ours_variant else []
     peer_variants = list(dict.fromkeys(["defaults", *args.peer_variant]))
     workdir = h.workdir_for(args.workdir)
@@ -674,7 +728,8 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], li
     scored_total = h.count_questions(datasets, lambda d, q: d.scored(q))
     for dataset in datasets:
         for conversation in dataset.conversations:
-            facts["late"] += late_questions(conversation, [q for q in conversation.questions if dataset.scored(q)])
+            if history == "asked":  # a merged store is stored whole on both sides before any question
+                facts["late"] += late_questions(conversation, [q for q in conversation.questions if dataset.scored(q)])
     with Progress(console=console, transient=False) as progress:
         asked = progress.add_task(
             "recalls", total=scored_total * len(args.embedders) * (1 + len(variants) + len(peer_variants))
@@ -688,7 +743,13 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], li
                 for dataset in datasets:
                     for conversation in dataset.conversations:
                         ours_rows, ours = evaluate_ours(
-                            dataset, conversation, embedder, args.limit, workdir, lambda: progress.advance(asked)
+                            dataset,
+                            conversation,
+                            embedder,
+                            args.limit,
+                            workdir,
+                            lambda: progress.advance(asked),
+                            history=history,
                         )
                         rows += ours_rows
                         runs = [(OURS, ours)]
@@ -702,6 +763,7 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], li
                                 lambda: progress.advance(asked),
                                 label,
                                 environ,
+                                history,
                             )
                             rows += mine
                             runs.append((label, info))
@@ -732,6 +794,8 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], li
                                 variant,
                             )
                             rows += peer_rows
+                        if args.layout == "one-agent":
+                            mark_foreign([*ours_rows, *peer_rows_all(rows, name)], ours)
                             facts["imports"].append({"embedder": name, "conversation": conversation.conv_id, **totals})
     return datasets, rows, facts
 
@@ -996,7 +1060,18 @@ def unequal_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
 
 def setup_lines(args: argparse.Namespace, datasets: Sequence[h.Dataset], facts: dict[str, Any]) -> list[str]:
     models = ", ".join(f"`{k}` ({v})" for k, v in facts.get("models", {}).items())
+    merged = (
+        [
+            "- Layout `one-agent`: every conversation stored under ONE agent on both sides (one store of ours, one "
+            "CPersona database, one import), the whole history stored before the first question; each question "
+            "asked of that whole store and scored on its own evidence (where the text below says one store per "
+            "conversation, read one store for all)."
+        ]
+        if getattr(args, "layout", "per-conversation") == "one-agent"
+        else []
+    )
     lines = [
+        *merged,
         "- Data: LoCoMo, category 5 (adversarial) left out; categories 1 multi-hop, 2 temporal, 3 open-domain, "
         "4 single-hop. " + " ".join(line.removeprefix("- ") for line in h.dataset_facts(datasets)),
         "- `ours`: exactly as `benchmarks.retrieval` (`harness.ConversationStore`, in process): one fresh store "
@@ -1186,6 +1261,7 @@ def render(
         "",
         *h.markdown_table(HEADLINE_COLUMNS, headline_rows(rows), left=2),
         "",
+        *foreign_lines(rows),
         *identity_lines(rows),
         *unequal_lines(rows),
         "",

@@ -113,7 +113,12 @@ class Settings:
         800, _number(int, 0), "a cut row's excerpt of the passages matching the query (0 = off)"
     )
     recall_mode: str = _setting("rrf", _choice("rrf", "rsf"), "fusion of the arms")
-    rrf_k: int = _setting(60, _number(int, 1), "reciprocal rank constant")
+    rrf_k: int = _setting(
+        15,
+        _number(int, 1),
+        "reciprocal rank constant: an arm's vote is 1 / (k + rank + 1) (CPersona's default is 60, for lists as "
+        "deep as the limit)",
+    )
     rrf_threshold_factor: float = _setting(0.5, _number(float, 0, 1), "vector floor = threshold x factor")
     vector_min_similarity: float = _setting(0.3, _number(float, -1, 1), "vector threshold before calibration")
     max_memories: int = _setting(10000, _number(int, 1), "scan window: newest embedded rows searched")
@@ -123,7 +128,12 @@ class Settings:
     prior_age_rate: float = _setting(0.0, _number(float, 0), "age weight rate per hour (0 = off)")
     prior_age_floor: float = _setting(0.3, _number(float, 0, 1), "age weight floor")
     prior_age_anchor: str = _setting("newest", _choice("newest", "now"), "age measured from")
-    recall_depth_floor: int = _setting(0, _number(int, 0), "per-arm depth = max(limit, floor)")
+    recall_depth_floor: int = _setting(
+        100,
+        _number(int, 0),
+        "per-arm depth = max(limit, floor): each arm lists this many rows, so fusion and the episode context see "
+        "the rows two arms agree on (0 = the limit, CPersona's default)",
+    )
     recall_library_max_limit: int = _setting(10000, _number(int, 1), "library clamp for limit and depth")
     recall_cue_time_limit_ms: int = _setting(1000, _number(int, 0), "time limit for the cue revision")
     recall_cue_stages: int = _setting(
@@ -304,6 +314,12 @@ class Settings:
     )
     word_arm_enabled: bool = _setting(
         True, _parse_bool, "recall's word arm: the memories' stemmed words (porter) beside the trigram arm"
+    )
+    episode_context_enabled: bool = _setting(
+        True,
+        _parse_bool,
+        "recall's episode context: a memory inside the span of an episode the arms reached takes a vote from "
+        "that episode's place in the fused order",
     )
     reconstruct_default_count: int = _setting(10, _number(int, 0), "reconstruct's items when the call names no count")
     reconstruct_forced_count: int | None = _setting(

@@ -65,7 +65,7 @@ def open_runtime(settings: Settings, embedder: Embedder | None = None, clock: Cl
     )
     # the vector arms compare a query with the vectors of its own model only (None: no vectors to compare)
     store = open_store(settings, embedder)
-    calibration = Calibration(store, embedder.model, fingerprint(settings.prior_far_weight))
+    calibration = Calibration(store, embedder.model, fingerprint(settings.prior_far_weight, settings.rrf_k))
     queries = QueryVectorCache(embedder, size=max(1, settings.embedding_cache_size))
     return Runtime(settings, store, embedder, queries, calibration, clock, Pauses())
 

@@ -26,9 +26,10 @@ from cuedrecall.ui.app import running
 NOW = "2025-11-01T12:00:00+00:00"
 NO_BLOCKS = {"block_build_enabled": False, "block_retrieval_enabled": False}
 NO_AUTO_CALIBRATION = {"calibrate_on_growth": False}
-# The stage tests pin the four arms of the CPersona replica; the word arm (on by default) has its own tests
-# (tests/test_word_arm.py) and is on wherever a test asks for it.
-REPLICA_ARMS = {"word_arm_enabled": False}
+# The stage tests pin the four arms of the CPersona replica at its depth (the limit) and its rrf constant (60); the
+# word arm, the episode context, the depth floor of 100 and k = 15 (the defaults) have their own tests
+# (tests/test_word_arm.py, tests/test_episode_context.py) and are on wherever a test asks for them.
+REPLICA_ARMS = {"word_arm_enabled": False, "episode_context_enabled": False, "recall_depth_floor": 0, "rrf_k": 60}
 
 
 def make_settings(**overrides: Any) -> Settings:

@@ -28,6 +28,7 @@ class Candidate:
     block: BlockHit | None = None  # the block that reached it, for a block seat
     seat_detail: dict[str, Any] = field(default_factory=dict)  # what its seat says of it (match_reason)
     relieved: float | None = None  # gate relief let it in: its closeness to the gate it failed (recall/relief.py)
+    context: str | None = None  # the episode that lent it a context vote (recall/episode_context.py)
 
     @property
     def is_profile(self) -> bool:

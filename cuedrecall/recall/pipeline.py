@@ -13,11 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cuedrecall.recall import arms as arm_stage
-from cuedrecall.recall.arm_registry import NEWEST
+from cuedrecall.recall.arm_registry import ARMS, NEWEST, Arms
 from cuedrecall.recall.autocut import autocut
 from cuedrecall.recall.block_arm import block_seats
 from cuedrecall.recall.candidates import PROFILE_REF, Candidate
 from cuedrecall.recall.context import RecallContext
+from cuedrecall.recall.episode_context import lend_context
 from cuedrecall.recall.far_seats import far_seats
 from cuedrecall.recall.fusion import fuse
 from cuedrecall.recall.gate import gate
@@ -57,7 +58,7 @@ def rank(ctx: RecallContext) -> Ranking:
     """Arms, fusion, scoring, gate, autocut and prior: the order before the count cut."""
     arms = arm_stage.newest(ctx) if ctx.blank else arm_stage.retrieve(ctx)
     ctx.recorder.mark("arms")
-    rows = [Candidate(hit.ref) for hit in arms[NEWEST.name]] if ctx.blank else fuse(ctx, arms)
+    rows = [Candidate(hit.ref) for hit in arms[NEWEST.name]] if ctx.blank else _fused(ctx, arms)
     reached = frozenset(hit.ref for hits in arms.values() for hit in hits)
     rows = penalise(ctx, _with_profile(ctx, rows))
     ctx.recorder.mark("fusion_and_scoring")
@@ -82,6 +83,12 @@ def single_pass(ctx: RecallContext) -> PassResult:
     if ctx.params.gate_relief:
         ctx.recorder.mark("relief")
     return PassResult(answer, admitted, ranking.reached, ranking.gate_fallback, relief.admitted + held, relief)
+
+
+def _fused(ctx: RecallContext, arms: Arms) -> list[Candidate]:
+    """Fusion, then the episodes' context votes (recall/episode_context.py)."""
+    answered = sum(1 for name in ARMS.fused_names if arms.get(name))
+    return lend_context(ctx, fuse(ctx, arms), answered)
 
 
 def _with_profile(ctx: RecallContext, rows: list[Candidate]) -> list[Candidate]:
