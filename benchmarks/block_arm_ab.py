@@ -37,10 +37,7 @@ def measure(path: Path, questions: list[str]) -> dict[str, Any]:
     from cuedrecall.store.base import Scope
 
     new_index, new_record = blocks.BlockIndex, blocks.RecordBlocks
-    old = ann_candidates.block_index_module(ann_candidates.SIGN_BITS_REV)
-    old.BlockIndex.fold = lambda self: None  # the load calls it; the sign-bit index has nothing to fold
-    blocks.BlockIndex = store_module.BlockIndex = old.BlockIndex
-    blocks.RecordBlocks = old.RecordBlocks
+    use_sign_bits()
     try:
         stores = {"sign bits": realistic.open_store(path, blocks=True)}
     finally:
@@ -74,6 +71,40 @@ def measure(path: Path, questions: list[str]) -> dict[str, Any]:
     return out
 
 
+RETRIEVAL = ["--embedders", "hash", "--modes", "rrf", "--long-span", "large"]
+BLOCKS_ON = ["--setting", "CPERSONA_BLOCK_BUILD_ENABLED=true", "--setting", "CPERSONA_BLOCK_RETRIEVAL_ENABLED=true"]
+
+
+def use_sign_bits() -> None:
+    """From here on, every store this process opens holds the sign-bit block index of SIGN_BITS_REV."""
+    import cuedrecall.store.sqlite.blocks as blocks
+    import cuedrecall.store.sqlite.store as store_module
+
+    old = ann_candidates.block_index_module(ann_candidates.SIGN_BITS_REV)
+    old.BlockIndex.fold = lambda self: None
+    blocks.BlockIndex = store_module.BlockIndex = old.BlockIndex
+    blocks.RecordBlocks = old.RecordBlocks
+
+
+def retrieval_rows(locomo: Path, workdir: Path) -> dict[str, list[str]]:
+    """``benchmarks.retrieval`` (hash, rrf, LoCoMo and long-span, blocks built and searched) with each block index,
+    each in a process of its own: the rows of its "**all**" lines."""
+    import subprocess
+
+    out = {}
+    for name in ("sign bits", "exact scan"):
+        target = workdir / f"retrieval-{name.replace(' ', '-')}.md"
+        argv = ["--out", str(target), "--locomo", str(locomo), *RETRIEVAL, *BLOCKS_ON]
+        code = (
+            "import sys; from benchmarks import block_arm_ab, retrieval; "
+            + ("block_arm_ab.use_sign_bits(); " if name == "sign bits" else "")
+            + f"sys.exit(retrieval.main({argv!r}))"
+        )
+        subprocess.run([sys.executable, "-c", code], cwd=HERE.parent, check=True, capture_output=True, timeout=7200)
+        out[name] = [line for line in target.read_text().splitlines() if "**all**" in line]
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--locomo", type=Path, required=True, help="LoCoMo JSON (the development split)")
@@ -81,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=150)
     parser.add_argument("--workdir", type=Path, default=HERE / ".cache" / "realistic")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "block-arm-ab.md")
+    parser.add_argument(
+        "--retrieval", action="store_true", help="also retrieval quality with each index (benchmarks.retrieval)"
+    )
     args = parser.parse_args(argv)
     from benchmarks.speed_realistic_peer import tree_note
 
@@ -117,6 +151,22 @@ def main(argv: list[str] | None = None) -> int:
                 f"| {p(r['wall'], 99):.1f} | {p(r['arm'], 50):.2f} | {p(r['arm'], 99):.2f} "
                 f"| {out['same']} of {len(questions)} |"
             )
+    if args.retrieval:
+        found = retrieval_rows(args.locomo, args.workdir)
+        lines += [
+            "",
+            "## Retrieval quality with each index",
+            "",
+            f"`python -m benchmarks.retrieval {' '.join(RETRIEVAL + BLOCKS_ON)}` with each block index (its own "
+            "process): blocks built and searched, every metric over all questions. The block seats come after the "
+            "count, so the @10 metrics move only where a seat changes what precedes it; MRR counts the seats.",
+            "",
+            "| block index | dataset | embedder | mode | category | recall_any@5 | recall_any@10 | recall_all@10 "
+            "| ndcg@10 | mrr | session@5 | session@10 | foreign@10 | n |",
+            "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for name, rows in found.items():
+            lines += [f"| {name} {row}" for row in rows]
     args.out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
