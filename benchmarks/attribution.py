@@ -16,12 +16,15 @@ from typing import Any
 from benchmarks import harness as h
 
 VECTOR = ("vector_near", "vector_far")
+LEXICAL = ("episode_fts", "memory_keyword", "memory_words")
+CONTEXT = "episode_context"  # the vote an episode lends the memories of its span (recall/episode_context.py)
 SHORT = {
     "vector_near": "vector",
     "vector_far": "far",
     "episode_fts": "episode_fts",
     "memory_keyword": "trigram",
     "memory_words": "words",
+    CONTEXT: "episode context",
 }
 
 
@@ -67,9 +70,17 @@ def heaviest_vote(entry: dict[str, Any]) -> str:
 
 
 def lexical_share(entry: dict[str, Any]) -> float:
+    """The lexical arms' share of the row's fused score."""
     votes = entry["votes"]
     total = sum(votes.values())
-    return sum(v for a, v in votes.items() if a not in VECTOR) / total if total else 0.0
+    return sum(v for a, v in votes.items() if a in LEXICAL) / total if total else 0.0
+
+
+def context_label(entry: dict[str, Any]) -> str:
+    """Whether an episode lent the row its place (``episode_context`` vote), and whether the row is a memory."""
+    if entry["kind"] != "mem":
+        return "an episode (lends, never borrows)"
+    return "lent a vote by an episode" if CONTEXT in entry["votes"] else "no episode lent a vote"
 
 
 def gate_label(entry: dict[str, Any]) -> str:
@@ -119,4 +130,8 @@ def tables(entries: Iterable[dict[str, Any]]) -> list[str]:
         "By the gate's decision (the signal the row passed on, and its threshold's origin):",
         "",
         *_table(items, gate_label, "gate"),
+        "",
+        "By the episode context (a foreign memory an episode lent a vote sits in an episode the question reached):",
+        "",
+        *_table(items, context_label, "episode context"),
     ]
