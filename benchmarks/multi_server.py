@@ -66,6 +66,7 @@ import httpx
 import numpy as np
 
 from benchmarks import serving
+from benchmarks.faults import WORDS  # the same vocabulary as the single-file fault runs
 
 REPO = serving.REPO
 BACKENDS = ("postgres", "sqlite")
@@ -80,24 +81,6 @@ DRAIN_S = 90.0  # after the load, how long the servers get to run the queue down
 TAIL_S = 3.0  # when the faults end after the run's time, the clients go on this long after them
 PRIOR = "hash-384-prior"  # the label of the prefilled rows' vectors: another model, to be re-embedded
 RETRYABLE = ("inside the server", "try again")  # a failure answer the caller may retry (nothing acknowledged)
-WORDS = (
-    "harbour",
-    "ledger",
-    "violin",
-    "orchard",
-    "comet",
-    "lantern",
-    "glacier",
-    "pepper",
-    "saddle",
-    "quartz",
-    "meadow",
-    "anchor",
-    "falcon",
-    "ember",
-    "cobalt",
-    "thistle",
-)
 REF = re.compile(r"\b(?:mem|ep):\d+\b")
 
 

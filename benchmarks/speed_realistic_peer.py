@@ -32,6 +32,7 @@ import platform
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -192,14 +193,15 @@ def _git(*args: str) -> str:
     return done.stdout.strip()
 
 
-def ours_snapshot(rev: str, workdir: Path) -> Path:
+def ours_snapshot(rev: str) -> Path:
     """Our package as committed at ``rev`` (``git archive``, the repository untouched), for the timed server.
 
     Others edit cuedrecall/ while a run lasts: a server started from the working tree would run whatever
     half-made state it found at its start (one failed to start), and the figures could not name their code.
     """
     sha = _git("rev-parse", "--short", rev)
-    target = workdir / f"ours-tree-{sha}"
+    # outside benchmarks/: a copy of cuedrecall/ there would be walked as benchmarks' own modules
+    target = Path(tempfile.gettempdir()) / "cuedrecall-ours-trees" / sha
     if not (target / "cuedrecall" / "__init__.py").exists():
         target.mkdir(parents=True, exist_ok=True)
         archive = subprocess.run(
@@ -249,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     questions = realistic.questions(args.locomo, args.queries)
     if args.ours_rev:  # resolved once: others commit while a run lasts
         args.ours_rev = _git("rev-parse", "--short", args.ours_rev)
-    args.ours_tree = ours_snapshot(args.ours_rev, args.workdir) if args.ours_rev else None
+    args.ours_tree = ours_snapshot(args.ours_rev) if args.ours_rev else None
     load, tree = [os.getloadavg()[0]], tree_note(args.ours_rev)
     done: dict[int, dict[str, Any]] = {}
 
