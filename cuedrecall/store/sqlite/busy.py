@@ -55,6 +55,24 @@ def begin_write(conn: sqlite3.Connection, wait_s: float, deadline: float | None 
         conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")  # reads keep the usual wait
 
 
+def enter_wal(conn: sqlite3.Connection, wait_s: float | None = None) -> None:
+    """Put the database in WAL mode, retried while another process holds its lock: two processes opening one
+    file at once both need the exclusive lock for the switch, and SQLite answers one of them busy at once
+    (waiting cannot help a connection the other is waiting for), so the busy timeout alone does not cover it."""
+    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    deadline = time.monotonic() + (WRITE_WAIT_S if wait_s is None else wait_s)
+    pause = 0.01
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.5)
+
+
 def open_reader(path: str) -> sqlite3.Connection:
     """A read-only connection to the database file for one thread's snapshots (WAL: it never blocks a writer)."""
     conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)

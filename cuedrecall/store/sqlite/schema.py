@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from cuedrecall.store.sqlite.busy import WRITE_WAIT_S, begin_write
+
 
 def _logged_as(table: str, kind: str) -> str:
     """Triggers that log any change of ``table`` as one change_log entry of ``kind`` (row 0), so every process's
@@ -470,7 +472,7 @@ def migrate(conn: sqlite3.Connection) -> int:
     for step, script in MIGRATIONS:
         if step <= version:
             continue
-        conn.execute("BEGIN IMMEDIATE")
+        begin_write(conn, WRITE_WAIT_S)
         try:
             if current_version(conn) < step:
                 for statement in _statements(script):

@@ -34,7 +34,13 @@ from cuedrecall.store.sqlite.arms import SqliteArms
 from cuedrecall.store.sqlite.block_index import BlockIndex
 from cuedrecall.store.sqlite.blocks import SqliteBlocks
 from cuedrecall.store.sqlite.browse import SqliteBrowse
-from cuedrecall.store.sqlite.busy import BUSY_TIMEOUT_MS, WRITE_SLICE_S, WRITE_WAIT_S, begin_write, open_reader
+from cuedrecall.store.sqlite.busy import (
+    WRITE_SLICE_S,
+    WRITE_WAIT_S,
+    begin_write,
+    enter_wal,
+    open_reader,
+)
 from cuedrecall.store.sqlite.dialect import SQLITE
 from cuedrecall.store.sqlite.grown_stats import GrownStats, Upto
 from cuedrecall.store.sqlite.locks import SnapshotLock
@@ -110,9 +116,8 @@ class SqliteStore(SqlRecords, SqliteArms, SqliteMaintenance, SqliteBlocks, SqlGr
         self.write_wait_s = WRITE_WAIT_S
         try:
             self._main = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            self._main.execute("PRAGMA journal_mode=WAL")
+            enter_wal(self._main)
             self._main.execute("PRAGMA synchronous=NORMAL")
-            self._main.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             self.schema_version = migrate(self._main)
         except sqlite3.Error as exc:
             raise self._failure(exc) from exc
