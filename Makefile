@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 CONSTRAINTS := constraints.txt
 PIP_INSTALL := $(PY) -m pip install --quiet -c $(CONSTRAINTS)
 
-.PHONY: demo test lint install install-test bench clean browser
+.PHONY: demo test test-fast lint install install-test bench clean browser
 
 $(VENV)/.installed: pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
@@ -38,23 +38,21 @@ browser:
 	  fi; \
 	fi
 
-# The recall, trace, cue, isolation and tool tests run a second time on PostgreSQL (a private server from the PyPI
-# package pgserver, started by the tests): the same assertions over the other backend. sqlite_only marks the few
-# that check what only a SQLite file has.
-PG_TESTS := $(addprefix tests/test_,recall_stages recall_properties recall_golden trace_shape trace_schema \
-	trace_readiness timecue cue_rules cue_properties isolation isolation_tools write_tools tools_validation seats \
-	block_arm word_arm relief_properties gate_newcomer reconstruct traverse associations migration_graph)
-PG_TESTS := $(addsuffix .py,$(PG_TESTS))
-
 # Lint, format and types: ruff over the whole repository, mypy over the package (configuration in pyproject.toml).
 lint: $(VENV)/.test-installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
+# Everything: unit tests (tests/unit/, mirroring the package), the contract tests once per backend (tests/contract/:
+# SQLite, then PostgreSQL from PyPI's pgserver, started by the tests), the system tests (tests/system/: several
+# processes, kills, load, the browser) and the benchmarks' own tests (tests/benchmarks/).
 test: $(VENV)/.test-installed browser
 	$(PY) -m pytest
-	CUEDRECALL_TEST_BACKEND=postgres $(PY) -m pytest -m "not sqlite_only" $(PG_TESTS)
+
+# The inner loop: what runs in one process on SQLite, without the slow system tests or the PostgreSQL server.
+test-fast: $(VENV)/.test-installed
+	$(PY) -m pytest -m "not slow and not postgres"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,7 +1,7 @@
 """Compatibility: one scripted client session, run against our server and against CPersona 2.6.14.
 
     python -m benchmarks.compat                 # both servers; writes benchmarks/results/compat.md
-    python -m benchmarks.compat --ours-only     # our server only (tests/test_compat.py runs the same)
+    python -m benchmarks.compat --ours-only     # our server only (tests/benchmarks/test_compat.py runs the same)
     python -m benchmarks.compat --peer-only     # CPersona only (installed into benchmarks/.peer/ if needed)
 
 The session is data (``SESSION``): a list of steps ``(label, tool, arguments, expectations)``.
@@ -1395,7 +1395,8 @@ def find_peer(log: Path) -> tuple[Path, str]:
 
 # -- comparing the two runs ----------------------------------------------------------------------
 
-# Inner keys not compared: the trace is a diagnostic with its own documented layout (tests/test_trace_schema.py).
+# Inner keys not compared: the trace is a diagnostic with its own documented layout
+# (tests/contract/test_trace_schema.py).
 NOT_DESCENDED = {"trace"}
 
 
@@ -1733,7 +1734,7 @@ def render(argv: Sequence[str], ours: Run, theirs: Run, reference: dict[str, Any
         "argument form a CPersona 2.6 client sends) is run against each server, each with an empty database "
         "and its own export folder. Each step states the response fields a CPersona client reads; a step passes "
         "when the answer keeps all of them. `make test` runs the same session against ours "
-        "(`tests/test_compat.py`).",
+        "(`tests/benchmarks/test_compat.py`).",
         "",
         "Settings beyond each server's defaults:",
         "",

@@ -176,7 +176,7 @@ def study(args: argparse.Namespace, layout: str, dataset: str, conversation: Con
     return [q for q in conversation.questions if not (locomo and q.category in h.LOCOMO_EXCLUDED)], row_of
 
 
-# -- counting and the verdict (pure: tests/test_bench_cue_propagation.py) ---------------------------
+# -- counting and the verdict (pure: tests/benchmarks/test_bench_cue_propagation.py) ---------------------------
 
 
 def counts(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:

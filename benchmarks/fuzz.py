@@ -31,7 +31,7 @@ nothing; a request head never finished is closed within the head deadline.
 ``--backend postgres`` runs every server over a private PostgreSQL server (pgserver, benchmarks/pg.py), a fresh
 schema each; the rows a refused call must leave alone are then counted through the store's read methods.
 
-``tests/test_fuzz_mcp.py`` runs the same strategies for a few hundred calls.
+``tests/system/test_fuzz_mcp.py`` runs the same strategies for a few hundred calls.
 """
 
 from __future__ import annotations

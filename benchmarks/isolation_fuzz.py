@@ -14,11 +14,11 @@ agent's rows, each as one agent, most aimed at another agent's rows, and after e
   unlock of another agent's row are refused;
 - a call with a NUL character in any one of its strings (a text, a name, an identifier, a key) is refused
   naming that argument, never a failure inside the server, and changes nothing (PostgreSQL text cannot hold
-  a NUL, so neither backend takes one: the same refusal on both, tests/test_named_refusals.py);
+  a NUL, so neither backend takes one: the same refusal on both, tests/unit/tools/test_named_refusals.py);
 - a flood of recalls, each naming a scope never seen (a new source_id), keeps the store's per-scope
   statistics within their bound (docs/caches.md) and still answers only the scope asked for.
 
-Read semantics (tests/test_isolation.py): agent exact; project None = every project, "" = the global pool
+Read semantics (tests/contract/test_isolation.py): agent exact; project None = every project, "" = the global pool
 only, "X" = X and the pool; channel "" = every channel, "C" = C and ""; a source_id ending in a letter or digit
 names one source, any other is a prefix of it; episodes are left out when source_id is set unless channel is.
 
@@ -66,7 +66,7 @@ REF = re.compile(r"\b(?:mem|ep):\d+\b")
 FOUND = (
     "traverse named the record a relation was declared in (`anchor_ref`) even when that record lay outside the "
     "project, channel or source asked for: fixed in cuedrecall/graph/traverse.py (`Scope.reads`), "
-    "tests/test_isolation_tools.py::test_traverse_names_a_relations_anchor_only_when_the_scope_reads_that_record",
+    "tests/contract/test_isolation_tools.py::test_traverse_names_a_relations_anchor_only_when_the_scope_reads_that_record",
 )
 
 

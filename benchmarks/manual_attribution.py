@@ -8,7 +8,7 @@
 hand (the question, its evidence turns, what the arms, the gate and the order did) and
 attributed to the stage that lost the evidence, with the reasoning written out. The
 fixture holds the recall's trace (refs, ranks, scores; no stored text) and the evidence
-refs, never dataset text; ``tests/test_manual_attribution.py`` checks that the
+refs, never dataset text; ``tests/benchmarks/test_manual_attribution.py`` checks that the
 confirmation tool names the hand-attributed stage from the trace alone.
 
 This script replays each case's conversation exactly as ``benchmarks.suspected_confirmed``

@@ -3,7 +3,7 @@ and the paired comparisons the studies judge by (per question, did x rise over y
 sign tests on those counts, and how a comparison is printed).
 
 Used by the time-cue study (benchmarks/time_cue.py), gate relief (relief.py), cue propagation
-(cue_propagation.py) and the seats comparison (seats.py); tests/test_bench_stats.py holds the known cases.
+(cue_propagation.py) and the seats comparison (seats.py); tests/benchmarks/test_bench_stats.py holds the known cases.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ NO_BLOCKS = {"block_build_enabled": False, "block_retrieval_enabled": False}
 NO_AUTO_CALIBRATION = {"calibrate_on_growth": False}
 # The stage tests pin the four arms of the CPersona replica at its depth (the limit) and its rrf constant (60); the
 # word arm, the episode context, the depth floor of 100 and k = 15 (the defaults) have their own tests
-# (tests/test_word_arm.py, tests/test_episode_context.py) and are on wherever a test asks for them.
+# (tests/contract/test_word_arm.py, tests/unit/recall/test_episode_context.py) and are on wherever a test asks for them.
 REPLICA_ARMS = {"word_arm_enabled": False, "episode_context_enabled": False, "recall_depth_floor": 0, "rrf_k": 60}
 
 
@@ -49,7 +49,21 @@ def make_settings(**overrides: Any) -> Settings:
     )
 
 
-_ON_POSTGRES = os.environ.get("CUEDRECALL_TEST_BACKEND", "") == "postgres"
+# The backend the running test's settings point at: SQLite unless CUEDRECALL_TEST_BACKEND=postgres, and the
+# contract tests' ``backend`` parameter sets it per module (tests/contract/conftest.py).
+_BACKEND = {"postgres": os.environ.get("CUEDRECALL_TEST_BACKEND", "") == "postgres"}
+
+
+def on_postgres() -> bool:
+    """Whether the running test's stores are PostgreSQL schemas."""
+    return _BACKEND["postgres"]
+
+
+def use_backend(name: str) -> None:
+    """Point the settings made from now on at ``name`` ("sqlite" or "postgres")."""
+    _BACKEND["postgres"] = name == "postgres"
+
+
 _TEST_SCHEMA: dict[str, str] = {}  # the running test's PostgreSQL URL, when the suite runs on PostgreSQL
 _PATH_SCHEMAS: dict[str, str] = {}  # the running test's database paths -> the schema standing for each
 
@@ -58,10 +72,10 @@ def _test_backend() -> dict[str, Any]:
     """CUEDRECALL_TEST_BACKEND=postgres runs the tests that build their settings here against PostgreSQL: every
     store one test opens is the test's own schema of the session's private server (tests/pg_server.py), so a
     store reopened by path sees what was written; unset, the SQLite file."""
-    if not _ON_POSTGRES:
+    if not on_postgres():
         return {}
     if "url" not in _TEST_SCHEMA:  # settings built outside a test (a module's fixture): a schema of their own
-        from pg_server import postgres_url
+        from tests.pg_server import postgres_url
 
         return {"db_url": postgres_url()}
     return {"db_url": _TEST_SCHEMA["url"]}
@@ -70,10 +84,10 @@ def _test_backend() -> dict[str, Any]:
 @pytest.fixture(autouse=True)
 def _postgres_schema_per_test() -> Iterator[None]:
     """One fresh PostgreSQL schema per test when the suite runs on PostgreSQL; nothing otherwise."""
-    if not _ON_POSTGRES:
+    if not on_postgres():
         yield
         return
-    from pg_server import postgres_url
+    from tests.pg_server import postgres_url
 
     _TEST_SCHEMA["url"] = postgres_url()
     try:
@@ -91,9 +105,9 @@ def open_memory(path: Path | str, **kwargs: Any) -> Memory:
 def _placed(path: Path | str, settings: Settings) -> Settings:
     """On PostgreSQL, one store per path as on files: the test's first path is the test's schema, each other path
     a fresh schema of its own (a property test's examples each open a new path, so each gets an empty store)."""
-    if not _ON_POSTGRES or "url" not in _TEST_SCHEMA or settings.db_url != _TEST_SCHEMA["url"]:
+    if not on_postgres() or "url" not in _TEST_SCHEMA or settings.db_url != _TEST_SCHEMA["url"]:
         return settings
-    from pg_server import postgres_url
+    from tests.pg_server import postgres_url
 
     key = str(path)
     if key not in _PATH_SCHEMAS:
@@ -162,8 +176,8 @@ def serving(memory: Memory) -> Iterator[str]:
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
-    """A configured export folder, apart from the database's folder (tests/test_export_confinement.py,
-    tests/test_file_hardening.py)."""
+    """A configured export folder, apart from the database's folder (tests/unit/test_export_confinement.py,
+    tests/unit/test_file_hardening.py)."""
     path = tmp_path / "exchange"
     path.mkdir()
     return path
@@ -320,3 +334,23 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if loose:
         print(f"\nopened outside the repository, outside any test: {', '.join(loose)}", file=sys.stderr)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark what runs under tests/system/ slow (several processes, kills, load, a browser); leave out the
+    PostgreSQL run of a contract test that checks what only a SQLite file has (``sqlite_only``) or whose module
+    chooses its backends itself (``BACKENDS``)."""
+    system = REPO_ROOT / "tests" / "system"
+    kept, dropped = [], []
+    for item in items:
+        if system in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.slow)
+        callspec = getattr(item, "callspec", None)
+        on_pg = callspec is not None and callspec.params.get("backend") == "postgres"
+        chooses = item.get_closest_marker("sqlite_only") is not None or hasattr(
+            getattr(item, "module", None), "BACKENDS"
+        )
+        (dropped if on_pg and chooses else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept

@@ -3,7 +3,7 @@
 Off unless ``CUEDRECALL_OAUTH_RESOURCE`` and ``CUEDRECALL_OAUTH_AUTHORIZATION_SERVERS`` are set (CPersona's
 ``CPERSONA_OAUTH_*`` names too), and then only beside an ACL file: a verified token calls as the principal
 ``oauth:<issuer>:<client_id>`` (or ``oauth:<issuer>#<sub>``) with the grants the ACL file gives that name, none
-when it names none. The rules, each with its test in ``tests/test_oauth.py``, are in docs/security.md#oauth.
+when it names none. The rules, each with its test in ``tests/unit/server/test_oauth.py``, are in docs/security.md#oauth.
 
 Nothing here reaches the network but to fetch a configured issuer's metadata and key set, over HTTPS (plain HTTP
 to a loopback issuer only), with a timeout and a size bound; what a token names (``jku``, ``x5u``, an issuer

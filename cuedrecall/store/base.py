@@ -3,7 +3,7 @@ hand upward, the scope.
 
 Everything above ``store/`` is written against ``Store`` or one of its roles; a
 further backend is a folder beside ``store/sqlite/`` and ``store/postgres/`` whose
-store passes ``tests/test_store_contract.py``, not a rewrite (docs/storage.md).
+store passes ``tests/contract/test_store_contract.py``, not a rewrite (docs/storage.md).
 """
 
 from __future__ import annotations
@@ -570,7 +570,7 @@ class GraphStore(Transactions, Protocol):
 
 class Store(RecordStore, CalibrationStore, BrowseStore, ArmStore, MaintenanceStore, BlockStore, GraphStore, Protocol):
     """What the layers above storage may ask of a backend: the union of the roles above. A caller that needs
-    one role types against that role; a backend implements them all (tests/test_store_contract.py)."""
+    one role types against that role; a backend implements them all (tests/contract/test_store_contract.py)."""
 
 
 ROLES = (RecordStore, CalibrationStore, BrowseStore, ArmStore, MaintenanceStore, BlockStore, GraphStore)

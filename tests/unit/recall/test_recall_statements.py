@@ -1,0 +1,83 @@
+"""A recall reads one snapshot: one freshness check, the arms, one hydration of what it returns.
+
+See docs/architecture.md#a-recall-reads-one-snapshot.
+
+The counts are of top-level SQL statements a warm recall sends (sqlite3's trace
+callback; statements FTS5 runs inside a MATCH are its own and start with "--").
+Before the snapshot a warm recall sent 22 (16 of them freshness checks), a cued
+one 39; these pins keep the path from growing back. Since vector-codes-v1 the
+vector arms read the stored vectors of the rows near their cut, each once a
+snapshot. The profile is cached until
+any connection changes a profile, so a warm recall reads none.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cuedrecall.api import Memory
+from tests.conftest import open_memory
+
+A = "agent-a"
+QUERY = "what about the lighthouse keeper"
+CUE = {"after": "2025-03-01", "before": "2025-03-10", "confidence": "sure"}
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Memory:
+    memory = open_memory(tmp_path / "statements.db")
+    for i in range(30):
+        memory.store(
+            agent_id=A,
+            message={
+                "content": f"note {i} about the lighthouse keeper, topic {i % 5}",
+                "timestamp": f"2025-03-{1 + i % 28:02d}T10:00:00+00:00",
+            },
+        )
+    memory.archive_episode(agent_id=A, summary="a session at the lighthouse", keywords="lighthouse")
+    memory.update_profile(agent_id=A, profile="likes lighthouses")
+    for _ in range(2):  # warm: the scope's statistics and the term counts are cached
+        memory.recall(agent_id=A, query=QUERY)
+        memory.recall(agent_id=A, query=QUERY, time_cue=CUE)
+    yield memory
+    memory.close()
+
+
+def statements(memory: Memory, **arguments: Any) -> tuple[list[str], dict[str, Any]]:
+    sent: list[str] = []
+    conn = memory.store_._reader()  # type: ignore[attr-defined]  # the connection this thread's snapshots read through
+    conn.set_trace_callback(lambda sql: None if sql.startswith("--") else sent.append(sql.split()[0].upper()))
+    try:
+        response = memory.recall(agent_id=A, query=QUERY, **arguments)
+    finally:
+        conn.set_trace_callback(None)
+    return sent, response
+
+
+def test_a_warm_recall_sends_ten_statements_inside_one_read_transaction(memory: Memory) -> None:
+    sent, response = statements(memory)
+    assert len(response["messages"]) == 10
+    # BEGIN, the change-log check, two full-text arms, memories and episodes hydrated once, COMMIT, and three
+    # reads of stored vectors (vector-codes-v1 scores the rows near the cut exactly): the near arm's memories and
+    # episodes, then the rest of the pool the gate's outlier bar scores; a snapshot reads each vector once
+    assert len(sent) == 10, sent
+    assert sent[0] == "BEGIN" and sent[-1] == "COMMIT"
+    assert "PRAGMA" not in sent  # no per-read freshness check inside the snapshot
+
+
+def test_a_cued_recall_adds_only_the_cue_arm_and_its_new_records(memory: Memory) -> None:
+    sent, response = statements(memory, time_cue=CUE)
+    assert response["time_cue"]["seated"] + 10 == len(response["messages"])
+    # the ten above, the cue arm's two full-text lists, one hydration of the records only it found; the cue's
+    # vector arm scores rows the snapshot has already read
+    assert len(sent) == 13, sent
+    assert sent.count("BEGIN") == 1 and "PRAGMA" not in sent
+
+
+def test_excluding_contents_reads_no_record_twice(memory: Memory) -> None:
+    sent, response = statements(memory, exclude_contents=["note 1 about the lighthouse keeper"])
+    assert all("note 1 about" not in m["content"] for m in response["messages"])
+    assert len(sent) == 10, sent  # exclusion reads the records the facts step hydrated

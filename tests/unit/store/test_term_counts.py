@@ -1,0 +1,113 @@
+"""The term counts' cache is bounded, and keyword-budget-v1 picks each pass's terms by its rule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cuedrecall.store import term_counts
+from cuedrecall.store.term_counts import FALLBACK_ROWS, FIRST_PASS_ROWS, TermCounts, plan_terms
+from tests.conftest import open_memory
+
+
+class _Source:
+    """A term source with fixed counts; it records what it was asked."""
+
+    def __init__(self, rows: int, counts: dict[str, int] | None = None) -> None:
+        self.rows, self.counts, self.asked = rows, counts or {}, []
+
+    def row_count(self, table: str) -> int:
+        return self.rows
+
+    def _count(self, text: str) -> int:
+        self.asked.append(text)
+        return self.counts.get(text, 0)
+
+    def gram_count(self, table: str, gram: str) -> int:
+        return self._count(gram)
+
+    def phrase_count(self, table: str, phrase: str) -> int:
+        return self._count(phrase)
+
+    def word_count(self, table: str, word: str) -> int:
+        return self._count(word)
+
+
+def test_the_cache_never_holds_more_than_its_bound() -> None:
+    counts = TermCounts(_Source(10_000), 0.1, max_entries=50)
+    for i in range(1_000):
+        counts.word_rows("memories", f"w{i}")
+    assert len(counts) == 50
+
+
+def test_the_least_recently_used_count_leaves_first() -> None:
+    source = _Source(10_000)
+    counts = TermCounts(source, 0.1, max_entries=3)
+    for word in ("a1", "b1", "c1"):
+        counts.word_rows("memories", word)
+    counts.word_rows("memories", "a1")  # used again: now the newest
+    counts.word_rows("memories", "d1")  # pushes out b1, the least recently used
+    source.asked.clear()
+    counts.word_rows("memories", "a1")
+    counts.word_rows("memories", "b1")
+    assert source.asked == ["b1"]
+
+
+def test_the_default_bound_is_the_documented_one() -> None:
+    assert TermCounts(_Source(1), 0.1).max_entries == TermCounts.MAX_ENTRIES == 50_000
+
+
+def test_recalls_with_fresh_cjk_text_keep_the_store_cache_within_its_bound(tmp_path: Path) -> None:
+    memory = open_memory(tmp_path / "m.db")
+    for i in range(250):  # past MIN_ROWS: the common-term rule reads counts
+        memory.store(agent_id="a", content=f"東京の会議 {i} は火曜日に移りました")
+    vocab = memory.store_._vocab  # type: ignore[attr-defined]
+    vocab.max_entries = 40
+    for i in range(30):
+        memory.recall(agent_id="a", query="".join(chr(0x4E00 + (i * 97 + j) % 20000) for j in range(40)))
+    assert 0 < len(vocab) <= 40
+    memory.close()
+
+
+def test_a_store_within_the_first_budget_ranks_on_every_uncommon_term_and_reads_no_row_count() -> None:
+    source = _Source(150)  # under MIN_ROWS: no term is common
+    plan = plan_terms(TermCounts(source, 0.1), "memories", ["alpha", "beta", "gamma"], words=True)
+    assert plan.first == plan.fallback == ("alpha", "beta", "gamma") and source.asked == []
+
+
+def test_a_large_store_ranks_first_on_the_rarest_terms_that_fit_the_budget_in_query_order() -> None:
+    rows = {"what": 40_000, "caroline": 900, "pottery": 700, "class": 900, "support": 3_000}
+    plan = plan_terms(TermCounts(_Source(100_000, rows), 0.1), "memories", list(rows), words=True)
+    # first pass: rarest first within FIRST_PASS_ROWS (700 + 900 fits; the next 900 would not)
+    assert plan.first == ("caroline", "pottery")
+    # fallback: any term, rarest first within FALLBACK_ROWS (700 + 900 + 900 + 3000 fits; 40,000 does not)
+    assert plan.fallback == ("caroline", "pottery", "class", "support")
+    assert plan.left_out == ("what",)
+    record = plan.record("first")  # terms by their place in the query: a trace holds no text
+    assert record["rule"] == "keyword-budget-v1" and record["term_rows"] == list(rows.values())
+    assert record["first"] == [1, 2] and record["fallback"] == [1, 2, 3, 4] and record["left_out"] == [0]
+    assert record["first_pass_rows"] == FIRST_PASS_ROWS and record["fallback_rows"] == FALLBACK_ROWS
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(st.from_regex(r"[a-z]{3,8}", fullmatch=True), st.integers(0, 30_000), min_size=1, max_size=12),
+    st.integers(2_001, 200_000),
+)
+def test_each_pass_reads_no_more_rows_than_its_budget_and_keeps_the_rarest(rows: dict[str, int], total: int) -> None:
+    terms = list(rows)
+    plan = plan_terms(TermCounts(_Source(total, rows), 1.0), "memories", terms, words=True)  # ratio 1: none common
+    for kept, budget in ((plan.first, FIRST_PASS_ROWS), (plan.fallback, FALLBACK_ROWS)):
+        assert min(total, sum(rows[t] for t in kept)) <= budget
+        assert [t for t in terms if t in kept] == list(kept)  # the query's order
+        dropped = [t for t in terms if t not in kept]
+        assert all(rows[d] >= rows[k] for d in dropped for k in kept)  # never a rarer term left out
+        assert not dropped or min(total, sum(rows[t] for t in kept) + min(rows[d] for d in dropped)) > budget
+
+
+def test_the_budget_constants_are_the_rule_s(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(term_counts, "FIRST_PASS_ROWS", 10)
+    plan = plan_terms(TermCounts(_Source(1_000, {"aaa": 6, "bbb": 6}), 1.0), "memories", ["aaa", "bbb"], words=True)
+    assert plan.first == ("aaa",)
