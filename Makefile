@@ -48,7 +48,7 @@ lint: $(VENV)/.test-installed
 # SQLite, then PostgreSQL from PyPI's pgserver, started by the tests), the system tests (tests/system/: several
 # processes, kills, load, the browser) and the benchmarks' own tests (tests/benchmarks/).
 test: $(VENV)/.test-installed browser
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=30
 
 # The inner loop: what runs in one process on SQLite, without the slow system tests or the PostgreSQL server.
 test-fast: $(VENV)/.test-installed
