@@ -50,9 +50,10 @@ lint: $(VENV)/.test-installed
 test: $(VENV)/.test-installed browser
 	$(PY) -m pytest --durations=30
 
-# The inner loop: what runs in one process on SQLite, without the slow system tests or the PostgreSQL server.
+# The inner loop: the unit tests on SQLite, spread over the cores (pytest-xdist), without the slow system tests or
+# the PostgreSQL server.
 test-fast: $(VENV)/.test-installed
-	$(PY) -m pytest -m "not slow and not postgres"
+	$(PY) -m pytest -n auto -m "not slow and not postgres" tests/unit
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
