@@ -49,18 +49,24 @@ def load_sample(memory: Memory) -> dict[str, int]:
 def rows_table(
     title: str, messages: list[dict[str, Any]], highlight: Callable[[dict[str, Any]], bool] | None = None
 ) -> Table:
-    """A recall answer, best row first (the wire order is worst to best); ``highlight`` rows in bold green."""
+    """A recall answer, best row first by its ``rank`` (docs/tools.md#recall-rows-order-and-rank); ``highlight``
+    rows in bold green."""
     table = Table(title=title, show_lines=False)
-    for column in ("#", "ref", "when", "why", "content"):
+    for column in ("rank", "ref", "when", "why", "content"):
         table.add_column(column, overflow="fold")
-    for place, row in enumerate(reversed(messages), 1):
+    for row in sorted(messages, key=lambda message: message["rank"]):
         reason = row.get("match_reason") or {}
         why = " ".join(
             f"{k}={_short(v)}" for k, v in reason.items() if k in ("signal", "score", "cue_rank", "admission")
         )
         style = "bold green" if highlight is not None and highlight(row) else None
         table.add_row(
-            str(place), row.get("ref", "-"), (row.get("timestamp") or "")[:10], why, row["content"][:90], style=style
+            str(row["rank"]),
+            row.get("ref", "-"),
+            (row.get("timestamp") or "")[:10],
+            why,
+            row["content"][:90],
+            style=style,
         )
     return table
 

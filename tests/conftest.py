@@ -97,6 +97,17 @@ def _postgres_schema_per_test() -> Iterator[None]:
         _PATH_SCHEMAS.clear()
 
 
+def apart_settings(**overrides: Any) -> Settings:
+    """make_settings for a store apart from the test's others, as each ``Memory(":memory:")`` is on SQLite: on
+    PostgreSQL a fresh schema of its own rather than the test's schema."""
+    settings = make_settings(**overrides)
+    if not on_postgres():
+        return settings
+    from tests.pg_server import postgres_url
+
+    return replace(settings, db_url=postgres_url())
+
+
 def open_memory(path: Path | str, **kwargs: Any) -> Memory:
     settings = _placed(path, kwargs.pop("settings", None) or make_settings())
     return Memory(path, settings=settings, clock=kwargs.pop("clock", fixed_clock(NOW)), **kwargs)

@@ -1,4 +1,6 @@
-"""The last stage: rows become the response's messages, worst to best, so the last row is the best."""
+"""The last stage: rows become the response's messages, worst to best, so the last row is the best (CPersona's order,
+which its clients read); each message also carries ``rank``, 1 for the best, so no reader has to know the order
+(docs/tools.md#recall-rows-order-and-rank)."""
 
 from __future__ import annotations
 
@@ -88,7 +90,7 @@ def confidence(ctx: RecallContext, row: Candidate, record: Record | None) -> dic
 
 def build_messages(ctx: RecallContext, rows: list[Candidate], full_content: bool) -> list[dict[str, Any]]:
     """Messages for the answer rows (best first in ``rows``, hydrated by the facts step), returned worst to best."""
-    messages = []
+    messages: list[dict[str, Any]] = []
     for row in rows:
         if row.is_profile:
             messages.append({"content": f"[Profile] {ctx.profile()}", "source": {"System": "profile"}, "timestamp": ""})
@@ -108,6 +110,8 @@ def build_messages(ctx: RecallContext, rows: list[Candidate], full_content: bool
             message["confidence"] = confidence(ctx, row, record)
         messages.append(message)
     messages.reverse()
+    for position, message in enumerate(messages):
+        message["rank"] = len(messages) - position  # 1 = best, whatever order a reader walks them in
     _cut_previews(messages, ctx.params.preview_chars, full_content)
     if ctx.params.excerpt_chars > 0 and not ctx.blank:
         for message in messages:

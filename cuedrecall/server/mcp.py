@@ -44,7 +44,7 @@ log = logging.getLogger("cuedrecall")
 SERVER_NAME = "cuedrecall"
 INSTRUCTIONS = (
     "Long-term memory. store what a later session should know; archive_episode at the end of a session; "
-    "recall before answering anything that may depend on the past (the LAST row of the answer is the best). "
+    "recall before answering anything that may depend on the past (the LAST row of the answer is the best, rank 1). "
     "Pass recall's time_cue only when the request names a time, never today's date."
 )
 PRINCIPAL_KEY = "cuedrecall.principal"  # the ASGI scope key the auth middleware files the caller under

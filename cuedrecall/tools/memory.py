@@ -142,8 +142,9 @@ TOOLS = [
     Tool(
         "recall",
         "Search memory before answering what may depend on the past. Rows run worst to best: the LAST is the "
-        "best match. Pass time_cue only when the request itself names a time; never fill it with today's date. "
-        "A cue lifts rows a few places, may add up to 3 rows, never removes one.",
+        "best match; each row's rank says its place (1 = best). Pass time_cue only when the request itself "
+        "names a time; never fill it with today's date. A cue lifts rows a few places, may add up to 3 rows, "
+        "never removes one.",
         {
             "agent_id": AGENT,
             "query": Param("string", '"" lists the newest', required=True, max_length=QUERY_MAX),

@@ -307,7 +307,7 @@ def test_isolation_is_never_widened_on_any_arm(
     deep=st.booleans(),
     full=st.booleans(),
 )
-def test_response_never_holds_more_than_limit_rows(
+def test_response_never_holds_more_than_limit_rows_and_each_says_its_rank_best_last(
     rows: list[Row],
     scope: dict[str, Any],
     query: str,
@@ -333,6 +333,9 @@ def test_response_never_holds_more_than_limit_rows(
         )
     assert len(response["messages"]) <= limit
     assert len(set(returned(response))) == len(response["messages"])  # and never a row twice
+    # worst to best on the wire, each row's rank its place from the best (docs/tools.md#recall-rows-order-and-rank)
+    count = len(response["messages"])
+    assert [message["rank"] for message in response["messages"]] == list(range(count, 0, -1))
 
 
 def _order_scores(trace: dict[str, Any], refs: list[str], prior: bool) -> list[float]:
@@ -522,3 +525,16 @@ def test_the_vector_arm_sees_the_whole_scope_and_nothing_else(
         )
     near = sorted(hit["ref"] for hit in response["trace"]["arms"]["vector_near"])
     assert near == sorted(ref for ref, row in stored.items() if in_scope(row, scope))
+
+
+def test_rows_run_worst_to_best_and_each_rank_counts_from_the_best(tmp_path: Path) -> None:
+    """The property above, on a store where the answer surely holds several rows: rank 1 is the last row."""
+    with open_memory(tmp_path / "ranked.db") as memory:
+        for i in range(6):
+            memory.store(agent_id="ranker", content=f"the harbour ferry timetable changed in week {i}")
+        response = memory.recall(agent_id="ranker", query="harbour ferry timetable", limit=5)
+    messages = response["messages"]
+    assert len(messages) == 5
+    assert [message["rank"] for message in messages] == [5, 4, 3, 2, 1]
+    best = min(messages, key=lambda message: message["rank"])
+    assert best is messages[-1]

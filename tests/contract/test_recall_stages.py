@@ -627,7 +627,12 @@ def test_profile_row_admitted_at_pool_of_50(memory: Memory) -> None:
     response, trace = traced(memory, QUERY)
     assert trace["gate"]["pool"] == 50 and decisions(trace)["profile"]["passed"] is True
     row = response["messages"][refs(response).index("profile")]
-    assert row == {"content": "[Profile] " + profile.strip(), "source": {"System": "profile"}, "timestamp": ""}
+    assert row == {
+        "content": "[Profile] " + profile.strip(),
+        "source": {"System": "profile"},
+        "timestamp": "",
+        "rank": len(response["messages"]) - refs(response).index("profile"),
+    }
     assert "profile" in before_cut(trace) and before_cut(trace)[-1] == "profile"
     # the pool is the read scope's: a project-scoped read holds fewer rows
     put(memory, "a project note about zephyr", project="p1")

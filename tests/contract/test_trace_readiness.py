@@ -33,7 +33,7 @@ from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock
 from cuedrecall.demo import load_sample
 from cuedrecall.text import normalize
-from tests.conftest import NOW, make_settings
+from tests.conftest import NOW, apart_settings
 
 AGENT = "a"
 
@@ -50,7 +50,7 @@ FILLER = [
 
 
 def new_memory(**settings: Any) -> Memory:
-    return Memory(":memory:", settings=make_settings(**settings), clock=fixed_clock(NOW))
+    return Memory(":memory:", settings=apart_settings(**settings), clock=fixed_clock(NOW))
 
 
 def store(memory: Memory, text: str, when: str, agent: str = AGENT) -> str:

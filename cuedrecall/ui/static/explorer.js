@@ -196,9 +196,11 @@
   }
 
   function showRecall(answer) {
-    var rows = (answer.messages || []).slice().reverse(); // the wire order is worst to best
+    // best first by each row's rank (1 = best; the wire order is worst to best): docs/tools.md
+    var rows = (answer.messages || []).slice().sort(function (a, b) { return a.rank - b.rank; });
     rows.forEach(function (m) {
       var li = node("li");
+      li.appendChild(node("span", "#" + m.rank + " ", "rank"));
       if (m.ref) { li.setAttribute("data-ref", m.ref); li.appendChild(refNode(m.ref)); }
       li.appendChild(node("span", " " + (m.timestamp || "").slice(0, 10)));
       var reason = m.match_reason || {};
