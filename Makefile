@@ -47,8 +47,11 @@ lint: $(VENV)/.test-installed
 # Everything: unit tests (tests/unit/, mirroring the package), the contract tests once per backend (tests/contract/:
 # SQLite, then PostgreSQL from PyPI's pgserver, started by the tests), the system tests (tests/system/: several
 # processes, kills, load, the browser) and the benchmarks' own tests (tests/benchmarks/).
+# The tests that run in one process are spread over the cores (pytest-xdist); the system tests, which start
+# processes and time them, run after them one at a time.
 test: $(VENV)/.test-installed browser
-	$(PY) -m pytest --durations=30
+	$(PY) -m pytest -n auto --durations=30 -m "not slow"
+	$(PY) -m pytest --durations=10 -m slow
 
 # The inner loop: the unit tests on SQLite, spread over the cores (pytest-xdist), without the slow system tests or
 # the PostgreSQL server.
