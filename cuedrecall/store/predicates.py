@@ -3,7 +3,7 @@ pattern.
 
 One piece of code per idea: the SQLite store (``?`` placeholders) and the PostgreSQL
 store (``%s``) build these from here, each naming its placeholder ``mark`` (through
-``Dialect.scope_where`` and its kin, or ``postgres/scope.py``); only what the dialects
+``Dialect.scope_where`` and its kin); only what the dialects
 make different stays in a backend.
 """
 

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cuedrecall.store.base import EPISODE, MEMORY, CoarseHit, Hit, Period, Scope, make_ref
-from cuedrecall.store.postgres.scope import period_where, scope_where
+from cuedrecall.store.postgres.dialect import POSTGRES
 from cuedrecall.store.sql.arms import SqlArms
 from cuedrecall.store.term_counts import SCOPE_SCAN_ROWS, PlannedHits, plan_terms, run_plan
 
@@ -65,7 +65,7 @@ def _bm25(period: Period | None) -> tuple[str, list[Any]]:
     """The ranking half of a lexical arm's query, after CTE ``o`` (id, ts_epoch, len, term i, tf): df per
     term among the matching rows, n and the mean row length over the scope (parameters: ``PgRecords._scope_lengths``),
     the period, best first. Its parameters: n, the mean, the period's, then the depth."""
-    pwhere, pparams = period_where("s", period)
+    pwhere, pparams = POSTGRES.period_where("s", period)
     return (
         "s AS (SELECT o.*, count(*) FILTER (WHERE o.tf > 0) OVER (PARTITION BY o.i) AS df FROM o), "
         "n AS (SELECT %s::float8 AS n, %s::float8 AS mean) "
@@ -191,8 +191,8 @@ class PgArms(SqlArms):
         vector of the query's width and of the vector model, the period."""
         # source_id filters memories only: a visible episode carries no source to match
         kind_scope = scope if kind == MEMORY else Scope(scope.agent_id, scope.project_id, scope.channel)
-        where, params = scope_where(kind_scope, "t", kind)
-        pwhere, pparams = period_where("t", period)
+        where, params = POSTGRES.scope_where(kind_scope, "t", kind)
+        pwhere, pparams = POSTGRES.period_where("t", period)
         model, mparams = self._model_filter("t")
         return (
             f"{where} AND t.embedding IS NOT NULL AND vector_dims(t.embedding) = %s{model}{pwhere}",
@@ -246,7 +246,7 @@ class PgArms(SqlArms):
         """The documented BM25 of the trigram arms (the module's docstring), one query. As in FTS5, a row's
         columns (an episode's summary and keywords) count together: tf summed over them, length their sum."""
         table, text = _TEXT[kind]
-        where, params = scope_where(scope, "m", kind)
+        where, params = POSTGRES.scope_where(scope, "m", kind)
         # candidates from the trigram index, one lookup a term (an OR over them invites a scan of every row's
         # grams); then the scope and the substring itself on those rows only
         lookups = " UNION ".join(f"SELECT id FROM {table} WHERE grams @> cr_trigrams(%s)" for _ in terms)
@@ -283,7 +283,7 @@ class PgArms(SqlArms):
 
     def _word_query(self, scope: Scope, words: Sequence[str], depth: int, period: Period | None) -> list[Hit]:
         """The documented BM25 of the word arm: tf = the stemmed word's positions in the row, one query."""
-        where, params = scope_where(scope, "m", MEMORY)
+        where, params = POSTGRES.scope_where(scope, "m", MEMORY)
         ranked, tail = _bm25(period)
         rows = self._read(
             "WITH q AS (SELECT u.lexeme, row_number() OVER () AS i FROM unnest(to_tsvector('english', %s)) AS u), "

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from cuedrecall.store.base import AgentSummary, Period, Record, Scope
-from cuedrecall.store.postgres.scope import period_where, scope_where
+from cuedrecall.store.postgres.dialect import POSTGRES
 from cuedrecall.store.rows import agent_summaries, page_window
 
 
@@ -37,11 +37,11 @@ class PgBrowse:
         size, offset = page_window(kind, scope, limit, offset)
         if size == 0:
             return []
-        where, params = scope_where(scope, "t", kind)
+        where, params = POSTGRES.scope_where(scope, "t", kind)
         if before_id is not None:
             where += " AND t.id < %s"
             params.append(before_id)
-        pwhere, pparams = period_where("t", period)
+        pwhere, pparams = POSTGRES.period_where("t", period)
         return self._select_records(
             kind, where + pwhere, [*params, *pparams, size, offset], "ORDER BY t.id DESC LIMIT %s OFFSET %s"
         )

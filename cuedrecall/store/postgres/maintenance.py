@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from cuedrecall.store.base import EPISODE, MEMORY, IndexGap
-from cuedrecall.store.postgres.scope import agent_where
+from cuedrecall.store.postgres.dialect import POSTGRES
 from cuedrecall.store.rows import TABLES
 from cuedrecall.store.sql.maintenance import SqlMaintenance
 
@@ -30,7 +30,7 @@ class PgMaintenance(SqlMaintenance):
 
     def misfit_embeddings(self, kind: str, agent_id: str, width: int, limit: int) -> tuple[int, list[int]]:
         """Rows whose vector does not have ``width`` components: (count, oldest ids)."""
-        where, params = agent_where(agent_id)
+        where, params = POSTGRES.agent_where(agent_id)
         return self._counted_ids(
             TABLES[kind], f"{where} AND embedding IS NOT NULL AND vector_dims(embedding) != %s", [*params, width], limit
         )
@@ -40,7 +40,7 @@ class PgMaintenance(SqlMaintenance):
     def fts_gap(self, kind: str, agent_id: str) -> IndexGap:
         """Rows whose stored trigram column differs from their text's (``missing``); no entry can outlive its row
         here (``stray`` is always empty)."""
-        where, params = agent_where(agent_id)
+        where, params = POSTGRES.agent_where(agent_id)
         rows = self._read(
             f"SELECT id FROM {TABLES[kind]} WHERE {where} AND grams IS DISTINCT FROM {_GRAMS[kind]} ORDER BY id", params
         )
@@ -59,7 +59,7 @@ class PgMaintenance(SqlMaintenance):
         width = self.embedding_dim()
         if width is None:
             return IndexGap([], [])
-        where, params = agent_where(agent_id)
+        where, params = POSTGRES.agent_where(agent_id)
         model = " AND embedding_model = %s" if self.vector_model is not None else ""
         rows = self._read(
             f"SELECT id FROM {TABLES[kind]} WHERE {where} AND embedding IS NOT NULL AND vector_dims(embedding) = %s"

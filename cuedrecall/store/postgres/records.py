@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cuedrecall.store.base import EPISODE, MEMORY, Scope, make_ref, split_ref
-from cuedrecall.store.postgres.dialect import stored_vector
-from cuedrecall.store.postgres.scope import scope_where
+from cuedrecall.store.postgres.dialect import POSTGRES, stored_vector
 from cuedrecall.store.rows import TABLES
 from cuedrecall.store.sql.records import SqlRecords
 
@@ -150,7 +149,7 @@ class PgRecords(SqlRecords):
         One scan of the lengths index gives the count and every length of the kind, read once a snapshot, so
         a recall's gate pool, trigram and word arms (and a plan's fallback query) share it."""
         kind_lengths = _LENGTHS[kind]
-        where, params = scope_where(scope, "m", kind)
+        where, params = POSTGRES.scope_where(scope, "m", kind)
 
         def read() -> dict[tuple[str, ...], tuple[int, Any]]:
             means = ", ".join(
@@ -163,22 +162,9 @@ class PgRecords(SqlRecords):
 
     def span(self, scope: Scope) -> tuple[float, float] | None:
         """(oldest, newest) memory time in the scope, epoch seconds; None when nothing is dated."""
-        where, params = scope_where(scope, "t", MEMORY)
+        where, params = POSTGRES.scope_where(scope, "t", MEMORY)
         low, high = self._read(f"SELECT MIN(t.ts_epoch), MAX(t.ts_epoch) FROM memories t WHERE {where}", params)[0]
         return None if low is None else (low, high)
-
-    def newest_episode_time(self, scope: Scope) -> str | None:
-        """When the scope's newest episode was recorded: the episode penalty's boundary."""
-        if not scope.episodes_visible:
-            return None
-        where, params = scope_where(scope, "t", EPISODE)
-        # by time, not id (an import can add an episode recorded long before); an unreadable time sorts last
-        rows = self._read(
-            f"SELECT t.created_at FROM episodes t WHERE {where} "
-            "ORDER BY cr_epoch(t.created_at) DESC NULLS LAST, t.id DESC LIMIT 1",
-            params,
-        )
-        return rows[0][0] if rows else None
 
     def vectors(self, refs: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors of the refs the vector arms compare (of their width; the vector model's, when one is set)."""

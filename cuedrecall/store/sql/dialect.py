@@ -25,6 +25,8 @@ class Dialect:
     ordered_join = "JOIN"  # a join whose left side the planner must keep outermost (SQLite: CROSS JOIN)
     folded_like = "ILIKE"  # a LIKE that folds ASCII case (SQLite's LIKE does)
     bits_cast = ""  # what follows the placeholder of a column of packed sign bits (blocks.bits)
+    # a text time column newest first, an unreadable time last (the placeholder is the column)
+    newest_first = "cr_epoch({}) DESC NULLS LAST"
 
     @property
     def driver_error(self) -> type[Exception]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from cuedrecall.store.base import Record, Threshold, split_ref
+from cuedrecall.store.base import EPISODE, Record, Scope, Threshold, split_ref
 from cuedrecall.store.rows import RECORD_COLUMNS, TABLES, ids_by_kind, record_of
 
 if TYPE_CHECKING:
@@ -29,6 +29,19 @@ class SqlRecords:
         def _cached(self, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any: ...
         def _delete_graph(self, conn: Any, agent_id: str) -> dict[str, int]: ...
         def _delete_folders(self, conn: Any, agent_id: str) -> int: ...
+
+    def newest_episode_time(self, scope: Scope) -> str | None:
+        """When the scope's newest episode was recorded: the episode penalty's boundary."""
+        if not scope.episodes_visible:
+            return None
+        where, params = self.dialect.scope_where(scope, "t", EPISODE)
+        # by time, not id (an import can add an episode recorded long before); an unreadable time sorts last
+        rows = self._read(
+            f"SELECT t.created_at FROM episodes t WHERE {where} "
+            f"ORDER BY {self.dialect.newest_first.format('t.created_at')}, t.id DESC LIMIT 1",
+            params,
+        )
+        return rows[0][0] if rows else None
 
     # -- writes, inside write() ---------------------------------------------------------
 

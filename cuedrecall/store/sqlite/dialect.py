@@ -13,6 +13,7 @@ class SqliteDialect(Dialect):
     mark = "?"
     ordered_join = "CROSS JOIN"  # SQLite's planner keeps a CROSS JOIN's left table outermost
     folded_like = "LIKE"  # folds ASCII case already
+    newest_first = "datetime({}) DESC"  # an unreadable time is NULL, which sorts last when descending
 
     @property
     def driver_error(self) -> type[Exception]:

@@ -571,19 +571,6 @@ class SqliteStore(SqlRecords, SqliteArms, SqliteMaintenance, SqliteBlocks, SqlGr
 
         return self._kept(("span", scope), lambda: read({}), grow)
 
-    def newest_episode_time(self, scope: Scope) -> str | None:
-        """When the scope's newest episode was recorded: the episode penalty's boundary."""
-        if not scope.episodes_visible:
-            return None
-        where, params = scope_where(scope, "t", EPISODE)
-        # by time, not id: an import can add an episode recorded long before the ones already here
-        rows = self._read(
-            f"SELECT t.created_at FROM episodes t WHERE {where} "
-            "ORDER BY datetime(t.created_at) DESC, t.id DESC LIMIT 1",
-            params,
-        )
-        return rows[0][0] if rows else None
-
     def vectors(self, refs: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors of indexed refs."""
         with self._lock:
