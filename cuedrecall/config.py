@@ -315,6 +315,12 @@ class Settings:
     word_arm_enabled: bool = _setting(
         True, _parse_bool, "recall's word arm: the memories' stemmed words (porter) beside the trigram arm"
     )
+    short_word_arm_enabled: bool = _setting(
+        True,
+        _parse_bool,
+        "recall's short-word arm: memories holding a query word too short for the trigram index (two ideographs "
+        "or two katakana, as 移転), matched as a substring",
+    )
     episode_context_enabled: bool = _setting(
         True,
         _parse_bool,

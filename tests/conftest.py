@@ -29,7 +29,13 @@ NO_AUTO_CALIBRATION = {"calibrate_on_growth": False}
 # The stage tests pin the four arms of the CPersona replica at its depth (the limit) and its rrf constant (60); the
 # word arm, the episode context, the depth floor of 100 and k = 15 (the defaults) have their own tests
 # (tests/contract/test_word_arm.py, tests/unit/recall/test_episode_context.py) and are on wherever a test asks for them.
-REPLICA_ARMS = {"word_arm_enabled": False, "episode_context_enabled": False, "recall_depth_floor": 0, "rrf_k": 60}
+REPLICA_ARMS = {
+    "word_arm_enabled": False,
+    "short_word_arm_enabled": False,
+    "episode_context_enabled": False,
+    "recall_depth_floor": 0,
+    "rrf_k": 60,
+}
 
 
 def make_settings(**overrides: Any) -> Settings:

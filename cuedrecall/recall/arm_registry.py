@@ -71,6 +71,8 @@ class ArmInputs(Protocol):
     def words(self) -> list[str]: ...
     @property
     def short_terms(self) -> list[str]: ...
+    @property
+    def short_words(self) -> list[str]: ...
 
 
 @dataclass(frozen=True)
@@ -218,6 +220,15 @@ def _memory_words(ctx: ArmInputs, run: Run) -> list[Hit] | None:
     return ctx.store.memory_words(ctx.scope, ctx.words, depth=run.depth)
 
 
+def _memory_short_words(ctx: ArmInputs, run: Run) -> list[Hit] | None:
+    """Memories holding one of the query's two-character CJK words, newest first: the lexical evidence the
+    trigram index cannot give them (docs/recall-process.md#short-words)."""
+    words = ctx.short_words
+    if not (ctx.params.fts_enabled and ctx.params.short_word_arm and words):
+        return None
+    return ctx.store.memory_keyword(ctx.scope, [], "", depth=run.depth, period=run.period, phrases=words)
+
+
 def _newest(ctx: ArmInputs, run: Run) -> list[Hit] | None:
     return ctx.store.newest(ctx.scope, run.records, run.depth, period=run.period)
 
@@ -250,6 +261,9 @@ MEMORY_KEYWORD = Arm(
 MEMORY_WORDS = Arm(
     "memory_words", Kind.LEXICAL, Role.FUSED, MEMORIES, ARMS_STAGE, runner=_memory_words, content_words=True
 )
+MEMORY_SHORT_WORDS = Arm(
+    "memory_short_words", Kind.LEXICAL, Role.FUSED, MEMORIES, ARMS_STAGE, runner=_memory_short_words, content_words=True
+)
 NEWEST = Arm("newest", Kind.RECENCY, Role.LISTING, BOTH, ARMS_STAGE, period=True, runner=_newest)
 BLOCK = Arm("block", Kind.VECTOR, Role.SEAT, (Reads.BLOCKS,), "recall/block_arm.py")
 FAR = Arm("far", Kind.VECTOR, Role.SEAT, MEMORIES, "recall/far_seats.py")
@@ -265,6 +279,7 @@ ARMS = Registry(
         EPISODE_FTS,
         MEMORY_KEYWORD,
         MEMORY_WORDS,
+        MEMORY_SHORT_WORDS,
         NEWEST,
         BLOCK,
         FAR,

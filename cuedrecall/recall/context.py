@@ -19,7 +19,7 @@ from cuedrecall.recall.params import RecallParams
 from cuedrecall.recall.request import RecallRequest
 from cuedrecall.recall.trace import Recorder
 from cuedrecall.store.base import Scope, Store
-from cuedrecall.text.fts import MIN_TERM, capped_terms
+from cuedrecall.text.fts import MIN_TERM, capped_terms, short_runs
 from cuedrecall.text.words import capped_words
 
 
@@ -57,6 +57,11 @@ class RecallContext:
     @property
     def lexical_terms(self) -> tuple[str, ...]:
         return self.request.lexical_terms
+
+    @property
+    def short_words(self) -> list[str]:
+        """The query's two-character CJK words (text/fts.py ``short_runs``), for the short-word arm."""
+        return short_runs(self.query)
 
     @property
     def short_terms(self) -> list[str]:

@@ -52,6 +52,7 @@ class RecallParams:
     gate_relief: bool = True  # one bounded step under the gate when rows sit just under it (recall/relief.py)
     calibration: str = "none"  # where the thresholds came from: "auto" (on growth), "explicit" or "none"
     word_arm: bool = True  # the stemmed word arm beside the trigram arm (text/words.py)
+    short_word_arm: bool = True  # two-character CJK words as substrings (docs/recall-process.md#short-words)
     episode_context: bool = True  # an episode lends its fused place to its span's memories (recall/episode_context.py)
     cue_propagation: bool = False  # a strong hit's day as a vague cue for one more stage (recall/cue_propagation.py)
 
@@ -112,6 +113,7 @@ def resolve_params(
         gate_relief=s.gate_relief and s.recall_gate != "gate-v0",
         calibration=calibration if calibrated else "none",
         word_arm=s.word_arm_enabled,
+        short_word_arm=s.short_word_arm_enabled,
         episode_context=s.episode_context_enabled,
         cue_propagation=s.cue_propagation,
     )

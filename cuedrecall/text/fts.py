@@ -71,6 +71,18 @@ def capped_terms(query: str, extra_terms: Sequence[str] = ()) -> tuple[list[str]
     return kept, len(seen) - len(kept)
 
 
+# a query's runs of two characters in a script without spaces (移転, 会議): words the trigram index cannot hold
+SHORT_RUN = 2
+MAX_SHORT_RUNS = 4
+
+
+def short_runs(query: str) -> list[str]:
+    """The query's first ``MAX_SHORT_RUNS`` distinct CJK runs of exactly two characters, in order: the short-word
+    arm looks for them as substrings (docs/recall-process.md#short-words). One character alone is too common."""
+    runs = (run for run in _CJK_RUN.findall(query) if len(run) == SHORT_RUN)
+    return list(dict.fromkeys(runs))[:MAX_SHORT_RUNS]
+
+
 def fts_expression(terms: Sequence[str]) -> str:
     """Quoted terms joined with OR; "" for no terms."""
     return " OR ".join(_quote(term) for term in terms)

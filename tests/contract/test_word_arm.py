@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cuedrecall.store.base import Scope
 from cuedrecall.store.sqlite import SqliteStore, schema
+from cuedrecall.text.fts import short_runs
 from cuedrecall.text.words import STOP_WORDS, query_words
 from tests.conftest import database_at, make_settings, open_memory
 
@@ -117,3 +119,45 @@ def test_the_word_arm_ranks_on_the_uncommon_words_when_they_fill_the_depth(tmp_p
         memory.store(agent_id=A, content=f"I really like the weather today, note {i}.")
     rare = memory.store(agent_id=A, content="I like the Sweden trip we planned.")["ref"]
     assert words_arm(memory, "do you like sweden?")[0] == rare
+
+
+# -- short words: two-character CJK words the trigram index cannot hold (docs/recall-process.md#short-words) --------
+
+FILLER = ["りんご", "みかん", "電車", "会議室", "天気", "予定", "週末", "映画", "東京", "大阪", "オフィス", "資料"]
+SHORT = ["移転", "採用", "退職", "契約", "故障", "休暇"]  # never in the filler
+
+
+def test_short_runs_are_the_two_character_cjk_runs_once_in_order() -> None:
+    assert short_runs("東京オフィス 移転 いつ 移転") == ["移転", "いつ"]
+    assert short_runs("移転はいつ") == []  # one run of five: the trigram arm's
+    assert short_runs("a 東 b") == []  # one character alone finds too much
+    assert len(short_runs(" ".join(f"{a}{b}" for a in "会議予定" for b in "室案日"))) == 4  # capped
+
+
+@settings(max_examples=12, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 10_000),
+    fillers=st.integers(30, 120),
+    word=st.sampled_from(SHORT),
+    shared=st.sampled_from(["東京オフィス", "会議室の予定", "大阪の資料"]),
+)
+def test_a_two_character_word_the_query_repeats_gives_its_row_lexical_evidence(
+    tmp_path_factory, seed: int, fillers: int, word: str, shared: str
+) -> None:
+    """Among rows that hold the query's long run, the one that also holds its short word is in the answer, ranked
+    no lower than without the short-word arm: the arm gives it the vote the trigram index cannot."""
+    rng = random.Random(seed)
+    path = tmp_path_factory.mktemp("short") / "m.db"
+    with open_memory(path, settings=make_settings(short_word_arm_enabled=True)) as memory:
+        for i in range(fillers):
+            body = "".join(rng.choice(FILLER) for _ in range(4))
+            memory.store(agent_id=A, content=f"{shared}{body} {i}" if i % 3 == 0 else f"{body} {i}")
+        target = memory.store(agent_id=A, content=f"{shared}の{word}は十月に決まった。")["ref"]
+        answer = memory.recall(agent_id=A, query=f"{shared} {word}", limit=5, trace=True)
+    with open_memory(path, settings=make_settings(short_word_arm_enabled=False)) as memory:
+        without = memory.recall(agent_id=A, query=f"{shared} {word}", limit=5)
+    assert [hit["ref"] for hit in answer["trace"]["arms"]["memory_short_words"]] == [target]
+    rank = {message["ref"]: message["rank"] for message in answer["messages"] if "ref" in message}
+    rank_without = {message["ref"]: message["rank"] for message in without["messages"] if "ref" in message}
+    assert target in rank
+    assert rank[target] <= rank_without.get(target, len(without["messages"]) + 1)

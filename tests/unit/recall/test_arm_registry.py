@@ -74,10 +74,17 @@ def test_an_arm_is_declared_once_and_a_fused_one_needs_a_runner() -> None:
 
 def test_the_declared_names_are_the_trace_keys_of_before() -> None:
     """The wire format: renaming a declaration renames a trace key (docs/trace.md#the-sections)."""
-    assert ARMS.fused_names == ("vector_near", "vector_far", "episode_fts", "memory_keyword", "memory_words")
+    assert ARMS.fused_names == (
+        "vector_near",
+        "vector_far",
+        "episode_fts",
+        "memory_keyword",
+        "memory_words",
+        "memory_short_words",
+    )
     assert ARMS.vector_names == ("vector_near", "vector_far")
-    assert ARMS.lexical_names == ("episode_fts", "memory_keyword", "memory_words")
-    assert ARMS.content_word_names == ("memory_words",)
+    assert ARMS.lexical_names == ("episode_fts", "memory_keyword", "memory_words", "memory_short_words")
+    assert ARMS.content_word_names == ("memory_words", "memory_short_words")
     assert [arm.name for arm in ARMS if arm.role is not Role.FUSED] == [
         "vector_in_period",
         "newest",
