@@ -346,11 +346,25 @@ def _nothing_outside_the_repository() -> Iterator[None]:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Fail the run when a file outside the allowed folders was opened outside any test."""
-    loose = list(dict.fromkeys(_LOOSE + _OUTSIDE[_SEEN[0] :]))
+    """Fail the run when a file outside the allowed folders was opened outside any test. Under pytest-xdist a
+    worker hands its list to the controller (``workeroutput``), which fails the run."""
+    loose = list(dict.fromkeys(_LOOSE + _OUTSIDE[_SEEN[0] :] + _WORKERS_LOOSE))
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller decides
+        workeroutput["loose_opens"] = loose
+        return
     if loose:
         print(f"\nopened outside the repository, outside any test: {', '.join(loose)}", file=sys.stderr)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_WORKERS_LOOSE: list[str] = []  # what xdist workers opened outside any test (the controller's list)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """An xdist worker finished: keep what it opened outside any test, for the controller's sessionfinish."""
+    _WORKERS_LOOSE.extend(getattr(node, "workeroutput", {}).get("loose_opens", []))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
