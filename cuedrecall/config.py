@@ -354,6 +354,12 @@ class Settings:
     reconstruct_adjacency_seconds: float = _setting(
         60.0, _number(float, 0), "records of one source this close in time form one reconstruct item"
     )
+    reconstruct_episode_span_seconds: float = _setting(
+        86_400.0,
+        _number(float, 0),
+        "an episode spanning at most this long (a session) forms one reconstruct item with the memories in its "
+        "span; a longer one digests many sessions and bundles nothing by its span",
+    )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:

@@ -3,7 +3,9 @@
 - ``cluster:msg_id``: memories with the same non-empty msg_id in the same project
   (versions of one message);
 - ``cluster:episode``: a memory whose time lies in a candidate episode's span, in the
-  episode's project and channel;
+  episode's project and channel, when that span is at most the episode window (a
+  session); a longer episode digests many sessions, and lying in its span is no reason
+  to tell two records as one (docs/reconstruct-and-graph.md#reconstruct-step-by-step);
 - ``cluster:adjacent``: memories of one source (type and id) in one project and
   channel, each within the adjacency window of its burst's first row;
 - ``cluster:relation``: a declared record -> record relation between two candidates.
@@ -53,11 +55,13 @@ class _Clusters:
         return [members[root] for root in sorted(members)]
 
 
-def bundle(rows: Sequence[Row], relations: Sequence[RecordRelation], adjacency_s: float) -> list[list[Row]]:
+def bundle(
+    rows: Sequence[Row], relations: Sequence[RecordRelation], adjacency_s: float, episode_span_s: float
+) -> list[list[Row]]:
     """The clusters of ``rows`` (given most relevant first), each most relevant first, in order of their best row."""
     clusters = _Clusters(rows)
     _by_msg_id(clusters)
-    _by_episode(clusters)
+    _by_episode(clusters, episode_span_s)
     _by_adjacency(clusters, adjacency_s)
     _by_relation(clusters, relations)
     for row in rows:
@@ -82,7 +86,7 @@ def _by_msg_id(c: _Clusters) -> None:
             first[key] = i
 
 
-def _by_episode(c: _Clusters) -> None:
+def _by_episode(c: _Clusters, episode_span_s: float) -> None:
     spans = []
     for i, row in enumerate(c.rows):
         record = row.record
@@ -90,7 +94,7 @@ def _by_episode(c: _Clusters) -> None:
             continue
         start = to_epoch(record.start_time)
         end = to_epoch(record.end_time) if record.end_time else start
-        if start is not None and end is not None:
+        if start is not None and end is not None and end - start <= episode_span_s:
             spans.append((i, start, end, record.project_id, record.channel))
     for i in _memories(c.rows):
         record = c.rows[i].record

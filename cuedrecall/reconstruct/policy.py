@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-POLICY = "v1"
+POLICY = "v2"  # v2: only an episode of at most a session's span bundles the memories inside it
 
 # Bundling keys, strongest first: an item's independence_reason is the strongest key among its members.
 KEYS = ("msg_id", "episode", "adjacent", "relation", "chain")

@@ -66,7 +66,7 @@ class Built:
 
 def reconstruct_items(store: Store, s: Settings, request: Request, rows: list[Row]) -> Built:
     relations = record_relations(store, request.scope, [row.ref for row in rows]) if rows else []
-    clusters = bundle(rows, relations, s.reconstruct_adjacency_seconds)
+    clusters = bundle(rows, relations, s.reconstruct_adjacency_seconds, s.reconstruct_episode_span_seconds)
     window, held = _choose(clusters, request.count.effective)
     budget = request.budget
     if held and budget.policy["source"] == "server_default":

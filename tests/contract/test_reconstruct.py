@@ -39,8 +39,8 @@ def filled(tmp_path: Path) -> Memory:
         assert memory.store(agent_id=A, message=turn(text, ts, who))["ok"]
     memory.archive_episode(
         agent_id=A,
-        summary="The week the CI migration landed and deploys changed",
-        history=[{"timestamp": "2026-06-01T00:00:00Z"}, {"timestamp": "2026-06-07T00:00:00Z"}],
+        summary="The session the CI migration landed and deploys changed",
+        history=[{"timestamp": "2026-06-02T09:00:00Z"}, {"timestamp": "2026-06-02T12:00:00Z"}],
     )
     return memory
 

@@ -23,6 +23,9 @@ from cuedrecall.text.excerpts import SEPARATOR
 S = Settings.from_env({})
 
 
+SESSION = 86_400.0  # the episode window at its default: a day
+
+
 def record(
     row_id: int,
     text: str = "x",
@@ -72,7 +75,7 @@ def test_versions_of_one_message_in_one_project_bundle_by_msg_id() -> None:
         record(2, who="b", ts="2026-07-01T00:00:00Z"),
         record(3, msg_id="m", who="c", ts="2026-08-01T00:00:00Z"),
     )
-    assert refs(bundle(given_rows, [], 60)) == [["mem:1", "mem:3"], ["mem:2"]]
+    assert refs(bundle(given_rows, [], 60, SESSION)) == [["mem:1", "mem:3"], ["mem:2"]]
     assert [row.why for row in given_rows] == ["cluster:msg_id", "seed", "cluster:msg_id"]
 
 
@@ -80,14 +83,28 @@ def test_one_msg_id_in_two_projects_does_not_bundle() -> None:
     given_rows = rows(
         record(1, msg_id="m", who="a"), record(2, msg_id="m", project="p", who="b", ts="2026-07-01T00:00:00Z")
     )
-    assert refs(bundle(given_rows, [], 60)) == [["mem:1"], ["mem:2"]]
+    assert refs(bundle(given_rows, [], 60, SESSION)) == [["mem:1"], ["mem:2"]]
 
 
 def test_a_memory_inside_an_episodes_span_and_scope_joins_it() -> None:
     episode = record(9, kind=EPISODE, start="2026-06-01T09:00:00Z", end="2026-06-01T11:00:00Z")
     inside, elsewhere = record(1, who="a"), record(2, who="b", channel="other")
     outside = record(3, who="c", ts="2026-06-02T10:00:00Z")
-    assert refs(bundle(rows(inside, outside, episode, elsewhere), [], 60)) == [["mem:1", "ep:9"], ["mem:3"], ["mem:2"]]
+    assert refs(bundle(rows(inside, outside, episode, elsewhere), [], 60, SESSION)) == [
+        ["mem:1", "ep:9"],
+        ["mem:3"],
+        ["mem:2"],
+    ]
+
+
+def test_an_episode_longer_than_a_session_bundles_nothing_by_its_span() -> None:
+    """A month's digest holds a job offer and a flat viewing: lying in its span does not make them one thing."""
+    month = record(9, kind=EPISODE, start="2026-06-01T00:00:00Z", end="2026-06-30T00:00:00Z")
+    offer, viewing = record(1, who="a", ts="2026-06-03T10:00:00Z"), record(2, who="b", ts="2026-06-20T10:00:00Z")
+    assert refs(bundle(rows(offer, viewing, month), [], 60, SESSION)) == [["mem:1"], ["mem:2"], ["ep:9"]]
+    # the same records under an episode of one session's span are one item
+    day = record(9, kind=EPISODE, start="2026-06-03T09:00:00Z", end="2026-06-03T11:00:00Z")
+    assert refs(bundle(rows(offer, viewing, day), [], 60, SESSION)) == [["mem:1", "ep:9"], ["mem:2"]]
 
 
 def test_one_sources_turns_within_the_window_of_the_bursts_first_row_bundle() -> None:
@@ -95,18 +112,18 @@ def test_one_sources_turns_within_the_window_of_the_bursts_first_row_bundle() ->
     near = record(2, ts="2026-06-01T10:00:50Z")
     past_first = record(3, ts="2026-06-01T10:01:10Z")  # 20 s after the second, 70 s after the burst's first
     other_source = record(4, ts="2026-06-01T10:00:10Z", who="bob")
-    clusters = bundle(rows(past_first, other_source, first, near), [], 60)
+    clusters = bundle(rows(past_first, other_source, first, near), [], 60, SESSION)
     assert refs(clusters) == [["mem:3"], ["mem:4"], ["mem:1", "mem:2"]]
 
 
 def test_a_source_alone_never_bundles() -> None:
-    assert len(bundle(rows(record(1), record(2, ts="2026-06-09T10:00:00Z")), [], 60)) == 2
+    assert len(bundle(rows(record(1), record(2, ts="2026-06-09T10:00:00Z")), [], 60, SESSION)) == 2
 
 
 def test_a_declared_record_relation_between_candidates_bundles_with_its_predicate() -> None:
     given_rows = rows(record(1, who="a"), record(2, who="b", ts="2026-07-01T00:00:00Z"))
     relation = RecordRelation(1, "mem:2", "corrects", "mem:1", "2026-07-02T00:00:00Z")
-    assert refs(bundle(given_rows, [relation], 60)) == [["mem:1", "mem:2"]]
+    assert refs(bundle(given_rows, [relation], 60, SESSION)) == [["mem:1", "mem:2"]]
     assert [row.why for row in given_rows] == ["relation:corrects"] * 2
 
 
@@ -123,7 +140,7 @@ def test_bundling_partitions_the_candidates_and_orders_clusters_by_their_best_ro
             for i, (who, sec, msg) in enumerate(spec)
         )
     )
-    clusters = bundle(given_rows, [], 60)
+    clusters = bundle(given_rows, [], 60, SESSION)
     flat = [row.ref for cluster in clusters for row in cluster]
     assert sorted(flat) == sorted(row.ref for row in given_rows) and len(flat) == len(set(flat))
     best = [min(row.rank for row in cluster) for cluster in clusters]
@@ -147,7 +164,7 @@ def test_claims_are_newest_first_with_supersedes_and_supports_roles() -> None:
     episode = Row(record(9, kind=EPISODE, start="2026-06-01T00:00:00Z", end="2026-06-30T00:00:00Z"), 3)
     old = Row(record(1, msg_id="m", ts="2026-06-01T10:00:00Z"), 0)
     new = Row(record(2, msg_id="m", ts="2026-06-03T10:00:00Z"), 1)
-    bundle([old, new, episode], [], 60)
+    bundle([old, new, episode], [], 60, SESSION)
     item = build_item([old, new, episode], [], 40, held=False, hop_bound=False)
     listed = claims(item, [])
     assert [c["ref"] for c in listed] == ["mem:2", "mem:1", "ep:9"]
