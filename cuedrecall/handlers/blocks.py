@@ -216,6 +216,9 @@ class BlockBuilder:
         self._stop = threading.Event()
         self._turn = threading.Lock()
         self._thread: threading.Thread | None = None
+        # failed tasks whose release failed too (the database went down): (task id, error, due, our lease's end),
+        # released again on the next step while the lease is ours, so the task waits the retry delay, not the lease
+        self._held: list[tuple[int, str, float, float]] = []
 
     def start(self) -> None:
         """Queue a backfill when blocks are built and none is pending, and start the thread."""
@@ -254,17 +257,41 @@ class BlockBuilder:
         with self._turn:
             rt = self._runtime()
             lease = LEASE_S if self._lease is None else self._lease
-            task = rt.store.claim_task(self._now(), lease)
+            self._release_held(rt)
+            claimed_at = self._now()
+            task = rt.store.claim_task(claimed_at, lease)
             if task is None:
                 return False
             try:
                 self._run(rt, task)
             except (BuildError, EmbeddingError, StoreError) as exc:
-                rt.store.retry_task(task.id, f"{type(exc).__name__}: {exc}", self._now() + RETRY_DELAY_S)
+                self._release(rt, task.id, f"{type(exc).__name__}: {exc}", claimed_at + lease)
             except Exception as exc:  # a fault in a task must not stop the builder: retried, then dropped
                 log.exception("task %d (%s) failed", task.id, task.kind)
-                rt.store.retry_task(task.id, f"{type(exc).__name__}: {exc}", self._now() + RETRY_DELAY_S)
+                self._release(rt, task.id, f"{type(exc).__name__}: {exc}", claimed_at + lease)
             return True
+
+    def _release(self, rt: Runtime, task_id: int, error: str, lease_end: float) -> None:
+        """Count the failed attempt and release the claim; when the database cannot take that now, keep it to
+        release on a later step (``_release_held``)."""
+        due = self._now() + RETRY_DELAY_S
+        try:
+            rt.store.retry_task(task_id, error, due)
+        except StoreError:
+            self._held.append((task_id, error, due, lease_end))
+
+    def _release_held(self, rt: Runtime) -> None:
+        """Release the claims a failed release left held, while the lease is still ours (after it, anyone may
+        claim the task anyway, and a late release could clear another process's claim)."""
+        held, self._held = self._held, []
+        now = self._now()
+        for task_id, error, due, lease_end in held:
+            if now >= lease_end:
+                continue
+            try:
+                rt.store.retry_task(task_id, error, max(due, now))
+            except StoreError:
+                self._held.append((task_id, error, due, lease_end))
 
     def _run(self, rt: Runtime, task: Task) -> None:
         if task.kind == BUILD:

@@ -26,6 +26,7 @@ import cuedrecall.handlers.blocks as blocks_module
 from cuedrecall.api import Memory
 from cuedrecall.embed import EmbeddingError, HashEmbedder
 from cuedrecall.embed.hashing import hash_vector
+from cuedrecall.errors import StoreError
 from cuedrecall.handlers.blocks import BACKFILL, BlockBuilder, quantise
 from cuedrecall.store.base import Scope
 from cuedrecall.text.blocks import divide
@@ -269,6 +270,33 @@ def test_a_set_made_for_a_text_that_changed_meanwhile_is_not_written_and_the_new
         assert memory.store_.pending_tasks() == 0  # the stale build ended without a retry; the new one ran
         spans = memory.store_.block_spans([stored["ref"]])[stored["ref"]]
         assert spans[-1][1] == len(new) and len(spans) == len(divide(new))
+
+
+def test_a_failed_task_whose_release_failed_is_released_on_the_next_step_not_left_for_its_lease(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database went down mid-task: the failure and the release of its claim both failed. The builder releases
+    the claim on its next step, so the task runs again after the retry delay rather than the 5-minute lease."""
+    embedder = FlakyEmbedder()
+    with opened(db_path, embedder=embedder) as memory:
+        memory.store(agent_id=A, content=ENGLISH)
+        embedder.failing = True
+        clock = [1000.0]
+        builder = BlockBuilder(lambda: memory.runtime, now=lambda: clock[0])
+        release = memory.store_.retry_task
+        refused: list[int] = []
+
+        def down(task_id: int, error: str, not_before: float) -> bool:
+            refused.append(task_id)
+            raise StoreError("the database is unreachable")
+
+        monkeypatch.setattr(memory.store_, "retry_task", down)
+        assert builder.drain() == 1 and refused  # failed, and its release was refused
+        monkeypatch.setattr(memory.store_, "retry_task", release)  # the database is back
+        embedder.failing = False
+        clock[0] += blocks_module.RETRY_DELAY_S
+        assert blocks_module.RETRY_DELAY_S < blocks_module.LEASE_S
+        assert builder.drain() == 1 and lacking(memory) == 0  # released, claimed again and built: no lease wait
 
 
 def test_an_embedding_failure_is_retried_later_and_the_task_dropped_after_three(
