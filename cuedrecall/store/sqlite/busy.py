@@ -32,6 +32,19 @@ def is_busy(exc: sqlite3.OperationalError) -> bool:
 def begin_write(conn: sqlite3.Connection, wait_s: float, deadline: float | None = None) -> None:
     """``BEGIN IMMEDIATE`` on ``conn``, retried while SQLite answers busy, for ``wait_s`` seconds in all, or
     until ``deadline`` (``time.monotonic()``) when one is given: tried once at least."""
+    _until_free(conn, "BEGIN IMMEDIATE", wait_s, deadline)
+
+
+def enter_wal(conn: sqlite3.Connection, wait_s: float | None = None) -> None:
+    """Put the database in WAL mode, retried as a write is: two processes opening one file at once both need
+    the exclusive lock for the switch, and SQLite answers one of them busy at once (waiting cannot help a
+    connection the other is waiting for), so the busy timeout alone does not cover it."""
+    _until_free(conn, "PRAGMA journal_mode=WAL", WRITE_WAIT_S if wait_s is None else wait_s)
+
+
+def _until_free(conn: sqlite3.Connection, statement: str, wait_s: float, deadline: float | None = None) -> None:
+    """Run ``statement``, retrying SQLite's busy answer with a short growing pause until ``deadline`` (or
+    ``wait_s`` from now); then a StoreError saying the database was busy and nothing was written."""
     deadline = time.monotonic() + wait_s if deadline is None else deadline
     pause = 0.01
     try:
@@ -39,7 +52,7 @@ def begin_write(conn: sqlite3.Connection, wait_s: float, deadline: float | None 
             left = deadline - time.monotonic()
             conn.execute(f"PRAGMA busy_timeout={int(max(min(left * 1000, BUSY_TIMEOUT_MS), 0))}")
             try:
-                conn.execute("BEGIN IMMEDIATE")
+                conn.execute(statement)
                 return
             except sqlite3.OperationalError as exc:
                 if not is_busy(exc):
@@ -53,24 +66,6 @@ def begin_write(conn: sqlite3.Connection, wait_s: float, deadline: float | None 
             pause = min(pause * 2, 0.5)
     finally:
         conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")  # reads keep the usual wait
-
-
-def enter_wal(conn: sqlite3.Connection, wait_s: float | None = None) -> None:
-    """Put the database in WAL mode, retried while another process holds its lock: two processes opening one
-    file at once both need the exclusive lock for the switch, and SQLite answers one of them busy at once
-    (waiting cannot help a connection the other is waiting for), so the busy timeout alone does not cover it."""
-    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-    deadline = time.monotonic() + (WRITE_WAIT_S if wait_s is None else wait_s)
-    pause = 0.01
-    while True:
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if not is_busy(exc) or time.monotonic() >= deadline:
-                raise
-        time.sleep(pause)
-        pause = min(pause * 2, 0.5)
 
 
 def open_reader(path: str) -> sqlite3.Connection:
