@@ -164,10 +164,10 @@ class Settings:
         "memories reach 50, 200 and 1,000 (and, at a start, after a model change)",
     )
     recall_gate: str = _setting(
-        "gate-v1",
-        _choice("gate-v1", "gate-v0"),
-        "the gate's policy: gate-v0 judged a row "
-        "the vector arm reached on its cosine alone, with no common-word or small-pool rule",
+        "gate-v2",
+        _choice("gate-v2", "gate-v1", "gate-v0"),
+        "the gate's policy: gate-v1 had no rule for a row that repeats every informative word of the query; "
+        "gate-v0 judged a row the vector arm reached on its cosine alone, with no common-word or small-pool rule",
     )
     gate_relief: bool = _setting(
         False,

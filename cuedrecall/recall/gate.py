@@ -1,10 +1,12 @@
-"""Stage 4, the quality gate (policy gate-v1): each row judged on its own signals, each against its own threshold.
+"""Stage 4, the quality gate (policy gate-v2): each row judged on its own signals, each against its own threshold.
 
 Why its own signals: another arm's vote never makes a row fail (gate-v0 judged a row the vector arm reached on its
 cosine alone); a row that shares only common words with the question is refused by name (``common_words_only``);
 and in a small pool neither the pool-size heuristic, tuned for pools of hundreds, nor an automatic calibration,
 measured between stored memories where a question sits farther from everything, refuses a newcomer's one real
-match (the outlier bar). The rule, its thresholds and its reasons: docs/recall-process.md#the-gate.
+match (the outlier bar). gate-v2 adds that a row whose text repeats every informative word of the query passes
+whatever the thresholds, so a stored phrase or identifier the query repeats never depends on which calibration
+has landed (``repeats``). The rule, its thresholds and its reasons: docs/recall-process.md#the-gate.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ from cuedrecall.text import identifier_like_parts, normalize
 PROFILE_MIN_POOL = 50
 UNSCORED_MIN_POOL = 100
 _HIRAGANA = re.compile("[\u3040-\u309f]+")
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_EDGE = re.compile(r"^[^\w]+|[^\w]+$")
+_SPLIT = re.compile("[\\s\u3000-\u303f\uff01-\uff0f\uff1a-\uff20]+")  # white space and CJK punctuation
 
 
 @dataclass(frozen=True)
@@ -70,8 +75,27 @@ def bar(ctx: RecallContext, heuristic: float) -> Bar:
     return Bar(cosine, lexical)
 
 
+def _repeat_rule(ctx: RecallContext) -> bool:
+    """Whether a row repeating the query passes whatever its thresholds: gate-v2 (the default), unless a person
+    set this agent's thresholds (an explicit calibration is the whole rule, as with the outlier bar)."""
+    return ctx.params.gate_policy not in ("gate-v0", "gate-v1") and ctx.params.calibration != "explicit"
+
+
+def repeated_words(ctx: RecallContext) -> tuple[re.Pattern[str], ...]:
+    """The query's informative words as patterns a repeating text must hold: each word between white space or CJK
+    punctuation that is not a common word, punctuation stripped from its ends; a word with CJK in it as a substring
+    (no spaces mark its ends), any other as a whole word. Empty when the query holds no informative word."""
+    words = (_EDGE.sub("", word) for word in _SPLIT.split(normalize(ctx.query)))
+    kept = dict.fromkeys(word for word in words if word and not common_word(word))
+    return tuple(re.compile(re.escape(w)) if _CJK.search(w) else _whole(w) for w in kept)
+
+
+def _repeats(text: str, words: tuple[re.Pattern[str], ...]) -> bool:
+    return bool(words) and all(word.search(text) for word in words)
+
+
 def _own_signals(ctx: RecallContext) -> bool:
-    """Whether each signal is judged on its own (gate-v1, the default); ``recall_gate=gate-v0`` is the gate before
+    """Whether each signal is judged on its own (gate-v1 and gate-v2); ``recall_gate=gate-v0`` is the gate before
     it, kept to measure the change."""
     return ctx.params.gate_policy != "gate-v0"
 
@@ -128,7 +152,9 @@ class Judgement(NamedTuple):
     lexical: bool  # the lexical votes of a row a vector arm reached too
 
 
-def decide(ctx: RecallContext, row: Candidate, judge: Bar, terms: tuple[str, ...]) -> Decision:
+def decide(
+    ctx: RecallContext, row: Candidate, judge: Bar, terms: tuple[str, ...], words: tuple[re.Pattern[str], ...] = ()
+) -> Decision:
     mode = ctx.params.mode
     signal = row.signal(mode)
     if signal == "profile":
@@ -165,6 +191,9 @@ def decide(ctx: RecallContext, row: Candidate, judge: Bar, terms: tuple[str, ...
     for j in judged:
         if j.score >= j.threshold:
             return Decision(row.ref, j.signal, j.score, j.threshold, j.origin, True, lexical=j.lexical)
+    if votes is not None and _repeats(_text(ctx, row.ref), words):  # gate-v2: the row repeats the query
+        threshold, _ = judge.lexical
+        return Decision(row.ref, mode, votes, threshold, "repeats", True, lexical=row.cosine is not None)
     first = judged[0]
     return Decision(
         row.ref,
@@ -194,7 +223,8 @@ def gate(ctx: RecallContext, rows: list[Candidate]) -> GateResult:
     heuristic = minimum(ctx)
     judge = bar(ctx, heuristic)
     terms = informative_terms(ctx)
-    decisions = [decide(ctx, row, judge, terms) for row in rows]
+    words = repeated_words(ctx) if _repeat_rule(ctx) else ()
+    decisions = [decide(ctx, row, judge, terms, words) for row in rows]
     admitted = [row for row, d in zip(rows, decisions) if d.passed]
     for row, d in zip(rows, decisions):
         row.on_votes = d.passed and d.lexical  # the response says so (match_reason.admitted_on)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Final
 
 # policy.gate in the trace.
-POLICY: Final = "gate-v1"
+POLICY: Final = "gate-v2"
 
 # Common words: a lexical arm's match on these alone is no evidence. English function words of three letters or
 # more (the trigram index ignores shorter ones), and their common contractions. A term made only of hiragana is

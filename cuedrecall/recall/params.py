@@ -48,7 +48,7 @@ class RecallParams:
     keyword_seats: int = 0  # held places for lexical-only rows (0 = off)
     far_seats: bool = False  # held places for memories beyond the scan window, by sign bits
     propagation_seat: bool = False  # one held place for the row a deeper search ranks closest to the best row
-    gate_policy: str = "gate-v1"  # "gate-v0": a vector-reached row judged on its cosine alone (recall/gate.py)
+    gate_policy: str = "gate-v2"  # "gate-v1": no repeat rule; "gate-v0": a vector-reached row on its cosine alone
     gate_relief: bool = True  # one bounded step under the gate when rows sit just under it (recall/relief.py)
     calibration: str = "none"  # where the thresholds came from: "auto" (on growth), "explicit" or "none"
     word_arm: bool = True  # the stemmed word arm beside the trigram arm (text/words.py)

@@ -30,7 +30,7 @@ class _GateDecisionBase(TypedDict):
     signal: str | None  # "cosine", "rrf", "rsf", "profile", or None for an unscored row
     score: float | None
     threshold: float | None
-    origin: str | None  # "calibrated" | "heuristic" | "outlier" (gate-v1's small-pool cosine bar) | None
+    origin: str | None  # "calibrated" | "heuristic" | "outlier" (small-pool cosine bar) | "repeats" (gate-v2) | None
     passed: bool
 
 
@@ -120,7 +120,7 @@ class BlockSection(TypedDict):
 class _PolicyBase(TypedDict):
     scoring: str
     process: str  # "single-pass-v0" | "cued-v0.3", then "+relief-v1", "+stages-v1", "+propagated-v1" (recall/policy.py)
-    gate: str  # "gate-v1" (recall/gate_policy.py), or "gate-v0" when the setting asks for the gate before it
+    gate: str  # "gate-v2" (recall/gate_policy.py), or "gate-v1" / "gate-v0" when the setting asks for an earlier gate
 
 
 class Policy(_PolicyBase, total=False):

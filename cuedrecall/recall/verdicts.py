@@ -13,7 +13,7 @@ class Decision:
     signal: str | None
     score: float | None
     threshold: float | None
-    origin: str | None  # "calibrated" | "heuristic" | "outlier" | None (profile and unscored rows)
+    origin: str | None  # "calibrated" | "heuristic" | "outlier" | "repeats" | None (profile and unscored rows)
     passed: bool
     reason: str | None = None  # below_gate, common_words_only, profile_small_pool, unscored_volume
     lexical: bool = False  # judged on its lexical arms' votes, not its cosine (a row a vector arm also reached)

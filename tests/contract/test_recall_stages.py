@@ -462,11 +462,11 @@ def test_under_gate_v0_a_vector_reached_row_is_gated_on_cosine_alone(memory: Mem
 
 
 def test_a_vector_reached_row_passes_on_its_cosine_or_on_its_lexical_votes(memory: Memory) -> None:
-    """gate-v1: a second arm's vote never makes a row fail; the lexical votes count on an uncommon query term."""
+    """gate-v1 and on: a second arm's vote never makes a row fail; the lexical votes count on an uncommon query term."""
     for text in [EXACT, REPORT, LAMP, CHAIR, *UNRELATED, "the garden and the piano"]:
         put(memory, text)
     _, trace = traced(memory, QUERY + " the")
-    assert trace["policy"]["gate"] == "gate-v1"
+    assert trace["policy"]["gate"] == "gate-v2"
     near, keyword = arm(trace, "vector_near"), arm(trace, "memory_keyword")
     cosine_bar = {d["threshold"] for d in trace["gate"]["decisions"] if d["signal"] == "cosine"}
     assert len(cosine_bar) == 1

@@ -100,7 +100,7 @@ def check_common(trace: dict[str, Any], memory: Memory) -> None:
         assert ("reason" in d) is (not d["passed"]), d
         if not d["passed"]:
             assert d["reason"] in GATE_REASONS
-        assert d["origin"] in ("calibrated", "heuristic", "outlier", None)
+        assert d["origin"] in ("calibrated", "heuristic", "outlier", "repeats", None)
     autocut = trace["autocut"]
     assert autocut["fired"] in (True, False)
     if autocut["fired"]:
