@@ -1043,3 +1043,38 @@ def generate_long_span(*, seed: int, size: str = "small") -> Conversation:
         sessions=written.sessions,
         questions=tuple(questions),
     )
+
+
+# --------------------------------------------------------------------------
+# Other conversations: what a store that grows holds besides the asked ones
+# --------------------------------------------------------------------------
+
+OTHER_SEEDS = range(1, 201)  # the long-span generator's seeds 1.. (seed 0 is the asked long-span set)
+
+
+def other_conversations(turns: int, avoid: set[str] | frozenset[str] = frozenset()) -> list[Conversation]:
+    """``turns`` distinct turns of other conversations, questions left out: the long-span generator's histories
+    (seeds 1, 2, ...), each turn's text kept once (and never one in ``avoid``, the asked conversations' texts),
+    each session's summary kept when one of its turns is. Never a copy of an asked turn."""
+    out: list[Conversation] = []
+    seen = set(avoid)
+    left = turns
+    for seed in OTHER_SEEDS:
+        if left <= 0:
+            break
+        history = generate_long_span(seed=seed, size="large")
+        kept: list[Turn] = []
+        for turn in history.turns:
+            if len(kept) == left:
+                break
+            if turn.content not in seen:
+                seen.add(turn.content)
+                kept.append(turn)
+        sessions = {t.session for t in kept}
+        out.append(
+            Conversation(f"other-{seed}", tuple(kept), tuple(s for s in history.sessions if s.session in sessions), ())
+        )
+        left -= len(kept)
+    if left > 0:
+        raise ValueError(f"the generator's {len(OTHER_SEEDS)} seeds hold {turns - left} distinct turns, not {turns}")
+    return out

@@ -74,6 +74,14 @@ def build_parser() -> argparse.ArgumentParser:
         "under one agent, the whole history stored first, each question asked of it (default: %(default)s)",
     )
     parser.add_argument(
+        "--grow",
+        type=int,
+        default=0,
+        metavar="TURNS",
+        help="one-agent: also store this many distinct turns of other conversations (the long-span generator's "
+        "histories, seeds 1..), never asked (default: %(default)s)",
+    )
+    parser.add_argument(
         "--attribution",
         action="store_true",
         help="attribute each foreign row of the first 10 (one-agent) to its arms, votes and gate decision",
@@ -87,13 +95,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def laid_out(datasets: Sequence[h.Dataset], layout: str) -> list[h.Dataset]:
-    """The datasets as the layout stores them: under ``one-agent`` LoCoMo's conversations become one."""
+def laid_out(datasets: Sequence[h.Dataset], layout: str, grow: int = 0) -> list[h.Dataset]:
+    """The datasets as the layout stores them: under ``one-agent`` LoCoMo's conversations become one, with
+    ``grow`` distinct turns of other conversations (and their session summaries) stored beside them, never asked."""
     if layout != "one-agent":
+        if grow:
+            raise ValueError("--grow needs --layout one-agent")
         return list(datasets)
+    from benchmarks.datasets import other_conversations
     from benchmarks.relief import one_agent
 
-    return [h.Dataset(d.name, [one_agent(d.conversations)]) if d.name == "locomo" else d for d in datasets]
+    out = []
+    for d in datasets:
+        if d.name != "locomo":
+            out.append(d)
+            continue
+        asked = {turn.content for c in d.conversations for turn in c.turns}
+        others = other_conversations(grow, asked) if grow else []
+        out.append(h.Dataset(d.name, [one_agent([*d.conversations, *others])]))
+    return out
 
 
 def history_for(dataset: h.Dataset, args: argparse.Namespace) -> str:
@@ -199,7 +219,8 @@ def evaluate_conversation(
 
 
 def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], list[dict[str, Any]], dict]:
-    datasets = laid_out(h.load_datasets(args.locomo, args.limit_conversations, args.long_span, args.seed), args.layout)
+    loaded = h.load_datasets(args.locomo, args.limit_conversations, args.long_span, args.seed)
+    datasets = laid_out(loaded, args.layout, args.grow)
     args.attributed = [] if args.attribution else None
     workdir = h.workdir_for(args.workdir)
     if args.dump_traces:

@@ -125,6 +125,19 @@ def build_parser() -> argparse.ArgumentParser:
         "that whole store and scored on its own evidence (default: %(default)s)",
     )
     parser.add_argument(
+        "--grow",
+        type=int,
+        default=0,
+        metavar="TURNS",
+        help="one-agent: also store this many distinct turns of other conversations on both sides (the long-span "
+        "generator's histories, seeds 1..), never asked (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--skip-peer",
+        action="store_true",
+        help="ours only: CPersona is neither installed nor asked (a ladder's sizes where it is not measured)",
+    )
+    parser.add_argument(
         "--dump-rows",
         type=Path,
         metavar="PATH.jsonl",
@@ -716,13 +729,13 @@ def late_questions(conversation: Any, questions: Iterable[Any]) -> int:
 def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], list[dict[str, Any]], dict[str, Any]]:
     from benchmarks.retrieval import laid_out
 
-    datasets = laid_out(h.load_datasets(args.locomo, args.limit_conversations, "none"), args.layout)
+    datasets = laid_out(h.load_datasets(args.locomo, args.limit_conversations, "none"), args.layout, args.grow)
     history = "all" if args.layout == "one-agent" else "asked"
     variants = [parse_variant(args.ours_variant)] if args.ours_variant else []
-    peer_variants = list(dict.fromkeys(["defaults", *args.peer_variant]))
+    peer_variants = [] if getattr(args, "skip_peer", False) else list(dict.fromkeys(["defaults", *args.peer_variant]))
     workdir = h.workdir_for(args.workdir)
     facts: dict[str, Any] = {
-        "install": peer_mod.ensure_peer(log=workdir / "peer-install.log"),
+        "install": None if not peer_variants else peer_mod.ensure_peer(log=workdir / "peer-install.log"),
         "models": {},
         "variants": {label: environ for label, environ in variants},
         "peer_variants": peer_variants,
@@ -789,6 +802,8 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], li
                                     "blocks": info["blocks"],
                                 }
                             )
+                        peer_rows: list[dict[str, Any]] = []
+                        totals: dict[str, Any] = {}
                         for variant in peer_variants:
                             peer_rows, totals = evaluate_peer(
                                 dataset,
@@ -804,7 +819,10 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], li
                             rows += peer_rows
                         if args.layout == "one-agent":
                             mark_foreign([*ours_rows, *peer_rows_all(rows, name)], ours)
-                            facts["imports"].append({"embedder": name, "conversation": conversation.conv_id, **totals})
+                            if totals:
+                                facts["imports"].append(
+                                    {"embedder": name, "conversation": conversation.conv_id, **totals}
+                                )
     return datasets, rows, facts
 
 
@@ -1074,6 +1092,14 @@ def setup_lines(args: argparse.Namespace, datasets: Sequence[h.Dataset], facts: 
             "CPersona database, one import), the whole history stored before the first question; each question "
             "asked of that whole store and scored on its own evidence (where the text below says one store per "
             "conversation, read one store for all)."
+            + (
+                f" Grown: the store also holds {args.grow:,} distinct turns of other conversations (the long-span "
+                "generator's histories, seeds 1 and up, each turn's text once and never an asked turn's) with their "
+                "session summaries, on both sides; no question is asked of them, and a row of theirs in the first 10 "
+                "counts as foreign."
+                if getattr(args, "grow", 0)
+                else ""
+            )
         ]
         if getattr(args, "layout", "per-conversation") == "one-agent"
         else []
