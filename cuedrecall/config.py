@@ -121,7 +121,12 @@ class Settings:
     )
     rrf_threshold_factor: float = _setting(0.5, _number(float, 0, 1), "vector floor = threshold x factor")
     vector_min_similarity: float = _setting(0.3, _number(float, -1, 1), "vector threshold before calibration")
-    max_memories: int = _setting(10000, _number(int, 1), "scan window: newest embedded rows searched")
+    max_memories: int = _setting(
+        1_000_000,
+        _number(int, 1),
+        "scan window: newest embedded rows of each kind the vector arm scores (CPersona's default is 10000, which "
+        "hides every memory older than the newest 10,000 from it)",
+    )
     vector_reach: int = _setting(0, _number(int, 0), "far vector list up to this scan position (0 = off)")
     vector_far_limit: int = _setting(0, _number(int, 0), "far list length (0 = depth)")
     prior_far_weight: float = _setting(1.0, _number(float, 0, 1), "far list vote weight (0 = off)")
@@ -320,6 +325,11 @@ class Settings:
         _parse_bool,
         "recall's short-word arm: memories holding a query word too short for the trigram index (two ideographs "
         "or two katakana, as 移転), matched as a substring",
+    )
+    lexical_coverage_enabled: bool = _setting(
+        True,
+        _parse_bool,
+        "recall's lexical coverage: within each lexical arm, rows holding more of the question's content words first",
     )
     episode_context_enabled: bool = _setting(
         True,

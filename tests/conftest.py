@@ -33,6 +33,7 @@ REPLICA_ARMS = {
     "word_arm_enabled": False,
     "short_word_arm_enabled": False,
     "episode_context_enabled": False,
+    "lexical_coverage_enabled": False,
     "recall_depth_floor": 0,
     "rrf_k": 60,
 }

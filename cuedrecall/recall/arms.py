@@ -9,6 +9,7 @@ from __future__ import annotations
 from cuedrecall.recall import bounds
 from cuedrecall.recall.arm_registry import ARMS, NEWEST, Arms, Run
 from cuedrecall.recall.context import RecallContext
+from cuedrecall.recall.lexical_coverage import order_by_coverage
 from cuedrecall.store.base import MEMORY
 from cuedrecall.text import is_excluded
 
@@ -23,6 +24,7 @@ def retrieve(ctx: RecallContext) -> Arms:
         hits = arm.run(ctx, Run(p.depth, arms))
         if hits is not None:
             arms[arm.name] = hits
+    arms = order_by_coverage(ctx, arms)
     ctx.recorder.arms(arms)
     return facts(ctx, arms)
 

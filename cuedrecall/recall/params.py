@@ -53,6 +53,7 @@ class RecallParams:
     calibration: str = "none"  # where the thresholds came from: "auto" (on growth), "explicit" or "none"
     word_arm: bool = True  # the stemmed word arm beside the trigram arm (text/words.py)
     short_word_arm: bool = True  # two-character CJK words as substrings (docs/recall-process.md#short-words)
+    lexical_coverage: bool = True  # lexical arms' rows by the question's words they hold (recall/lexical_coverage.py)
     episode_context: bool = True  # an episode lends its fused place to its span's memories (recall/episode_context.py)
     cue_propagation: bool = False  # a strong hit's day as a vague cue for one more stage (recall/cue_propagation.py)
 
@@ -115,5 +116,6 @@ def resolve_params(
         word_arm=s.word_arm_enabled,
         short_word_arm=s.short_word_arm_enabled,
         episode_context=s.episode_context_enabled,
+        lexical_coverage=s.lexical_coverage_enabled,
         cue_propagation=s.cue_propagation,
     )
