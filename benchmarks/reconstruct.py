@@ -560,9 +560,12 @@ def evaluate_peer(
 
 
 def load(args: argparse.Namespace) -> list[h.Dataset]:
+    """The datasets asked; under ``--layout one-agent`` LoCoMo's conversations stored as one (benchmarks.retrieval)."""
+    from benchmarks.retrieval import laid_out
+
     locomo = args.locomo if "locomo" in args.datasets else None
     long_span = args.long_span if "long_span" in args.datasets else None
-    return h.load_datasets(locomo, args.limit_conversations, long_span, args.seed)
+    return laid_out(h.load_datasets(locomo, args.limit_conversations, long_span, args.seed), args.layout)
 
 
 def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], list[dict[str, Any]], dict[str, Any]]:
@@ -891,7 +894,16 @@ def setup_lines(args: argparse.Namespace, datasets: Sequence[h.Dataset], facts: 
     models = ", ".join(f"`{k}` ({v})" for k, v in facts.get("models", {}).items())
     environ = facts.get("ours_environ", our_defaults())
     asked = h.group_rows(facts.get("asked", []), ("dataset",))
+    merged = (
+        [
+            "- Layout `one-agent`: every LoCoMo conversation stored under ONE agent on both sides (one store, one "
+            "CPersona database), each question asked of that whole store and scored on its own evidence."
+        ]
+        if getattr(args, "layout", "per-conversation") == "one-agent"
+        else []
+    )
     lines = [
+        *merged,
         "- Data: " + " ".join(line.removeprefix("- ") for line in h.dataset_facts(datasets)),
         "- Asked: "
         + "; ".join(
@@ -1113,6 +1125,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--workdir", type=Path, help="keep the databases and logs here (default: a temporary folder)")
     parser.add_argument(
         "--out", type=Path, default=h.RESULTS / "reconstruct.md", help="markdown file (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--layout",
+        choices=("per-conversation", "one-agent"),
+        default="per-conversation",
+        help="one-agent: every LoCoMo conversation under one agent, each question asked of the whole store "
+        "(default: %(default)s)",
     )
     parser.add_argument("--dump-rows", type=Path, metavar="PATH.jsonl", help="one line per question, system and arm")
     parser.add_argument(

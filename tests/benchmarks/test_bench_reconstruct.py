@@ -359,3 +359,15 @@ def test_a_cpersona_failure_makes_error_rows_of_the_calls_it_did_not_answer(tmp_
     assert rows[0]["quoted"] == 0.0  # no database to map through: CPersona's ref stays foreign
     facts = {"imports": [{"dataset": "locomo", "embedder": "hash", "conversation": "c1", **totals}], "ours": []}
     assert any(line.startswith("- **CPersona failed** on `c1`") for line in rc.check_lines(rows, facts))
+
+
+def test_the_one_agent_layout_asks_every_locomo_question_of_one_store() -> None:
+    from tests.conftest import LOCOMO_MINI
+
+    argv = ["--locomo", str(LOCOMO_MINI), "--datasets", "locomo", "--skip-peer"]
+    plain = rc.load(rc.build_parser().parse_args(argv))
+    merged = rc.load(rc.build_parser().parse_args([*argv, "--layout", "one-agent"]))
+    assert len(merged) == 1 and len(merged[0].conversations) == 1
+    whole = merged[0].conversations[0]
+    assert len(whole.turns) == sum(len(c.turns) for c in plain[0].conversations)
+    assert len(whole.questions) == sum(len(c.questions) for c in plain[0].conversations)
