@@ -59,4 +59,4 @@ def test_a_tiny_run_writes_every_system_side_by_side(tmp_path: Path) -> None:
     ]
     assert [r[2] for r in rows] == list(SYSTEMS)
     calibrated = {r[2]: float(r[8]) for r in rows}
-    assert calibrated["gate-v0"] == calibrated["gate-v1"] == 0.0 < calibrated["gate-v1 +cal"]  # the 50s calibrate
+    assert calibrated["gate-v0"] == calibrated["defaults"] == 0.0 < calibrated["defaults +cal"]  # the 50s calibrate
