@@ -74,7 +74,7 @@ def ladder_rows(size: int, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any
 
 
 def render(argv: Sequence[str], lines: Sequence[dict[str, Any]], facts: dict[int, dict[str, Any]]) -> str:
-    merged = {(x["embedder"], x["system"]): x for x in lines if x["size"] == min(x["size"] for x in lines)}
+    merged = {(x["embedder"], x["system"]): x for x in lines if x["size"] == 0}  # the merged store, when asked
     out = [
         "# The growth ladder: LoCoMo's questions in one agent's store that also holds other conversations",
         "",
