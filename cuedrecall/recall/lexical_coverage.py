@@ -30,10 +30,11 @@ def order_by_coverage(ctx: RecallContext, arms: Arms) -> Arms:
     if not ctx.params.lexical_coverage or len(words) < 2:
         return arms
     lexical = [name for name in ARMS.lexical_names if arms.get(name)]
-    ctx.facts.load(hit.ref for name in lexical for hit in arms[name])
+    refs = dict.fromkeys(hit.ref for name in lexical for hit in arms[name])  # a row on two arms is read once
+    ctx.facts.load(refs)
+    held = {ref: _held(ctx, ref, words) for ref in refs}
     out = dict(arms)
     for name in lexical:
-        held = {hit.ref: _held(ctx, hit.ref, words) for hit in arms[name]}
         ordered = sorted(arms[name], key=lambda hit: (-held[hit.ref], hit.rank))
         out[name] = [Hit(hit.ref, rank, hit.raw) for rank, hit in enumerate(ordered)]
     return out
