@@ -21,47 +21,24 @@ after a load and whenever the table has doubled since the last fold.
 
 from __future__ import annotations
 
-from types import ModuleType
-
 import numpy as np
 
 from cuedrecall.store.sqlite.mapped import copy_rows, mapped_zeros, release
+from cuedrecall.store.sqlite.vector_codes import int8_dots, round_query
 
-_nk: ModuleType | None
-try:  # numkong: int8 dot products in SIMD (a wheel on Linux, macOS and Windows); numpy computes the same values
-    import numkong as _nk
-except ImportError:  # pragma: no cover - the dependency is declared; this keeps a broken install answering
-    _nk = None
-
-CHUNK = 1024  # rows the numpy pass converts to float32 at once (the fallback without numkong): 1.5 MiB
 FOLD_CHUNK = 4096  # codes a fold hashes or compares at once: its copies stay near 1.5 MiB each
 _PRIME = np.uint64(0x100000001B3)
 _SEED = np.uint64(0xCBF29CE484222325)
 _SHIFT = np.uint64(29)
 
 
-def int8_dots(codes: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """codes (rows, dim int8) . query (dim int8), as float32: the int32 sums are exact (|sum| < 2**24 for 384 wide)."""
-    if codes.shape[0] == 0:
-        return np.zeros(0, dtype=np.float32)
-    if _nk is not None:
-        return np.asarray(_nk.cdist(query[None, :], codes, metric="dot", out_dtype="float32")).reshape(-1)
-    out = np.empty(codes.shape[0], dtype=np.float32)
-    q = query.astype(np.float32)
-    for start in range(0, codes.shape[0], CHUNK):
-        np.matmul(codes[start : start + CHUNK].astype(np.float32), q, out=out[start : start + CHUNK])
-    return out
-
-
 def query_codes(query: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
     """(unit query float64, its int8 rounding q8, the scale s with u ~ s q8, the band ||u - s q8|| with slack)."""
     unit = np.asarray(query, dtype=np.float64)
     unit = unit / (float(np.linalg.norm(unit)) or 1.0)
-    peak = float(np.abs(unit).max()) if unit.size else 0.0
-    scale = peak / 127 if peak > 0 else 1.0
-    q8 = np.clip(np.rint(unit / scale), -127, 127).astype(np.int8)
-    band = float(np.linalg.norm(unit - scale * q8.astype(np.float64)))
-    return unit, q8, scale, band * (1 + 1e-6) + 1e-6  # the slack covers float32 rounding of s*(c.q8)/||c||
+    rounded = round_query(unit)
+    # the slack covers float32 rounding of s*(c.q8)/||c||
+    return unit, rounded.codes, rounded.scale, rounded.residual + 1e-6
 
 
 def hash_rows(codes: np.ndarray) -> np.ndarray:

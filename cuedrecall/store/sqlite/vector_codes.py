@@ -1,10 +1,13 @@
-"""vector-codes-v1: the index holds each vector as int8 codes, and every arm stays exact.
+"""vector-codes-v2: the index holds each vector as int8 codes, and every arm stays exact.
 
 A row v is held as codes c = round(v / s), s = max|v| / 127 (int8, a quarter of
 float32's memory: 37 MiB instead of 147 MiB for 100,000 vectors of 384), with
-its band b = ||v - s*c|| + EPS * ||v||, rounded up. For any query q,
-|v.q - s*(c.q)| <= b * ||q||: Cauchy-Schwarz on the rounding residual, EPS
-covering float32 arithmetic in both products.
+its band b = ||v - s*c|| + EPS * ||v|| and its reach r = ||s*c||, both rounded
+up. The query is rounded the same way, q ~ t*q8 with residual e = q - t*q8, so a
+row's approximation s*t*(c.q8) is one int8 dot product (numkong's SIMD pass, a
+quarter of float32's bytes read, no conversion). Cauchy-Schwarz on both
+residuals: |v.q - s*t*(c.q8)| <= b*||q|| + r*||e||, EPS covering float32
+arithmetic.
 
 An arm ranks its rows by the approximation, keeps every row whose upper bound
 reaches both the floor and the depth-th best lower bound of the rows sure to
@@ -12,23 +15,32 @@ pass the floor, and scores those from the stored float32 vectors
 (``select``). A row the exact scan would return has a true score at or above
 both, so its upper bound does too: the rows, scores and order are the exact
 scan's, and the stored vectors read are the few near the cut.
+docs/storage.md#sqlite-the-default says the same in prose.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from types import ModuleType
 from typing import Final
 
 import numpy as np
 
-VERSION: Final = "vector-codes-v1"
+_nk: ModuleType | None
+try:  # numkong: int8 dot products in SIMD (a wheel on Linux, macOS and Windows); numpy computes the same values
+    import numkong as _nk
+except ImportError:  # pragma: no cover - the dependency is declared; this keeps a broken install answering
+    _nk = None
+
+VERSION: Final = "vector-codes-v2"
 EPS: Final = 1e-4  # in units of ||v|| * ||q||; float32 rounding of a 384-wide product is under 3e-5 of that
-CHUNK: Final = 1024  # rows converted to float32 at once: a 1.5 MiB passing copy (faster than larger ones here)
+CHUNK: Final = 1024  # rows the numpy fallback converts to float32 at once: a 1.5 MiB passing copy
 LEVELS: Final = 127
 
 
-def quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(codes int8, scale float32, band float32) of each row. A row with a non-finite value gets codes 0 and an
-    infinite band: it is always scored exactly (and its NaN score then passes no floor, as before).
+def quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(codes int8, scale float32, band float32, reach float32) of each row. A row with a non-finite value gets
+    codes 0, reach 0 and an infinite band: it is always scored exactly (and its NaN score then passes no floor).
 
     In float32, in place, for a load's batches to stay small: the float32 error of the residual's norm is under
     1e-6 of ||v||, well inside EPS * ||v||."""
@@ -41,27 +53,67 @@ def quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     np.clip(np.rint(work, out=work), -LEVELS, LEVELS, out=work)
     codes = work.astype(np.int8)
     work *= scale[:, None]
+    reach = _up(np.linalg.norm(work, axis=1) * np.float32(1 + EPS))  # ||s*c||
     np.subtract(v, work, out=work)  # the residual v - s*c
-    band = np.linalg.norm(work, axis=1) + np.float32(EPS) * np.linalg.norm(v, axis=1)
-    band = np.nextafter(band.astype(np.float32), np.float32(np.inf))
+    band = _up(np.linalg.norm(work, axis=1) + np.float32(EPS) * np.linalg.norm(v, axis=1))
     band[~finite] = np.inf
-    return codes, scale, band
+    return codes, scale, band, reach
 
 
-def approximate(codes: np.ndarray, scale: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """s*(c.q) for each row, CHUNK rows converted to float32 at a time."""
+def _up(values: np.ndarray) -> np.ndarray:
+    """float32, each rounded up one step: a bound stays a bound after its own rounding."""
+    return np.nextafter(values.astype(np.float32), np.float32(np.inf))
+
+
+@dataclass(frozen=True)
+class QueryCodes:
+    """A query rounded to int8: q ~ scale * codes, ``residual`` >= ||q - scale * codes||, ``norm`` = ||q||."""
+
+    codes: np.ndarray
+    scale: float
+    residual: float
+    norm: float
+
+
+def round_query(query: np.ndarray) -> QueryCodes:
+    """The query's int8 codes, scale and residual bound (computed in float64, with slack for float32 products)."""
+    wide = np.asarray(query, dtype=np.float64)
+    peak = float(np.abs(wide).max()) if wide.size else 0.0
+    scale = peak / LEVELS if np.isfinite(peak) and peak > 0 else 1.0
+    codes = np.clip(np.rint(wide / scale), -LEVELS, LEVELS).astype(np.int8)
+    residual = float(np.linalg.norm(wide - scale * codes.astype(np.float64)))
+    return QueryCodes(codes, scale, residual * (1 + 1e-6) + 1e-12, float(np.linalg.norm(wide)))
+
+
+def int8_dots(codes: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """codes (rows, dim int8) . query (dim int8), as float32: the int32 sums are exact (|sum| < 2**24 for 384 wide)."""
+    if codes.shape[0] == 0:
+        return np.zeros(0, dtype=np.float32)
+    if _nk is not None:
+        return np.asarray(_nk.cdist(query[None, :], codes, metric="dot", out_dtype="float32")).reshape(-1)
     out = np.empty(codes.shape[0], dtype=np.float32)
+    q = query.astype(np.float32)
     for start in range(0, codes.shape[0], CHUNK):
-        block = codes[start : start + CHUNK]
-        np.matmul(block.astype(np.float32), query, out=out[start : start + block.shape[0]])
-    out *= scale
+        np.matmul(codes[start : start + CHUNK].astype(np.float32), q, out=out[start : start + CHUNK])
     return out
 
 
-def candidates(approx: np.ndarray, band: np.ndarray, query_norm: float, floor: float, depth: int) -> np.ndarray:
+def approximate(codes: np.ndarray, scale: np.ndarray, query: QueryCodes) -> np.ndarray:
+    """s*t*(c.q8) for each row: one int8 pass."""
+    out = int8_dots(codes, query.codes)
+    out *= scale
+    out *= np.float32(query.scale)
+    return out
+
+
+def error_bound(band: np.ndarray, reach: np.ndarray, query: QueryCodes) -> np.ndarray:
+    """Each row's bound on |v.q - approximation|: b*||q|| + r*||e||."""
+    return band * np.float32(query.norm * (1 + 1e-6)) + reach * np.float32(query.residual)
+
+
+def candidates(approx: np.ndarray, slack: np.ndarray, floor: float, depth: int) -> np.ndarray:
     """Indexes of the rows whose exact score may reach the floor and the depth best: every row the exact scan
     keeps is among them."""
-    slack = band * np.float32(query_norm * (1 + 1e-6))
     upper = approx + slack
     eligible = np.flatnonzero(upper >= floor)
     if eligible.size <= depth:

@@ -9,7 +9,7 @@ Rows that arrive below the newest id (vectors written again: a store re-embedded
 under another model) are merged in with ``insert``: one pass over the index a
 batch, not a rebuild from the rows.
 
-Vectors are held as int8 codes (``vector_codes``, vector-codes-v1): the arms
+Vectors are held as int8 codes (``vector_codes``, vector-codes-v2): the arms
 rank by the codes and score the few rows near the cut from the stored float32
 vectors, which ``exact`` (given by the store) reads, so every score and row is
 an exact scan's while the index takes a quarter of float32's memory.
@@ -31,7 +31,15 @@ from cuedrecall.store.base import Scope
 from cuedrecall.store.sqlite.block_index import words
 from cuedrecall.store.sqlite.mapped import copy_rows, mapped_zeros, release
 from cuedrecall.store.sqlite.scope_columns import ScopeColumns, open_gaps
-from cuedrecall.store.sqlite.vector_codes import approximate, candidates, exact_scores, quantize
+from cuedrecall.store.sqlite.vector_codes import (
+    QueryCodes,
+    approximate,
+    candidates,
+    error_bound,
+    exact_scores,
+    quantize,
+    round_query,
+)
 
 # The stored float32 vectors of the given ids (an id deleted meanwhile is absent): the store's rows are the truth.
 ExactVectors = Callable[[list[int]], dict[int, np.ndarray]]
@@ -39,7 +47,7 @@ SETTLE_ROWS = 256  # a load's batch: 96 KiB of 384-wide codes, a few MiB while t
 # The arrays mapped from files (store/sqlite/mapped.py): the codes every arm reads near its window, and the sign bits
 # only the far seats (off by default) read; both resident only while read.
 _MAPPED = ("_codes", "_bits")
-_ROWS = ("_ids", "_codes", "_scale", "_band", "_bits", "_ts")  # the per-row arrays, in step
+_ROWS = ("_ids", "_codes", "_scale", "_band", "_reach", "_bits", "_ts")  # the per-row arrays, in step
 
 
 def sign_words(vectors: np.ndarray, width: int) -> np.ndarray:
@@ -80,6 +88,7 @@ class VectorIndex:
         self._codes = mapped_zeros((capacity, dim or 1), np.int8, spill)
         self._scale = np.zeros(capacity, dtype=np.float32)
         self._band = np.zeros(capacity, dtype=np.float32)
+        self._reach = np.zeros(capacity, dtype=np.float32)
         self._bits = mapped_zeros((capacity, self._width), np.uint64, spill)
         self._ts = np.zeros(capacity, dtype=np.float64)
         self._axes = ScopeColumns(capacity)
@@ -136,7 +145,13 @@ class VectorIndex:
         vectors = np.stack([row.vector for row in rows])
         stop = start + len(rows)
         self._ids[start:stop] = [row.row_id for row in rows]
-        self._codes[start:stop], self._scale[start:stop], self._band[start:stop] = quantize(vectors)
+        codes, scale, band, reach = quantize(vectors)
+        self._codes[start:stop], self._scale[start:stop], self._band[start:stop], self._reach[start:stop] = (
+            codes,
+            scale,
+            band,
+            reach,
+        )
         self._bits[start:stop] = sign_words(vectors, self._width)
         for i, row in enumerate(rows, start):
             self._axes.set(i, row.agent_id, row.project_id, row.channel, row.source_id)
@@ -254,8 +269,9 @@ class VectorIndex:
         if rows.size == 0:
             return []
         query = query.astype(np.float32, copy=False)
-        approx = self._approximate(rows, query)
-        picked = candidates(approx, self._band[rows], float(np.linalg.norm(query)), floor, depth)
+        rounded = round_query(query)
+        approx = self._approximate(rows, rounded)
+        picked = candidates(approx, error_bound(self._band[rows], self._reach[rows], rounded), floor, depth)
         scores = self._scores(rows[picked], query)
         passing = scores >= floor
         picked, scores = picked[passing], scores[passing]
@@ -293,7 +309,7 @@ class VectorIndex:
             for row, i, cosine in zip(chosen, order, cosines)
         ]
 
-    def _approximate(self, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+    def _approximate(self, rows: np.ndarray, query: QueryCodes) -> np.ndarray:
         """The codes' dot products for the given rows (newest first).
 
         When the rows fill most of the span they cover, the product over that

@@ -5,7 +5,7 @@ See docs/architecture.md#a-recall-reads-one-snapshot.
 The counts are of top-level SQL statements a warm recall sends (sqlite3's trace
 callback; statements FTS5 runs inside a MATCH are its own and start with "--").
 Before the snapshot a warm recall sent 22 (16 of them freshness checks), a cued
-one 39; these pins keep the path from growing back. Since vector-codes-v1 the
+one 39; these pins keep the path from growing back. Since vector-codes-v2 the
 vector arms read the stored vectors of the rows near their cut, each once a
 snapshot. The profile is cached until
 any connection changes a profile, so a warm recall reads none.
@@ -61,7 +61,7 @@ def test_a_warm_recall_sends_ten_statements_inside_one_read_transaction(memory: 
     sent, response = statements(memory)
     assert len(response["messages"]) == 10
     # BEGIN, the change-log check, two full-text arms, memories and episodes hydrated once, COMMIT, and three
-    # reads of stored vectors (vector-codes-v1 scores the rows near the cut exactly): the near arm's memories and
+    # reads of stored vectors (vector-codes-v2 scores the rows near the cut exactly): the near arm's memories and
     # episodes, then the rest of the pool the gate's outlier bar scores; a snapshot reads each vector once
     assert len(sent) == 10, sent
     assert sent[0] == "BEGIN" and sent[-1] == "COMMIT"

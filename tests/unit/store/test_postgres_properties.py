@@ -84,17 +84,33 @@ def fill(store: Store, items: list[tuple[Any, ...]]) -> None:
                 )
 
 
-def refs_and_raws(hits: list[Any]) -> list[tuple[float, frozenset[str]]]:
+TIE = 2e-6  # scores closer than this are one run: float32 rounding of a cosine summed in another order
+
+
+class Runs(list[tuple[float, frozenset[str]]]):
+    """Runs of equal scores, best first; two are equal when their refs match run by run and their scores differ by
+    float32 rounding at most (rounding to a fixed decimal would split two such scores across a boundary)."""
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, list)
+            and len(self) == len(other)
+            and all(a[1] == b[1] and abs(a[0] - b[0]) <= TIE for a, b in zip(self, other))
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def refs_and_raws(hits: list[Any]) -> Runs:
     """The hits as runs of equal scores (to float32 rounding), best first: within a run of equal scores the
     order is decided by the last bit of two float sums, which the backends compute in different orders."""
     runs: list[tuple[float, set[str]]] = []
     for hit in hits:
-        raw = round(hit.raw, 5)
-        if runs and runs[-1][0] == raw:
+        if runs and abs(runs[-1][0] - hit.raw) <= TIE:
             runs[-1][1].add(hit.ref)
         else:
-            runs.append((raw, {hit.ref}))
-    return [(raw, frozenset(refs)) for raw, refs in runs]
+            runs.append((hit.raw, {hit.ref}))
+    return Runs((raw, frozenset(refs)) for raw, refs in runs)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])

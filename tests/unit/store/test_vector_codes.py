@@ -1,4 +1,4 @@
-"""vector-codes-v1 (store/sqlite/vector_codes.py): the index holds int8 codes, and every vector arm returns what an
+"""vector-codes-v2 (store/sqlite/vector_codes.py): the index holds int8 codes, and every vector arm returns what an
 exact float32 scan returns: the same rows, scores and order, reading stored vectors only for rows near the cut."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cuedrecall.store.base import Scope
-from cuedrecall.store.sqlite.vector_codes import approximate, quantize
+from cuedrecall.store.sqlite.vector_codes import approximate, error_bound, quantize, round_query
 from cuedrecall.store.sqlite.vector_index import IndexRow, VectorIndex
 
 AGENTS = ("a", "b")
@@ -20,14 +20,18 @@ def test_the_band_bounds_the_codes_error_for_any_query(seed: int, dim: int, magn
     vectors = (rng.standard_normal((20, dim)) * magnitude).astype(np.float32)
     vectors[0, rng.integers(dim)] *= 50  # one dominant dimension: the coarsest scale
     query = rng.standard_normal(dim).astype(np.float32)
-    codes, scale, band = quantize(vectors)
+    codes, scale, band, reach = quantize(vectors)
     exact = vectors.astype(np.float64) @ query.astype(np.float64)
-    error = np.abs(exact - approximate(codes, scale, query))
-    assert (error <= band * np.linalg.norm(query)).all()
+    rounded = round_query(query)
+    error = np.abs(exact - approximate(codes, scale, rounded))
+    bound = error_bound(band, reach, rounded)
+    assert (error <= bound).all()
+    ordinary = bound[1:] / (np.linalg.norm(vectors[1:], axis=1) * np.linalg.norm(query))
+    assert (ordinary < 0.05).all()  # tight enough to prune: a few hundredths of the product's largest value
 
 
 def test_a_vector_with_a_non_finite_value_is_always_scored_exactly() -> None:
-    codes, _scale, band = quantize(np.array([[np.nan, 1.0], [0.5, 0.5]], dtype=np.float32))
+    codes, _scale, band, _reach = quantize(np.array([[np.nan, 1.0], [0.5, 0.5]], dtype=np.float32))
     assert band[0] == np.inf and not codes[0].any() and np.isfinite(band[1])
 
 
@@ -99,5 +103,5 @@ def test_the_index_holds_a_384_wide_row_in_under_a_third_of_its_float32_size() -
     index = VectorIndex(lambda ids: {}, capacity=1_000)
     for i in range(1, 1_001):
         index.add(IndexRow(i, np.full(384, 0.05, dtype=np.float32), "a", "", "", "", float(i)))
-    held = sum(getattr(index, name).nbytes for name in ("_ids", "_codes", "_scale", "_band", "_bits", "_ts"))
+    held = sum(getattr(index, name).nbytes for name in ("_ids", "_codes", "_scale", "_band", "_reach", "_bits", "_ts"))
     assert held / 1_000 < 384 * 4 / 3
