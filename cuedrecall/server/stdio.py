@@ -30,6 +30,7 @@ from cuedrecall.server.jsonrpc import PARSE_ERROR, Refusal, error_body, log_refu
 log = logging.getLogger("cuedrecall")
 
 MAX_LINE = 32 * 1024 * 1024  # bytes of one message: room for a 10 MB argument escaped as JSON
+INLINE_PARSE = 64 * 1024  # bytes of a line parsed on the event loop; a longer one goes to a worker thread
 DRAIN_WAIT = 120.0  # seconds the requests still running at EOF have to answer (an import may take a while)
 
 Incoming = SessionMessage | bytes  # a message for the session, or an answer the transport writes itself
@@ -95,8 +96,14 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout: BinaryIO | None
     async def read() -> None:
         async with to_session, lines_in:
             while (raw := await anyio.to_thread.run_sync(read_line, stdin, abandon_on_cancel=True)) is not None:
-                # read off the event loop: a 10 MB line takes a while to parse, and answers keep going out
-                item = await anyio.to_thread.run_sync(incoming, raw) if raw else _too_large
+                # a long line is read off the event loop (a 10 MB line takes a while to parse, and answers keep going
+                # out); a short one is parsed here, which saves a worker thread's round trip on every call
+                if not raw:
+                    item: Incoming | None = _too_large
+                elif len(raw) <= INLINE_PARSE:
+                    item = incoming(raw)
+                else:
+                    item = await anyio.to_thread.run_sync(incoming, raw)
                 if isinstance(item, SessionMessage):
                     in_flight.started(item)
                     await to_session.send(item)
