@@ -96,6 +96,15 @@ def session_recall(sessions: Sequence[int | None], gold: Iterable[int], k: int) 
     return float(bool(wanted) and any(s in wanted for s in sessions[:k]))
 
 
+def distinct_session_recall(sessions: Sequence[int | None], gold: Iterable[int], k: int) -> float:
+    """1.0 when a session holding evidence is among the first k distinct sessions of the answer, in the order the
+    rows first name them (the figure engram-search reports as session recall@k): rows of a session already
+    counted, and rows of no session, take no place."""
+    wanted = set(gold)
+    distinct = list(dict.fromkeys(s for s in sessions if s is not None))[:k]
+    return float(bool(wanted) and any(s in wanted for s in distinct))
+
+
 def best_rank(ranked: Sequence[str], gold: Iterable[str]) -> int | None:
     """The 1-based rank of the first gold ref, or None when none is in the list."""
     relevant = set(gold)

@@ -47,7 +47,17 @@ except ImportError:  # pragma: no cover - the tool ships with the project
     CODES, RETURNED = (), "returned"
 
 PROG = "benchmarks.retrieval"
-METRICS = ("recall_any@5", "recall_any@10", "recall_all@10", "ndcg@10", "mrr", "session@5", "session@10", "foreign@10")
+METRICS = (
+    "recall_any@5",
+    "recall_any@10",
+    "recall_all@10",
+    "ndcg@10",
+    "mrr",
+    "session@5",
+    "session@10",
+    "sessions@5",
+    "foreign@10",
+)
 LAYOUTS = ("per-conversation", "one-agent")
 # one_agent numbers a merged store's sessions conversation index x SESSION_BLOCK + session (benchmarks.relief)
 SESSION_BLOCK = 1000
@@ -140,11 +150,13 @@ def failure_code(trace: dict[str, Any], gold: Sequence[str]) -> str:
 
 
 def _session_metrics(store: h.ConversationStore, question: Any, ranked: Sequence[str]) -> dict[str, float]:
-    """Session recall at 5 and 10 (a session holding evidence among the sessions of the first rows), and the
-    share of the first 10 rows from another conversation than the question's (0 outside a merged store)."""
+    """Session recall at 5 and 10 (a session holding evidence among the sessions of the first rows), at the first 5
+    distinct sessions, and the share of the first 10 rows from another conversation than the question's (0 outside
+    a merged store)."""
     sessions = [store.session_of(ref) for ref in ranked]
     gold = store.gold_sessions(question)
     out = {f"session@{k}": h.session_recall(sessions, gold, k) for k in (5, 10)}
+    out["sessions@5"] = h.distinct_session_recall(sessions, gold, 5)
     homes = {s // SESSION_BLOCK for s in gold}
     first = sessions[:10]
     out["foreign@10"] = (
@@ -346,7 +358,9 @@ def render(
         "- recall_any@k: any evidence in the first k; recall_all@10: all of it in the first 10; NDCG@10 with "
         "the ideal of min(|evidence|, 10) relevant rows first; MRR: 1 / rank of the first evidence "
         "(0 when none is returned); session@k (LongMemEval's session recall): a session holding evidence is "
-        "among the sessions of the first k rows (a turn's session, or the session an episode summarises).",
+        "among the sessions of the first k rows (a turn's session, or the session an episode summarises); "
+        "sessions@5: a session holding evidence is among the first 5 distinct sessions the rows name, in order "
+        "(engram-search's session recall@5).",
         "- LoCoMo category 5 (adversarial) is left out. Categories: 1 multi-hop, 2 temporal, 3 open-domain, "
         "4 single-hop.",
         "- Embedders: " + ", ".join(f"`{k}` ({v})" for k, v in models.items()) + ".",

@@ -46,3 +46,13 @@ def test_a_comparison_prints_as_the_reports_print_it() -> None:
     assert stats.rose_fell_text(t) == "3 / 1 (p 0.312)"
     assert stats.rose_fell_text(t, fell_p=True) == "3 / 1 (p 0.312; p fell 0.938)"
     assert stats.p_text(0.0001234) == "0.00012"
+
+
+def test_distinct_session_recall_counts_sessions_not_rows() -> None:
+    from benchmarks.harness import distinct_session_recall, session_recall
+
+    rows = [1, 1, 1, None, 2, 2, 3, 4, 9]  # five rows name only sessions 1 and 2; the fifth distinct session is 9
+    assert session_recall(rows, [9], 5) == 0.0
+    assert distinct_session_recall(rows, [9], 5) == 1.0
+    assert distinct_session_recall(rows, [9], 4) == 0.0
+    assert distinct_session_recall(rows, [], 5) == 0.0
