@@ -127,9 +127,16 @@ def candidates(approx: np.ndarray, slack: np.ndarray, floor: float, depth: int) 
 
 
 def exact_scores(vectors: list[np.ndarray | None], query: np.ndarray) -> np.ndarray:
-    """Dot products of stored vectors with the query; NaN where a vector is missing (deleted meanwhile)."""
+    """Dot products of stored vectors with the query; NaN where a vector is missing (deleted meanwhile).
+
+    Each row's product is summed in float64 by one fixed loop (einsum, no BLAS) and then rounded to float32: a
+    BLAS product's last bit depends on how many rows it is given, so two rows of the same text could tie or not,
+    and an answer change with the number of candidates near the cut. Here a row's score is the same whatever
+    else is scored."""
     out = np.full(len(vectors), np.nan, dtype=np.float32)
     present = [(i, vector) for i, vector in enumerate(vectors) if vector is not None and vector.shape == query.shape]
     if present:
-        out[[i for i, _ in present]] = np.stack([vector for _, vector in present]) @ query
+        stacked = np.stack([vector for _, vector in present]).astype(np.float64)
+        scores = np.einsum("ij,j->i", stacked, query.astype(np.float64), optimize=False)
+        out[[i for i, _ in present]] = scores.astype(np.float32)
     return out

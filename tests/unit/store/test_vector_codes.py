@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cuedrecall.store.base import Scope
-from cuedrecall.store.sqlite.vector_codes import approximate, error_bound, quantize, round_query
+from cuedrecall.store.sqlite.vector_codes import approximate, error_bound, exact_scores, quantize, round_query
 from cuedrecall.store.sqlite.vector_index import IndexRow, VectorIndex
 
 AGENTS = ("a", "b")
@@ -105,3 +105,14 @@ def test_the_index_holds_a_384_wide_row_in_under_a_third_of_its_float32_size() -
         index.add(IndexRow(i, np.full(384, 0.05, dtype=np.float32), "a", "", "", "", float(i)))
     held = sum(getattr(index, name).nbytes for name in ("_ids", "_codes", "_scale", "_band", "_reach", "_bits", "_ts"))
     assert held / 1_000 < 384 * 4 / 3
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 700))
+def test_a_rows_exact_score_is_the_same_whatever_else_is_scored(seed: int, count: int) -> None:
+    rng = np.random.default_rng(seed)
+    vectors = rng.standard_normal((count, 384)).astype(np.float32)
+    query = rng.standard_normal(384).astype(np.float32)
+    together = exact_scores(list(vectors), query)
+    alone = np.array([exact_scores([vector], query)[0] for vector in vectors[: min(count, 40)]])
+    assert np.array_equal(together[: alone.shape[0]], alone)  # bit for bit, batch of one or of hundreds
