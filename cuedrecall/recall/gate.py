@@ -24,6 +24,9 @@ from cuedrecall.recall.context import RecallContext
 from cuedrecall.recall.gate_policy import COMMON_WORDS, HEURISTIC_FLOOR, OUTLIER_MAX_POOL, OUTLIER_Z
 from cuedrecall.recall.verdicts import Decision, GateResult
 from cuedrecall.text import identifier_like_parts, normalize
+from cuedrecall.text.words import MAX_WORDS
+
+MAX_REPEATED_WORDS = MAX_WORDS  # informative words a repeating row is checked for; more: the rule stays out
 
 PROFILE_MIN_POOL = 50
 UNSCORED_MIN_POOL = 100
@@ -84,9 +87,13 @@ def _repeat_rule(ctx: RecallContext) -> bool:
 def repeated_words(ctx: RecallContext) -> tuple[re.Pattern[str], ...]:
     """The query's informative words as patterns a repeating text must hold: each word between white space or CJK
     punctuation that is not a common word, punctuation stripped from its ends; a word with CJK in it as a substring
-    (no spaces mark its ends), any other as a whole word. Empty when the query holds no informative word."""
+    (no spaces mark its ends), any other as a whole word. Empty when the query holds no informative word, or more
+    than ``MAX_REPEATED_WORDS`` of them: a pasted page is not a phrase a row repeats, and the check stays bounded
+    (recall-bounds-v1)."""
     words = (_EDGE.sub("", word) for word in _SPLIT.split(normalize(ctx.query)))
     kept = dict.fromkeys(word for word in words if word and not common_word(word))
+    if len(kept) > MAX_REPEATED_WORDS:
+        return ()
     return tuple(re.compile(re.escape(w)) if _CJK.search(w) else _whole(w) for w in kept)
 
 

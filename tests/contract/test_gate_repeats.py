@@ -150,3 +150,24 @@ def test_a_row_holding_only_some_of_the_query_words_is_judged_by_its_thresholds(
     for ref in (partial, dogs):
         decision = _decision(trace, ref)
         assert decision["origin"] != "repeats" and not decision["passed"], decision
+
+
+def test_a_query_of_more_informative_words_than_the_bound_leaves_the_repeat_rule_out(db_path: Path) -> None:
+    """recall-bounds-v1: the rule checks at most MAX_REPEATED_WORDS words; a row repeating a longer query is judged
+    by its thresholds (a pasted page is not a phrase a row repeats), one repeating exactly that many still passes."""
+    from cuedrecall.recall.gate import MAX_REPEATED_WORDS
+
+    def words(count: int) -> str:
+        return " ".join(f"zq{i:03d}x" for i in range(count))
+
+    lexical = {**SHIPPED, "embedding_mode": "none"}
+    with open_memory(db_path, settings=make_settings(**lexical), background=False) as memory:
+        _fill(memory, random.Random(2), 40)
+        at_bound = memory.store(agent_id=A, content=words(MAX_REPEATED_WORDS))["ref"]
+        over = memory.store(agent_id=A, content=words(MAX_REPEATED_WORDS + 1) + " over")["ref"]
+        _calibrate(memory, 1.01, 1.01, auto=True, memories=50)
+        _, trace = _answer(memory, words(MAX_REPEATED_WORDS))
+        assert _decision(trace, at_bound)["origin"] == "repeats"
+        _, trace = _answer(memory, words(MAX_REPEATED_WORDS + 1) + " over")
+        assert all(d["origin"] != "repeats" for d in trace["gate"]["decisions"]), trace["gate"]["decisions"]
+        assert not _decision(trace, over)["passed"] or trace["gate"]["gate_fallback"]
