@@ -69,7 +69,7 @@ PROG = "benchmarks.retrieval_peer"
 OURS, PEER = "ours", "cpersona"
 # the row metrics both systems are scored on (session recall needs our store's sessions, foreign rows a store of
 # several conversations: benchmarks.retrieval has them)
-METRICS = tuple(m for m in RETRIEVAL_METRICS if not m.startswith(("session@", "foreign@")))
+METRICS = tuple(m for m in RETRIEVAL_METRICS if not m.startswith(("session@", "sessions@", "foreign@")))
 MODE = "rrf"
 ALL = "**all**"
 
