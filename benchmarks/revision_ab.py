@@ -24,7 +24,7 @@ from typing import Any
 
 from benchmarks import realistic
 from benchmarks.harness import RESULTS
-from benchmarks.speed_realistic_peer import _git, ours_snapshot
+from benchmarks.speed_realistic_peer import git_output, ours_snapshot
 
 PROG = "benchmarks.revision_ab"
 REPO = Path(__file__).resolve().parents[1]
@@ -132,7 +132,7 @@ def measure(size: int, trees: dict[str, Path], args: argparse.Namespace, queries
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     started_load = os.getloadavg()[0]
-    before, after = _git("rev-parse", "--short", args.before), _git("rev-parse", "--short", args.after)
+    before, after = git_output("rev-parse", "--short", args.before), git_output("rev-parse", "--short", args.after)
     trees = {"before": ours_snapshot(before), "after": ours_snapshot(after)}
     queries = realistic.questions(args.locomo, args.queries)
     started = time.perf_counter()

@@ -188,7 +188,7 @@ def side_by_side(args: argparse.Namespace, questions: list[str], save: Any = Non
     return out
 
 
-def _git(*args: str) -> str:
+def git_output(*args: str) -> str:
     done = subprocess.run(["git", *args], cwd=peer_mod.REPO, capture_output=True, text=True, timeout=60, check=True)
     return done.stdout.strip()
 
@@ -199,7 +199,7 @@ def ours_snapshot(rev: str) -> Path:
     Others edit cuedrecall/ while a run lasts: a server started from the working tree would run whatever
     half-made state it found at its start (one failed to start), and the figures could not name their code.
     """
-    sha = _git("rev-parse", "--short", rev)
+    sha = git_output("rev-parse", "--short", rev)
     # outside benchmarks/: a copy of cuedrecall/ there would be walked as benchmarks' own modules
     target = Path(tempfile.gettempdir()) / "cuedrecall-ours-trees" / sha
     if not (target / "cuedrecall" / "__init__.py").exists():
@@ -219,9 +219,10 @@ def ours_snapshot(rev: str) -> Path:
 def tree_note(rev: str | None) -> str:
     """Which of our trees the server ran: a commit's snapshot, or the working tree (and whether it was edited)."""
     if rev:
-        return f"Our server: commit {_git('rev-parse', '--short', rev)} (a `git archive` snapshot of cuedrecall/)."
-    dirty = _git("status", "--porcelain", "--", "cuedrecall")
-    return f"Our server: the working tree at commit {_git('rev-parse', '--short', 'HEAD')}" + (
+        commit = git_output("rev-parse", "--short", rev)
+        return f"Our server: commit {commit} (a `git archive` snapshot of cuedrecall/)."
+    dirty = git_output("status", "--porcelain", "--", "cuedrecall")
+    return f"Our server: the working tree at commit {git_output('rev-parse', '--short', 'HEAD')}" + (
         f", with uncommitted edits under cuedrecall/ ({len(dirty.splitlines())} files) at the start."
         if dirty
         else ", cuedrecall/ clean at the start."
@@ -250,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         realistic.build(args.workdir, args.locomo, size)
     questions = realistic.questions(args.locomo, args.queries)
     if args.ours_rev:  # resolved once: others commit while a run lasts
-        args.ours_rev = _git("rev-parse", "--short", args.ours_rev)
+        args.ours_rev = git_output("rev-parse", "--short", args.ours_rev)
     args.ours_tree = ours_snapshot(args.ours_rev) if args.ours_rev else None
     load, tree = [os.getloadavg()[0]], tree_note(args.ours_rev)
     done: dict[int, dict[str, Any]] = {}

@@ -145,13 +145,8 @@ class VectorIndex:
         vectors = np.stack([row.vector for row in rows])
         stop = start + len(rows)
         self._ids[start:stop] = [row.row_id for row in rows]
-        codes, scale, band, reach = quantize(vectors)
-        self._codes[start:stop], self._scale[start:stop], self._band[start:stop], self._reach[start:stop] = (
-            codes,
-            scale,
-            band,
-            reach,
-        )
+        for name, values in zip(("_codes", "_scale", "_band", "_reach"), quantize(vectors)):
+            getattr(self, name)[start:stop] = values
         self._bits[start:stop] = sign_words(vectors, self._width)
         for i, row in enumerate(rows, start):
             self._axes.set(i, row.agent_id, row.project_id, row.channel, row.source_id)
