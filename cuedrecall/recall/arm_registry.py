@@ -106,6 +106,7 @@ class Arm:
     listed: bool = False  # in the trace's ``arms`` (empty) even when this recall did not run it
     weight: Callable[[RecallParams], float] = field(default=_unweighted)  # its votes' factor in fusion
     content_words: bool = False  # searches a query's content words only: the gate counts its match (recall/gate.py)
+    beside: bool = False  # reads no other arm's list: may run on a helper thread beside the others (recall/arms.py)
 
     def run(self, ctx: ArmInputs, run: Run) -> list[Hit] | None:
         if self.runner is None:
@@ -122,6 +123,8 @@ class Registry:
     lexical_names: tuple[str, ...]
     content_word_names: tuple[str, ...]
     period_lists: tuple[Arm, ...]
+    fused_here: tuple[Arm, ...]  # the fused arms the recall's own thread runs, in order
+    fused_beside: tuple[Arm, ...]  # those a helper thread may run beside them (``Arm.beside``)
 
     def __init__(self, arms: Iterable[Arm]) -> None:
         self._arms: dict[str, Arm] = {}
@@ -164,6 +167,8 @@ class Registry:
         self.lexical_names = tuple(arm.name for arm in self.fused if arm.kind is Kind.LEXICAL)
         self.content_word_names = tuple(arm.name for arm in self.fused if arm.content_words)
         self.period_lists = tuple(arm for arm in arms if arm.period and arm.role in RUN_HERE)
+        self.fused_here = tuple(arm for arm in self.fused if not arm.beside)
+        self.fused_beside = tuple(arm for arm in self.fused if arm.beside)
 
 
 # -- the runners: one Store method each, isolation inside the query ------------------------------------
@@ -256,13 +261,35 @@ EPISODE_FTS = Arm(
     "episode_fts", Kind.LEXICAL, Role.FUSED, EPISODES, ARMS_STAGE, period=True, runner=_episode_fts, listed=True
 )
 MEMORY_KEYWORD = Arm(
-    "memory_keyword", Kind.LEXICAL, Role.FUSED, MEMORIES, ARMS_STAGE, period=True, runner=_memory_keyword, listed=True
+    "memory_keyword",
+    Kind.LEXICAL,
+    Role.FUSED,
+    MEMORIES,
+    ARMS_STAGE,
+    period=True,
+    runner=_memory_keyword,
+    listed=True,
+    beside=True,
 )
 MEMORY_WORDS = Arm(
-    "memory_words", Kind.LEXICAL, Role.FUSED, MEMORIES, ARMS_STAGE, runner=_memory_words, content_words=True
+    "memory_words",
+    Kind.LEXICAL,
+    Role.FUSED,
+    MEMORIES,
+    ARMS_STAGE,
+    runner=_memory_words,
+    content_words=True,
+    beside=True,
 )
 MEMORY_SHORT_WORDS = Arm(
-    "memory_short_words", Kind.LEXICAL, Role.FUSED, MEMORIES, ARMS_STAGE, runner=_memory_short_words, content_words=True
+    "memory_short_words",
+    Kind.LEXICAL,
+    Role.FUSED,
+    MEMORIES,
+    ARMS_STAGE,
+    runner=_memory_short_words,
+    content_words=True,
+    beside=True,
 )
 NEWEST = Arm("newest", Kind.RECENCY, Role.LISTING, BOTH, ARMS_STAGE, period=True, runner=_newest)
 BLOCK = Arm("block", Kind.VECTOR, Role.SEAT, (Reads.BLOCKS,), "recall/block_arm.py")

@@ -7,7 +7,7 @@ whose text the caller already holds leave (``exclude_contents``).
 from __future__ import annotations
 
 from cuedrecall.recall import bounds
-from cuedrecall.recall.arm_registry import ARMS, NEWEST, Arms, Run
+from cuedrecall.recall.arm_registry import ARMS, NEWEST, Arm, Arms, Run
 from cuedrecall.recall.context import RecallContext
 from cuedrecall.recall.lexical_coverage import order_by_coverage
 from cuedrecall.store.base import MEMORY
@@ -15,18 +15,35 @@ from cuedrecall.text import is_excluded
 
 
 def retrieve(ctx: RecallContext) -> Arms:
-    """Run the ordinary arms to the recall depth, then the facts step; excluded rows keep their ranks consumed."""
-    p = ctx.params
+    """Run the ordinary arms to the recall depth, then the facts step; excluded rows keep their ranks consumed.
+
+    The arms that read no other arm's list run on a helper thread beside the others, inside the recall's
+    snapshot (``Store.beside``), and the block arm is searched while they run; each arm's list is what it
+    would be run alone, and the lists keep their declared order (docs/recall-process.md#the-arms).
+    """
     if ctx.recorder.enabled:
         ctx.recorder.bounds(bounds.record(ctx))
+    side = ctx.store.beside(lambda: _run(ctx, ARMS.fused_beside))
+    found = _run(ctx, ARMS.fused_here)
+    ctx.blocks()
+    found.update(side())
     arms: Arms = {arm.name: [] for arm in ARMS.fused if arm.listed}  # listed even when it does not run
-    for arm in ARMS.fused:  # in their declared order (recall/arm_registry.py), each to the recall depth
-        hits = arm.run(ctx, Run(p.depth, arms))
-        if hits is not None:
-            arms[arm.name] = hits
+    for arm in ARMS.fused:  # in their declared order (recall/arm_registry.py)
+        if arm.name in found:
+            arms[arm.name] = found[arm.name]
     arms = order_by_coverage(ctx, arms)
     ctx.recorder.arms(arms)
     return facts(ctx, arms)
+
+
+def _run(ctx: RecallContext, arms: tuple[Arm, ...]) -> Arms:
+    """The lists of the arms that run, each to the recall depth, in order (an arm may read those before it)."""
+    found: Arms = {}
+    for arm in arms:
+        hits = arm.run(ctx, Run(ctx.params.depth, found))
+        if hits is not None:
+            found[arm.name] = hits
+    return found
 
 
 def newest(ctx: RecallContext) -> Arms:

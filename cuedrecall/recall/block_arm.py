@@ -23,11 +23,10 @@ SEAT_BATCH = 8  # hits read back at a time while seats are open (a traced recall
 
 def block_hits(ctx: RecallContext) -> list[BlockHit]:
     """The arm's records, best first; recorded as ``arms.block`` (then read back, every one)."""
-    p = ctx.params
-    if not p.block_retrieval or ctx.blank or ctx.query_vector is None:
+    found = ctx.blocks()
+    if found is None:
         return []
-    hits, order = ctx.store.block_arm(ctx.scope, ctx.query_vector, p.embedding_model)
-    hits = hits[:HYDRATED]
+    hits, order = found[0][:HYDRATED], found[1]
     if ctx.recorder.enabled:
         ctx.facts.load(hit.ref for hit in hits)
         ctx.recorder.arms({BLOCK.name: [Hit(hit.ref, rank, hit.distance) for rank, hit in enumerate(hits)]})

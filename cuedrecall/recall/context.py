@@ -18,7 +18,7 @@ from cuedrecall.recall.facts import Facts
 from cuedrecall.recall.params import RecallParams
 from cuedrecall.recall.request import RecallRequest
 from cuedrecall.recall.trace import Recorder
-from cuedrecall.store.base import Scope, Store
+from cuedrecall.store.base import BlockHit, Scope, Store
 from cuedrecall.text.fts import MIN_TERM, capped_terms, short_runs
 from cuedrecall.text.words import capped_words
 
@@ -90,6 +90,16 @@ class RecallContext:
     def span(self) -> tuple[float, float] | None:
         """(oldest, newest) memory time in scope, epoch seconds."""
         return self._once("span", lambda: self.store.span(self.scope))
+
+    def blocks(self) -> tuple[list[BlockHit], str] | None:
+        """The block arm's records for this query (best first) and the order it read them in, searched once (None:
+        this recall does not search blocks): the arms stage searches it while the lexical arms run beside it
+        (recall/arms.py), the held seats read it."""
+        p = self.params
+        if not p.block_retrieval or self.blank or self.query_vector is None:
+            return None
+        vector = self.query_vector
+        return self._once("blocks", lambda: self.store.block_arm(self.scope, vector, p.embedding_model))
 
     def newest_episode_time(self) -> str | None:
         """When the scope's newest episode was recorded (the episode penalty's boundary)."""

@@ -8,15 +8,16 @@ store passes ``tests/contract/test_store_contract.py``, not a rewrite (docs/stor
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeGuard
+from typing import Any, Protocol, TypeGuard, TypeVar
 
 import numpy as np
 
 MEMORY = "mem"
 EPISODE = "ep"
+T = TypeVar("T")
 TASK_ATTEMPTS = 3  # a queued task that failed this many times is dropped (retry_task), and logged
 
 
@@ -362,6 +363,10 @@ class Transactions(Protocol):
     def close(self) -> None: ...
     def snapshot(self) -> AbstractContextManager[None]: ...
     def write(self) -> AbstractContextManager[Any]: ...
+    def beside(self, work: Callable[[], T]) -> Callable[[], T]:
+        """Start a read on a helper thread inside this thread's snapshot where the backend can; the callable
+        returned gives its result, as if it had run here (docs/storage.md#arms-beside-each-other)."""
+        ...
 
 
 class RecordStore(Transactions, Protocol):

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import select
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from cuedrecall.errors import StoreError
 from cuedrecall.store.postgres.dialect import POSTGRES
+
+T = TypeVar("T")
 
 WRITE_LOCK = 0x63756564  # the advisory lock key every writer of a cuedrecall database takes ("cued")
 
@@ -147,6 +149,10 @@ class PgConnection:
             yield
         except POSTGRES.driver_error as exc:
             raise POSTGRES.failure(exc, closed=self._closed) from exc
+
+    def beside(self, work: Callable[[], T]) -> Callable[[], T]:
+        """The read runs in this thread, in its snapshot, when its result is asked for (no helper here yet)."""
+        return work
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:

@@ -92,6 +92,18 @@ class SnapshotLock:
             self._readers[me] = self._readers.get(me, 0) + 1
             self._stack().append(_SHARED)
 
+    def lend(self) -> bool:
+        """Take the lock shared for a helper thread of a snapshot that holds it: without waiting behind a writer
+        (the snapshot waits on the helper, and the writer on the snapshot). False, nothing taken, when no
+        snapshot holds it any more or a writer does; then the index may have moved and the helper reads nothing."""
+        me = threading.get_ident()
+        with self._cond:
+            if self._owner is not None or not self._readers or me in self._readers:
+                return False
+            self._readers[me] = 1
+            self._stack().append(_SHARED)
+            return True
+
     @contextmanager
     def shared(self) -> Iterator[None]:
         self.acquire_shared()

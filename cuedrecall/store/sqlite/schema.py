@@ -451,6 +451,28 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        10,
+        """
+        -- A change of what the full-text arms read (a memory's content, an episode's summary or keywords) is
+        -- logged too, so that one change-log entry names everything any arm reads: a helper thread's read
+        -- transaction that sees the same entry as a recall's snapshot reads the same rows
+        -- (docs/storage.md#arms-beside-each-other).
+        DROP TRIGGER memories_log_update;
+        CREATE TRIGGER memories_log_update AFTER UPDATE OF
+            embedding, agent_id, project_id, channel, source_id, ts_epoch, content ON memories BEGIN
+            INSERT INTO change_log(kind, row_id) VALUES ('mem', new.id);
+        END;
+        DROP TRIGGER episodes_log_update;
+        CREATE TRIGGER episodes_log_update AFTER UPDATE OF
+            embedding, agent_id, project_id, channel, ts_epoch, summary, keywords ON episodes BEGIN
+            INSERT INTO change_log(kind, row_id) VALUES ('ep', new.id);
+        END;
+        """,
+    )
+)
+
 LATEST_VERSION = MIGRATIONS[-1][0]
 
 

@@ -31,6 +31,7 @@ from cuedrecall.store.sql.folders import SqlFolders
 from cuedrecall.store.sql.graph import SqlGraph
 from cuedrecall.store.sql.records import SqlRecords
 from cuedrecall.store.sqlite.arms import SqliteArms
+from cuedrecall.store.sqlite.beside import SqliteBeside
 from cuedrecall.store.sqlite.block_index import BlockIndex
 from cuedrecall.store.sqlite.blocks import SqliteBlocks
 from cuedrecall.store.sqlite.browse import SqliteBrowse
@@ -95,7 +96,9 @@ def _private_side_files(path: str) -> None:
             pass  # not there (yet): SQLite creates it later with the database file's mode
 
 
-class SqliteStore(SqlRecords, SqliteArms, SqliteMaintenance, SqliteBlocks, SqlGraph, SqlFolders, SqliteBrowse):
+class SqliteStore(
+    SqlRecords, SqliteArms, SqliteMaintenance, SqliteBlocks, SqlGraph, SqlFolders, SqliteBrowse, SqliteBeside
+):
     """All SQL of cuedrecall's embedded backend. One writer at a time; the indexes follow every commit."""
 
     read_only = False  # set by a read-only opener (the explorer without --write): ``write`` refuses
@@ -159,6 +162,7 @@ class SqliteStore(SqlRecords, SqliteArms, SqliteMaintenance, SqliteBlocks, SqlGr
                 reader.close()
             self._checkpoint()
             self._main.close()
+        self._stop_helpers()
 
     def _checkpoint(self) -> None:
         """Copy the WAL's pages into the database file and empty it, so the .db alone holds every commit

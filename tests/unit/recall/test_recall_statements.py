@@ -47,13 +47,18 @@ def memory(tmp_path: Path) -> Memory:
 
 
 def statements(memory: Memory, **arguments: Any) -> tuple[list[str], dict[str, Any]]:
+    """The statements a recall sends, with the lexical arms read in its own thread (their helper thread's reads,
+    its own transaction at the same change-log entry: tests/unit/store/test_beside.py)."""
     sent: list[str] = []
-    conn = memory.store_._reader()  # type: ignore[attr-defined]  # the connection this thread's snapshots read through
+    store = memory.store_  # type: ignore[attr-defined]
+    conn = store._reader()  # the connection this thread's snapshots read through
     conn.set_trace_callback(lambda sql: None if sql.startswith("--") else sent.append(sql.split()[0].upper()))
+    store.beside = lambda work: work  # the helper's own BEGIN, check and COMMIT left out of the count
     try:
         response = memory.recall(agent_id=A, query=QUERY, **arguments)
     finally:
         conn.set_trace_callback(None)
+        del store.beside
     return sent, response
 
 

@@ -1,0 +1,76 @@
+"""The arms that read no other arm's list run on a helper thread beside the others, and the answer is the one
+they give run in order (docs/recall-process.md#the-arms): the same rows, scores and trace."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cuedrecall.api import Memory
+from cuedrecall.recall.arm_registry import ARMS
+from tests.conftest import open_memory
+
+A = "agent-a"
+TOPICS = ["lighthouse", "garden", "violin", "harbour", "bakery", "orchard", "museum", "ferry"]
+QUERIES = [
+    "what did the lighthouse keeper write",
+    "who plays the violin at the harbour",
+    "bread from the bakery by the ferry",
+    "the orchard behind the museum",
+]
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[Memory]:
+    memory = open_memory(tmp_path / "arms-beside.db")
+    for i in range(160):
+        a, b = TOPICS[i % len(TOPICS)], TOPICS[(i * 3 + 1) % len(TOPICS)]
+        memory.store(agent_id=A, content=f"note {i}: the {a} and the {b}, day {i % 9}")
+    memory.archive_episode(agent_id=A, summary="a week by the harbour and the lighthouse", keywords="harbour")
+    yield memory
+    memory.close()
+
+
+def comparable(answer: dict[str, Any]) -> dict[str, Any]:
+    trace = dict(answer["trace"])
+    trace.pop("timing_ms")
+    return {**answer, "trace": trace}
+
+
+def test_the_beside_arms_are_the_lexical_memory_arms_and_read_no_other_list() -> None:
+    assert [arm.name for arm in ARMS.fused_beside] == ["memory_keyword", "memory_words", "memory_short_words"]
+    assert "vector_far" in [arm.name for arm in ARMS.fused_here]  # it reads the near arm's list
+
+
+def test_a_recall_with_its_lexical_arms_beside_answers_as_one_run_in_order(memory: Memory) -> None:
+    store = memory.store_  # type: ignore[attr-defined]
+    threads: list[str] = []
+    beside = store.beside
+
+    def waited(work: Callable[[], Any]) -> Callable[[], Any]:
+        done = threading.Event()
+
+        def watched() -> Any:
+            try:
+                threads.append(threading.current_thread().name)
+                return work()
+            finally:
+                done.set()
+
+        pending = beside(watched)
+        done.wait(10)  # the helper has read (the rule fires every time, not only when the main arms are slow)
+        return pending
+
+    for query in QUERIES:
+        store.beside = lambda work: work  # in order, in the recall's thread
+        alone = memory.recall(agent_id=A, query=query, trace=True)
+        store.beside = waited
+        together = memory.recall(agent_id=A, query=query, trace=True)
+        del store.beside
+        assert comparable(together) == comparable(alone), query
+        assert together["trace"]["arms"]["memory_keyword"], query  # the helper's list is in the answer
+    assert len(threads) == len(QUERIES) and all(name.startswith("cuedrecall-beside") for name in threads)
