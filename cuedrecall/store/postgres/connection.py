@@ -18,6 +18,7 @@ connection.
 
 from __future__ import annotations
 
+import re
 import select
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -25,9 +26,11 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from cuedrecall.errors import StoreError
+from cuedrecall.store.beside import MISSED, Helpers
 from cuedrecall.store.postgres.dialect import POSTGRES
 
 T = TypeVar("T")
+_EXPORTED = re.compile(r"[0-9A-Fa-f-]+")  # what pg_export_snapshot() names a snapshot
 
 WRITE_LOCK = 0x63756564  # the advisory lock key every writer of a cuedrecall database takes ("cued")
 
@@ -106,6 +109,7 @@ class PgConnection:
         self._pool_lock = threading.Lock()
         self._local = threading.local()  # .conn / .memo: this thread's open snapshot
         self._session: list[str] = []  # settings every connection of the store runs once opened (ensure_hnsw's)
+        self._helpers = Helpers("cuedrecall-beside")  # threads that read beside a snapshot (``beside``)
 
     @property
     def _conn(self) -> Any:
@@ -133,6 +137,7 @@ class PgConnection:
                 reader.close()
             self._idle.clear()
             self._main.close()
+        self._helpers.stop()
 
     def configure(self, statement: str) -> None:
         """A session setting for every connection of the store, those open now and those opened later."""
@@ -151,8 +156,44 @@ class PgConnection:
             raise POSTGRES.failure(exc, closed=self._closed) from exc
 
     def beside(self, work: Callable[[], T]) -> Callable[[], T]:
-        """The read runs in this thread, in its snapshot, when its result is asked for (no helper here yet)."""
-        return work
+        """Start ``work`` (reads only) on a helper thread inside this thread's snapshot: the helper's transaction
+        takes the snapshot PostgreSQL exports for it, so it reads the same rows; when it cannot, this thread
+        reads it when asked for (store/beside.py, docs/storage.md#arms-beside-each-other)."""
+        reader = getattr(self._local, "conn", None)
+        if reader is None or self._writer == threading.get_ident():
+            return work
+        exported = reader.execute("SELECT pg_export_snapshot()").fetchone()[0]
+        if not _EXPORTED.fullmatch(exported):
+            return work
+        return self._helpers.start(lambda: self._helped(work, exported), work)
+
+    def _helped(self, work: Callable[[], T], exported: str) -> Any:
+        """``work`` on this helper thread in the exported snapshot; MISSED when it cannot be taken (the snapshot's
+        transaction has ended, the server is gone)."""
+        if self._closed:
+            return MISSED
+        try:
+            reader = self._take_reader()
+        except (StoreError, POSTGRES.driver_error):
+            return MISSED
+        try:
+            reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            reader.execute(f"SET TRANSACTION SNAPSHOT '{exported}'")
+        except POSTGRES.driver_error:
+            if not _dropped(reader) and reader.info.transaction_status:
+                reader.execute("ROLLBACK")
+            self._give_back(reader)
+            return MISSED
+        self._local.conn, self._local.memo = reader, {}
+        try:
+            return work()
+        finally:
+            self._local.conn = self._local.memo = None
+            try:
+                if not _dropped(reader):
+                    reader.execute("COMMIT")
+            finally:
+                self._give_back(reader)
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:

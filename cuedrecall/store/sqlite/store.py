@@ -24,6 +24,7 @@ import numpy as np
 
 from cuedrecall.errors import StoreError
 from cuedrecall.store.base import EPISODE, MEMORY, Scope, make_ref, split_ref
+from cuedrecall.store.beside import Helpers
 from cuedrecall.store.bounded import Lru
 from cuedrecall.store.predicates import scope_where
 from cuedrecall.store.rows import TABLES, pool_growth
@@ -134,6 +135,7 @@ class SqliteStore(
             _private_side_files(self.path)
         self._indexes = {MEMORY: self._new_index(MEMORY), EPISODE: self._new_index(EPISODE)}
         self._blocks = BlockIndex(spill=self._spill_dir())
+        self._helpers = Helpers("cuedrecall-beside")  # threads that read beside a snapshot (beside.py)
         self._watermark = 0
         self._data_version = -1
         # reads kept until the next change (profiles, graph presence, browse buckets per agent): bounded, since a
@@ -162,7 +164,7 @@ class SqliteStore(
                 reader.close()
             self._checkpoint()
             self._main.close()
-        self._stop_helpers()
+        self._helpers.stop()
 
     def _checkpoint(self) -> None:
         """Copy the WAL's pages into the database file and empty it, so the .db alone holds every commit

@@ -1,24 +1,24 @@
-"""Reads beside a snapshot (docs/storage.md#arms-beside-each-other): a helper thread reads exactly the snapshot
-it was started in, or the snapshot's own thread reads it instead; never a newer or an older state."""
+"""Reads beside a snapshot in SQLite (docs/storage.md#arms-beside-each-other): the change log names everything the
+arms read, the helper borrows the snapshot's hold without queueing behind a writer, and it reads nothing at a
+newer change-log entry (the rules on both backends: tests/contract/test_beside.py)."""
 
 from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cuedrecall.api import Memory
-from cuedrecall.store.base import Scope
+from cuedrecall.store.beside import MISSED
 from cuedrecall.store.sqlite.locks import SnapshotLock
 from cuedrecall.store.sqlite.store import SqliteStore
 from tests.conftest import open_memory
+from tests.contract.test_beside import A, keyword_refs
 
-A = "agent-a"
-SCOPE = Scope(A)
 WAIT_S = 10
 
 
@@ -31,75 +31,31 @@ def memory(tmp_path: Path) -> Iterator[Memory]:
     memory.close()
 
 
-def keyword_refs(store: SqliteStore) -> tuple[str, list[str]]:
-    """(the thread that read, the lexical arm's rows for "lighthouse")."""
-    hits = store.memory_keyword(SCOPE, ["lighthouse"], "lighthouse", depth=100)
-    return threading.current_thread().name, [hit.ref for hit in hits]
-
-
-def started_beside(store: SqliteStore, work: Callable[[], Any]) -> Callable[[], Any]:
-    """``store.beside(work)``, its result asked for once the helper has finished with it (read or missed), so
-    that the helper is never skipped for having not started yet."""
-    finished = threading.Event()
+def test_a_helper_at_a_newer_change_log_entry_reads_nothing(memory: Memory, tmp_path: Path) -> None:
+    store: SqliteStore = memory.store_  # type: ignore[attr-defined]
+    other = open_memory(tmp_path / "beside.db")
+    outcomes: list[Any] = []
     read_at = store._read_at
-
-    def watched(*args: Any) -> Any:
-        try:
-            return read_at(*args)
-        finally:
-            finished.set()
-
-    store._read_at = watched  # type: ignore[method-assign]
-    try:
-        pending = store.beside(work)
-        assert finished.wait(WAIT_S), "the helper never ran"
-    finally:
-        del store._read_at
-    return pending
-
-
-def test_a_helper_reads_the_snapshot_its_recall_holds(memory: Memory) -> None:
-    store: SqliteStore = memory.store_  # type: ignore[attr-defined]
-    with store.snapshot():
-        here = keyword_refs(store)[1]
-        thread, beside = started_beside(store, lambda: keyword_refs(store))()
-    assert thread.startswith("cuedrecall-beside")  # the rule fired: another thread read it
-    assert beside == here and len(here) == 20
-
-
-def test_a_write_committed_after_the_snapshot_began_is_read_by_neither(memory: Memory, tmp_path: Path) -> None:
-    store: SqliteStore = memory.store_  # type: ignore[attr-defined]
-    other = open_memory(tmp_path / "beside.db")  # another process's store: its own connections and lock
     try:
         with store.snapshot():
             here = keyword_refs(store)[1]
             assert other.store(agent_id=A, content="the lighthouse keeper wrote the last letter")["ok"]
-            thread, beside = started_beside(store, lambda: keyword_refs(store))()
-        assert thread == threading.current_thread().name  # the helper saw a newer entry and read nothing
-        assert beside == here and len(here) == 20
-        with store.snapshot():
-            assert len(keyword_refs(store)[1]) == 21  # the next snapshot sees it
+            done = threading.Event()
+
+            def watched(*args: Any) -> Any:
+                outcomes.append(read_at(*args))
+                done.set()
+                return outcomes[-1]
+
+            store._read_at = watched  # type: ignore[method-assign]
+            pending = store.beside(lambda: keyword_refs(store))
+            assert done.wait(WAIT_S)
+            thread, beside = pending()
+        assert outcomes == [MISSED]  # the helper saw the other store's entry and read nothing
+        assert thread == threading.current_thread().name and beside == here
     finally:
+        del store._read_at
         other.close()
-
-
-def test_outside_a_snapshot_the_work_runs_when_asked_for(memory: Memory) -> None:
-    store: SqliteStore = memory.store_  # type: ignore[attr-defined]
-    ran: list[str] = []
-    pending = store.beside(lambda: ran.append(threading.current_thread().name))
-    assert ran == []
-    pending()
-    assert ran == [threading.current_thread().name]
-
-
-def test_what_the_helper_raises_the_caller_raises(memory: Memory) -> None:
-    store: SqliteStore = memory.store_  # type: ignore[attr-defined]
-
-    def fails() -> None:
-        raise ValueError("from the helper")
-
-    with store.snapshot(), pytest.raises(ValueError, match="from the helper"):
-        started_beside(store, fails)()
 
 
 def test_a_change_to_what_the_full_text_arms_read_is_logged(memory: Memory) -> None:
