@@ -19,13 +19,18 @@ SCOPE = Scope(A)
 WAIT_S = 10
 
 
-@pytest.fixture
-def memory(tmp_path: Path) -> Iterator[Memory]:
-    memory = open_memory(tmp_path / "beside.db")
+def lighthouse(path: Path) -> Memory:
+    """A store of 20 memories the keyword "lighthouse" finds."""
+    memory = open_memory(path)
     for i in range(20):
         memory.store(agent_id=A, content=f"the lighthouse keeper wrote letter {i}")
-    yield memory
-    memory.close()
+    return memory
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[Memory]:
+    with lighthouse(tmp_path / "beside.db") as memory:
+        yield memory
 
 
 def keyword_refs(store: Store) -> tuple[str, list[str]]:

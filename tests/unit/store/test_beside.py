@@ -17,18 +17,15 @@ from cuedrecall.store.beside import MISSED
 from cuedrecall.store.sqlite.locks import SnapshotLock
 from cuedrecall.store.sqlite.store import SqliteStore
 from tests.conftest import open_memory
-from tests.contract.test_beside import A, keyword_refs
+from tests.contract.test_beside import A, keyword_refs, lighthouse
 
 WAIT_S = 10
 
 
 @pytest.fixture
 def memory(tmp_path: Path) -> Iterator[Memory]:
-    memory = open_memory(tmp_path / "beside.db")
-    for i in range(20):
-        memory.store(agent_id=A, content=f"the lighthouse keeper wrote letter {i}")
-    yield memory
-    memory.close()
+    with lighthouse(tmp_path / "beside.db") as memory:
+        yield memory
 
 
 def test_a_helper_at_a_newer_change_log_entry_reads_nothing(memory: Memory, tmp_path: Path) -> None:
