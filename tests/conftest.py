@@ -8,7 +8,8 @@ import site
 import sys
 import sysconfig
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -131,6 +132,33 @@ def _placed(path: Path | str, settings: Settings) -> Settings:
     if key not in _PATH_SCHEMAS:
         _PATH_SCHEMAS[key] = postgres_url() if _PATH_SCHEMAS else _TEST_SCHEMA["url"]
     return replace(settings, db_url=_PATH_SCHEMAS[key])
+
+
+@contextmanager
+def helpers_waited_for(store: Any) -> Iterator[list[str]]:
+    """Inside: every ``store.beside`` waits until its helper thread has read (so the helper reads every time,
+    not only when the recall's own thread is slow); yields the names of the threads that read."""
+    beside, threads = store.beside, []
+
+    def waited(work: Callable[[], Any]) -> Callable[[], Any]:
+        done = threading.Event()
+
+        def watched() -> Any:
+            try:
+                threads.append(threading.current_thread().name)
+                return work()
+            finally:
+                done.set()
+
+        pending = beside(watched)
+        done.wait(10)
+        return pending
+
+    store.beside = waited
+    try:
+        yield threads
+    finally:
+        del store.beside
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from cuedrecall.api import Memory
 from cuedrecall.handlers.portability.importer import COMMIT_BATCH
 from cuedrecall.store.sqlite.locks import SnapshotLock
 from cuedrecall.store.sqlite.store import READER_POOL
-from tests.conftest import open_memory
+from tests.conftest import helpers_waited_for, open_memory
 
 HOLDER = """
 import sqlite3, sys
@@ -206,13 +206,30 @@ def test_recalls_on_many_threads_stay_whole_while_another_connection_writes(db_p
 
 def test_snapshots_run_one_after_another_on_many_threads_share_one_reader_connection(memory: Memory) -> None:
     store = memory.store_
-    memory.recall(agent_id="a", query="anything")
-    before = set(store._readers)  # type: ignore[attr-defined]
-    threads = [threading.Thread(target=lambda: memory.recall(agent_id="a", query="anything")) for _ in range(5)]
-    for thread in threads:
-        thread.start()
-        thread.join(timeout=30)
-    assert store._readers == before and len(before) == 1  # type: ignore[attr-defined]  # a server's worker threads
+    store.beside = lambda work: work  # type: ignore[attr-defined]  # the snapshots alone (their helpers: below)
+    try:
+        memory.recall(agent_id="a", query="anything")
+        before = set(store._readers)  # type: ignore[attr-defined]
+        threads = [threading.Thread(target=lambda: memory.recall(agent_id="a", query="anything")) for _ in range(5)]
+        for thread in threads:
+            thread.start()
+            thread.join(timeout=30)
+        assert store._readers == before and len(before) == 1  # type: ignore[attr-defined]  # a server's workers
+    finally:
+        del store.beside  # type: ignore[attr-defined]
+
+
+def test_recalls_one_after_another_with_their_helpers_keep_two_reader_connections(memory: Memory) -> None:
+    """A helper reads beside its recall on a connection of its own (docs/storage.md#arms-beside-each-other); one
+    recall after another reuses the same two."""
+    store = memory.store_
+    with helpers_waited_for(store) as read:
+        threads = [threading.Thread(target=memory.recall, kwargs={"agent_id": "a", "query": "else"}) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+            thread.join(timeout=30)
+    assert len(read) == 8  # every recall's helper read
+    assert len(store._readers) == 2  # type: ignore[attr-defined]
 
 
 def test_a_burst_of_concurrent_snapshots_leaves_at_most_the_pool_of_idle_connections(memory: Memory) -> None:

@@ -3,8 +3,7 @@ they give run in order (docs/recall-process.md#the-arms): the same rows, scores 
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,7 @@ import pytest
 
 from cuedrecall.api import Memory
 from cuedrecall.recall.arm_registry import ARMS
-from tests.conftest import open_memory
+from tests.conftest import helpers_waited_for, open_memory
 
 A = "agent-a"
 TOPICS = ["lighthouse", "garden", "violin", "harbour", "bakery", "orchard", "museum", "ferry"]
@@ -48,29 +47,12 @@ def test_the_beside_arms_are_the_lexical_memory_arms_and_read_no_other_list() ->
 
 def test_a_recall_with_its_lexical_arms_beside_answers_as_one_run_in_order(memory: Memory) -> None:
     store = memory.store_  # type: ignore[attr-defined]
-    threads: list[str] = []
-    beside = store.beside
-
-    def waited(work: Callable[[], Any]) -> Callable[[], Any]:
-        done = threading.Event()
-
-        def watched() -> Any:
-            try:
-                threads.append(threading.current_thread().name)
-                return work()
-            finally:
-                done.set()
-
-        pending = beside(watched)
-        done.wait(10)  # the helper has read (the rule fires every time, not only when the main arms are slow)
-        return pending
-
     for query in QUERIES:
         store.beside = lambda work: work  # in order, in the recall's thread
         alone = memory.recall(agent_id=A, query=query, trace=True)
-        store.beside = waited
-        together = memory.recall(agent_id=A, query=query, trace=True)
         del store.beside
+        with helpers_waited_for(store) as threads:
+            together = memory.recall(agent_id=A, query=query, trace=True)
         assert comparable(together) == comparable(alone), query
         assert together["trace"]["arms"]["memory_keyword"], query  # the helper's list is in the answer
-    assert len(threads) == len(QUERIES) and all(name.startswith("cuedrecall-beside") for name in threads)
+        assert len(threads) == 1 and threads[0].startswith("cuedrecall-beside")  # the rule fired
