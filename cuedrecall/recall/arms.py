@@ -9,7 +9,7 @@ from __future__ import annotations
 from cuedrecall.recall import bounds
 from cuedrecall.recall.arm_registry import ARMS, NEWEST, Arm, Arms, Run
 from cuedrecall.recall.context import RecallContext
-from cuedrecall.recall.lexical_coverage import count_held, order_by_coverage
+from cuedrecall.recall.lexical_coverage import order_by_coverage
 from cuedrecall.store.base import MEMORY
 from cuedrecall.text import is_excluded
 
@@ -23,24 +23,17 @@ def retrieve(ctx: RecallContext) -> Arms:
     """
     if ctx.recorder.enabled:
         ctx.recorder.bounds(bounds.record(ctx))
-    side = ctx.store.beside(lambda: _beside(ctx))
+    side = ctx.store.beside(lambda: _run(ctx, ARMS.fused_beside))
     found = _run(ctx, ARMS.fused_here)
     ctx.blocks()
-    found_beside, counted = side()
-    found.update(found_beside)
+    found.update(side())
     arms: Arms = {arm.name: [] for arm in ARMS.fused if arm.listed}  # listed even when it does not run
     for arm in ARMS.fused:  # in their declared order (recall/arm_registry.py)
         if arm.name in found:
             arms[arm.name] = found[arm.name]
-    arms = order_by_coverage(ctx, arms, counted)
+    arms = order_by_coverage(ctx, arms)
     ctx.recorder.arms(arms)
     return facts(ctx, arms)
-
-
-def _beside(ctx: RecallContext) -> tuple[Arms, dict[str, int]]:
-    """The helper thread's share: the arms declared beside, then lexical coverage's count of their rows."""
-    found = _run(ctx, ARMS.fused_beside)
-    return found, count_held(ctx, found)
 
 
 def _run(ctx: RecallContext, arms: tuple[Arm, ...]) -> Arms:
