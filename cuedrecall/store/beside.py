@@ -28,6 +28,12 @@ class Helpers:
         self._guard = threading.Lock()
         self._stopped = False
 
+    @property
+    def available(self) -> bool:
+        """Whether a helper can run at all (more than one CPU, the store open): a backend asks before it prepares
+        anything for one."""
+        return self._started() is not None
+
     def start(self, helped: Callable[[], Any], work: Callable[[], T]) -> Callable[[], T]:
         """Run ``helped`` (``work`` at the caller's snapshot, or MISSED) on a helper thread; the callable returned
         gives ``work``'s result, read by the caller's thread when the helper missed or never started."""

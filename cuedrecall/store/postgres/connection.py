@@ -160,8 +160,8 @@ class PgConnection:
         takes the snapshot PostgreSQL exports for it, so it reads the same rows; when it cannot, this thread
         reads it when asked for (store/beside.py, docs/storage.md#arms-beside-each-other)."""
         reader = getattr(self._local, "conn", None)
-        if reader is None or self._writer == threading.get_ident():
-            return work
+        if reader is None or self._writer == threading.get_ident() or not self._helpers.available:
+            return work  # no round trip to export a snapshot no helper will take
         exported = reader.execute("SELECT pg_export_snapshot()").fetchone()[0]
         if not _EXPORTED.fullmatch(exported):
             return work
