@@ -368,7 +368,7 @@ def _lexical_threshold(
 def _pseudo_recall(rt: Runtime, agent_id: str, calibrated: dict[str, float], text: str) -> RecallContext:
     request = RecallRequest(Scope(agent_id), text, PSEUDO_DEPTH)
     params = resolve_params(rt.settings, calibrated, request)
-    return RecallContext(rt.store, request, rt.query_vector(text), params, rt.clock())
+    return RecallContext(rt.store, request, lambda: rt.query_vector(text), params, rt.clock())
 
 
 def adopt_sidecar(rt: Runtime) -> bool:

@@ -1,8 +1,9 @@
 """The recall tool: validated arguments in, the response out (messages worst to best, the last is best).
 
-The query is embedded first (outside the store's lock); the process then runs on
-one snapshot of the store, and the response is built from the records its facts
-step hydrated.
+The process runs on one snapshot of the store; the query is embedded inside it, on
+the recall's own thread, once the full-text arms have started beside it (they do
+not read the vector). The response is built from the records the facts step
+hydrated.
 """
 
 from __future__ import annotations
@@ -87,7 +88,6 @@ def recall_answer(rt: Runtime, request: RecallRequest) -> dict[str, Any]:
 def recall_run(rt: Runtime, request: RecallRequest) -> RecallRun:
     """One recall, kept whole; traced when the caller asked or the trace log is on."""
     started = time.perf_counter()  # the cue's time limit counts from here, the query's embedding included
-    vector = rt.query_vector(request.query)
     recorder = TraceRecorder() if request.trace or trace_log.enabled(rt) else Recorder()
     agent_id = request.scope.agent_id
     with rt.store.snapshot():
@@ -98,7 +98,9 @@ def recall_run(rt: Runtime, request: RecallRequest) -> RecallRun:
             embedding_model=_block_model(rt),
             calibration=rt.calibration.record(agent_id)["origin"],
         )
-        ctx = RecallContext(rt.store, request, vector, params, rt.clock(), recorder, started=started)
+        ctx = RecallContext(
+            rt.store, request, lambda: rt.query_vector(request.query), params, rt.clock(), recorder, started=started
+        )
         if recorder.enabled:
             _trace_header(rt, ctx)
         outcome = recall_process(ctx)

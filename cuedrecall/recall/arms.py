@@ -9,7 +9,7 @@ from __future__ import annotations
 from cuedrecall.recall import bounds
 from cuedrecall.recall.arm_registry import ARMS, NEWEST, Arm, Arms, Run
 from cuedrecall.recall.context import RecallContext
-from cuedrecall.recall.lexical_coverage import order_by_coverage
+from cuedrecall.recall.lexical_coverage import count_held, order_by_coverage
 from cuedrecall.store.base import MEMORY
 from cuedrecall.text import is_excluded
 
@@ -18,22 +18,30 @@ def retrieve(ctx: RecallContext) -> Arms:
     """Run the ordinary arms to the recall depth, then the facts step; excluded rows keep their ranks consumed.
 
     The arms that read no other arm's list run on a helper thread beside the others, inside the recall's
-    snapshot (``Store.beside``), and the block arm is searched while they run; each arm's list is what it
-    would be run alone, and the lists keep their declared order (docs/recall-process.md#the-arms).
+    snapshot (``Store.beside``), and lexical coverage counts their rows there; meanwhile this thread embeds
+    the query (the vector arms read it first) and searches the vector arms and the blocks. Each arm's list is
+    what it would be run alone, and the lists keep their declared order (docs/recall-process.md#the-arms).
     """
     if ctx.recorder.enabled:
         ctx.recorder.bounds(bounds.record(ctx))
-    side = ctx.store.beside(lambda: _run(ctx, ARMS.fused_beside))
+    side = ctx.store.beside(lambda: _beside(ctx))
     found = _run(ctx, ARMS.fused_here)
     ctx.blocks()
-    found.update(side())
+    found_beside, counted = side()
+    found.update(found_beside)
     arms: Arms = {arm.name: [] for arm in ARMS.fused if arm.listed}  # listed even when it does not run
     for arm in ARMS.fused:  # in their declared order (recall/arm_registry.py)
         if arm.name in found:
             arms[arm.name] = found[arm.name]
-    arms = order_by_coverage(ctx, arms)
+    arms = order_by_coverage(ctx, arms, counted)
     ctx.recorder.arms(arms)
     return facts(ctx, arms)
+
+
+def _beside(ctx: RecallContext) -> tuple[Arms, dict[str, int]]:
+    """The helper thread's share: the arms declared beside, then lexical coverage's count of their rows."""
+    found = _run(ctx, ARMS.fused_beside)
+    return found, count_held(ctx, found)
 
 
 def _run(ctx: RecallContext, arms: tuple[Arm, ...]) -> Arms:

@@ -8,6 +8,7 @@ same thing twice.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -29,7 +30,7 @@ class RecallContext:
 
     store: Store
     request: RecallRequest
-    query_vector: np.ndarray | None
+    embed: Callable[[], np.ndarray | None]  # the query's vector, asked for once by the first stage that reads it
     params: RecallParams
     now: datetime
     recorder: Recorder = field(default_factory=Recorder)
@@ -68,6 +69,12 @@ class RecallContext:
         """Extra phrases too short for the trigram index (a two-character name such as 東京): matched as
         substrings by the memory keyword arm instead."""
         return [term.strip() for term in self.lexical_terms if 0 < len(term.strip()) < MIN_TERM]
+
+    @property
+    def query_vector(self) -> np.ndarray | None:
+        """The query's vector (None: blank, or no embedder), embedded when a stage first reads it: the recall's
+        own thread embeds it while the full-text arms already run beside it (recall/arms.py)."""
+        return self._once("query_vector", self.embed)
 
     @property
     def blank(self) -> bool:

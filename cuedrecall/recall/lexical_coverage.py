@@ -11,6 +11,7 @@ one. The rule: docs/recall-process.md#lexical-coverage.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Final
 
 from cuedrecall.recall.arm_registry import ARMS, Arms
@@ -24,20 +25,38 @@ STEM: Final = 5  # a word of at least this many letters matches the text's words
 _WORD = re.compile(r"[^\W_]+")
 
 
-def order_by_coverage(ctx: RecallContext, arms: Arms) -> Arms:
-    """Each lexical arm's rows by (content words held, descending; arm rank); other arms as they are."""
-    words = query_words(ctx.query)
-    if not ctx.params.lexical_coverage or len(words) < 2:
+def order_by_coverage(ctx: RecallContext, arms: Arms, counted: Mapping[str, int] | None = None) -> Arms:
+    """Each lexical arm's rows by (content words held, descending; arm rank); other arms as they are. ``counted``:
+    rows already counted (``count_held``: the helper thread counts its arms' rows while the vector arms run)."""
+    words = _words(ctx)
+    if words is None:
         return arms
     lexical = [name for name in ARMS.lexical_names if arms.get(name)]
-    refs = dict.fromkeys(hit.ref for name in lexical for hit in arms[name])  # a row on two arms is read once
-    ctx.facts.load(refs)
-    held = {ref: _held(ctx, ref, words) for ref in refs}
+    held = {**(counted or {}), **count_held(ctx, {name: arms[name] for name in lexical}, exclude=counted or {})}
     out = dict(arms)
     for name in lexical:
         ordered = sorted(arms[name], key=lambda hit: (-held[hit.ref], hit.rank))
         out[name] = [Hit(hit.ref, rank, hit.raw) for rank, hit in enumerate(ordered)]
     return out
+
+
+def count_held(ctx: RecallContext, arms: Arms, exclude: Mapping[str, int] | None = None) -> dict[str, int]:
+    """How many of the question's content words each row of the lexical lists holds (its record hydrated first,
+    a row on two arms read once); {} where the rule does not apply."""
+    words = _words(ctx)
+    if words is None:
+        return {}
+    refs = dict.fromkeys(
+        hit.ref for name in ARMS.lexical_names for hit in arms.get(name, ()) if hit.ref not in (exclude or {})
+    )
+    ctx.facts.load(refs)
+    return {ref: _held(ctx, ref, words) for ref in refs}
+
+
+def _words(ctx: RecallContext) -> list[str] | None:
+    """The question's content words, or None when the rule is off or has fewer than two to count."""
+    words = query_words(ctx.query)
+    return words if ctx.params.lexical_coverage and len(words) >= 2 else None
 
 
 def _held(ctx: RecallContext, ref: str, words: list[str]) -> int:

@@ -11,7 +11,8 @@ import pytest
 
 from cuedrecall.api import Memory
 from cuedrecall.recall.arm_registry import ARMS
-from tests.conftest import helpers_waited_for, open_memory
+from cuedrecall.config import Settings
+from tests.conftest import REPLICA_ARMS, helpers_waited_for, make_settings, open_memory
 
 A = "agent-a"
 TOPICS = ["lighthouse", "garden", "violin", "harbour", "bakery", "orchard", "museum", "ferry"]
@@ -23,9 +24,14 @@ QUERIES = [
 ]
 
 
-@pytest.fixture
-def memory(tmp_path: Path) -> Iterator[Memory]:
-    memory = open_memory(tmp_path / "arms-beside.db")
+# the arms as shipped (word arms, lexical coverage, episode context on) and the replica's minimal set
+SHIPPED = {name: getattr(Settings.from_env({}), name) for name in REPLICA_ARMS}
+
+
+@pytest.fixture(params=["shipped", "replica"])
+def memory(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Memory]:
+    overrides = SHIPPED if request.param == "shipped" else {}
+    memory = open_memory(tmp_path / "arms-beside.db", settings=make_settings(**overrides))
     for i in range(160):
         a, b = TOPICS[i % len(TOPICS)], TOPICS[(i * 3 + 1) % len(TOPICS)]
         memory.store(agent_id=A, content=f"note {i}: the {a} and the {b}, day {i % 9}")
@@ -56,3 +62,30 @@ def test_a_recall_with_its_lexical_arms_beside_answers_as_one_run_in_order(memor
         assert comparable(together) == comparable(alone), query
         assert together["trace"]["arms"]["memory_keyword"], query  # the helper's list is in the answer
         assert len(threads) == 1 and threads[0].startswith("cuedrecall-beside")  # the rule fired
+
+
+def test_the_query_is_embedded_after_the_full_text_arms_start_beside(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The embedding overlaps the full-text search: the helper has its work before the vector is asked for, and
+    lexical coverage counts the helper's rows on the helper."""
+    from cuedrecall.recall import arms as arm_stage
+
+    store, events = memory.store_, []  # type: ignore[attr-defined]
+    beside, embed, count_held = store.beside, memory.queries.embed_query, arm_stage.count_held
+    monkeypatch.setattr(store, "beside", lambda work: events.append("beside") or beside(work), raising=False)
+    monkeypatch.setattr(memory.queries, "embed_query", lambda text: events.append("embed") or embed(text))
+
+    def counted(ctx: Any, found: Any, **kw: Any) -> dict[str, int]:
+        held = count_held(ctx, found, **kw)
+        events.append(f"counted {len(held)}")
+        return held
+
+    monkeypatch.setattr(arm_stage, "count_held", counted)
+    for query in QUERIES:
+        events.clear()
+        answer = memory.recall(agent_id=A, query=query, trace=True)
+        assert events[:2] == ["beside", "embed"], query
+        if memory.runtime.settings.lexical_coverage_enabled:  # type: ignore[attr-defined]
+            assert any(e.startswith("counted ") and e != "counted 0" for e in events), query  # the count fired
+        assert answer["trace"]["arms"]["vector_near"], query  # the vector arms had the vector
