@@ -29,6 +29,7 @@ from cuedrecall.clock import fixed_clock, iso
 from cuedrecall.config import Settings
 
 AGENT = "bench"
+HASH = "hash"  # the speed stores' embedder: cheap to build at a million rows; "local" is the packaged model
 NOW = "2026-01-02T00:00:00+00:00"
 START = datetime(2025, 1, 1, tzinfo=UTC)
 DISTINCT_SEEDS = 20  # long-span seeds drawn before the pool repeats (about 100,000 distinct turns)
@@ -90,23 +91,31 @@ def bulk_load(
 # -- the store: built once per size, reused while its marker is there --------------------------------
 
 
-def settings(path: Path, blocks: bool = False) -> Settings:
-    """Hash vectors, no calibration as the store grows: what the speed figures time. Blocks off, or (``blocks``)
-    built and searched as the shipped defaults have them."""
+def settings(path: Path, blocks: bool = False, embedding: str = HASH, query_cache: int | None = None) -> Settings:
+    """Hash vectors (or ``embedding``'s), no calibration as the store grows: what the speed figures time. Blocks
+    off, or (``blocks``) built and searched as the shipped defaults have them. ``query_cache``: how many query
+    vectors the recall's cache keeps (1: every new question is embedded, as an agent's new questions are)."""
     env = SHIPPED if blocks else WITHOUT_BLOCKS
-    return Settings.from_env(env, embedding_mode="hash", db_path=str(path), calibrate_on_growth=False)
+    cache = {} if query_cache is None else {"embedding_cache_size": query_cache}
+    return Settings.from_env(env, embedding_mode=embedding, db_path=str(path), calibrate_on_growth=False, **cache)
 
 
-def open_store(path: Path, blocks: bool = False) -> Memory:
+def open_store(path: Path, blocks: bool = False, embedding: str = HASH, query_cache: int | None = None) -> Memory:
     """The store at ``path`` under ``settings``, its clock just after the corpus's year, no background work."""
-    return Memory(settings=settings(path, blocks), clock=fixed_clock(NOW), background=False)
+    return Memory(settings=settings(path, blocks, embedding, query_cache), clock=fixed_clock(NOW), background=False)
 
 
-def build_blocks(workdir: Path, locomo: Path, size: int) -> tuple[Path, float, float]:
+def stem(size: int, embedding: str = HASH) -> str:
+    """The file name of a store of ``size`` with ``embedding``'s vectors (the hash store's keeps its old name)."""
+    return f"realistic-{size}" if embedding == HASH else f"realistic-{size}-{embedding}"
+
+
+def build_blocks(workdir: Path, locomo: Path, size: int, embedding: str = HASH) -> tuple[Path, float, float]:
     """The store of ``size`` with every record's blocks built (a copy of ``build``'s, the builder drained in this
     process; reused while its marker is there): (path, build seconds, block build seconds)."""
-    source, build_s = build(workdir, locomo, size)
-    path, marker = workdir / f"realistic-{size}-blocks.db", workdir / f"realistic-{size}-blocks.json"
+    source, build_s = build(workdir, locomo, size, embedding)
+    name = stem(size, embedding)
+    path, marker = workdir / f"{name}-blocks.db", workdir / f"{name}-blocks.json"
     if path.exists() and marker.exists():
         return path, build_s, json.loads(marker.read_text())["blocks_s"]
     path.unlink(missing_ok=True)
@@ -114,7 +123,7 @@ def build_blocks(workdir: Path, locomo: Path, size: int) -> tuple[Path, float, f
 
     peer.db_copy(source, path)
     started = time.perf_counter()
-    with open_store(path, blocks=True) as memory:
+    with open_store(path, blocks=True, embedding=embedding) as memory:
         assert memory.blocks is not None
         memory.blocks.queue_backfill()
         memory.blocks.drain()
@@ -123,14 +132,15 @@ def build_blocks(workdir: Path, locomo: Path, size: int) -> tuple[Path, float, f
     return path, build_s, seconds
 
 
-def build(workdir: Path, locomo: Path, size: int) -> tuple[Path, float]:
+def build(workdir: Path, locomo: Path, size: int, embedding: str = HASH) -> tuple[Path, float]:
     """The store of ``size`` (reused while its marker is there): (path, build seconds)."""
-    path, marker = workdir / f"realistic-{size}.db", workdir / f"realistic-{size}.json"
+    name = stem(size, embedding)
+    path, marker = workdir / f"{name}.db", workdir / f"{name}.json"
     if path.exists() and marker.exists():
         return path, json.loads(marker.read_text())["build_s"]
     path.unlink(missing_ok=True)
     rows = texts(locomo, size)
-    with open_store(path) as memory:
+    with open_store(path, embedding=embedding) as memory:
         seconds = bulk_load(memory, rows)
     marker.write_text(json.dumps({"build_s": seconds}))
     return path, seconds

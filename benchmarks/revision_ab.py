@@ -37,8 +37,9 @@ import cuedrecall
 assert cuedrecall.__file__.startswith(sys.argv[3]), cuedrecall.__file__
 from pathlib import Path
 from benchmarks import realistic
-path, queries = Path(sys.argv[1]), json.loads(sys.argv[2])
-with realistic.open_store(path, blocks=True) as memory:
+path, queries, embedding = Path(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[4]
+cache = None if embedding == realistic.HASH else 1  # the packaged model: every question embedded, none cached
+with realistic.open_store(path, blocks=True, embedding=embedding, query_cache=cache) as memory:
     for query in queries[:WARM]:
         memory.recall(agent_id=realistic.AGENT, query=query, limit=10)
     print(json.dumps({"ready": True}), flush=True)
@@ -61,6 +62,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000])
     parser.add_argument("--queries", type=int, default=150)
     parser.add_argument("--rounds", type=int, default=2, help="rounds of every question per commit (default: 2)")
+    parser.add_argument(
+        "--embedding",
+        choices=["hash", "local"],
+        default="hash",
+        help="the store's and the queries' embedder (default: hash); local: the packaged model, its own store, "
+        "every question embedded as it is asked",
+    )
     parser.add_argument("--workdir", type=Path, default=Path(__file__).parent / ".cache" / "realistic")
     parser.add_argument("--out", type=Path, default=RESULTS / "revision_ab.md")
     return parser
@@ -69,13 +77,21 @@ def build_parser() -> argparse.ArgumentParser:
 class Child:
     """One commit's process over one store."""
 
-    def __init__(self, tree: Path, path: Path, queries: list[str]) -> None:
+    def __init__(self, tree: Path, path: Path, queries: list[str], embedding: str) -> None:
         # the snapshot's package first (and as the working directory, which Python puts before everything),
         # the repository's benchmarks after it
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), str(REPO)])}
         env["OPENBLAS_NUM_THREADS"] = "1"
         self.process = subprocess.Popen(
-            [sys.executable, "-c", CHILD.replace("WARM", str(WARM)), str(path), json.dumps(queries), str(tree)],
+            [
+                sys.executable,
+                "-c",
+                CHILD.replace("WARM", str(WARM)),
+                str(path),
+                json.dumps(queries),
+                str(tree),
+                embedding,
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -105,8 +121,8 @@ class Child:
 
 
 def measure(size: int, trees: dict[str, Path], args: argparse.Namespace, queries: list[str]) -> dict[str, Any]:
-    path, _build_s, _blocks_s = realistic.build_blocks(args.workdir, args.locomo, size)
-    children = {name: Child(tree, path.resolve(), queries) for name, tree in trees.items()}
+    path, _build_s, _blocks_s = realistic.build_blocks(args.workdir, args.locomo, size, args.embedding)
+    children = {name: Child(tree, path.resolve(), queries, args.embedding) for name, tree in trees.items()}
     times: dict[str, list[float]] = {name: [] for name in trees}
     refs: dict[str, list[Any]] = {}
     try:
@@ -140,6 +156,12 @@ def main(argv: list[str] | None = None) -> int:
     command = (
         f"python -m {PROG} --locomo {args.locomo} --before {args.before} --after {args.after} "
         f"--sizes {' '.join(map(str, args.sizes))}"
+        + ("" if args.embedding == "hash" else f" --embedding {args.embedding}")
+    )
+    vectors = (
+        "hash vectors"
+        if args.embedding == "hash"
+        else f"the {args.embedding} embedder's vectors, every question embedded as it is asked (no cached vector)"
     )
     lines = [
         f"Command: `{command}`",
@@ -148,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"CPython {sys.version.split()[0]}, {os.cpu_count()} CPUs; load average {started_load:.2f} at the start, "
         f"{os.getloadavg()[0]:.2f} at the end ({time.perf_counter() - started:.0f} s). The realistic corpus at the "
-        f"shipped defaults (blocks built and searched), hash vectors, {len(queries)} questions (LoCoMo's and "
+        f"shipped defaults (blocks built and searched), {vectors}, {len(queries)} questions (LoCoMo's and "
         f"long-span's), limit 10; one process per commit over the same store, {args.rounds} rounds of every "
         "question each, the commits taking turns round by round (the first alternating). Same answers: the "
         "questions whose returned refs were identical in both.",
