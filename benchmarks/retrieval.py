@@ -12,7 +12,8 @@ that come from a conversation other than the question's, and ``--attribution``
 writes, from each recall's trace, the arms, fusion votes and gate decision that
 brought each such row. Writes benchmarks/results/retrieval.md (the
 command at the top) and a PNG chart next to it; ``--dump-traces`` writes one
-``{id, gold, trace}`` line per recall for ``benchmarks.recall_trace_confirm``.
+``{id, gold, ranked, sessions, gold_sessions, trace}`` line per recall (``benchmarks.recall_trace_confirm``
+reads it).
 """
 
 from __future__ import annotations
@@ -66,7 +67,10 @@ SESSION_BLOCK = 1000
 def build_parser() -> argparse.ArgumentParser:
     parser = h.study_parser(PROG, __doc__.splitlines()[0], "retrieval.md", ["local", "hash"], ["rrf", "rsf"])
     parser.add_argument(
-        "--dump-traces", type=Path, metavar="PATH.jsonl", help="write one {id, gold, trace} line per recall"
+        "--dump-traces",
+        type=Path,
+        metavar="PATH.jsonl",
+        help="write one {id, gold, ranked, sessions, gold_sessions, trace} line per recall",
     )
     parser.add_argument(
         "--setting",
@@ -221,6 +225,9 @@ def evaluate_conversation(
                 item = {
                     "id": f"{dataset.name}/{embedder.mode}/{mode}/{question.qid}",
                     "gold": gold,
+                    "ranked": ranked,
+                    "sessions": [store.session_of(ref) for ref in ranked],
+                    "gold_sessions": sorted(store.gold_sessions(question)),
                     "trace": response["trace"],
                 }
                 dump.write(json.dumps(item) + "\n")
