@@ -296,15 +296,15 @@ class Candidate:
 
 
 def block_index_module(rev: str | None) -> Any:
-    """``store/sqlite/block_index.py`` as committed at ``rev`` (None: the working tree's), imported under its own
+    """``store/index/block_index.py`` as committed at ``rev`` (None: the working tree's), imported under its own
     name: the sign-bit scan before issue 29 beside the exact scan that replaced it."""
     import importlib
     import importlib.util
 
     if rev is None:
-        return importlib.import_module("cuedrecall.store.sqlite.block_index")
+        return importlib.import_module("cuedrecall.store.index.block_index")
     source = subprocess.run(
-        ["git", "show", f"{rev}:cuedrecall/store/sqlite/block_index.py"],
+        ["git", "show", f"{rev}:cuedrecall/store/index/block_index.py"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -779,7 +779,7 @@ def _cell(value: Any, fmt: str) -> str:
 
 def distinct_codes(data: dict[str, np.ndarray]) -> int:
     """How many distinct int8 codes the rows hold (by a 64-bit hash of each: a collision would undercount by one)."""
-    from cuedrecall.store.sqlite.block_scan import hash_rows
+    from cuedrecall.store.index.block_scan import hash_rows
 
     codes = data["codes"]
     hashes = np.concatenate([hash_rows(np.asarray(codes[i : i + 65536])) for i in range(0, codes.shape[0], 65536)])
@@ -849,7 +849,7 @@ def render(
         "sign-bit Hamming distance re-ranked by int8 cosine), built from the records in the process (its build "
         "is the store's open: no file); it examines the first 250,000 rows in key order only.",
         "- chosen: the working tree's `BlockIndex` (issue 29): the exact scan over distinct codes "
-        "(store/sqlite/block_scan.py), every row examined; its build is the store's open (no file).",
+        "(store/index/block_scan.py), every row examined; its build is the store's open (no file).",
         "- exact: the exact scan in numpy (1,024-row float32 chunks, the codes mapped): recall 1 by definition.",
         "- exact-numkong: the same scan with numkong's int8 kernel, the query rounded to int8, and every row whose "
         "bound reaches the cut re-scored exactly. exact-distinct: that scan over the distinct codes only, each "

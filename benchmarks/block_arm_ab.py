@@ -3,7 +3,7 @@
     python -m benchmarks.block_arm_ab --locomo PATH/TO/locomo10-dev.json --sizes 100000 1000000
 
 The store is ``benchmarks/realistic.py``'s with every record's blocks built (``realistic.build_blocks``, cached
-under benchmarks/.cache/realistic). It is opened twice in one process: once with ``store/sqlite/block_index.py``
+under benchmarks/.cache/realistic). It is opened twice in one process: once with ``store/index/block_index.py``
 as committed at ``ann_candidates.SIGN_BITS_REV`` (the best 200 blocks by sign-bit Hamming distance over the first
 250,000 rows in key order, re-ranked by int8 cosine), once with the working tree's (the exact scan over distinct
 codes, every row). Each realistic question is asked of both, alternating which goes first: the recall's CPU and

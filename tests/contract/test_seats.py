@@ -24,7 +24,7 @@ from benchmarks.recall_trace_confirm import CANDIDATE_MISS, RANKING_MISS, confir
 from cuedrecall.api import Memory
 from cuedrecall.recall import trace_schema as schema
 from cuedrecall.store.base import Scope
-from cuedrecall.store.sqlite.vector_index import IndexRow, VectorIndex
+from cuedrecall.store.index.vector_index import IndexRow, VectorIndex
 from tests.conftest import make_settings, open_memory
 
 A, B = "agent-a", "agent-b"

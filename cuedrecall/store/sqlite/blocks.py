@@ -16,8 +16,8 @@ import numpy as np
 
 from cuedrecall import heap
 from cuedrecall.store.base import BlockHit, Scope, make_ref
+from cuedrecall.store.index.block_index import KIND_CODES, BlockIndex, RecordBlocks
 from cuedrecall.store.sql.blocks import SqlBlocks
-from cuedrecall.store.sqlite.block_index import KIND_CODES, BlockIndex, RecordBlocks
 
 if TYPE_CHECKING:
     from cuedrecall.store.sqlite.locks import SnapshotLock

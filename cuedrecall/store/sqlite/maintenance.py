@@ -19,7 +19,7 @@ from cuedrecall.store.sql.maintenance import SqlMaintenance
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
-    from cuedrecall.store.sqlite.vector_index import VectorIndex
+    from cuedrecall.store.index.vector_index import VectorIndex
 
 # kind -> (table, its FTS5 table, the text column)
 _TABLES = {MEMORY: ("memories", "memories_fts", "content"), EPISODE: ("episodes", "episodes_fts", "summary")}

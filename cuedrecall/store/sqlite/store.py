@@ -26,6 +26,8 @@ from cuedrecall.errors import StoreError
 from cuedrecall.store.base import EPISODE, MEMORY, Scope, make_ref, split_ref
 from cuedrecall.store.beside import Helpers
 from cuedrecall.store.bounded import Lru
+from cuedrecall.store.index.block_index import BlockIndex
+from cuedrecall.store.index.vector_index import SETTLE_ROWS, IndexRow, VectorIndex
 from cuedrecall.store.predicates import scope_where
 from cuedrecall.store.rows import TABLES, pool_growth
 from cuedrecall.store.sql.folders import SqlFolders
@@ -33,7 +35,6 @@ from cuedrecall.store.sql.graph import SqlGraph
 from cuedrecall.store.sql.records import SqlRecords
 from cuedrecall.store.sqlite.arms import SqliteArms
 from cuedrecall.store.sqlite.beside import SqliteBeside
-from cuedrecall.store.sqlite.block_index import BlockIndex
 from cuedrecall.store.sqlite.blocks import SqliteBlocks
 from cuedrecall.store.sqlite.browse import SqliteBrowse
 from cuedrecall.store.sqlite.busy import (
@@ -48,7 +49,6 @@ from cuedrecall.store.sqlite.grown_stats import GrownStats, Upto
 from cuedrecall.store.sqlite.locks import SnapshotLock
 from cuedrecall.store.sqlite.maintenance import SqliteMaintenance
 from cuedrecall.store.sqlite.schema import migrate
-from cuedrecall.store.sqlite.vector_index import SETTLE_ROWS, IndexRow, VectorIndex
 from cuedrecall.store.term_counts import TermCounts
 
 SNAPSHOT_TRIES = 3  # catch-ups a concurrent snapshot tries before it reads under the exclusive lock instead
@@ -375,7 +375,7 @@ class SqliteStore(
         )
 
     def _spill_dir(self) -> str | None:
-        """Where the indexes' codes files are made (store/sqlite/mapped.py): beside the database file; in memory for a
+        """Where the indexes' codes files are made (store/index/mapped.py): beside the database file; in memory for a
         database that has none."""
         return None if self.path == ":memory:" or self.path.startswith("file:") else str(Path(self.path).parent)
 

@@ -21,7 +21,7 @@ from cuedrecall.api import Memory
 from cuedrecall.embed import EmbeddingError, HashEmbedder, NullEmbedder
 from cuedrecall.handlers.reembed import REEMBED
 from cuedrecall.store.base import EPISODE, MEMORY, Scope, make_ref
-from cuedrecall.store.sqlite.vector_index import IndexRow, VectorIndex
+from cuedrecall.store.index.vector_index import IndexRow, VectorIndex
 from tests.conftest import make_settings, open_memory
 
 A = "agent-a"

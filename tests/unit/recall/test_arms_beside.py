@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from cuedrecall.api import Memory
-from cuedrecall.recall.arm_registry import ARMS
 from cuedrecall.config import Settings
+from cuedrecall.recall.arm_registry import ARMS
 from tests.conftest import REPLICA_ARMS, helpers_waited_for, make_settings, open_memory
 
 A = "agent-a"

@@ -1,4 +1,4 @@
-"""The block arm's exact scan (store/sqlite/block_scan.py, block_index.py): against an exact scan written out here.
+"""The block arm's exact scan (store/index/block_scan.py, block_index.py): against an exact scan written out here.
 
 The reference scores every live row's int8 code against the query (float64 cosine), keeps the rows the scope rule
 (conftest.visible), the block cap and the examine cap admit, takes the best ``rerank`` by (-cosine, kind, id, block)
@@ -24,9 +24,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cuedrecall.store.base import EPISODE, MEMORY, Scope
-from cuedrecall.store.sqlite import SqliteStore, block_index
-from cuedrecall.store.sqlite.block_index import KIND_CODES, BlockIndex, RecordBlocks
-from cuedrecall.store.sqlite.block_scan import DistinctCodes, hash_rows, int8_dots, query_codes
+from cuedrecall.store.index import block_index
+from cuedrecall.store.index.block_index import KIND_CODES, BlockIndex, RecordBlocks
+from cuedrecall.store.index.block_scan import DistinctCodes, hash_rows, int8_dots, query_codes
+from cuedrecall.store.sqlite import SqliteStore
 from tests.conftest import REPO_ROOT, visible
 
 REPO = REPO_ROOT
@@ -215,7 +216,7 @@ def test_a_fold_keeps_one_slot_a_distinct_code_and_drops_dead_ones_even_through_
     table = DistinctCodes(DIM, None)
     slots = table.append(distinct[[0, 1, 0, 2, 3, 0, 4]])
     table.drop(slots[[3]])  # the only row of code 2 died
-    import cuedrecall.store.sqlite.block_scan as block_scan
+    import cuedrecall.store.index.block_scan as block_scan
 
     monkeypatch.setattr(block_scan, "hash_rows", lambda rows: np.zeros(len(rows), dtype=np.uint64))  # all collide
     remap = table.fold()

@@ -1,4 +1,4 @@
-"""store/sqlite/mapped.py: the index's codes live in an unlinked file mapped shared. Nothing is left on disk, no
+"""store/index/mapped.py: the index's codes live in an unlinked file mapped shared. Nothing is left on disk, no
 descriptor stays open, ``release`` gives back resident pages without losing a byte, and a directory where no file
 can be made falls back to memory; a store answers the same with its codes mapped or in memory."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from cuedrecall.store.base import Scope
-from cuedrecall.store.sqlite.mapped import PREFIX, copy_rows, mapped_zeros, release
-from cuedrecall.store.sqlite.vector_index import IndexRow, VectorIndex
+from cuedrecall.store.index.mapped import PREFIX, copy_rows, mapped_zeros, release
+from cuedrecall.store.index.vector_index import IndexRow, VectorIndex
 
 
 def _resident_kib() -> int:

@@ -1,4 +1,4 @@
-"""vector-codes-v2 (store/sqlite/vector_codes.py): the index holds int8 codes, and every vector arm returns what an
+"""vector-codes-v2 (store/index/vector_codes.py): the index holds int8 codes, and every vector arm returns what an
 exact float32 scan returns: the same rows, scores and order, reading stored vectors only for rows near the cut."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cuedrecall.store.base import Scope
-from cuedrecall.store.sqlite.vector_codes import approximate, error_bound, exact_scores, quantize, round_query
-from cuedrecall.store.sqlite.vector_index import IndexRow, VectorIndex
+from cuedrecall.store.index.vector_codes import approximate, error_bound, exact_scores, quantize, round_query
+from cuedrecall.store.index.vector_index import IndexRow, VectorIndex
 
 AGENTS = ("a", "b")
 

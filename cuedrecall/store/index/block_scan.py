@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from cuedrecall.store.sqlite.mapped import copy_rows, mapped_zeros, release
-from cuedrecall.store.sqlite.vector_codes import int8_dots, round_query
+from cuedrecall.store.index.mapped import copy_rows, mapped_zeros, release
+from cuedrecall.store.index.vector_codes import int8_dots, round_query
 
 FOLD_CHUNK = 4096  # codes a fold hashes or compares at once: its copies stay near 1.5 MiB each
 _PRIME = np.uint64(0x100000001B3)

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from cuedrecall.store.base import Scope
-from cuedrecall.store.sqlite.block_index import words
-from cuedrecall.store.sqlite.mapped import copy_rows, mapped_zeros, release
-from cuedrecall.store.sqlite.scope_columns import ScopeColumns, open_gaps
-from cuedrecall.store.sqlite.vector_codes import (
+from cuedrecall.store.index.block_index import words
+from cuedrecall.store.index.mapped import copy_rows, mapped_zeros, release
+from cuedrecall.store.index.scope_columns import ScopeColumns, open_gaps
+from cuedrecall.store.index.vector_codes import (
     QueryCodes,
     approximate,
     candidates,
@@ -44,7 +44,7 @@ from cuedrecall.store.sqlite.vector_codes import (
 # The stored float32 vectors of the given ids (an id deleted meanwhile is absent): the store's rows are the truth.
 ExactVectors = Callable[[list[int]], dict[int, np.ndarray]]
 SETTLE_ROWS = 256  # a load's batch: 96 KiB of 384-wide codes, a few MiB while they are read and quantized
-# The arrays mapped from files (store/sqlite/mapped.py): the codes every arm reads near its window, and the sign bits
+# The arrays mapped from files (store/index/mapped.py): the codes every arm reads near its window, and the sign bits
 # only the far seats (off by default) read; both resident only while read.
 _MAPPED = ("_codes", "_bits")
 _ROWS = ("_ids", "_codes", "_scale", "_band", "_reach", "_bits", "_ts")  # the per-row arrays, in step
@@ -78,7 +78,7 @@ class VectorIndex:
         self, exact: ExactVectors, dim: int | None = None, capacity: int = 16, spill: str | None = None
     ) -> None:
         """``capacity``: rows held before the first doubling (a store loading N rows asks for N exactly).
-        ``spill``: the directory of the file the codes are mapped from (``store/sqlite/mapped.py``; None: in memory)."""
+        ``spill``: the directory of the file the codes are mapped from (``store/index/mapped.py``; None: in memory)."""
         self.dim = dim
         self._exact = exact
         self._spill = spill

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from cuedrecall.store.base import Scope
+from cuedrecall.store.index.block_scan import DistinctCodes, query_codes
+from cuedrecall.store.index.mapped import copy_rows, mapped_zeros, release
+from cuedrecall.store.index.scope_columns import ScopeColumns
 from cuedrecall.store.rows import BLOCK_BITS, MAX_BLOCK
-from cuedrecall.store.sqlite.block_scan import DistinctCodes, query_codes
-from cuedrecall.store.sqlite.mapped import copy_rows, mapped_zeros, release
-from cuedrecall.store.sqlite.scope_columns import ScopeColumns
 
 KIND_CODES = {"mem": 0, "ep": 1}
 _BLOCK_BITS = BLOCK_BITS  # the sort key's low bits hold the block index, at most MAX_BLOCK
@@ -88,7 +88,7 @@ class _ModelRows:
 
     def __init__(self, nbytes: int, capacity: int = 64, spill: str | None = None) -> None:
         self.nbytes = nbytes
-        self.spill = spill  # where the codes' and bits' files are made (store/sqlite/mapped.py); None: in memory
+        self.spill = spill  # where the codes' and bits' files are made (store/index/mapped.py); None: in memory
         self.width = (nbytes + 7) // 8
         self.dim: int | None = None  # the int8 codes' width, from the first code seen
         self.n = 0
