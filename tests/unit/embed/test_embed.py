@@ -451,6 +451,33 @@ def test_local_embedder_rows_do_not_depend_on_batching(local: LocalEmbedder) -> 
     assert np.allclose(batched, one_by_one, atol=1e-5)
 
 
+def test_a_local_session_computes_on_its_callers_thread_without_a_spinning_pool(local: LocalEmbedder) -> None:
+    """README.md#embedding-models: no pool of the session's own spins beside a recall's full-text arms."""
+    local.embed(["load it"])
+    options = local._get_runtime().session.get_session_options()
+    assert options.intra_op_num_threads == 1 and options.inter_op_num_threads == 1
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
+
+def test_a_batch_of_several_chunks_runs_them_on_the_embedding_threads_in_order(
+    local: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(local_module, "WORKERS", 2)
+    seen: set[str] = set()
+    embed_batch = local._embed_batch
+
+    def watched(runtime: object, texts: list[str]) -> np.ndarray:
+        seen.add(threading.current_thread().name)
+        return embed_batch(runtime, texts)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(local, "_embed_batch", watched)
+    texts = [f"line {i}: " + "the harbour at dawn " * (i % 5) for i in range(3 * local.batch_size)]
+    together = local.embed(texts)
+    assert seen and all(name.startswith("cuedrecall-embed") for name in seen)  # the chunks ran on the pool
+    one_by_one = np.stack([embed_batch(local._get_runtime(), [t])[0] for t in texts])
+    assert np.allclose(together, one_by_one, atol=1e-5)
+
+
 def test_local_embedder_truncates_long_texts_instead_of_failing(local: LocalEmbedder) -> None:
     long_text = "word " * 5000
     vector = local.embed([long_text])[0]
