@@ -94,6 +94,12 @@ class Settings:
         "PostgreSQL only: an HNSW index over the vectors (approximate "
         "nearest rows; off = exact scans, the same rows as SQLite)",
     )
+    pg_vector_index: bool = _setting(
+        True,
+        _parse_bool,
+        "PostgreSQL only: each server process keeps the vectors' int8 codes and follows the database's change "
+        "log, so an exact vector arm is searched in the process (off = scanned in SQL; the same rows either way)",
+    )
     embedding_mode: str = _setting("local", _choice("local", "http", "hash", "none"), "embedder")
     embedding_model: str = _setting(
         DEFAULT_MODEL,

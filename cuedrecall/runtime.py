@@ -88,5 +88,6 @@ def open_store(settings: Settings, embedder: Embedder) -> Store:
             common_term_ratio=settings.keyword_common_ratio,
             vector_model=vector_model,
             hnsw_dim=hnsw_dim,
+            vector_index=settings.pg_vector_index,
         )
     return SqliteStore(settings.db_path, common_term_ratio=settings.keyword_common_ratio, vector_model=vector_model)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cuedrecall.store.base import Scope
+from cuedrecall.store.base import EPISODE, MEMORY, CoarseHit, Hit, Scope, make_ref
 from cuedrecall.store.index.block_index import words
 from cuedrecall.store.index.mapped import copy_rows, mapped_zeros, release
 from cuedrecall.store.index.scope_columns import ScopeColumns, open_gaps
@@ -331,3 +331,36 @@ class VectorIndex:
         """Stored vectors of the given ids that are indexed."""
         indexed = [row_id for row_id in row_ids if self.position(row_id) is not None]
         return self._exact(indexed)
+
+
+def search_kinds(
+    indexes: dict[str, VectorIndex],
+    scope: Scope,
+    query: np.ndarray,
+    floor: float,
+    depth: int,
+    *,
+    positions: tuple[int, int | None],
+    period: tuple[float, float] | None,
+    kinds: tuple[str, ...],
+) -> list[Hit]:
+    """A vector arm over the indexes of ``kinds``: each kind's best ``depth`` rows at or above ``floor``, merged by
+    score; ties: the earlier kind (memories before episodes), then the earlier scan position."""
+    if not scope.episodes_visible:
+        kinds = tuple(kind for kind in kinds if kind != EPISODE)
+    found = []
+    for order, kind in enumerate(kinds):
+        # source_id filters memories only: a visible episode carries no source to match
+        kind_scope = scope if kind == MEMORY else Scope(scope.agent_id, scope.project_id, scope.channel)
+        rows = indexes[kind].search(kind_scope, query, floor=floor, depth=depth, positions=positions, period=period)
+        found += [(-score, order, position, make_ref(kind, row_id), score) for row_id, score, position in rows]
+    found.sort(key=lambda item: item[:3])
+    return [Hit(ref, rank, score) for rank, (*_, ref, score) in enumerate(found[:depth])]
+
+
+def coarse_hits(index: VectorIndex, scope: Scope, query: np.ndarray, *, start: int, count: int) -> list[CoarseHit]:
+    """The far seats' candidates from a memory index (``VectorIndex.coarse``) as hits."""
+    return [
+        CoarseHit(make_ref(MEMORY, row_id), position, distance, cosine)
+        for row_id, position, distance, cosine in index.coarse(scope, query, start=start, count=count)
+    ]

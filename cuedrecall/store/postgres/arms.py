@@ -37,11 +37,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cuedrecall.store.base import EPISODE, MEMORY, CoarseHit, Hit, Period, Scope, make_ref
+from cuedrecall.store.index.vector_index import coarse_hits, search_kinds
 from cuedrecall.store.postgres.dialect import POSTGRES
 from cuedrecall.store.sql.arms import SqlArms
 from cuedrecall.store.term_counts import SCOPE_SCAN_ROWS, PlannedHits, plan_terms, run_plan
 
 if TYPE_CHECKING:
+    from cuedrecall.store.index.vector_index import VectorIndex
     from cuedrecall.store.term_counts import TermCounts
 
 _TEXT = {MEMORY: ("memories", "m.content"), EPISODE: ("episodes", "m.summary || E'\\n' || m.keywords")}
@@ -97,6 +99,7 @@ class PgArms(SqlArms):
         _vocab: TermCounts
 
         def pool_counts(self, scope: Scope) -> tuple[int, int]: ...
+        def _indexed(self) -> dict[str, VectorIndex] | None: ...
 
     # -- vector arms ---------------------------------------------------------------------------
 
@@ -117,6 +120,9 @@ class PgArms(SqlArms):
             return []
         if self.hnsw_dim == query.size:
             return self._approximate_arm(scope, query, floor, depth, positions, period, kinds)
+        indexes = self._indexed()
+        if indexes is not None:  # the in-process index (vectors.py): the same rows, scores and order as the scan
+            return search_kinds(indexes, scope, query, floor, depth, positions=positions, period=period, kinds=kinds)
         start, stop = positions
         parts, params = [], []
         for order, kind in enumerate(kinds):
@@ -214,6 +220,9 @@ class PgArms(SqlArms):
         query = np.asarray(query, dtype=np.float32).reshape(-1)
         if count <= 0 or not query.size:
             return []
+        indexes = self._indexed()
+        if indexes is not None:
+            return coarse_hits(indexes[MEMORY], scope, query, start=start, count=count)
         window, params = self._scan_window(scope, MEMORY, query.size, None)
         rows = self._read(
             # the cosine is computed for the chosen rows only, after the Hamming sort

@@ -188,6 +188,7 @@ class PgConnection:
         try:
             return work()
         finally:
+            self._snapshot_ended()
             self._local.conn = self._local.memo = None
             try:
                 if not _dropped(reader):
@@ -223,12 +224,28 @@ class PgConnection:
         try:
             yield
         finally:
+            self._snapshot_ended()
             self._local.conn = self._local.memo = None
             try:
                 if not _dropped(reader):  # a dropped reader's snapshot is gone: its failure is the one to raise
                     reader.execute("COMMIT")
             finally:
                 self._give_back(reader)
+
+    def _snapshot_ended(self) -> None:
+        """What a mixin keeps for one snapshot is given back here (the vector index's hold: vectors.py)."""
+
+    def _snapshot_connection(self) -> Any:
+        """The connection of this thread's open snapshot (StoreError outside one)."""
+        reader = getattr(self._local, "conn", None)
+        if reader is None:
+            raise StoreError("a read that needs a snapshot was asked outside one")
+        return reader
+
+    def _main_read(self, sql: str) -> list[tuple]:
+        """One statement on the main connection, outside any snapshot of this thread (what is committed now)."""
+        with self.translated(), self._lock:
+            return list(self._conn.execute(sql).fetchall())
 
     def _take_reader(self) -> Any:
         """An idle reader of the pool the server has not dropped, else a new one."""

@@ -290,6 +290,25 @@ END $$;
 CREATE TRIGGER folders_unfile AFTER DELETE ON folders FOR EACH ROW EXECUTE FUNCTION cr_folders_unfile();
 """
 
+# Step 4: the change log the in-process vector index follows (store/postgres/vectors.py), as SQLite's. Every
+# writer holds the advisory write lock until it commits, so entries are numbered in the order they become
+# visible: a snapshot that sees entry n sees every entry before it.
+_CHANGE_LOG = """
+CREATE TABLE change_log (seq BIGSERIAL PRIMARY KEY, kind TEXT NOT NULL, row_id BIGINT NOT NULL);
+CREATE OR REPLACE FUNCTION cr_log_change() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO change_log(kind, row_id)
+    VALUES (TG_ARGV[0], CASE WHEN TG_OP = 'DELETE' THEN OLD.id ELSE NEW.id END);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER memories_logged AFTER INSERT OR DELETE OR UPDATE OF
+    embedding, embedding_model, agent_id, project_id, channel, source_id, ts_epoch
+    ON memories FOR EACH ROW EXECUTE FUNCTION cr_log_change('mem');
+CREATE TRIGGER episodes_logged AFTER INSERT OR DELETE OR UPDATE OF
+    embedding, embedding_model, agent_id, project_id, channel, ts_epoch
+    ON episodes FOR EACH ROW EXECUTE FUNCTION cr_log_change('ep');
+"""
+
 # Each step runs once, in order, inside one transaction with its version stamp.
 MIGRATIONS: list[tuple[int, str]] = [
     (
@@ -307,6 +326,7 @@ MIGRATIONS: list[tuple[int, str]] = [
     ),
     (2, _VECTOR_DIMS_STATS),
     (3, _FOLDERS),
+    (4, _CHANGE_LOG),
 ]
 LATEST_VERSION = MIGRATIONS[-1][0]
 

@@ -15,6 +15,7 @@ import numpy as np
 from cuedrecall.errors import StoreError
 from cuedrecall.store import term_counts
 from cuedrecall.store.base import EPISODE, MEMORY, CoarseHit, Hit, Period, Scope, make_ref
+from cuedrecall.store.index.vector_index import coarse_hits, search_kinds
 from cuedrecall.store.predicates import period_where, scope_where
 from cuedrecall.store.rows import TABLES
 from cuedrecall.store.sql.arms import SqlArms
@@ -85,11 +86,7 @@ class SqliteArms(SqlArms):
         Hamming distance between sign bits (ties: the earlier position), each with its stored vector's cosine."""
         with self._lock:
             self._catch_up()
-            rows = self._indexes[MEMORY].coarse(scope, query, start=start, count=count)
-        return [
-            CoarseHit(make_ref(MEMORY, row_id), position, distance, cosine)
-            for row_id, position, distance, cosine in rows
-        ]
+            return coarse_hits(self._indexes[MEMORY], scope, query, start=start, count=count)
 
     def _vector_arm(
         self,
@@ -102,21 +99,11 @@ class SqliteArms(SqlArms):
         period: Period | None = None,
         kinds: tuple[str, ...] = (MEMORY, EPISODE),
     ) -> list[Hit]:
-        if not scope.episodes_visible:
-            kinds = tuple(kind for kind in kinds if kind != EPISODE)
         with self._lock:
             self._catch_up()
-            found = []
-            for order, kind in enumerate(kinds):
-                # source_id filters memories only: a visible episode carries no source to match
-                kind_scope = scope if kind == MEMORY else Scope(scope.agent_id, scope.project_id, scope.channel)
-                rows = self._indexes[kind].search(
-                    kind_scope, query, floor=floor, depth=depth, positions=positions, period=period
-                )
-                found += [(-score, order, position, make_ref(kind, row_id), score) for row_id, score, position in rows]
-        # merged by score; ties: memories before episodes, then the earlier scan position
-        found.sort(key=lambda item: item[:3])
-        return [Hit(ref, rank, score) for rank, (*_, ref, score) in enumerate(found[:depth])]
+            return search_kinds(
+                self._indexes, scope, query, floor, depth, positions=positions, period=period, kinds=kinds
+            )
 
     def memory_words(
         self, scope: Scope, words: Sequence[str], *, depth: int, period: Period | None = None
