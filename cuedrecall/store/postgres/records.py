@@ -145,17 +145,22 @@ class PgRecords(SqlRecords):
         return memories, episodes
 
     def _scope_lengths(self, kind: str, scope: Scope, lengths: Sequence[str]) -> tuple[int, Any]:
-        """(rows, mean length) over the scope's rows of one kind, for one BM25 length (its columns summed).
-        One scan of the lengths index gives the count and every length of the kind, read once a snapshot, so
-        a recall's gate pool, trigram and word arms (and a plan's fallback query) share it."""
+        """(rows, mean length) over the scope's rows of one kind, for one BM25 length (its columns summed): from
+        the scope's totals (schema step 5: a row per agent, project, channel and source, kept by triggers), read
+        once a snapshot, so a recall's gate pool, trigram and word arms (and a plan's fallback query) share it.
+        The mean is the numeric quotient ``avg`` computes, so the scores are those of an average over the rows."""
         kind_lengths = _LENGTHS[kind]
         where, params = POSTGRES.scope_where(scope, "m", kind)
 
         def read() -> dict[tuple[str, ...], tuple[int, Any]]:
             means = ", ".join(
-                "GREATEST(avg(" + " + ".join(f"m.{c}" for c in columns) + "), 1)" for columns in kind_lengths
+                "GREATEST((" + " + ".join(f"sum(m.{c})" for c in columns) + ")::numeric / NULLIF(sum(m.rows), 0), 1)"
+                for columns in kind_lengths
             )
-            n, *found = self._read(f"SELECT count(*), {means} FROM {TABLES[kind]} m WHERE {where}", params)[0]
+            n, *found = self._read(
+                f"SELECT COALESCE(sum(m.rows), 0), {means} FROM scope_totals m WHERE m.kind = %s AND {where}",
+                [kind, *params],
+            )[0]
             return {columns: (int(n), mean) for columns, mean in zip(kind_lengths, found)}
 
         return self._per_snapshot(("scope_lengths", kind, where, *params), read)[tuple(lengths)]

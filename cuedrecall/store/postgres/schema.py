@@ -12,8 +12,8 @@ the database derives itself:
 - ``words``: ``to_tsvector('english', content)``, the word arm's stemmed words.
 - ``text_len`` / ``summary_len`` / ``keywords_len`` and ``word_len``: the lengths
   BM25 normalises by, as FTS5 counts them (trigrams: characters - 2; words: every
-  word, stop words too), indexed with the scope columns so a scope's means cost an
-  index scan.
+  word, stop words too); ``scope_totals`` (step 5) keeps each scope's row count and
+  length sums, so a scope's means are read from a few rows.
 - ``sign_bits``: one bit per vector dimension (> 0 is a 1), the far seats' and the
   block arm's Hamming distance (``bit_count(a # b)``).
 """
@@ -309,6 +309,68 @@ CREATE TRIGGER episodes_logged AFTER INSERT OR DELETE OR UPDATE OF
     ON episodes FOR EACH ROW EXECUTE FUNCTION cr_log_change('ep');
 """
 
+# Step 5: each scope's row count and length sums, kept by triggers, so the BM25 statistics and the gate's pool of a
+# scope are read from a handful of rows (one per agent, project, channel and source), not from every row's lengths.
+_SCOPE_TOTALS = """
+CREATE TABLE scope_totals (
+    kind TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    project_id TEXT NOT NULL,
+    channel TEXT NOT NULL,
+    source_id TEXT NOT NULL,
+    rows BIGINT NOT NULL,
+    text_len BIGINT NOT NULL DEFAULT 0,
+    word_len BIGINT NOT NULL DEFAULT 0,
+    summary_len BIGINT NOT NULL DEFAULT 0,
+    keywords_len BIGINT NOT NULL DEFAULT 0,
+    PRIMARY KEY (kind, agent_id, project_id, channel, source_id)
+);
+INSERT INTO scope_totals(kind, agent_id, project_id, channel, source_id, rows, text_len, word_len)
+    SELECT 'mem', agent_id, project_id, channel, source_id, count(*), sum(text_len), sum(word_len)
+    FROM memories GROUP BY agent_id, project_id, channel, source_id;
+INSERT INTO scope_totals(kind, agent_id, project_id, channel, source_id, rows, summary_len, keywords_len)
+    SELECT 'ep', agent_id, project_id, channel, '', count(*), sum(summary_len), sum(keywords_len)
+    FROM episodes GROUP BY agent_id, project_id, channel;
+CREATE OR REPLACE FUNCTION cr_memory_totals() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP IN ('DELETE', 'UPDATE') THEN
+        UPDATE scope_totals SET rows = rows - 1, text_len = text_len - OLD.text_len, word_len = word_len - OLD.word_len
+        WHERE kind = 'mem' AND agent_id = OLD.agent_id AND project_id = OLD.project_id AND channel = OLD.channel
+            AND source_id = OLD.source_id;
+    END IF;
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN
+        INSERT INTO scope_totals(kind, agent_id, project_id, channel, source_id, rows, text_len, word_len)
+        VALUES ('mem', NEW.agent_id, NEW.project_id, NEW.channel, NEW.source_id, 1, NEW.text_len, NEW.word_len)
+        ON CONFLICT (kind, agent_id, project_id, channel, source_id) DO UPDATE SET rows = scope_totals.rows + 1,
+            text_len = scope_totals.text_len + EXCLUDED.text_len, word_len = scope_totals.word_len + EXCLUDED.word_len;
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE FUNCTION cr_episode_totals() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP IN ('DELETE', 'UPDATE') THEN
+        UPDATE scope_totals SET rows = rows - 1, summary_len = summary_len - OLD.summary_len,
+            keywords_len = keywords_len - OLD.keywords_len
+        WHERE kind = 'ep' AND agent_id = OLD.agent_id AND project_id = OLD.project_id AND channel = OLD.channel
+            AND source_id = '';
+    END IF;
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN
+        INSERT INTO scope_totals(kind, agent_id, project_id, channel, source_id, rows, summary_len, keywords_len)
+        VALUES ('ep', NEW.agent_id, NEW.project_id, NEW.channel, '', 1, NEW.summary_len, NEW.keywords_len)
+        ON CONFLICT (kind, agent_id, project_id, channel, source_id) DO UPDATE SET rows = scope_totals.rows + 1,
+            summary_len = scope_totals.summary_len + EXCLUDED.summary_len,
+            keywords_len = scope_totals.keywords_len + EXCLUDED.keywords_len;
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER memories_totals AFTER INSERT OR DELETE OR UPDATE OF
+    agent_id, project_id, channel, source_id, content ON memories
+    FOR EACH ROW EXECUTE FUNCTION cr_memory_totals();
+CREATE TRIGGER episodes_totals AFTER INSERT OR DELETE OR UPDATE OF
+    agent_id, project_id, channel, summary, keywords ON episodes
+    FOR EACH ROW EXECUTE FUNCTION cr_episode_totals();
+"""
+
 # Each step runs once, in order, inside one transaction with its version stamp.
 MIGRATIONS: list[tuple[int, str]] = [
     (
@@ -327,6 +389,7 @@ MIGRATIONS: list[tuple[int, str]] = [
     (2, _VECTOR_DIMS_STATS),
     (3, _FOLDERS),
     (4, _CHANGE_LOG),
+    (5, _SCOPE_TOTALS),
 ]
 LATEST_VERSION = MIGRATIONS[-1][0]
 
