@@ -8,7 +8,8 @@ SQLite file and once in a fresh schema of a PostgreSQL database; the gap is the
 PostgreSQL figure minus the SQLite one (the bar: NDCG@10 within 1 point).
 Latency: a synthetic store (benchmarks/synthetic.py, hash vectors) of each size in
 both backends, recall p50/p95 over the same queries (query vectors embedded before
-timing), exact vector scans and, for PostgreSQL, the optional HNSW index; the
+timing); for PostgreSQL the shipped exact vector arms (the in-process index following the change log), the
+same arms scanned in SQL (``CUEDRECALL_PG_VECTOR_INDEX=false``) and the optional HNSW index; the
 PostgreSQL store is timed after VACUUM ANALYZE (what autovacuum does after a load).
 
 PostgreSQL is a private pgserver (16 + pgvector) in a temporary folder unless
@@ -119,12 +120,14 @@ def latency(args: argparse.Namespace, url: str, console: Console) -> list[list[A
         try:
             backends = {
                 "sqlite": {"db_path": str(folder / "m.db")},
-                "postgres (exact)": {"db_path": ":memory:", "db_url": fresh_schema(url)},
+                "postgres (index)": {"db_path": ":memory:", "db_url": fresh_schema(url)},
             }
             for name, where in backends.items():
                 rows.append([size, name, *_timed_store(where, size, texts, console)])
                 if name.startswith("postgres"):
-                    hnsw = {**where, "pg_hnsw": True}
+                    scanned = {**where, "pg_vector_index": False}
+                    rows.append([size, "postgres (sql scan)", None, *_timed_store(scanned, 0, texts, console)[1:]])
+                    hnsw = {**where, "pg_hnsw": True, "pg_vector_index": False}
                     rows.append([size, "postgres (hnsw)", None, *_timed_store(hnsw, 0, texts, console)[1:]])
         finally:
             shutil.rmtree(folder, ignore_errors=True)
@@ -198,6 +201,13 @@ def render(argv: Sequence[str], quality_rows: list[list[Any]], latency_rows: lis
         ]
         lines += [
             f"| {s:,} | {b} | {'' if t is None else t} | {p50:.1f} | {p95:.1f} |" for s, b, t, p50, p95 in latency_rows
+        ]
+        lines.append("")
+        sqlite = {s: p50 for s, b, _, p50, _ in latency_rows if b == "sqlite"}
+        lines += [
+            f"At {s:,} memories PostgreSQL with its index takes {p50 / sqlite[s]:.1f}x SQLite's p50."
+            for s, b, _, p50, _ in latency_rows
+            if b == "postgres (index)" and sqlite.get(s)
         ]
         lines.append("")
     return "\n".join(lines)

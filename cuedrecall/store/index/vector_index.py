@@ -224,6 +224,20 @@ class VectorIndex:
         if self._n == 0:
             self.dim = None  # an empty index takes the width of the next vector it is given
 
+    def follow(self, ids: list[int], current: dict[int, IndexRow]) -> None:
+        """Bring changed ids to their rows now (``current``: those still comparable, by id): each removed, replaced
+        in place, or merged in by id."""
+        new = []
+        for row_id in ids:
+            changed = current.get(row_id)
+            if changed is None or not self.fits(changed):
+                self.remove(row_id)  # deleted, unembedded, of another model or width: no longer comparable
+            elif not self.replace(changed):
+                new.append(changed)
+        self.insert(new)
+        if len(ids) >= SETTLE_ROWS:
+            self.settle()  # many rows rewritten (a re-embedding): searches bring back the codes they read
+
     def replace(self, row: IndexRow) -> bool:
         """Overwrite a row in place; False when the id is not indexed."""
         i = self.position(row.row_id)

@@ -184,12 +184,13 @@ class PgConnection:
                 reader.execute("ROLLBACK")
             self._give_back(reader)
             return MISSED
-        self._local.conn, self._local.memo = reader, {}
+        self._local.conn, self._local.memo, self._local.helper = reader, {}, True
         try:
             return work()
         finally:
             self._snapshot_ended()
             self._local.conn = self._local.memo = None
+            self._local.helper = False
             try:
                 if not _dropped(reader):
                     reader.execute("COMMIT")

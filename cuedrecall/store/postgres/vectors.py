@@ -56,6 +56,8 @@ class PgVectors:
         local = self._local
         if not self.vector_index or getattr(local, "conn", None) is None or self._writer == threading.get_ident():
             return None
+        if getattr(local, "helper", False):  # a helper of a snapshot that may hold the lock: it never waits on it
+            return None
         decided = getattr(local, "vector_hold", None)
         if decided is not None:
             return self._vector_indexes if decided else None
@@ -89,7 +91,15 @@ class PgVectors:
         self._local.vector_hold = None
 
     def _follow(self, seq: int) -> None:
-        """Bring the index to entry ``seq``, as this snapshot sees the rows (the lock held exclusive)."""
+        """Bring the index to entry ``seq``, as this snapshot sees the rows (the lock held exclusive); when that
+        fails part way, the next snapshot reads the index again whole."""
+        try:
+            self._apply_log(seq)
+        except BaseException:
+            self._vector_seq = -1
+            raise
+
+    def _apply_log(self, seq: int) -> None:
         changes = (
             []
             if self._vector_seq < 0
@@ -110,16 +120,7 @@ class PgVectors:
 
     def _apply_vector_changes(self, kind: str, ids: list[int]) -> None:
         """Rows changed since the index's entry: each removed, replaced in place, or merged in by id."""
-        index = self._vector_indexes[kind]
-        found = {row.row_id: row for row in self._vector_rows(kind, ids)}
-        new = []
-        for row_id in ids:
-            changed = found.get(row_id)
-            if changed is None or not index.fits(changed):
-                index.remove(row_id)  # deleted, unembedded, of another model or width: no longer comparable
-            elif not index.replace(changed):
-                new.append(changed)
-        index.insert(new)
+        self._vector_indexes[kind].follow(ids, {row.row_id: row for row in self._vector_rows(kind, ids)})
 
     def _new_vector_index(self, kind: str) -> VectorIndex:
         return VectorIndex(exact=lambda ids: self._stored_vectors(kind, ids))

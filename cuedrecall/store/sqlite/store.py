@@ -27,7 +27,7 @@ from cuedrecall.store.base import EPISODE, MEMORY, Scope, make_ref, split_ref
 from cuedrecall.store.beside import Helpers
 from cuedrecall.store.bounded import Lru
 from cuedrecall.store.index.block_index import BlockIndex
-from cuedrecall.store.index.vector_index import SETTLE_ROWS, IndexRow, VectorIndex
+from cuedrecall.store.index.vector_index import IndexRow, VectorIndex
 from cuedrecall.store.predicates import scope_where
 from cuedrecall.store.rows import TABLES, pool_growth
 from cuedrecall.store.sql.folders import SqlFolders
@@ -471,16 +471,7 @@ class SqliteStore(
             marks = ",".join("?" * len(chunk))
             for row in self._index_rows(kind, f"id IN ({marks}) AND embedding IS NOT NULL", chunk):
                 found[row.row_id] = row
-        new = []
-        for row_id in ids:
-            changed = found.get(row_id)
-            if changed is None or not index.fits(changed):
-                index.remove(row_id)  # deleted, unembedded, of another model or width: no longer comparable
-            elif not index.replace(changed):
-                new.append(changed)
-        index.insert(new)
-        if len(ids) >= SETTLE_ROWS:
-            index.settle()  # many rows rewritten (a re-embedding): searches bring back the codes they read
+        index.follow(ids, found)
         return True
 
     # -- plain reads (the rest of the records' SQL: SqlRecords) -------------------------

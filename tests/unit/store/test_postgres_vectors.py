@@ -153,3 +153,23 @@ def test_a_change_log_that_went_back_has_the_index_read_again(
     scans.count = 0
     assert vector_arms(sample, "a telescope on the lighthouse gallery")["vector_near"][0][0] == stored["ref"]
     assert scans.count == 0  # read again whole, then searched in the process
+
+
+def test_an_index_that_failed_to_follow_part_way_is_read_again_whole(
+    sample: Memory, url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = sample.store_  # type: ignore[attr-defined]
+    vector_arms(sample, "warm the index")
+    with open_pg(url) as other:
+        stored = other.store(agent_id=AGENT, content="a brass telescope on the lighthouse gallery")
+    rows = store._vector_rows
+
+    def broken(kind: str, ids: Any) -> Any:
+        raise ConnectionError("the database went away mid-read")
+
+    monkeypatch.setattr(store, "_vector_rows", broken)
+    with pytest.raises(ConnectionError), store.snapshot():
+        store._indexed()
+    assert store._vector_seq == -1  # not the entry it had reached: the next snapshot reads the index again
+    monkeypatch.setattr(store, "_vector_rows", rows)
+    assert vector_arms(sample, "a telescope on the lighthouse gallery")["vector_near"][0][0] == stored["ref"]
