@@ -6,6 +6,8 @@ whose text the caller already holds leave (``exclude_contents``).
 
 from __future__ import annotations
 
+import threading
+
 from cuedrecall.recall import bounds
 from cuedrecall.recall.arm_registry import ARMS, NEWEST, Arm, Arms, Run
 from cuedrecall.recall.context import RecallContext
@@ -19,16 +21,19 @@ def retrieve(ctx: RecallContext) -> Arms:
 
     The arms that read no other arm's list run on a helper thread beside the others, inside the recall's
     snapshot (``Store.beside``), and lexical coverage counts their rows there; meanwhile this thread embeds
-    the query (the vector arms read it first) and searches the vector arms and the blocks. Each arm's list is
-    what it would be run alone, and the lists keep their declared order (docs/recall-process.md#the-arms).
+    the query (the vector arms read it first), searches the vector arms and the blocks, then runs the beside
+    arms the helper has not taken yet. Each arm's list is what it would be run alone, and the lists keep their
+    declared order (docs/recall-process.md#the-arms).
     """
     if ctx.recorder.enabled:
         ctx.recorder.bounds(bounds.record(ctx))
-    side = ctx.store.beside(lambda: _beside(ctx))
+    shared = Beside(ARMS.fused_beside)
+    side = ctx.store.beside(lambda: _helper(ctx, shared))
     found = _run(ctx, ARMS.fused_here)
     ctx.blocks()
-    found_beside, counted = side()
-    found.update(found_beside)
+    found.update(shared.run(ctx, first=False))  # what the helper has not taken yet
+    helped, counted = side()
+    found.update(helped)
     arms: Arms = {arm.name: [] for arm in ARMS.fused if arm.listed}  # listed even when it does not run
     for arm in ARMS.fused:  # in their declared order (recall/arm_registry.py)
         if arm.name in found:
@@ -38,9 +43,37 @@ def retrieve(ctx: RecallContext) -> Arms:
     return facts(ctx, arms)
 
 
-def _beside(ctx: RecallContext) -> tuple[Arms, dict[str, int]]:
-    """The helper thread's share: the arms declared beside, then lexical coverage's count of their rows."""
-    found = _run(ctx, ARMS.fused_beside)
+class Beside:
+    """The arms declared beside, each taken once: by the helper thread from the front, and by the recall's own
+    thread from the back once its own arms are done, so the two lanes even out whichever backend is slower at
+    what. An arm that failed goes back for the thread that reads instead (store/beside.py)."""
+
+    def __init__(self, arms: tuple[Arm, ...]) -> None:
+        self._left = list(arms)
+        self._guard = threading.Lock()
+
+    def run(self, ctx: RecallContext, *, first: bool) -> Arms:
+        """Take and run arms until none is left: from the front (``first``) or from the back."""
+        found: Arms = {}
+        while (arm := self._take(first)) is not None:
+            try:
+                hits = arm.run(ctx, Run(ctx.params.depth, found))
+            except BaseException:
+                with self._guard:
+                    self._left.insert(0, arm)
+                raise
+            if hits is not None:
+                found[arm.name] = hits
+        return found
+
+    def _take(self, first: bool) -> Arm | None:
+        with self._guard:
+            return self._left.pop(0 if first else -1) if self._left else None
+
+
+def _helper(ctx: RecallContext, shared: Beside) -> tuple[Arms, dict[str, int]]:
+    """The helper thread's share: the beside arms it takes, then lexical coverage's count of their rows."""
+    found = shared.run(ctx, first=True)
     return found, count_held(ctx, found)
 
 

@@ -67,25 +67,51 @@ def test_a_recall_with_its_lexical_arms_beside_answers_as_one_run_in_order(memor
 def test_the_query_is_embedded_after_the_full_text_arms_start_beside(
     memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The embedding overlaps the full-text search: the helper has its work before the vector is asked for, and
-    lexical coverage counts the helper's rows on the helper."""
-    from cuedrecall.recall import arms as arm_stage
-
+    """The embedding overlaps the full-text search: the helper has its work before the vector is asked for."""
     store, events = memory.store_, []  # type: ignore[attr-defined]
-    beside, embed, count_held = store.beside, memory.queries.embed_query, arm_stage.count_held
+    beside, embed = store.beside, memory.queries.embed_query
     monkeypatch.setattr(store, "beside", lambda work: events.append("beside") or beside(work), raising=False)
     monkeypatch.setattr(memory.queries, "embed_query", lambda text: events.append("embed") or embed(text))
-
-    def counted(ctx: Any, found: Any, **kw: Any) -> dict[str, int]:
-        held = count_held(ctx, found, **kw)
-        events.append(f"counted {len(held)}")
-        return held
-
-    monkeypatch.setattr(arm_stage, "count_held", counted)
     for query in QUERIES:
         events.clear()
         answer = memory.recall(agent_id=A, query=query, trace=True)
         assert events[:2] == ["beside", "embed"], query
-        if memory.runtime.settings.lexical_coverage_enabled:  # type: ignore[attr-defined]
-            assert any(e.startswith("counted ") and e != "counted 0" for e in events), query  # the count fired
         assert answer["trace"]["arms"]["vector_near"], query  # the vector arms had the vector
+
+
+def test_the_recalls_thread_takes_the_beside_arms_the_helper_has_not_started(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lanes even out: while the helper is still on its first arm, the recall's own thread runs the others
+    (from the back), each arm runs once, and the answer is the one of the arms run in order."""
+    import threading
+    import time
+
+    from cuedrecall.recall.arm_registry import Arm
+
+    store, ran = memory.store_, []  # type: ignore[attr-defined]
+    query = QUERIES[0]
+    store.beside = lambda work: work  # in order, in the recall's thread
+    alone = memory.recall(agent_id=A, query=query, trace=True)
+    del store.beside
+    run = Arm.run
+
+    taken = threading.Event()
+
+    def watched(self: Arm, ctx: Any, spec: Any) -> Any:
+        helper = threading.current_thread() is not threading.main_thread()
+        ran.append((self.name, helper))
+        if helper and self.name == "memory_keyword":
+            taken.set()
+            time.sleep(0.3)  # the helper is still busy when the recall's thread is done with its own arms
+        if not helper and self.name == "vector_near":
+            taken.wait(10)  # the helper has taken its first arm before the recall's thread needs any
+        return run(self, ctx, spec)
+
+    monkeypatch.setattr(Arm, "run", watched)
+    together = memory.recall(agent_id=A, query=query, trace=True)
+    beside = [(name, helper) for name, helper in ran if name in {arm.name for arm in ARMS.fused_beside}]
+    assert ("memory_keyword", True) in beside
+    assert [name for name, _ in beside].count("memory_keyword") == 1 and len(beside) == len(ARMS.fused_beside)
+    assert all(not helper for name, helper in beside if name != "memory_keyword")  # taken by the recall's thread
+    assert comparable(together) == comparable(alone)
