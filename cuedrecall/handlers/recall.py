@@ -1,16 +1,20 @@
 """The recall tool: validated arguments in, the response out (messages worst to best, the last is best).
 
-The process runs on one snapshot of the store; the query is embedded inside it, on
-the recall's own thread, once the full-text arms have started beside it (they do
-not read the vector). The response is built from the records the facts step
-hydrated.
+The process runs on one snapshot of the store; an in-process embedder embeds the
+query inside it, on the recall's own thread, once the full-text arms have started
+beside it (they do not read the vector). An embedder over HTTP embeds it before the
+snapshot begins: a slow answer from it must not hold the snapshot (and the writers
+waiting on it). The response is built from the records the facts step hydrated.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from cuedrecall.clock import to_epoch
 from cuedrecall.handlers import trace_log
@@ -88,6 +92,7 @@ def recall_answer(rt: Runtime, request: RecallRequest) -> dict[str, Any]:
 def recall_run(rt: Runtime, request: RecallRequest) -> RecallRun:
     """One recall, kept whole; traced when the caller asked or the trace log is on."""
     started = time.perf_counter()  # the cue's time limit counts from here, the query's embedding included
+    embed = _query_vector(rt, request.query)
     recorder = TraceRecorder() if request.trace or trace_log.enabled(rt) else Recorder()
     agent_id = request.scope.agent_id
     with rt.store.snapshot():
@@ -98,13 +103,21 @@ def recall_run(rt: Runtime, request: RecallRequest) -> RecallRun:
             embedding_model=_block_model(rt),
             calibration=rt.calibration.record(agent_id)["origin"],
         )
-        ctx = RecallContext(
-            rt.store, request, lambda: rt.query_vector(request.query), params, rt.clock(), recorder, started=started
-        )
+        ctx = RecallContext(rt.store, request, embed, params, rt.clock(), recorder, started=started)
         if recorder.enabled:
             _trace_header(rt, ctx)
         outcome = recall_process(ctx)
         return RecallRun(ctx, outcome, _response(rt, ctx, outcome))
+
+
+def _query_vector(rt: Runtime, query: str) -> Callable[[], np.ndarray | None]:
+    """How the recall gets its query's vector: asked for when its first vector arm needs it (an in-process
+    embedder, bounded by the model), or now, before the snapshot (an embedder over the network, bounded only by
+    its timeout)."""
+    if rt.embedder.mode != "http":
+        return lambda: rt.query_vector(query)
+    vector = rt.query_vector(query)
+    return lambda: vector
 
 
 def _block_model(rt: Runtime) -> str:

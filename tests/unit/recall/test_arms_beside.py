@@ -115,3 +115,25 @@ def test_the_recalls_thread_takes_the_beside_arms_the_helper_has_not_started(
     assert [name for name, _ in beside].count("memory_keyword") == 1 and len(beside) == len(ARMS.fused_beside)
     assert all(not helper for name, helper in beside if name != "memory_keyword")  # taken by the recall's thread
     assert comparable(together) == comparable(alone)
+
+
+@pytest.mark.parametrize("mode", ["hash", "http"])
+def test_only_an_in_process_embedder_embeds_the_query_inside_the_snapshot(tmp_path: Path, mode: str) -> None:
+    """An embedder over the network may take its whole timeout: the recall asks it before its snapshot begins,
+    so a slow answer never holds the snapshot (and the writers waiting on it)."""
+    from cuedrecall.embed.hashing import HashEmbedder
+
+    inside: list[bool] = []
+
+    class Watched(HashEmbedder):
+        def embed(self, texts: Any) -> Any:
+            inside.append(memory.store_._lock.holds_shared())  # type: ignore[attr-defined]
+            return super().embed(texts)
+
+    Watched.mode = mode
+    memory = open_memory(tmp_path / "m.db", embedder=Watched())
+    with memory:
+        memory.store(agent_id=A, content="the lighthouse keeper wrote of the harbour")
+        inside.clear()
+        assert memory.recall(agent_id=A, query="what did the lighthouse keeper write")["messages"]
+    assert inside == [mode != "http"]
