@@ -1,6 +1,6 @@
 """Locks and waits: another process's long write is waited for within a bound and never surfaces as the driver's
 "database is locked"; a long import commits in batches; snapshot readers of one server run at once while a write
-waits for them (store/sqlite/store.py, store/sqlite/locks.py, handlers/portability/importer.py)."""
+waits for them (store/sqlite/store.py, store/index/locks.py, handlers/portability/importer.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from cuedrecall.api import Memory
 from cuedrecall.handlers.portability.importer import COMMIT_BATCH
-from cuedrecall.store.sqlite.locks import SnapshotLock
+from cuedrecall.store.index.locks import SnapshotLock
 from cuedrecall.store.sqlite.store import READER_POOL
 from tests.conftest import helpers_waited_for, open_memory
 

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cuedrecall.store.base import EPISODE, MEMORY
+from cuedrecall.store.index.locks import SnapshotLock
 from cuedrecall.store.index.vector_index import IndexRow, VectorIndex
 from cuedrecall.store.postgres.dialect import stored_vector
 from cuedrecall.store.rows import TABLES
-from cuedrecall.store.sqlite.locks import SnapshotLock
 
 REBUILD_CHANGES = 50_000  # past this many entries to apply, the index is read again whole
 _BATCH = 2_000  # rows a load reads at a time (a named cursor: the whole table is never held at once)

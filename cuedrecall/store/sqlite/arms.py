@@ -24,8 +24,8 @@ from cuedrecall.text.fts import fts_expression
 from cuedrecall.text.words import words_expression
 
 if TYPE_CHECKING:
+    from cuedrecall.store.index.locks import SnapshotLock
     from cuedrecall.store.index.vector_index import VectorIndex
-    from cuedrecall.store.sqlite.locks import SnapshotLock
     from cuedrecall.store.term_counts import TermCounts
 
 # kind -> (table, alias, its FTS5 table): the two full-text arms differ only in these names

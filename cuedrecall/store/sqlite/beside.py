@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from cuedrecall.store.beside import MISSED, Helpers
 
 if TYPE_CHECKING:
-    from cuedrecall.store.sqlite.locks import SnapshotLock
+    from cuedrecall.store.index.locks import SnapshotLock
 
 T = TypeVar("T")
 

@@ -20,7 +20,7 @@ from cuedrecall.store.index.block_index import KIND_CODES, BlockIndex, RecordBlo
 from cuedrecall.store.sql.blocks import SqlBlocks
 
 if TYPE_CHECKING:
-    from cuedrecall.store.sqlite.locks import SnapshotLock
+    from cuedrecall.store.index.locks import SnapshotLock
 
 _KIND_NAMES = {code: kind for kind, code in KIND_CODES.items()}
 _CHUNK = 500

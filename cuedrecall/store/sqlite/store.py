@@ -27,6 +27,7 @@ from cuedrecall.store.base import EPISODE, MEMORY, Scope, make_ref, split_ref
 from cuedrecall.store.beside import Helpers
 from cuedrecall.store.bounded import Lru
 from cuedrecall.store.index.block_index import BlockIndex
+from cuedrecall.store.index.locks import SnapshotLock
 from cuedrecall.store.index.vector_index import IndexRow, VectorIndex
 from cuedrecall.store.predicates import scope_where
 from cuedrecall.store.rows import TABLES, pool_growth
@@ -46,7 +47,6 @@ from cuedrecall.store.sqlite.busy import (
 )
 from cuedrecall.store.sqlite.dialect import SQLITE
 from cuedrecall.store.sqlite.grown_stats import GrownStats, Upto
-from cuedrecall.store.sqlite.locks import SnapshotLock
 from cuedrecall.store.sqlite.maintenance import SqliteMaintenance
 from cuedrecall.store.sqlite.schema import migrate
 from cuedrecall.store.term_counts import TermCounts
@@ -198,7 +198,7 @@ class SqliteStore(
         Inside it every read sees the same committed state, the index included, and
         none pays a freshness check of its own. Writers of other connections go on
         (WAL). Snapshots of several threads run at once, each on its own connection,
-        holding the lock shared (``store/sqlite/locks.py``): the index only changes under the
+        holding the lock shared (``store/index/locks.py``): the index only changes under the
         exclusive lock, so it stays at the change-log entry each snapshot's SQL sees.
         """
         if self._lock.holds_exclusive() or self._lock.holds_shared() or not self._concurrent:

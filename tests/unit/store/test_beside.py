@@ -14,7 +14,7 @@ import pytest
 
 from cuedrecall.api import Memory
 from cuedrecall.store.beside import MISSED
-from cuedrecall.store.sqlite.locks import SnapshotLock
+from cuedrecall.store.index.locks import SnapshotLock
 from cuedrecall.store.sqlite.store import SqliteStore
 from tests.conftest import open_memory
 from tests.contract.test_beside import A, keyword_refs, lighthouse
