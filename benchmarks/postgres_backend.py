@@ -112,7 +112,7 @@ def quality(args: argparse.Namespace, url: str, console: Console) -> list[list[A
 
 
 def latency(args: argparse.Namespace, url: str, console: Console) -> list[list[Any]]:
-    """(size, backend, build s, p50 ms, p95 ms) per store size and backend."""
+    """(size, backend, build s, p50 ms, p95 ms, statements a recall) per store size and backend."""
     rows = []
     texts = queries(args.queries)
     for size in args.sizes:
@@ -135,7 +135,8 @@ def latency(args: argparse.Namespace, url: str, console: Console) -> list[list[A
 
 
 def _timed_store(where: dict[str, Any], size: int, texts: Sequence[str], console: Console) -> list[Any]:
-    """Fill a store (size > 0), then time one recall per query: [build s, p50 ms, p95 ms]."""
+    """Fill a store (size > 0), then time one recall per query: [build s, p50 ms, p95 ms, statements a recall
+    (PostgreSQL; None for SQLite)]."""
     settings = Settings.from_env(h.WITHOUT_BLOCKS, embedding_mode="hash", calibrate_on_growth=False, **where)
     with Memory(settings=settings, clock=fixed_clock(NOW), background=False) as memory:
         start = time.perf_counter()
@@ -148,17 +149,41 @@ def _timed_store(where: dict[str, Any], size: int, texts: Sequence[str], console
         for text in texts[:3]:
             memory.recall(agent_id=AGENT, query=text, limit=10)  # warm
         spent = []
-        for text in texts:
-            begin = time.perf_counter()
-            memory.recall(agent_id=AGENT, query=text, limit=10)
-            spent.append((time.perf_counter() - begin) * 1000)
+        with statements() as sent:
+            for text in texts:
+                begin = time.perf_counter()
+                memory.recall(agent_id=AGENT, query=text, limit=10)
+                spent.append((time.perf_counter() - begin) * 1000)
     backend = "postgres" if where.get("db_url") else "sqlite"
     console.print(f"{backend} {size or ''}: p50 {statistics.median(spent):.1f} ms")
     return [
         round(built, 1) if size else None,
         statistics.median(spent),
         statistics.quantiles(spent, n=20)[18] if len(spent) >= 20 else max(spent),
+        sent[0] / len(texts) if where.get("db_url") else None,
     ]
+
+
+@contextmanager
+def statements() -> Iterator[list[int]]:
+    """Counts the statements psycopg sends while inside (every thread's, each one round trip): [count]."""
+    sent = [0]
+    try:
+        import psycopg
+    except ImportError:  # a SQLite-only install: nothing is sent
+        yield sent
+        return
+    execute = psycopg.Cursor.execute
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        sent[0] += 1
+        return execute(self, *args, **kwargs)
+
+    psycopg.Cursor.execute = counted  # type: ignore[method-assign]
+    try:
+        yield sent
+    finally:
+        psycopg.Cursor.execute = execute  # type: ignore[method-assign]
 
 
 def vacuum(url: str) -> None:
@@ -196,18 +221,25 @@ def render(argv: Sequence[str], quality_rows: list[list[Any]], latency_rows: lis
         lines += [
             "## Recall latency (hash embedder, query vectors cached, limit 10)",
             "",
-            "| memories | backend | build s | p50 ms | p95 ms |",
-            "| --- | --- | --- | --- | --- |",
+            "| memories | backend | build s | p50 ms | p95 ms | statements a recall |",
+            "| --- | --- | --- | --- | --- | --- |",
         ]
         lines += [
-            f"| {s:,} | {b} | {'' if t is None else t} | {p50:.1f} | {p95:.1f} |" for s, b, t, p50, p95 in latency_rows
+            f"| {s:,} | {b} | {'' if t is None else t} | {p50:.1f} | {p95:.1f} | "
+            f"{'' if trips is None else f'{trips:.1f}'} |"
+            for s, b, t, p50, p95, trips in latency_rows
         ]
         lines.append("")
-        sqlite = {s: p50 for s, b, _, p50, _ in latency_rows if b == "sqlite"}
+        sqlite = {s: p50 for s, b, _, p50, _, _ in latency_rows if b == "sqlite"}
         lines += [
             f"At {s:,} memories PostgreSQL with its index takes {p50 / sqlite[s]:.1f}x SQLite's p50."
-            for s, b, _, p50, _ in latency_rows
+            for s, b, _, p50, _, _ in latency_rows
             if b == "postgres (index)" and sqlite.get(s)
+        ]
+        lines += [
+            "",
+            "Statements a recall: what psycopg sent during the timed recalls (each a round trip; the recall's "
+            "snapshot, its helper's and their reads), over the recalls.",
         ]
         lines.append("")
     return "\n".join(lines)

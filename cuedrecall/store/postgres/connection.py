@@ -331,8 +331,10 @@ class PgConnection:
                 return conn.execute(sql, params).fetchall()
 
     def _cached(self, key: tuple[Any, ...], compute: Any) -> Any:
-        """No process-local cache: every server process over the database reads what is committed now."""
-        return compute()
+        """No process-local cache: every server process over the database reads what is committed now. Inside a
+        snapshot a value is read once (``_per_snapshot``): a recall asks its calibration and whether the agent has
+        a graph from several stages, and one REPEATABLE READ transaction sees the same rows throughout."""
+        return self._per_snapshot(key, compute)
 
     def _per_snapshot(self, key: tuple[Any, ...], compute: Any) -> Any:
         """What one read snapshot computes once (a recall's arms share it): a REPEATABLE READ transaction sees

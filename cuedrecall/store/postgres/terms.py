@@ -43,13 +43,13 @@ class PgTermCounts:
 
     def gram_count(self, table: str, gram: str) -> int:
         """Rows whose text holds one trigram (lower-cased)."""
-        return self._index_count(f"SELECT COUNT(*) FROM {_table(table)} WHERE grams @> ARRAY[lower(%s)]", (gram,))
+        return self._index_count(f"SELECT COUNT(*) FROM {_table(table)} WHERE grams @> ARRAY[lower({{}})]", (gram,))
 
     def phrase_count(self, table: str, phrase: str) -> int:
         """Rows whose text holds the phrase (lower-cased)."""
         return self._index_count(
-            f"SELECT COUNT(*) FROM {_table(table)} m WHERE m.grams @> cr_trigrams(%s) "
-            f"AND strpos(lower({_TEXT[table]}), lower(%s)) > 0",
+            f"SELECT COUNT(*) FROM {_table(table)} m WHERE m.grams @> cr_trigrams({{}}) "
+            f"AND strpos(lower({_TEXT[table]}), lower({{}})) > 0",
             (phrase, phrase),
         )
 
@@ -59,18 +59,27 @@ class PgTermCounts:
         if not kept:
             return 0
         return self._index_count(
-            "SELECT COUNT(*) FROM memories WHERE words @@ to_tsquery('english', %s)", (words_query([kept]),)
+            "SELECT COUNT(*) FROM memories WHERE words @@ to_tsquery('english', {})", (words_query([kept]),)
         )
 
-    def _index_count(self, sql: str, params: Sequence[Any]) -> int:
+    def _index_count(self, sql: str, params: Sequence[str]) -> int:
         """A count through the GIN index: a scan of every row would read each row's derived column out of line,
-        which costs more than the index's bitmap whatever share of the rows matches."""
+        which costs more than the index's bitmap whatever share of the rows matches. The setting, the count and
+        the reset go as one message (one round trip, the terms as quoted literals): ``sql`` has a ``{}`` for
+        each of ``params``."""
+        from psycopg import sql as pgsql
+
+        count = pgsql.SQL(sql).format(*(pgsql.Literal(str(param)) for param in params))
+        message = pgsql.SQL("SET enable_seqscan = off; {}; RESET enable_seqscan").format(count)
         with self._connection() as conn:
-            conn.execute("SET enable_seqscan = off")
             try:
-                return int(conn.execute(sql, params).fetchone()[0])
-            finally:
-                conn.execute("RESET enable_seqscan")
+                cursor = conn.execute(message)
+            except Exception:
+                if conn.info.transaction_status == 0:  # idle, outside a transaction: the setting may still be on
+                    conn.execute("RESET enable_seqscan")
+                raise
+            cursor.nextset()  # past the setting's empty result, to the count's
+            return int(cursor.fetchone()[0])
 
 
 def _table(name: str) -> str:

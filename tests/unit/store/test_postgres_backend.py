@@ -328,3 +328,27 @@ def test_a_snapshot_keeps_its_view_while_another_thread_writes(tmp_path: Path) -
             assert store._read(count)[0][0] == 1
         with store.snapshot():
             assert store._read(count)[0][0] == 2
+
+
+def test_a_term_count_is_one_round_trip_that_leaves_the_planner_as_it_was(tmp_path: Path) -> None:
+    """The common-term rule's counts go through the GIN index with sequential scans off for that one statement,
+    sent with the setting and its reset as one message; the count is the rows holding the term."""
+    import psycopg
+
+    with open_backend("postgres", tmp_path) as memory:
+        for text in ("the harbour crane", "a harbour at dawn", "the ferry's horn", "O'Brien's harbour"):
+            assert memory.store(agent_id="a", content=text)["ok"]
+        store, sent = memory.runtime.store, []
+        with store.snapshot():  # the pool's reader is opened (and set up) before counting
+            store.pool_counts(memory.scope("a", None, "", ""))
+        execute = psycopg.Cursor.execute
+        try:
+            psycopg.Cursor.execute = lambda self, *a, **k: sent.append(1) or execute(self, *a, **k)  # type: ignore[method-assign]
+            counts = (store.gram_count("memories", "har"), store.phrase_count("memories", "n's h"))
+            with store.snapshot():
+                inside = store.word_count("memories", "harbours")
+        finally:
+            psycopg.Cursor.execute = execute  # type: ignore[method-assign]
+        assert counts == (3, 1) and inside == 3
+        assert len(sent) == 3 + 2  # one message a count, and the snapshot's BEGIN and COMMIT
+        assert store._read("SHOW enable_seqscan")[0][0] == "on"
