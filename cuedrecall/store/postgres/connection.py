@@ -165,11 +165,12 @@ class PgConnection:
         exported = reader.execute("SELECT pg_export_snapshot()").fetchone()[0]
         if not _EXPORTED.fullmatch(exported):
             return work
-        return self._helpers.start(lambda: self._helped(work, exported), work)
+        memo = self._local.memo  # the same snapshot: what one thread read once, the other need not read again
+        return self._helpers.start(lambda: self._helped(work, exported, memo), work)
 
-    def _helped(self, work: Callable[[], T], exported: str) -> Any:
-        """``work`` on this helper thread in the exported snapshot; MISSED when it cannot be taken (the snapshot's
-        transaction has ended, the server is gone)."""
+    def _helped(self, work: Callable[[], T], exported: str, memo: dict[Any, Any]) -> Any:
+        """``work`` on this helper thread in the exported snapshot, sharing its per-snapshot reads; MISSED when it
+        cannot be taken (the snapshot's transaction has ended, the server is gone)."""
         if self._closed:
             return MISSED
         try:
@@ -184,7 +185,7 @@ class PgConnection:
                 reader.execute("ROLLBACK")
             self._give_back(reader)
             return MISSED
-        self._local.conn, self._local.memo, self._local.helper = reader, {}, True
+        self._local.conn, self._local.memo, self._local.helper = reader, memo, True
         try:
             return work()
         finally:

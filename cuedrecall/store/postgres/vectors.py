@@ -134,8 +134,12 @@ class PgVectors:
             f"FROM {TABLES[kind]} t WHERE t.embedding IS NOT NULL{model}{only} ORDER BY t.id"
         )
         conn = self._snapshot_connection()
-        with conn.cursor(name="cuedrecall_vectors", binary=True) as cursor:
-            cursor.itersize = _BATCH
+        # a whole load streams through a named cursor (never the whole table at once); a follow's few rows, in
+        # one round trip
+        cursor = conn.cursor(binary=True) if ids is not None else conn.cursor(name="cuedrecall_vectors", binary=True)
+        with cursor:
+            if ids is None:
+                cursor.itersize = _BATCH
             cursor.execute(sql, [*params, *([] if ids is None else [ids])])
             for row_id, vector, agent, project, channel, source_id, ts in cursor:
                 yield IndexRow(
