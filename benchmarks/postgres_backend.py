@@ -27,6 +27,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -39,6 +40,7 @@ from benchmarks.synthetic import AGENT, bulk_load, queries
 from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock
 from cuedrecall.config import Settings
+from cuedrecall.store.base import Scope
 
 RESULTS = Path(__file__).resolve().parent / "results"
 NOW = "2026-01-01T00:00:00+00:00"
@@ -57,6 +59,9 @@ def server(url: str | None) -> Iterator[str]:
     pg = pgserver.get_server(folder, cleanup_mode="stop")
     try:
         pg.psql("CREATE EXTENSION IF NOT EXISTS vector;")
+        # room for an HNSW graph of a million rows while it is built (pgvector builds slowly once it spills)
+        pg.psql("ALTER SYSTEM SET maintenance_work_mem = '2GB';")
+        pg.psql("SELECT pg_reload_conf();")
         yield pg.get_uri()
     finally:
         pg.cleanup()
@@ -111,57 +116,103 @@ def quality(args: argparse.Namespace, url: str, console: Console) -> list[list[A
 # -- latency ----------------------------------------------------------------------------------------
 
 
-def latency(args: argparse.Namespace, url: str, console: Console) -> list[list[Any]]:
-    """(size, backend, build s, p50 ms, p95 ms, statements a recall) per store size and backend."""
-    rows = []
+ARM_DEPTH = 100  # the vector arm's depth at the defaults (recall_depth_floor)
+
+
+@dataclass
+class Timed:
+    """One backend's run over the queries: the figures of a row of the table, and what it answered."""
+
+    built: float | None  # seconds to fill the store, or to build the HNSW index
+    first: float  # ms of the first recall after the store opened (the in-process index is read then)
+    spent: list[float]  # ms of each timed recall
+    trips: float | None  # statements a recall (PostgreSQL)
+    answers: list[tuple[str, ...]]  # each query's rows, in the order returned
+    arm: list[list[str]]  # each query's vector arm (ARM_DEPTH rows, no floor), best first
+
+    def row(self, size: int, name: str) -> list[Any]:
+        p95 = statistics.quantiles(self.spent, n=20)[18] if len(self.spent) >= 20 else max(self.spent)
+        return [size, name, self.built, round(self.first, 1), statistics.median(self.spent), p95, self.trips]
+
+
+def latency(args: argparse.Namespace, url: str, console: Console) -> tuple[list[list[Any]], list[list[Any]]]:
+    """Per store size and backend: the latency rows (size, backend, build s, first recall ms, p50 ms, p95 ms,
+    statements a recall) and the agreement rows (size, backend, queries, answers equal to SQLite's, vector arm
+    recall@10 and @ARM_DEPTH against SQLite's exact scan, answers equal to PostgreSQL's SQL scan)."""
+    rows, agreement = [], []
     texts = queries(args.queries)
     for size in args.sizes:
         folder = Path(tempfile.mkdtemp(prefix="cuedrecall-lat-"))
         try:
-            backends = {
-                "sqlite": {"db_path": str(folder / "m.db")},
-                "postgres (index)": {"db_path": ":memory:", "db_url": fresh_schema(url)},
-            }
-            for name, where in backends.items():
-                rows.append([size, name, *_timed_store(where, size, texts, console)])
-                if name.startswith("postgres"):
-                    scanned = {**where, "pg_vector_index": False}
-                    rows.append([size, "postgres (sql scan)", None, *_timed_store(scanned, 0, texts, console)[1:]])
-                    hnsw = {**where, "pg_hnsw": True, "pg_vector_index": False}
-                    rows.append([size, "postgres (hnsw)", None, *_timed_store(hnsw, 0, texts, console)[1:]])
+            where = {"db_path": str(folder / "m.db")}
+            sqlite = _timed_store(where, size, texts, console)
+            rows.append(sqlite.row(size, "sqlite"))
+            where = {"db_path": ":memory:", "db_url": fresh_schema(url)}
+            runs = {"postgres (index)": _timed_store(where, size, texts, console)}
+            slow = texts[: args.slow_queries] if args.slow_queries else texts
+            runs["postgres (sql scan)"] = _timed_store({**where, "pg_vector_index": False}, 0, slow, console)
+            hnsw = {**where, "pg_hnsw": True, "pg_vector_index": False}
+            runs["postgres (hnsw)"] = _timed_store(hnsw, 0, slow, console)
+            scanned = runs["postgres (sql scan)"]
+            for name, run in runs.items():
+                rows.append(run.row(size, name))
+                same_as_scan = sum(a == b for a, b in zip(scanned.answers, run.answers))
+                agreement.append([size, name, *_agreement(sqlite, run), same_as_scan])
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-    return rows
+    return rows, agreement
 
 
-def _timed_store(where: dict[str, Any], size: int, texts: Sequence[str], console: Console) -> list[Any]:
-    """Fill a store (size > 0), then time one recall per query: [build s, p50 ms, p95 ms, statements a recall
-    (PostgreSQL; None for SQLite)]."""
+def _agreement(exact: Timed, other: Timed) -> tuple[int, int, float, float]:
+    """(queries, answers equal to the exact run's, vector arm recall@10, recall@ARM_DEPTH) over the queries both
+    ran: the share of the exact scan's rows the other arm found too."""
+    n = len(other.answers)
+    same = sum(a == b for a, b in zip(exact.answers, other.answers))
+
+    def recall(k: int) -> float:
+        shares = [len(set(e[:k]) & set(o[:k])) / len(e[:k]) for e, o in zip(exact.arm, other.arm) if e]
+        return statistics.fmean(shares) if shares else float("nan")
+
+    return n, same, recall(10), recall(ARM_DEPTH)
+
+
+def _timed_store(where: dict[str, Any], size: int, texts: Sequence[str], console: Console) -> Timed:
+    """Fill a store (size > 0), then time one recall per query."""
     settings = Settings.from_env(h.WITHOUT_BLOCKS, embedding_mode="hash", calibrate_on_growth=False, **where)
+    start = time.perf_counter()
     with Memory(settings=settings, clock=fixed_clock(NOW), background=False) as memory:
+        opened = time.perf_counter() - start  # the HNSW index is built as the store opens
         start = time.perf_counter()
         if size:
             bulk_load(memory, size, batch=2000)
-        built = time.perf_counter() - start
+        built: float | None = time.perf_counter() - start if size else (opened if where.get("pg_hnsw") else None)
         if where.get("db_url"):
             vacuum(where["db_url"])
-        memory.embed(list(texts))  # the query vectors are cached before timing
+        vectors = memory.embed(list(texts))  # the query vectors are cached before timing
+        begin = time.perf_counter()
+        memory.recall(agent_id=AGENT, query=texts[0], limit=10)
+        first = (time.perf_counter() - begin) * 1000
         for text in texts[:3]:
             memory.recall(agent_id=AGENT, query=text, limit=10)  # warm
-        spent = []
+        spent, answers = [], []
         with statements() as sent:
             for text in texts:
                 begin = time.perf_counter()
-                memory.recall(agent_id=AGENT, query=text, limit=10)
+                answer = memory.recall(agent_id=AGENT, query=text, limit=10)
                 spent.append((time.perf_counter() - begin) * 1000)
+                answers.append(tuple(row["ref"] for row in answer["messages"]))
+        scope = Scope(AGENT)
+        window = settings.max_memories
+        arm = [
+            [hit.ref for hit in memory.store_.vector_near(scope, vector, floor=-1.0, depth=ARM_DEPTH, window=window)]
+            if vector is not None
+            else []
+            for vector in vectors
+        ]
     backend = "postgres" if where.get("db_url") else "sqlite"
     console.print(f"{backend} {size or ''}: p50 {statistics.median(spent):.1f} ms")
-    return [
-        round(built, 1) if size else None,
-        statistics.median(spent),
-        statistics.quantiles(spent, n=20)[18] if len(spent) >= 20 else max(spent),
-        sent[0] / len(texts) if where.get("db_url") else None,
-    ]
+    trips = sent[0] / len(texts) if where.get("db_url") else None
+    return Timed(None if built is None else round(built, 1), first, spent, trips, answers, arm)
 
 
 @contextmanager
@@ -198,7 +249,9 @@ def vacuum(url: str) -> None:
 # -- report -----------------------------------------------------------------------------------------
 
 
-def render(argv: Sequence[str], quality_rows: list[list[Any]], latency_rows: list[list[Any]]) -> str:
+def render(
+    argv: Sequence[str], quality_rows: list[list[Any]], latency_rows: list[list[Any]], agreement: list[list[Any]]
+) -> str:
     command = f"    python -m benchmarks.postgres_backend {' '.join(argv)}"
     lines = [
         "# The PostgreSQL backend beside SQLite",
@@ -221,25 +274,46 @@ def render(argv: Sequence[str], quality_rows: list[list[Any]], latency_rows: lis
         lines += [
             "## Recall latency (hash embedder, query vectors cached, limit 10)",
             "",
-            "| memories | backend | build s | p50 ms | p95 ms | statements a recall |",
-            "| --- | --- | --- | --- | --- | --- |",
+            "| memories | backend | build s | first recall ms | p50 ms | p95 ms | statements a recall |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
         ]
         lines += [
-            f"| {s:,} | {b} | {'' if t is None else t} | {p50:.1f} | {p95:.1f} | "
+            f"| {s:,} | {b} | {'' if t is None else t} | {first} | {p50:.1f} | {p95:.1f} | "
             f"{'' if trips is None else f'{trips:.1f}'} |"
-            for s, b, t, p50, p95, trips in latency_rows
+            for s, b, t, first, p50, p95, trips in latency_rows
         ]
         lines.append("")
-        sqlite = {s: p50 for s, b, _, p50, _, _ in latency_rows if b == "sqlite"}
+        sqlite = {row[0]: row[4] for row in latency_rows if row[1] == "sqlite"}
         lines += [
-            f"At {s:,} memories PostgreSQL with its index takes {p50 / sqlite[s]:.1f}x SQLite's p50."
-            for s, b, _, p50, _, _ in latency_rows
-            if b == "postgres (index)" and sqlite.get(s)
+            f"At {row[0]:,} memories PostgreSQL with its index takes {row[4] / sqlite[row[0]]:.2f}x SQLite's p50."
+            for row in latency_rows
+            if row[1] == "postgres (index)" and sqlite.get(row[0])
         ]
         lines += [
             "",
-            "Statements a recall: what psycopg sent during the timed recalls (each a round trip; the recall's "
-            "snapshot, its helper's and their reads), over the recalls.",
+            "Build s: filling the store (hash vectors embedded in batches, inserted in large transactions); for "
+            "HNSW, building its index over the filled store as the store opens. First recall: the first after the "
+            "store opened (PostgreSQL's in-process index is read from the rows then). Statements a recall: what "
+            "psycopg sent during the timed recalls (each a round trip; the recall's snapshot, its helper's and "
+            "their reads), over the recalls.",
+            "",
+            "## Answers against SQLite's",
+            "",
+            "| memories | backend | queries | answers equal to SQLite's | vector arm recall@10 | "
+            f"vector arm recall@{ARM_DEPTH} | answers equal to PostgreSQL's SQL scan |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        lines += [
+            f"| {s:,} | {b} | {n} | {same} | {r10:.3f} | {rdepth:.3f} | {scan} |"
+            for s, b, n, same, r10, rdepth, scan in agreement
+        ]
+        lines += [
+            "",
+            "Answers equal: the same rows in the same order. PostgreSQL's word arm stems with its english "
+            "dictionary (snowball, stop words dropped) where FTS5 uses porter (docs/storage.md), so an answer can "
+            "differ from SQLite's where that arm votes; the modes of one backend differ only in their vector arm. "
+            f"The vector arm: the {ARM_DEPTH} rows nearest each query (no floor), the arm's depth at the defaults; "
+            "recall: the share of SQLite's exact rows the backend's arm found too.",
         ]
         lines.append("")
     return "\n".join(lines)
@@ -253,6 +327,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--locomo", default=h.DEFAULT_LOCOMO)
     parser.add_argument("--sizes", nargs="*", type=int, default=[100_000], help="latency store sizes (none: skip)")
     parser.add_argument("--queries", type=int, default=100, help="timed recalls per store")
+    parser.add_argument(
+        "--slow-queries", type=int, default=0, help="recalls for the SQL scan and HNSW runs (0: --queries)"
+    )
     parser.add_argument("--no-quality", action="store_true", help="latency only")
     parser.add_argument("--out", type=Path, default=RESULTS / "postgres_backend.md")
     return parser.parse_args(argv)
@@ -264,8 +341,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console(stderr=True)
     with server(args.url) as url:
         quality_rows = [] if args.no_quality else quality(args, url, console)
-        latency_rows = latency(args, url, console) if args.sizes else []
-    report = render(argv, quality_rows, latency_rows)
+        latency_rows, agreement = latency(args, url, console) if args.sizes else ([], [])
+    report = render(argv, quality_rows, latency_rows, agreement)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(report + "\n", encoding="utf-8")
     print(report)
