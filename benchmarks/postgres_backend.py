@@ -25,7 +25,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,29 +135,41 @@ class Timed:
         return [size, name, self.built, round(self.first, 1), statistics.median(self.spent), p95, self.trips]
 
 
-def latency(args: argparse.Namespace, url: str, console: Console) -> tuple[list[list[Any]], list[list[Any]]]:
+def latency(
+    args: argparse.Namespace, url: str, console: Console, written: Callable[[list[list[Any]], list[list[Any]]], None]
+) -> tuple[list[list[Any]], list[list[Any]]]:
     """Per store size and backend: the latency rows (size, backend, build s, first recall ms, p50 ms, p95 ms,
     statements a recall) and the agreement rows (size, backend, queries, answers equal to SQLite's, vector arm
-    recall@10 and @ARM_DEPTH against SQLite's exact scan, answers equal to PostgreSQL's SQL scan)."""
-    rows, agreement = [], []
+    recall@10 and @ARM_DEPTH against SQLite's exact scan, answers equal to PostgreSQL's SQL scan). ``written``
+    is given the rows so far after each run (a run at a million rows takes long: what finished is kept)."""
+    rows: list[list[Any]] = []
+    agreement: list[list[Any]] = []
     texts = queries(args.queries)
+    slow = texts[: args.slow_queries] if args.slow_queries else texts
     for size in args.sizes:
         folder = Path(tempfile.mkdtemp(prefix="cuedrecall-lat-"))
         try:
             where = {"db_path": str(folder / "m.db")}
             sqlite = _timed_store(where, size, texts, console)
             rows.append(sqlite.row(size, "sqlite"))
+            written(rows, agreement)
             where = {"db_path": ":memory:", "db_url": fresh_schema(url)}
-            runs = {"postgres (index)": _timed_store(where, size, texts, console)}
-            slow = texts[: args.slow_queries] if args.slow_queries else texts
-            runs["postgres (sql scan)"] = _timed_store({**where, "pg_vector_index": False}, 0, slow, console)
-            hnsw = {**where, "pg_hnsw": True, "pg_vector_index": False}
-            runs["postgres (hnsw)"] = _timed_store(hnsw, 0, slow, console)
-            scanned = runs["postgres (sql scan)"]
-            for name, run in runs.items():
+            modes: dict[str, tuple[dict[str, Any], int, Sequence[str]]] = {
+                "postgres (index)": (where, size, texts),
+                "postgres (sql scan)": ({**where, "pg_vector_index": False}, 0, slow),
+                "postgres (hnsw)": ({**where, "pg_hnsw": True, "pg_vector_index": False}, 0, slow),
+            }
+            runs: dict[str, Timed] = {}
+            for name, (settings, fill, asked) in modes.items():
+                runs[name] = run = _timed_store(settings, fill, asked, console)
                 rows.append(run.row(size, name))
-                same_as_scan = sum(a == b for a, b in zip(scanned.answers, run.answers))
+                scanned = runs.get("postgres (sql scan)")
+                same_as_scan = None if scanned is None else sum(a == b for a, b in zip(scanned.answers, run.answers))
                 agreement.append([size, name, *_agreement(sqlite, run), same_as_scan])
+                written(rows, agreement)
+            index = agreement[-3]  # the index ran before the scan: its comparison with the scan, now
+            index[-1] = sum(a == b for a, b in zip(runs["postgres (sql scan)"].answers, runs[index[1]].answers))
+            written(rows, agreement)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
     return rows, agreement
@@ -304,7 +316,7 @@ def render(
             "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
         ]
         lines += [
-            f"| {s:,} | {b} | {n} | {same} | {r10:.3f} | {rdepth:.3f} | {scan} |"
+            f"| {s:,} | {b} | {n} | {same} | {r10:.3f} | {rdepth:.3f} | {'' if scan is None else scan} |"
             for s, b, n, same, r10, rdepth, scan in agreement
         ]
         lines += [
@@ -339,11 +351,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     console = Console(stderr=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     with server(args.url) as url:
         quality_rows = [] if args.no_quality else quality(args, url, console)
-        latency_rows, agreement = latency(args, url, console) if args.sizes else ([], [])
+
+        def written(latency_rows: list[list[Any]], agreement: list[list[Any]]) -> None:
+            partial = render(argv, quality_rows, latency_rows, agreement)
+            args.out.write_text(partial + "\n\n(Partial: the run has not finished.)\n", encoding="utf-8")
+
+        latency_rows, agreement = latency(args, url, console, written) if args.sizes else ([], [])
     report = render(argv, quality_rows, latency_rows, agreement)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(report + "\n", encoding="utf-8")
     print(report)
     return 0

@@ -11,20 +11,26 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from cuedrecall.store.base import Hit
 
 _Row = TypeVar("_Row")
 
 
+TermKind = Literal["gram", "phrase", "word"]
+
+
 class TermSource(Protocol):
     """The counts the rules need, from whichever backend keeps the full-text index."""
 
     def row_count(self, table: str) -> int: ...
-    def gram_count(self, table: str, gram: str) -> int: ...
-    def phrase_count(self, table: str, phrase: str) -> int: ...
-    def word_count(self, table: str, word: str) -> int: ...
+
+    def term_counts(self, table: str, kind: TermKind, texts: Sequence[str]) -> list[int]:
+        """Rows of the table holding each text, in order: a trigram (lower-cased) or a phrase of the trigram index,
+        or a word of the word index (stemmed as it stems). One call for many, so a backend a round trip away
+        counts them in one."""
+        ...
 
 
 class TermCounts:
@@ -34,7 +40,8 @@ class TermCounts:
     by its rarest trigram and counted as a phrase only when that bound is over the
     line. Counts are cached until the table has grown or shrunk by a tenth, so a
     warm store pays nothing for the check; the least recently used count leaves
-    first once ``MAX_ENTRIES`` are held.
+    first once ``MAX_ENTRIES`` are held. What one query's terms need is asked of the
+    source at once (``prefetch``).
     """
 
     STALE_RATIO = 0.1
@@ -58,6 +65,19 @@ class TermCounts:
 
     def row_count(self, table: str) -> int:
         return self._source.row_count(table)
+
+    def counts_rows(self, table: str) -> bool:
+        """Whether the common-term rule reads counts in this table (a smaller one has no common term)."""
+        return self._source.row_count(table) >= self.MIN_ROWS and self.ratio < 1.0
+
+    def prefetch(self, table: str, terms: Sequence[str], *, words: bool) -> None:
+        """Ask the source, in one call, every count the terms' plan may read that is not cached: each word, or
+        each trigram term's bounding trigrams (a phrase's own count is asked when its bound is over the line)."""
+        if words:
+            self._many(table, "word", list(dict.fromkeys(terms)), self._source.row_count(table))
+            return
+        grams = dict.fromkeys(gram for term in terms for gram in self._grams(term))
+        self._many(table, "gram", list(grams), self._source.row_count(table))
 
     def is_common(self, table: str, term: str) -> bool:
         total = self._source.row_count(table)
@@ -91,33 +111,42 @@ class TermCounts:
         """Rows holding a word of the word index."""
         return self._count(table, "word", word, self._source.row_count(table))
 
-    def _bound(self, table: str, term: str, total: int) -> int:
+    def _grams(self, term: str) -> list[str]:
+        """The trigrams that bound a term's rows: its first MAX_BOUND_GRAMS distinct ones, lower-cased."""
         grams: dict[str, None] = {}
         for i in range(len(term) - 2):
             grams[term[i : i + 3].lower()] = None
             if len(grams) == self.MAX_BOUND_GRAMS:
                 break
-        return min(self._count(table, "gram", gram, total) for gram in grams)
+        return list(grams)
 
-    def _count(self, table: str, kind: str, text: str, total: int) -> int:
-        key = (table, kind, text)
+    def _bound(self, table: str, term: str, total: int) -> int:
+        return min(self._many(table, "gram", self._grams(term), total))
+
+    def _count(self, table: str, kind: TermKind, text: str, total: int) -> int:
+        return self._many(table, kind, [text], total)[0]
+
+    def _many(self, table: str, kind: TermKind, texts: list[str], total: int) -> list[int]:
+        """The counts of the texts: from the cache where fresh (within STALE_RATIO of the table's rows), the
+        rest asked of the source in one call."""
+        found: dict[str, int] = {}
         with self._guard:
-            cached = self._counts.get(key)
-            if cached is not None:
-                self._counts.move_to_end(key)
-        if cached is None or abs(total - cached[1]) > self.STALE_RATIO * cached[1]:
-            count = {
-                "gram": self._source.gram_count,
-                "phrase": self._source.phrase_count,
-                "word": self._source.word_count,
-            }[kind]
-            cached = (count(table, text), total)
+            for text in texts:
+                cached = self._counts.get((table, kind, text))
+                if cached is not None and abs(total - cached[1]) <= self.STALE_RATIO * cached[1]:
+                    self._counts.move_to_end((table, kind, text))
+                    found[text] = cached[0]
+        missing = [text for text in dict.fromkeys(texts) if text not in found]
+        if missing:
+            counted = self._source.term_counts(table, kind, missing)
+            found.update(zip(missing, counted))
             with self._guard:
-                self._counts[key] = cached
-                self._counts.move_to_end(key)
+                for text, count in zip(missing, counted):
+                    self._counts[(table, kind, text)] = (count, total)
+                    self._counts.move_to_end((table, kind, text))
                 while len(self._counts) > self.max_entries:
                     self._counts.popitem(last=False)
-        return cached[0]
+        return [found[text] for text in texts]
 
 
 # -- the keyword budget (keyword-budget-v1) ----------------------------------------------------
@@ -193,6 +222,8 @@ def plan_terms(
     rows that hold the commoner terms, so other agents' rows are never read for them.
     """
     total = counts.row_count(table)
+    if total > FIRST_PASS_ROWS or counts.counts_rows(table):
+        counts.prefetch(table, terms, words=words)  # one request for every count below
     if total <= FIRST_PASS_ROWS:  # every pass fits: only the common-term rule reads counts
         common = counts.is_common_word if words else counts.is_common
         return TermPlan(tuple(t for t in terms if not common(table, t)), tuple(terms), tuple(terms), table_rows=total)

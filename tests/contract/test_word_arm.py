@@ -95,14 +95,8 @@ class _Counts:
     def row_count(self, table: str) -> int:
         return 1000
 
-    def gram_count(self, table: str, gram: str) -> int:
-        return 0
-
-    def phrase_count(self, table: str, phrase: str) -> int:
-        return 0
-
-    def word_count(self, table: str, word: str) -> int:
-        return {"like": 400, "sweden": 3}.get(word, 0)
+    def term_counts(self, table: str, kind: str, texts: list[str]) -> list[int]:
+        return [{"like": 400, "sweden": 3}.get(text, 0) if kind == "word" else 0 for text in texts]
 
 
 def test_a_word_in_more_than_the_common_share_of_rows_is_common_and_a_rare_one_is_not() -> None:

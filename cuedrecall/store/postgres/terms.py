@@ -13,12 +13,14 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cuedrecall.store.postgres.arms import words_query
+from cuedrecall.store.term_counts import TermKind
 
 if TYPE_CHECKING:
     from contextlib import contextmanager
 
 _TEXT = {"memories": "m.content", "episodes": "m.summary || E'\\n' || m.keywords"}
 ROWS_TTL_S = 10.0
+BATCH = 64  # counts one message carries: a query of many distinct terms sends a few, never one a term
 
 
 class PgTermCounts:
@@ -41,36 +43,26 @@ class PgTermCounts:
             self._row_counts[table] = cached
         return cached[1]
 
-    def gram_count(self, table: str, gram: str) -> int:
-        """Rows whose text holds one trigram (lower-cased)."""
-        return self._index_count(f"SELECT COUNT(*) FROM {_table(table)} WHERE grams @> ARRAY[lower({{}})]", (gram,))
+    def term_counts(self, table: str, kind: TermKind, texts: Sequence[str]) -> list[int]:
+        """Rows holding each text (a trigram, a phrase: lower-cased; a word: stemmed as the word column stems it),
+        BATCH counts a message."""
+        counts = [_count_sql(table, kind, text) for text in texts]
+        out: list[int] = []
+        for start in range(0, len(counts), BATCH):
+            out += self._index_counts([count for count in counts[start : start + BATCH] if count is not None])
+        found = iter(out)
+        return [0 if count is None else next(found) for count in counts]
 
-    def phrase_count(self, table: str, phrase: str) -> int:
-        """Rows whose text holds the phrase (lower-cased)."""
-        return self._index_count(
-            f"SELECT COUNT(*) FROM {_table(table)} m WHERE m.grams @> cr_trigrams({{}}) "
-            f"AND strpos(lower({_TEXT[table]}), lower({{}})) > 0",
-            (phrase, phrase),
-        )
-
-    def word_count(self, table: str, word: str) -> int:
-        """Memories holding one word, stemmed as the word column stems it."""
-        kept = "".join(ch for ch in word if ch.isalnum())
-        if not kept:
-            return 0
-        return self._index_count(
-            "SELECT COUNT(*) FROM memories WHERE words @@ to_tsquery('english', {})", (words_query([kept]),)
-        )
-
-    def _index_count(self, sql: str, params: Sequence[str]) -> int:
-        """A count through the GIN index: a scan of every row would read each row's derived column out of line,
-        which costs more than the index's bitmap whatever share of the rows matches. The setting, the count and
-        the reset go as one message (one round trip, the terms as quoted literals): ``sql`` has a ``{}`` for
-        each of ``params``."""
+    def _index_counts(self, counts: list[Any]) -> list[int]:
+        """Counts through the GIN index: a scan of every row would read each row's derived column out of line,
+        which costs more than the index's bitmap whatever share of the rows matches. The setting, one SELECT of
+        every count and the reset go as one message (one round trip, the terms as quoted literals)."""
         from psycopg import sql as pgsql
 
-        count = pgsql.SQL(sql).format(*(pgsql.Literal(str(param)) for param in params))
-        message = pgsql.SQL("SET enable_seqscan = off; {}; RESET enable_seqscan").format(count)
+        if not counts:
+            return []
+        select = pgsql.SQL("SELECT {}").format(pgsql.SQL(", ").join(pgsql.SQL("({})").format(c) for c in counts))
+        message = pgsql.SQL("SET enable_seqscan = off; {}; RESET enable_seqscan").format(select)
         with self._connection() as conn:
             try:
                 cursor = conn.execute(message)
@@ -78,8 +70,30 @@ class PgTermCounts:
                 if conn.info.transaction_status == 0:  # idle, outside a transaction: the setting may still be on
                     conn.execute("RESET enable_seqscan")
                 raise
-            cursor.nextset()  # past the setting's empty result, to the count's
-            return int(cursor.fetchone()[0])
+            cursor.nextset()  # past the setting's empty result, to the counts'
+            return [int(value) for value in cursor.fetchone()]
+
+
+def _count_sql(table: str, kind: TermKind, text: str) -> Any:
+    """One count's statement with its text as a quoted literal; None for a word with no letter or digit (no row
+    holds it)."""
+    from psycopg import sql as pgsql
+
+    name = _table(table)
+    if kind == "gram":
+        sql, params = f"SELECT COUNT(*) FROM {name} WHERE grams @> ARRAY[lower({{}})]", [text]
+    elif kind == "phrase":
+        sql = (
+            f"SELECT COUNT(*) FROM {name} m WHERE m.grams @> cr_trigrams({{}}) "
+            f"AND strpos(lower({_TEXT[table]}), lower({{}})) > 0"
+        )
+        params = [text, text]
+    else:
+        kept = "".join(ch for ch in text if ch.isalnum())
+        if not kept:
+            return None
+        sql, params = "SELECT COUNT(*) FROM memories WHERE words @@ to_tsquery('english', {})", [words_query([kept])]
+    return pgsql.SQL(sql).format(*(pgsql.Literal(str(param)) for param in params))
 
 
 def _table(name: str) -> str:

@@ -19,7 +19,7 @@ from cuedrecall.store.index.vector_index import coarse_hits, search_kinds
 from cuedrecall.store.predicates import period_where, scope_where
 from cuedrecall.store.rows import TABLES
 from cuedrecall.store.sql.arms import SqlArms
-from cuedrecall.store.term_counts import SCOPE_SCAN_ROWS, PlannedHits, TermPlan, plan_terms, run_plan
+from cuedrecall.store.term_counts import SCOPE_SCAN_ROWS, PlannedHits, TermKind, TermPlan, plan_terms, run_plan
 from cuedrecall.text.fts import fts_expression
 from cuedrecall.text.words import words_expression
 
@@ -173,19 +173,22 @@ class SqliteArms(SqlArms):
 
         return self._kept(("rows", table), lambda: read({}), grow)
 
-    def gram_count(self, table: str, gram: str) -> int:
-        """Rows holding one trigram, from the fts5vocab table."""
+    def term_counts(self, table: str, kind: TermKind, texts: Sequence[str]) -> list[int]:
+        """Rows holding each text: a trigram from the fts5vocab table, a phrase or a word by a count of its
+        matches (in process, one statement a text)."""
+        count = {"gram": self._gram_count, "phrase": self._phrase_count, "word": self._word_count}[kind]
+        return [count(table, text) for text in texts]
+
+    def _gram_count(self, table: str, gram: str) -> int:
         rows = self._read(f"SELECT doc FROM {table}_vocab WHERE term = ?", (gram,))
         return rows[0][0] if rows else 0
 
-    def word_count(self, table: str, word: str) -> int:
-        """Rows holding one word of the word index (stemmed as the index stems it)."""
+    def _word_count(self, table: str, word: str) -> int:
         rows = self._read_fts(
             f"SELECT COUNT(*) FROM {table}_words WHERE {table}_words MATCH ?", [words_expression([word])]
         )
         return rows[0][0] if rows else 0
 
-    def phrase_count(self, table: str, phrase: str) -> int:
-        """Rows matching one phrase."""
+    def _phrase_count(self, table: str, phrase: str) -> int:
         rows = self._read_fts(f"SELECT COUNT(*) FROM {table}_fts WHERE {table}_fts MATCH ?", [fts_expression([phrase])])
         return rows[0][0] if rows else 0

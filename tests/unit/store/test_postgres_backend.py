@@ -330,9 +330,10 @@ def test_a_snapshot_keeps_its_view_while_another_thread_writes(tmp_path: Path) -
             assert store._read(count)[0][0] == 2
 
 
-def test_a_term_count_is_one_round_trip_that_leaves_the_planner_as_it_was(tmp_path: Path) -> None:
+def test_term_counts_are_one_round_trip_that_leaves_the_planner_as_it_was(tmp_path: Path) -> None:
     """The common-term rule's counts go through the GIN index with sequential scans off for that one statement,
-    sent with the setting and its reset as one message; the count is the rows holding the term."""
+    every count asked at once sent with the setting and its reset as one message; each count is the rows holding
+    its term."""
     import psycopg
 
     with open_backend("postgres", tmp_path) as memory:
@@ -344,11 +345,12 @@ def test_a_term_count_is_one_round_trip_that_leaves_the_planner_as_it_was(tmp_pa
         execute = psycopg.Cursor.execute
         try:
             psycopg.Cursor.execute = lambda self, *a, **k: sent.append(1) or execute(self, *a, **k)  # type: ignore[method-assign]
-            counts = (store.gram_count("memories", "har"), store.phrase_count("memories", "n's h"))
+            grams = store.term_counts("memories", "gram", ["har", "fer", "zzz", "'s "])
+            phrases = store.term_counts("memories", "phrase", ["n's h"])
             with store.snapshot():
-                inside = store.word_count("memories", "harbours")
+                inside = store.term_counts("memories", "word", ["harbours", "horn", "!!"])
         finally:
             psycopg.Cursor.execute = execute  # type: ignore[method-assign]
-        assert counts == (3, 1) and inside == 3
-        assert len(sent) == 3 + 2  # one message a count, and the snapshot's BEGIN and COMMIT
+        assert grams == [3, 1, 0, 2] and phrases == [1] and inside == [3, 1, 0]
+        assert len(sent) == 3 + 2  # one message a request, and the snapshot's BEGIN and COMMIT
         assert store._read("SHOW enable_seqscan")[0][0] == "on"

@@ -16,23 +16,15 @@ class _Source:
     """A term source with fixed counts; it records what it was asked."""
 
     def __init__(self, rows: int, counts: dict[str, int] | None = None) -> None:
-        self.rows, self.counts, self.asked = rows, counts or {}, []
+        self.rows, self.counts, self.asked, self.calls = rows, counts or {}, [], 0
 
     def row_count(self, table: str) -> int:
         return self.rows
 
-    def _count(self, text: str) -> int:
-        self.asked.append(text)
-        return self.counts.get(text, 0)
-
-    def gram_count(self, table: str, gram: str) -> int:
-        return self._count(gram)
-
-    def phrase_count(self, table: str, phrase: str) -> int:
-        return self._count(phrase)
-
-    def word_count(self, table: str, word: str) -> int:
-        return self._count(word)
+    def term_counts(self, table: str, kind: str, texts: list[str]) -> list[int]:
+        self.calls += 1
+        self.asked += texts
+        return [self.counts.get(text, 0) for text in texts]
 
 
 def test_the_cache_never_holds_more_than_its_bound() -> None:
@@ -53,6 +45,39 @@ def test_the_least_recently_used_count_leaves_first() -> None:
     counts.word_rows("memories", "a1")
     counts.word_rows("memories", "b1")
     assert source.asked == ["b1"]
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.lists(st.text(alphabet="abcdeé東京", min_size=1, max_size=12), min_size=2, max_size=12, unique=True),
+    st.booleans(),
+)
+def test_a_plan_asks_its_counts_in_one_request_and_then_from_the_cache(terms: list[str], words: bool) -> None:
+    """plan_terms asks the source once for every count its terms need (so a backend a round trip away pays one),
+    and plans the same as counting term by term; a second plan of the same terms asks nothing."""
+    counts = {text: (sum(map(ord, text)) * 37) % 3_000 for term in terms for text in [term, *_grams(term)]}
+    batched = _Source(100_000, counts)
+    plan = plan_terms(TermCounts(batched, 0.1), "memories", terms, words=words)
+    if words or any(len(term) >= 3 for term in terms):
+        assert batched.calls == 1  # the rule fired: there were counts to read, and they went as one request
+    one_by_one = _OneByOne(100_000, counts)
+    assert plan == plan_terms(TermCounts(one_by_one, 0.1), "memories", terms, words=words)
+    assert sorted(batched.asked) == sorted(set(one_by_one.asked))
+    cached = TermCounts(batched, 0.1)
+    plan_terms(cached, "memories", terms, words=words)
+    batched.calls = 0
+    assert plan_terms(cached, "memories", terms, words=words) == plan and batched.calls == 0
+
+
+def _grams(term: str) -> list[str]:
+    return [term[i : i + 3].lower() for i in range(len(term) - 2)]
+
+
+class _OneByOne(_Source):
+    """The same counts asked one text a request."""
+
+    def term_counts(self, table: str, kind: str, texts: list[str]) -> list[int]:
+        return [super(_OneByOne, self).term_counts(table, kind, [text])[0] for text in texts]
 
 
 def test_the_default_bound_is_the_documented_one() -> None:
