@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 _TEXT = {"memories": "m.content", "episodes": "m.summary || E'\\n' || m.keywords"}
 ROWS_TTL_S = 10.0
+_KINDS = {"memories": "mem", "episodes": "ep"}  # a table's kind in scope_totals
 BATCH = 64  # counts one message carries: a query of many distinct terms sends a few, never one a term
 
 
@@ -35,11 +36,14 @@ class PgTermCounts:
         def _connection(self) -> Iterator[Any]: ...
 
     def row_count(self, table: str) -> int:
-        """Rows in the table, read at most every ROWS_TTL_S seconds."""
+        """Rows in the table, read at most every ROWS_TTL_S seconds: the sum of its scopes' counts in
+        ``scope_totals`` (a few rows, however many the table holds), not a count of the table."""
         now = time.monotonic()
         cached = self._row_counts.get(table)
         if cached is None or now - cached[0] > ROWS_TTL_S:
-            cached = (now, int(self._read(f"SELECT COUNT(*) FROM {_table(table)}")[0][0]))
+            kind = _KINDS[_table(table)]
+            total = self._read("SELECT COALESCE(sum(rows), 0) FROM scope_totals WHERE kind = %s", (kind,))[0][0]
+            cached = (now, int(total))
             self._row_counts[table] = cached
         return cached[1]
 

@@ -158,7 +158,30 @@ class PgVectors:
             return {}
         conn = self._snapshot_connection()
         with conn.cursor(binary=True) as cursor:
+            # one row back: the ids, widths and the vectors' binary forms end to end (pgvector's send format: a
+            # 2-byte width, 2 unused bytes, big-endian float32s), so no row is parsed one by one in Python
             cursor.execute(
-                f"SELECT id, embedding FROM {TABLES[kind]} WHERE id = ANY(%s) AND embedding IS NOT NULL", [ids]
+                "SELECT array_agg(id ORDER BY id), array_agg(vector_dims(embedding) ORDER BY id), "
+                f"string_agg(vector_send(embedding), ''::bytea ORDER BY id) FROM {TABLES[kind]} "
+                "WHERE id = ANY(%s) AND embedding IS NOT NULL",
+                [ids],
             )
-            return {int(row_id): stored_vector(vector) for row_id, vector in cursor}
+            found, widths, blob = cursor.fetchone()
+        return unpack_vectors(found or [], widths or [], blob or b"")
+
+
+def unpack_vectors(ids: list[int], widths: list[int], blob: bytes) -> dict[int, np.ndarray]:
+    """The vectors of ``vector_send`` forms laid end to end, by id (each: 2-byte width, 2 unused bytes, the
+    big-endian float32 values)."""
+    if not ids:
+        return {}
+    if len(set(widths)) == 1:  # one width (the usual case): one view of the whole blob
+        width = widths[0]
+        rows = np.frombuffer(blob, dtype=np.uint8).reshape(len(ids), 4 + 4 * width)[:, 4:]
+        values = np.ascontiguousarray(rows).view(">f4").astype(np.float32)
+        return {int(row_id): values[i] for i, row_id in enumerate(ids)}
+    out, offset = {}, 0
+    for row_id, width in zip(ids, widths):
+        out[int(row_id)] = np.frombuffer(blob, dtype=">f4", count=width, offset=offset + 4).astype(np.float32)
+        offset += 4 + 4 * width
+    return out

@@ -1,6 +1,6 @@
 """PostgreSQL reads a scope's BM25 statistics and gate pool from its totals (schema step 5, kept by triggers), and
 they are what an average over the scope's rows gives, after any mix of stores, updates and deletes
-(docs/storage.md#postgresql-with-pgvector)."""
+(docs/storage.md#postgresql-with-pgvector). A table's row count is the sum of its scopes'."""
 
 from __future__ import annotations
 
@@ -92,3 +92,8 @@ def test_a_scopes_totals_are_the_average_over_its_rows(operations: list[tuple[An
                     assert store._scope_lengths(kind, scope, lengths) == expected, (scope, kind, lengths)
                     checked += expected[0] > 0
         assert checked  # the rule held over scopes with rows in them
+        store._row_counts.clear()  # the table's count is kept some seconds: read it now
+        counted = {table: store._read(f"SELECT count(*) FROM {table}")[0][0] for table in ("memories", "episodes")}
+        assert counted["memories"] > 0  # the rule fires: the table holds rows
+        for table, rows in counted.items():  # the common-term rule's table size: the sum of its scopes' counts
+            assert store.row_count(table) == rows

@@ -9,7 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock
@@ -173,3 +176,21 @@ def test_an_index_that_failed_to_follow_part_way_is_read_again_whole(
     assert store._vector_seq == -1  # not the entry it had reached: the next snapshot reads the index again
     monkeypatch.setattr(store, "_vector_rows", rows)
     assert vector_arms(sample, "a telescope on the lighthouse gallery")["vector_near"][0][0] == stored["ref"]
+
+
+@given(st.lists(st.integers(1, 6), min_size=1, max_size=8))
+def test_vectors_read_in_one_row_are_the_rows_vectors_bit_for_bit(widths: list[int]) -> None:
+    """The re-scored vectors come back as one row of pgvector's send forms end to end; unpacked, each is the
+    vector pgvector's own binary loader reads, whatever the mix of widths."""
+    from pgvector import Vector
+
+    from cuedrecall.store.postgres.vectors import unpack_vectors
+
+    rng = np.random.default_rng(len(widths) * 31 + sum(widths))
+    vectors = [rng.standard_normal(width).astype(np.float32) for width in widths]
+    forms = [Vector(vector).to_binary() for vector in vectors]
+    unpacked = unpack_vectors(list(range(10, 10 + len(widths))), widths, b"".join(forms))
+    assert list(unpacked) == list(range(10, 10 + len(widths)))
+    for form, row in zip(forms, unpacked.values()):
+        expected = Vector.from_binary(form).to_numpy().astype(np.float32)
+        assert row.dtype == np.float32 and row.tobytes() == expected.tobytes()
