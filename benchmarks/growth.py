@@ -122,7 +122,10 @@ def _figure(value: float) -> str:
 
 def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.locomo:  # the ladder asks LoCoMo's questions: without them every rung would score nothing
+        parser.error("no LoCoMo file: pass --locomo PATH or set CUEDRECALL_LOCOMO")
     console = console or Console(stderr=True)
     lines: list[dict[str, Any]] = []
     facts: dict[int, dict[str, Any]] = {}
