@@ -25,6 +25,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -129,6 +130,7 @@ class Timed:
     trips: float | None  # statements a recall (PostgreSQL)
     answers: list[tuple[str, ...]]  # each query's rows, in the order returned
     arm: list[list[str]]  # each query's vector arm (ARM_DEPTH rows, no floor), best first
+    lists: list[dict[str, list[str]]]  # each query's arm lists, from its trace (asked again, untimed)
 
     def row(self, size: int, name: str) -> list[Any]:
         p95 = statistics.quantiles(self.spent, n=20)[18] if len(self.spent) >= 20 else max(self.spent)
@@ -175,17 +177,23 @@ def latency(
     return rows, agreement
 
 
-def _agreement(exact: Timed, other: Timed) -> tuple[int, int, float, float]:
-    """(queries, answers equal to the exact run's, vector arm recall@10, recall@ARM_DEPTH) over the queries both
-    ran: the share of the exact scan's rows the other arm found too."""
+def _agreement(exact: Timed, other: Timed) -> tuple[int, int, str, float, float]:
+    """(queries, answers equal to the exact run's, the arms whose lists differ where the answers differ, vector
+    arm recall@10, recall@ARM_DEPTH) over the queries both ran: the share of the exact scan's rows the other arm
+    found too."""
     n = len(other.answers)
     same = sum(a == b for a, b in zip(exact.answers, other.answers))
+    differing: Counter[str] = Counter()
+    for mine, theirs, left, right in zip(exact.answers, other.answers, exact.lists, other.lists):
+        if mine != theirs:
+            differing.update(name for name in left.keys() | right.keys() if left.get(name) != right.get(name))
+    arms = ", ".join(f"{name} {count}" for name, count in differing.most_common()) or "none"
 
     def recall(k: int) -> float:
         shares = [len(set(e[:k]) & set(o[:k])) / len(e[:k]) for e, o in zip(exact.arm, other.arm) if e]
         return statistics.fmean(shares) if shares else float("nan")
 
-    return n, same, recall(10), recall(ARM_DEPTH)
+    return n, same, arms, recall(10), recall(ARM_DEPTH)
 
 
 def _timed_store(where: dict[str, Any], size: int, texts: Sequence[str], console: Console) -> Timed:
@@ -213,6 +221,10 @@ def _timed_store(where: dict[str, Any], size: int, texts: Sequence[str], console
                 answer = memory.recall(agent_id=AGENT, query=text, limit=10)
                 spent.append((time.perf_counter() - begin) * 1000)
                 answers.append(tuple(row["ref"] for row in answer["messages"]))
+        lists = [
+            {name: [hit["ref"] for hit in hits] for name, hits in traced["trace"]["arms"].items()}
+            for traced in (memory.recall(agent_id=AGENT, query=text, limit=10, trace=True) for text in texts)
+        ]
         scope = Scope(AGENT)
         window = settings.max_memories
         arm = [
@@ -224,7 +236,7 @@ def _timed_store(where: dict[str, Any], size: int, texts: Sequence[str], console
     backend = "postgres" if where.get("db_url") else "sqlite"
     console.print(f"{backend} {size or ''}: p50 {statistics.median(spent):.1f} ms")
     trips = sent[0] / len(texts) if where.get("db_url") else None
-    return Timed(None if built is None else round(built, 1), first, spent, trips, answers, arm)
+    return Timed(None if built is None else round(built, 1), first, spent, trips, answers, arm, lists)
 
 
 @contextmanager
@@ -311,17 +323,19 @@ def render(
             "",
             "## Answers against SQLite's",
             "",
-            "| memories | backend | queries | answers equal to SQLite's | vector arm recall@10 | "
-            f"vector arm recall@{ARM_DEPTH} | answers equal to PostgreSQL's SQL scan |",
-            "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+            "| memories | backend | queries | answers equal to SQLite's | arms whose lists differ there | "
+            f"vector arm recall@10 | vector arm recall@{ARM_DEPTH} | answers equal to PostgreSQL's SQL scan |",
+            "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: |",
         ]
         lines += [
-            f"| {s:,} | {b} | {n} | {same} | {r10:.3f} | {rdepth:.3f} | {'' if scan is None else scan} |"
-            for s, b, n, same, r10, rdepth, scan in agreement
+            f"| {s:,} | {b} | {n} | {same} | {arms} | {r10:.3f} | {rdepth:.3f} | {'' if scan is None else scan} |"
+            for s, b, n, same, arms, r10, rdepth, scan in agreement
         ]
         lines += [
             "",
-            "Answers equal: the same rows in the same order. PostgreSQL's word arm stems with its english "
+            "Answers equal: the same rows in the same order; where an answer differs, the arms whose lists (from "
+            "each recall's trace, asked again untimed) differ from SQLite's, and on how many questions. PostgreSQL's "
+            "word arm stems with its english "
             "dictionary (snowball, stop words dropped) where FTS5 uses porter (docs/storage.md), so an answer can "
             "differ from SQLite's where that arm votes; the modes of one backend differ only in their vector arm. "
             f"The vector arm: the {ARM_DEPTH} rows nearest each query (no floor), the arm's depth at the defaults; "
