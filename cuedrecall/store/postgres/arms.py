@@ -78,15 +78,6 @@ def _bm25(period: Period | None) -> tuple[str, list[Any]]:
     )
 
 
-def _term_scores(count: int) -> str:
-    """A row's BM25 over per-term columns (s.tf0.., d.df0.., n.n, n.mean): the terms' scores summed in order."""
-    return " + ".join(
-        f"CASE WHEN s.tf{i} > 0 THEN GREATEST(ln((n.n - d.df{i} + 0.5) / (d.df{i} + 0.5)), {_IDF_FLOOR}) "
-        f"* s.tf{i} * ({_K1} + 1) / (s.tf{i} + {_K1} * (1 - {_B} + {_B} * s.len / n.mean)) ELSE 0 END"
-        for i in range(count)
-    )
-
-
 def words_query(words: Sequence[str]) -> str:
     """The tsquery text: any of the words (each a run of letters and digits, so quoting is safe)."""
     return " | ".join(f"'{word}'" for word in words)
@@ -262,47 +253,28 @@ class PgArms(SqlArms):
 
     def _bm25_arm(self, kind: str, scope: Scope, terms: Sequence[str], depth: int, period: Period | None) -> list[Hit]:
         """The documented BM25 of the trigram arms (the module's docstring), one query. As in FTS5, a row's
-        columns (an episode's summary and keywords) count together: tf summed over them, length their sum.
-
-        Each term's tf is a column of its own (one row a candidate, not a row a candidate and term), so df is one
-        aggregate over the candidates and a row's score one expression: no sort or window over the pairs."""
-        table = _TEXT[kind][0]
+        columns (an episode's summary and keywords) count together: tf summed over them, length their sum."""
+        table, text = _TEXT[kind]
         where, params = POSTGRES.scope_where(scope, "m", kind)
         # candidates from the trigram index, one lookup a term (an OR over them invites a scan of every row's
-        # grams); then the scope on those rows only, and each term's occurrences (a candidate holding none of the
-        # terms as a substring, only their trigrams, is dropped)
+        # grams); then the scope and the substring itself on those rows only
         lookups = " UNION ".join(f"SELECT id FROM {table} WHERE grams @> cr_trigrams(%s)" for _ in terms)
+        match = " OR ".join(f"strpos(lower({text}), lower(%s)) > 0" for _ in terms)
         columns, lengths = _COLUMNS[kind]
         bodies = ", ".join(f"lower(m.{column}) AS body{j}" for j, column in enumerate(columns))
-        tfs = ", ".join(
-            " + ".join(
-                f"(char_length(b.body{j}) - char_length(replace(b.body{j}, lower(%s), ''))) "
-                "/ GREATEST(char_length(%s), 1)"
-                for j in range(len(columns))
-            )
-            + f" AS tf{i}"
-            for i in range(len(terms))
+        tf = " + ".join(
+            f"(char_length(c.body{j}) - char_length(replace(c.body{j}, lower(x.t), ''))) "
+            f"/ GREATEST(char_length(x.t), 1)"
+            for j in range(len(columns))
         )
-        held = " OR ".join(f"c.tf{i} > 0" for i in range(len(terms)))
-        dfs = ", ".join(f"count(*) FILTER (WHERE c.tf{i} > 0) AS df{i}" for i in range(len(terms)))
-        pwhere, pparams = POSTGRES.period_where("s", period)
+        ranked, tail = _bm25(period)
         rows = self._read(
-            f"WITH c AS MATERIALIZED (SELECT b.id, b.ts_epoch, b.len, {tfs} FROM (SELECT m.id, m.ts_epoch, "
-            f"{row_length(lengths)} AS len, {bodies} FROM ({lookups}) g JOIN {table} m ON m.id = g.id "
-            f"WHERE {where}) b), "
-            f"h AS MATERIALIZED (SELECT * FROM c WHERE {held}), "
-            f"d AS (SELECT {dfs} FROM h c), "
-            "n AS (SELECT %s::float8 AS n, %s::float8 AS mean) "
-            f"SELECT s.id, -({_term_scores(len(terms))})::float8 AS raw FROM h s CROSS JOIN d CROSS JOIN n "
-            f"WHERE TRUE{pwhere} ORDER BY raw, s.id LIMIT %s",
-            [
-                *(term for term in terms for _ in columns for _ in range(2)),
-                *terms,
-                *params,
-                *self._scope_lengths(kind, scope, lengths),
-                *pparams,
-                depth,
-            ],
+            f"WITH g AS MATERIALIZED ({lookups}), "
+            f"c AS MATERIALIZED (SELECT m.id, m.ts_epoch, {row_length(lengths)} AS len, "
+            f"{bodies} FROM g JOIN {table} m ON m.id = g.id WHERE ({match}) AND {where}), "
+            f"o AS MATERIALIZED (SELECT c.id, c.ts_epoch, c.len, x.i, {tf} AS tf FROM c CROSS JOIN unnest(%s::text[]) "
+            f"WITH ORDINALITY AS x(t, i)), {ranked}",
+            [*terms, *terms, *params, list(terms), *self._scope_lengths(kind, scope, lengths), *tail, depth],
         )
         return [Hit(make_ref(kind, row_id), rank, float(raw)) for rank, (row_id, raw) in enumerate(rows)]
 
