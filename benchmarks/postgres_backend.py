@@ -8,7 +8,7 @@ SQLite file and once in a fresh schema of a PostgreSQL database; the gap is the
 PostgreSQL figure minus the SQLite one (the bar: NDCG@10 within 1 point).
 Latency: a synthetic store (benchmarks/synthetic.py, hash vectors) of each size in
 both backends, recall p50/p95 over the same queries (query vectors embedded before
-timing); for PostgreSQL the shipped exact vector arms (the in-process index following the change log), the
+timing; SQLite and PostgreSQL's shipped mode asked each question in turn); for PostgreSQL the shipped exact vector arms (the in-process index following the change log), the
 same arms scanned in SQL (``CUEDRECALL_PG_VECTOR_INDEX=false``) and the optional HNSW index; the
 PostgreSQL store is timed after VACUUM ANALYZE (what autovacuum does after a load).
 
@@ -142,8 +142,10 @@ def latency(
 ) -> tuple[list[list[Any]], list[list[Any]]]:
     """Per store size and backend: the latency rows (size, backend, build s, first recall ms, p50 ms, p95 ms,
     statements a recall) and the agreement rows (size, backend, queries, answers equal to SQLite's, vector arm
-    recall@10 and @ARM_DEPTH against SQLite's exact scan, answers equal to PostgreSQL's SQL scan). ``written``
-    is given the rows so far after each run (a run at a million rows takes long: what finished is kept)."""
+    recall@10 and @ARM_DEPTH against SQLite's exact scan, answers equal to PostgreSQL's SQL scan). SQLite and
+    PostgreSQL with its index (the shipped defaults) are filled first, then asked each question in turn, each
+    first every other question, so the ratio of their p50s sees the same machine. ``written`` is given the rows
+    so far after each run (a run at a million rows takes long: what finished is kept)."""
     rows: list[list[Any]] = []
     agreement: list[list[Any]] = []
     texts = queries(args.queries)
@@ -151,26 +153,22 @@ def latency(
     for size in args.sizes:
         folder = Path(tempfile.mkdtemp(prefix="cuedrecall-lat-"))
         try:
-            where = {"db_path": str(folder / "m.db")}
-            sqlite = _timed_store(where, size, texts, console)
+            pg = {"db_path": ":memory:", "db_url": fresh_schema(url)}
+            with _filled({"db_path": str(folder / "m.db")}, size) as lite, _filled(pg, size) as indexed:
+                timed = _timed({"sqlite": lite, "postgres (index)": indexed}, texts)
+            sqlite, runs = timed["sqlite"], {"postgres (index)": timed["postgres (index)"]}
             rows.append(sqlite.row(size, "sqlite"))
-            written(rows, agreement)
-            where = {"db_path": ":memory:", "db_url": fresh_schema(url)}
-            modes: dict[str, tuple[dict[str, Any], int, Sequence[str]]] = {
-                "postgres (index)": (where, size, texts),
-                "postgres (sql scan)": ({**where, "pg_vector_index": False}, 0, slow),
-                "postgres (hnsw)": ({**where, "pg_hnsw": True, "pg_vector_index": False}, 0, slow),
-            }
-            runs: dict[str, Timed] = {}
-            for name, (settings, fill, asked) in modes.items():
-                runs[name] = run = _timed_store(settings, fill, asked, console)
+            for name, (settings, asked) in {
+                "postgres (sql scan)": ({**pg, "pg_vector_index": False}, slow),
+                "postgres (hnsw)": ({**pg, "pg_hnsw": True, "pg_vector_index": False}, slow),
+            }.items():
+                with _filled(settings, 0) as store:
+                    runs[name] = _timed({name: store}, asked)[name]
+            for name, run in runs.items():
                 rows.append(run.row(size, name))
-                scanned = runs.get("postgres (sql scan)")
-                same_as_scan = None if scanned is None else sum(a == b for a, b in zip(scanned.answers, run.answers))
+                same_as_scan = sum(a == b for a, b in zip(runs["postgres (sql scan)"].answers, run.answers))
                 agreement.append([size, name, *_agreement(sqlite, run), same_as_scan])
-                written(rows, agreement)
-            index = agreement[-3]  # the index ran before the scan: its comparison with the scan, now
-            index[-1] = sum(a == b for a, b in zip(runs["postgres (sql scan)"].answers, runs[index[1]].answers))
+                console.print(f"{name} {size:,}: p50 {statistics.median(run.spent):.1f} ms")
             written(rows, agreement)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
@@ -196,8 +194,18 @@ def _agreement(exact: Timed, other: Timed) -> tuple[int, int, str, float, float]
     return n, same, arms, recall(10), recall(ARM_DEPTH)
 
 
-def _timed_store(where: dict[str, Any], size: int, texts: Sequence[str], console: Console) -> Timed:
-    """Fill a store (size > 0), then time one recall per query."""
+@dataclass
+class Filled:
+    """An open store filled for timing."""
+
+    memory: Memory
+    settings: Settings
+    built: float | None  # seconds to fill it, or to build the HNSW index as it opened; None: neither
+
+
+@contextmanager
+def _filled(where: dict[str, Any], size: int) -> Iterator[Filled]:
+    """A store over ``where``, filled with ``size`` synthetic memories (0: as it is), vacuumed on PostgreSQL."""
     settings = Settings.from_env(h.WITHOUT_BLOCKS, embedding_mode="hash", calibrate_on_growth=False, **where)
     start = time.perf_counter()
     with Memory(settings=settings, clock=fixed_clock(NOW), background=False) as memory:
@@ -205,38 +213,52 @@ def _timed_store(where: dict[str, Any], size: int, texts: Sequence[str], console
         start = time.perf_counter()
         if size:
             bulk_load(memory, size, batch=2000)
-        built: float | None = time.perf_counter() - start if size else (opened if where.get("pg_hnsw") else None)
+        built = time.perf_counter() - start if size else (opened if where.get("pg_hnsw") else None)
         if where.get("db_url"):
             vacuum(where["db_url"])
-        vectors = memory.embed(list(texts))  # the query vectors are cached before timing
+        yield Filled(memory, settings, None if built is None else round(built, 1))
+
+
+def _timed(stores: dict[str, Filled], texts: Sequence[str]) -> dict[str, Timed]:
+    """Each store's first recall, then one recall a question on every store in turn (each store first every
+    other question), then each question's traced arms and vector arm, untimed."""
+    for store in stores.values():
+        store.memory.embed(list(texts))  # the query vectors are cached before timing
+    first = {}
+    for name, store in stores.items():
         begin = time.perf_counter()
-        memory.recall(agent_id=AGENT, query=texts[0], limit=10)
-        first = (time.perf_counter() - begin) * 1000
+        store.memory.recall(agent_id=AGENT, query=texts[0], limit=10)
+        first[name] = (time.perf_counter() - begin) * 1000
         for text in texts[:3]:
-            memory.recall(agent_id=AGENT, query=text, limit=10)  # warm
-        spent, answers = [], []
-        with statements() as sent:
-            for text in texts:
+            store.memory.recall(agent_id=AGENT, query=text, limit=10)  # warm
+    spent: dict[str, list[float]] = {name: [] for name in stores}
+    answers: dict[str, list[tuple[str, ...]]] = {name: [] for name in stores}
+    sent = dict.fromkeys(stores, 0)
+    with statements() as counter:
+        for i, text in enumerate(texts):
+            for name in list(stores) if i % 2 == 0 else list(stores)[::-1]:
+                before = counter[0]
                 begin = time.perf_counter()
-                answer = memory.recall(agent_id=AGENT, query=text, limit=10)
-                spent.append((time.perf_counter() - begin) * 1000)
-                answers.append(tuple(row["ref"] for row in answer["messages"]))
+                answer = stores[name].memory.recall(agent_id=AGENT, query=text, limit=10)
+                spent[name].append((time.perf_counter() - begin) * 1000)
+                sent[name] += counter[0] - before
+                answers[name].append(tuple(row["ref"] for row in answer["messages"]))
+    out = {}
+    for name, store in stores.items():
+        memory, scope, window = store.memory, Scope(AGENT), store.settings.max_memories
         lists = [
-            {name: [hit["ref"] for hit in hits] for name, hits in traced["trace"]["arms"].items()}
+            {arm: [hit["ref"] for hit in hits] for arm, hits in traced["trace"]["arms"].items()}
             for traced in (memory.recall(agent_id=AGENT, query=text, limit=10, trace=True) for text in texts)
         ]
-        scope = Scope(AGENT)
-        window = settings.max_memories
         arm = [
             [hit.ref for hit in memory.store_.vector_near(scope, vector, floor=-1.0, depth=ARM_DEPTH, window=window)]
             if vector is not None
             else []
-            for vector in vectors
+            for vector in memory.embed(list(texts))
         ]
-    backend = "postgres" if where.get("db_url") else "sqlite"
-    console.print(f"{backend} {size or ''}: p50 {statistics.median(spent):.1f} ms")
-    trips = sent[0] / len(texts) if where.get("db_url") else None
-    return Timed(None if built is None else round(built, 1), first, spent, trips, answers, arm, lists)
+        trips = sent[name] / len(texts) if store.settings.db_url else None
+        out[name] = Timed(store.built, first[name], spent[name], trips, answers[name], arm, lists)
+    return out
 
 
 @contextmanager
@@ -315,6 +337,9 @@ def render(
         ]
         lines += [
             "",
+            "SQLite and PostgreSQL with its index (the defaults) are filled first and then asked each question in "
+            "turn, each first every other question, so their ratio sees the same machine; the SQL scan and HNSW "
+            "runs follow, over the same PostgreSQL store. "
             "Build s: filling the store (hash vectors embedded in batches, inserted in large transactions); for "
             "HNSW, building its index over the filled store as the store opens. First recall: the first after the "
             "store opened (PostgreSQL's in-process index is read from the rows then). Statements a recall: what "
