@@ -8,8 +8,9 @@ SQLite file and once in a fresh schema of a PostgreSQL database; the gap is the
 PostgreSQL figure minus the SQLite one (the bar: NDCG@10 within 1 point).
 Latency: a synthetic store (benchmarks/synthetic.py, hash vectors) of each size in
 both backends, recall p50/p95 over the same queries (query vectors embedded before
-timing; SQLite and PostgreSQL's shipped mode asked each question in turn); for PostgreSQL the shipped exact vector arms (the in-process index following the change log), the
-same arms scanned in SQL (``CUEDRECALL_PG_VECTOR_INDEX=false``) and the optional HNSW index; the
+timing; SQLite and PostgreSQL's shipped mode asked each question in turn); for
+PostgreSQL the shipped exact vector arms (the in-process index following the change
+log), the same arms scanned in SQL (``CUEDRECALL_PG_VECTOR_INDEX=false``) and the optional HNSW index; the
 PostgreSQL store is timed after VACUUM ANALYZE (what autovacuum does after a load).
 
 PostgreSQL is a private pgserver (16 + pgvector) in a temporary folder unless
