@@ -223,8 +223,7 @@ def _filled(where: dict[str, Any], size: int) -> Iterator[Filled]:
 def _timed(stores: dict[str, Filled], texts: Sequence[str]) -> dict[str, Timed]:
     """Each store's first recall, then one recall a question on every store in turn (each store first every
     other question), then each question's traced arms and vector arm, untimed."""
-    for store in stores.values():
-        store.memory.embed(list(texts))  # the query vectors are cached before timing
+    vectors = {name: store.memory.embed(list(texts)) for name, store in stores.items()}  # cached before timing
     first = {}
     for name, store in stores.items():
         begin = time.perf_counter()
@@ -255,7 +254,7 @@ def _timed(stores: dict[str, Filled], texts: Sequence[str]) -> dict[str, Timed]:
             [hit.ref for hit in memory.store_.vector_near(scope, vector, floor=-1.0, depth=ARM_DEPTH, window=window)]
             if vector is not None
             else []
-            for vector in memory.embed(list(texts))
+            for vector in vectors[name]
         ]
         trips = sent[name] / len(texts) if store.settings.db_url else None
         out[name] = Timed(store.built, first[name], spent[name], trips, answers[name], arm, lists)

@@ -68,7 +68,10 @@ class TermCounts:
 
     def counts_rows(self, table: str) -> bool:
         """Whether the common-term rule reads counts in this table (a smaller one has no common term)."""
-        return self._source.row_count(table) >= self.MIN_ROWS and self.ratio < 1.0
+        return self._reads_counts(self._source.row_count(table))
+
+    def _reads_counts(self, total: int) -> bool:
+        return total >= self.MIN_ROWS and self.ratio < 1.0
 
     def prefetch(self, table: str, terms: Sequence[str], *, words: bool) -> None:
         """Ask the source, in one call, every count the terms' plan may read that is not cached: each word, or
@@ -81,7 +84,7 @@ class TermCounts:
 
     def is_common(self, table: str, term: str) -> bool:
         total = self._source.row_count(table)
-        if total < self.MIN_ROWS or self.ratio >= 1.0:
+        if not self._reads_counts(total):
             return False
         limit = self.ratio * total
         if len(term) == 3:
@@ -93,7 +96,7 @@ class TermCounts:
     def is_common_word(self, table: str, word: str) -> bool:
         """The same rule for a word of the word index, counted as the index stems it."""
         total = self._source.row_count(table)
-        if total < self.MIN_ROWS or self.ratio >= 1.0:
+        if not self._reads_counts(total):
             return False
         return self._count(table, "word", word, total) > self.ratio * total
 
