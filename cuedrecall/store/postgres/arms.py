@@ -20,9 +20,9 @@ filters after scoring; raw = -BM25, best (lowest) first, then id.
   characters - 2 (FTS5's trigram count); an episode's summary and keywords count
   together (tf summed, lengths summed), as in FTS5. FTS5 takes its statistics over
   the whole table: on a one-agent store the two rank alike.
-- word arm (``memory_words``): the english ``tsvector`` of the content (snowball
-  stemming, stop words dropped, where FTS5 has porter and keeps them); tf = the
-  stemmed word's positions, length = the row's words (stop words counted, as FTS5).
+- word arm (``memory_words``): the ``words`` column, the tokens SQLite's word
+  index (porter over unicode61) makes of the content (words.py); tf = the token's
+  positions, length = the row's tokens, as FTS5.
 
 Which terms rank is the SQLite store's rule, keyword-budget-v1
 (``store.term_counts.plan_terms``), over this store's counts (terms.py).
@@ -30,7 +30,6 @@ Which terms rank is the SQLite store's rule, keyword-budget-v1
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +38,7 @@ import numpy as np
 from cuedrecall.store.base import EPISODE, MEMORY, CoarseHit, Hit, Period, Scope, make_ref
 from cuedrecall.store.index.vector_index import coarse_hits, search_kinds
 from cuedrecall.store.postgres.dialect import POSTGRES
+from cuedrecall.store.postgres.words import any_of, query_lexemes
 from cuedrecall.store.sql.arms import SqlArms
 from cuedrecall.store.term_counts import SCOPE_SCAN_ROWS, PlannedHits, plan_terms, run_plan
 
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     from cuedrecall.store.term_counts import TermCounts
 
 _TEXT = {MEMORY: ("memories", "m.content"), EPISODE: ("episodes", "m.summary || E'\\n' || m.keywords")}
-_WORD = re.compile(r"[^\W_]+")
 _K1, _B, _IDF_FLOOR = 1.2, 0.75, 1e-6  # FTS5's bm25 constants
 # kind -> the columns a trigram arm scores and the row's length (FTS5: the tokens of every column together)
 _COLUMNS = {MEMORY: (("content",), ("text_len",)), EPISODE: (("summary", "keywords"), ("summary_len", "keywords_len"))}
@@ -76,11 +75,6 @@ def _bm25(period: Period | None) -> tuple[str, list[Any]]:
         f"FROM s CROSS JOIN n WHERE TRUE{pwhere} GROUP BY s.id ORDER BY raw, s.id LIMIT %s",
         pparams,
     )
-
-
-def words_query(words: Sequence[str]) -> str:
-    """The tsquery text: any of the words (each a run of letters and digits, so quoting is safe)."""
-    return " | ".join(f"'{word}'" for word in words)
 
 
 class PgArms(SqlArms):
@@ -281,9 +275,9 @@ class PgArms(SqlArms):
     def memory_words(
         self, scope: Scope, words: Sequence[str], *, depth: int, period: Period | None = None
     ) -> list[Hit]:
-        """The word arm: memories holding any of the words (english stemming), best ts_rank first; the words'
-        plan under keyword-budget-v1, as the trigram arms."""
-        kept = list(dict.fromkeys(w for word in words for w in _WORD.findall(word)))
+        """The word arm: memories holding any of the words (stemmed as SQLite's word index stems them, words.py),
+        best BM25 first; the words' plan under keyword-budget-v1, as the trigram arms."""
+        kept = list(dict.fromkeys(word for word in words if word))
         if not kept or depth <= 0:
             return []
         plan = plan_terms(self._vocab, "memories", kept, words=True)
@@ -291,20 +285,24 @@ class PgArms(SqlArms):
         return PlannedHits(hits, plan, ranked_on)
 
     def _word_query(self, scope: Scope, words: Sequence[str], depth: int, period: Period | None) -> list[Hit]:
-        """The documented BM25 of the word arm: tf = the stemmed word's positions in the row, one query."""
+        """The documented BM25 of the word arm, one query: each word's tokens a term (a stem two words share counts
+        for each), tf = the term's positions in the row."""
         where, params = POSTGRES.scope_where(scope, "m", MEMORY)
         ranked, tail = _bm25(period)
+        match = any_of(words)
+        if match is None:
+            return []
         rows = self._read(
-            "WITH q AS (SELECT u.lexeme, row_number() OVER () AS i FROM unnest(to_tsvector('english', %s)) AS u), "
+            "WITH q AS (SELECT u.lexeme, u.i FROM unnest(%s::text[]) WITH ORDINALITY AS u(lexeme, i)), "
             "c AS MATERIALIZED (SELECT m.id, m.ts_epoch, m.word_len AS len, m.words FROM memories m "
-            f"WHERE m.words @@ to_tsquery('english', %s) AND {where}), "
+            f"WHERE m.words @@ %s::tsquery AND {where}), "
             # one unnest of each matching row's words, joined to the query's: the (row, word) pairs with tf > 0,
             # all the ranking reads (a pair with tf = 0 adds nothing to a sum, a df or a row's presence)
             "o AS MATERIALIZED (SELECT c.id, c.ts_epoch, c.len, q.i, COALESCE(array_length(u.positions, 1), 0) AS tf "
             "FROM c CROSS JOIN LATERAL unnest(c.words) AS u JOIN q ON q.lexeme = u.lexeme), " + ranked,
             [
-                " ".join(words),
-                words_query(words),
+                query_lexemes(words),
+                match,
                 *params,
                 *self._scope_lengths(MEMORY, scope, ("word_len",)),
                 *tail,

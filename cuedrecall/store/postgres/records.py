@@ -14,13 +14,15 @@ import numpy as np
 
 from cuedrecall.store.base import EPISODE, MEMORY, Scope, make_ref, split_ref
 from cuedrecall.store.postgres.dialect import POSTGRES, stored_vector
+from cuedrecall.store.postgres.words import word_columns
 from cuedrecall.store.rows import TABLES
 from cuedrecall.store.sql.records import SqlRecords
 
 if TYPE_CHECKING:
     from contextlib import contextmanager
 
-# every stored column (the derived grams, words and sign_bits are the database's business)
+# every stored column (the derived grams and sign_bits are the database's business; the word arm's words and
+# word_len the store writes with the content: content_words)
 MEMORY_COLUMNS = (
     "id",
     "agent_id",
@@ -58,6 +60,12 @@ COLUMNS = {MEMORY: MEMORY_COLUMNS, EPISODE: EPISODE_COLUMNS}
 _LENGTHS = {MEMORY: (("text_len",), ("word_len",)), EPISODE: (("summary_len", "keywords_len"),)}
 
 
+def content_words(content: str) -> dict[str, Any]:
+    """The ``words`` and ``word_len`` columns of a memory's content (words.py)."""
+    literal, length = word_columns([content])[0]
+    return {"words": literal, "word_len": length}
+
+
 def as_vector(value: Any) -> np.ndarray | None:
     """A stored vector as float32 numpy (None stays None)."""
     if value is None:
@@ -82,6 +90,16 @@ class PgRecords(SqlRecords):
         _lock: Any
 
     # -- writes, inside write() ---------------------------------------------------------
+
+    def insert_memory(self, conn: Any, row: dict[str, Any]) -> int:
+        """As ``SqlRecords``', the word arm's words made with the content (words.py)."""
+        return super().insert_memory(conn, {**row, **content_words(row["content"])})
+
+    def update_memory(self, conn: Any, memory_id: int, changes: dict[str, Any]) -> None:
+        """As ``SqlRecords``'; a new content brings its words."""
+        if "content" in changes:
+            changes = {**changes, **content_words(changes["content"])}
+        super().update_memory(conn, memory_id, changes)
 
     # -- plain reads -----------------------------------------------------------------------
 

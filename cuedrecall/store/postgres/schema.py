@@ -9,7 +9,9 @@ the database derives itself:
   matches a row when the row's grams hold the term's and the lower-cased text holds
   the term: FTS5 trigram matching, built in the application's SQL so no pg_trgm is
   needed (the bundled test server has none).
-- ``words``: ``to_tsvector('english', content)``, the word arm's stemmed words.
+- ``words``: the word arm's words, the tokens SQLite's word index makes of the
+  content (porter over unicode61) at their positions; the application writes them
+  with the content (step 6, ``words.py``).
 - ``text_len`` / ``summary_len`` / ``keywords_len`` and ``word_len``: the lengths
   BM25 normalises by, as FTS5 counts them (trigrams: characters - 2; words: every
   word, stop words too); ``scope_totals`` (step 5) keeps each scope's row count and
@@ -20,9 +22,11 @@ the database derives itself:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from cuedrecall.store.postgres.connection import WRITE_LOCK
+from cuedrecall.store.postgres.words import word_columns
 
 _FUNCTIONS = """
 CREATE OR REPLACE FUNCTION cr_trigrams(body text) RETURNS text[] LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
@@ -371,8 +375,39 @@ CREATE TRIGGER episodes_totals AFTER INSERT OR DELETE OR UPDATE OF
     FOR EACH ROW EXECUTE FUNCTION cr_episode_totals();
 """
 
-# Each step runs once, in order, inside one transaction with its version stamp.
-MIGRATIONS: list[tuple[int, str]] = [
+# Step 6: the word arm's words as SQLite's word index makes them (store/postgres/words.py), where step 1 derived
+# them with PostgreSQL's english configuration: the columns become the application's, every memory's are made again,
+# and the scopes' word-length sums follow.
+_APPLICATION_WORDS = """
+ALTER TABLE memories ALTER COLUMN words DROP EXPRESSION, ALTER COLUMN word_len DROP EXPRESSION;
+"""
+_WORDS_BATCH = 2000
+
+
+def _fts_words(conn: Any) -> None:
+    conn.execute(_APPLICATION_WORDS)
+    last = 0
+    while rows := conn.execute(
+        "SELECT id, content FROM memories WHERE id > %s ORDER BY id LIMIT %s", (last, _WORDS_BATCH)
+    ).fetchall():
+        made = word_columns([content for _, content in rows])
+        with conn.cursor() as cursor:
+            cursor.executemany(
+                "UPDATE memories SET words = %s::tsvector, word_len = %s WHERE id = %s",
+                [(literal, length, row_id) for (row_id, _), (literal, length) in zip(rows, made)],
+            )
+        last = rows[-1][0]
+    conn.execute(
+        "UPDATE scope_totals t SET word_len = COALESCE((SELECT sum(m.word_len) FROM memories m "
+        "WHERE m.agent_id = t.agent_id AND m.project_id = t.project_id AND m.channel = t.channel "
+        "AND m.source_id = t.source_id), 0) WHERE t.kind = 'mem'"
+    )
+    conn.execute("ALTER TABLE memories ALTER COLUMN words SET NOT NULL, ALTER COLUMN word_len SET NOT NULL")
+
+
+# Each step runs once, in order, inside one transaction with its version stamp: a script, or a function of the
+# connection where the application makes what the step stores.
+MIGRATIONS: list[tuple[int, str | Callable[[Any], None]]] = [
     (
         1,
         _FUNCTIONS
@@ -390,6 +425,7 @@ MIGRATIONS: list[tuple[int, str]] = [
     (3, _FOLDERS),
     (4, _CHANGE_LOG),
     (5, _SCOPE_TOTALS),
+    (6, _fts_words),
 ]
 LATEST_VERSION = MIGRATIONS[-1][0]
 
@@ -405,7 +441,10 @@ def migrate(conn: Any) -> int:
         version = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0]
         for step, script in MIGRATIONS:
             if step > version:
-                conn.execute(script)
+                if callable(script):
+                    script(conn)
+                else:
+                    conn.execute(script)
                 conn.execute("INSERT INTO schema_version(version) VALUES (%s)", (step,))
                 version = step
     return version

@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from cuedrecall.store.postgres.arms import words_query
+from cuedrecall.store.postgres.words import any_of
 from cuedrecall.store.term_counts import TermKind
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ class PgTermCounts:
         return cached[1]
 
     def term_counts(self, table: str, kind: TermKind, texts: Sequence[str]) -> list[int]:
-        """Rows holding each text (a trigram, a phrase: lower-cased; a word: stemmed as the word column stems it),
+        """Rows holding each text (a trigram, a phrase: lower-cased; a word: its tokens as the word column holds them),
         BATCH counts a message."""
         counts = [_count_sql(table, kind, text) for text in texts]
         out: list[int] = []
@@ -93,10 +93,10 @@ def _count_sql(table: str, kind: TermKind, text: str) -> Any:
         )
         params = [text, text]
     else:
-        kept = "".join(ch for ch in text if ch.isalnum())
-        if not kept:
+        match = any_of([text])
+        if match is None:
             return None
-        sql, params = "SELECT COUNT(*) FROM memories WHERE words @@ to_tsquery('english', {})", [words_query([kept])]
+        sql, params = "SELECT COUNT(*) FROM memories WHERE words @@ {}::tsquery", [match]
     return pgsql.SQL(sql).format(*(pgsql.Literal(str(param)) for param in params))
 
 
