@@ -40,7 +40,7 @@ from cuedrecall.store.index.vector_index import coarse_hits, search_kinds
 from cuedrecall.store.postgres.dialect import POSTGRES
 from cuedrecall.store.postgres.words import any_of, query_lexemes
 from cuedrecall.store.sql.arms import SqlArms
-from cuedrecall.store.term_counts import SCOPE_SCAN_ROWS, PlannedHits, plan_terms, run_plan
+from cuedrecall.store.term_counts import PlannedHits, plan_terms, run_plan
 
 if TYPE_CHECKING:
     from cuedrecall.store.index.vector_index import VectorIndex
@@ -239,9 +239,10 @@ class PgArms(SqlArms):
         on its fallback terms when that finds fewer than ``depth``; a small scope is then scanned for the terms
         the budget left out."""
         terms = list(dict.fromkeys(term for term in terms if term))
-        plan = plan_terms(self._vocab, _TEXT[kind][0], terms, words=False)
+        small = kind == MEMORY and self._small_scope(scope, "memories")
+        plan = plan_terms(self._vocab, _TEXT[kind][0], terms, words=False, small_scope=small)
         hits, ranked_on = run_plan(plan, lambda chosen: self._bm25_arm(kind, scope, chosen, depth, period), depth)
-        if kind == MEMORY and plan.left_out and len(hits) < depth and self.pool_counts(scope)[0] <= SCOPE_SCAN_ROWS:
+        if small and plan.left_out and len(hits) < depth:
             hits += self._like_hits(scope, plan.left_out, depth - len(hits), period, len(hits), {h.ref for h in hits})
         return PlannedHits(hits, plan, ranked_on)
 
@@ -280,7 +281,7 @@ class PgArms(SqlArms):
         kept = list(dict.fromkeys(word for word in words if word))
         if not kept or depth <= 0:
             return []
-        plan = plan_terms(self._vocab, "memories", kept, words=True)
+        plan = plan_terms(self._vocab, "memories", kept, words=True, small_scope=self._small_scope(scope, "memories"))
         hits, ranked_on = run_plan(plan, lambda chosen: self._word_query(scope, chosen, depth, period), depth)
         return PlannedHits(hits, plan, ranked_on)
 

@@ -13,13 +13,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cuedrecall.errors import StoreError
-from cuedrecall.store import term_counts
 from cuedrecall.store.base import EPISODE, MEMORY, CoarseHit, Hit, Period, Scope, make_ref
 from cuedrecall.store.index.vector_index import coarse_hits, search_kinds
 from cuedrecall.store.predicates import period_where, scope_where
 from cuedrecall.store.rows import TABLES
 from cuedrecall.store.sql.arms import SqlArms
-from cuedrecall.store.term_counts import SCOPE_SCAN_ROWS, PlannedHits, TermKind, TermPlan, plan_terms, run_plan
+from cuedrecall.store.term_counts import PlannedHits, TermKind, TermPlan, plan_terms, run_plan
 from cuedrecall.text.fts import fts_expression
 from cuedrecall.text.words import words_expression
 
@@ -130,13 +129,6 @@ class SqliteArms(SqlArms):
         if small and plan.left_out and len(hits) < depth:
             hits += self._like_hits(scope, plan.left_out, depth - len(hits), period, len(hits), {h.ref for h in hits})
         return PlannedHits(hits, plan, ranked_on)
-
-    def _small_scope(self, scope: Scope, table: str) -> bool:
-        """Whether the scope holds few enough memories to scan them for the terms the budget leaves out (asked
-        only of a table past the first budget: in a smaller one the budget leaves nothing out)."""
-        if self.row_count(table) <= term_counts.FIRST_PASS_ROWS:
-            return False
-        return self.pool_counts(scope)[0] <= SCOPE_SCAN_ROWS
 
     def _ranked(
         self, sql: str, plan: TermPlan, expression: Any, params: list[Any], depth: int
