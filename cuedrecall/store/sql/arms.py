@@ -16,7 +16,7 @@ import numpy as np
 from cuedrecall.store.base import EPISODE, MEMORY, Hit, Period, Scope, make_ref
 from cuedrecall.store.predicates import like_escape
 from cuedrecall.store.rows import TABLES
-from cuedrecall.store.term_counts import FIRST_PASS_ROWS, SCOPE_SCAN_ROWS
+from cuedrecall.store import term_counts
 
 if TYPE_CHECKING:
     from cuedrecall.store.sql.dialect import Dialect
@@ -72,9 +72,9 @@ class SqlArms:
         """Whether the scope holds few enough memories to scan them for the terms the budget leaves out (asked
         only of a table past the first budget: in a smaller one the budget leaves nothing out). Both backends
         plan a small scope's terms alike (``term_counts.plan_terms``)."""
-        if self.row_count(table) <= FIRST_PASS_ROWS:
+        if self.row_count(table) <= term_counts.FIRST_PASS_ROWS:
             return False
-        return self.pool_counts(scope)[0] <= SCOPE_SCAN_ROWS
+        return self.pool_counts(scope)[0] <= term_counts.SCOPE_SCAN_ROWS
 
     def episode_fts(self, scope: Scope, terms: Sequence[str], *, depth: int, period: Period | None = None) -> list[Hit]:
         """Trigram matching over episode summary and keywords, best score first."""

@@ -79,7 +79,7 @@ def small_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     """The budget rule at a size a test can fill: 20 rows a first pass, 80 a fallback, scope scans to 50."""
     monkeypatch.setattr(term_counts, "FIRST_PASS_ROWS", 20)
     monkeypatch.setattr(term_counts, "FALLBACK_ROWS", 80)
-    monkeypatch.setattr("cuedrecall.store.sqlite.arms.SCOPE_SCAN_ROWS", 50)
+    monkeypatch.setattr(term_counts, "SCOPE_SCAN_ROWS", 50)
 
 
 def _alice_and_others(path: Path, others: int) -> SqliteStore:
