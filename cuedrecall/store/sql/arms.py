@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cuedrecall.store import term_counts
 from cuedrecall.store.base import EPISODE, MEMORY, Hit, Period, Scope, make_ref
 from cuedrecall.store.predicates import like_escape
 from cuedrecall.store.rows import TABLES
-from cuedrecall.store import term_counts
 
 if TYPE_CHECKING:
     from cuedrecall.store.sql.dialect import Dialect
