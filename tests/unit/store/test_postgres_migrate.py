@@ -79,6 +79,12 @@ def test_migrate_moves_every_table_with_its_ids_and_the_answers_stay_the_same(so
             (h.ref, h.block, h.distance) for h in theirs
         ]
         assert [h.cosine for h in ours] == pytest.approx([h.cosine for h in theirs], abs=1e-6)
+        for words in (["bike", "brakes"], ["sister", "said"], ["the", "garden", "tomatoes"]):  # the words moved too
+            found = [
+                [(h.ref, round(h.raw, 9)) for h in side.memory_words(Scope(AGENT), words, depth=50)]
+                for side in (left, right)
+            ]
+            assert found[0] and found[0] == found[1], words
         assert left.thresholds() == right.thresholds() and left.betas() == right.betas()
         assert left.profiles("") == right.profiles("")
         assert left.entities_named(Scope(AGENT), "bicycle") == right.entities_named(Scope(AGENT), "bicycle")
