@@ -403,6 +403,7 @@ def _fts_words(conn: Any) -> None:
         "AND m.source_id = t.source_id), 0) WHERE t.kind = 'mem'"
     )
     conn.execute("ALTER TABLE memories ALTER COLUMN words SET NOT NULL, ALTER COLUMN word_len SET NOT NULL")
+    conn.execute("ANALYZE memories")  # the planner's statistics of the new words (autovacuum reclaims the old rows)
 
 
 # Each step runs once, in order, inside one transaction with its version stamp: a script, or a function of the
