@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import Any
 
 from cuedrecall.store.base import EPISODE, MEMORY, AgentSummary, Record, Scope, make_ref, split_ref
@@ -42,13 +43,35 @@ PAGE_MAX = 500  # the most rows one page of page_records reads
 _TOP = 1 << 62  # above every id: a newest-first walk of a kind starts below it
 
 
-def memory_record(row: Sequence[Any]) -> Record:
-    """A memory from a row of ``RECORD_COLUMNS[MEMORY]``; a source that is not a JSON object reads as {}."""
-    row_id, agent, project, channel, content, timestamp, created_at, msg_id, source, locked, ts = row
+def _parsed_source(source: str) -> dict[str, Any]:
+    """A stored source as a new dict ({} for one that is not a JSON object). A flat source (the usual: a speaker,
+    a type and an id) is parsed once and copied: a store's sources repeat, and a recall hydrates a few hundred
+    records."""
+    flat = _flat_source(source)
+    if flat is not None:
+        return dict(flat)
+    parsed = json.loads(source)  # nested values: parsed again, so no record shares them
+    return parsed if isinstance(parsed, dict) else {}
+
+
+@lru_cache(maxsize=4096)
+def _flat_source(source: str) -> tuple[tuple[str, Any], ...] | None:
+    """A source's items when its values are all scalars (none for one that is not a JSON object); None when a
+    value is a list or an object."""
     try:
         parsed = json.loads(source) if source else {}
     except ValueError:
-        parsed = {}
+        return ()
+    if not isinstance(parsed, dict):
+        return ()
+    if any(isinstance(value, (dict, list)) for value in parsed.values()):
+        return None
+    return tuple(parsed.items())
+
+
+def memory_record(row: Sequence[Any]) -> Record:
+    """A memory from a row of ``RECORD_COLUMNS[MEMORY]``; a source that is not a JSON object reads as {}."""
+    row_id, agent, project, channel, content, timestamp, created_at, msg_id, source, locked, ts = row
     return Record(
         ref=make_ref(MEMORY, row_id),
         kind=MEMORY,
@@ -60,7 +83,7 @@ def memory_record(row: Sequence[Any]) -> Record:
         timestamp=timestamp,
         created_at=created_at,
         msg_id=msg_id,
-        source=parsed if isinstance(parsed, dict) else {},
+        source=_parsed_source(source),
         locked=bool(locked),
         ts_epoch=ts,
     )
