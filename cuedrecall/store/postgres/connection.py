@@ -105,6 +105,7 @@ class PgConnection:
         self._lock = threading.RLock()
         self._depth = 0  # open write() levels of the main connection
         self._writer: int | None = None  # the thread inside write()
+        self.commits = 0  # write transactions this process has committed (caches of counts key on it)
         self._idle: list[Any] = []  # reader connections not in a snapshot
         self._pool_lock = threading.Lock()
         self._local = threading.local()  # .conn / .memo: this thread's open snapshot
@@ -300,6 +301,7 @@ class PgConnection:
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
                 yield conn
                 conn.execute("COMMIT")
+                self.commits += 1
             except BaseException:
                 if not _dropped(conn):  # a dropped connection's transaction is gone with it
                     conn.execute("ROLLBACK")

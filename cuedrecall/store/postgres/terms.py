@@ -1,9 +1,11 @@
 """The term counts of the PostgreSQL store (``store.term_counts.TermSource``): what the common-term rule reads.
 
 The rule (``TermCounts``) caches each count until the table grows or shrinks by a
-tenth; the table's row count it compares against is kept here for ``ROWS_TTL_S``
-seconds, so a recall does not count the table (the rule is a cost heuristic: a
-count some seconds old decides the same).
+tenth; the table's row count it compares against is kept here until this process
+writes, or for ``ROWS_TTL_S`` seconds, so a recall does not read it each time. A
+process's own writes are seen at once, as SQLite's exact count sees them: the plan
+changes where the table passes a budget (2,000 rows), and a count left behind there
+would plan differently from SQLite. Another process's writes are seen within the TTL.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ BATCH = 64  # counts one message carries: a query of many distinct terms sends a
 class PgTermCounts:
     """Row, trigram, phrase and word counts over a whole table (every agent, as FTS5's statistics)."""
 
-    _row_counts: dict[str, tuple[float, int]]  # table -> (when read, rows), set by the store
+    _row_counts: dict[str, tuple[float, int, int]]  # table -> (when read, commits then, rows), set by the store
+    commits: int  # this process's committed writes (PgConnection)
 
     if TYPE_CHECKING:  # provided by PgConnection
 
@@ -36,16 +39,16 @@ class PgTermCounts:
         def _connection(self) -> Iterator[Any]: ...
 
     def row_count(self, table: str) -> int:
-        """Rows in the table, read at most every ROWS_TTL_S seconds: the sum of its scopes' counts in
-        ``scope_totals`` (a few rows, however many the table holds), not a count of the table."""
-        now = time.monotonic()
+        """Rows in the table, read again after this process writes and at least every ROWS_TTL_S seconds: the
+        sum of its scopes' counts in ``scope_totals`` (a few rows, however many the table holds)."""
+        now, commits = time.monotonic(), self.commits
         cached = self._row_counts.get(table)
-        if cached is None or now - cached[0] > ROWS_TTL_S:
+        if cached is None or cached[1] != commits or now - cached[0] > ROWS_TTL_S:
             kind = _KINDS[_table(table)]
             total = self._read("SELECT COALESCE(sum(rows), 0) FROM scope_totals WHERE kind = %s", (kind,))[0][0]
-            cached = (now, int(total))
+            cached = (now, commits, int(total))
             self._row_counts[table] = cached
-        return cached[1]
+        return cached[2]
 
     def term_counts(self, table: str, kind: TermKind, texts: Sequence[str]) -> list[int]:
         """Rows holding each text (a trigram, a phrase: lower-cased; a word: its tokens as the word column holds them),

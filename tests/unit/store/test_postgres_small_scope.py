@@ -67,3 +67,18 @@ def test_a_big_scope_ranks_on_the_term_within_the_fallback_budget_on_both_backen
         assert hits.plan.left_out == () and len(hits) == 10, kind
         found[kind] = [hit.ref for hit in hits]
     assert found["postgres"] == found["sqlite"]
+
+
+def test_a_stores_own_writes_move_the_table_size_the_plan_reads_at_once() -> None:
+    """The plan changes where the table passes a budget: PostgreSQL's kept count follows its own writes, as
+    SQLite's exact count does (another process's are seen within ROWS_TTL_S)."""
+    with Memory(
+        settings=make_settings(db_url=postgres_url(), db_path=":memory:"), clock=fixed_clock(NOW), background=False
+    ) as memory:
+        store = memory.store_  # type: ignore[attr-defined]
+        assert store.row_count("memories") == 0
+        for i in range(3):
+            assert memory.store(agent_id=SMALL, content=f"pear tart number {i}")["ok"]
+            assert store.row_count("memories") == i + 1
+        memory.delete_memory(agent_id=SMALL, memory_id=1)
+        assert store.row_count("memories") == 2
