@@ -19,7 +19,7 @@ from cuedrecall.errors import StoreError
 from cuedrecall.store.postgres.dialect import bit_text
 from cuedrecall.store.postgres.records import EPISODE_COLUMNS, MEMORY_COLUMNS
 from cuedrecall.store.postgres.store import PostgresStore
-from cuedrecall.store.postgres.words import word_columns
+from cuedrecall.store.postgres.words import WORD_COLUMNS, word_columns
 from cuedrecall.store.sqlite import SqliteStore
 
 # table -> its columns, in copy order (blocks after the records they divide)
@@ -69,7 +69,6 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
 # tables whose id sequence must move on
 _IDENTITY = ("memories", "episodes", "tasks", "entities", "relations", "folders")
 _BATCH = 500
-_WORD_COLUMNS = ("words", "word_len")  # written by the application on PostgreSQL (store/postgres/words.py)
 Progress = Callable[[str, int], None]  # (table, rows just copied)
 
 
@@ -121,7 +120,7 @@ def _count(store: PostgresStore, table: str) -> int:
 
 def _copy(source: sqlite3.Connection, conn: Any, table: str, columns: tuple[str, ...], progress: Progress) -> None:
     """One table, in batches, each value converted to what PostgreSQL stores."""
-    made = _WORD_COLUMNS if table == "memories" else ()  # the word arm's words, made from the content as it moves
+    made = WORD_COLUMNS if table == "memories" else ()  # the word arm's words, made from the content as it moves
     marks = ", ".join("%s::varbit" if column == "bits" else "%s" for column in (*columns, *made))
     sql = f"INSERT INTO {table} ({', '.join((*columns, *made))}) VALUES ({marks})"
     for batch in _batches(source.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY rowid")):

@@ -14,7 +14,7 @@ import numpy as np
 
 from cuedrecall.store.base import EPISODE, MEMORY, Scope, make_ref, split_ref
 from cuedrecall.store.postgres.dialect import POSTGRES, stored_vector
-from cuedrecall.store.postgres.words import word_columns
+from cuedrecall.store.postgres.words import content_words
 from cuedrecall.store.rows import TABLES
 from cuedrecall.store.sql.records import SqlRecords
 
@@ -58,12 +58,6 @@ EPISODE_COLUMNS = (
 COLUMNS = {MEMORY: MEMORY_COLUMNS, EPISODE: EPISODE_COLUMNS}
 # kind -> every row length its lexical arms normalize by, as FTS5 counts tokens (the trigram arm's, the word arm's)
 _LENGTHS = {MEMORY: (("text_len",), ("word_len",)), EPISODE: (("summary_len", "keywords_len"),)}
-
-
-def content_words(content: str) -> dict[str, Any]:
-    """The ``words`` and ``word_len`` columns of a memory's content (words.py)."""
-    literal, length = word_columns([content])[0]
-    return {"words": literal, "word_len": length}
 
 
 def as_vector(value: Any) -> np.ndarray | None:

@@ -88,6 +88,14 @@ def word_columns(texts: Sequence[str]) -> list[tuple[str, int]]:
     return [word_column(found) for found in tokens(texts)]
 
 
+WORD_COLUMNS = ("words", "word_len")  # the memories' columns the application writes with the content
+
+
+def content_words(content: str) -> dict[str, object]:
+    """The ``WORD_COLUMNS`` of one memory's content, by name."""
+    return dict(zip(WORD_COLUMNS, word_column(tokens([content])[0])))
+
+
 def any_of(words: Sequence[str]) -> str | None:
     """The tsquery literal matching a row that holds any of the words, as FTS5's ``"w1" OR "w2"`` does (a word of
     several tokens as their phrase); None when no word has a token."""
