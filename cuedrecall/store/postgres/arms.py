@@ -251,9 +251,9 @@ class PgArms(SqlArms):
         columns (an episode's summary and keywords) count together: tf summed over them, length their sum."""
         table, text = _TEXT[kind]
         where, params = POSTGRES.scope_where(scope, "m", kind)
-        # candidates from the trigram index, one lookup a term (an OR over them invites a scan of every row's
-        # grams); then the scope and the substring itself on those rows only
-        lookups = " UNION ".join(f"SELECT id FROM {table} WHERE grams @> cr_trigrams(%s)" for _ in terms)
+        # candidates from the trigram index, one bitmap a term OR'ed together, each row read once; then the
+        # scope and the substring itself on those rows only
+        lookups = " OR ".join("m.grams @> cr_trigrams(%s)" for _ in terms)
         match = " OR ".join(f"strpos(lower({text}), lower(%s)) > 0" for _ in terms)
         columns, lengths = _COLUMNS[kind]
         bodies = ", ".join(f"lower(m.{column}) AS body{j}" for j, column in enumerate(columns))
@@ -264,9 +264,8 @@ class PgArms(SqlArms):
         )
         ranked, tail = _bm25(period)
         rows = self._read(
-            f"WITH g AS MATERIALIZED ({lookups}), "
-            f"c AS MATERIALIZED (SELECT m.id, m.ts_epoch, {row_length(lengths)} AS len, "
-            f"{bodies} FROM g JOIN {table} m ON m.id = g.id WHERE ({match}) AND {where}), "
+            f"WITH c AS MATERIALIZED (SELECT m.id, m.ts_epoch, {row_length(lengths)} AS len, "
+            f"{bodies} FROM {table} m WHERE ({lookups}) AND ({match}) AND {where}), "
             f"o AS MATERIALIZED (SELECT c.id, c.ts_epoch, c.len, x.i, {tf} AS tf FROM c CROSS JOIN unnest(%s::text[]) "
             f"WITH ORDINALITY AS x(t, i)), {ranked}",
             [*terms, *terms, *params, list(terms), *self._scope_lengths(kind, scope, lengths), *tail, depth],
