@@ -21,8 +21,9 @@ filters after scoring; raw = -BM25, best (lowest) first, then id.
   together (tf summed, lengths summed), as in FTS5. FTS5 takes its statistics over
   the whole table: on a one-agent store the two rank alike.
 - word arm (``memory_words``): the ``words`` column, the tokens SQLite's word
-  index (porter over unicode61) makes of the content (words.py); tf = the token's
-  positions, length = the row's tokens, as FTS5.
+  index (porter over unicode61) makes of the content (words.py), finds the rows;
+  tf = the token's places in ``word_tokens`` (the same tokens in order), length =
+  the row's tokens, as FTS5.
 
 Which terms rank is the SQLite store's rule, keyword-budget-v1
 (``store.term_counts.plan_terms``), over this store's counts (terms.py).
@@ -286,7 +287,7 @@ class PgArms(SqlArms):
 
     def _word_query(self, scope: Scope, words: Sequence[str], depth: int, period: Period | None) -> list[Hit]:
         """The documented BM25 of the word arm, one query: each word's tokens a term (a stem two words share counts
-        for each), tf = the term's positions in the row."""
+        for each), tf = the term's places among the row's tokens."""
         where, params = POSTGRES.scope_where(scope, "m", MEMORY)
         ranked, tail = _bm25(period)
         match = any_of(words)
@@ -294,12 +295,12 @@ class PgArms(SqlArms):
             return []
         rows = self._read(
             "WITH q AS (SELECT u.lexeme, u.i FROM unnest(%s::text[]) WITH ORDINALITY AS u(lexeme, i)), "
-            "c AS MATERIALIZED (SELECT m.id, m.ts_epoch, m.word_len AS len, m.words FROM memories m "
+            "c AS MATERIALIZED (SELECT m.id, m.ts_epoch, m.word_len AS len, m.word_tokens FROM memories m "
             f"WHERE m.words @@ %s::tsquery AND {where}), "
-            # one unnest of each matching row's words, joined to the query's: the (row, word) pairs with tf > 0,
-            # all the ranking reads (a pair with tf = 0 adds nothing to a sum, a df or a row's presence)
-            "o AS MATERIALIZED (SELECT c.id, c.ts_epoch, c.len, q.i, COALESCE(array_length(u.positions, 1), 0) AS tf "
-            "FROM c CROSS JOIN LATERAL unnest(c.words) AS u JOIN q ON q.lexeme = u.lexeme), " + ranked,
+            # each matching row with each query lexeme: tf = its places among the row's tokens (0 adds nothing to
+            # a sum, a df or a row's presence)
+            "o AS MATERIALIZED (SELECT c.id, c.ts_epoch, c.len, q.i, "
+            "cardinality(array_positions(c.word_tokens, q.lexeme)) AS tf FROM c CROSS JOIN q), " + ranked,
             [
                 query_lexemes(words),
                 match,

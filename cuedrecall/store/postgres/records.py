@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from contextlib import contextmanager
 
 # every stored column (the derived grams and sign_bits are the database's business; the word arm's words and
-# word_len the store writes with the content: content_words)
+# word_len and word_tokens the store writes with the content: content_words)
 MEMORY_COLUMNS = (
     "id",
     "agent_id",

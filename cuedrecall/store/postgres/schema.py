@@ -11,7 +11,8 @@ the database derives itself:
   needed (the bundled test server has none).
 - ``words``: the word arm's words, the tokens SQLite's word index makes of the
   content (porter over unicode61) at their positions; the application writes them
-  with the content (step 6, ``words.py``).
+  with the content (step 6, ``words.py``), and the same tokens in order as
+  ``word_tokens``, where the word arm counts tf (step 7).
 - ``text_len`` / ``summary_len`` / ``keywords_len`` and ``word_len``: the lengths
   BM25 normalises by, as FTS5 counts them (trigrams: characters - 2; words: every
   word, stop words too); ``scope_totals`` (step 5) keeps each scope's row count and
@@ -394,7 +395,7 @@ def _fts_words(conn: Any) -> None:
         with conn.cursor() as cursor:
             cursor.executemany(
                 "UPDATE memories SET words = %s::tsvector, word_len = %s WHERE id = %s",
-                [(literal, length, row_id) for (row_id, _), (literal, length) in zip(rows, made)],
+                [(literal, length, row_id) for (row_id, _), (literal, length, _) in zip(rows, made)],
             )
         last = rows[-1][0]
     conn.execute(
@@ -404,6 +405,35 @@ def _fts_words(conn: Any) -> None:
     )
     conn.execute("ALTER TABLE memories ALTER COLUMN words SET NOT NULL, ALTER COLUMN word_len SET NOT NULL")
     conn.execute("ANALYZE memories")  # the planner's statistics of the new words (autovacuum reclaims the old rows)
+
+
+# Step 7: the word arm's tokens in order, repeats kept (``word_tokens``), where the arm counts a word's tf without
+# unnesting the tsvector (store/postgres/words.py), made for every memory from its content; and rows kept whole in
+# their page up to its size (``toast_tuple_target``): a row with its vector passes PostgreSQL's default 2 kB, where
+# the words, tokens and grams the lexical arms read for every candidate row would be compressed. Every memory is
+# written again (its words too), so the rows already stored take the new layout.
+_WHOLE_ROWS = """
+ALTER TABLE memories SET (toast_tuple_target = 8160);
+ALTER TABLE episodes SET (toast_tuple_target = 8160);
+ALTER TABLE memories ADD COLUMN word_tokens TEXT[];
+"""
+
+
+def _word_tokens(conn: Any) -> None:
+    conn.execute(_WHOLE_ROWS)
+    last = 0
+    while rows := conn.execute(
+        "SELECT id, content FROM memories WHERE id > %s ORDER BY id LIMIT %s", (last, _WORDS_BATCH)
+    ).fetchall():
+        made = word_columns([content for _, content in rows])
+        with conn.cursor() as cursor:
+            cursor.executemany(
+                "UPDATE memories SET words = %s::tsvector, word_tokens = %s WHERE id = %s",
+                [(literal, found, row_id) for (row_id, _), (literal, _, found) in zip(rows, made)],
+            )
+        last = rows[-1][0]
+    conn.execute("ALTER TABLE memories ALTER COLUMN word_tokens SET NOT NULL")
+    conn.execute("ANALYZE memories")
 
 
 # Each step runs once, in order, inside one transaction with its version stamp: a script, or a function of the
@@ -427,6 +457,7 @@ MIGRATIONS: list[tuple[int, str | Callable[[Any], None]]] = [
     (4, _CHANGE_LOG),
     (5, _SCOPE_TOTALS),
     (6, _fts_words),
+    (7, _word_tokens),
 ]
 LATEST_VERSION = MIGRATIONS[-1][0]
 

@@ -9,10 +9,15 @@ from FTS5 itself: an in-memory FTS5 table per thread with the index's tokenizer,
 read back through ``fts5vocab``. Both backends then match, count and rank the same
 words.
 
-PostgreSQL's own limits apply to the column: a position past 16,383 counts as
-16,383, a lexeme keeps at most 256 positions (so a word's tf stops at 256), and a
-token longer than 2,047 bytes is left out of ``words`` (still counted in
-``word_len``, as FTS5 counts it).
+``word_tokens`` holds the same tokens in order, repeats kept: the arm counts a
+word's tf there (``array_positions``), one pass over a short array in C, where the
+tsvector would have to be unnested lexeme by lexeme and joined (schema step 7).
+
+PostgreSQL's own limits apply to ``words``, the column the arm matches on: a
+position past 16,383 counts as 16,383 (a phrase that far in may match where its
+words are not adjacent), and a token longer than 2,047 bytes is left out (still in
+``word_tokens`` and counted in ``word_len``, as FTS5 counts it). A tsvector keeps
+at most 256 positions of a lexeme; tf, read from ``word_tokens``, has no such cap.
 """
 
 from __future__ import annotations
@@ -66,8 +71,8 @@ def quoted(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def word_column(found: Sequence[str]) -> tuple[str, int]:
-    """(the ``words`` tsvector literal, ``word_len``) of a text's tokens."""
+def word_column(found: Sequence[str]) -> tuple[str, int, list[str]]:
+    """(the ``words`` tsvector literal, ``word_len``, ``word_tokens``) of a text's tokens."""
     positions: dict[str, list[int]] = {}
     for place, token in enumerate(found, start=1):
         kept = positions.setdefault(token, [])
@@ -80,15 +85,15 @@ def word_column(found: Sequence[str]) -> tuple[str, int]:
         for token, at in positions.items()
         if len(token.encode("utf-8")) <= MAX_LEXEME_BYTES
     )
-    return literal, len(found)
+    return literal, len(found), list(found)
 
 
-def word_columns(texts: Sequence[str]) -> list[tuple[str, int]]:
+def word_columns(texts: Sequence[str]) -> list[tuple[str, int, list[str]]]:
     """``word_column`` of each text."""
     return [word_column(found) for found in tokens(texts)]
 
 
-WORD_COLUMNS = ("words", "word_len")  # the memories' columns the application writes with the content
+WORD_COLUMNS = ("words", "word_len", "word_tokens")  # the memories' columns the application writes with the content
 
 
 def content_words(content: str) -> dict[str, object]:
