@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from cuedrecall.errors import StoreError
 from cuedrecall.store.postgres.connection import WRITE_LOCK
 from cuedrecall.store.postgres.words import word_columns
 
@@ -463,7 +464,9 @@ LATEST_VERSION = MIGRATIONS[-1][0]
 
 
 def migrate(conn: Any) -> int:
-    """Apply every step newer than the database, one process at a time; returns the version reached."""
+    """Apply every step newer than the database, one process at a time; returns the version reached. A database
+    a newer server has migrated past this code's last step is refused (StoreError): this code would write rows
+    without what the later steps made required (a server left behind in a rolling upgrade)."""
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
         conn.execute(
@@ -471,6 +474,11 @@ def migrate(conn: Any) -> int:
             "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
         )
         version = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0]
+        if version > LATEST_VERSION:
+            raise StoreError(
+                f"the database's schema is at step {version}, past this server's last step {LATEST_VERSION}: "
+                "a newer cuedrecall migrated it; upgrade this server to the same version"
+            )
         for step, script in MIGRATIONS:
             if step > version:
                 if callable(script):

@@ -191,11 +191,14 @@ def test_a_store_made_with_english_stemming_gets_porters_words_when_it_opens() -
         rows = conn.execute("SELECT words::text, word_len, word_tokens FROM memories ORDER BY id").fetchall()
         totals = dict(conn.execute("SELECT source_id, word_len FROM scope_totals WHERE kind = 'mem'").fetchall())
         version = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+        # step 7 keeps the rows whole up to a page, so the words and tokens are not compressed beside a vector
+        options = conn.execute("SELECT reloptions FROM pg_class WHERE oid = 'memories'::regclass").fetchone()[0]
         made = [word_column(found) for found in tokens(contents)]
         expected = [(conn.execute("SELECT %s::tsvector::text", (text,)).fetchone()[0], n, f) for text, n, f in made]
     assert rows == expected
     assert totals == {"0": len(tokens(contents[:1])[0]) + 3, "1": len(tokens(contents[1:2])[0])}
     assert version == (schema.LATEST_VERSION,)
+    assert "toast_tuple_target=8160" in options
 
 
 def test_a_word_said_more_than_a_tsvector_keeps_counts_every_time_as_on_sqlite(tmp_path: Path) -> None:
