@@ -28,7 +28,7 @@ from typing import Any
 
 from cuedrecall.errors import StoreError
 from cuedrecall.store.postgres.connection import WRITE_LOCK
-from cuedrecall.store.postgres.words import word_columns
+from cuedrecall.store.postgres.words import WORD_COLUMNS, word_columns
 
 _FUNCTIONS = """
 CREATE OR REPLACE FUNCTION cr_trigrams(body text) RETURNS text[] LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
@@ -386,8 +386,10 @@ ALTER TABLE memories ALTER COLUMN words DROP EXPRESSION, ALTER COLUMN word_len D
 _WORDS_BATCH = 2000
 
 
-def _fts_words(conn: Any) -> None:
-    conn.execute(_APPLICATION_WORDS)
+def _rewrite_words(conn: Any, column: str) -> None:
+    """Every memory's ``words`` made again from its content (words.py), with one more of its word columns
+    (``word_len`` or ``word_tokens``), in batches."""
+    place = WORD_COLUMNS.index(column)
     last = 0
     while rows := conn.execute(
         "SELECT id, content FROM memories WHERE id > %s ORDER BY id LIMIT %s", (last, _WORDS_BATCH)
@@ -395,10 +397,15 @@ def _fts_words(conn: Any) -> None:
         made = word_columns([content for _, content in rows])
         with conn.cursor() as cursor:
             cursor.executemany(
-                "UPDATE memories SET words = %s::tsvector, word_len = %s WHERE id = %s",
-                [(literal, length, row_id) for (row_id, _), (literal, length, _) in zip(rows, made)],
+                f"UPDATE memories SET words = %s::tsvector, {column} = %s WHERE id = %s",
+                [(words[0], words[place], row_id) for (row_id, _), words in zip(rows, made)],
             )
         last = rows[-1][0]
+
+
+def _fts_words(conn: Any) -> None:
+    conn.execute(_APPLICATION_WORDS)
+    _rewrite_words(conn, "word_len")
     conn.execute(
         "UPDATE scope_totals t SET word_len = COALESCE((SELECT sum(m.word_len) FROM memories m "
         "WHERE m.agent_id = t.agent_id AND m.project_id = t.project_id AND m.channel = t.channel "
@@ -422,17 +429,7 @@ ALTER TABLE memories ADD COLUMN word_tokens TEXT[];
 
 def _word_tokens(conn: Any) -> None:
     conn.execute(_WHOLE_ROWS)
-    last = 0
-    while rows := conn.execute(
-        "SELECT id, content FROM memories WHERE id > %s ORDER BY id LIMIT %s", (last, _WORDS_BATCH)
-    ).fetchall():
-        made = word_columns([content for _, content in rows])
-        with conn.cursor() as cursor:
-            cursor.executemany(
-                "UPDATE memories SET words = %s::tsvector, word_tokens = %s WHERE id = %s",
-                [(literal, found, row_id) for (row_id, _), (literal, _, found) in zip(rows, made)],
-            )
-        last = rows[-1][0]
+    _rewrite_words(conn, "word_tokens")
     conn.execute("ALTER TABLE memories ALTER COLUMN word_tokens SET NOT NULL")
     conn.execute("ANALYZE memories")
 
