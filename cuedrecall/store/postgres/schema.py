@@ -418,8 +418,9 @@ def _fts_words(conn: Any) -> None:
 # Step 7: the word arm's tokens in order, repeats kept (``word_tokens``), where the arm counts a word's tf without
 # unnesting the tsvector (store/postgres/words.py), made for every memory from its content; and rows kept whole in
 # their page up to its size (``toast_tuple_target``): a row with its vector passes PostgreSQL's default 2 kB, where
-# the words, tokens and grams the lexical arms read for every candidate row would be compressed. Every memory is
-# written again (its words too), so the rows already stored take the new layout.
+# the words and tokens the word arm reads for every candidate row would be compressed. Every memory's words and
+# tokens are written again, so those of rows already stored are whole too (grams, read through the index only,
+# stay as they were).
 _WHOLE_ROWS = """
 ALTER TABLE memories SET (toast_tuple_target = 8160);
 ALTER TABLE episodes SET (toast_tuple_target = 8160);
