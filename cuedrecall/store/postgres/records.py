@@ -21,8 +21,8 @@ from cuedrecall.store.sql.records import SqlRecords
 if TYPE_CHECKING:
     from contextlib import contextmanager
 
-# every stored column (the derived grams and sign_bits are the database's business; the word arm's words and
-# word_len and word_tokens the store writes with the content: content_words)
+# every stored column the records read (the derived grams and sign_bits are the database's business; the word
+# arm's columns, words.WORD_COLUMNS, the store writes with the content: content_words)
 MEMORY_COLUMNS = (
     "id",
     "agent_id",
