@@ -20,6 +20,9 @@ docs/storage.md#sqlite-the-default says the same in prose.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Final
@@ -36,6 +39,9 @@ VERSION: Final = "vector-codes-v2"
 EPS: Final = 1e-4  # in units of ||v|| * ||q||; float32 rounding of a 384-wide product is under 3e-5 of that
 CHUNK: Final = 1024  # rows the numpy fallback converts to float32 at once: a 1.5 MiB passing copy
 LEVELS: Final = 127
+SPLIT_ROWS: Final = 1 << 17  # from this many rows the int8 pass runs in two halves at once (numkong frees the GIL)
+SHORTLIST_ROWS: Final = 1 << 16  # from this many rows ``pick`` first keeps the rows whose approximation is near the top
+_SAMPLE: Final = 8192  # rows of a slice the shortlist's threshold is estimated from
 
 
 def quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -86,16 +92,45 @@ def round_query(query: np.ndarray) -> QueryCodes:
 
 
 def int8_dots(codes: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """codes (rows, dim int8) . query (dim int8), as float32: the int32 sums are exact (|sum| < 2**24 for 384 wide)."""
+    """codes (rows, dim int8) . query (dim int8), as float32: the int32 sums are exact (|sum| < 2**24 for 384 wide).
+
+    From SPLIT_ROWS rows the pass runs in two halves at once, one on a helper thread: the values are the same,
+    and a recall whose other lane is idle gets its second core."""
     if codes.shape[0] == 0:
         return np.zeros(0, dtype=np.float32)
-    if _nk is not None:
-        return np.asarray(_nk.cdist(query[None, :], codes, metric="dot", out_dtype="float32")).reshape(-1)
     out = np.empty(codes.shape[0], dtype=np.float32)
-    q = query.astype(np.float32)
-    for start in range(0, codes.shape[0], CHUNK):
-        np.matmul(codes[start : start + CHUNK].astype(np.float32), q, out=out[start : start + CHUNK])
+    if _nk is None:
+        q = query.astype(np.float32)
+        for start in range(0, codes.shape[0], CHUNK):
+            np.matmul(codes[start : start + CHUNK].astype(np.float32), q, out=out[start : start + CHUNK])
+        return out
+    if codes.shape[0] < SPLIT_ROWS:
+        _nk_dots(codes, query, out)
+        return out
+    half = codes.shape[0] // 2
+    other = _helper().submit(_nk_dots, codes[:half], query, out[:half])
+    _nk_dots(codes[half:], query, out[half:])
+    other.result()
     return out
+
+
+def _nk_dots(codes: np.ndarray, query: np.ndarray, out: np.ndarray) -> None:
+    """numkong's int8 dot products of the rows with the query, written into ``out`` (float32, one per row)."""
+    assert _nk is not None
+    _nk.cdist(query[None, :], codes, metric="dot", out_dtype="float32", out=out[None, :])
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_guard = threading.Lock()
+
+
+def _helper() -> ThreadPoolExecutor:
+    """The one thread that takes the first half of a split int8 pass (made on first use)."""
+    global _pool
+    with _pool_guard:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cuedrecall-int8")
+        return _pool
 
 
 def approximate(codes: np.ndarray, scale: np.ndarray, query: QueryCodes) -> np.ndarray:
@@ -114,16 +149,50 @@ def error_bound(band: np.ndarray, reach: np.ndarray, query: QueryCodes) -> np.nd
 def candidates(approx: np.ndarray, slack: np.ndarray, floor: float, depth: int) -> np.ndarray:
     """Indexes of the rows whose exact score may reach the floor and the depth best: every row the exact scan
     keeps is among them."""
+    return _candidates(approx, slack, floor, depth)[0]
+
+
+def _candidates(approx: np.ndarray, slack: np.ndarray, floor: float, depth: int) -> tuple[np.ndarray, float | None]:
+    """``candidates`` and its bar: the depth-th best lower bound of the rows sure to pass the floor (None when
+    fewer than ``depth`` rows are sure to)."""
+    if depth <= 0:
+        return np.zeros(0, dtype=np.intp), None
     upper = approx + slack
     eligible = np.flatnonzero(upper >= floor)
-    if eligible.size <= depth:
-        return eligible
+    if eligible.size < depth:
+        return eligible, None
     lower = approx[eligible] - slack[eligible]
     sure = lower[lower >= floor]
     if sure.size < depth:
-        return eligible
-    bar = -np.partition(-sure, depth - 1)[depth - 1]  # the depth-th exact score is at least this
-    return eligible[upper[eligible] >= bar]
+        return eligible, None
+    bar = float(-np.partition(-sure, depth - 1)[depth - 1])  # the depth-th exact score is at least this
+    return eligible[upper[eligible] >= bar], bar
+
+
+def pick(
+    approx: np.ndarray, slack_of: Callable[[np.ndarray], np.ndarray], widest: float, floor: float, depth: int
+) -> np.ndarray:
+    """``candidates`` of a slice whose slacks are read only where needed: ``slack_of(indexes)`` gives those rows'
+    slacks, ``widest`` bounds every row's.
+
+    From SHORTLIST_ROWS rows it first keeps the shortlist of rows whose approximation reaches a threshold T
+    estimated from a sample, and applies the rule there. A row left out has an upper bound under T + widest;
+    when that is at or under the shortlist's bar (which is at most the whole slice's), no row left out could be a
+    candidate, and the shortlist's candidates hold every one of the whole slice's. Otherwise (a threshold
+    estimated too high, too few rows sure to pass) the rule runs over every row."""
+    n = approx.shape[0]
+    if n >= SHORTLIST_ROWS and depth > 0 and np.isfinite(widest):
+        step = max(1, n // _SAMPLE)
+        sample = approx[::step]
+        rank = min(sample.shape[0], -(-depth // step))
+        estimate = float(-np.partition(-sample, rank - 1)[rank - 1])
+        threshold = estimate - 3 * widest
+        shortlist = np.flatnonzero(approx >= threshold)
+        found, bar = _candidates(approx[shortlist], slack_of(shortlist), floor, depth)
+        if bar is not None and threshold + widest <= bar:
+            return shortlist[found]
+    every = np.arange(n)
+    return _candidates(approx, slack_of(every), floor, depth)[0]
 
 
 def exact_scores(vectors: list[np.ndarray | None], query: np.ndarray) -> np.ndarray:

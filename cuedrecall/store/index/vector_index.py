@@ -37,6 +37,7 @@ from cuedrecall.store.index.vector_codes import (
     candidates,
     error_bound,
     exact_scores,
+    pick,
     quantize,
     round_query,
 )
@@ -48,6 +49,7 @@ SETTLE_ROWS = 256  # a load's batch: 96 KiB of 384-wide codes, a few MiB while t
 # only the far seats (off by default) read; both resident only while read.
 _MAPPED = ("_codes", "_bits")
 _ROWS = ("_ids", "_codes", "_scale", "_band", "_reach", "_bits", "_ts")  # the per-row arrays, in step
+_SCOPES_KEPT = 4  # scopes whose rows an index keeps between writes (each an int32 per row of the scope)
 
 
 def sign_words(vectors: np.ndarray, width: int) -> np.ndarray:
@@ -92,6 +94,11 @@ class VectorIndex:
         self._bits = mapped_zeros((capacity, self._width), np.uint64, spill)
         self._ts = np.zeros(capacity, dtype=np.float64)
         self._axes = ScopeColumns(capacity)
+        self._writes = 0  # rows written or removed so far: the kept scopes' rows are those of one count
+        self._kept: dict[Scope, tuple[int, np.ndarray]] = {}
+        # every row's band and reach are at most these (a removed row's may stay counted: still bounds)
+        self._widest_band = 0.0
+        self._widest_reach = 0.0
 
     @property
     def _width(self) -> int:
@@ -145,8 +152,12 @@ class VectorIndex:
         vectors = np.stack([row.vector for row in rows])
         stop = start + len(rows)
         self._ids[start:stop] = [row.row_id for row in rows]
-        for name, values in zip(("_codes", "_scale", "_band", "_reach"), quantize(vectors)):
+        codes, scale, band, reach = quantize(vectors)
+        for name, values in zip(("_codes", "_scale", "_band", "_reach"), (codes, scale, band, reach)):
             getattr(self, name)[start:stop] = values
+        self._widest_band = max(self._widest_band, float(band.max()))
+        self._widest_reach = max(self._widest_reach, float(reach.max()))
+        self._writes += 1
         self._bits[start:stop] = sign_words(vectors, self._width)
         for i, row in enumerate(rows, start):
             self._axes.set(i, row.agent_id, row.project_id, row.channel, row.source_id)
@@ -220,6 +231,7 @@ class VectorIndex:
             arr[i : self._n - 1] = arr[i + 1 : self._n]
         self._axes.delete(i, self._n)
         self._n -= 1
+        self._writes += 1
         self.settle()
         if self._n == 0:
             self.dim = None  # an empty index takes the width of the next vector it is given
@@ -250,6 +262,21 @@ class VectorIndex:
         """Boolean mask of the rows inside the scope's isolation axes."""
         return self._axes.mask(scope, self._n)
 
+    def scope_rows(self, scope: Scope) -> np.ndarray:
+        """Positions of the scope's rows, oldest first (read-only): kept for the last few scopes until a row is
+        written or removed, so a recall's arms and the next recall do not mask every row again."""
+        kept = self._kept.get(scope)
+        if kept is not None and kept[0] == self._writes:
+            return kept[1]
+        dtype = np.int32 if self._n < 2**31 else np.int64
+        rows = np.flatnonzero(self.scope_mask(scope)).astype(dtype, copy=False)
+        rows.flags.writeable = False
+        self._kept.pop(scope, None)
+        while len(self._kept) >= _SCOPES_KEPT:
+            self._kept.pop(next(iter(self._kept)))
+        self._kept[scope] = (self._writes, rows)
+        return rows
+
     def search(
         self,
         scope: Scope,
@@ -268,19 +295,25 @@ class VectorIndex:
         """
         if self._n == 0 or depth <= 0 or query.shape[0] != self.dim:
             return []
-        mask = self.scope_mask(scope)
+        rows = self.scope_rows(scope)
         if period is not None:
-            ts = self._ts[: self._n]
-            mask &= (ts >= period[0]) & (ts < period[1])
-        newest_first = np.flatnonzero(mask)[::-1]
+            ts = self._ts[rows]
+            rows = rows[(ts >= period[0]) & (ts < period[1])]
         start, stop = positions
-        rows = newest_first[start:stop]
+        rows = rows[::-1][start:stop]  # newest first: index j is scan position start + j
         if rows.size == 0:
             return []
         query = query.astype(np.float32, copy=False)
         rounded = round_query(query)
-        approx = self._approximate(rows, rounded)
-        picked = candidates(approx, error_bound(self._band[rows], self._reach[rows], rounded), floor, depth)
+        approx, slack_of = self._approximate(rows, rounded)
+        widest = float(
+            error_bound(np.array([self._widest_band], np.float32), np.array([self._widest_reach], np.float32), rounded)[
+                0
+            ]
+        )
+        picked = pick(approx, slack_of, widest, floor, depth)
+        if picked.size > depth:
+            picked = picked[self._closer(rows[picked], query, floor, depth)]
         scores = self._scores(rows[picked], query)
         passing = scores >= floor
         picked, scores = picked[passing], scores[passing]
@@ -300,7 +333,7 @@ class VectorIndex:
         """
         if self._n == 0 or count <= 0 or query.shape[0] != self.dim:
             return []
-        rows = np.flatnonzero(self.scope_mask(scope))[::-1][start:]
+        rows = self.scope_rows(scope)[::-1][start:]
         if rows.size == 0:
             return []
         target = sign_words(query.astype(np.float32, copy=False), self._width)[0]
@@ -318,16 +351,33 @@ class VectorIndex:
             for row, i, cosine in zip(chosen, order, cosines)
         ]
 
-    def _approximate(self, rows: np.ndarray, query: QueryCodes) -> np.ndarray:
-        """The codes' dot products for the given rows (newest first).
+    def _approximate(
+        self, rows: np.ndarray, query: QueryCodes
+    ) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]:
+        """The codes' dot products for the given rows (newest first), and how to read their slacks by index.
 
-        When the rows fill most of the span they cover, the product over that
-        contiguous slice (a view, no copy) beats gathering them first.
+        Rows that are the whole span they cover (one agent's store) are read as slices, nothing gathered; when
+        they fill most of it, the product over the slice (a view, no copy) beats gathering them first.
         """
         low, high = int(rows[-1]), int(rows[0]) + 1
-        if high - low <= 4 * rows.size:
-            return approximate(self._codes[low:high], self._scale[low:high], query)[rows - low]
-        return approximate(self._codes[rows], self._scale[rows], query)
+        if high - low == rows.size:
+            approx = approximate(self._codes[low:high], self._scale[low:high], query)[::-1]
+            band, reach = self._band[low:high][::-1], self._reach[low:high][::-1]
+        else:
+            if high - low <= 4 * rows.size:
+                approx = approximate(self._codes[low:high], self._scale[low:high], query)[rows - low]
+            else:
+                approx = approximate(self._codes[rows], self._scale[rows], query)
+            band, reach = self._band[rows], self._reach[rows]
+        return approx, lambda picked: error_bound(band[picked], reach[picked], query)
+
+    def _closer(self, rows: np.ndarray, query: np.ndarray, floor: float, depth: int) -> np.ndarray:
+        """Which of these candidates stay once their codes meet the query unrounded: s*(c.q) in float64 is within
+        b*||q|| of the exact score (the query's own rounding no longer counts), so fewer stored vectors are read."""
+        codes = self._codes[rows].astype(np.float64)
+        approx = (codes @ query.astype(np.float64)) * self._scale[rows]
+        slack = self._band[rows].astype(np.float64) * (float(np.linalg.norm(query.astype(np.float64))) * (1 + 1e-6))
+        return candidates(approx, slack, floor, depth)
 
     def _scores(self, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
         """Exact dot products of the given rows with the query, from the stored vectors (NaN for a row gone)."""

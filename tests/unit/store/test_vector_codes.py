@@ -3,12 +3,25 @@ exact float32 scan returns: the same rows, scores and order, reading stored vect
 
 from __future__ import annotations
 
+import contextlib
+from unittest import mock
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cuedrecall.store.base import Scope
-from cuedrecall.store.index.vector_codes import approximate, error_bound, exact_scores, quantize, round_query
+from cuedrecall.store.index import vector_codes
+from cuedrecall.store.index.vector_codes import (
+    approximate,
+    candidates,
+    error_bound,
+    exact_scores,
+    int8_dots,
+    pick,
+    quantize,
+    round_query,
+)
 from cuedrecall.store.index.vector_index import IndexRow, VectorIndex
 
 AGENTS = ("a", "b")
@@ -61,10 +74,12 @@ def _exact_scan(
     st.sampled_from([-2.0, -0.1, 0.0, 0.2]),
     st.integers(0, 30),
     st.sampled_from([None, 5, 60]),
+    st.booleans(),
 )
 def test_search_returns_the_exact_scans_rows_scores_and_order(
-    seed: int, count: int, depth: int, floor: float, start: int, stop: int | None
+    seed: int, count: int, depth: int, floor: float, start: int, stop: int | None, large: bool
 ) -> None:
+    """``large``: the rules of a large slice fire at any size (the shortlist, the int8 pass in two halves)."""
     rng = np.random.default_rng(seed)
     # eighths in [-1, 1]: every product is exact in float32, so the scan and the index agree to the bit, and
     # repeated rows make ties that only the position can break
@@ -75,9 +90,61 @@ def test_search_returns_the_exact_scans_rows_scores_and_order(
     for i, (vector, agent) in enumerate(zip(vectors, agents), 1):
         index.add(IndexRow(i, vector, agent, "", "", "", float(i)))
     query = (rng.integers(-8, 9, size=16) / 8).astype(np.float32)
-    for agent in AGENTS:
-        found = index.search(Scope(agent), query, floor=floor, depth=depth, positions=(start, stop))
-        assert found == _exact_scan(vectors, agents, agent, query, floor, depth, (start, stop))
+    sizes = mock.patch.multiple(vector_codes, SHORTLIST_ROWS=1, SPLIT_ROWS=2) if large else contextlib.nullcontext()
+    with sizes:
+        for agent in AGENTS:
+            found = index.search(Scope(agent), query, floor=floor, depth=depth, positions=(start, stop))
+            assert found == _exact_scan(vectors, agents, agent, query, floor, depth, (start, stop))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 60), st.sampled_from([-1.0, 0.0, 0.1]))
+def test_the_shortlist_keeps_every_candidate_of_the_whole_slice(seed: int, depth: int, floor: float) -> None:
+    rng = np.random.default_rng(seed)
+    vectors = rng.standard_normal((6_000, 64)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    query = vectors[rng.integers(6_000)] + 0.3 * rng.standard_normal(64).astype(np.float32)
+    codes, scale, band, reach = quantize(vectors)
+    rounded = round_query(query)
+    approx = approximate(codes, scale, rounded)
+    slack = error_bound(band, reach, rounded)
+    read: list[int] = []
+
+    def slack_of(rows: np.ndarray) -> np.ndarray:
+        read.append(rows.size)
+        return slack[rows]
+
+    with mock.patch.object(vector_codes, "SHORTLIST_ROWS", 1_000):
+        found = pick(approx, slack_of, float(slack.max()), floor, depth)
+    assert set(found.tolist()) >= set(candidates(approx, slack, floor, depth).tolist())
+    assert read[0] < 6_000  # the shortlist was taken: its slacks were all that was read
+    assert len(read) == 1  # and it held: no second pass over every row
+
+
+def test_the_int8_pass_in_two_halves_gives_the_same_values() -> None:
+    rng = np.random.default_rng(5)
+    codes = rng.integers(-127, 128, size=(1_001, 384), dtype=np.int8)
+    query = rng.integers(-127, 128, size=384, dtype=np.int8)
+    whole = int8_dots(codes, query)
+    with mock.patch.object(vector_codes, "SPLIT_ROWS", 2):
+        halves = int8_dots(codes, query)
+    assert np.array_equal(whole, halves)
+    assert np.array_equal(whole, (codes.astype(np.int64) @ query.astype(np.int64)).astype(np.float32))
+
+
+def test_a_write_or_removal_renews_the_scopes_kept_rows() -> None:
+    vectors = {i: np.eye(8, dtype=np.float32)[i % 8] for i in range(1, 40)}
+    index = VectorIndex(lambda ids: {i: vectors[i] for i in ids})
+    for i in range(1, 30):
+        index.add(IndexRow(i, vectors[i], "a", "", "", "", float(i)))
+    query = np.eye(8, dtype=np.float32)[3]
+    assert [row_id for row_id, _, _ in index.search(Scope("a"), query, floor=0.5, depth=10)] == [27, 19, 11, 3]
+    index.add(IndexRow(35, vectors[35], "a", "", "", "", 35.0))
+    assert next(row_id for row_id, _, _ in index.search(Scope("a"), query, floor=0.5, depth=10)) == 35
+    index.replace(IndexRow(35, vectors[35], "b", "", "", "", 35.0))  # moved to another agent
+    assert next(row_id for row_id, _, _ in index.search(Scope("a"), query, floor=0.5, depth=10)) == 27
+    index.remove(27)
+    assert [row_id for row_id, _, _ in index.search(Scope("a"), query, floor=0.5, depth=10)] == [19, 11, 3]
 
 
 def test_an_arm_reads_stored_vectors_only_near_its_cut() -> None:
@@ -97,6 +164,27 @@ def test_an_arm_reads_stored_vectors_only_near_its_cut() -> None:
     found = index.search(Scope("a"), query / np.linalg.norm(query), floor=0.0, depth=10)
     assert [row_id for row_id, _, _ in found][:2] == [18, 4_001]
     assert len(asked) < 100  # of 5,000 rows: the ten and the few whose band reaches the tenth's score
+
+
+def test_the_candidates_met_by_the_unrounded_query_are_fewer_than_the_int8_pass_keeps() -> None:
+    rng = np.random.default_rng(11)
+    vectors = rng.standard_normal((20_000, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    asked: list[int] = []
+
+    def stored(ids: list[int]) -> dict[int, np.ndarray]:
+        asked.extend(ids)
+        return {i: vectors[i - 1] for i in ids}
+
+    index = VectorIndex(stored, capacity=20_000)
+    index.extend(IndexRow(i, vector, "a", "", "", "", float(i)) for i, vector in enumerate(vectors, 1))
+    query = rng.standard_normal(384).astype(np.float32)
+    query /= np.linalg.norm(query)
+    found = index.search(Scope("a"), query, floor=-1.0, depth=100)
+    codes, scale, band, reach = quantize(vectors)
+    rounded = round_query(query)
+    kept = candidates(approximate(codes, scale, rounded), error_bound(band, reach, rounded), -1.0, 100)
+    assert len(found) == 100 and len(asked) < kept.size
 
 
 def test_the_index_holds_a_384_wide_row_in_under_a_third_of_its_float32_size() -> None:
