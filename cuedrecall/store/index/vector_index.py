@@ -22,6 +22,7 @@ XOR over the whole slice at once, and reads the float vectors of the best few on
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -96,6 +97,7 @@ class VectorIndex:
         self._axes = ScopeColumns(capacity)
         self._writes = 0  # rows written or removed so far: the kept scopes' rows are those of one count
         self._kept: dict[Scope, tuple[int, np.ndarray]] = {}
+        self._kept_guard = threading.Lock()
         # every row's band and reach are at most these (a removed row's may stay counted: still bounds)
         self._widest_band = 0.0
         self._widest_reach = 0.0
@@ -264,17 +266,20 @@ class VectorIndex:
 
     def scope_rows(self, scope: Scope) -> np.ndarray:
         """Positions of the scope's rows, oldest first (read-only): kept for the last few scopes until a row is
-        written or removed, so a recall's arms and the next recall do not mask every row again."""
-        kept = self._kept.get(scope)
-        if kept is not None and kept[0] == self._writes:
-            return kept[1]
+        written or removed, so a recall's arms and the next recall do not mask every row again. Recalls search at
+        once (a writer waits for them all): the kept scopes change under a lock of their own."""
+        with self._kept_guard:
+            kept = self._kept.get(scope)
+            if kept is not None and kept[0] == self._writes:
+                return kept[1]
         dtype = np.int32 if self._n < 2**31 else np.int64
         rows = np.flatnonzero(self.scope_mask(scope)).astype(dtype, copy=False)
         rows.flags.writeable = False
-        self._kept.pop(scope, None)
-        while len(self._kept) >= _SCOPES_KEPT:
-            self._kept.pop(next(iter(self._kept)))
-        self._kept[scope] = (self._writes, rows)
+        with self._kept_guard:
+            self._kept.pop(scope, None)
+            while len(self._kept) >= _SCOPES_KEPT:
+                del self._kept[next(iter(self._kept))]
+            self._kept[scope] = (self._writes, rows)
         return rows
 
     def search(
