@@ -35,6 +35,13 @@ Candidates (each in its own process: its memory is its own):
   exact brute-force scan inside SQLite). The project's CPython here is built without
   ``enable_load_extension``; the worker then runs under /usr/bin/python3 (no numpy).
 
+Memory vector sets (``--vectors memories memories-local``): the vector arm's rows instead of the
+block arm's, one row per memory (``realistic.texts``, each its own record), hash-embedded or
+embedded with the packaged model (``local``: the model users run at the defaults, whose
+neighbours are by meaning; 280 texts a second here, so built to 100,000 only), quantised
+the same way; queries embedded by the same model. The vector arm scans every memory of the
+scope: these rows say whether an approximate index could replace that scan.
+
 Every candidate's rows are re-scored exactly from the codes before collapsing (part of its
 query time). Builds use 2 threads (the machine's 2 shared cores), queries 1.
 Writes ``benchmarks/results/ann-candidates.md`` (``--out``) with the command at the top.
@@ -93,7 +100,8 @@ SWEEPS = {
     "faiss-ivf-sq8": [16, 32, 64, 128],
 }
 EPS = 1e-5  # score slack of a tie (float32 sums of 384 products)
-VECTOR_SETS = ("realistic", "random")
+VECTOR_SETS = ("realistic", "random", "memories", "memories-local")
+MEMORY_SETS = {"memories": "hash", "memories-local": "local"}  # the memory vector sets and their embedders
 # built only up to this size: usearch-m32's 100k build took 613 s on 2 shared cores (about ten times that at 1M)
 SMALL_ONLY = {"usearch-m32": 100_000}
 SET = "realistic"  # the vector set this process measures (main and the workers set it from --vectors)
@@ -123,7 +131,10 @@ def corpus(locomo: Path, n: int) -> dict[str, np.ndarray]:
     asked (smaller sizes are its prefix)."""
     cached = [size for size in _cached_sizes("keys") if size >= n]
     if not cached:
-        (_build_corpus if SET == "realistic" else _build_random)(locomo, n)
+        if SET in MEMORY_SETS:
+            _build_memories(locomo, n, MEMORY_SETS[SET])
+        else:
+            (_build_corpus if SET == "realistic" else _build_random)(locomo, n)
         cached = [n]
     paths = _paths(cached[0])
     return {name: np.load(path, mmap_mode="r")[:n] for name, path in paths.items()}
@@ -165,6 +176,37 @@ def _build_corpus(locomo: Path, n: int) -> None:
     print(f"corpus: {n} block rows from {record + 1} memories in {time.perf_counter() - started:.1f} s", flush=True)
 
 
+def _embedder(embedding: str) -> Any:
+    from cuedrecall.embed.hashing import HashEmbedder
+    from cuedrecall.embed.models import local_embedder
+
+    return HashEmbedder() if embedding == "hash" else local_embedder()
+
+
+def _build_memories(locomo: Path, n: int, embedding: str) -> None:
+    """The first ``n`` memory texts of the realistic corpus, one row each (its own record), embedded and quantised."""
+    from benchmarks import realistic
+    from cuedrecall.handlers.blocks import quantise
+
+    CACHE.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    texts = realistic.texts(locomo, n)
+    paths = _paths(n)
+    codes = np.lib.format.open_memmap(paths["codes"], "w+", np.int8, (n, DIM))
+    bits = np.lib.format.open_memmap(paths["bits"], "w+", np.uint8, (n, DIM // 8))
+    embedder = _embedder(embedding)
+    for start in range(0, n, 8192):
+        chunk_bits, chunk_codes = quantise(embedder.embed(texts[start : start + 8192]))
+        codes[start : start + len(chunk_codes)] = chunk_codes
+        bits[start : start + len(chunk_codes)] = chunk_bits
+    norms = np.sqrt(np.einsum("ij,ij->i", codes.astype(np.float32), codes.astype(np.float32)))
+    codes.flush()
+    bits.flush()
+    np.save(paths["norms"], norms.astype(np.float32))
+    np.save(paths["keys"], np.arange(n, dtype=np.int64) << ID_SHIFT)
+    print(f"corpus: {n} memories ({embedding}) in {time.perf_counter() - started:.1f} s", flush=True)
+
+
 def _build_random(locomo: Path, n: int) -> None:
     """Random-normal rows (no neighbourhood structure, no duplicates: the hard case), records of two blocks."""
     from cuedrecall.handlers.blocks import quantise
@@ -194,10 +236,10 @@ def queries(locomo: Path) -> np.ndarray:
     if not path.exists():
         from benchmarks import realistic
         from cuedrecall.embed.base import embed_queries
-        from cuedrecall.embed.hashing import HashEmbedder
 
         CACHE.mkdir(parents=True, exist_ok=True)
-        np.save(path, embed_queries(HashEmbedder(), realistic.questions(locomo, QUERIES)).astype(np.float32))
+        embedder = _embedder(MEMORY_SETS.get(SET, "hash"))
+        np.save(path, embed_queries(embedder, realistic.questions(locomo, QUERIES)).astype(np.float32))
     return np.load(path)
 
 
@@ -801,7 +843,7 @@ def render(
     lines = [
         f"Command: `python -m benchmarks.ann_candidates {argv}`",
         "",
-        "# Approximate nearest neighbours for the block arm: the candidates",
+        "# Approximate nearest neighbours for the block and vector arms: the candidates",
         "",
         f"CPython {platform.python_version()}, 2 shared CPUs (load average {load[0]:.2f} at the start, "
         f"{load[-1]:.2f} at the end: other work shares the machine). Libraries: "
@@ -814,7 +856,10 @@ def render(
         "are by shared words and trigrams, with no topical clusters, a harder case for a graph index than a "
         "sentence encoder's; and the generator reuses its sentences, so most block rows repeat a code another row "
         f"holds. Random: random-normal rows (no structure, no repeats: the hardest case for every index), "
-        f"records of two blocks, random-normal queries. {shares}. {QUERIES} realistic questions (LoCoMo's and "
+        "records of two blocks, random-normal queries. Memories (the vector arm's rows): one row per memory text "
+        "of the same corpus, hash-embedded (memories) or embedded with the packaged model (memories-local, "
+        "its neighbours by meaning), quantised the same way, each row its own record; the questions embedded by "
+        f"the same model. {shares}. {QUERIES} realistic questions (LoCoMo's and "
         "long-span's). Truth: the exact scan "
         f"(every row's int8-code cosine, the best {DEPTH} rows, the arm's depth, collapsed to records). recall@10: "
         "the truth's 10 best records reached by the candidate's 10 best (ties count); recall@depth: every record "
@@ -879,6 +924,11 @@ def _versions() -> dict[str, str]:
     return out
 
 
+def _sizes(args: argparse.Namespace, vectors: str) -> list[int]:
+    """The sizes a vector set is measured at."""
+    return {"random": args.random_sizes, "memories-local": args.local_sizes}.get(vectors, args.sizes)
+
+
 def main(argv: list[str] | None = None) -> int:
     global SET
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -887,6 +937,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--candidates", nargs="+", choices=CANDIDATES, default=list(CANDIDATES))
     parser.add_argument("--vectors", nargs="+", choices=VECTOR_SETS, default=list(VECTOR_SETS))
     parser.add_argument("--random-sizes", type=int, nargs="+", default=[100_000], help="sizes of the random set")
+    parser.add_argument(
+        "--local-sizes", type=int, nargs="+", default=[100_000], help="sizes of the packaged model's memory set"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "ann-candidates.md")
     parser.add_argument("--worker", nargs=2, metavar=("NAME", "SIZE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -900,7 +953,7 @@ def main(argv: list[str] | None = None) -> int:
     load = [os.getloadavg()[0]]
     results = []
     for SET in args.vectors:
-        sizes = args.sizes if SET == "realistic" else args.random_sizes
+        sizes = _sizes(args, SET)
         corpus(args.locomo, max(sizes))  # built once, for the largest size
         for n in sizes:
             truth(corpus(args.locomo, n), queries(args.locomo), n)
@@ -921,7 +974,7 @@ def main(argv: list[str] | None = None) -> int:
     load.append(os.getloadavg()[0])
     distinct: dict[str, dict[int, int]] = {}
     for SET in args.vectors:
-        for n in args.sizes if SET == "realistic" else args.random_sizes:
+        for n in _sizes(args, SET):
             distinct.setdefault(SET, {})[n] = distinct_codes(corpus(args.locomo, n))
     text = render(results, " ".join(sys.argv[1:] if argv is None else argv), _versions(), load, distinct)
     args.out.write_text(text)
