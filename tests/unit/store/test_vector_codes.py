@@ -4,6 +4,8 @@ exact float32 scan returns: the same rows, scores and order, reading stored vect
 from __future__ import annotations
 
 import contextlib
+import sys
+import threading
 from unittest import mock
 
 import numpy as np
@@ -204,3 +206,35 @@ def test_a_rows_exact_score_is_the_same_whatever_else_is_scored(seed: int, count
     together = exact_scores(list(vectors), query)
     alone = np.array([exact_scores([vector], query)[0] for vector in vectors[: min(count, 40)]])
     assert np.array_equal(together[: alone.shape[0]], alone)  # bit for bit, batch of one or of hundreds
+
+
+def test_recalls_searching_at_once_get_what_each_would_alone() -> None:
+    rng = np.random.default_rng(8)
+    agents = [f"agent-{i}" for i in range(7)]  # more scopes than the index keeps: the kept ones turn over
+    vectors = rng.standard_normal((700, 32)).astype(np.float32)
+    index = VectorIndex(lambda ids: {i: vectors[i - 1] for i in ids})
+    for i, vector in enumerate(vectors, 1):
+        index.add(IndexRow(i, vector, agents[i % len(agents)], "", "", "", float(i)))
+    queries = rng.standard_normal((len(agents), 32)).astype(np.float32)
+    alone = [index.search(Scope(agent), query, floor=-1.0, depth=5) for agent, query in zip(agents, queries)]
+    failures: list[BaseException] = []
+
+    def search_all(offset: int) -> None:
+        try:
+            for step in range(300):
+                k = (step + offset) % len(agents)
+                assert index.search(Scope(agents[k]), queries[k], floor=-1.0, depth=5) == alone[k]
+        except BaseException as error:  # reported by the test's own thread
+            failures.append(error)
+
+    threads = [threading.Thread(target=search_all, args=(offset,)) for offset in range(8)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads change places between almost any two steps
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert failures == []
