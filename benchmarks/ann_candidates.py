@@ -501,7 +501,11 @@ class ShippedVectorIndex(Candidate):
         from cuedrecall.store.index.vector_index import IndexRow, VectorIndex
 
         units = self.data
-        self.index = VectorIndex(lambda ids: {i: _unit_codes(units, i, i + 1)[0] for i in ids}, capacity=self.n)
+
+        def stored(ids: list[int]) -> dict[int, np.ndarray]:
+            return dict(zip(ids, _unit_codes_rows(units, np.asarray(ids, dtype=np.int64)))) if ids else {}
+
+        self.index = VectorIndex(stored, capacity=self.n)
         self.index.extend(
             IndexRow(i, vector, "bench", "", "", "", float(i))
             for start in range(0, self.n, 65536)
