@@ -311,12 +311,7 @@ class VectorIndex:
         query = query.astype(np.float32, copy=False)
         rounded = round_query(query)
         approx, slack_of = self._approximate(rows, rounded)
-        widest = float(
-            error_bound(np.array([self._widest_band], np.float32), np.array([self._widest_reach], np.float32), rounded)[
-                0
-            ]
-        )
-        picked = pick(approx, slack_of, widest, floor, depth)
+        picked = pick(approx, slack_of, self._widest(rounded), floor, depth)
         if picked.size > depth:
             picked = picked[self._closer(rows[picked], query, floor, depth)]
         scores = self._scores(rows[picked], query)
@@ -375,6 +370,11 @@ class VectorIndex:
                 approx = approximate(self._codes[rows], self._scale[rows], query)
             band, reach = self._band[rows], self._reach[rows]
         return approx, lambda picked: error_bound(band[picked], reach[picked], query)
+
+    def _widest(self, query: QueryCodes) -> float:
+        """A bound on every row's slack for this query: the widest band and reach any row has had."""
+        band, reach = np.array([self._widest_band], np.float32), np.array([self._widest_reach], np.float32)
+        return float(error_bound(band, reach, query)[0])
 
     def _closer(self, rows: np.ndarray, query: np.ndarray, floor: float, depth: int) -> np.ndarray:
         """Which of these candidates stay once their codes meet the query unrounded: s*(c.q) in float64 is within
