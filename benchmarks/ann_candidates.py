@@ -124,7 +124,9 @@ def _paths(n: int) -> dict[str, Path]:
 
 def _cached_sizes(part: str) -> list[int]:
     """The sizes of this vector set held in the cache, smallest first."""
-    return sorted(int(p.name.split("-")[2]) for p in CACHE.glob(f"blocks-{SET}-*-{part}.npy"))
+    prefix, suffix = f"blocks-{SET}-", f"-{part}.npy"
+    sizes = (p.name[len(prefix) : -len(suffix)] for p in CACHE.glob(f"{prefix}*{suffix}"))
+    return sorted(int(size) for size in sizes if size.isdigit())  # "memories-local-..." is not a size of "memories"
 
 
 def corpus(locomo: Path, n: int) -> dict[str, np.ndarray]:
