@@ -95,8 +95,8 @@ class VectorIndex:
         self._bits = mapped_zeros((capacity, self._width), np.uint64, spill)
         self._ts = np.zeros(capacity, dtype=np.float64)
         self._axes = ScopeColumns(capacity)
-        self._writes = 0  # rows written or removed so far: the kept scopes' rows are those of one count
-        self._kept: dict[Scope, tuple[int, np.ndarray]] = {}
+        self._writes = 0  # rows rewritten, moved or removed so far (an append is not counted: kept scopes extend)
+        self._kept: dict[Scope, tuple[int, int, np.ndarray]] = {}  # scope -> (writes, rows then, its positions)
         self._kept_guard = threading.Lock()
         # every row's band and reach are at most these (a removed row's may stay counted: still bounds)
         self._widest_band = 0.0
@@ -159,7 +159,6 @@ class VectorIndex:
             getattr(self, name)[start:stop] = values
         self._widest_band = max(self._widest_band, float(band.max()))
         self._widest_reach = max(self._widest_reach, float(reach.max()))
-        self._writes += 1
         self._bits[start:stop] = sign_words(vectors, self._width)
         for i, row in enumerate(rows, start):
             self._axes.set(i, row.agent_id, row.project_id, row.channel, row.source_id)
@@ -207,6 +206,7 @@ class VectorIndex:
         for name in _ROWS:
             open_gaps(getattr(self, name), places, n)
         self._axes.open_gaps(places, n)
+        self._writes += 1
         landing = places + np.arange(len(fresh))  # the gap each new row fills
         self._n = total
         for i, row in zip(landing.tolist(), fresh):
@@ -258,6 +258,7 @@ class VectorIndex:
         if i is None or row.vector.shape[0] != self.dim:
             return False
         self._put(i, row)
+        self._writes += 1
         return True
 
     def scope_mask(self, scope: Scope) -> np.ndarray:
@@ -265,21 +266,27 @@ class VectorIndex:
         return self._axes.mask(scope, self._n)
 
     def scope_rows(self, scope: Scope) -> np.ndarray:
-        """Positions of the scope's rows, oldest first (read-only): kept for the last few scopes until a row is
-        written or removed, so a recall's arms and the next recall do not mask every row again. Recalls search at
-        once (a writer waits for them all): the kept scopes change under a lock of their own."""
+        """Positions of the scope's rows, oldest first (read-only): kept for the last few scopes, extended by the
+        rows appended since (a store), made again after a row is rewritten, moved or removed, so a recall's arms
+        and the next recall do not mask every row again. Recalls search at once (a writer waits for them all):
+        the kept scopes change under a lock of their own."""
+        n = self._n
         with self._kept_guard:
             kept = self._kept.get(scope)
-            if kept is not None and kept[0] == self._writes:
-                return kept[1]
-        dtype = np.int32 if self._n < 2**31 else np.int64
-        rows = np.flatnonzero(self.scope_mask(scope)).astype(dtype, copy=False)
+        if kept is not None and kept[0] == self._writes and kept[1] == n:
+            return kept[2]
+        dtype = np.int32 if n < 2**31 else np.int64
+        if kept is not None and kept[0] == self._writes and kept[1] < n:
+            new = np.arange(kept[1], n, dtype=dtype)  # only rows appended since: the kept positions still hold
+            rows = np.concatenate([kept[2], new[self._axes.mask(scope, 0, rows=new)]])
+        else:
+            rows = np.flatnonzero(self.scope_mask(scope)).astype(dtype, copy=False)
         rows.flags.writeable = False
         with self._kept_guard:
             self._kept.pop(scope, None)
             while len(self._kept) >= _SCOPES_KEPT:
                 del self._kept[next(iter(self._kept))]
-            self._kept[scope] = (self._writes, rows)
+            self._kept[scope] = (self._writes, n, rows)
         return rows
 
     def search(

@@ -238,3 +238,32 @@ def test_recalls_searching_at_once_get_what_each_would_alone() -> None:
     finally:
         sys.setswitchinterval(interval)
     assert failures == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["add", "replace", "remove", "insert", "read"]), st.integers(0, 10**6))))
+def test_a_scopes_kept_rows_are_always_its_rows_now(steps: list[tuple[str, int]]) -> None:
+    """Appends extend the kept rows; a rewrite, a move or a removal makes them again: either way a search reads
+    exactly the rows the scope holds at that moment."""
+    index = VectorIndex(lambda ids: {})
+    vector = np.ones(4, dtype=np.float32)
+    next_id, paths = 1_000, set()
+    for op, draw in [("add", 0), ("read", 0), *steps, ("read", 0)]:
+        ids = index._ids[: len(index)].tolist()
+        agent = AGENTS[draw % 2]
+        if op == "add":
+            next_id += 1 + draw % 3
+            index.add(IndexRow(next_id, vector, agent, "", "", "", 0.0))
+        elif op == "replace" and ids:
+            index.replace(IndexRow(ids[draw % len(ids)], vector, agent, "", "", "", 0.0))
+        elif op == "remove" and ids:
+            index.remove(ids[draw % len(ids)])
+        elif op == "insert" and ids and ids[0] > 1:
+            index.insert([IndexRow(ids[0] - 1, vector, agent, "", "", "", 0.0)])  # below the newest: rows move
+        for name in AGENTS:
+            kept = index._kept.get(Scope(name))
+            if kept is not None and kept[0] == index._writes:
+                paths.add("extended" if kept[1] < len(index) else "kept")
+            rows = index.scope_rows(Scope(name))
+            assert rows.tolist() == np.flatnonzero(index.scope_mask(Scope(name))).tolist()
+    assert steps == [] or paths  # the kept rows were reused or extended, not only made afresh
