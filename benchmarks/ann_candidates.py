@@ -146,7 +146,6 @@ def corpus(locomo: Path, n: int) -> dict[str, np.ndarray]:
 def _build_corpus(locomo: Path, n: int) -> None:
     from benchmarks import realistic
     from cuedrecall.embed.hashing import HashEmbedder
-    from cuedrecall.handlers.blocks import quantise
     from cuedrecall.text.blocks import divide
 
     CACHE.mkdir(parents=True, exist_ok=True)
@@ -162,11 +161,18 @@ def _build_corpus(locomo: Path, n: int) -> None:
             break
     if len(texts) < n:
         raise SystemExit(f"only {len(texts)} block rows from {memories} memories; raise the estimate")
-    texts, keys = texts[:n], keys[:n]
+    _write_rows(texts[:n], np.asarray(keys[:n], dtype=np.int64), HashEmbedder())
+    print(f"corpus: {n} block rows from {record + 1} memories in {time.perf_counter() - started:.1f} s", flush=True)
+
+
+def _write_rows(texts: list[str], keys: np.ndarray, embedder: Any) -> None:
+    """The rows of these texts (embedded, quantised as the builder quantises) and their keys, into the cache."""
+    from cuedrecall.handlers.blocks import quantise
+
+    n = len(texts)
     paths = _paths(n)
     codes = np.lib.format.open_memmap(paths["codes"], "w+", np.int8, (n, DIM))
     bits = np.lib.format.open_memmap(paths["bits"], "w+", np.uint8, (n, DIM // 8))
-    embedder = HashEmbedder()
     for start in range(0, n, 8192):
         chunk_bits, chunk_codes = quantise(embedder.embed(texts[start : start + 8192]))
         codes[start : start + len(chunk_codes)] = chunk_codes
@@ -175,8 +181,7 @@ def _build_corpus(locomo: Path, n: int) -> None:
     codes.flush()
     bits.flush()
     np.save(paths["norms"], norms.astype(np.float32))
-    np.save(paths["keys"], np.asarray(keys, dtype=np.int64))
-    print(f"corpus: {n} block rows from {record + 1} memories in {time.perf_counter() - started:.1f} s", flush=True)
+    np.save(paths["keys"], keys)
 
 
 def _embedder(embedding: str) -> Any:
@@ -189,24 +194,10 @@ def _embedder(embedding: str) -> Any:
 def _build_memories(locomo: Path, n: int, embedding: str) -> None:
     """The first ``n`` memory texts of the realistic corpus, one row each (its own record), embedded and quantised."""
     from benchmarks import realistic
-    from cuedrecall.handlers.blocks import quantise
 
     CACHE.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    texts = realistic.texts(locomo, n)
-    paths = _paths(n)
-    codes = np.lib.format.open_memmap(paths["codes"], "w+", np.int8, (n, DIM))
-    bits = np.lib.format.open_memmap(paths["bits"], "w+", np.uint8, (n, DIM // 8))
-    embedder = _embedder(embedding)
-    for start in range(0, n, 8192):
-        chunk_bits, chunk_codes = quantise(embedder.embed(texts[start : start + 8192]))
-        codes[start : start + len(chunk_codes)] = chunk_codes
-        bits[start : start + len(chunk_codes)] = chunk_bits
-    norms = np.sqrt(np.einsum("ij,ij->i", codes.astype(np.float32), codes.astype(np.float32)))
-    codes.flush()
-    bits.flush()
-    np.save(paths["norms"], norms.astype(np.float32))
-    np.save(paths["keys"], np.arange(n, dtype=np.int64) << ID_SHIFT)
+    _write_rows(realistic.texts(locomo, n), np.arange(n, dtype=np.int64) << ID_SHIFT, _embedder(embedding))
     print(f"corpus: {n} memories ({embedding}) in {time.perf_counter() - started:.1f} s", flush=True)
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata, resources
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from cuedrecall.embedding_models import MODELS, EmbeddingModel
+from cuedrecall.pools import SharedPool
 
 from .base import EmbeddingError, batches, check_texts, l2_normalize
 
@@ -120,17 +120,7 @@ def load_runtime(model_path: Path, tokenizer_path: Path, max_tokens: int = MAX_T
     return _Runtime(tokenizer, session, names, output)
 
 
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def _pool() -> ThreadPoolExecutor:
-    """The threads a batch's chunks run on, shared by every embedder of the process (made on first use)."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="cuedrecall-embed")
-        return _POOL
+_POOL = SharedPool(WORKERS, "cuedrecall-embed")  # the threads a batch's chunks run on, for every embedder
 
 
 def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -198,7 +188,7 @@ class LocalEmbedder:
         ordered = [items[i] for i in order]
         chunks = [list(chunk) for chunk in batches(ordered, self.batch_size)]
         if len(chunks) > 1 and WORKERS > 1:
-            parts = list(_pool().map(lambda chunk: self._embed_batch(runtime, chunk), chunks))
+            parts = list(_POOL.get().map(lambda chunk: self._embed_batch(runtime, chunk), chunks))
         else:
             parts = [self._embed_batch(runtime, chunk) for chunk in chunks]
         out = np.empty((len(items), self.dimensions), dtype=np.float32)

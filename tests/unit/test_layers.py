@@ -25,6 +25,7 @@ LAYERS: dict[str, int] = {
     "embedding_models": 0,
     "text": 0,
     "heap": 0,
+    "pools": 0,
     "store": 1,
     "embed": 1,
     "recall": 2,

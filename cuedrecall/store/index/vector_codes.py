@@ -20,14 +20,14 @@ docs/storage.md#sqlite-the-default says the same in prose.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Final
 
 import numpy as np
+
+from cuedrecall.pools import SharedPool
 
 _nk: ModuleType | None
 try:  # numkong: int8 dot products in SIMD (a wheel on Linux, macOS and Windows); numpy computes the same values
@@ -108,7 +108,7 @@ def int8_dots(codes: np.ndarray, query: np.ndarray) -> np.ndarray:
         _nk_dots(codes, query, out)
         return out
     half = codes.shape[0] // 2
-    other = _helper().submit(_nk_dots, codes[:half], query, out[:half])
+    other = _HELPER.get().submit(_nk_dots, codes[:half], query, out[:half])
     _nk_dots(codes[half:], query, out[half:])
     other.result()
     return out
@@ -120,17 +120,7 @@ def _nk_dots(codes: np.ndarray, query: np.ndarray, out: np.ndarray) -> None:
     _nk.cdist(query[None, :], codes, metric="dot", out_dtype="float32", out=out[None, :])
 
 
-_pool: ThreadPoolExecutor | None = None
-_pool_guard = threading.Lock()
-
-
-def _helper() -> ThreadPoolExecutor:
-    """The one thread that takes the first half of a split int8 pass (made on first use)."""
-    global _pool
-    with _pool_guard:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cuedrecall-int8")
-        return _pool
+_HELPER = SharedPool(1, "cuedrecall-int8")  # the thread that takes the first half of a split int8 pass
 
 
 def approximate(codes: np.ndarray, scale: np.ndarray, query: QueryCodes) -> np.ndarray:
