@@ -35,6 +35,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--ours-variant", action="append", default=[], metavar="CPERSONA_NAME=VALUE", help="as retrieval_peer's"
     )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="seconds one CPersona tool call may take, an import ten times that (CPersona's import slows as its "
+        "store grows: about 16 minutes for 17,000 records at 60,000 here) (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--queue-timeout",
+        type=float,
+        default=1800.0,
+        help="seconds CPersona's block build may take after its import (default: %(default)s)",
+    )
     parser.add_argument("--workdir", type=Path, help="keep the databases and logs here (default: a temporary folder)")
     parser.add_argument(
         "--out", type=Path, default=h.RESULTS / "growth.md", help="markdown file (default: %(default)s)"
@@ -45,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
 def size_args(args: argparse.Namespace, size: int) -> list[str]:
     """retrieval_peer's command line for one rung of the ladder."""
     argv = ["--layout", "one-agent", "--grow", str(size), "--embedders", *args.embedders]
+    argv += ["--timeout", str(args.timeout), "--queue-timeout", str(args.queue_timeout)]
     if args.locomo:
         argv += ["--locomo", str(args.locomo)]
     if size not in args.peer_sizes:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import growth
+from benchmarks import retrieval_peer as rp
 from benchmarks.datasets import generate_long_span, load_locomo, other_conversations
 from benchmarks.harness import Dataset
 from benchmarks.retrieval import SESSION_BLOCK, laid_out
@@ -45,6 +46,13 @@ def test_a_rung_without_the_peer_skips_it_and_each_rung_writes_beside_the_ladder
     rung = growth.size_args(args, 500)
     assert rung[rung.index("--grow") + 1] == "500" and "--skip-peer" in rung
     assert rung[-1] == str(tmp_path / "g-500.md")
+
+
+def test_the_peers_call_and_queue_timeouts_reach_each_rung(tmp_path: Path) -> None:
+    args = growth.build_parser().parse_args(["--sizes", "100000", "--timeout", "900", "--queue-timeout", "7200"])
+    rung = growth.size_args(args, 100_000)
+    parsed = rp.build_parser().parse_args(rung)
+    assert (parsed.timeout, parsed.queue_timeout) == (900.0, 7200.0)
 
 
 def test_the_ladder_runs_end_to_end_ours_only(tmp_path: Path) -> None:
