@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -317,10 +317,14 @@ class VectorIndex:
             return []
         query = query.astype(np.float32, copy=False)
         rounded = round_query(query)
-        approx, slack_of = self._approximate(rows, rounded)
+        approx = self._approximate(rows, rounded)
+
+        def slack_of(picked: np.ndarray) -> np.ndarray:  # read for the rows ``pick`` looks at only
+            return error_bound(self._band[rows[picked]], self._reach[rows[picked]], rounded)
+
         picked = pick(approx, slack_of, self._widest(rounded), floor, depth)
         if picked.size > depth:
-            picked = picked[self._closer(rows[picked], query, floor, depth)]
+            picked = picked[self._closer(rows[picked], query, rounded, floor, depth)]
         scores = self._scores(rows[picked], query)
         passing = scores >= floor
         picked, scores = picked[passing], scores[passing]
@@ -358,37 +362,30 @@ class VectorIndex:
             for row, i, cosine in zip(chosen, order, cosines)
         ]
 
-    def _approximate(
-        self, rows: np.ndarray, query: QueryCodes
-    ) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]:
-        """The codes' dot products for the given rows (newest first), and how to read their slacks by index.
+    def _approximate(self, rows: np.ndarray, query: QueryCodes) -> np.ndarray:
+        """The codes' dot products for the given rows (newest first).
 
-        Rows that are the whole span they cover (one agent's store) are read as slices, nothing gathered; when
+        Rows that are the whole span they cover (one agent's store) are read as one slice, nothing gathered; when
         they fill most of it, the product over the slice (a view, no copy) beats gathering them first.
         """
         low, high = int(rows[-1]), int(rows[0]) + 1
         if high - low == rows.size:
-            approx = approximate(self._codes[low:high], self._scale[low:high], query)[::-1]
-            band, reach = self._band[low:high][::-1], self._reach[low:high][::-1]
-        else:
-            if high - low <= 4 * rows.size:
-                approx = approximate(self._codes[low:high], self._scale[low:high], query)[rows - low]
-            else:
-                approx = approximate(self._codes[rows], self._scale[rows], query)
-            band, reach = self._band[rows], self._reach[rows]
-        return approx, lambda picked: error_bound(band[picked], reach[picked], query)
+            return approximate(self._codes[low:high], self._scale[low:high], query)[::-1]
+        if high - low <= 4 * rows.size:
+            return approximate(self._codes[low:high], self._scale[low:high], query)[rows - low]
+        return approximate(self._codes[rows], self._scale[rows], query)
 
     def _widest(self, query: QueryCodes) -> float:
         """A bound on every row's slack for this query: the widest band and reach any row has had."""
         band, reach = np.array([self._widest_band], np.float32), np.array([self._widest_reach], np.float32)
         return float(error_bound(band, reach, query)[0])
 
-    def _closer(self, rows: np.ndarray, query: np.ndarray, floor: float, depth: int) -> np.ndarray:
+    def _closer(self, rows: np.ndarray, query: np.ndarray, rounded: QueryCodes, floor: float, depth: int) -> np.ndarray:
         """Which of these candidates stay once their codes meet the query unrounded: s*(c.q) in float64 is within
-        b*||q|| of the exact score (the query's own rounding no longer counts), so fewer stored vectors are read."""
-        codes = self._codes[rows].astype(np.float64)
-        approx = (codes @ query.astype(np.float64)) * self._scale[rows]
-        slack = self._band[rows].astype(np.float64) * (float(np.linalg.norm(query.astype(np.float64))) * (1 + 1e-6))
+        the row's own bound (the query's rounding, its residual, no longer counts), so fewer stored vectors are
+        read."""
+        approx = (self._codes[rows].astype(np.float64) @ query.astype(np.float64)) * self._scale[rows]
+        slack = error_bound(self._band[rows], self._reach[rows], replace(rounded, residual=0.0))
         return candidates(approx, slack, floor, depth)
 
     def _scores(self, rows: np.ndarray, query: np.ndarray) -> np.ndarray:

@@ -149,9 +149,9 @@ def test_a_write_or_removal_renews_the_scopes_kept_rows() -> None:
     assert [row_id for row_id, _, _ in index.search(Scope("a"), query, floor=0.5, depth=10)] == [19, 11, 3]
 
 
-def test_an_arm_reads_stored_vectors_only_near_its_cut() -> None:
-    rng = np.random.default_rng(3)
-    vectors = rng.standard_normal((5_000, 384)).astype(np.float32)
+def _counting_index(rng: np.random.Generator, count: int) -> tuple[np.ndarray, VectorIndex, list[int]]:
+    """``count`` random unit vectors of agent "a" (ids from 1), their index, and the ids it reads stored vectors of."""
+    vectors = rng.standard_normal((count, 384)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     asked: list[int] = []
 
@@ -159,9 +159,13 @@ def test_an_arm_reads_stored_vectors_only_near_its_cut() -> None:
         asked.extend(ids)
         return {i: vectors[i - 1] for i in ids}
 
-    index = VectorIndex(stored, capacity=5_000)
-    for i, vector in enumerate(vectors, 1):
-        index.add(IndexRow(i, vector, "a", "", "", "", float(i)))
+    index = VectorIndex(stored, capacity=count)
+    index.extend(IndexRow(i, vector, "a", "", "", "", float(i)) for i, vector in enumerate(vectors, 1))
+    return vectors, index, asked
+
+
+def test_an_arm_reads_stored_vectors_only_near_its_cut() -> None:
+    vectors, index, asked = _counting_index(np.random.default_rng(3), 5_000)
     query = vectors[17] + 0.5 * vectors[4_000]
     found = index.search(Scope("a"), query / np.linalg.norm(query), floor=0.0, depth=10)
     assert [row_id for row_id, _, _ in found][:2] == [18, 4_001]
@@ -170,16 +174,7 @@ def test_an_arm_reads_stored_vectors_only_near_its_cut() -> None:
 
 def test_the_candidates_met_by_the_unrounded_query_are_fewer_than_the_int8_pass_keeps() -> None:
     rng = np.random.default_rng(11)
-    vectors = rng.standard_normal((20_000, 384)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    asked: list[int] = []
-
-    def stored(ids: list[int]) -> dict[int, np.ndarray]:
-        asked.extend(ids)
-        return {i: vectors[i - 1] for i in ids}
-
-    index = VectorIndex(stored, capacity=20_000)
-    index.extend(IndexRow(i, vector, "a", "", "", "", float(i)) for i, vector in enumerate(vectors, 1))
+    vectors, index, asked = _counting_index(rng, 20_000)
     query = rng.standard_normal(384).astype(np.float32)
     query /= np.linalg.norm(query)
     found = index.search(Scope("a"), query, floor=-1.0, depth=100)
