@@ -149,11 +149,12 @@ def build_parser() -> argparse.ArgumentParser:
 # Our settings a combination of variant settings is named by, rather than listed.
 VARIANT_NAMES = {
     (("CPERSONA_BLOCK_BUILD_ENABLED", "true"), ("CPERSONA_BLOCK_RETRIEVAL_ENABLED", "true")): "blocks-on",
-    # the recall before issue 27: no episode context, arms as deep as the limit, rrf k 60 (CPersona's)
+    # the recall before issue 27: no episode or time context, arms as deep as the limit, rrf k 60 (CPersona's)
     (
         ("CPERSONA_EPISODE_CONTEXT_ENABLED", "false"),
         ("CPERSONA_RECALL_DEPTH_FLOOR", "0"),
         ("CPERSONA_RRF_K", "60"),
+        ("CPERSONA_TIME_CONTEXT_ENABLED", "false"),
     ): "before-27",
 }
 

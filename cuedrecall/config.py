@@ -343,6 +343,12 @@ class Settings:
         "recall's episode context: a memory inside the span of an episode the arms reached takes a vote from "
         "that episode's place in the fused order",
     )
+    time_context_enabled: bool = _setting(
+        True,
+        _parse_bool,
+        "recall's time context: a memory the arms reached takes half the vote of the best placed other reached "
+        "memory recorded within ten minutes of it",
+    )
     reconstruct_default_count: int = _setting(10, _number(int, 0), "reconstruct's items when the call names no count")
     reconstruct_forced_count: int | None = _setting(
         None, _number(int, 0), "reconstruct's items whatever the call says (unset = off)"

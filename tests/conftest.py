@@ -28,12 +28,14 @@ NOW = "2025-11-01T12:00:00+00:00"
 NO_BLOCKS = {"block_build_enabled": False, "block_retrieval_enabled": False}
 NO_AUTO_CALIBRATION = {"calibrate_on_growth": False}
 # The stage tests pin the four arms of the CPersona replica at its depth (the limit) and its rrf constant (60); the
-# word arm, the episode context, the depth floor of 100 and k = 15 (the defaults) have their own tests
-# (tests/contract/test_word_arm.py, tests/unit/recall/test_episode_context.py) and are on wherever a test asks for them.
+# word arm, the episode and time context, the depth floor of 100 and k = 15 (the defaults) have their own tests
+# (tests/contract/test_word_arm.py, tests/unit/recall/test_episode_context.py, test_time_context.py) and are on
+# wherever a test asks for them.
 REPLICA_ARMS = {
     "word_arm_enabled": False,
     "short_word_arm_enabled": False,
     "episode_context_enabled": False,
+    "time_context_enabled": False,
     "lexical_coverage_enabled": False,
     "recall_depth_floor": 0,
     "rrf_k": 60,

@@ -29,6 +29,7 @@ class Candidate:
     seat_detail: dict[str, Any] = field(default_factory=dict)  # what its seat says of it (match_reason)
     relieved: float | None = None  # gate relief let it in: its closeness to the gate it failed (recall/relief.py)
     context: str | None = None  # the episode that lent it a context vote (recall/episode_context.py)
+    neighbour: str | None = None  # the memory that lent it a time-context vote (recall/time_context.py)
 
     @property
     def is_profile(self) -> bool:

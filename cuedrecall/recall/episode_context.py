@@ -47,7 +47,7 @@ def lend_context(ctx: RecallContext, rows: list[Candidate], answered: int) -> li
     spans = _episode_spans(ctx, rows)
     if not spans:
         return rows
-    votes = _votes(ctx, rows, answered)
+    votes = place_votes(ctx, rows, answered)
     lent = []
     for row in rows:
         if not row.ref.startswith(MEMORY + ":"):
@@ -85,7 +85,7 @@ def _episode_spans(ctx: RecallContext, rows: list[Candidate]) -> list[tuple[int,
     return spans
 
 
-def _votes(ctx: RecallContext, rows: list[Candidate], answered: int) -> list[float]:
+def place_votes(ctx: RecallContext, rows: list[Candidate], answered: int) -> list[float]:
     """The vote each place of the fused order lends: rrf by place, rsf by the fused score scaled like an arm's."""
     p = ctx.params
     if p.mode == "rrf":

@@ -55,6 +55,7 @@ class RecallParams:
     short_word_arm: bool = True  # two-character CJK words as substrings (docs/recall-process.md#short-words)
     lexical_coverage: bool = True  # lexical arms' rows by the question's words they hold (recall/lexical_coverage.py)
     episode_context: bool = True  # an episode lends its fused place to its span's memories (recall/episode_context.py)
+    time_context: bool = True  # a memory lends part of its place to those recorded around it (recall/time_context.py)
     cue_propagation: bool = False  # a strong hit's day as a vague cue for one more stage (recall/cue_propagation.py)
 
     @property
@@ -116,6 +117,7 @@ def resolve_params(
         word_arm=s.word_arm_enabled,
         short_word_arm=s.short_word_arm_enabled,
         episode_context=s.episode_context_enabled,
+        time_context=s.time_context_enabled,
         lexical_coverage=s.lexical_coverage_enabled,
         cue_propagation=s.cue_propagation,
     )

@@ -28,6 +28,7 @@ from cuedrecall.recall.prior import apply_prior
 from cuedrecall.recall.relief import NONE as NO_RELIEF
 from cuedrecall.recall.relief import Relief, just_under, relieve
 from cuedrecall.recall.scoring import penalise
+from cuedrecall.recall.time_context import lend_neighbours
 
 
 @dataclass(frozen=True)
@@ -86,9 +87,9 @@ def single_pass(ctx: RecallContext) -> PassResult:
 
 
 def _fused(ctx: RecallContext, arms: Arms) -> list[Candidate]:
-    """Fusion, then the episodes' context votes (recall/episode_context.py)."""
+    """Fusion, then the episodes' context votes (recall/episode_context.py), then the neighbours' (time_context.py)."""
     answered = sum(1 for name in ARMS.fused_names if arms.get(name))
-    return lend_context(ctx, fuse(ctx, arms), answered)
+    return lend_neighbours(ctx, lend_context(ctx, fuse(ctx, arms), answered), answered)
 
 
 def _with_profile(ctx: RecallContext, rows: list[Candidate]) -> list[Candidate]:

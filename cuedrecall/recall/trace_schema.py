@@ -165,7 +165,7 @@ class Trace(TypedDict, total=False):
     # where they ran (block, far, cue, cue_stage_1, propagated_cue, propagation); a blank query's newest
     excluded: list[str]
     fusion: list[FusionRow]
-    scoring: dict[str, dict[str, float]]  # "episode_penalty" | "prior" -> ref -> factor
+    scoring: dict[str, dict[str, float]]  # "episode_penalty" | "prior" -> ref -> factor; *_context -> ref -> lender
     gate: GateSection
     autocut: AutocutSection
     order: OrderSection

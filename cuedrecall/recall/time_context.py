@@ -1,0 +1,70 @@
+"""Stage 2c, time context (policy time-context-v1): a turn is read among the turns recorded around it.
+
+The rule: after the episodes' votes, each memory the arms reached takes one more vote, ``time_context``: half the
+vote its best placed neighbour's place in the fused order would lend (rrf: ``1 / (k + place + 1)``; rsf: as
+episode context scales it), a neighbour being another memory the arms reached that was recorded within WINDOW_S
+seconds of it. The list is then sorted again (ties keep their order).
+
+Why: the turns of one sitting talk about one thing. When the arms reach several turns recorded around the same
+moment, that moment is likely what the question is about, and each of them is a better bet than a lone turn of
+the same score recorded at another time: a lexical look-alike from another conversation, or from another day of
+this one. Unlike episode context it needs no summary: the turns vouch for each other.
+
+The vote only orders: it is neither a lexical vote nor a cosine, so the gate (``recall/gate.py``) passes or refuses
+every row as it would without it, and a memory with no reached neighbour (or no time) keeps its own score. The
+trace's ``fusion`` shows the vote beside the arms' and ``scoring.time_context`` names the neighbour that lent it
+(docs/recall-process.md#time-context).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from typing import Final
+
+from cuedrecall.recall.candidates import Candidate
+from cuedrecall.recall.context import RecallContext
+from cuedrecall.recall.episode_context import place_votes
+from cuedrecall.store.base import MEMORY
+
+POLICY: Final = "time-context-v1"
+VOTE: Final = "time_context"  # its key in a candidate's votes and in the trace's fusion section
+WINDOW_S: Final = 600.0  # two memories recorded this close (seconds, either way) are neighbours
+SHARE: Final = 0.5  # the part of its place's vote a neighbour lends
+
+
+def lend_neighbours(ctx: RecallContext, rows: list[Candidate], answered: int) -> list[Candidate]:
+    """The fused rows with each memory given half its best placed reached neighbour's vote, sorted again.
+
+    ``answered``: how many arms returned a row (rsf divides every vote by it, so this vote too).
+    """
+    if not ctx.params.time_context or len(rows) < 2:
+        return rows
+    timed = [(moment, place) for place, row in enumerate(rows) if (moment := _time(ctx, row)) is not None]
+    if len(timed) < 2:
+        return rows
+    timed.sort()
+    moments = [moment for moment, _place in timed]
+    places = [place for _moment, place in timed]
+    votes = place_votes(ctx, rows, answered)
+    lent = []
+    for i, (moment, place) in enumerate(timed):
+        low, high = bisect_left(moments, moment - WINDOW_S), bisect_right(moments, moment + WINDOW_S)
+        if high - low < 2:
+            continue
+        best = min(min(places[low:i], default=len(rows)), min(places[i + 1 : high], default=len(rows)))
+        row = rows[place]
+        row.votes[VOTE] = SHARE * votes[best]
+        row.fused = (row.fused or 0.0) + row.votes[VOTE]
+        row.neighbour = rows[best].ref
+        lent.append(row)
+    if not lent:
+        return rows
+    order = sorted(range(len(rows)), key=lambda i: -(rows[i].fused or 0.0))  # stable: ties keep their order
+    ranked = [rows[i] for i in order]
+    ctx.recorder.fusion(ranked)
+    ctx.recorder.scoring(VOTE, lent, "neighbour")
+    return ranked
+
+
+def _time(ctx: RecallContext, row: Candidate) -> float | None:
+    return ctx.facts.time(row.ref) if row.ref.startswith(MEMORY + ":") else None
