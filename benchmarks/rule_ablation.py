@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--embedders", nargs="+", choices=["local", "hash"], default=["local", "hash"])
     parser.add_argument("--grow", type=int, default=10_000, help="other turns in the grown shape (default: 10000)")
+    parser.add_argument("--long-span", choices=["small", "large"], default="large", help="the long-span history's size")
     parser.add_argument("--embed-cache", type=Path, help="keep the computed vectors here between runs")
     parser.add_argument("--out", type=Path, required=True, help="markdown file")
     return parser
@@ -47,7 +48,7 @@ def shapes(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
         ("LoCoMo, one store per conversation", locomo),
         ("LoCoMo, every conversation in one agent", [*locomo, "--layout", "one-agent"]),
         (f"the same with {args.grow:,} other turns", [*locomo, "--layout", "one-agent", "--grow", str(args.grow)]),
-        ("long-span history (large)", ["--locomo", "none", "--long-span", "large"]),
+        (f"long-span history ({args.long_span})", ["--locomo", "none", "--long-span", args.long_span]),
     ]
 
 
