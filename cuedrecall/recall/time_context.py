@@ -18,8 +18,9 @@ trace's ``fusion`` shows the vote beside the arms' and ``scoring.time_context`` 
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
 from typing import Final
+
+import numpy as np
 
 from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.context import RecallContext
@@ -30,6 +31,7 @@ POLICY: Final = "time-context-v1"
 VOTE: Final = "time_context"  # its key in a candidate's votes and in the trace's fusion section
 WINDOW_S: Final = 600.0  # two memories recorded this close (seconds, either way) are neighbours
 SHARE: Final = 0.5  # the part of its place's vote a neighbour lends
+_NONE: Final = np.iinfo(np.int64).max  # no place: an empty range's minimum
 
 
 def lend_neighbours(ctx: RecallContext, rows: list[Candidate], answered: int) -> list[Candidate]:
@@ -39,19 +41,16 @@ def lend_neighbours(ctx: RecallContext, rows: list[Candidate], answered: int) ->
     """
     if not ctx.params.time_context or len(rows) < 2:
         return rows
-    timed = [(moment, place) for place, row in enumerate(rows) if (moment := _time(ctx, row)) is not None]
+    timed = sorted((moment, place) for place, row in enumerate(rows) if (moment := _time(ctx, row)) is not None)
     if len(timed) < 2:
         return rows
-    timed.sort()
-    moments = [moment for moment, _place in timed]
-    places = [place for _moment, place in timed]
+    moments = np.array([moment for moment, _place in timed], dtype=np.float64)
+    places = np.array([place for _moment, place in timed], dtype=np.int64)
     votes = place_votes(ctx, rows, answered)
     lent = []
-    for i, (moment, place) in enumerate(timed):
-        low, high = bisect_left(moments, moment - WINDOW_S), bisect_right(moments, moment + WINDOW_S)
-        if high - low < 2:
+    for place, best in zip(places.tolist(), best_neighbours(moments, places).tolist(), strict=True):
+        if best < 0:
             continue
-        best = min(min(places[low:i], default=len(rows)), min(places[i + 1 : high], default=len(rows)))
         row = rows[place]
         row.votes[VOTE] = SHARE * votes[best]
         row.fused = (row.fused or 0.0) + row.votes[VOTE]
@@ -64,6 +63,39 @@ def lend_neighbours(ctx: RecallContext, rows: list[Candidate], answered: int) ->
     ctx.recorder.fusion(ranked)
     ctx.recorder.scoring(VOTE, lent, "neighbour")
     return ranked
+
+
+def best_neighbours(moments: np.ndarray, places: np.ndarray) -> np.ndarray:
+    """For each memory (``moments`` ascending, ``places`` their places in the fused order): the best (lowest) place
+    among the others recorded within WINDOW_S of it, or -1 where there is none. O(n log n): a table of range minima,
+    so a store whose memories share one moment costs no more than one whose memories are apart."""
+    index = np.arange(len(moments))
+    low = np.searchsorted(moments, moments - WINDOW_S, side="left")
+    high = np.searchsorted(moments, moments + WINDOW_S, side="right")
+    table = _minima(places)
+    best = np.minimum(_range_min(table, low, index), _range_min(table, index + 1, high))
+    return np.where(best == _NONE, -1, best)
+
+
+def _minima(values: np.ndarray) -> np.ndarray:
+    """Row k, column j: the least of values[j : j + 2**k] (_NONE past the end)."""
+    rows, span = [values], 1
+    while 2 * span <= len(values):
+        above = rows[-1]
+        rows.append(np.concatenate([np.minimum(above[:-span], above[span:]), np.full(span, _NONE)]))
+        span *= 2
+    return np.stack(rows)
+
+
+def _range_min(table: np.ndarray, start: np.ndarray, stop: np.ndarray) -> np.ndarray:
+    """The least value of each slice [start, stop) from the table of minima; _NONE for an empty slice."""
+    out = np.full(len(start), _NONE, dtype=table.dtype)
+    some = stop > start
+    width = (stop - start)[some]
+    level = np.floor(np.log2(width)).astype(np.int64)
+    first, last = start[some], stop[some] - (1 << level)
+    out[some] = np.minimum(table[level, first], table[level, last])
+    return out
 
 
 def _time(ctx: RecallContext, row: Candidate) -> float | None:

@@ -7,12 +7,13 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from cuedrecall.api import Memory
 from cuedrecall.clock import fixed_clock
-from cuedrecall.recall.time_context import SHARE, WINDOW_S
+from cuedrecall.recall.time_context import SHARE, WINDOW_S, best_neighbours
 from tests.conftest import make_settings, open_memory
 
 A = "agent-a"
@@ -119,3 +120,25 @@ def test_off_the_recall_is_ranked_as_without_the_rule(tmp_path: Path) -> None:
     trace = recalled(off, "what is the dog called?")["trace"]
     assert "time_context" not in trace["scoring"]
     assert all("time_context" not in row["votes"] for row in trace["fusion"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    offsets=st.lists(
+        st.one_of(st.sampled_from([0.0, WINDOW_S, WINDOW_S + 0.5]), st.floats(0, 20 * WINDOW_S)),
+        min_size=1,
+        max_size=60,
+    ),
+    seed=st.randoms(use_true_random=False),
+)
+def test_each_memorys_best_neighbour_is_the_best_placed_other_within_the_window(
+    offsets: list[float], seed: Any
+) -> None:
+    moments = sorted(offsets)
+    places = list(range(len(moments)))
+    seed.shuffle(places)
+    found = best_neighbours(np.array(moments), np.array(places, dtype=np.int64)).tolist()
+    for i, moment in enumerate(moments):
+        near = [places[j] for j in range(len(moments)) if j != i and abs(moments[j] - moment) <= WINDOW_S]
+        assert found[i] == (min(near) if near else -1)
+        event("a neighbour within the window" if near else "no neighbour")
