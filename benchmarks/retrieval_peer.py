@@ -178,6 +178,8 @@ def parse_variant(
         name = name.strip().upper()
         if not sep or name not in known:
             raise ValueError(f"--ours-variant wants CPERSONA_NAME=VALUE with a known setting, not {item!r}")
+        if name.startswith("CUEDRECALL_"):  # one spelling, the one the harness's own settings use
+            name = "CPERSONA_" + name.removeprefix("CUEDRECALL_")
         environ[name] = value.strip()
     try:  # a value the setting refuses fails here, before any store is built
         Settings.from_env({**h.WITHOUT_BLOCKS, **base, **environ})

@@ -373,3 +373,12 @@ def test_parser_defaults() -> None:
     args = build_parser().parse_args([])
     assert args.embedders == ["local", "hash"] and args.limit == 10 and isinstance(args, argparse.Namespace)
     assert args.out.name == "retrieval_peer.md" and args.peer_variant == [] and args.queue_timeout == 1800.0
+
+
+def test_a_variant_reads_the_same_under_our_names_and_cpersonas() -> None:
+    ours = parse_variant(["CUEDRECALL_BLOCK_BUILD_ENABLED=true", "CUEDRECALL_BLOCK_RETRIEVAL_ENABLED=true"])
+    theirs = parse_variant(["CPERSONA_BLOCK_BUILD_ENABLED=true", "CPERSONA_BLOCK_RETRIEVAL_ENABLED=true"])
+    assert ours == theirs and ours[0].endswith("blocks-on")
+    before = ["CUEDRECALL_EPISODE_CONTEXT_ENABLED=false", "CUEDRECALL_TIME_CONTEXT_ENABLED=false"]
+    label, _env = parse_variant([*before, "CUEDRECALL_RECALL_DEPTH_FLOOR=0", "CUEDRECALL_RRF_K=60"])
+    assert label.endswith("before-27")
