@@ -31,6 +31,7 @@ from typing import Final
 from cuedrecall.clock import to_epoch
 from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.context import RecallContext
+from cuedrecall.recall.lending import place_votes, ranked_again
 from cuedrecall.store.base import EPISODE, MEMORY
 
 POLICY: Final = "episode-context-v1"
@@ -62,13 +63,7 @@ def lend_context(ctx: RecallContext, rows: list[Candidate], answered: int) -> li
         row.fused = (row.fused or 0.0) + votes[place]
         row.context = rows[place].ref
         lent.append(row)
-    if not lent:
-        return rows
-    order = sorted(range(len(rows)), key=lambda i: -(rows[i].fused or 0.0))  # stable: ties keep their order
-    ranked = [rows[i] for i in order]
-    ctx.recorder.fusion(ranked)
-    ctx.recorder.scoring(VOTE, lent, "context")
-    return ranked
+    return ranked_again(ctx, rows, lent, VOTE, "context")
 
 
 def _episode_spans(ctx: RecallContext, rows: list[Candidate]) -> list[tuple[int, tuple[float, float]]]:
@@ -83,16 +78,3 @@ def _episode_spans(ctx: RecallContext, rows: list[Candidate]) -> list[tuple[int,
         if start is not None and end is not None and start <= end:
             spans.append((place, (start, end)))
     return spans
-
-
-def place_votes(ctx: RecallContext, rows: list[Candidate], answered: int) -> list[float]:
-    """The vote each place of the fused order lends: rrf by place, rsf by the fused score scaled like an arm's."""
-    p = ctx.params
-    if p.mode == "rrf":
-        return [1.0 / (p.rrf_k + place + 1) for place in range(len(rows))]
-    scores = [row.fused or 0.0 for row in rows]
-    low, high = min(scores), max(scores)
-    share = 1.0 / max(1, answered)
-    if high <= low:
-        return [share] * len(rows)
-    return [share * (score - low) / (high - low) for score in scores]

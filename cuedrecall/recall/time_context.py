@@ -24,7 +24,7 @@ import numpy as np
 
 from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.context import RecallContext
-from cuedrecall.recall.episode_context import place_votes
+from cuedrecall.recall.lending import place_votes, ranked_again
 from cuedrecall.store.base import MEMORY
 
 POLICY: Final = "time-context-v1"
@@ -56,13 +56,7 @@ def lend_neighbours(ctx: RecallContext, rows: list[Candidate], answered: int) ->
         row.fused = (row.fused or 0.0) + row.votes[VOTE]
         row.neighbour = rows[best].ref
         lent.append(row)
-    if not lent:
-        return rows
-    order = sorted(range(len(rows)), key=lambda i: -(rows[i].fused or 0.0))  # stable: ties keep their order
-    ranked = [rows[i] for i in order]
-    ctx.recorder.fusion(ranked)
-    ctx.recorder.scoring(VOTE, lent, "neighbour")
-    return ranked
+    return ranked_again(ctx, rows, lent, VOTE, "neighbour")
 
 
 def best_neighbours(moments: np.ndarray, places: np.ndarray) -> np.ndarray:
