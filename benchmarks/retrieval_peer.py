@@ -62,7 +62,7 @@ from benchmarks import peer as peer_mod
 from benchmarks.retrieval import METRICS as RETRIEVAL_METRICS
 from benchmarks.speed import returned_refs
 from benchmarks.stats import jaccard
-from cuedrecall.config import Settings
+from cuedrecall.config import CPERSONA_PREFIX, PREFIX, Settings
 from cuedrecall.text.sanitise import sanitise
 
 PROG = "benchmarks.retrieval_peer"
@@ -178,8 +178,8 @@ def parse_variant(
         name = name.strip().upper()
         if not sep or name not in known:
             raise ValueError(f"--ours-variant wants CPERSONA_NAME=VALUE with a known setting, not {item!r}")
-        if name.startswith("CUEDRECALL_"):  # one spelling, the one the harness's own settings use
-            name = "CPERSONA_" + name.removeprefix("CUEDRECALL_")
+        if name.startswith(PREFIX):  # one spelling, the one the harness's own settings use
+            name = CPERSONA_PREFIX + name.removeprefix(PREFIX)
         environ[name] = value.strip()
     try:  # a value the setting refuses fails here, before any store is built
         Settings.from_env({**h.WITHOUT_BLOCKS, **base, **environ})

@@ -1,6 +1,6 @@
 """One recall rule on (the defaults) and off, over every store shape the quality figures rest on.
 
-    python -m benchmarks.rule_ablation --locomo PATH --off CPERSONA_TIME_CONTEXT_ENABLED=false \
+    python -m benchmarks.rule_ablation --locomo PATH --off CUEDRECALL_TIME_CONTEXT_ENABLED=false \
         --out benchmarks/results/time_context.md
 
 Each shape is a ``benchmarks.retrieval`` run (limit 10, rrf, the question's text as query, scored on its own

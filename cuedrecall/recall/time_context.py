@@ -46,9 +46,12 @@ def lend_neighbours(ctx: RecallContext, rows: list[Candidate], answered: int) ->
         return rows
     moments = np.array([moment for moment, _place in timed], dtype=np.float64)
     places = np.array([place for _moment, place in timed], dtype=np.int64)
+    neighbours = best_neighbours(moments, places)
+    if not (neighbours >= 0).any():
+        return rows
     votes = place_votes(ctx, rows, answered)
     lent = []
-    for place, best in zip(places.tolist(), best_neighbours(moments, places).tolist(), strict=True):
+    for place, best in zip(places.tolist(), neighbours.tolist(), strict=True):
         if best < 0:
             continue
         row = rows[place]
