@@ -44,7 +44,7 @@ def mapped_zeros(shape: tuple[int, ...], dtype: Any, directory: str | None) -> n
         os.posix_fallocate(fd, 0, size)
         region = mmap.mmap(fd, size)  # shared: writes land in the file's pages, which the kernel may reclaim
         region.madvise(mmap.MADV_RANDOM)  # a read maps the page it needs, not its neighbours (no fault-around)
-    except OSError:
+    except (OSError, AttributeError):  # AttributeError: a platform without posix_fallocate or madvise (macOS)
         return np.zeros(shape, dtype=dtype)
     finally:
         os.close(fd)  # the mapping keeps the file open

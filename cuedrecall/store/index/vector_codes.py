@@ -195,7 +195,11 @@ def exact_scores(vectors: list[np.ndarray | None], query: np.ndarray) -> np.ndar
     out = np.full(len(vectors), np.nan, dtype=np.float32)
     present = [(i, vector) for i, vector in enumerate(vectors) if vector is not None and vector.shape == query.shape]
     if present:
-        stacked = np.stack([vector for _, vector in present]).astype(np.float64)
-        scores = np.einsum("ij,j->i", stacked, query.astype(np.float64), optimize=False)
-        out[[i for i, _ in present]] = scores.astype(np.float32)
+        out[[i for i, _ in present]] = exact_rows(np.stack([vector for _, vector in present]), query)
     return out
+
+
+def exact_rows(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """``exact_scores`` of a (rows, dim) matrix with every row present: the same fixed float64 loop."""
+    scores = np.einsum("ij,j->i", vectors.astype(np.float64), query.astype(np.float64), optimize=False)
+    return scores.astype(np.float32)

@@ -14,6 +14,11 @@ rank by the codes and score the few rows near the cut from the stored float32
 vectors, which ``exact`` (given by the store) reads, so every score and row is
 an exact scan's while the index takes a quarter of float32's memory.
 
+Those float32 vectors are also copied, as the index takes each row, into a private file read by position
+(``exact_file``): the few rows near the cut cost one read each there, not a database lookup. Without the file
+(an in-memory database, a platform or disk that refuses it) ``exact`` reads them from the store, with the
+same scores.
+
 Each row's sign bits (dimension > 0 is a 1, packed MSB first into uint64 words)
 are kept beside its vector: the far seats' coarse search (``coarse``) ranks the
 rows beyond the scan window by Hamming distance to the query's bits, popcount of
@@ -30,6 +35,7 @@ import numpy as np
 
 from cuedrecall.store.base import EPISODE, MEMORY, CoarseHit, Hit, Scope, make_ref
 from cuedrecall.store.index.block_index import words
+from cuedrecall.store.index.exact_file import ExactFile, open_exact_file
 from cuedrecall.store.index.mapped import copy_rows, mapped_zeros, release
 from cuedrecall.store.index.scope_columns import ScopeColumns, open_gaps
 from cuedrecall.store.index.vector_codes import (
@@ -37,6 +43,7 @@ from cuedrecall.store.index.vector_codes import (
     approximate,
     candidates,
     error_bound,
+    exact_rows,
     exact_scores,
     pick,
     quantize,
@@ -49,7 +56,8 @@ SETTLE_ROWS = 256  # a load's batch: 96 KiB of 384-wide codes, a few MiB while t
 # The arrays mapped from files (store/index/mapped.py): the codes every arm reads near its window, and the sign bits
 # only the far seats (off by default) read; both resident only while read.
 _MAPPED = ("_codes", "_bits")
-_ROWS = ("_ids", "_codes", "_scale", "_band", "_reach", "_bits", "_ts")  # the per-row arrays, in step
+_ROWS = ("_ids", "_codes", "_scale", "_band", "_reach", "_bits", "_ts", "_slot")  # the per-row arrays, in step
+_GARBAGE_ROWS = 4096  # slots of rows removed or rewritten the vectors file may hold beyond the live rows' count
 _SCOPES_KEPT = 4  # scopes whose rows an index keeps between writes (each an int32 per row of the scope)
 
 
@@ -94,6 +102,8 @@ class VectorIndex:
         self._reach = np.zeros(capacity, dtype=np.float32)
         self._bits = mapped_zeros((capacity, self._width), np.uint64, spill)
         self._ts = np.zeros(capacity, dtype=np.float64)
+        self._slot = np.zeros(capacity, dtype=np.int64)  # each row's slot in the vectors file
+        self._file: ExactFile | None = open_exact_file(spill, dim) if dim else None
         self._axes = ScopeColumns(capacity)
         self._writes = 0  # rows rewritten, moved or removed so far (an append is not counted: kept scopes extend)
         self._kept: dict[Scope, tuple[int, int, np.ndarray]] = {}  # scope -> (writes, rows then, its positions)
@@ -160,9 +170,46 @@ class VectorIndex:
         self._widest_band = max(self._widest_band, float(band.max()))
         self._widest_reach = max(self._widest_reach, float(reach.max()))
         self._bits[start:stop] = sign_words(vectors, self._width)
+        self._copy_exact(start, stop, vectors)
         for i, row in enumerate(rows, start):
             self._axes.set(i, row.agent_id, row.project_id, row.channel, row.source_id)
         self._ts[start:stop] = [row.ts_epoch for row in rows]
+
+    def _copy_exact(self, start: int, stop: int, vectors: np.ndarray) -> None:
+        """Copy rows' float32 vectors to fresh slots of the vectors file; a file the disk refuses is retired
+        (the arms then read the store). Writes hold the store's lock exclusive: no search reads the file."""
+        if self._file is None:
+            return
+        try:
+            self._slot[start:stop] = self._file.append(vectors)
+        except OSError:
+            self._retire_file()
+
+    def _retire_file(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def _compact_file(self) -> None:
+        """Once the slots of rows removed or rewritten outnumber the live rows (and _GARBAGE_ROWS), copy the live
+        rows to a fresh file, in index order."""
+        old = self._file
+        if old is None or old.slots <= 2 * self._n + _GARBAGE_ROWS:
+            return
+        fresh = open_exact_file(self._spill, old.dim)
+        try:
+            if fresh is None:
+                raise OSError("no file for the compacted vectors")
+            for start in range(0, self._n, SETTLE_ROWS):
+                stop = min(start + SETTLE_ROWS, self._n)
+                self._slot[start:stop] = fresh.append(old.read(self._slot[start:stop]))
+        except OSError:
+            if fresh is not None:
+                fresh.close()
+            self._retire_file()
+            return
+        old.close()
+        self._file = fresh
 
     def __len__(self) -> int:
         return self._n
@@ -181,6 +228,8 @@ class VectorIndex:
     def _take_width(self, row: IndexRow) -> None:
         """The first row's width becomes the index's."""
         self.dim = int(row.vector.shape[0])
+        self._retire_file()
+        self._file = open_exact_file(self._spill, self.dim)
         self._codes = mapped_zeros((len(self._ids), self.dim), np.int8, self._spill)
         self._bits = mapped_zeros((len(self._ids), self._width), np.uint64, self._spill)
 
@@ -235,6 +284,7 @@ class VectorIndex:
         self._n -= 1
         self._writes += 1
         self.settle()
+        self._compact_file()
         if self._n == 0:
             self.dim = None  # an empty index takes the width of the next vector it is given
 
@@ -259,6 +309,7 @@ class VectorIndex:
             return False
         self._put(i, row)
         self._writes += 1
+        self._compact_file()
         return True
 
     def scope_mask(self, scope: Scope) -> np.ndarray:
@@ -389,7 +440,14 @@ class VectorIndex:
         return candidates(approx, slack, floor, depth)
 
     def _scores(self, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
-        """Exact dot products of the given rows with the query, from the stored vectors (NaN for a row gone)."""
+        """Exact dot products of the given rows with the query, from the stored vectors: their copies in the
+        vectors file, else the store's (NaN for a row gone). The index holds the rows the recall's snapshot
+        sees, so both give the same scores."""
+        if self._file is not None:
+            try:
+                return exact_rows(self._file.read(self._slot[rows]), query)
+            except OSError:
+                pass  # a failed read: the store's rows answer (the file is retired by a write, never by a search)
         ids = self._ids[rows].tolist()
         stored = self._exact(ids)
         return exact_scores([stored.get(row_id) for row_id in ids], query)
