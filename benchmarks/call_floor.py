@@ -65,7 +65,7 @@ class HttpClient:
             cwd=serving.REPO,
             env=env,
         )
-        serving.wait_listening(self.port, self.process)
+        serving.wait_listening(self.port, self.process, timeout=900)  # a 1,000,000-row store opens in a minute or two
         self.connection = http.client.HTTPConnection(serving.LOOPBACK, self.port)
         self.headers = {
             "Authorization": f"Bearer {self.TOKEN}",

@@ -61,7 +61,7 @@ def is_subsequence(short: list[str], long: list[str]) -> bool:
 def closeness(trace: dict[str, Any], ref: str, text: str, query: str) -> float:
     """How near the row came to its thresholds, recomputed from the trace: the best of cosine / the cosine bar
     and lexical votes / the lexical bar (the latter only where a lexical arm matched it on a word that is not a
-    common one: its text holds such a query term, or the word arm reached it)."""
+    common one: its text holds such a query term, or an arm of content words reached it)."""
     bar = trace["gate"]["bar"]
     mode = trace["request"]["mode"]
     fusion = {row["ref"]: row for row in trace["fusion"]}[ref]
@@ -80,7 +80,10 @@ def closeness(trace: dict[str, Any], ref: str, text: str, query: str) -> float:
         near.append(cosine * penalty / bar["cosine"]["threshold"])
     votes = [v for arm, v in fusion["votes"].items() if arm in LEXICAL]
     words = [t.lower() for t in fts_terms(query) if t.lower() not in COMMON_WORDS] + [query.lower().strip()]
-    counted = "memory_words" in fusion["votes"] or any(w and w in text.lower() for w in words)
+    # an arm that matches content words only (the word arm, the short-word arm) counts its rows as the gate does
+    counted = any(arm in fusion["votes"] for arm in ARMS.content_word_names) or any(
+        w and w in text.lower() for w in words
+    )
     if votes and counted and bar[mode]["threshold"] > 0:
         near.append(sum(votes) * penalty / bar[mode]["threshold"])
     return max(near, default=0.0)

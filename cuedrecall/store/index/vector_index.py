@@ -459,9 +459,15 @@ class VectorIndex:
         return self._ids[: self._n][mask].copy(), self._ts[: self._n][mask].copy()
 
     def vectors_of(self, row_ids: list[int]) -> dict[int, np.ndarray]:
-        """Stored vectors of the given ids that are indexed."""
-        indexed = [row_id for row_id in row_ids if self.position(row_id) is not None]
-        return self._exact(indexed)
+        """Stored vectors of the given ids that are indexed: their copies in the vectors file, else the store's."""
+        found = [(row_id, i) for row_id in row_ids if (i := self.position(row_id)) is not None]
+        if self._file is not None and found:
+            try:
+                vectors = self._file.read(self._slot[[i for _, i in found]])
+                return {row_id: vectors[j] for j, (row_id, _) in enumerate(found)}
+            except OSError:
+                pass  # a failed read: the store's rows answer, as in ``_scores``
+        return self._exact([row_id for row_id, _ in found])
 
 
 def search_kinds(

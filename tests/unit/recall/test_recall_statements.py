@@ -6,8 +6,9 @@ The counts are of top-level SQL statements a warm recall sends (sqlite3's trace
 callback; statements FTS5 runs inside a MATCH are its own and start with "--").
 Before the snapshot a warm recall sent 22 (16 of them freshness checks), a cued
 one 39; these pins keep the path from growing back. Since vector-codes-v2 the
-vector arms read the stored vectors of the rows near their cut, each once a
-snapshot. The profile is cached until
+vector arms score the rows near their cut from the stored vectors: on a database
+file from the index's own copy of them (store/index/exact_file.py, no statement),
+else read from the rows, each once a snapshot. The profile is cached until
 any connection changes a profile, so a warm recall reads none.
 """
 
@@ -26,8 +27,8 @@ QUERY = "what about the lighthouse keeper"
 CUE = {"after": "2025-03-01", "before": "2025-03-10", "confidence": "sure"}
 
 
-@pytest.fixture
-def memory(tmp_path: Path) -> Memory:
+@pytest.fixture(params=["vectors file", "rows"])
+def memory(tmp_path: Path, request: pytest.FixtureRequest) -> Memory:
     memory = open_memory(tmp_path / "statements.db")
     for i in range(30):
         memory.store(
@@ -42,8 +43,17 @@ def memory(tmp_path: Path) -> Memory:
     for _ in range(2):  # warm: the scope's statistics and the term counts are cached
         memory.recall(agent_id=A, query=QUERY)
         memory.recall(agent_id=A, query=QUERY, time_cue=CUE)
+    if request.param == "rows":  # no vectors file (an in-memory database, a disk that refused it)
+        for index in memory.store_._indexes.values():  # type: ignore[attr-defined]
+            index._retire_file()
     yield memory
     memory.close()
+
+
+def vector_reads(memory: Memory, count: int) -> int:
+    """``count`` reads of stored vectors where the vector arms read the rows, none where they read their file."""
+    indexes = memory.store_._indexes.values()  # type: ignore[attr-defined]
+    return 0 if all(index._file is not None for index in indexes if index.dim) else count
 
 
 def statements(memory: Memory, **arguments: Any) -> tuple[list[str], dict[str, Any]]:
@@ -65,10 +75,10 @@ def statements(memory: Memory, **arguments: Any) -> tuple[list[str], dict[str, A
 def test_a_warm_recall_sends_ten_statements_inside_one_read_transaction(memory: Memory) -> None:
     sent, response = statements(memory)
     assert len(response["messages"]) == 10
-    # BEGIN, the change-log check, two full-text arms, memories and episodes hydrated once, COMMIT, and three
-    # reads of stored vectors (vector-codes-v2 scores the rows near the cut exactly): the near arm's memories and
-    # episodes, then the rest of the pool the gate's outlier bar scores; a snapshot reads each vector once
-    assert len(sent) == 10, sent
+    # BEGIN, the change-log check, two full-text arms, memories and episodes hydrated once, COMMIT, and without the
+    # vectors file three reads of stored vectors (vector-codes-v2 scores the rows near the cut exactly): the near
+    # arm's memories and episodes, then the rest of the pool the gate's outlier bar scores; each read once
+    assert len(sent) == 7 + vector_reads(memory, 3), sent
     assert sent[0] == "BEGIN" and sent[-1] == "COMMIT"
     assert "PRAGMA" not in sent  # no per-read freshness check inside the snapshot
 
@@ -76,13 +86,13 @@ def test_a_warm_recall_sends_ten_statements_inside_one_read_transaction(memory: 
 def test_a_cued_recall_adds_only_the_cue_arm_and_its_new_records(memory: Memory) -> None:
     sent, response = statements(memory, time_cue=CUE)
     assert response["time_cue"]["seated"] + 10 == len(response["messages"])
-    # the ten above, the cue arm's two full-text lists, one hydration of the records only it found; the cue's
+    # the recall's above, the cue arm's two full-text lists, one hydration of the records only it found; the cue's
     # vector arm scores rows the snapshot has already read
-    assert len(sent) == 13, sent
+    assert len(sent) == 10 + vector_reads(memory, 3), sent
     assert sent.count("BEGIN") == 1 and "PRAGMA" not in sent
 
 
 def test_excluding_contents_reads_no_record_twice(memory: Memory) -> None:
     sent, response = statements(memory, exclude_contents=["note 1 about the lighthouse keeper"])
     assert all("note 1 about" not in m["content"] for m in response["messages"])
-    assert len(sent) == 10, sent  # exclusion reads the records the facts step hydrated
+    assert len(sent) == 7 + vector_reads(memory, 3), sent  # exclusion reads the records the facts step hydrated
