@@ -14,17 +14,22 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from benchmarks import harness as h
+from cuedrecall.recall import episode_context, time_context
+from cuedrecall.recall.arm_registry import ARMS
 
 VECTOR = ("vector_near", "vector_far")
-LEXICAL = ("episode_fts", "memory_keyword", "memory_words")
-CONTEXT = "episode_context"  # the vote an episode lends the memories of its span (recall/episode_context.py)
+LEXICAL = ARMS.lexical_names
+CONTEXT = episode_context.VOTE  # the vote an episode lends the memories of its span
+NEIGHBOUR = time_context.VOTE  # the vote a memory's neighbour in time lends it
 SHORT = {
     "vector_near": "vector",
     "vector_far": "far",
     "episode_fts": "episode_fts",
     "memory_keyword": "trigram",
     "memory_words": "words",
+    "memory_short_words": "short words",
     CONTEXT: "episode context",
+    NEIGHBOUR: "time context",
 }
 
 
