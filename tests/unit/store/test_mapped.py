@@ -4,12 +4,15 @@ can be made falls back to memory; a store answers the same with its codes mapped
 
 from __future__ import annotations
 
+import mmap
 import os
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from cuedrecall.store.base import Scope
+from cuedrecall.store.index import mapped
 from cuedrecall.store.index.mapped import PREFIX, copy_rows, mapped_zeros, release
 from cuedrecall.store.index.vector_index import IndexRow, VectorIndex
 
@@ -81,3 +84,17 @@ def test_a_chunked_copy_moves_the_same_rows_as_a_plain_one(tmp_path: Path) -> No
     assert (grown[:9_000] == source[:9_000]).all() and not grown[9_000:].any()
     assert copy_rows(compacted, source, 9_000, keep) == int(keep.sum())
     assert (compacted[: int(keep.sum())] == source[:9_000][keep]).all()
+
+
+def test_a_platform_without_posix_fallocate_holds_the_codes_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """macOS has no posix_fallocate: the array is an ordinary one and the store still opens and searches."""
+    monkeypatch.delattr(mapped.os, "posix_fallocate")
+    array = mapped_zeros((10, 384), np.int8, str(tmp_path))
+    assert array.base is None or not isinstance(array.base, mmap.mmap)
+    assert not [name for name in os.listdir(tmp_path) if name.startswith(PREFIX)]  # the made file is unlinked
+    index = VectorIndex(lambda ids: {}, spill=str(tmp_path))
+    vector = np.ones(384, dtype=np.float32) / np.sqrt(384)
+    index.add(IndexRow(1, vector, "a", "", "", "", 0.0))
+    assert [row_id for row_id, _, _ in index.search(Scope("a"), vector, floor=0.5, depth=1)] == [1]
