@@ -10,7 +10,7 @@ A row's vector is written to a fresh slot when the index takes it; a slot is
 never moved (a removed or rewritten row's old slot is left as garbage), so
 removing a row from the index costs nothing here. The file is derived and
 private: created 0600 beside the database, unlinked as soon as it is open, so a
-crash leaves nothing behind. On a platform without ``pread``, or when the file
+crash leaves nothing behind. On a platform without ``preadv`` (Windows), or when the file
 cannot be made or written (a read-only directory, a full disk), the index reads
 the database as it would without this module: ``open_exact_file`` answers None
 and a failed write retires the file (docs/storage.md#sqlite-the-default).
