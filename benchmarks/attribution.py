@@ -14,20 +14,20 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from benchmarks import harness as h
+from cuedrecall.recall import arm_registry as arm
 from cuedrecall.recall import episode_context, time_context
-from cuedrecall.recall.arm_registry import ARMS
 
-VECTOR = ("vector_near", "vector_far")
-LEXICAL = ARMS.lexical_names
+VECTOR = (arm.VECTOR_NEAR.name, arm.VECTOR_FAR.name)
+LEXICAL = arm.ARMS.lexical_names
 CONTEXT = episode_context.VOTE  # the vote an episode lends the memories of its span
 NEIGHBOUR = time_context.VOTE  # the vote a memory's neighbour in time lends it
 SHORT = {
-    "vector_near": "vector",
-    "vector_far": "far",
-    "episode_fts": "episode_fts",
-    "memory_keyword": "trigram",
-    "memory_words": "words",
-    "memory_short_words": "short words",
+    arm.VECTOR_NEAR.name: "vector",
+    arm.VECTOR_FAR.name: "far",
+    arm.EPISODE_FTS.name: "episode_fts",
+    arm.MEMORY_KEYWORD.name: "trigram",
+    arm.MEMORY_WORDS.name: "words",
+    arm.MEMORY_SHORT_WORDS.name: "short words",
     CONTEXT: "episode context",
     NEIGHBOUR: "time context",
 }

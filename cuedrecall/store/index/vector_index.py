@@ -439,15 +439,23 @@ class VectorIndex:
         slack = error_bound(self._band[rows], self._reach[rows], replace(rounded, residual=0.0))
         return candidates(approx, slack, floor, depth)
 
+    def _copies(self, rows: np.ndarray) -> np.ndarray | None:
+        """The float32 vectors of rows at these positions from the vectors file; None without one, or when the read
+        fails (the store's rows answer then: the file is retired by a write, never by a search)."""
+        if self._file is None:
+            return None
+        try:
+            return self._file.read(self._slot[rows])
+        except OSError:
+            return None
+
     def _scores(self, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
         """Exact dot products of the given rows with the query, from the stored vectors: their copies in the
         vectors file, else the store's (NaN for a row gone). The index holds the rows the recall's snapshot
         sees, so both give the same scores."""
-        if self._file is not None:
-            try:
-                return exact_rows(self._file.read(self._slot[rows]), query)
-            except OSError:
-                pass  # a failed read: the store's rows answer (the file is retired by a write, never by a search)
+        copies = self._copies(rows)
+        if copies is not None:
+            return exact_rows(copies, query)
         ids = self._ids[rows].tolist()
         stored = self._exact(ids)
         return exact_scores([stored.get(row_id) for row_id in ids], query)
@@ -461,12 +469,9 @@ class VectorIndex:
     def vectors_of(self, row_ids: list[int]) -> dict[int, np.ndarray]:
         """Stored vectors of the given ids that are indexed: their copies in the vectors file, else the store's."""
         found = [(row_id, i) for row_id in row_ids if (i := self.position(row_id)) is not None]
-        if self._file is not None and found:
-            try:
-                vectors = self._file.read(self._slot[[i for _, i in found]])
-                return {row_id: vectors[j] for j, (row_id, _) in enumerate(found)}
-            except OSError:
-                pass  # a failed read: the store's rows answer, as in ``_scores``
+        copies = self._copies(np.array([i for _, i in found], dtype=np.int64))
+        if copies is not None:
+            return {row_id: copies[j] for j, (row_id, _) in enumerate(found)}
         return self._exact([row_id for row_id, _ in found])
 
 
