@@ -10,7 +10,6 @@ one. The rule: docs/recall-process.md#lexical-coverage.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Final
 
@@ -22,7 +21,6 @@ from cuedrecall.text.words import query_words
 
 POLICY: Final = "coverage-order-v1"
 STEM: Final = 5  # a word of at least this many letters matches the text's words that share its first STEM letters
-_WORD = re.compile(r"[^\W_]+")
 
 
 def order_by_coverage(ctx: RecallContext, arms: Arms, counted: Mapping[str, int] | None = None) -> Arms:
@@ -63,6 +61,23 @@ def _held(ctx: RecallContext, ref: str, words: list[str]) -> int:
     record = ctx.facts.get(ref)
     if record is None:
         return 0
-    tokens = set(_WORD.findall(normalize(record.text + " " + record.keywords)))
-    stems = {token[:STEM] for token in tokens if len(token) >= STEM}
-    return sum(1 for word in words if (word[:STEM] in stems if len(word) >= STEM else word in tokens))
+    text = normalize(record.text + " " + record.keywords)
+    return sum(1 for word in words if holds(text, word))
+
+
+def holds(text: str, word: str) -> bool:
+    """Whether a normalized text holds a question word: a word of at least STEM letters as the start of one of the
+    text's words (its first STEM letters), a shorter one as a whole word. A text's words are its runs of letters and
+    digits (``str.isalnum``, as the regex ``[^\\W_]``); the search finds the word's letters, then checks its edges,
+    so a row costs a substring search per question word rather than a split of its text."""
+    needle = word[:STEM] if len(word) >= STEM else word
+    if not needle.isalnum():
+        return False  # no run of letters and digits holds it
+    whole = len(word) < STEM
+    start = text.find(needle)
+    while start >= 0:
+        end = start + len(needle)
+        if (start == 0 or not text[start - 1].isalnum()) and (not whole or end == len(text) or not text[end].isalnum()):
+            return True
+        start = text.find(needle, start + 1)
+    return False

@@ -54,18 +54,36 @@ class ExactFile:
         return slots
 
     def read(self, slots: np.ndarray) -> np.ndarray:
-        """The rows at these slots, in the order given, as a (len(slots), dim) float32 array."""
-        out = np.empty((len(slots), self.dim), dtype=_DTYPE)
+        """The rows at these slots, in the order given, as a (len(slots), dim) float32 array.
+
+        Slots next to each other in the file are read by one call: the slots are taken in file order, each run of
+        consecutive ones read into its place in one buffer, and the rows handed back in the order asked for (a
+        scope's rows, written together, are mostly such runs)."""
+        wanted = np.asarray(slots, dtype=np.int64).reshape(-1)
+        out = np.empty((wanted.size, self.dim), dtype=_DTYPE)
         if out.size == 0:
             return out
-        view = out.data.cast("B")
+        if int(wanted.min()) < 0 or int(wanted.max()) >= self.slots:
+            raise IndexError(f"a slot in {wanted.min()}..{wanted.max()} was never written")
+        order = np.argsort(wanted, kind="stable")
+        ordered = wanted[order]
+        buffer = out if wanted.size == 1 or bool((order[1:] > order[:-1]).all()) else np.empty_like(out)
+        view = buffer.data.cast("B")
         size = self._row_bytes
-        for j, slot in enumerate(np.asarray(slots, dtype=np.int64).tolist()):
-            if not 0 <= slot < self.slots:
-                raise IndexError(f"slot {slot} was never written")
-            if os.preadv(self._fd, [view[j * size : (j + 1) * size]], slot * size) != size:
-                raise OSError("the vectors file ended early")
+        breaks = np.flatnonzero(np.diff(ordered) != 1) + 1
+        for first, stop in zip([0, *breaks.tolist()], [*breaks.tolist(), wanted.size]):
+            self._read_into(view[first * size : stop * size], int(ordered[first]) * size)
+        if buffer is not out:
+            out[order] = buffer
         return out
+
+    def _read_into(self, view: memoryview, offset: int) -> None:
+        done = 0
+        while done < len(view):
+            got = os.preadv(self._fd, [view[done:]], offset + done)
+            if got <= 0:
+                raise OSError("the vectors file ended early")
+            done += got
 
     def close(self) -> None:
         if self._fd >= 0:

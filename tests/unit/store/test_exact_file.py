@@ -37,6 +37,38 @@ def test_rows_read_back_as_written_and_the_file_leaves_no_name(tmp_path: Path) -
     file.close()
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    written=st.integers(1, 40),
+    asked=st.lists(st.integers(0, 39), max_size=60),
+    chunked=st.booleans(),
+)
+def test_any_slots_in_any_order_read_back_as_written(
+    tmp_path_factory: pytest.TempPathFactory, written: int, asked: list[int], chunked: bool
+) -> None:
+    """Runs of neighbouring slots are read by one call each; the rows still come back in the order asked, repeats
+    included, and a short read (as a pipe or a signal may give) is finished, not taken for the end."""
+    file = open_exact_file(str(tmp_path_factory.mktemp("slots")), DIM)
+    assert file is not None
+    rows = np.random.default_rng(written).standard_normal((written, DIM)).astype(np.float32)
+    file.append(rows)
+    slots = np.array([slot % written for slot in asked], dtype=np.int64)
+    runs = int((np.diff(np.sort(slots)) != 1).sum()) + 1 if slots.size else 0
+    event(f"fewer reads than rows: {0 < runs < slots.size}")
+    real = os.preadv
+    calls: list[int] = []
+
+    def short(fd: int, buffers: list[memoryview], offset: int) -> int:  # at most 7 bytes a call when chunked
+        calls.append(offset)
+        return real(fd, [buffers[0][:7]] if chunked else buffers, offset)
+
+    with mock.patch.object(exact_file.os, "preadv", short):
+        read = file.read(slots)
+    np.testing.assert_array_equal(read, rows[slots])
+    if not chunked:
+        assert len(calls) == runs
+
+
 def test_no_file_without_a_directory_or_on_a_platform_without_positional_reads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
