@@ -385,7 +385,8 @@ class VectorIndex:
             tied = scores >= kth
             picked, scores = picked[tied], scores[tied]
         order = np.lexsort((picked, -scores))[:depth]
-        return [(int(self._ids[rows[picked[j]]]), float(scores[j]), int(start + picked[j])) for j in order]
+        chosen = picked[order]  # tolist() gives Python ints and floats of the same values, a row at a time's cost
+        return list(zip(self._ids[rows[chosen]].tolist(), scores[order].tolist(), (start + chosen).tolist()))
 
     def coarse(self, scope: Scope, query: np.ndarray, *, start: int, count: int) -> list[tuple[int, int, int, float]]:
         """The ``count`` rows of the scope at scan positions >= ``start`` closest to the query by sign bits.
@@ -496,8 +497,13 @@ def search_kinds(
         kind_scope = scope if kind == MEMORY else Scope(scope.agent_id, scope.project_id, scope.channel)
         rows = indexes[kind].search(kind_scope, query, floor=floor, depth=depth, positions=positions, period=period)
         found += [(-score, order, position, make_ref(kind, row_id), score) for row_id, score, position in rows]
-    found.sort(key=lambda item: item[:3])
-    return [Hit(ref, rank, score) for rank, (*_, ref, score) in enumerate(found[:depth])]
+    if len(kinds) > 1:
+        found.sort(key=_merge_key)  # one kind's rows come best first already (VectorIndex.search)
+    return [Hit(ref, rank, score) for rank, (_, _, _, ref, score) in enumerate(found[:depth])]
+
+
+def _merge_key(item: tuple[float, int, int, str, float]) -> tuple[float, int, int]:
+    return item[0], item[1], item[2]
 
 
 def coarse_hits(index: VectorIndex, scope: Scope, query: np.ndarray, *, start: int, count: int) -> list[CoarseHit]:
