@@ -157,6 +157,9 @@ def main(argv: list[str] | None = None) -> int:
         f"python -m {PROG} --locomo {args.locomo} --before {args.before} --after {args.after} "
         f"--sizes {' '.join(map(str, args.sizes))}"
         + ("" if args.embedding == "hash" else f" --embedding {args.embedding}")
+        + ("" if args.rounds == 2 else f" --rounds {args.rounds}")
+        + ("" if args.queries == 150 else f" --queries {args.queries}")
+        + ("" if args.out == RESULTS / "revision_ab.md" else f" --out {args.out}")
     )
     vectors = (
         "hash vectors"
