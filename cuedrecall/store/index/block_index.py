@@ -69,6 +69,20 @@ class RecordBlocks:
 
 
 @dataclass(frozen=True)
+class BlockRows:
+    """Many records' blocks as a load reads them (``BlockIndex.load``): row by row, each record's rows together and
+    in block order, as the blocks table lists them; a record's model, width and scope are its first row's."""
+
+    kinds: list[str]
+    record_ids: list[int]
+    blocks: list[int]
+    models: list[str]
+    bits: list[bytes]  # packed sign bits, MSB first
+    codes: list[bytes | None]  # int8 code, None when the block has none
+    scopes: list[tuple[str, str, str, str]]  # (agent_id, project_id, channel, source_id)
+
+
+@dataclass(frozen=True)
 class Found:
     """One record the search reached, by its best block."""
 
@@ -137,6 +151,33 @@ class _ModelRows:
         self.alive[start:stop] = True
         self.axes.set_rows(start, k, record.agent_id, record.project_id, record.channel, record.source_id)
         self.n = stop
+        if self.table is not None and self.table.wants_fold():
+            self.fold()
+
+    def add_rows(self, rows: BlockRows, first: int, stop: int, starts: list[int]) -> None:
+        """Rows ``first:stop`` of a load's batch, whole records of this model and width that ``add`` would take one
+        by one (``starts``: where each record's rows begin), in one pass: the same rows, keys, codes and scopes."""
+        k = stop - first
+        self._reserve(k)
+        start = self.n
+        packed = np.frombuffer(b"".join(rows.bits[first:stop]), dtype=np.uint8).reshape(k, self.nbytes)
+        self.words[start : start + k] = words(packed, self.width)
+        self._set_codes(
+            start, [None if code is None else np.frombuffer(code, np.int8) for code in rows.codes[first:stop]]
+        )
+        keys = np.fromiter(
+            (record_key(kind, row_id) for kind, row_id in zip(rows.kinds[first:stop], rows.record_ids[first:stop])),
+            dtype=np.int64,
+            count=k,
+        )
+        self.key[start : start + k] = (keys << _BLOCK_BITS) | np.asarray(rows.blocks[first:stop], dtype=np.int64)
+        self.alive[start : start + k] = True
+        run = first  # records in a row with one scope have their axes set at once
+        for j in [*starts[1:], stop]:
+            if j == stop or rows.scopes[j] != rows.scopes[run]:
+                self.axes.set_rows(start + run - first, j - run, *rows.scopes[run])
+                run = j
+        self.n = start + k
         if self.table is not None and self.table.wants_fold():
             self.fold()
 
@@ -385,6 +426,38 @@ class BlockIndex:
             return False
         rows.add(record)
         return True
+
+    def load(self, rows: BlockRows) -> None:
+        """Index a batch of records as ``add`` of each in turn would (a record it would refuse is left out), the
+        records of one model and width in a row added in one pass (``_ModelRows.add_rows``): a store's open pays
+        per batch, not per record."""
+        total = len(rows.blocks)
+        starts = [
+            j
+            for j in range(total)
+            if j == 0 or rows.record_ids[j] != rows.record_ids[j - 1] or rows.kinds[j] != rows.kinds[j - 1]
+        ]
+        target: _ModelRows | None = None  # the rows the pending run of records goes to
+        first, run = 0, list[int]()  # the pending run: its first row and where each of its records begins
+        for begin, end in zip(starts, [*starts[1:], total]):
+            model, nbytes = rows.models[begin], len(rows.bits[begin])
+            if max(rows.blocks[begin:end]) > MAX_BLOCK or any(len(b) != nbytes for b in rows.bits[begin:end]):
+                chosen = None
+            else:
+                chosen = self._models.get(model)
+                pending = begin - first if chosen is not None and chosen is target else 0
+                if chosen is None or (chosen.live + pending == 0 and chosen.nbytes != nbytes):
+                    chosen = self._models[model] = _ModelRows(nbytes, spill=self._spill)
+                elif chosen.nbytes != nbytes:
+                    chosen = None
+            if chosen is not target or chosen is None:
+                if target is not None and run:
+                    target.add_rows(rows, first, begin, run)
+                target, first, run = chosen, begin, []
+            if chosen is not None:
+                run.append(begin)
+        if target is not None and run:
+            target.add_rows(rows, first, total, run)
 
     def fold(self) -> None:
         """After a bulk load: each model's equal codes folded into one slot (``DistinctCodes.fold``)."""

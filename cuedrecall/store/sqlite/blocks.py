@@ -16,7 +16,7 @@ import numpy as np
 
 from cuedrecall import heap
 from cuedrecall.store.base import BlockHit, Scope, make_ref
-from cuedrecall.store.index.block_index import KIND_CODES, BlockIndex, RecordBlocks
+from cuedrecall.store.index.block_index import KIND_CODES, BlockIndex, BlockRows, RecordBlocks
 from cuedrecall.store.sql.blocks import SqlBlocks
 
 if TYPE_CHECKING:
@@ -24,7 +24,10 @@ if TYPE_CHECKING:
 
 _KIND_NAMES = {code: kind for kind, code in KIND_CODES.items()}
 _CHUNK = 500
-_SETTLE_RECORDS = 1024  # records a load adds between releases of the codes' pages
+_SETTLE_RECORDS = 1024  # a batch of changes to a quarter as many records or more releases the codes' pages after
+_LOAD_ROWS = (
+    1024  # block rows an open reads and indexes at a time: larger batches raised the open's peak, not its speed
+)
 EVERY_ROW = 1 << 62  # the block arm's default examine here: no cap (PostgreSQL's arm keeps the protocol's 250,000)
 
 
@@ -68,10 +71,9 @@ class SqliteBlocks(SqlBlocks):
 
     def _rebuild_block_index(self) -> None:
         index = BlockIndex(spill=self._spill_dir())
-        for count, record in enumerate(self._block_records("1 = 1", ()), 1):
-            index.add(record)
-            if count % _SETTLE_RECORDS == 0:
-                index.settle()  # the load's peak stays near what searches keep resident
+        for batch in self._block_batches():
+            index.load(batch)
+            index.settle()  # the load's peak stays near what searches keep resident
         index.fold()  # rows of equal codes share one slot: the arm scores each distinct code once
         index.settle()
         self._blocks = index
@@ -89,6 +91,24 @@ class SqliteBlocks(SqlBlocks):
                     self._blocks.add(record)
         if len(records) >= _SETTLE_RECORDS // 4:
             self._blocks.settle()  # a builder's batch wrote codes all over the file: searches bring back theirs
+
+    def _block_batches(self) -> Iterator[BlockRows]:
+        """Every block with a vector, about ``_LOAD_ROWS`` rows at a time, each record's rows in one batch."""
+        cursor = self._conn.execute(
+            "SELECT kind, record_id, block, model, bits, codes, agent_id, project_id, channel, source_id "
+            "FROM blocks WHERE bits IS NOT NULL ORDER BY kind, record_id, block"
+        )
+        carried: list[tuple] = []
+        while chunk := cursor.fetchmany(_LOAD_ROWS):
+            rows = carried + chunk
+            last = len(rows) - 1  # the last record may go on in the next chunk: it waits for it
+            while last > 0 and rows[last - 1][:2] == rows[-1][:2]:
+                last -= 1
+            carried = rows[last:]
+            if last:
+                yield _batch(rows[:last])
+        if carried:
+            yield _batch(carried)
 
     def _block_records(self, where: str, params: Sequence[Any]) -> Iterator[RecordBlocks]:
         """The blocks with vectors that match ``where``, one record at a time."""
@@ -112,3 +132,16 @@ class SqliteBlocks(SqlBlocks):
                 channel=first[8],
                 source_id=first[9],
             )
+
+
+def _batch(rows: list[tuple]) -> BlockRows:
+    """Rows of the blocks table (as ``_block_batches`` selects them) as the index's load takes them."""
+    return BlockRows(
+        kinds=[row[0] for row in rows],
+        record_ids=[row[1] for row in rows],
+        blocks=[row[2] for row in rows],
+        models=[row[3] for row in rows],
+        bits=[row[4] for row in rows],
+        codes=[row[5] for row in rows],
+        scopes=[(row[6], row[7], row[8], row[9]) for row in rows],
+    )
