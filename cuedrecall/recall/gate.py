@@ -16,8 +16,6 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import numpy as np
-
 from cuedrecall.recall.arm_registry import ARMS
 from cuedrecall.recall.candidates import Candidate
 from cuedrecall.recall.context import RecallContext
@@ -112,8 +110,7 @@ def outlier_bar(ctx: RecallContext) -> float | None:
     pool = ctx.pool()
     if ctx.query_vector is None or not 1 < pool < OUTLIER_MAX_POOL:
         return None
-    hits = ctx.store.vector_near(ctx.scope, ctx.query_vector, floor=-2.0, depth=pool, window=ctx.params.window)
-    cosines = np.array([hit.raw for hit in hits if hit.raw is not None], dtype=np.float64)
+    cosines = ctx.store.vector_cosines(ctx.scope, ctx.query_vector, floor=-2.0, depth=pool, window=ctx.params.window)
     if len(cosines) < 2 or float(cosines.std()) <= 0:
         return None
     return float(cosines.mean() + OUTLIER_Z * cosines.std())

@@ -431,6 +431,10 @@ class ArmStore(Transactions, Protocol):
     """The recall arms: ranked (ref, rank, raw) rows, each read inside the scope."""
 
     def vector_near(self, scope: Scope, query: np.ndarray, *, floor: float, depth: int, window: int) -> list[Hit]: ...
+    # vector_near's scores alone, best first, as float64 (the gate's outlier bar reads every row's)
+    def vector_cosines(
+        self, scope: Scope, query: np.ndarray, *, floor: float, depth: int, window: int
+    ) -> np.ndarray: ...
     def vector_far(
         self, scope: Scope, query: np.ndarray, *, floor: float, limit: int, window: int, reach: int
     ) -> list[Hit]: ...

@@ -185,6 +185,11 @@ def test_every_store_arm_stays_inside_the_read_scope(
     vector = memory.embedder.embed([query or "anything"])[0]
     near = [h.ref for h in store.vector_near(scope, vector, floor=-2.0, depth=10_000, window=10_000)]
     assert _inside(near, rows, scope) == []
+    for floor, depth, window in ((-2.0, 10_000, 10_000), (-2.0, 3, 10_000), (0.0, 10_000, 4), (-2.0, 0, 10)):
+        # the outlier bar's scores: the arm's own, value for value and in its order, no hit built
+        raws = [h.raw for h in store.vector_near(scope, vector, floor=floor, depth=depth, window=window)]
+        cosines = store.vector_cosines(scope, vector, floor=floor, depth=depth, window=window)
+        assert cosines.dtype == np.float64 and cosines.tolist() == raws
     assert sorted(r for r in near if r.startswith("mem:")) == sorted(allowed_memories)
     assert len(near) == len(set(near))
     for kind, expected in ((MEMORY, allowed_memories), (EPISODE, allowed_episodes)):

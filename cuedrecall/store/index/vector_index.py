@@ -388,6 +388,17 @@ class VectorIndex:
         chosen = picked[order]  # tolist() gives Python ints and floats of the same values, a row at a time's cost
         return list(zip(self._ids[rows[chosen]].tolist(), scores[order].tolist(), (start + chosen).tolist()))
 
+    def window_scores(self, scope: Scope, query: np.ndarray, positions: tuple[int, int | None]) -> np.ndarray:
+        """Every row's exact score (float32) at these scan positions of the scope, a row gone left out: the
+        values ``search`` scores, without a row's id, position or order (the gate's outlier bar reads these)."""
+        if self._n == 0 or query.shape[0] != self.dim:
+            return np.zeros(0, dtype=np.float32)
+        rows = self.scope_rows(scope)[::-1][positions[0] : positions[1]]
+        if rows.size == 0:
+            return np.zeros(0, dtype=np.float32)
+        scores = self._scores(rows, query.astype(np.float32, copy=False))
+        return scores[~np.isnan(scores)]
+
     def coarse(self, scope: Scope, query: np.ndarray, *, start: int, count: int) -> list[tuple[int, int, int, float]]:
         """The ``count`` rows of the scope at scan positions >= ``start`` closest to the query by sign bits.
 
@@ -500,6 +511,29 @@ def search_kinds(
     if len(kinds) > 1:
         found.sort(key=_merge_key)  # one kind's rows come best first already (VectorIndex.search)
     return [Hit(ref, rank, score) for rank, (_, _, _, ref, score) in enumerate(found[:depth])]
+
+
+def window_cosines(
+    indexes: dict[str, VectorIndex],
+    scope: Scope,
+    query: np.ndarray,
+    floor: float,
+    depth: int,
+    *,
+    positions: tuple[int, int | None],
+    kinds: tuple[str, ...],
+) -> np.ndarray:
+    """The scores ``search_kinds`` gives (each kind's window, at or above ``floor``, the best ``depth``), best first,
+    as float64, without its hits: the same values in the same order, since equal scores are equal numbers."""
+    if not scope.episodes_visible:
+        kinds = tuple(kind for kind in kinds if kind != EPISODE)
+    parts = [np.zeros(0, dtype=np.float32)]
+    for kind in kinds:
+        kind_scope = scope if kind == MEMORY else Scope(scope.agent_id, scope.project_id, scope.channel)
+        parts.append(indexes[kind].window_scores(kind_scope, query, positions))
+    scores = np.concatenate(parts)
+    scores = scores[scores >= floor]
+    return np.sort(scores)[::-1][: max(depth, 0)].astype(np.float64)
 
 
 def _merge_key(item: tuple[float, int, int, str, float]) -> tuple[float, int, int]:

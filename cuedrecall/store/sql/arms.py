@@ -52,6 +52,12 @@ class SqlArms:
         """Cosine over the newest ``window`` embedded rows of each kind in scope, best ``depth``."""
         return self._vector_arm(scope, query, floor, depth, positions=(0, window), period=None, kinds=(MEMORY, EPISODE))
 
+    def vector_cosines(self, scope: Scope, query: np.ndarray, *, floor: float, depth: int, window: int) -> np.ndarray:
+        """``vector_near``'s scores alone, best first, as float64 (a backend with an in-process index reads them
+        without building the hits)."""
+        hits = self.vector_near(scope, query, floor=floor, depth=depth, window=window)
+        return np.array([hit.raw for hit in hits if hit.raw is not None], dtype=np.float64)
+
     def vector_far(
         self, scope: Scope, query: np.ndarray, *, floor: float, limit: int, window: int, reach: int
     ) -> list[Hit]:

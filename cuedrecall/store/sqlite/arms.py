@@ -14,7 +14,7 @@ import numpy as np
 
 from cuedrecall.errors import StoreError
 from cuedrecall.store.base import EPISODE, MEMORY, CoarseHit, Hit, Period, Scope, make_ref
-from cuedrecall.store.index.vector_index import coarse_hits, search_kinds
+from cuedrecall.store.index.vector_index import coarse_hits, search_kinds, window_cosines
 from cuedrecall.store.predicates import period_where, scope_where
 from cuedrecall.store.rows import TABLES
 from cuedrecall.store.sql.arms import SqlArms
@@ -86,6 +86,14 @@ class SqliteArms(SqlArms):
         with self._lock:
             self._catch_up()
             return coarse_hits(self._indexes[MEMORY], scope, query, start=start, count=count)
+
+    def vector_cosines(self, scope: Scope, query: np.ndarray, *, floor: float, depth: int, window: int) -> np.ndarray:
+        """``vector_near``'s scores from the index alone (``window_cosines``): the same values, no hits built."""
+        with self._lock:
+            self._catch_up()
+            return window_cosines(
+                self._indexes, scope, query, floor, depth, positions=(0, window), kinds=(MEMORY, EPISODE)
+            )
 
     def _vector_arm(
         self,

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from cuedrecall.store.base import MEMORY, Scope
 from cuedrecall.store.index import exact_file, vector_index
 from cuedrecall.store.index.exact_file import PREFIX, ExactFile, open_exact_file
-from cuedrecall.store.index.vector_index import IndexRow, VectorIndex
+from cuedrecall.store.index.vector_index import IndexRow, VectorIndex, window_cosines
 from tests.conftest import open_memory
 
 DIM = 16
@@ -87,7 +87,11 @@ def _stored(truth: dict[int, np.ndarray], asked: list[int]) -> vector_index.Exac
 
 
 def _answers(index: VectorIndex, query: np.ndarray) -> list[list[tuple[int, float, int]]]:
-    return [index.search(Scope(agent), query, floor=-1.0, depth=7) for agent in AGENTS]
+    found = [index.search(Scope(agent), query, floor=-1.0, depth=7) for agent in AGENTS]
+    for agent, rows in zip(AGENTS, found):  # the outlier bar's scores: the search's, value for value, in order
+        cosines = window_cosines({MEMORY: index}, Scope(agent), query, -1.0, 7, positions=(0, None), kinds=(MEMORY,))
+        assert cosines.tolist() == [score for _, score, _ in rows]
+    return found
 
 
 @settings(max_examples=60, deadline=None)
