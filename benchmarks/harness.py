@@ -56,6 +56,13 @@ LOCOMO_EXCLUDED = frozenset({"5"})  # adversarial: left out of retrieval metrics
 # -- metrics over a best-first ranking of refs ------------------------------------------------
 
 
+def write_report(out: Path, lines: list[str]) -> None:
+    """A results file from its lines (its folder made when missing), echoed to the terminal."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join([*lines, ""]), encoding="utf-8")
+    print(out.read_text(encoding="utf-8"))
+
+
 def dcg(ranked: Sequence[str], gold: Iterable[str]) -> float:
     """Discounted cumulative gain with binary relevance: sum of 1/log2(rank + 1) over relevant ranks."""
     relevant = set(gold)

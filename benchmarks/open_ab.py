@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import realistic
-from benchmarks.harness import RESULTS
+from benchmarks.harness import RESULTS, write_report
 from benchmarks.speed_realistic_peer import git_output, ours_snapshot
 
 PROG = "benchmarks.open_ab"
@@ -125,10 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             f"| {r['size']:,} | {r['before_s']:.1f} | {r['after_s']:.1f} | x{r['after_s'] / r['before_s']:.2f} | "
             f"{r['before_mib']:.0f} | {r['after_mib']:.0f} | {'yes' if r['same'] else 'NO'} |"
         )
-    lines.append("")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines))
-    print(args.out.read_text())
+    write_report(args.out, lines)
     return 0
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import realistic
-from benchmarks.harness import RESULTS
+from benchmarks.harness import RESULTS, write_report
 from benchmarks.speed_realistic_peer import git_output, ours_snapshot
 
 PROG = "benchmarks.revision_ab"
@@ -186,10 +186,7 @@ def main(argv: list[str] | None = None) -> int:
             f"| {r['size']:,} | {r['before']:.2f} | {r['after']:.2f} | x{r['after'] / r['before']:.2f} | "
             f"{r['before_p90']:.2f} | {r['after_p90']:.2f} | {r['same']} of {r['asked']} |"
         )
-    lines.append("")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines))
-    print(args.out.read_text())
+    write_report(args.out, lines)
     return 0
 
 

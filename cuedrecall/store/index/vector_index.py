@@ -500,12 +500,8 @@ def search_kinds(
 ) -> list[Hit]:
     """A vector arm over the indexes of ``kinds``: each kind's best ``depth`` rows at or above ``floor``, merged by
     score; ties: the earlier kind (memories before episodes), then the earlier scan position."""
-    if not scope.episodes_visible:
-        kinds = tuple(kind for kind in kinds if kind != EPISODE)
     found = []
-    for order, kind in enumerate(kinds):
-        # source_id filters memories only: a visible episode carries no source to match
-        kind_scope = scope if kind == MEMORY else Scope(scope.agent_id, scope.project_id, scope.channel)
+    for order, (kind, kind_scope) in enumerate(_kind_scopes(scope, kinds)):
         rows = indexes[kind].search(kind_scope, query, floor=floor, depth=depth, positions=positions, period=period)
         found += [(-score, order, position, make_ref(kind, row_id), score) for row_id, score, position in rows]
     if len(kinds) > 1:
@@ -525,15 +521,21 @@ def window_cosines(
 ) -> np.ndarray:
     """The scores ``search_kinds`` gives (each kind's window, at or above ``floor``, the best ``depth``), best first,
     as float64, without its hits: the same values in the same order, since equal scores are equal numbers."""
-    if not scope.episodes_visible:
-        kinds = tuple(kind for kind in kinds if kind != EPISODE)
     parts = [np.zeros(0, dtype=np.float32)]
-    for kind in kinds:
-        kind_scope = scope if kind == MEMORY else Scope(scope.agent_id, scope.project_id, scope.channel)
+    for kind, kind_scope in _kind_scopes(scope, kinds):
         parts.append(indexes[kind].window_scores(kind_scope, query, positions))
     scores = np.concatenate(parts)
     scores = scores[scores >= floor]
     return np.sort(scores)[::-1][: max(depth, 0)].astype(np.float64)
+
+
+def _kind_scopes(scope: Scope, kinds: tuple[str, ...]) -> list[tuple[str, Scope]]:
+    """Each kind a vector arm reads with the scope it reads it in: episodes only while the scope shows them, and
+    without the source filter (source_id filters memories only: a visible episode carries no source to match)."""
+    episodes = Scope(scope.agent_id, scope.project_id, scope.channel)
+    return [
+        (kind, scope if kind == MEMORY else episodes) for kind in kinds if kind != EPISODE or scope.episodes_visible
+    ]
 
 
 def _merge_key(item: tuple[float, int, int, str, float]) -> tuple[float, int, int]:
