@@ -115,7 +115,6 @@ class _ModelRows:
         self.alive = np.zeros(capacity, dtype=bool)
         self.axes = ScopeColumns(capacity)
         self._by_slot: tuple[np.ndarray, np.ndarray, int] | None = None  # rows by slot: (order, starts, rows sorted)
-        self._folded_rows = 0  # rows at the last fold (their slots renumbered by it)
 
     @property
     def live(self) -> int:
@@ -213,13 +212,8 @@ class _ModelRows:
         """Fold the table's equal codes into one slot each (``DistinctCodes.fold``); the rows follow."""
         if self.table is None:
             return
-        before = self.table.folded
         remap = self.table.fold()
-        # the rows there at the last fold point below ``before``: where those slots all kept their numbers (none
-        # died), only the rows added since are renumbered, so a load's folds cost its new rows, not every row
-        start = self._folded_rows if np.array_equal(remap[:before], np.arange(before)) else 0
-        self.slot[start : self.n] = remap[self.slot[start : self.n]]
-        self._folded_rows = self.n
+        self.slot[: self.n] = remap[self.slot[: self.n]]
         self._by_slot = None
 
     def remove(self, record_keys: np.ndarray) -> None:
@@ -248,7 +242,7 @@ class _ModelRows:
             copy_rows(new, old, self.n, kept)
             setattr(self, name, new)
         self.axes.keep(kept, capacity)
-        self.n, self.dead, self._folded_rows = count, 0, 0  # rows moved: the next fold renumbers all
+        self.n, self.dead = count, 0
         self.fold()  # the dead rows' slots go with them
 
     def search(

@@ -5,7 +5,6 @@ that does not fit the model's rows) left out alike, and it answers every search 
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from typing import Any
 
@@ -129,45 +128,3 @@ def test_a_batched_load_builds_the_index_adding_each_record_builds(
         for model in ("m1", "m2"):
             limits = {"examine": 100, "rerank": 1 + seed % 7, "per_record": 1 + seed % 4}
             assert one_by_one.search(scope, query, model, **limits) == batched.search(scope, query, model, **limits)
-
-
-op_strategy = st.one_of(
-    st.tuples(st.just("add"), record_strategy),
-    st.tuples(st.just("add"), record_strategy),
-    st.tuples(st.just("add"), record_strategy),
-    st.tuples(st.just("remove"), st.integers(0, 40)),
-    st.tuples(st.just("fold"), st.none()),
-)
-
-
-@settings(max_examples=150, deadline=None)
-@given(ops=st.lists(op_strategy, min_size=1, max_size=60), seed=st.integers(0, 2**16))
-def test_a_fold_renumbers_the_rows_a_full_renumbering_would(ops: list[tuple], seed: int) -> None:
-    """A fold renumbers only the rows added since the last one when every older slot kept its number; through adds,
-    removals (slots that die) and folds in any order the index equals one whose every fold renumbers every row."""
-    incremental, full = BlockIndex(), BlockIndex()
-    added: list[RecordBlocks] = []
-    partial = 0
-    for op, arg in ops:
-        if op == "add":
-            record = dataclasses.replace(_records([arg])[0], record_id=len(added) + 1)
-            added.append(record)
-            assert incremental.add(record) == full.add(record)
-        elif op == "remove" and added:
-            gone = added[arg % len(added)]
-            incremental.remove([(gone.kind, gone.record_id)])
-            full.remove([(gone.kind, gone.record_id)])
-        elif op == "fold":
-            for rows in full._models.values():
-                rows._folded_rows = 0  # the reference: every row renumbered
-            partial += any(0 < rows._folded_rows < rows.n for rows in incremental._models.values())
-            incremental.fold()
-            full.fold()
-    event(f"a fold renumbered part of the rows: {partial > 0}")
-    assert _state(incremental) == _state(full)
-    query = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
-    for agent, project, channel, source in SCOPES:
-        scope = Scope(agent, project or None, channel, source)
-        for model in ("m1", "m2"):
-            limits = {"examine": 100, "rerank": 5, "per_record": 3}
-            assert incremental.search(scope, query, model, **limits) == full.search(scope, query, model, **limits)
