@@ -25,9 +25,10 @@ if TYPE_CHECKING:
 _KIND_NAMES = {code: kind for kind, code in KIND_CODES.items()}
 _CHUNK = 500
 _SETTLE_RECORDS = 1024  # a batch of changes to a quarter as many records or more releases the codes' pages after
-_LOAD_ROWS = (
-    1024  # block rows an open reads and indexes at a time: larger batches raised the open's peak, not its speed
-)
+# block rows an open reads and indexes at a time: larger batches raised the open's peak, not its speed
+_LOAD_ROWS = 1024
+# what the index takes of a block row, in the order ``_batch`` and ``_block_records`` read it
+_BLOCK_COLUMNS = "kind, record_id, block, model, bits, codes, agent_id, project_id, channel, source_id"
 EVERY_ROW = 1 << 62  # the block arm's default examine here: no cap (PostgreSQL's arm keeps the protocol's 250,000)
 
 
@@ -95,8 +96,7 @@ class SqliteBlocks(SqlBlocks):
     def _block_batches(self) -> Iterator[BlockRows]:
         """Every block with a vector, about ``_LOAD_ROWS`` rows at a time, each record's rows in one batch."""
         cursor = self._conn.execute(
-            "SELECT kind, record_id, block, model, bits, codes, agent_id, project_id, channel, source_id "
-            "FROM blocks WHERE bits IS NOT NULL ORDER BY kind, record_id, block"
+            f"SELECT {_BLOCK_COLUMNS} FROM blocks WHERE bits IS NOT NULL ORDER BY kind, record_id, block"
         )
         carried: list[tuple] = []
         while chunk := cursor.fetchmany(_LOAD_ROWS):
@@ -113,8 +113,7 @@ class SqliteBlocks(SqlBlocks):
     def _block_records(self, where: str, params: Sequence[Any]) -> Iterator[RecordBlocks]:
         """The blocks with vectors that match ``where``, one record at a time."""
         cursor = self._conn.execute(
-            "SELECT kind, record_id, block, model, bits, codes, agent_id, project_id, channel, source_id "
-            f"FROM blocks WHERE bits IS NOT NULL AND {where} ORDER BY kind, record_id, block",
+            f"SELECT {_BLOCK_COLUMNS} FROM blocks WHERE bits IS NOT NULL AND {where} ORDER BY kind, record_id, block",
             params,
         )
         for (kind, row_id), group in itertools.groupby(cursor, key=lambda row: (row[0], row[1])):
