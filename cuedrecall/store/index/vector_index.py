@@ -510,20 +510,14 @@ def search_kinds(
 
 
 def window_cosines(
-    indexes: dict[str, VectorIndex],
-    scope: Scope,
-    query: np.ndarray,
-    floor: float,
-    depth: int,
-    *,
-    positions: tuple[int, int | None],
-    kinds: tuple[str, ...],
+    indexes: dict[str, VectorIndex], scope: Scope, query: np.ndarray, *, floor: float, depth: int, window: int
 ) -> np.ndarray:
-    """The scores ``search_kinds`` gives (each kind's window, at or above ``floor``, the best ``depth``), best first,
-    as float64, without its hits: the same values in the same order, since equal scores are equal numbers."""
+    """The scores ``search_kinds`` gives for ``vector_near`` (memories and episodes, the newest ``window`` rows of
+    each, at or above ``floor``, the best ``depth``), best first, as float64, without its hits: the same values in
+    the same order, since equal scores are equal numbers."""
     parts = [np.zeros(0, dtype=np.float32)]
-    for kind, kind_scope in _kind_scopes(scope, kinds):
-        parts.append(indexes[kind].window_scores(kind_scope, query, positions))
+    for kind, kind_scope in _kind_scopes(scope, (MEMORY, EPISODE)):
+        parts.append(indexes[kind].window_scores(kind_scope, query, (0, window)))
     scores = np.concatenate(parts)
     scores = scores[scores >= floor]
     return np.sort(scores)[::-1][: max(depth, 0)].astype(np.float64)

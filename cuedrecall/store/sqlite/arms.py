@@ -91,9 +91,7 @@ class SqliteArms(SqlArms):
         """``vector_near``'s scores from the index alone (``window_cosines``): the same values, no hits built."""
         with self._lock:
             self._catch_up()
-            return window_cosines(
-                self._indexes, scope, query, floor, depth, positions=(0, window), kinds=(MEMORY, EPISODE)
-            )
+            return window_cosines(self._indexes, scope, query, floor=floor, depth=depth, window=window)
 
     def _vector_arm(
         self,

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from cuedrecall.store.base import MEMORY, Scope
+from cuedrecall.store.base import EPISODE, MEMORY, Scope
 from cuedrecall.store.index import exact_file, vector_index
 from cuedrecall.store.index.exact_file import PREFIX, ExactFile, open_exact_file
 from cuedrecall.store.index.vector_index import IndexRow, VectorIndex, window_cosines
@@ -89,7 +89,8 @@ def _stored(truth: dict[int, np.ndarray], asked: list[int]) -> vector_index.Exac
 def _answers(index: VectorIndex, query: np.ndarray) -> list[list[tuple[int, float, int]]]:
     found = [index.search(Scope(agent), query, floor=-1.0, depth=7) for agent in AGENTS]
     for agent, rows in zip(AGENTS, found):  # the outlier bar's scores: the search's, value for value, in order
-        cosines = window_cosines({MEMORY: index}, Scope(agent), query, -1.0, 7, positions=(0, None), kinds=(MEMORY,))
+        indexes = {MEMORY: index, EPISODE: VectorIndex(lambda ids: {})}  # no episodes: the memories' scores alone
+        cosines = window_cosines(indexes, Scope(agent), query, floor=-1.0, depth=7, window=len(index))
         assert cosines.tolist() == [score for _, score, _ in rows]
     return found
 
