@@ -140,23 +140,9 @@ class _ModelRows:
             return mapped_zeros(shape, dtype, self.spill)
         return np.full(shape, -1, dtype=dtype) if name == "slot" else np.zeros(shape, dtype=dtype)
 
-    def add(self, record: RecordBlocks) -> None:
-        k = len(record.blocks)
-        self._reserve(k)
-        start, stop = self.n, self.n + k
-        self.words[start:stop] = words(record.bits, self.width)
-        self._set_codes(start, record.codes)
-        base = np.int64(record_key(record.kind, record.record_id)) << _BLOCK_BITS
-        self.key[start:stop] = base | np.asarray(record.blocks, dtype=np.int64)
-        self.alive[start:stop] = True
-        self.axes.set_rows(start, k, record.agent_id, record.project_id, record.channel, record.source_id)
-        self.n = stop
-        if self.table is not None and self.table.wants_fold():
-            self.fold()
-
     def add_rows(self, rows: BlockRows, first: int, stop: int, starts: list[int]) -> None:
-        """Rows ``first:stop`` of a load's batch, whole records of this model and width that ``add`` would take one
-        by one (``starts``: where each record's rows begin), in one pass: the same rows, keys, codes and scopes."""
+        """Rows ``first:stop`` of a load's batch, whole records of this model and width (``starts``: where each
+        record's rows begin), in one pass."""
         k = stop - first
         self._reserve(k)
         start = self.n
@@ -412,44 +398,48 @@ class BlockIndex:
         return sum(rows.live for rows in self._models.values())
 
     def add(self, record: RecordBlocks) -> bool:
-        """Index one record's blocks (after ``remove`` of its old ones); False when their width does not fit
-        the model's rows, or a block index is past MAX_BLOCK."""
-        if not len(record.blocks):
+        """Index one record's blocks (after ``remove`` of its old ones), as a load of that record alone; False when
+        the load leaves it out (a width that does not fit the model's rows, a block index past MAX_BLOCK)."""
+        k = len(record.blocks)
+        if not k:
             return True
-        if int(np.max(record.blocks)) > MAX_BLOCK:
-            return False
-        rows = self._models.get(record.model)
-        nbytes = int(np.asarray(record.bits).shape[1])
-        if rows is None or (rows.live == 0 and rows.nbytes != nbytes):
-            rows = self._models[record.model] = _ModelRows(nbytes, spill=self._spill)
-        if rows.nbytes != nbytes:
-            return False
-        rows.add(record)
-        return True
+        bits = np.atleast_2d(np.asarray(record.bits, dtype=np.uint8))
+        one = BlockRows(
+            kinds=[record.kind] * k,
+            record_ids=[record.record_id] * k,
+            blocks=[int(block) for block in record.blocks],
+            models=[record.model] * k,
+            bits=[row.tobytes() for row in bits],
+            codes=[None if code is None else np.asarray(code, dtype=np.int8).tobytes() for code in record.codes],
+            scopes=[(record.agent_id, record.project_id, record.channel, record.source_id)] * k,
+        )
+        return self.load(one) == 0
 
-    def load(self, rows: BlockRows) -> None:
-        """Index a batch of records as ``add`` of each in turn would (a record it would refuse is left out), the
-        records of one model and width in a row added in one pass (``_ModelRows.add_rows``): a store's open pays
-        per batch, not per record."""
+    def load(self, rows: BlockRows) -> int:
+        """Index a batch of records (after ``remove`` of their old blocks), the records of one model and width in a
+        row added in one pass (``_ModelRows.add_rows``): a store's open pays per batch, not per record. A record
+        whose blocks' widths differ, or do not fit its model's rows, or with a block index past MAX_BLOCK is left
+        out; how many were."""
         total = len(rows.blocks)
         starts = [
             j
             for j in range(total)
             if j == 0 or rows.record_ids[j] != rows.record_ids[j - 1] or rows.kinds[j] != rows.kinds[j - 1]
         ]
+        left_out = 0
         target: _ModelRows | None = None  # the rows the pending run of records goes to
         first, run = 0, list[int]()  # the pending run: its first row and where each of its records begins
         for begin, end in zip(starts, [*starts[1:], total]):
             model, nbytes = rows.models[begin], len(rows.bits[begin])
             if max(rows.blocks[begin:end]) > MAX_BLOCK or any(len(b) != nbytes for b in rows.bits[begin:end]):
-                chosen = None
+                chosen, left_out = None, left_out + 1
             else:
                 chosen = self._models.get(model)
                 pending = begin - first if chosen is not None and chosen is target else 0
                 if chosen is None or (chosen.live + pending == 0 and chosen.nbytes != nbytes):
                     chosen = self._models[model] = _ModelRows(nbytes, spill=self._spill)
                 elif chosen.nbytes != nbytes:
-                    chosen = None
+                    chosen, left_out = None, left_out + 1
             if chosen is not target or chosen is None:
                 if target is not None and run:
                     target.add_rows(rows, first, begin, run)
@@ -458,6 +448,7 @@ class BlockIndex:
                 run.append(begin)
         if target is not None and run:
             target.add_rows(rows, first, total, run)
+        return left_out
 
     def fold(self) -> None:
         """After a bulk load: each model's equal codes folded into one slot (``DistinctCodes.fold``)."""

@@ -16,7 +16,7 @@ import numpy as np
 
 from cuedrecall import heap
 from cuedrecall.store.base import BlockHit, Scope, make_ref
-from cuedrecall.store.index.block_index import KIND_CODES, BlockIndex, BlockRows, RecordBlocks
+from cuedrecall.store.index.block_index import KIND_CODES, BlockIndex, BlockRows
 from cuedrecall.store.sql.blocks import SqlBlocks
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ _CHUNK = 500
 _SETTLE_RECORDS = 1024  # a batch of changes to a quarter as many records or more releases the codes' pages after
 # block rows an open reads and indexes at a time: larger batches raised the open's peak, not its speed
 _LOAD_ROWS = 1024
-# what the index takes of a block row, in the order ``_batch`` and ``_block_records`` read it
+# what the index takes of a block row, in the order ``_batch`` reads it
 _BLOCK_COLUMNS = "kind, record_id, block, model, bits, codes, agent_id, project_id, channel, source_id"
 EVERY_ROW = 1 << 62  # the block arm's default examine here: no cap (PostgreSQL's arm keeps the protocol's 250,000)
 
@@ -72,7 +72,7 @@ class SqliteBlocks(SqlBlocks):
 
     def _rebuild_block_index(self) -> None:
         index = BlockIndex(spill=self._spill_dir())
-        for batch in self._block_batches():
+        for batch in self._block_batches("1 = 1", ()):
             index.load(batch)
             index.settle()  # the load's peak stays near what searches keep resident
         index.fold()  # rows of equal codes share one slot: the arm scores each distinct code once
@@ -88,15 +88,17 @@ class SqliteBlocks(SqlBlocks):
             for start in range(0, len(ids), _CHUNK):
                 chunk = ids[start : start + _CHUNK]
                 marks = ",".join("?" * len(chunk))
-                for record in self._block_records(f"kind = ? AND record_id IN ({marks})", [kind, *chunk]):
-                    self._blocks.add(record)
+                for batch in self._block_batches(f"kind = ? AND record_id IN ({marks})", [kind, *chunk]):
+                    self._blocks.load(batch)
         if len(records) >= _SETTLE_RECORDS // 4:
             self._blocks.settle()  # a builder's batch wrote codes all over the file: searches bring back theirs
 
-    def _block_batches(self) -> Iterator[BlockRows]:
-        """Every block with a vector, about ``_LOAD_ROWS`` rows at a time, each record's rows in one batch."""
+    def _block_batches(self, where: str, params: Sequence[Any]) -> Iterator[BlockRows]:
+        """The blocks with vectors that match ``where``, about ``_LOAD_ROWS`` rows at a time, each record's rows in
+        one batch."""
         cursor = self._conn.execute(
-            f"SELECT {_BLOCK_COLUMNS} FROM blocks WHERE bits IS NOT NULL ORDER BY kind, record_id, block"
+            f"SELECT {_BLOCK_COLUMNS} FROM blocks WHERE bits IS NOT NULL AND {where} ORDER BY kind, record_id, block",
+            params,
         )
         carried: list[tuple] = []
         while chunk := cursor.fetchmany(_LOAD_ROWS):
@@ -109,28 +111,6 @@ class SqliteBlocks(SqlBlocks):
                 yield _batch(rows[:last])
         if carried:
             yield _batch(carried)
-
-    def _block_records(self, where: str, params: Sequence[Any]) -> Iterator[RecordBlocks]:
-        """The blocks with vectors that match ``where``, one record at a time."""
-        cursor = self._conn.execute(
-            f"SELECT {_BLOCK_COLUMNS} FROM blocks WHERE bits IS NOT NULL AND {where} ORDER BY kind, record_id, block",
-            params,
-        )
-        for (kind, row_id), group in itertools.groupby(cursor, key=lambda row: (row[0], row[1])):
-            rows = list(group)
-            first = rows[0]
-            yield RecordBlocks(
-                kind=kind,
-                record_id=row_id,
-                model=first[3],
-                blocks=np.fromiter((row[2] for row in rows), dtype=np.int64, count=len(rows)),
-                bits=np.frombuffer(b"".join(row[4] for row in rows), dtype=np.uint8).reshape(len(rows), -1),
-                codes=[None if row[5] is None else np.frombuffer(row[5], dtype=np.int8) for row in rows],
-                agent_id=first[6],
-                project_id=first[7],
-                channel=first[8],
-                source_id=first[9],
-            )
 
 
 def _batch(rows: list[tuple]) -> BlockRows:

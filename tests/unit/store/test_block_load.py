@@ -1,7 +1,7 @@
-"""A store's open loads its block index in batches (``BlockIndex.load``, store/sqlite/blocks.py): the index it builds
-is the one adding each record in turn builds, the records ``add`` refuses (a block index past MAX_BLOCK, a width
-that does not fit the model's rows) left out alike, and it answers every search alike
-(docs/storage.md#sqlite-the-default)."""
+"""A store's open loads its block index in batches (``BlockIndex.load``, store/sqlite/blocks.py): however the
+records are cut into batches, the index is the one loading each record alone builds (what ``add`` does), the
+records a load leaves out (a block index past MAX_BLOCK, a width that does not fit the model's rows) left out
+alike, and it answers every search alike (docs/storage.md#sqlite-the-default)."""
 
 from __future__ import annotations
 
