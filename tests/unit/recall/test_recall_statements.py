@@ -72,7 +72,7 @@ def statements(memory: Memory, **arguments: Any) -> tuple[list[str], dict[str, A
     return sent, response
 
 
-def test_a_warm_recall_sends_ten_statements_inside_one_read_transaction(memory: Memory) -> None:
+def test_a_warm_recall_sends_its_fixed_statements_inside_one_read_transaction(memory: Memory) -> None:
     sent, response = statements(memory)
     assert len(response["messages"]) == 10
     # BEGIN, the change-log check, two full-text arms, memories and episodes hydrated once, COMMIT, and without the
