@@ -7,7 +7,7 @@ kind of work has a cap of its own, named where it applies:
 - the query's distinct full-text terms (``text.fts.MAX_TERMS``), of them the trigrams cut
   from CJK runs (``text.fts.MAX_CJK_TRIGRAMS``), and its content words
   (``text.words.MAX_WORDS``): the first ones are taken, the rest left out;
-- the rows a keyword arm ranks (``store.term_counts``, keyword-budget-v1): terms are
+- the rows a keyword arm ranks (``store.term_counts``, keyword-budget-v2): terms are
   taken rarest first within a budget of matching rows;
 - the exclusion entries applied (``text.exclusion.MAX_EXCLUSIONS``), each check a few
   set probes and one bisection, not one comparison per entry;

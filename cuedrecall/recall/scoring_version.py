@@ -3,7 +3,7 @@
 Calibrated thresholds carry it; a change makes the server recalibrate at start.
 """
 
-SCORING_VERSION = "cuedrecall-3-lexical-coverage"
+SCORING_VERSION = "cuedrecall-4-joined-pass"
 RRF_K = 15  # the reciprocal-rank constant the version's scores are on by default (CUEDRECALL_RRF_K)
 
 

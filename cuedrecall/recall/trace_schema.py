@@ -179,7 +179,7 @@ class Trace(TypedDict, total=False):
     conflicts: list[StaleConflict]  # recall/stale.py: returned rows that are versions of one thing, refs
     coverage: dict[str, Any]  # recall/coverage.py's ledger
     bounds: dict[str, Any]  # recall/bounds.py: the caps in force and what each left out
-    keyword_terms: dict[str, Any]  # arm -> its keyword-budget-v1 plan (store/term_counts.py) and the pass it used
+    keyword_terms: dict[str, Any]  # arm -> its keyword-budget-v2 plan (store/term_counts.py) and the pass it used
     timing_ms: dict[str, float]
 
 

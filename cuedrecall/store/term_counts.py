@@ -152,9 +152,10 @@ class TermCounts:
         return [found[text] for text in texts]
 
 
-# -- the keyword budget (keyword-budget-v1) ----------------------------------------------------
+# -- the keyword budget (keyword-budget-v2) ----------------------------------------------------
 
-KEYWORD_BUDGET_RULE = "keyword-budget-v1"
+# v2: a first pass that fills the depth is ranked again with the fallback's other terms (``run_plan``)
+KEYWORD_BUDGET_RULE = "keyword-budget-v2"
 # bm25 scores every row an FTS5 expression matches, of every agent, before LIMIT applies: a pass's cost
 # is its matching rows. A pass ranks on the terms that fit its budget, rarest first, counting a term's
 # rows at most once per row of the table (min(sum, rows)); a store no larger than the budget keeps all.
@@ -214,7 +215,7 @@ class PlannedHits(list[Hit]):
 def plan_terms(
     counts: TermCounts, table: str, terms: Sequence[str], *, words: bool, small_scope: bool = False
 ) -> TermPlan:
-    """keyword-budget-v1 over the trigram index's terms (``words`` False) or the word index's words.
+    """keyword-budget-v2 over the trigram index's terms (``words`` False) or the word index's words.
 
     In a table of at most FIRST_PASS_ROWS rows every pass fits: the first ranks on the
     terms not common (in more than ``ratio`` of the rows), the fallback on all. In a
@@ -244,22 +245,45 @@ def plan_terms(
     )
 
 
-def run_plan(plan: TermPlan, run: Callable[[list[str]], list[_Row]], depth: int) -> tuple[list[_Row], str]:
+# One ranked query of an arm: the rows holding any of ``terms`` (and, when ``also`` is not empty, any of ``also``
+# as well, every one of both lists counted in the ranking), best first, at most the arm's depth.
+RunPass = Callable[[list[str], list[str]], list[_Row]]
+
+
+def run_plan(plan: TermPlan, run: RunPass[_Row], depth: int, *, key: Callable[[_Row], Any]) -> tuple[list[_Row], str]:
     """Rank on the plan's first terms; on its fallback terms when that finds fewer than ``depth`` rows. Returns the
-    rows and the pass they came from ("first", "fallback" or "none").
+    rows and the pass they came from ("first", "joined", "fallback" or "none"); ``key`` names a row.
 
     bm25 must score every row a term matches, and a common word ("the", "was")
     matches a large share of the store, for a small weight (low idf). Leaving
     such words out keeps the keyword arm's cost proportional to what the rare
-    words match; the order can differ from full bm25 only by those small weights.
+    words match. But a word is left out of the first pass for its rows, not its
+    weight: in a store grown with other text an ordinary word of the question
+    ("degree") passes the budget, and the first pass's depth fills with rows that
+    hold the rarer words alone while the row that also holds it slides past. So
+    when the first pass fills the depth, the fallback's other terms rank too, among
+    the rows that hold a first-pass term (the "joined" pass: a first term AND one of
+    them, ranked on both): those rows come first, then the first pass's. Its cost is
+    the rows of the first terms and of the fallback's, as the two passes' was.
+    docs/recall-process.md#the-full-text-query says the same in prose.
     """
     if plan.first and plan.first != plan.fallback:
-        rows = run(list(plan.first))
-        if len(rows) >= depth:
+        rows = run(list(plan.first), [])
+        if len(rows) < depth:
+            return _fallback(plan, run)
+        others = [term for term in plan.fallback if term not in plan.first]
+        joined = run(list(plan.first), others) if others else []
+        if not joined:
             return rows, "first"
+        seen = {key(row) for row in joined}
+        return (joined + [row for row in rows if key(row) not in seen])[:depth], "joined"
+    return _fallback(plan, run)
+
+
+def _fallback(plan: TermPlan, run: RunPass[_Row]) -> tuple[list[_Row], str]:
     if not plan.fallback:
         return [], "none"
-    return run(list(plan.fallback)), "fallback"
+    return run(list(plan.fallback), []), "fallback"
 
 
 def _within(terms: Sequence[str], rows: dict[str, int], budget: int, total: int) -> tuple[str, ...]:

@@ -25,7 +25,7 @@ filters after scoring; raw = -BM25, best (lowest) first, then id.
   tf = the token's places in ``word_tokens`` (the same tokens in order), length =
   the row's tokens, as FTS5.
 
-Which terms rank is the SQLite store's rule, keyword-budget-v1
+Which terms rank is the SQLite store's rule, keyword-budget-v2
 (``store.term_counts.plan_terms``), over this store's counts (terms.py).
 """
 
@@ -63,11 +63,15 @@ def row_length(lengths: Sequence[str]) -> str:
     return " + ".join(f"m.{column}" for column in lengths)
 
 
-def _bm25(period: Period | None) -> tuple[str, list[Any]]:
-    """The ranking half of a lexical arm's query, after CTE ``o`` (id, ts_epoch, len, term i, tf): df per
+def _bm25(period: Period | None, joined: bool = False) -> tuple[str, list[Any]]:
+    """The ranking half of a lexical arm's query, after CTE ``o`` (id, ts_epoch, len, term i, tf, joined): df per
     term among the matching rows, n and the mean row length over the scope (parameters: ``PgRecords._scope_lengths``),
-    the period, best first. Its parameters: n, the mean, the period's, then the depth."""
+    the period, best first; ``joined``: only the rows whose ``joined`` column is true are ranked (keyword-budget-v2's
+    joined pass: df still counts every matching row, as FTS5's idf does). Its parameters: n, the mean, the period's,
+    then the depth."""
     pwhere, pparams = POSTGRES.period_where("s", period)
+    if joined:
+        pwhere += " AND s.joined"
     return (
         "s AS (SELECT o.*, count(*) FILTER (WHERE o.tf > 0) OVER (PARTITION BY o.i) AS df FROM o), "
         "n AS (SELECT %s::float8 AS n, %s::float8 AS mean) "
@@ -76,6 +80,15 @@ def _bm25(period: Period | None) -> tuple[str, list[Any]]:
         f"FROM s CROSS JOIN n WHERE TRUE{pwhere} GROUP BY s.id ORDER BY raw, s.id LIMIT %s",
         pparams,
     )
+
+
+def _ref(hit: Hit) -> str:
+    return hit.ref
+
+
+def _ranked(hits: list[Hit]) -> list[Hit]:
+    """The hits numbered in their order (a joined pass puts two queries' rows in one list)."""
+    return [hit if hit.rank == rank else Hit(hit.ref, rank, hit.raw) for rank, hit in enumerate(hits)]
 
 
 class PgArms(SqlArms):
@@ -236,26 +249,45 @@ class PgArms(SqlArms):
     def _trigram_arm(
         self, kind: str, scope: Scope, terms: Sequence[str], depth: int, period: Period | None
     ) -> list[Hit]:
-        """The terms' plan under keyword-budget-v1 (store/term_counts.py, as on SQLite): rank on its first terms,
+        """The terms' plan under keyword-budget-v2 (store/term_counts.py, as on SQLite): rank on its first terms,
         on its fallback terms when that finds fewer than ``depth``; a small scope is then scanned for the terms
         the budget left out."""
         terms = list(dict.fromkeys(term for term in terms if term))
         small = kind == MEMORY and self._small_scope(scope, "memories")
         plan = plan_terms(self._vocab, _TEXT[kind][0], terms, words=False, small_scope=small)
-        hits, ranked_on = run_plan(plan, lambda chosen: self._bm25_arm(kind, scope, chosen, depth, period), depth)
+        hits, ranked_on = run_plan(
+            plan, lambda chosen, also: self._bm25_arm(kind, scope, chosen, depth, period, also), depth, key=_ref
+        )
+        hits = _ranked(hits)
         if small and plan.left_out and len(hits) < depth:
             hits += self._like_hits(scope, plan.left_out, depth - len(hits), period, len(hits), {h.ref for h in hits})
         return PlannedHits(hits, plan, ranked_on)
 
-    def _bm25_arm(self, kind: str, scope: Scope, terms: Sequence[str], depth: int, period: Period | None) -> list[Hit]:
+    def _bm25_arm(
+        self,
+        kind: str,
+        scope: Scope,
+        first: Sequence[str],
+        depth: int,
+        period: Period | None,
+        also: Sequence[str] = (),
+    ) -> list[Hit]:
         """The documented BM25 of the trigram arms (the module's docstring), one query. As in FTS5, a row's
-        columns (an episode's summary and keywords) count together: tf summed over them, length their sum."""
+        columns (an episode's summary and keywords) count together: tf summed over them, length their sum.
+        ``also``: keyword-budget-v2's joined pass, the rows holding one of ``first`` and one of ``also``, ranked on
+        both."""
         table, text = _TEXT[kind]
+        terms = [*first, *also]
         where, params = POSTGRES.scope_where(scope, "m", kind)
         # candidates from the trigram index, one bitmap a term OR'ed together, each row read once; then the
         # scope and the substring itself on those rows only
         lookups = " OR ".join("m.grams @> cr_trigrams(%s)" for _ in terms)
-        match = " OR ".join(f"strpos(lower({text}), lower(%s)) > 0" for _ in terms)
+
+        def holds(group: Sequence[str]) -> str:
+            return " OR ".join(f"strpos(lower({text}), lower(%s)) > 0" for _ in group)
+
+        match = holds(terms)
+        joined = f"(({holds(first)}) AND ({holds(also)}))" if also else "TRUE"
         columns, lengths = _COLUMNS[kind]
         bodies = ", ".join(f"lower(m.{column}) AS body{j}" for j, column in enumerate(columns))
         tf = " + ".join(
@@ -263,13 +295,22 @@ class PgArms(SqlArms):
             f"/ GREATEST(char_length(x.t), 1)"
             for j in range(len(columns))
         )
-        ranked, tail = _bm25(period)
+        ranked, tail = _bm25(period, joined=bool(also))
         rows = self._read(
-            f"WITH c AS MATERIALIZED (SELECT m.id, m.ts_epoch, {row_length(lengths)} AS len, "
+            f"WITH c AS MATERIALIZED (SELECT m.id, m.ts_epoch, {row_length(lengths)} AS len, {joined} AS joined, "
             f"{bodies} FROM {table} m WHERE ({lookups}) AND ({match}) AND {where}), "
-            f"o AS MATERIALIZED (SELECT c.id, c.ts_epoch, c.len, x.i, {tf} AS tf FROM c CROSS JOIN unnest(%s::text[]) "
-            f"WITH ORDINALITY AS x(t, i)), {ranked}",
-            [*terms, *terms, *params, list(terms), *self._scope_lengths(kind, scope, lengths), *tail, depth],
+            f"o AS MATERIALIZED (SELECT c.id, c.ts_epoch, c.len, c.joined, x.i, {tf} AS tf FROM c "
+            f"CROSS JOIN unnest(%s::text[]) WITH ORDINALITY AS x(t, i)), {ranked}",
+            [
+                *(([*first, *also]) if also else []),
+                *terms,
+                *terms,
+                *params,
+                list(terms),
+                *self._scope_lengths(kind, scope, lengths),
+                *tail,
+                depth,
+            ],
         )
         return [Hit(make_ref(kind, row_id), rank, float(raw)) for rank, (row_id, raw) in enumerate(rows)]
 
@@ -277,32 +318,42 @@ class PgArms(SqlArms):
         self, scope: Scope, words: Sequence[str], *, depth: int, period: Period | None = None
     ) -> list[Hit]:
         """The word arm: memories holding any of the words (stemmed as SQLite's word index stems them, words.py),
-        best BM25 first; the words' plan under keyword-budget-v1, as the trigram arms."""
+        best BM25 first; the words' plan under keyword-budget-v2, as the trigram arms."""
         kept = list(dict.fromkeys(word for word in words if word))
         if not kept or depth <= 0:
             return []
         plan = plan_terms(self._vocab, "memories", kept, words=True, small_scope=self._small_scope(scope, "memories"))
-        hits, ranked_on = run_plan(plan, lambda chosen: self._word_query(scope, chosen, depth, period), depth)
-        return PlannedHits(hits, plan, ranked_on)
+        hits, ranked_on = run_plan(
+            plan, lambda chosen, also: self._word_query(scope, chosen, depth, period, also), depth, key=_ref
+        )
+        return PlannedHits(_ranked(hits), plan, ranked_on)
 
-    def _word_query(self, scope: Scope, words: Sequence[str], depth: int, period: Period | None) -> list[Hit]:
+    def _word_query(
+        self, scope: Scope, first: Sequence[str], depth: int, period: Period | None, also: Sequence[str] = ()
+    ) -> list[Hit]:
         """The documented BM25 of the word arm, one query: each word's tokens a term (a stem two words share counts
-        for each), tf = the term's places among the row's tokens."""
+        for each), tf = the term's places among the row's tokens. ``also``: keyword-budget-v2's joined pass, as
+        ``_bm25_arm``'s."""
+        words = [*first, *also]
         where, params = POSTGRES.scope_where(scope, "m", MEMORY)
-        ranked, tail = _bm25(period)
-        match = any_of(words)
-        if match is None:
+        ranked, tail = _bm25(period, joined=bool(also))
+        match, first_match, also_match = any_of(words), any_of(first), any_of(also)
+        if match is None or (also and (first_match is None or also_match is None)):
             return []
+        joined, joined_params = (
+            ("(m.words @@ %s::tsquery AND m.words @@ %s::tsquery)", [first_match, also_match]) if also else ("TRUE", [])
+        )
         rows = self._read(
             "WITH q AS (SELECT u.lexeme, u.i FROM unnest(%s::text[]) WITH ORDINALITY AS u(lexeme, i)), "
-            "c AS MATERIALIZED (SELECT m.id, m.ts_epoch, m.word_len AS len, m.word_tokens FROM memories m "
-            f"WHERE m.words @@ %s::tsquery AND {where}), "
+            f"c AS MATERIALIZED (SELECT m.id, m.ts_epoch, m.word_len AS len, {joined} AS joined, m.word_tokens "
+            f"FROM memories m WHERE m.words @@ %s::tsquery AND {where}), "
             # each matching row with each query lexeme: tf = its places among the row's tokens (0 adds nothing to
             # a sum, a df or a row's presence)
-            "o AS MATERIALIZED (SELECT c.id, c.ts_epoch, c.len, q.i, "
+            "o AS MATERIALIZED (SELECT c.id, c.ts_epoch, c.len, c.joined, q.i, "
             "cardinality(array_positions(c.word_tokens, q.lexeme)) AS tf FROM c CROSS JOIN q), " + ranked,
             [
                 query_lexemes(words),
+                *joined_params,
                 match,
                 *params,
                 *self._scope_lengths(MEMORY, scope, ("word_len",)),

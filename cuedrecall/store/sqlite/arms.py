@@ -117,7 +117,7 @@ class SqliteArms(SqlArms):
         if not words or depth <= 0:
             return []
         sql, params = words_arm_sql(scope, period)
-        # as the keyword arm: the words' plan under keyword-budget-v1
+        # as the keyword arm: the words' plan under keyword-budget-v2
         plan = plan_terms(self._vocab, "memories", words, words=True, small_scope=self._small_scope(scope, "memories"))
         rows, ranked_on = self._ranked(sql, plan, words_expression, [*params, depth], depth)
         return PlannedHits(
@@ -140,7 +140,12 @@ class SqliteArms(SqlArms):
         self, sql: str, plan: TermPlan, expression: Any, params: list[Any], depth: int
     ) -> tuple[list[tuple], str]:
         """The rows of ``sql`` ranked under the plan (``term_counts.run_plan``) and the pass they came from."""
-        return run_plan(plan, lambda terms: self._read_fts(sql, [expression(terms), *params]), depth)
+
+        def run(terms: list[str], also: list[str]) -> list[tuple]:
+            match = f"({expression(terms)}) AND ({expression(also)})" if also else expression(terms)
+            return self._read_fts(sql, [match, *params])
+
+        return run_plan(plan, run, depth, key=lambda row: row[0])
 
     def _read_fts(self, sql: str, params: list[Any]) -> list[tuple]:
         try:

@@ -87,7 +87,7 @@ def test_a_recall_within_every_cap_leaves_nothing_out(memory: Memory) -> None:
 def test_the_keyword_arms_record_their_term_plan_and_the_pass_they_ranked_on(memory: Memory) -> None:
     trace = memory.recall(agent_id=A, query="pottery class", trace=True)["trace"]
     plan = trace["keyword_terms"]["memory_keyword"]  # terms by place in the query's terms: no text in a trace
-    assert plan["rule"] == "keyword-budget-v1" and plan["terms"] == 2 and plan["fallback"] == [0, 1]
+    assert plan["rule"] == "keyword-budget-v2" and plan["terms"] == 2 and plan["fallback"] == [0, 1]
     assert plan["ranked_on"] == "fallback" and plan["left_out"] == []
     assert trace["keyword_terms"]["memory_words"]["fallback"] == [0, 1]
     assert "pottery" not in str(trace["keyword_terms"])

@@ -1,7 +1,7 @@
 """No noisy neighbours: what other agents store neither hides a scope's rows nor makes its keyword arms read theirs.
 
 The full-text arms check a matching row's scope in a narrow index of the isolation
-columns (migration 8), and rank on the terms keyword-budget-v1 lets through; a small
+columns (migration 8), and rank on the terms keyword-budget-v2 lets through; a small
 scope is scanned for the terms the budget left out. The cost is counted in SQLite's
 virtual-machine steps (a progress handler), not in time.
 """

@@ -1,4 +1,4 @@
-"""Both backends plan a small scope's terms alike (keyword-budget-v1, store/term_counts.py): in a table past the
+"""Both backends plan a small scope's terms alike (keyword-budget-v2, store/term_counts.py): in a table past the
 first budget, a scope of at most SCOPE_SCAN_ROWS memories keeps the first pass's budget for its fallback, so a term
 common in other agents' rows is left out of the ranking (the trigram arm scans the scope for it, the word arm goes
 without it) on PostgreSQL as on SQLite."""

@@ -1,14 +1,14 @@
-"""The term counts' cache is bounded, and keyword-budget-v1 picks each pass's terms by its rule."""
+"""The term counts' cache is bounded, and keyword-budget-v2 picks each pass's terms by its rule."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from cuedrecall.store import term_counts
-from cuedrecall.store.term_counts import FALLBACK_ROWS, FIRST_PASS_ROWS, TermCounts, plan_terms
+from cuedrecall.store.term_counts import FALLBACK_ROWS, FIRST_PASS_ROWS, TermCounts, TermPlan, plan_terms, run_plan
 from tests.conftest import open_memory
 
 
@@ -111,7 +111,7 @@ def test_a_large_store_ranks_first_on_the_rarest_terms_that_fit_the_budget_in_qu
     assert plan.fallback == ("caroline", "pottery", "class", "support")
     assert plan.left_out == ("what",)
     record = plan.record("first")  # terms by their place in the query: a trace holds no text
-    assert record["rule"] == "keyword-budget-v1" and record["term_rows"] == list(rows.values())
+    assert record["rule"] == "keyword-budget-v2" and record["term_rows"] == list(rows.values())
     assert record["first"] == [1, 2] and record["fallback"] == [1, 2, 3, 4] and record["left_out"] == [0]
     assert record["first_pass_rows"] == FIRST_PASS_ROWS and record["fallback_rows"] == FALLBACK_ROWS
 
@@ -136,3 +136,84 @@ def test_the_budget_constants_are_the_rule_s(monkeypatch) -> None:  # type: igno
     monkeypatch.setattr(term_counts, "FIRST_PASS_ROWS", 10)
     plan = plan_terms(TermCounts(_Source(1_000, {"aaa": 6, "bbb": 6}), 1.0), "memories", ["aaa", "bbb"], words=True)
     assert plan.first == ("aaa",)
+
+
+# -- run_plan: the passes (keyword-budget-v2) -------------------------------------------------------------------
+
+
+class _Table:
+    """Rows as the sets of terms they hold; a pass lists the rows holding any of its terms (and, joined, any of the
+    others too), most of the pass's terms first, then by id: a stand-in for bm25 that rewards holding more terms."""
+
+    def __init__(self, rows: list[frozenset[str]], depth: int) -> None:
+        self.rows, self.depth, self.passes = rows, depth, []
+
+    def run(self, terms: list[str], also: list[str]) -> list[tuple[int, int]]:
+        self.passes.append((tuple(terms), tuple(also)))
+        found = [
+            (i, len(held & {*terms, *also}))
+            for i, held in enumerate(self.rows)
+            if held & set(terms) and (not also or held & set(also))
+        ]
+        return sorted(found, key=lambda row: (-row[1], row[0]))[: self.depth]
+
+
+def _plan(first: tuple[str, ...], fallback: tuple[str, ...]) -> TermPlan:
+    return TermPlan(first, fallback, tuple(dict.fromkeys([*first, *fallback])))
+
+
+def test_a_first_pass_that_fills_the_depth_puts_the_rows_that_also_hold_a_fallback_term_first() -> None:
+    # ten rows hold the name alone (short rows: bm25 puts them first); one holds the name and the common word
+    rows = [frozenset({"quincy"})] * 10 + [frozenset({"quincy", "degree"})] + [frozenset({"degree"})] * 30
+    table = _Table(rows, depth=5)
+    found, ranked_on = run_plan(_plan(("quincy",), ("quincy", "degree")), table.run, 5, key=lambda row: row[0])
+    assert ranked_on == "joined" and [i for i, _ in found] == [10, 0, 1, 2, 3]
+    assert table.passes == [(("quincy",), ()), (("quincy",), ("degree",))]
+
+
+def test_a_short_first_pass_goes_to_the_fallback_and_no_joined_pass_runs() -> None:
+    rows = [frozenset({"quincy"})] * 2 + [frozenset({"degree"})] * 30
+    table = _Table(rows, depth=5)
+    found, ranked_on = run_plan(_plan(("quincy",), ("quincy", "degree")), table.run, 5, key=lambda row: row[0])
+    assert ranked_on == "fallback" and len(found) == 5
+    assert table.passes == [(("quincy",), ()), (("quincy", "degree"), ())]
+
+
+def test_when_no_row_holds_both_the_first_pass_stands() -> None:
+    rows = [frozenset({"quincy"})] * 10 + [frozenset({"degree"})] * 30
+    table = _Table(rows, depth=5)
+    found, ranked_on = run_plan(_plan(("quincy",), ("quincy", "degree")), table.run, 5, key=lambda row: row[0])
+    assert ranked_on == "first" and [i for i, _ in found] == [0, 1, 2, 3, 4]
+    assert table.passes == [(("quincy",), ()), (("quincy",), ("degree",))]
+
+
+_TERMS = ("aaa", "bbb", "ccc", "ddd", "eee")
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.frozensets(st.sampled_from(_TERMS), min_size=1), min_size=1, max_size=40),
+    st.integers(1, 2),
+    st.integers(1, 8),
+)
+def test_the_passes_keep_the_depth_and_no_row_holding_only_first_terms_displaces_a_joined_one(
+    rows: list[frozenset[str]], split: int, depth: int
+) -> None:
+    first, others = _TERMS[:split], _TERMS[split:4]  # "eee" is in no pass: the budget left it out
+    table = _Table(rows, depth)
+    found, ranked_on = run_plan(_plan(first, (*first, *others)), table.run, depth, key=lambda row: row[0])
+    event(ranked_on)
+    ids = [i for i, _ in found]
+    assert len(ids) == len(set(ids)) <= depth
+    if ranked_on == "fallback":
+        assert all(rows[i] & {*first, *others} for i in ids)
+        return
+    assert ranked_on in ("first", "joined")
+    assert all(rows[i] & set(first) for i in ids)  # never a row the first pass could not reach
+    joined = [i for i in ids if rows[i] & set(others)]
+    holds_both = [i for i, held in enumerate(rows) if held & set(first) and held & set(others)]
+    if ranked_on == "joined":
+        assert ids[: len(joined)] == joined  # the rows holding another term come first
+        assert len(joined) == min(depth, len(holds_both))  # and none of them is cut for a first-pass-only row
+    else:
+        assert not holds_both
