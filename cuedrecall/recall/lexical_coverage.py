@@ -16,6 +16,7 @@ from typing import Final
 from cuedrecall.recall.arm_registry import ARMS, Arms
 from cuedrecall.recall.context import RecallContext
 from cuedrecall.store.base import Hit
+from cuedrecall.store.term_counts import PlannedHits
 from cuedrecall.text import normalize
 from cuedrecall.text.words import query_words
 
@@ -34,7 +35,9 @@ def order_by_coverage(ctx: RecallContext, arms: Arms, counted: Mapping[str, int]
     out = dict(arms)
     for name in lexical:
         ordered = sorted(arms[name], key=lambda hit: (-held[hit.ref], hit.rank))
-        out[name] = [Hit(hit.ref, rank, hit.raw) for rank, hit in enumerate(ordered)]
+        hits = [Hit(hit.ref, rank, hit.raw) for rank, hit in enumerate(ordered)]
+        found = arms[name]  # a keyword arm's term plan stays with its rows, for the trace
+        out[name] = PlannedHits(hits, found.plan, found.ranked_on) if isinstance(found, PlannedHits) else hits
     return out
 
 

@@ -27,9 +27,9 @@ def shrunk_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(term_counts, "SCOPE_SCAN_ROWS", 0)  # no scope is scanned in place of the fallback
 
 
-def _store(tmp_path: Path):  # type: ignore[no-untyped-def]
+def _store(tmp_path: Path, coverage: bool = False):  # type: ignore[no-untyped-def]
     settings = make_settings(
-        word_arm_enabled=True, lexical_coverage_enabled=False, recall_depth_floor=DEPTH, fused_gate_enabled=False
+        word_arm_enabled=True, lexical_coverage_enabled=coverage, recall_depth_floor=DEPTH, fused_gate_enabled=False
     )
     memory = open_memory(tmp_path / "budget.db", settings=settings)
     for i in range(NAME_ONLY):
@@ -41,8 +41,10 @@ def _store(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.usefixtures("shrunk_budget")
-def test_the_row_holding_the_name_and_the_left_out_word_leads_both_lexical_arms(tmp_path: Path) -> None:
-    memory, both = _store(tmp_path)
+@pytest.mark.parametrize("coverage", [False, True], ids=["arm order", "lexical coverage (shipped)"])
+def test_the_row_holding_the_name_and_the_left_out_word_leads_both_lexical_arms(tmp_path: Path, coverage: bool) -> None:
+    """With lexical coverage on (the default) the trace still names each arm's plan and pass."""
+    memory, both = _store(tmp_path, coverage)
     try:
         trace = memory.recall(agent_id=A, query="Quincy degree", trace=True)["trace"]
         for arm in ("memory_keyword", "memory_words"):
