@@ -177,7 +177,7 @@ class PrefetchEmbedder:
         if self.cache is None:
             return
         self.cache.parent.mkdir(parents=True, exist_ok=True)
-        part = self.cache.with_suffix(".part")
+        part = self.cache.with_suffix(f".{os.getpid()}.part")  # two runs sharing the cache never share a part file
         with part.open("wb") as f:
             pickle.dump(self._vectors, f, protocol=pickle.HIGHEST_PROTOCOL)
         part.replace(self.cache)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
 from cuedrecall.store.base import Hit
+from cuedrecall.text.words import STOP_WORDS
 
 _Row = TypeVar("_Row")
 
@@ -258,26 +259,40 @@ def run_plan(plan: TermPlan, run: RunPass[_Row], depth: int, *, key: Callable[[_
     matches a large share of the store, for a small weight (low idf). Leaving
     such words out keeps the keyword arm's cost proportional to what the rare
     words match. But a word is left out of the first pass for its rows, not its
-    weight: in a store grown with other text an ordinary word of the question
+    meaning: in a store grown with other text an ordinary word of the question
     ("degree") passes the budget, and the first pass's depth fills with rows that
     hold the rarer words alone while the row that also holds it slides past. So
-    when the first pass fills the depth, the fallback's other terms rank too, among
-    the rows that hold a first-pass term (the "joined" pass: a first term AND one of
-    them, ranked on both): those rows come first, then the first pass's. Its cost is
-    the rows of the first terms and of the fallback's, as the two passes' was.
+    when the first pass fills the depth, the fallback's other content words (a
+    function word, "what", says nothing of a row) rank too, among the rows that
+    hold a first-pass term: the "joined" pass, a first term AND one of them, ranked
+    on both. The depth is shared: the joined rows and the first pass's alternate,
+    so neither pass's best rows are cut for the other's. Its cost is the rows of
+    the first terms and of the fallback's, as the two passes' was.
     docs/recall-process.md#the-full-text-query says the same in prose.
     """
     if plan.first and plan.first != plan.fallback:
         rows = run(list(plan.first), [])
         if len(rows) < depth:
             return _fallback(plan, run)
-        others = [term for term in plan.fallback if term not in plan.first]
+        others = [term for term in plan.fallback if term not in plan.first and term.lower() not in STOP_WORDS]
         joined = run(list(plan.first), others) if others else []
         if not joined:
             return rows, "first"
-        seen = {key(row) for row in joined}
-        return (joined + [row for row in rows if key(row) not in seen])[:depth], "joined"
+        return _alternate(joined, rows, depth, key), "joined"
     return _fallback(plan, run)
+
+
+def _alternate(one: list[_Row], other: list[_Row], depth: int, key: Callable[[_Row], Any]) -> list[_Row]:
+    """``one``'s first row, ``other``'s first, ``one``'s second, ... each row once, to the depth; a list that runs
+    out leaves its turns to the other."""
+    out: list[_Row] = []
+    seen: set[Any] = set()
+    for place in range(max(len(one), len(other))):
+        for rows in (one, other):
+            if place < len(rows) and key(rows[place]) not in seen:
+                seen.add(key(rows[place]))
+                out.append(rows[place])
+    return out[:depth]
 
 
 def _fallback(plan: TermPlan, run: RunPass[_Row]) -> tuple[list[_Row], str]:
