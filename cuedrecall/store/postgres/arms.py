@@ -63,15 +63,11 @@ def row_length(lengths: Sequence[str]) -> str:
     return " + ".join(f"m.{column}" for column in lengths)
 
 
-def _bm25(period: Period | None, joined: bool = False) -> tuple[str, list[Any]]:
-    """The ranking half of a lexical arm's query, after CTE ``o`` (id, ts_epoch, len, term i, tf, joined): df per
+def _bm25(period: Period | None) -> tuple[str, list[Any]]:
+    """The ranking half of a lexical arm's query, after CTE ``o`` (id, ts_epoch, len, term i, tf): df per
     term among the matching rows, n and the mean row length over the scope (parameters: ``PgRecords._scope_lengths``),
-    the period, best first; ``joined``: only the rows whose ``joined`` column is true are ranked (keyword-budget-v2's
-    joined pass: df still counts every matching row, as FTS5's idf does). Its parameters: n, the mean, the period's,
-    then the depth."""
+    the period, best first. Its parameters: n, the mean, the period's, then the depth."""
     pwhere, pparams = POSTGRES.period_where("s", period)
-    if joined:
-        pwhere += " AND s.joined"
     return (
         "s AS (SELECT o.*, count(*) FILTER (WHERE o.tf > 0) OVER (PARTITION BY o.i) AS df FROM o), "
         "n AS (SELECT %s::float8 AS n, %s::float8 AS mean) "
@@ -275,19 +271,21 @@ class PgArms(SqlArms):
         """The documented BM25 of the trigram arms (the module's docstring), one query. As in FTS5, a row's
         columns (an episode's summary and keywords) count together: tf summed over them, length their sum.
         ``also``: keyword-budget-v2's joined pass, the rows holding one of ``first`` and one of ``also``, ranked on
-        both."""
+        both (df among those rows, as a pass counts it among the rows it matches)."""
         table, text = _TEXT[kind]
         terms = [*first, *also]
         where, params = POSTGRES.scope_where(scope, "m", kind)
-        # candidates from the trigram index, one bitmap a term OR'ed together, each row read once; then the
-        # scope and the substring itself on those rows only
-        lookups = " OR ".join("m.grams @> cr_trigrams(%s)" for _ in terms)
-
-        def holds(group: Sequence[str]) -> str:
-            return " OR ".join(f"strpos(lower({text}), lower(%s)) > 0" for _ in group)
-
-        match = holds(terms)
-        joined = f"(({holds(first)}) AND ({holds(also)}))" if also else "TRUE"
+        # candidates from the trigram index, one bitmap a term OR'ed together (a joined pass: the two groups'
+        # bitmaps AND'ed), each row read once; then the scope and the substrings themselves on those rows only
+        groups = [list(first), list(also)] if also else [list(first)]
+        holds = " AND ".join(
+            "("
+            + " OR ".join("m.grams @> cr_trigrams(%s)" for _ in group)
+            + ") AND ("
+            + " OR ".join(f"strpos(lower({text}), lower(%s)) > 0" for _ in group)
+            + ")"
+            for group in groups
+        )
         columns, lengths = _COLUMNS[kind]
         bodies = ", ".join(f"lower(m.{column}) AS body{j}" for j, column in enumerate(columns))
         tf = " + ".join(
@@ -295,16 +293,14 @@ class PgArms(SqlArms):
             f"/ GREATEST(char_length(x.t), 1)"
             for j in range(len(columns))
         )
-        ranked, tail = _bm25(period, joined=bool(also))
+        ranked, tail = _bm25(period)
         rows = self._read(
-            f"WITH c AS MATERIALIZED (SELECT m.id, m.ts_epoch, {row_length(lengths)} AS len, {joined} AS joined, "
-            f"{bodies} FROM {table} m WHERE ({lookups}) AND ({match}) AND {where}), "
-            f"o AS MATERIALIZED (SELECT c.id, c.ts_epoch, c.len, c.joined, x.i, {tf} AS tf FROM c "
-            f"CROSS JOIN unnest(%s::text[]) WITH ORDINALITY AS x(t, i)), {ranked}",
+            f"WITH c AS MATERIALIZED (SELECT m.id, m.ts_epoch, {row_length(lengths)} AS len, "
+            f"{bodies} FROM {table} m WHERE {holds} AND {where}), "
+            f"o AS MATERIALIZED (SELECT c.id, c.ts_epoch, c.len, x.i, {tf} AS tf FROM c CROSS JOIN unnest(%s::text[]) "
+            f"WITH ORDINALITY AS x(t, i)), {ranked}",
             [
-                *(([*first, *also]) if also else []),
-                *terms,
-                *terms,
+                *(value for group in groups for value in (*group, *group)),
                 *params,
                 list(terms),
                 *self._scope_lengths(kind, scope, lengths),
@@ -336,25 +332,21 @@ class PgArms(SqlArms):
         ``_bm25_arm``'s."""
         words = [*first, *also]
         where, params = POSTGRES.scope_where(scope, "m", MEMORY)
-        ranked, tail = _bm25(period, joined=bool(also))
-        match, first_match, also_match = any_of(words), any_of(first), any_of(also)
-        if match is None or (also and (first_match is None or also_match is None)):
+        ranked, tail = _bm25(period)
+        matches = [any_of(group) for group in ([first, also] if also else [words])]
+        if any(match is None for match in matches):
             return []
-        joined, joined_params = (
-            ("(m.words @@ %s::tsquery AND m.words @@ %s::tsquery)", [first_match, also_match]) if also else ("TRUE", [])
-        )
         rows = self._read(
             "WITH q AS (SELECT u.lexeme, u.i FROM unnest(%s::text[]) WITH ORDINALITY AS u(lexeme, i)), "
-            f"c AS MATERIALIZED (SELECT m.id, m.ts_epoch, m.word_len AS len, {joined} AS joined, m.word_tokens "
-            f"FROM memories m WHERE m.words @@ %s::tsquery AND {where}), "
+            "c AS MATERIALIZED (SELECT m.id, m.ts_epoch, m.word_len AS len, m.word_tokens FROM memories m "
+            f"WHERE {' AND '.join('m.words @@ %s::tsquery' for _ in matches)} AND {where}), "
             # each matching row with each query lexeme: tf = its places among the row's tokens (0 adds nothing to
             # a sum, a df or a row's presence)
-            "o AS MATERIALIZED (SELECT c.id, c.ts_epoch, c.len, c.joined, q.i, "
+            "o AS MATERIALIZED (SELECT c.id, c.ts_epoch, c.len, q.i, "
             "cardinality(array_positions(c.word_tokens, q.lexeme)) AS tf FROM c CROSS JOIN q), " + ranked,
             [
                 query_lexemes(words),
-                *joined_params,
-                match,
+                *matches,
                 *params,
                 *self._scope_lengths(MEMORY, scope, ("word_len",)),
                 *tail,
