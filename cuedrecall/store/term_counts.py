@@ -155,7 +155,7 @@ class TermCounts:
 
 # -- the keyword budget (keyword-budget-v2) ----------------------------------------------------
 
-# v2: a first pass that fills the depth is ranked again with the fallback's other terms (``run_plan``)
+# v2: a first pass that fills the depth shares it with the joined pass's rows (``run_plan``)
 KEYWORD_BUDGET_RULE = "keyword-budget-v2"
 # bm25 scores every row an FTS5 expression matches, of every agent, before LIMIT applies: a pass's cost
 # is its matching rows. A pass ranks on the terms that fit its budget, rarest first, counting a term's
@@ -289,10 +289,12 @@ def _alternate(one: list[_Row], other: list[_Row], depth: int, key: Callable[[_R
     seen: set[Any] = set()
     for place in range(max(len(one), len(other))):
         for rows in (one, other):
+            if len(out) == depth:
+                return out
             if place < len(rows) and key(rows[place]) not in seen:
                 seen.add(key(rows[place]))
                 out.append(rows[place])
-    return out[:depth]
+    return out
 
 
 def _fallback(plan: TermPlan, run: RunPass[_Row]) -> tuple[list[_Row], str]:
