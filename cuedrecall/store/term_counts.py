@@ -115,6 +115,21 @@ class TermCounts:
         """Rows holding a word of the word index."""
         return self._count(table, "word", word, self._source.row_count(table))
 
+    def held_rows(self, table: str, terms: Sequence[str], *, words: bool) -> list[int]:
+        """Rows holding each term itself, over the table, as FTS5's statistics count it (its df): a word of the word
+        index, or a trigram-index term (a trigram's count, a longer term's phrase count; none for a shorter one).
+        Cached as every count here: within STALE_RATIO of the table's rows."""
+        total = self._source.row_count(table)
+        if words:
+            return self._many(table, "word", list(terms), total)
+        grams = [term.lower() for term in terms if len(term) == 3]
+        phrases = [term for term in terms if len(term) > 3]
+        found = {
+            **dict(zip(grams, self._many(table, "gram", grams, total) if grams else [])),
+            **dict(zip(phrases, self._many(table, "phrase", phrases, total) if phrases else [])),
+        }
+        return [found.get(term.lower() if len(term) == 3 else term, 0) for term in terms]
+
     def _grams(self, term: str) -> list[str]:
         """The trigrams that bound a term's rows: its first MAX_BOUND_GRAMS distinct ones, lower-cased."""
         grams: dict[str, None] = {}

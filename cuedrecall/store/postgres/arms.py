@@ -19,7 +19,8 @@ filters after scoring; raw = -BM25, best (lowest) first, then id.
   identifiers alike); tf = the term's (non-overlapping) occurrences, length =
   characters - 2 (FTS5's trigram count); an episode's summary and keywords count
   together (tf summed, lengths summed), as in FTS5. FTS5 takes its statistics over
-  the whole table: on a one-agent store the two rank alike.
+  the whole table: on a one-agent store the two rank alike. The keyword budget's
+  joined pass takes FTS5's (``_joined_statistics``), so it ranks alike on any store.
 - word arm (``memory_words``): the ``words`` column, the tokens SQLite's word
   index (porter over unicode61) makes of the content (words.py), finds the rows;
   tf = the token's places in ``word_tokens`` (the same tokens in order), length =
@@ -39,7 +40,7 @@ import numpy as np
 from cuedrecall.store.base import EPISODE, MEMORY, CoarseHit, Hit, Period, Scope, make_ref
 from cuedrecall.store.index.vector_index import coarse_hits, search_kinds
 from cuedrecall.store.postgres.dialect import POSTGRES
-from cuedrecall.store.postgres.words import any_of, query_lexemes
+from cuedrecall.store.postgres.words import any_of, query_lexemes, word_tokens
 from cuedrecall.store.sql.arms import SqlArms
 from cuedrecall.store.term_counts import PlannedHits, plan_terms, run_plan
 
@@ -63,13 +64,15 @@ def row_length(lengths: Sequence[str]) -> str:
     return " + ".join(f"m.{column}" for column in lengths)
 
 
-def _bm25(period: Period | None) -> tuple[str, list[Any]]:
+def _bm25(period: Period | None, *, given_df: bool = False) -> tuple[str, list[Any]]:
     """The ranking half of a lexical arm's query, after CTE ``o`` (id, ts_epoch, len, term i, tf): df per
     term among the matching rows, n and the mean row length over the scope (parameters: ``PgRecords._scope_lengths``),
-    the period, best first. Its parameters: n, the mean, the period's, then the depth."""
+    the period, best first. Its parameters: n, the mean, the period's, then the depth; with ``given_df``, each
+    term's df (an array, in the terms' order) before them."""
     pwhere, pparams = POSTGRES.period_where("s", period)
+    df = "(%s::float8[])[o.i]" if given_df else "count(*) FILTER (WHERE o.tf > 0) OVER (PARTITION BY o.i)"
     return (
-        "s AS (SELECT o.*, count(*) FILTER (WHERE o.tf > 0) OVER (PARTITION BY o.i) AS df FROM o), "
+        f"s AS (SELECT o.*, {df} AS df FROM o), "
         "n AS (SELECT %s::float8 AS n, %s::float8 AS mean) "
         f"SELECT s.id, -SUM(CASE WHEN s.tf > 0 THEN GREATEST(ln((n.n - s.df + 0.5) / (s.df + 0.5)), {_IDF_FLOOR}) "
         f"* s.tf * ({_K1} + 1) / (s.tf + {_K1} * (1 - {_B} + {_B} * s.len / n.mean)) ELSE 0 END)::float8 AS raw "
@@ -98,6 +101,7 @@ class PgArms(SqlArms):
 
         def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
         def _scope_lengths(self, kind: str, scope: Scope, lengths: Sequence[str]) -> tuple[int, Any]: ...
+        def _table_lengths(self, kind: str, lengths: Sequence[str]) -> tuple[int, Any]: ...
         def _model_filter(self, alias: str) -> tuple[str, list[Any]]: ...
 
         _vocab: TermCounts
@@ -271,7 +275,7 @@ class PgArms(SqlArms):
         """The documented BM25 of the trigram arms (the module's docstring), one query. As in FTS5, a row's
         columns (an episode's summary and keywords) count together: tf summed over them, length their sum.
         ``also``: keyword-budget-v2's joined pass, the rows holding one of ``first`` and one of ``also``, ranked on
-        both (df among those rows, as a pass counts it among the rows it matches)."""
+        both with FTS5's statistics (``_joined_statistics``)."""
         table, text = _TEXT[kind]
         terms = [*first, *also]
         where, params = POSTGRES.scope_where(scope, "m", kind)
@@ -293,7 +297,12 @@ class PgArms(SqlArms):
             f"/ GREATEST(char_length(x.t), 1)"
             for j in range(len(columns))
         )
-        ranked, tail = _bm25(period)
+        ranked, tail = _bm25(period, given_df=bool(also))
+        statistics = (
+            self._joined_statistics(table, kind, terms, lengths, words=False)
+            if also
+            else list(self._scope_lengths(kind, scope, lengths))
+        )
         rows = self._read(
             f"WITH c AS MATERIALIZED (SELECT m.id, m.ts_epoch, {row_length(lengths)} AS len, "
             f"{bodies} FROM {table} m WHERE {holds} AND {where}), "
@@ -303,12 +312,24 @@ class PgArms(SqlArms):
                 *(value for group in groups for value in (*group, *group)),
                 *params,
                 list(terms),
-                *self._scope_lengths(kind, scope, lengths),
+                *statistics,
                 *tail,
                 depth,
             ],
         )
         return [Hit(make_ref(kind, row_id), rank, float(raw)) for rank, (row_id, raw) in enumerate(rows)]
+
+    def _joined_statistics(
+        self, table: str, kind: str, terms: Sequence[str], lengths: Sequence[str], *, words: bool
+    ) -> list[Any]:
+        """The joined pass's BM25 statistics, FTS5's: each term's df, n and the mean row length, over the table (the
+        term counts the budget reads, and the totals of every scope). Counted among the joined rows alone, a term's
+        df would rank them apart from SQLite; counted over the scope, the pass would read every row either group of
+        terms holds (docs/storage.md)."""
+        held = self._vocab.held_rows(table, terms, words=words)
+        if words:  # the word query ranks each word's tokens (query_lexemes): each takes its word's df
+            held = [count for word, count in zip(terms, held) for _ in word_tokens(word)]
+        return [held, *self._table_lengths(kind, lengths)]
 
     def memory_words(
         self, scope: Scope, words: Sequence[str], *, depth: int, period: Period | None = None
@@ -332,7 +353,7 @@ class PgArms(SqlArms):
         ``_bm25_arm``'s."""
         words = [*first, *also]
         where, params = POSTGRES.scope_where(scope, "m", MEMORY)
-        ranked, tail = _bm25(period)
+        ranked, tail = _bm25(period, given_df=bool(also))
         matches = [any_of(group) for group in ([first, also] if also else [words])]
         if any(match is None for match in matches):
             return []
@@ -348,7 +369,11 @@ class PgArms(SqlArms):
                 query_lexemes(words),
                 *matches,
                 *params,
-                *self._scope_lengths(MEMORY, scope, ("word_len",)),
+                *(
+                    self._joined_statistics("memories", MEMORY, words, ("word_len",), words=True)
+                    if also
+                    else self._scope_lengths(MEMORY, scope, ("word_len",))
+                ),
                 *tail,
                 depth,
             ],

@@ -161,8 +161,16 @@ class PgRecords(SqlRecords):
         the scope's totals (schema step 5: a row per agent, project, channel and source, kept by triggers), read
         once a snapshot, so a recall's gate pool, trigram and word arms (and a plan's fallback query) share it.
         The mean is the numeric quotient ``avg`` computes, so the scores are those of an average over the rows."""
-        kind_lengths = _LENGTHS[kind]
         where, params = POSTGRES.scope_where(scope, "m", kind)
+        return self._totals_lengths(kind, where, params, lengths)
+
+    def _table_lengths(self, kind: str, lengths: Sequence[str]) -> tuple[int, Any]:
+        """(rows, mean length) over every row of one kind, every agent's: FTS5's statistics, which the keyword
+        budget's joined pass ranks with (arms.py); from the same totals, read once a snapshot."""
+        return self._totals_lengths(kind, "TRUE", [], lengths)
+
+    def _totals_lengths(self, kind: str, where: str, params: list[Any], lengths: Sequence[str]) -> tuple[int, Any]:
+        kind_lengths = _LENGTHS[kind]
 
         def read() -> dict[tuple[str, ...], tuple[int, Any]]:
             means = ", ".join(

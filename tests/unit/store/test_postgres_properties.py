@@ -15,6 +15,7 @@ from cuedrecall.store.base import EPISODE, MEMORY, Scope, Store
 from cuedrecall.store.postgres import PostgresStore
 from cuedrecall.store.sqlite import SqliteStore
 from cuedrecall.text.fts import fts_terms
+from cuedrecall.text.words import query_words
 from tests.pg_server import postgres_url
 
 pytestmark = pytest.mark.postgres  # runs on the PostgreSQL test server (make test-fast leaves it out)
@@ -153,6 +154,50 @@ def test_both_backends_answer_every_arm_alike_for_any_store(
         same(lambda s: {hit.ref for hit in s.memory_keyword(scope, terms, query, depth=100)})
         same(lambda s: {hit.ref for hit in s.episode_fts(scope, terms, depth=100)})
         same(lambda s: (s.pool_counts(scope), s.span(scope)))
+    finally:
+        sqlite.close()
+        postgres.close()
+
+
+JOINED_ROWS = {
+    "short": "Quincy got the degree",  # the joined rows: the name and a word the first pass left out
+    "long": "Quincy dug the garden bed",
+}
+
+
+def test_the_joined_pass_ranks_alike_on_both_backends_with_fts5_s_statistics(monkeypatch: pytest.MonkeyPatch) -> None:
+    """keyword-budget-v2's joined pass ranks with each term's df over the table (FTS5's), on PostgreSQL as on SQLite
+    (docs/storage.md). Counted among the joined rows alone, "degree" and "garden" would weigh the same there and the
+    shorter row would lead; over the table "degree" is in most rows (another agent's among them), so the row
+    holding the rarer "garden" leads on both."""
+    from cuedrecall.store import term_counts
+
+    monkeypatch.setattr(term_counts, "FIRST_PASS_ROWS", 40)  # the name's 14 rows fit the first pass, nothing else
+    monkeypatch.setattr(term_counts, "FALLBACK_ROWS", 400)
+    monkeypatch.setattr(term_counts, "SCOPE_SCAN_ROWS", 0)
+    items: list[tuple[Any, ...]] = [(f"Quincy waved {i}", "a", "", "", "", 1, False) for i in range(12)]
+    items += [(f"the garden bed {i} is dry", "a", "", "", "", 2, False) for i in range(35)]
+    items += [(f"it is {i} degrees outside", "b", "", "", "", 3, False) for i in range(150)]  # another agent's
+    items += [(text, "a", "", "", "", 4, False) for text in JOINED_ROWS.values()]
+    sqlite, postgres = SqliteStore(":memory:"), PostgresStore(postgres_url())
+    try:
+        fill(sqlite, items)
+        fill(postgres, items)
+        scope, query = Scope("a", None, ""), "Quincy degree garden"
+        refs = {}
+        for name, store in (("sqlite", sqlite), ("postgres", postgres)):
+            for arm, hits in (
+                ("memory_keyword", store.memory_keyword(scope, fts_terms(query), query, depth=10)),
+                ("memory_words", store.memory_words(scope, query_words(query), depth=10)),
+            ):
+                assert getattr(hits, "ranked_on", None) == "joined", (name, arm)
+                refs[name, arm] = [hit.ref for hit in hits]
+        records = postgres.records(sorted({ref for found in refs.values() for ref in found}))
+        texts = {ref: record.text for ref, record in records.items()}
+        for arm in ("memory_keyword", "memory_words"):
+            assert refs["sqlite", arm] == refs["postgres", arm]
+            joined = [texts[ref] for ref in refs["postgres", arm] if texts[ref] in JOINED_ROWS.values()]
+            assert joined == [JOINED_ROWS["long"], JOINED_ROWS["short"]], arm
     finally:
         sqlite.close()
         postgres.close()

@@ -229,3 +229,26 @@ def test_a_function_word_never_makes_a_joined_pass() -> None:
     found, ranked_on = run_plan(_plan(("quincy",), ("quincy", "What")), table.run, 5, key=lambda row: row[0])
     assert ranked_on == "first" and [i for i, _ in found] == [0, 1, 2, 3, 4]
     assert table.passes == [(("quincy",), ())]
+
+
+class _KindSource(_Source):
+    """Counts by kind: a trigram's, a phrase's and a word's count of the same text differ."""
+
+    def term_counts(self, table: str, kind: str, texts: list[str]) -> list[int]:
+        self.calls += 1
+        self.asked += [(kind, text) for text in texts]
+        return [{"gram": 3, "phrase": 5, "word": 7}[kind] * len(text) for text in texts]
+
+
+def test_a_term_s_held_rows_are_its_own_count_not_its_rarest_trigram_s() -> None:
+    """The joined pass's df on PostgreSQL (FTS5's): a three-character term is one trigram (counted lower-cased), a
+    longer one is counted as the phrase itself, a shorter one holds no trigram; a word is the word index's count."""
+    source = _KindSource(100_000)
+    counts = TermCounts(source, 0.1)
+    assert counts.held_rows("memories", ["Tea", "degree", "ab"], words=False) == [9, 30, 0]
+    assert ("gram", "tea") in source.asked and ("phrase", "degree") in source.asked
+    assert not any(kind == "gram" and text != "tea" for kind, text in source.asked)  # no bound asked for
+    assert counts.held_rows("memories", ["degree", "walk"], words=True) == [42, 28]
+    calls = source.calls
+    counts.held_rows("memories", ["Tea", "degree"], words=False)
+    assert source.calls == calls  # cached, as every count
