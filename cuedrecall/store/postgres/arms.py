@@ -20,7 +20,7 @@ filters after scoring; raw = -BM25, best (lowest) first, then id.
   characters - 2 (FTS5's trigram count); an episode's summary and keywords count
   together (tf summed, lengths summed), as in FTS5. FTS5 takes its statistics over
   the whole table: on a one-agent store the two rank alike. The keyword budget's
-  joined pass takes FTS5's (``_joined_statistics``), so it ranks alike on any store.
+  joined pass takes FTS5's (``_statistics``), so it ranks alike on any store.
 - word arm (``memory_words``): the ``words`` column, the tokens SQLite's word
   index (porter over unicode61) makes of the content (words.py), finds the rows;
   tf = the token's places in ``word_tokens`` (the same tokens in order), length =
@@ -275,7 +275,7 @@ class PgArms(SqlArms):
         """The documented BM25 of the trigram arms (the module's docstring), one query. As in FTS5, a row's
         columns (an episode's summary and keywords) count together: tf summed over them, length their sum.
         ``also``: keyword-budget-v2's joined pass, the rows holding one of ``first`` and one of ``also``, ranked on
-        both with FTS5's statistics (``_joined_statistics``)."""
+        both with FTS5's statistics (``_statistics``)."""
         table, text = _TEXT[kind]
         terms = [*first, *also]
         where, params = POSTGRES.scope_where(scope, "m", kind)
@@ -298,11 +298,6 @@ class PgArms(SqlArms):
             for j in range(len(columns))
         )
         ranked, tail = _bm25(period, given_df=bool(also))
-        statistics = (
-            self._joined_statistics(table, kind, terms, lengths, words=False)
-            if also
-            else list(self._scope_lengths(kind, scope, lengths))
-        )
         rows = self._read(
             f"WITH c AS MATERIALIZED (SELECT m.id, m.ts_epoch, {row_length(lengths)} AS len, "
             f"{bodies} FROM {table} m WHERE {holds} AND {where}), "
@@ -312,20 +307,31 @@ class PgArms(SqlArms):
                 *(value for group in groups for value in (*group, *group)),
                 *params,
                 list(terms),
-                *statistics,
+                *self._statistics(table, kind, scope, terms, lengths, words=False, joined=bool(also)),
                 *tail,
                 depth,
             ],
         )
         return [Hit(make_ref(kind, row_id), rank, float(raw)) for rank, (row_id, raw) in enumerate(rows)]
 
-    def _joined_statistics(
-        self, table: str, kind: str, terms: Sequence[str], lengths: Sequence[str], *, words: bool
+    def _statistics(
+        self,
+        table: str,
+        kind: str,
+        scope: Scope,
+        terms: Sequence[str],
+        lengths: Sequence[str],
+        *,
+        words: bool,
+        joined: bool,
     ) -> list[Any]:
-        """The joined pass's BM25 statistics, FTS5's: each term's df, n and the mean row length, over the table (the
-        term counts the budget reads, and the totals of every scope). Counted among the joined rows alone, a term's
-        df would rank them apart from SQLite; counted over the scope, the pass would read every row either group of
-        terms holds (docs/storage.md)."""
+        """A lexical query's BM25 parameters (``_bm25``): n and the mean row length over the scope; for the keyword
+        budget's joined pass FTS5's instead, each term's df, n and the mean over the table (the term counts the
+        budget reads, and the totals of every scope). Counted among the joined rows alone, a term's df would rank
+        them apart from SQLite; counted over the scope, the pass would read every row either group of terms holds
+        (docs/storage.md)."""
+        if not joined:
+            return list(self._scope_lengths(kind, scope, lengths))
         held = self._vocab.held_rows(table, terms, words=words)
         if words:  # the word query ranks each word's tokens (query_lexemes): each takes its word's df
             held = [count for word, count in zip(terms, held) for _ in word_tokens(word)]
@@ -369,11 +375,7 @@ class PgArms(SqlArms):
                 query_lexemes(words),
                 *matches,
                 *params,
-                *(
-                    self._joined_statistics("memories", MEMORY, words, ("word_len",), words=True)
-                    if also
-                    else self._scope_lengths(MEMORY, scope, ("word_len",))
-                ),
+                *self._statistics("memories", MEMORY, scope, words, ("word_len",), words=True, joined=bool(also)),
                 *tail,
                 depth,
             ],
