@@ -39,8 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeout",
         type=float,
         default=120.0,
-        help="seconds one CPersona tool call may take, an import ten times that (CPersona's import slows as its "
-        "store grows: about 16 minutes for 17,000 records at 60,000 here) (default: %(default)s)",
+        help="seconds one CPersona tool call may take, an import ten times that (default: %(default)s)",
     )
     parser.add_argument(
         "--queue-timeout",
@@ -49,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds CPersona's block build may take after its import (default: %(default)s)",
     )
     parser.add_argument("--workdir", type=Path, help="keep the databases and logs here (default: a temporary folder)")
+    parser.add_argument(
+        "--embed-cache", type=Path, metavar="DIR", help="as retrieval_peer's: reuse the vectors of an earlier run"
+    )
     parser.add_argument(
         "--out", type=Path, default=h.RESULTS / "growth.md", help="markdown file (default: %(default)s)"
     )
@@ -67,6 +69,8 @@ def size_args(args: argparse.Namespace, size: int) -> list[str]:
         argv += ["--ours-variant", setting]
     if args.workdir:
         argv += ["--workdir", str(args.workdir / f"grow-{size}")]
+    if args.embed_cache:
+        argv += ["--embed-cache", str(args.embed_cache)]
     return [*argv, "--out", str(rung_path(args.out, size))]
 
 

@@ -138,6 +138,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="ours only: CPersona is neither installed nor asked (a ladder's sizes where it is not measured)",
     )
     parser.add_argument(
+        "--embed-cache",
+        type=Path,
+        metavar="DIR",
+        help="keep the computed vectors in DIR and reuse them in a later run (default: none)",
+    )
+    parser.add_argument(
         "--dump-rows",
         type=Path,
         metavar="PATH.jsonl",
@@ -589,7 +595,7 @@ async def ask_peer(
     async with peer_mod.peer_server(folder / "cpersona.db", embed_url, log, start_timeout, settings) as server:
         await started(server, "")
         clock = time.perf_counter()
-        for path in files:
+        for i, path in enumerate(files):
             answer, _ms = await server.call(
                 "import_memories", {"input_path": str(path), "target_agent_id": agent}, timeout * 10
             )
@@ -597,6 +603,11 @@ async def ask_peer(
                 raise RuntimeError(f"CPersona import of {agent} failed: {str(answer)[:400]}")
             for key in ("imported_memories", "skipped_memories", "imported_episodes", "skipped_episodes"):
                 totals[key] += int(answer.get(key, 0))
+            if i == 0 and len(files) > 1:  # the planner's statistics for the rest of the import, then dropped
+                peer_mod.planner_statistics(folder / "cpersona.db", keep=True)
+                totals["analyzed"] = True
+        if totals.get("analyzed"):
+            peer_mod.planner_statistics(folder / "cpersona.db", keep=False)
         totals["import_s"] = time.perf_counter() - clock
         if not restart:
             await ask(server)
@@ -759,7 +770,7 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[h.Dataset], li
             "recalls", total=scored_total * len(args.embedders) * (1 + len(variants) + len(peer_variants))
         )
         for name in args.embedders:
-            embedder = h.prefetched_embedder(name, datasets, progress)
+            embedder = h.prefetched_embedder(name, datasets, progress, args.embed_cache)
             facts["models"][name] = embedder.model
             with peer_mod.EmbedServer(name, workdir / f"embed-server-{name}.log", timeout=300) as served:
                 sample = [q.text for d in datasets for c in d.conversations for q in c.questions if d.scored(q)]
@@ -1147,7 +1158,11 @@ def setup_lines(args: argparse.Namespace, datasets: Sequence[h.Dataset], facts: 
         "`python -m cpersona`, filled with `import_memories` from a `cpersona-export/1.0` file: the same turn "
         "texts (as our store keeps them), timestamps, msg_ids, speakers, and the session summaries as episodes "
         "with their keywords and start/end times, every record with the vector our store holds "
-        "(`embedding_b64`). An import queues no block builds (CPersona documents it: the next start's backfill "
+        "(`embedding_b64`). An import of several files (20,000 records each) runs with SQLite's planner statistics "
+        "gathered after its first file (`ANALYZE`: CPersona never gathers them, and without them its msg_id probe "
+        "reads every row of the agent per record, about 2 hours for 100,000 records) and dropped when the last "
+        "file is in, so what it stores and how its recall plans are as at its defaults. An import queues no "
+        "block builds (CPersona documents it: the next start's backfill "
         "or a health repair builds them), so CPersona is then started again on the filled database, as a "
         "deployment would be: its start queues the block backfill, and the questions wait until its task queue "
         "is empty (`get_queue_status` polled every 0.5 s until `pending` is 0 on three polls in a row; its "

@@ -382,3 +382,46 @@ def test_a_variant_reads_the_same_under_our_names_and_cpersonas() -> None:
     before = ["CUEDRECALL_EPISODE_CONTEXT_ENABLED=false", "CUEDRECALL_TIME_CONTEXT_ENABLED=false"]
     label, _env = parse_variant([*before, "CUEDRECALL_RECALL_DEPTH_FLOOR=0", "CUEDRECALL_RRF_K=60"])
     assert label.endswith("before-27")
+
+
+def _plan(db: Path) -> str:
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "EXPLAIN QUERY PLAN SELECT id FROM memories WHERE agent_id = ? AND project_id = ? AND msg_id = ? LIMIT 1",
+            ("a", "", "m7"),
+        ).fetchall()
+    conn.close()
+    return " ".join(str(r[-1]) for r in rows)
+
+
+def test_planner_statistics_steer_the_msg_id_probe_to_its_index_and_drop_back_to_the_defaults(tmp_path: Path) -> None:
+    """The import's msg_id probe reads the agent's rows through (agent_id, project_id) without statistics; with
+    them it takes (agent_id, msg_id); dropped, the database plans as before and holds no statistics table."""
+    import sqlite3
+
+    from benchmarks.peer import planner_statistics
+
+    db = tmp_path / "cpersona.db"
+    with sqlite3.connect(db) as conn:  # CPersona's memories table and its two candidate indexes, in its order
+        conn.execute(
+            "CREATE TABLE memories (id INTEGER PRIMARY KEY, agent_id TEXT, project_id TEXT, msg_id TEXT, "
+            "created_at TEXT)"
+        )
+        conn.execute("CREATE INDEX idx_memories_msg_id ON memories(agent_id, msg_id)")
+        conn.execute("CREATE INDEX idx_memories_isolation ON memories(agent_id, project_id, created_at DESC)")
+        conn.executemany(
+            "INSERT INTO memories (agent_id, project_id, msg_id, created_at) VALUES ('a', '', ?, ?)",
+            [(f"m{i}", f"2024-01-01 00:{i % 60:02d}") for i in range(2000)],
+        )
+    conn.close()
+    before = _plan(db)
+    assert "idx_memories_isolation" in before  # every row of the agent, per record
+    planner_statistics(db, keep=True)
+    assert "idx_memories_msg_id" in _plan(db)
+    planner_statistics(db, keep=False)
+    assert _plan(db) == before
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name LIKE 'sqlite_stat%'").fetchone() == (0,)
+    conn.close()
