@@ -48,9 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds CPersona's block build may take after its import (default: %(default)s)",
     )
     parser.add_argument("--workdir", type=Path, help="keep the databases and logs here (default: a temporary folder)")
-    parser.add_argument(
-        "--embed-cache", type=Path, metavar="DIR", help="as retrieval_peer's: reuse the vectors of an earlier run"
-    )
+    h.add_embed_cache_option(parser)
     parser.add_argument(
         "--out", type=Path, default=h.RESULTS / "growth.md", help="markdown file (default: %(default)s)"
     )

@@ -263,6 +263,11 @@ def add_defaults_option(parser: argparse.ArgumentParser, default: str) -> None:
         "and searched; no-blocks: the same with the block build and arm off, as the "
         "figures before blocks were measured (default: %(default)s)",
     )
+    add_embed_cache_option(parser)
+
+
+def add_embed_cache_option(parser: argparse.ArgumentParser) -> None:
+    """``--embed-cache DIR``: the vectors a study computes, kept and reused by a later run (``PrefetchEmbedder``)."""
     parser.add_argument(
         "--embed-cache",
         type=Path,

@@ -100,12 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="attribute each foreign row of the first 10 (one-agent) to its arms, votes and gate decision",
     )
-    parser.add_argument(
-        "--embed-cache",
-        type=Path,
-        metavar="DIR",
-        help="keep the computed vectors in DIR and reuse them in a later run (default: none)",
-    )
+    h.add_embed_cache_option(parser)
     return parser
 
 

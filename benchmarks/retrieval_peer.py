@@ -137,12 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="ours only: CPersona is neither installed nor asked (a ladder's sizes where it is not measured)",
     )
-    parser.add_argument(
-        "--embed-cache",
-        type=Path,
-        metavar="DIR",
-        help="keep the computed vectors in DIR and reuse them in a later run (default: none)",
-    )
+    h.add_embed_cache_option(parser)
     parser.add_argument(
         "--dump-rows",
         type=Path,
@@ -595,6 +590,7 @@ async def ask_peer(
     async with peer_mod.peer_server(folder / "cpersona.db", embed_url, log, start_timeout, settings) as server:
         await started(server, "")
         clock = time.perf_counter()
+        analyzed = len(files) > 1  # the planner's statistics for the import's later files, then dropped
         for i, path in enumerate(files):
             answer, _ms = await server.call(
                 "import_memories", {"input_path": str(path), "target_agent_id": agent}, timeout * 10
@@ -603,10 +599,9 @@ async def ask_peer(
                 raise RuntimeError(f"CPersona import of {agent} failed: {str(answer)[:400]}")
             for key in ("imported_memories", "skipped_memories", "imported_episodes", "skipped_episodes"):
                 totals[key] += int(answer.get(key, 0))
-            if i == 0 and len(files) > 1:  # the planner's statistics for the rest of the import, then dropped
+            if analyzed and i == 0:
                 peer_mod.planner_statistics(folder / "cpersona.db", keep=True)
-                totals["analyzed"] = True
-        if totals.get("analyzed"):
+        if analyzed:
             peer_mod.planner_statistics(folder / "cpersona.db", keep=False)
         totals["import_s"] = time.perf_counter() - clock
         if not restart:

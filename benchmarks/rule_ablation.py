@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--embedders", nargs="+", choices=["local", "hash"], default=["local", "hash"])
     parser.add_argument("--grow", type=int, default=10_000, help="other turns in the grown shape (default: 10000)")
     parser.add_argument("--long-span", choices=["small", "large"], default="large", help="the long-span history's size")
-    parser.add_argument("--embed-cache", type=Path, help="keep the computed vectors here between runs")
+    h.add_embed_cache_option(parser)
     parser.add_argument("--out", type=Path, required=True, help="markdown file")
     return parser
 

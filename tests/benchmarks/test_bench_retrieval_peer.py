@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import sqlite3
 from pathlib import Path
 
 import anyio
@@ -15,7 +16,7 @@ import numpy as np
 
 from benchmarks import harness as h
 from benchmarks.datasets import Conversation, Question, SessionSummary, Turn
-from benchmarks.peer import export_lines, peer_environment, write_cpersona_export
+from benchmarks.peer import export_lines, peer_environment, planner_statistics, write_cpersona_export
 from benchmarks.retrieval_peer import (
     ALL,
     PEER_DEFAULTS,
@@ -385,8 +386,6 @@ def test_a_variant_reads_the_same_under_our_names_and_cpersonas() -> None:
 
 
 def _plan(db: Path) -> str:
-    import sqlite3
-
     with sqlite3.connect(db) as conn:
         rows = conn.execute(
             "EXPLAIN QUERY PLAN SELECT id FROM memories WHERE agent_id = ? AND project_id = ? AND msg_id = ? LIMIT 1",
@@ -399,10 +398,6 @@ def _plan(db: Path) -> str:
 def test_planner_statistics_steer_the_msg_id_probe_to_its_index_and_drop_back_to_the_defaults(tmp_path: Path) -> None:
     """The import's msg_id probe reads the agent's rows through (agent_id, project_id) without statistics; with
     them it takes (agent_id, msg_id); dropped, the database plans as before and holds no statistics table."""
-    import sqlite3
-
-    from benchmarks.peer import planner_statistics
-
     db = tmp_path / "cpersona.db"
     with sqlite3.connect(db) as conn:  # CPersona's memories table and its two candidate indexes, in its order
         conn.execute(
